@@ -1,0 +1,1868 @@
+//===- OnnxImporter.cpp - ONNX ModelProto to the cuts dialect -------------===//
+#include "compiler/onnx/OnnxImporter.h"
+
+#include "cuts/Dialect/Cuts/ConstEval.h"
+#include "cuts/Dialect/Cuts/CutsOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/onnx.pb.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+
+namespace cuts {
+namespace {
+
+// Thrown-free error plumbing: every failing helper records one message and
+// returns failure; the first message wins.
+class Importer {
+public:
+  Importer(MLIRContext &ctx, StringRef modelDir, const ImportOptions &opts)
+      : ctx(ctx), builder(&ctx), modelDir(modelDir.str()), opts(opts) {}
+
+  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+  std::string error;
+
+private:
+  using Converter = LogicalResult (Importer::*)(const onnx::NodeProto &);
+  static const llvm::StringMap<Converter> &converters();
+  friend std::vector<std::string> cuts::supportedOnnxOps();
+
+  // Errors.
+  LogicalResult fail(const Twine &msg) {
+    if (error.empty())
+      error = msg.str();
+    return failure();
+  }
+  LogicalResult nodeFail(const Twine &msg) {
+    return fail("node '" + nodeName + "' (" + node->op_type() + ", opset " +
+                Twine(opset) + "): " + msg);
+  }
+
+  // Types and tensors.
+  FailureOr<Type> elementType(int32_t onnxType, const Twine &what);
+  FailureOr<ElementsAttr> tensorAttr(const onnx::TensorProto &t,
+                                     const Twine &what);
+  FailureOr<std::string> tensorBytes(const onnx::TensorProto &t, Type et,
+                                     int64_t numel, const Twine &what);
+
+  // Values.
+  FailureOr<Value> lookup(const std::string &name);
+  Value input(int k) {
+    if (k >= node->input_size() || node->input(k).empty())
+      return nullptr;
+    auto v = lookup(node->input(k));
+    return succeeded(v) ? *v : nullptr;
+  }
+  bool hasInput(int k) const {
+    return k < node->input_size() && !node->input(k).empty();
+  }
+  FailureOr<Value> required(int k);
+  std::optional<HostTensor> constantOf(Value v, int depth = 0);
+  Attribute constantAttr(Value v, int depth);
+  Attribute evaluate(Value v, int depth);
+  FailureOr<std::vector<int64_t>> constInts(int k, const char *what);
+  FailureOr<std::optional<double>> constScalar(int k, const char *what);
+  LogicalResult define(int k, Value v);
+
+  // Attributes of the current node.
+  const onnx::AttributeProto *attr(StringRef name);
+  FailureOr<int64_t> attrInt(StringRef name, int64_t dflt);
+  FailureOr<float> attrFloat(StringRef name, float dflt);
+  FailureOr<std::string> attrString(StringRef name, StringRef dflt);
+  FailureOr<std::optional<std::vector<int64_t>>> attrInts(StringRef name);
+
+  // Op creation: infer the result types first so that a failure becomes an
+  // error naming the node (the ODS builders would abort instead).
+  template <typename OpTy>
+  FailureOr<Operation *> create(ValueRange operands,
+                                ArrayRef<NamedAttribute> attrs);
+  template <typename OpTy>
+  LogicalResult emit(ValueRange operands, ArrayRef<NamedAttribute> attrs = {});
+  NamedAttribute named(StringRef n, Attribute a) {
+    return builder.getNamedAttr(n, a);
+  }
+  Attribute i64(int64_t v) { return builder.getI64IntegerAttr(v); }
+  Attribute f32(float v) { return builder.getF32FloatAttr(v); }
+  Attribute f64(double v) { return builder.getF64FloatAttr(v); }
+  Attribute ints(ArrayRef<int64_t> v) { return builder.getDenseI64ArrayAttr(v); }
+  Attribute boolean(bool v) { return builder.getBoolAttr(v); }
+  RankedTensorType typeOf(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType());
+  }
+
+  // Shared pieces of several converters.
+  struct Window {
+    std::vector<int64_t> kernel, strides, pads, dilations;
+  };
+  FailureOr<Window> window(Value x, std::optional<std::vector<int64_t>> kernel,
+                           bool ceilMode);
+  FailureOr<std::vector<int64_t>> axesFor(int inputIndex, int64_t rank,
+                                          bool required);
+  LogicalResult normaliseAxes(std::vector<int64_t> &axes, int64_t rank);
+
+  // Converters, one per ONNX op type (see converters()).
+  LogicalResult convConv(const onnx::NodeProto &);
+  LogicalResult convConvTranspose(const onnx::NodeProto &);
+  LogicalResult convMatMul(const onnx::NodeProto &);
+  LogicalResult convGemm(const onnx::NodeProto &);
+  template <typename OpTy> LogicalResult convBinary(const onnx::NodeProto &);
+  template <typename OpTy> LogicalResult convUnary(const onnx::NodeProto &);
+  LogicalResult convPow(const onnx::NodeProto &);
+  LogicalResult convWhere(const onnx::NodeProto &);
+  LogicalResult convLeakyRelu(const onnx::NodeProto &);
+  LogicalResult convHardSigmoid(const onnx::NodeProto &);
+  LogicalResult convGelu(const onnx::NodeProto &);
+  LogicalResult convClip(const onnx::NodeProto &);
+  LogicalResult convBatchNorm(const onnx::NodeProto &);
+  LogicalResult convLayerNorm(const onnx::NodeProto &);
+  LogicalResult convSoftmax(const onnx::NodeProto &);
+  LogicalResult convMaxPool(const onnx::NodeProto &);
+  LogicalResult convAveragePool(const onnx::NodeProto &);
+  LogicalResult convGlobalAveragePool(const onnx::NodeProto &);
+  LogicalResult convFlatten(const onnx::NodeProto &);
+  LogicalResult convReshape(const onnx::NodeProto &);
+  LogicalResult convTranspose(const onnx::NodeProto &);
+  LogicalResult convConcat(const onnx::NodeProto &);
+  LogicalResult convSplit(const onnx::NodeProto &);
+  LogicalResult convSlice(const onnx::NodeProto &);
+  LogicalResult convGather(const onnx::NodeProto &);
+  LogicalResult convGatherElements(const onnx::NodeProto &);
+  LogicalResult convUnsqueeze(const onnx::NodeProto &);
+  LogicalResult convSqueeze(const onnx::NodeProto &);
+  LogicalResult convExpand(const onnx::NodeProto &);
+  LogicalResult convCast(const onnx::NodeProto &);
+  template <typename OpTy> LogicalResult convReduce(const onnx::NodeProto &);
+  LogicalResult convPad(const onnx::NodeProto &);
+  LogicalResult convIdentity(const onnx::NodeProto &);
+  LogicalResult convDropout(const onnx::NodeProto &);
+  LogicalResult convConstant(const onnx::NodeProto &);
+  LogicalResult convConstantOfShape(const onnx::NodeProto &);
+  LogicalResult convShape(const onnx::NodeProto &);
+  LogicalResult convRange(const onnx::NodeProto &);
+
+  MLIRContext &ctx;
+  OpBuilder builder;
+  std::string modelDir;
+  const ImportOptions &opts;
+  int64_t opset = 0;
+  Block *body = nullptr;
+  Operation *lastConstant = nullptr; // initializers go after this
+
+  llvm::StringMap<Value> values;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringMap<std::string> argNames; // block argument -> graph input name
+  llvm::DenseMap<Value, std::string> inputNameOf;
+  llvm::DenseMap<Value, Attribute> constants; // memo of constantAttr
+  llvm::StringSet<> blobNames;
+  const onnx::NodeProto *node = nullptr;
+  std::string nodeName;
+  Location loc = UnknownLoc::get(&ctx);
+};
+
+//===----------------------------------------------------------------------===//
+// Types and tensors
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> Importer::elementType(int32_t t, const Twine &what) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+    return Type(builder.getF32Type());
+  case onnx::TensorProto::FLOAT16:
+    return Type(builder.getF16Type());
+  case onnx::TensorProto::BFLOAT16:
+    return Type(builder.getBF16Type());
+  case onnx::TensorProto::DOUBLE:
+    return Type(builder.getF64Type());
+  case onnx::TensorProto::BOOL:
+    return Type(builder.getI1Type());
+  case onnx::TensorProto::INT8:
+    return Type(builder.getIntegerType(8));
+  case onnx::TensorProto::INT16:
+    return Type(builder.getIntegerType(16));
+  case onnx::TensorProto::INT32:
+    return Type(builder.getIntegerType(32));
+  case onnx::TensorProto::INT64:
+    return Type(builder.getIntegerType(64));
+  case onnx::TensorProto::UINT8:
+    return Type(builder.getIntegerType(8, /*isSigned=*/false));
+  case onnx::TensorProto::UINT16:
+    return Type(builder.getIntegerType(16, false));
+  case onnx::TensorProto::UINT32:
+    return Type(builder.getIntegerType(32, false));
+  case onnx::TensorProto::UINT64:
+    return Type(builder.getIntegerType(64, false));
+  default:
+    break;
+  }
+  static const char *names[] = {
+      "UNDEFINED", "FLOAT",   "UINT8",      "INT8",       "UINT16",
+      "INT16",     "INT32",   "INT64",      "STRING",     "BOOL",
+      "FLOAT16",   "DOUBLE",  "UINT32",     "UINT64",     "COMPLEX64",
+      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
+      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1"};
+  std::string name = t >= 0 && t < int32_t(std::size(names))
+                         ? names[t]
+                         : "data type " + std::to_string(t);
+  (void)fail(what + " has element type " + name +
+             ", which cuts does not support");
+  return failure();
+}
+
+static size_t storageBytes(Type et) {
+  unsigned w = et.getIntOrFloatBitWidth();
+  return w == 1 ? 1 : w / 8;
+}
+
+FailureOr<std::string> Importer::tensorBytes(const onnx::TensorProto &t,
+                                             Type et, int64_t numel,
+                                             const Twine &what) {
+  size_t eb = storageBytes(et);
+  size_t want = size_t(numel) * eb;
+  auto sizeError = [&](size_t got) -> FailureOr<std::string> {
+    (void)fail(what + " holds " + Twine(got) + " bytes of data, its shape " +
+               "and type need " + Twine(want));
+    return failure();
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset" || kv.key() == "length") {
+        char *end = nullptr;
+        long long v = std::strtoll(kv.value().c_str(), &end, 10);
+        if (kv.value().empty() || *end || v < 0) {
+          (void)fail(what + ": bad external data " + kv.key() + " '" +
+                     kv.value() + "'");
+          return failure();
+        }
+        (kv.key() == "offset" ? offset : length) = v;
+      }
+    }
+    if (location.empty() || modelDir.empty() ||
+        llvm::sys::path::is_absolute(location) ||
+        StringRef(location).contains("..")) {
+      (void)fail(what + ": external data location '" + location +
+                 "' must be a relative path next to the model");
+      return failure();
+    }
+    SmallString<256> path(modelDir);
+    llvm::sys::path::append(path, location);
+    auto buf = llvm::MemoryBuffer::getFileSlice(
+        path, length >= 0 ? uint64_t(length) : uint64_t(want), offset,
+        /*IsVolatile=*/false);
+    if (!buf) {
+      (void)fail(what + ": cannot read external data '" + path.str() + "' (" +
+                 buf.getError().message() + ")");
+      return failure();
+    }
+    std::string data = (*buf)->getBuffer().str();
+    if (data.size() != want)
+      return sizeError(data.size());
+    return data;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != want)
+      return sizeError(t.raw_data().size());
+    return t.raw_data();
+  }
+  std::string out(want, '\0');
+  auto put = [&](size_t k, uint64_t bits) {
+    std::memcpy(&out[k * eb], &bits, eb);
+  };
+  auto check = [&](int n) { return n == numel; };
+  if (auto ft = llvm::dyn_cast<FloatType>(et); ft && (ft.isF32())) {
+    if (!check(t.float_data_size()))
+      return sizeError(size_t(t.float_data_size()) * 4);
+    for (int64_t k = 0; k < numel; ++k) {
+      float v = t.float_data(k);
+      std::memcpy(&out[k * 4], &v, 4);
+    }
+  } else if (et.isF64()) {
+    if (!check(t.double_data_size()))
+      return sizeError(size_t(t.double_data_size()) * 8);
+    for (int64_t k = 0; k < numel; ++k) {
+      double v = t.double_data(k);
+      std::memcpy(&out[k * 8], &v, 8);
+    }
+  } else if (et.isInteger(64) && !et.isUnsignedInteger()) {
+    if (!check(t.int64_data_size()))
+      return sizeError(size_t(t.int64_data_size()) * 8);
+    for (int64_t k = 0; k < numel; ++k)
+      put(k, uint64_t(t.int64_data(k)));
+  } else if (et.isUnsignedInteger(64) || et.isUnsignedInteger(32)) {
+    if (!check(t.uint64_data_size()))
+      return sizeError(size_t(t.uint64_data_size()) * eb);
+    for (int64_t k = 0; k < numel; ++k)
+      put(k, t.uint64_data(k));
+  } else {
+    // int32_data carries every narrower type, f16 and bf16 as bit patterns.
+    if (!check(t.int32_data_size()))
+      return sizeError(size_t(t.int32_data_size()) * eb);
+    for (int64_t k = 0; k < numel; ++k)
+      put(k, uint64_t(int64_t(t.int32_data(k))));
+  }
+  return out;
+}
+
+static std::string blobKey(StringRef name) {
+  // Resource keys are bare identifiers: [A-Za-z_][A-Za-z0-9_$.]*.
+  std::string key;
+  for (char c : name)
+    key += (llvm::isAlnum(c) || c == '_' || c == '.') ? c : '_';
+  if (key.empty() || !(llvm::isAlpha(key[0]) || key[0] == '_'))
+    key = "_" + key;
+  return key;
+}
+
+FailureOr<ElementsAttr> Importer::tensorAttr(const onnx::TensorProto &t,
+                                             const Twine &what) {
+  auto et = elementType(t.data_type(), what);
+  if (failed(et))
+    return failure();
+  SmallVector<int64_t> shape;
+  int64_t numel = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && numel > (int64_t(1) << 40) / d)) {
+      (void)fail(what + " has an invalid or too large shape");
+      return failure();
+    }
+    shape.push_back(d);
+    numel *= d;
+  }
+  auto bytes = tensorBytes(t, *et, numel, what);
+  if (failed(bytes))
+    return failure();
+  auto type = RankedTensorType::get(shape, *et);
+  if (numel == 0)
+    return ElementsAttr(DenseElementsAttr::get(type, ArrayRef<Attribute>{}));
+  std::string key = blobKey(t.name().empty() ? "constant" : t.name());
+  return ElementsAttr(DenseResourceElementsAttr::get(
+      type, key,
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(
+          ArrayRef<char>(bytes->data(), bytes->size()), alignof(uint64_t))));
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> Importer::lookup(const std::string &name) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  auto init = initializers.find(name);
+  if (init == initializers.end()) {
+    (void)fail("tensor '" + name + "'" +
+               (node ? " used by node '" + nodeName + "' (" +
+                           node->op_type() + ")"
+                     : std::string()) +
+               " is not produced by any node, input or initializer");
+    return failure();
+  }
+  // Initializers become constants at the top of the body, in order of use.
+  auto attr = tensorAttr(*init->second, "initializer '" + name + "'");
+  if (failed(attr))
+    return failure();
+  OpBuilder::InsertionGuard g(builder);
+  if (lastConstant)
+    builder.setInsertionPointAfter(lastConstant);
+  else
+    builder.setInsertionPointToStart(body);
+  auto c = builder.create<ConstantOp>(NameLoc::get(builder.getStringAttr(name)),
+                                      attr->getShapedType(), *attr);
+  lastConstant = c;
+  Value v = c;
+  values[name] = v;
+  return v;
+}
+
+FailureOr<Value> Importer::required(int k) {
+  if (!hasInput(k)) {
+    (void)nodeFail("input " + Twine(k) + " is required");
+    return failure();
+  }
+  return lookup(node->input(k));
+}
+
+LogicalResult Importer::define(int k, Value v) {
+  if (k < node->output_size() && !node->output(k).empty())
+    values[node->output(k)] = v;
+  return success();
+}
+
+// Evaluates v at import time through the folders of the ops that compute it.
+// Graph inputs have a value only when the caller bound one (shapeInputValues).
+std::optional<HostTensor> Importer::constantOf(Value v, int depth) {
+  Attribute a = constantAttr(v, depth);
+  if (!a)
+    return std::nullopt;
+  return toHost(a);
+}
+
+Attribute Importer::constantAttr(Value v, int depth) {
+  // Deep chains are activations, not shape arithmetic: give up rather than
+  // recurse without bound (and do not remember a give-up as a verdict).
+  if (!v || depth > 256)
+    return nullptr;
+  auto memo = constants.find(v);
+  if (memo != constants.end())
+    return memo->second;
+  Attribute result = evaluate(v, depth);
+  constants[v] = result;
+  return result;
+}
+
+Attribute Importer::evaluate(Value v, int depth) {
+  Operation *op = v.getDefiningOp();
+  if (!op) {
+    auto name = inputNameOf.find(v);
+    if (name == inputNameOf.end())
+      return nullptr;
+    auto bound = opts.shapeInputValues.find(name->second);
+    if (bound == opts.shapeInputValues.end())
+      return nullptr;
+    onnx::TensorProto t;
+    if (!t.ParseFromString(bound->second))
+      return nullptr;
+    std::string saved = error;
+    auto attr = tensorAttr(t, "value bound to input '" + name->second + "'");
+    error = saved;
+    if (failed(attr) || attr->getShapedType() != v.getType())
+      return nullptr;
+    return *attr;
+  }
+  if (auto c = llvm::dyn_cast<ConstantOp>(op))
+    return c.getValue();
+  auto resultOf = [&](ArrayRef<Attribute> operands) -> Attribute {
+    SmallVector<OpFoldResult> results;
+    if (failed(op->fold(operands, results)) || results.empty())
+      return nullptr;
+    OpFoldResult r = results[llvm::cast<OpResult>(v).getResultNumber()];
+    if (auto a = llvm::dyn_cast_if_present<Attribute>(r))
+      return a;
+    return constantAttr(llvm::cast<Value>(r), depth + 1);
+  };
+  // Ops such as Shape fold without knowing their operands' values.
+  SmallVector<Attribute> operands(op->getNumOperands());
+  if (Attribute a = resultOf(operands))
+    return a;
+  for (unsigned k = 0; k < op->getNumOperands(); ++k)
+    if (!(operands[k] = constantAttr(op->getOperand(k), depth + 1)))
+      return nullptr;
+  return op->getNumOperands() ? resultOf(operands) : nullptr;
+}
+
+FailureOr<std::vector<int64_t>> Importer::constInts(int k, const char *what) {
+  auto v = required(k);
+  if (failed(v))
+    return failure();
+  auto t = constantOf(*v);
+  if (!t || t->isFloat() || t->type.getRank() > 1) {
+    (void)nodeFail(Twine(what) + " (input '" + node->input(k) +
+                   "') must be a constant integer vector computable at "
+                   "compile time");
+    return failure();
+  }
+  return std::vector<int64_t>(t->i.begin(), t->i.end());
+}
+
+FailureOr<std::optional<double>> Importer::constScalar(int k,
+                                                       const char *what) {
+  if (!hasInput(k))
+    return std::optional<double>();
+  auto v = lookup(node->input(k));
+  if (failed(v))
+    return failure();
+  auto t = constantOf(*v);
+  if (!t || t->numel() != 1) {
+    (void)nodeFail(Twine(what) + " (input '" + node->input(k) +
+                   "') must be a constant scalar computable at compile time");
+    return failure();
+  }
+  return std::optional<double>(t->getF(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+const onnx::AttributeProto *Importer::attr(StringRef name) {
+  for (const auto &a : node->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+FailureOr<int64_t> Importer::attrInt(StringRef name, int64_t dflt) {
+  const auto *a = attr(name);
+  if (!a)
+    return dflt;
+  if (a->has_type() && a->type() != onnx::AttributeProto::INT) {
+    (void)nodeFail("attribute '" + name + "' must be an INT");
+    return failure();
+  }
+  return a->i();
+}
+
+FailureOr<float> Importer::attrFloat(StringRef name, float dflt) {
+  const auto *a = attr(name);
+  if (!a)
+    return dflt;
+  if (a->has_type() && a->type() != onnx::AttributeProto::FLOAT) {
+    (void)nodeFail("attribute '" + name + "' must be a FLOAT");
+    return failure();
+  }
+  return a->f();
+}
+
+FailureOr<std::string> Importer::attrString(StringRef name, StringRef dflt) {
+  const auto *a = attr(name);
+  if (!a)
+    return dflt.str();
+  if (a->has_type() && a->type() != onnx::AttributeProto::STRING) {
+    (void)nodeFail("attribute '" + name + "' must be a STRING");
+    return failure();
+  }
+  return a->s();
+}
+
+FailureOr<std::optional<std::vector<int64_t>>>
+Importer::attrInts(StringRef name) {
+  const auto *a = attr(name);
+  if (!a)
+    return std::optional<std::vector<int64_t>>();
+  if (a->has_type() && a->type() != onnx::AttributeProto::INTS) {
+    (void)nodeFail("attribute '" + name + "' must be INTS");
+    return failure();
+  }
+  return std::optional<std::vector<int64_t>>(
+      std::vector<int64_t>(a->ints().begin(), a->ints().end()));
+}
+
+//===----------------------------------------------------------------------===//
+// Op creation
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+FailureOr<Operation *> Importer::create(ValueRange operands,
+                                        ArrayRef<NamedAttribute> attrs) {
+  std::string diag;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    if (diag.empty())
+      diag = d.str();
+    return success();
+  });
+  SmallVector<Type> types;
+  DictionaryAttr dict = builder.getDictionaryAttr(attrs);
+  if (failed(OpTy::inferReturnTypes(&ctx, loc, operands, dict,
+                                    OpaqueProperties(nullptr), RegionRange(),
+                                    types))) {
+    (void)nodeFail(diag.empty() ? "inconsistent operand shapes" : diag);
+    return failure();
+  }
+  OperationState state(loc, OpTy::getOperationName());
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(types);
+  Operation *op = builder.create(state);
+  if (failed(mlir::verify(op))) {
+    (void)nodeFail(diag.empty() ? "op does not verify" : diag);
+    op->erase();
+    return failure();
+  }
+  return op;
+}
+
+template <typename OpTy>
+LogicalResult Importer::emit(ValueRange operands,
+                             ArrayRef<NamedAttribute> attrs) {
+  auto op = create<OpTy>(operands, attrs);
+  if (failed(op))
+    return failure();
+  for (unsigned k = 0; k < (*op)->getNumResults(); ++k)
+    (void)define(k, (*op)->getResult(k));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Converters
+//===----------------------------------------------------------------------===//
+
+// kernel/strides/pads/dilations of a conv or pooling node with auto_pad
+// resolved to explicit pads.
+FailureOr<Importer::Window>
+Importer::window(Value x, std::optional<std::vector<int64_t>> kernel,
+                 bool ceilMode) {
+  int64_t rank = typeOf(x).getRank();
+  if (rank < 3) {
+    (void)nodeFail("input must have rank >= 3");
+    return failure();
+  }
+  size_t s = rank - 2;
+  Window w;
+  if (!kernel || kernel->size() != s) {
+    (void)nodeFail("'kernel_shape' must have " + Twine(s) + " entries");
+    return failure();
+  }
+  w.kernel = *kernel;
+  auto strides = attrInts("strides");
+  auto pads = attrInts("pads");
+  auto dilations = attrInts("dilations");
+  auto autoPad = attrString("auto_pad", "NOTSET");
+  if (failed(strides) || failed(pads) || failed(dilations) || failed(autoPad))
+    return failure();
+  w.strides = strides->value_or(std::vector<int64_t>(s, 1));
+  w.dilations = dilations->value_or(std::vector<int64_t>(s, 1));
+  w.pads = pads->value_or(std::vector<int64_t>(2 * s, 0));
+  if (w.strides.size() != s || w.dilations.size() != s ||
+      w.pads.size() != 2 * s) {
+    (void)nodeFail("strides/dilations need " + Twine(s) +
+                   " entries and pads " + Twine(2 * s));
+    return failure();
+  }
+  for (size_t d = 0; d < s; ++d)
+    if (w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] < 1) {
+      (void)nodeFail("kernel_shape, strides and dilations must be >= 1");
+      return failure();
+    }
+  if (*autoPad == "NOTSET")
+    return w;
+  if (*autoPad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+    return w;
+  }
+  if (*autoPad != "SAME_UPPER" && *autoPad != "SAME_LOWER") {
+    (void)nodeFail("auto_pad '" + *autoPad + "' is not one of NOTSET, " +
+                   "SAME_UPPER, SAME_LOWER, VALID");
+    return failure();
+  }
+  for (size_t d = 0; d < s; ++d) {
+    int64_t in = typeOf(x).getDimSize(d + 2);
+    int64_t out = (in + w.strides[d] - 1) / w.strides[d];
+    int64_t total = std::max<int64_t>(
+        0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 -
+               in);
+    int64_t small = total / 2, big = total - small;
+    w.pads[d] = *autoPad == "SAME_UPPER" ? small : big;
+    w.pads[d + s] = *autoPad == "SAME_UPPER" ? big : small;
+  }
+  (void)ceilMode;
+  return w;
+}
+
+LogicalResult Importer::convConv(const onnx::NodeProto &) {
+  auto x = required(0), w = required(1);
+  if (failed(x) || failed(w))
+    return failure();
+  Value b = input(2);
+  if (hasInput(2) && !b)
+    return failure();
+  auto kernel = attrInts("kernel_shape");
+  auto group = attrInt("group", 1);
+  if (failed(kernel) || failed(group))
+    return failure();
+  auto wShape = typeOf(*w).getShape();
+  std::vector<int64_t> wk(wShape.begin() + std::min<size_t>(2, wShape.size()),
+                          wShape.end());
+  if (*kernel && **kernel != wk)
+    return nodeFail("kernel_shape disagrees with W's spatial shape");
+  auto win = window(*x, wk, false);
+  if (failed(win))
+    return failure();
+  SmallVector<Value> operands{*x, *w};
+  if (b)
+    operands.push_back(b);
+  return emit<ConvOp>(operands,
+                      {named("strides", ints(win->strides)),
+                       named("pads", ints(win->pads)),
+                       named("dilations", ints(win->dilations)),
+                       named("group", i64(*group))});
+}
+
+LogicalResult Importer::convConvTranspose(const onnx::NodeProto &) {
+  auto x = required(0), w = required(1);
+  if (failed(x) || failed(w))
+    return failure();
+  Value b = input(2);
+  if (hasInput(2) && !b)
+    return failure();
+  auto group = attrInt("group", 1);
+  auto strides = attrInts("strides");
+  auto pads = attrInts("pads");
+  auto dilations = attrInts("dilations");
+  auto outPad = attrInts("output_padding");
+  auto outShape = attrInts("output_shape");
+  auto autoPad = attrString("auto_pad", "NOTSET");
+  auto kernel = attrInts("kernel_shape");
+  if (failed(group) || failed(strides) || failed(pads) || failed(dilations) ||
+      failed(outPad) || failed(outShape) || failed(autoPad) || failed(kernel))
+    return failure();
+  auto tx = typeOf(*x), tw = typeOf(*w);
+  if (tx.getRank() < 3 || tw.getRank() != tx.getRank())
+    return nodeFail("X and W must have equal rank >= 3");
+  size_t s = tx.getRank() - 2;
+  std::vector<int64_t> k(tw.getShape().begin() + 2, tw.getShape().end());
+  if (*kernel && **kernel != k)
+    return nodeFail("kernel_shape disagrees with W's spatial shape");
+  std::vector<int64_t> st = strides->value_or(std::vector<int64_t>(s, 1));
+  std::vector<int64_t> dl = dilations->value_or(std::vector<int64_t>(s, 1));
+  std::vector<int64_t> op = outPad->value_or(std::vector<int64_t>(s, 0));
+  std::vector<int64_t> pd = pads->value_or(std::vector<int64_t>(2 * s, 0));
+  if (st.size() != s || dl.size() != s || op.size() != s || pd.size() != 2 * s)
+    return nodeFail("strides/dilations/output_padding need " + Twine(s) +
+                    " entries and pads " + Twine(2 * s));
+  std::vector<int64_t> target;
+  if (*outShape) {
+    target = **outShape;
+    if (target.size() == s + 2)
+      target.erase(target.begin(), target.begin() + 2);
+    if (target.size() != s)
+      return nodeFail("output_shape needs " + Twine(s) + " entries");
+  } else if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER") {
+    for (size_t d = 0; d < s; ++d)
+      target.push_back(tx.getDimSize(d + 2) * st[d]);
+  } else if (*autoPad == "VALID") {
+    std::fill(pd.begin(), pd.end(), 0);
+  } else if (*autoPad != "NOTSET") {
+    return nodeFail("auto_pad '" + *autoPad + "' is not supported");
+  }
+  if (!target.empty()) {
+    // ONNX: total_padding = stride*(in-1) + output_padding + ((k-1)*d+1) -
+    // output_shape, split by auto_pad (SAME_UPPER puts the odd pad at the end).
+    bool lower = *autoPad == "SAME_LOWER";
+    for (size_t d = 0; d < s; ++d) {
+      int64_t total = st[d] * (tx.getDimSize(d + 2) - 1) + op[d] +
+                      (k[d] - 1) * dl[d] + 1 - target[d];
+      if (total < 0)
+        return nodeFail("output_shape larger than the convolution produces");
+      pd[d] = lower ? total - total / 2 : total / 2;
+      pd[d + s] = lower ? total / 2 : total - total / 2;
+    }
+  }
+  SmallVector<Value> operands{*x, *w};
+  if (b)
+    operands.push_back(b);
+  return emit<ConvTransposeOp>(
+      operands, {named("strides", ints(st)), named("pads", ints(pd)),
+                 named("dilations", ints(dl)),
+                 named("output_padding", ints(op)),
+                 named("group", i64(*group))});
+}
+
+LogicalResult Importer::convMatMul(const onnx::NodeProto &) {
+  auto a = required(0), b = required(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return emit<MatMulOp>({*a, *b});
+}
+
+LogicalResult Importer::convGemm(const onnx::NodeProto &) {
+  auto a = required(0), b = required(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Value c = input(2);
+  if (hasInput(2) && !c)
+    return failure();
+  auto alpha = attrFloat("alpha", 1.0f), beta = attrFloat("beta", 1.0f);
+  auto ta = attrInt("transA", 0), tb = attrInt("transB", 0);
+  if (failed(alpha) || failed(beta) || failed(ta) || failed(tb))
+    return failure();
+  SmallVector<Value> operands{*a, *b};
+  if (c)
+    operands.push_back(c);
+  return emit<GemmOp>(operands,
+                      {named("alpha", f32(*alpha)), named("beta", f32(*beta)),
+                       named("transA", boolean(*ta != 0)),
+                       named("transB", boolean(*tb != 0))});
+}
+
+template <typename OpTy>
+LogicalResult Importer::convBinary(const onnx::NodeProto &) {
+  auto a = required(0), b = required(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return emit<OpTy>({*a, *b});
+}
+
+template <typename OpTy>
+LogicalResult Importer::convUnary(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  return emit<OpTy>({*x});
+}
+
+LogicalResult Importer::convPow(const onnx::NodeProto &n) {
+  return convBinary<PowOp>(n);
+}
+
+LogicalResult Importer::convWhere(const onnx::NodeProto &) {
+  auto c = required(0), x = required(1), y = required(2);
+  if (failed(c) || failed(x) || failed(y))
+    return failure();
+  return emit<WhereOp>({*c, *x, *y});
+}
+
+LogicalResult Importer::convLeakyRelu(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto alpha = attrFloat("alpha", 0.01f);
+  if (failed(x) || failed(alpha))
+    return failure();
+  return emit<LeakyReluOp>({*x}, {named("alpha", f32(*alpha))});
+}
+
+LogicalResult Importer::convHardSigmoid(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto alpha = attrFloat("alpha", 0.2f), beta = attrFloat("beta", 0.5f);
+  if (failed(x) || failed(alpha) || failed(beta))
+    return failure();
+  return emit<HardSigmoidOp>(
+      {*x}, {named("alpha", f32(*alpha)), named("beta", f32(*beta))});
+}
+
+LogicalResult Importer::convGelu(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto approx = attrString("approximate", "none");
+  if (failed(x) || failed(approx))
+    return failure();
+  if (*approx != "none" && *approx != "tanh")
+    return nodeFail("approximate '" + *approx + "' is not none or tanh");
+  return emit<GeluOp>({*x},
+                      {named("approximate", builder.getStringAttr(*approx))});
+}
+
+LogicalResult Importer::convClip(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  if (opset < 11) {
+    if (const auto *a = attr("min"))
+      attrs.push_back(named("min", f64(a->f())));
+    if (const auto *a = attr("max"))
+      attrs.push_back(named("max", f64(a->f())));
+  } else {
+    auto lo = constScalar(1, "min"), hi = constScalar(2, "max");
+    if (failed(lo) || failed(hi))
+      return failure();
+    if (*lo)
+      attrs.push_back(named("min", f64(**lo)));
+    if (*hi)
+      attrs.push_back(named("max", f64(**hi)));
+  }
+  return emit<ClipOp>({*x}, attrs);
+}
+
+LogicalResult Importer::convBatchNorm(const onnx::NodeProto &) {
+  SmallVector<Value> operands;
+  for (int k = 0; k < 5; ++k) {
+    auto v = required(k);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  auto eps = attrFloat("epsilon", 1e-5f);
+  auto training = attrInt("training_mode", 0);
+  if (failed(eps) || failed(training))
+    return failure();
+  bool extraOutputs = false;
+  for (int k = 1; k < node->output_size(); ++k)
+    extraOutputs |= !node->output(k).empty();
+  if (*training || extraOutputs)
+    return nodeFail("training mode (running statistics outputs) is not "
+                    "supported; cuts compiles inference graphs");
+  return emit<BatchNormalizationOp>(operands,
+                                    {named("epsilon", f32(*eps))});
+}
+
+LogicalResult Importer::convLayerNorm(const onnx::NodeProto &) {
+  auto x = required(0), scale = required(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  Value b = input(2);
+  if (hasInput(2) && !b)
+    return failure();
+  auto axis = attrInt("axis", -1);
+  auto eps = attrFloat("epsilon", 1e-5f);
+  auto stash = attrInt("stash_type", 1);
+  if (failed(axis) || failed(eps) || failed(stash))
+    return failure();
+  if (*stash != 1)
+    return nodeFail("stash_type " + Twine(*stash) + " is not supported (1)");
+  int64_t rank = typeOf(*x).getRank();
+  int64_t ax = *axis < 0 ? *axis + rank : *axis;
+  SmallVector<Value> operands{*x, *scale};
+  if (b)
+    operands.push_back(b);
+  return emit<LayerNormalizationOp>(
+      operands, {named("axis", i64(ax)), named("epsilon", f32(*eps))});
+}
+
+LogicalResult Importer::convSoftmax(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  auto axis = attrInt("axis", opset < 13 ? 1 : -1);
+  if (failed(axis))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  int64_t ax = *axis < 0 ? *axis + rank : *axis;
+  if (opset >= 13 || ax == rank - 1)
+    return emit<SoftmaxOp>({*x}, {named("axis", i64(ax))});
+  // Before opset 13 Softmax flattened the input to 2-D at `axis`.
+  if (ax < 0 || ax > rank)
+    return nodeFail("axis out of range");
+  auto flat = create<FlattenOp>({*x}, {named("axis", i64(ax))});
+  if (failed(flat))
+    return failure();
+  auto sm = create<SoftmaxOp>({(*flat)->getResult(0)},
+                              {named("axis", i64(1))});
+  if (failed(sm))
+    return failure();
+  return emit<ReshapeOp>({(*sm)->getResult(0)},
+                         {named("shape", ints(typeOf(*x).getShape()))});
+}
+
+LogicalResult Importer::convMaxPool(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  if (node->output_size() > 1 && !node->output(1).empty())
+    return nodeFail("the Indices output is not supported");
+  auto kernel = attrInts("kernel_shape");
+  auto ceil = attrInt("ceil_mode", 0);
+  if (failed(kernel) || failed(ceil))
+    return failure();
+  auto w = window(*x, *kernel, *ceil != 0);
+  if (failed(w))
+    return failure();
+  return emit<MaxPoolOp>({*x}, {named("kernel_shape", ints(w->kernel)),
+                                named("strides", ints(w->strides)),
+                                named("pads", ints(w->pads)),
+                                named("dilations", ints(w->dilations)),
+                                named("ceil_mode", boolean(*ceil != 0))});
+}
+
+LogicalResult Importer::convAveragePool(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  auto kernel = attrInts("kernel_shape");
+  auto ceil = attrInt("ceil_mode", 0);
+  auto cip = attrInt("count_include_pad", 0);
+  if (failed(kernel) || failed(ceil) || failed(cip))
+    return failure();
+  auto w = window(*x, *kernel, *ceil != 0);
+  if (failed(w))
+    return failure();
+  return emit<AveragePoolOp>({*x},
+                             {named("kernel_shape", ints(w->kernel)),
+                              named("strides", ints(w->strides)),
+                              named("pads", ints(w->pads)),
+                              named("dilations", ints(w->dilations)),
+                              named("ceil_mode", boolean(*ceil != 0)),
+                              named("count_include_pad", boolean(*cip != 0))});
+}
+
+LogicalResult Importer::convGlobalAveragePool(const onnx::NodeProto &n) {
+  return convUnary<GlobalAveragePoolOp>(n);
+}
+
+LogicalResult Importer::convFlatten(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto axis = attrInt("axis", 1);
+  if (failed(x) || failed(axis))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  return emit<FlattenOp>({*x},
+                         {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
+}
+
+LogicalResult Importer::convReshape(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  std::vector<int64_t> shape;
+  if (opset < 5) {
+    auto s = attrInts("shape");
+    if (failed(s) || !*s)
+      return nodeFail("attribute 'shape' is required");
+    shape = **s;
+  } else {
+    auto s = constInts(1, "shape");
+    if (failed(s))
+      return failure();
+    shape = *s;
+  }
+  auto allowZero = attrInt("allowzero", 0);
+  if (failed(allowZero))
+    return failure();
+  auto in = typeOf(*x).getShape();
+  int64_t known = 1, inferAt = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0 && !*allowZero) {
+      if (d >= in.size())
+        return nodeFail("shape entry 0 at axis " + Twine(d) +
+                        " has no input axis to copy");
+      shape[d] = in[d];
+    }
+    if (shape[d] == -1) {
+      if (inferAt >= 0)
+        return nodeFail("shape has more than one -1");
+      inferAt = d;
+      continue;
+    }
+    if (shape[d] < 0)
+      return nodeFail("shape entry " + Twine(shape[d]) + " is invalid");
+    known *= shape[d];
+  }
+  int64_t numel = typeOf(*x).getNumElements();
+  if (inferAt >= 0) {
+    if (known == 0 || numel % known != 0)
+      return nodeFail("cannot infer the -1 of shape for " + Twine(numel) +
+                      " elements");
+    shape[inferAt] = numel / known;
+  }
+  return emit<ReshapeOp>({*x}, {named("shape", ints(shape))});
+}
+
+LogicalResult Importer::convTranspose(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto perm = attrInts("perm");
+  if (failed(x) || failed(perm))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  std::vector<int64_t> p;
+  if (*perm)
+    p = **perm;
+  else
+    for (int64_t d = rank - 1; d >= 0; --d)
+      p.push_back(d);
+  for (int64_t &d : p)
+    if (d < 0)
+      d += rank;
+  return emit<TransposeOp>({*x}, {named("perm", ints(p))});
+}
+
+LogicalResult Importer::convConcat(const onnx::NodeProto &) {
+  SmallVector<Value> operands;
+  for (int k = 0; k < node->input_size(); ++k) {
+    if (node->input(k).empty())
+      continue;
+    auto v = lookup(node->input(k));
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  auto axis = attrInt("axis", INT64_MIN);
+  if (failed(axis))
+    return failure();
+  if (*axis == INT64_MIN)
+    return nodeFail("attribute 'axis' is required");
+  if (operands.empty())
+    return nodeFail("needs at least one input");
+  int64_t rank = typeOf(operands[0]).getRank();
+  return emit<ConcatOp>(operands,
+                        {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
+}
+
+LogicalResult Importer::normaliseAxes(std::vector<int64_t> &axes,
+                                      int64_t rank) {
+  for (int64_t &a : axes) {
+    if (a < -rank || a >= rank)
+      return nodeFail("axis " + Twine(a) + " out of range for rank " +
+                      Twine(rank));
+    if (a < 0)
+      a += rank;
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return nodeFail("axes contain a duplicate");
+  return success();
+}
+
+LogicalResult Importer::convSplit(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto axis = attrInt("axis", 0);
+  if (failed(x) || failed(axis))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  int64_t ax = *axis < 0 ? *axis + rank : *axis;
+  if (ax < 0 || ax >= rank)
+    return nodeFail("axis " + Twine(*axis) + " out of range");
+  int64_t dim = typeOf(*x).getDimSize(ax);
+  std::vector<int64_t> split;
+  if (opset < 13) {
+    auto s = attrInts("split");
+    if (failed(s))
+      return failure();
+    if (*s)
+      split = **s;
+  } else if (hasInput(1)) {
+    auto s = constInts(1, "split");
+    if (failed(s))
+      return failure();
+    split = *s;
+  }
+  if (split.empty()) {
+    auto numOutputs = attrInt("num_outputs", node->output_size());
+    if (failed(numOutputs))
+      return failure();
+    int64_t n = *numOutputs;
+    if (n < 1)
+      return nodeFail("needs at least one output");
+    // Opset 18: equal parts of ceil(dim / n), the last one smaller.
+    int64_t part = (dim + n - 1) / n;
+    for (int64_t k = 0; k < n; ++k)
+      split.push_back(std::max<int64_t>(0, std::min(part, dim - k * part)));
+  }
+  if (int64_t(split.size()) != node->output_size())
+    return nodeFail("split has " + Twine(split.size()) + " parts for " +
+                    Twine(node->output_size()) + " outputs");
+  return emit<SplitOp>({*x}, {named("axis", i64(ax)),
+                              named("split", ints(split))});
+}
+
+LogicalResult Importer::convSlice(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  auto shape = typeOf(*x).getShape();
+  int64_t rank = shape.size();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset < 10) {
+    auto s = attrInts("starts"), e = attrInts("ends"), a = attrInts("axes");
+    if (failed(s) || failed(e) || failed(a) || !*s || !*e)
+      return nodeFail("attributes 'starts' and 'ends' are required");
+    starts = **s;
+    ends = **e;
+    if (*a)
+      axes = **a;
+  } else {
+    auto s = constInts(1, "starts"), e = constInts(2, "ends");
+    if (failed(s) || failed(e))
+      return failure();
+    starts = *s;
+    ends = *e;
+    if (hasInput(3)) {
+      auto a = constInts(3, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+    if (hasInput(4)) {
+      auto p = constInts(4, "steps");
+      if (failed(p))
+        return failure();
+      steps = *p;
+    }
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k)
+      axes.push_back(k);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return nodeFail("starts, ends, axes and steps differ in length");
+  std::vector<int64_t> st(rank, 0), en(shape.begin(), shape.end()),
+      sp(rank, 1);
+  std::vector<bool> seen(rank, false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (a < 0 || a >= rank || seen[a])
+      return nodeFail("slice axis " + Twine(axes[k]) +
+                      " is out of range or repeated");
+    seen[a] = true;
+    int64_t dim = shape[a], step = steps[k];
+    if (step == 0)
+      return nodeFail("slice step must not be 0");
+    auto clampIdx = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0)
+        v = v < -dim ? -dim - 1 : v + dim; // keep "before the front" below 0
+      return std::max(lo, std::min(hi, v));
+    };
+    if (step > 0) {
+      st[a] = clampIdx(starts[k], 0, dim);
+      en[a] = clampIdx(ends[k], 0, dim);
+    } else {
+      st[a] = clampIdx(starts[k], 0, dim - 1);
+      en[a] = clampIdx(ends[k], -1, dim - 1);
+    }
+    sp[a] = step;
+  }
+  return emit<SliceOp>({*x}, {named("starts", ints(st)),
+                              named("ends", ints(en)),
+                              named("steps", ints(sp))});
+}
+
+LogicalResult Importer::convGather(const onnx::NodeProto &) {
+  auto x = required(0), idx = required(1);
+  auto axis = attrInt("axis", 0);
+  if (failed(x) || failed(idx) || failed(axis))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  return emit<GatherOp>({*x, *idx},
+                        {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
+}
+
+LogicalResult Importer::convGatherElements(const onnx::NodeProto &) {
+  auto x = required(0), idx = required(1);
+  auto axis = attrInt("axis", 0);
+  if (failed(x) || failed(idx) || failed(axis))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  return emit<GatherElementsOp>(
+      {*x, *idx}, {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
+}
+
+// Axes from an attribute (before opset 13) or the input at inputIndex.
+FailureOr<std::vector<int64_t>>
+Importer::axesFor(int inputIndex, int64_t rank, bool required) {
+  std::vector<int64_t> axes;
+  if (opset < 13 || !hasInput(inputIndex)) {
+    auto a = attrInts("axes");
+    if (failed(a))
+      return failure();
+    if (*a)
+      axes = **a;
+    else if (required) {
+      (void)nodeFail("axes are required");
+      return failure();
+    }
+  } else {
+    auto a = constInts(inputIndex, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  }
+  if (failed(normaliseAxes(axes, rank)))
+    return failure();
+  return axes;
+}
+
+LogicalResult Importer::convUnsqueeze(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  // Axes index the output; count them first to know its rank.
+  std::vector<int64_t> raw;
+  if (opset < 13) {
+    auto a = attrInts("axes");
+    if (failed(a) || !*a)
+      return nodeFail("attribute 'axes' is required");
+    raw = **a;
+  } else {
+    auto a = constInts(1, "axes");
+    if (failed(a))
+      return failure();
+    raw = *a;
+  }
+  if (failed(normaliseAxes(raw, rank + int64_t(raw.size()))))
+    return failure();
+  if (raw.empty())
+    return define(0, *x);
+  return emit<UnsqueezeOp>({*x}, {named("axes", ints(raw))});
+}
+
+LogicalResult Importer::convSqueeze(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  auto shape = typeOf(*x).getShape();
+  auto axes = axesFor(1, shape.size(), false);
+  if (failed(axes))
+    return failure();
+  if (axes->empty())
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] == 1)
+        axes->push_back(d);
+  if (axes->empty())
+    return define(0, *x);
+  return emit<SqueezeOp>({*x}, {named("axes", ints(*axes))});
+}
+
+LogicalResult Importer::convExpand(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto shape = constInts(1, "shape");
+  if (failed(x) || failed(shape))
+    return failure();
+  return emit<ExpandOp>({*x}, {named("shape", ints(*shape))});
+}
+
+LogicalResult Importer::convCast(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto to = attrInt("to", -1);
+  if (failed(x) || failed(to))
+    return failure();
+  auto et = elementType(int32_t(*to), "Cast node '" + nodeName + "' target");
+  if (failed(et))
+    return failure();
+  return emit<CastOp>({*x}, {named("to", TypeAttr::get(*et))});
+}
+
+template <typename OpTy>
+LogicalResult Importer::convReduce(const onnx::NodeProto &n) {
+  auto x = required(0);
+  auto keep = attrInt("keepdims", 1);
+  auto noop = attrInt("noop_with_empty_axes", 0);
+  if (failed(x) || failed(keep) || failed(noop))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  // Axes moved from attribute to input in opset 13 (ReduceSum) and 18 (the
+  // others).
+  bool axesInput = n.op_type() == "ReduceSum" ? opset >= 13 : opset >= 18;
+  std::vector<int64_t> axes;
+  if (axesInput) {
+    if (hasInput(1)) {
+      auto a = constInts(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    auto a = attrInts("axes");
+    if (failed(a))
+      return failure();
+    if (*a)
+      axes = **a;
+  }
+  if (failed(normaliseAxes(axes, rank)))
+    return failure();
+  if (axes.empty()) {
+    if (*noop)
+      return define(0, *x);
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  if (axes.empty()) // rank 0: reducing nothing
+    return define(0, *x);
+  return emit<OpTy>({*x}, {named("axes", ints(axes)),
+                           named("keepdims", boolean(*keep != 0))});
+}
+
+LogicalResult Importer::convPad(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto mode = attrString("mode", "constant");
+  if (failed(x) || failed(mode))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (opset < 11) {
+    auto p = attrInts("pads");
+    auto v = attrFloat("value", 0.0f);
+    if (failed(p) || failed(v) || !*p)
+      return nodeFail("attribute 'pads' is required");
+    pads = **p;
+    value = *v;
+  } else {
+    auto p = constInts(1, "pads");
+    auto v = constScalar(2, "constant_value");
+    if (failed(p) || failed(v))
+      return failure();
+    pads = *p;
+    value = v->value_or(0.0);
+    if (hasInput(3)) {
+      auto axes = constInts(3, "axes");
+      if (failed(axes))
+        return failure();
+      std::vector<int64_t> full(2 * rank, 0);
+      if (pads.size() != 2 * axes->size())
+        return nodeFail("pads needs two entries per axis");
+      for (size_t k = 0; k < axes->size(); ++k) {
+        int64_t a = (*axes)[k] < 0 ? (*axes)[k] + rank : (*axes)[k];
+        if (a < 0 || a >= rank)
+          return nodeFail("pad axis out of range");
+        full[a] = pads[k];
+        full[a + rank] = pads[k + axes->size()];
+      }
+      pads = full;
+    }
+  }
+  if (*mode != "constant" && *mode != "reflect" && *mode != "edge" &&
+      *mode != "wrap")
+    return nodeFail("mode '" + *mode + "' is not supported");
+  return emit<PadOp>({*x}, {named("pads", ints(pads)),
+                            named("mode", builder.getStringAttr(*mode)),
+                            named("value", f64(value))});
+}
+
+LogicalResult Importer::convIdentity(const onnx::NodeProto &n) {
+  return convUnary<IdentityOp>(n);
+}
+
+LogicalResult Importer::convDropout(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  if (opset >= 12 && hasInput(2)) {
+    auto training = constScalar(2, "training_mode");
+    if (failed(training))
+      return failure();
+    if (**training != 0)
+      return nodeFail("training_mode = true is not supported; cuts compiles "
+                      "inference graphs");
+  }
+  auto op = create<DropoutOp>({*x}, {});
+  if (failed(op))
+    return failure();
+  (void)define(0, (*op)->getResult(0));
+  if (node->output_size() > 1 && !node->output(1).empty()) {
+    // In inference the mask keeps every element.
+    auto maskType =
+        RankedTensorType::get(typeOf(*x).getShape(), builder.getI1Type());
+    auto mask = builder.create<ConstantOp>(
+        loc, maskType, DenseElementsAttr::get(maskType, true));
+    (void)define(1, mask);
+  }
+  return success();
+}
+
+LogicalResult Importer::convConstant(const onnx::NodeProto &) {
+  if (node->attribute_size() != 1)
+    return nodeFail("needs exactly one value attribute");
+  const auto &a = node->attribute(0);
+  ElementsAttr value;
+  auto f32t = builder.getF32Type();
+  auto i64t = builder.getIntegerType(64);
+  if (a.name() == "value") {
+    onnx::TensorProto t = a.t();
+    if (t.name().empty())
+      t.set_name(node->output(0));
+    auto attr = tensorAttr(t, "Constant node '" + nodeName + "'");
+    if (failed(attr))
+      return failure();
+    value = *attr;
+  } else if (a.name() == "value_float") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, f32t), a.f());
+  } else if (a.name() == "value_floats") {
+    std::vector<float> v(a.floats().begin(), a.floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({int64_t(v.size())}, f32t), ArrayRef<float>(v));
+  } else if (a.name() == "value_int") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, i64t), a.i());
+  } else if (a.name() == "value_ints") {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({int64_t(v.size())}, i64t),
+        ArrayRef<int64_t>(v));
+  } else {
+    return nodeFail("attribute '" + a.name() + "' is not supported (string " +
+                    "and sparse constants)");
+  }
+  auto c = builder.create<ConstantOp>(loc, value.getShapedType(), value);
+  return define(0, c);
+}
+
+LogicalResult Importer::convConstantOfShape(const onnx::NodeProto &) {
+  auto shape = constInts(0, "shape");
+  if (failed(shape))
+    return failure();
+  for (int64_t d : *shape)
+    if (d < 0)
+      return nodeFail("shape entries must be >= 0");
+  ElementsAttr value = DenseElementsAttr::get(
+      RankedTensorType::get({1}, builder.getF32Type()), 0.0f);
+  if (const auto *a = attr("value")) {
+    auto v = tensorAttr(a->t(), "ConstantOfShape node '" + nodeName +
+                                    "' value");
+    if (failed(v))
+      return failure();
+    auto h = toHost(*v);
+    if (!h || h->numel() != 1)
+      return nodeFail("'value' must hold exactly one element");
+    h->type = RankedTensorType::get({1}, h->type.getElementType());
+    value = toAttr(*h);
+  }
+  return emit<ConstantOfShapeOp>({}, {named("shape", ints(*shape)),
+                                      named("value", value)});
+}
+
+LogicalResult Importer::convShape(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto start = attrInt("start", 0);
+  auto end = attrInt("end", INT64_MAX);
+  if (failed(x) || failed(start) || failed(end))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  auto norm = [&](int64_t v) {
+    if (v < 0)
+      v += rank;
+    return std::max<int64_t>(0, std::min(rank, v));
+  };
+  int64_t s = norm(*start), e = std::max(s, norm(*end));
+  return emit<ShapeOp>({*x}, {named("start", i64(s)), named("end", i64(e))});
+}
+
+LogicalResult Importer::convRange(const onnx::NodeProto &) {
+  auto start = required(0);
+  if (failed(start))
+    return failure();
+  auto s = constScalar(0, "start"), l = constScalar(1, "limit"),
+       d = constScalar(2, "delta");
+  if (failed(s) || failed(l) || failed(d))
+    return failure();
+  if (!*s || !*l || !*d)
+    return nodeFail("start, limit and delta are required");
+  return emit<RangeOp>(
+      {}, {named("start", f64(**s)), named("limit", f64(**l)),
+           named("delta", f64(**d)),
+           named("element_type",
+                 TypeAttr::get(typeOf(*start).getElementType()))});
+}
+
+const llvm::StringMap<Importer::Converter> &Importer::converters() {
+  static const llvm::StringMap<Converter> table = {
+      {"Add", &Importer::convBinary<AddOp>},
+      {"AveragePool", &Importer::convAveragePool},
+      {"BatchNormalization", &Importer::convBatchNorm},
+      {"Cast", &Importer::convCast},
+      {"Clip", &Importer::convClip},
+      {"Concat", &Importer::convConcat},
+      {"Constant", &Importer::convConstant},
+      {"ConstantOfShape", &Importer::convConstantOfShape},
+      {"Conv", &Importer::convConv},
+      {"ConvTranspose", &Importer::convConvTranspose},
+      {"Div", &Importer::convBinary<DivOp>},
+      {"Dropout", &Importer::convDropout},
+      {"Equal", &Importer::convBinary<EqualOp>},
+      {"Erf", &Importer::convUnary<ErfOp>},
+      {"Exp", &Importer::convUnary<ExpOp>},
+      {"Expand", &Importer::convExpand},
+      {"Flatten", &Importer::convFlatten},
+      {"Gather", &Importer::convGather},
+      {"GatherElements", &Importer::convGatherElements},
+      {"Gelu", &Importer::convGelu},
+      {"Gemm", &Importer::convGemm},
+      {"GlobalAveragePool", &Importer::convGlobalAveragePool},
+      {"HardSigmoid", &Importer::convHardSigmoid},
+      {"HardSwish", &Importer::convUnary<HardSwishOp>},
+      {"Identity", &Importer::convIdentity},
+      {"LayerNormalization", &Importer::convLayerNorm},
+      {"LeakyRelu", &Importer::convLeakyRelu},
+      {"Less", &Importer::convBinary<LessOp>},
+      {"Log", &Importer::convUnary<LogOp>},
+      {"MatMul", &Importer::convMatMul},
+      {"MaxPool", &Importer::convMaxPool},
+      {"Mul", &Importer::convBinary<MulOp>},
+      {"Neg", &Importer::convUnary<NegOp>},
+      {"Pad", &Importer::convPad},
+      {"Pow", &Importer::convPow},
+      {"Range", &Importer::convRange},
+      {"Reciprocal", &Importer::convUnary<ReciprocalOp>},
+      {"ReduceMax", &Importer::convReduce<ReduceMaxOp>},
+      {"ReduceMean", &Importer::convReduce<ReduceMeanOp>},
+      {"ReduceSum", &Importer::convReduce<ReduceSumOp>},
+      {"Relu", &Importer::convUnary<ReluOp>},
+      {"Reshape", &Importer::convReshape},
+      {"Shape", &Importer::convShape},
+      {"Sigmoid", &Importer::convUnary<SigmoidOp>},
+      {"Slice", &Importer::convSlice},
+      {"Softmax", &Importer::convSoftmax},
+      {"Split", &Importer::convSplit},
+      {"Sqrt", &Importer::convUnary<SqrtOp>},
+      {"Squeeze", &Importer::convSqueeze},
+      {"Sub", &Importer::convBinary<SubOp>},
+      {"Tanh", &Importer::convUnary<TanhOp>},
+      {"Transpose", &Importer::convTranspose},
+      {"Unsqueeze", &Importer::convUnsqueeze},
+      {"Where", &Importer::convWhere},
+  };
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// The model
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
+  opset = -1;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  if (opset < 0) {
+    (void)fail("the model imports no opset of the default ONNX domain");
+    return nullptr;
+  }
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    (void)fail("opset " + Twine(opset) + " is not supported (cuts reads " +
+               Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+    return nullptr;
+  }
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &t : graph.initializer())
+    initializers[t.name()] = &t;
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  (*module)->setAttr("cuts.opset", builder.getI64IntegerAttr(opset));
+  if (!graph.name().empty())
+    (*module)->setAttr("cuts.graph_name", builder.getStringAttr(graph.name()));
+
+  // Inputs (IR < 4 also lists initializers as inputs: those are weights).
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  llvm::StringSet<> used;
+  for (const auto &in : graph.input()) {
+    if (initializers.count(in.name()))
+      continue;
+    std::string what = "input '" + in.name() + "'";
+    if (!in.type().has_tensor_type()) {
+      (void)fail(what + " is not a tensor (sequences, maps and optionals " +
+                 "are not supported)");
+      return nullptr;
+    }
+    const auto &tt = in.type().tensor_type();
+    auto et = elementType(tt.elem_type(), what);
+    if (failed(et))
+      return nullptr;
+    SmallVector<int64_t> shape;
+    auto given = opts.inputShapes.find(in.name());
+    if (given != opts.inputShapes.end()) {
+      shape.assign(given->second.begin(), given->second.end());
+      if (tt.has_shape()) {
+        if (tt.shape().dim_size() != int(shape.size())) {
+          (void)fail(what + " has rank " + Twine(tt.shape().dim_size()) +
+                     " but --input-shape gives " + Twine(shape.size()) +
+                     " dimensions");
+          return nullptr;
+        }
+        for (int d = 0; d < tt.shape().dim_size(); ++d)
+          if (tt.shape().dim(d).has_dim_value() &&
+              tt.shape().dim(d).dim_value() != shape[d]) {
+            (void)fail(what + " has size " +
+                       Twine(tt.shape().dim(d).dim_value()) + " at axis " +
+                       Twine(d) + " but --input-shape gives " +
+                       Twine(shape[d]));
+            return nullptr;
+          }
+      }
+    } else {
+      if (!tt.has_shape()) {
+        (void)fail(what + " has no shape; give one with --input-shape " +
+                   in.name() + "=...");
+        return nullptr;
+      }
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto &dim = tt.shape().dim(d);
+        if (!dim.has_dim_value() || dim.dim_value() < 0) {
+          std::string sym = dim.has_dim_param() ? " '" + dim.dim_param() + "'"
+                                                : std::string();
+          (void)fail(what + " has symbolic dimension" + sym + " at axis " +
+                     Twine(d) + "; fix it with --input-shape " + in.name() +
+                     "=" + "<d0>x<d1>x...");
+          return nullptr;
+        }
+        shape.push_back(dim.dim_value());
+      }
+    }
+    for (int64_t d : shape)
+      if (d < 0) {
+        (void)fail(what + " has a negative dimension");
+        return nullptr;
+      }
+    argTypes.push_back(RankedTensorType::get(shape, *et));
+    argNames.push_back(in.name());
+    used.insert(in.name());
+  }
+  for (const auto &kv : opts.inputShapes)
+    if (!used.count(kv.first)) {
+      (void)fail("--input-shape names '" + kv.first +
+                 "', which is not an input of the model");
+      return nullptr;
+    }
+
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = builder.create<func::FuncOp>(
+      UnknownLoc::get(&ctx), "main", builder.getFunctionType(argTypes, {}));
+  body = func.addEntryBlock();
+  for (size_t k = 0; k < argNames.size(); ++k) {
+    func.setArgAttr(k, "cuts.name", builder.getStringAttr(argNames[k]));
+    values[argNames[k]] = body->getArgument(k);
+    inputNameOf[body->getArgument(k)] = argNames[k];
+  }
+
+  // Nodes, in the topological order ONNX requires.
+  const auto &table = converters();
+  for (const auto &n : graph.node()) {
+    node = &n;
+    nodeName = !n.name().empty()
+                   ? n.name()
+                   : (n.output_size() ? "<unnamed, output '" + n.output(0) + "'>"
+                                      : std::string("<unnamed>"));
+    loc = NameLoc::get(builder.getStringAttr(
+        n.name().empty() && n.output_size() ? n.output(0) : n.name()));
+    if (!n.domain().empty() && n.domain() != "ai.onnx") {
+      (void)fail("node '" + nodeName + "' has op " + n.domain() + "::" +
+                 n.op_type() + ", which cuts does not cover (custom domains "
+                 "are not supported; the supported ops are listed by "
+                 "`cuts import --list-ops`)");
+      return nullptr;
+    }
+    auto it = table.find(n.op_type());
+    if (it == table.end()) {
+      (void)fail("node '" + nodeName + "' has op type " + n.op_type() +
+                 " (opset " + Twine(opset) +
+                 "), which cuts does not cover; the supported ops are listed "
+                 "by `cuts import --list-ops`");
+      return nullptr;
+    }
+    for (const auto &a : n.attribute())
+      if (a.has_g() || a.graphs_size()) {
+        (void)nodeFail("subgraph attributes are not supported");
+        return nullptr;
+      }
+    builder.setInsertionPointToEnd(body);
+    if (failed((this->*(it->second))(n)))
+      return nullptr;
+    for (const auto &o : n.output())
+      if (!o.empty() && !values.count(o)) {
+        (void)nodeFail("output '" + o + "' is not produced");
+        return nullptr;
+      }
+  }
+  node = nullptr;
+
+  // Outputs, checked against what the model declares.
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &out : graph.output()) {
+    auto v = lookup(out.name());
+    if (failed(v))
+      return nullptr;
+    auto t = typeOf(*v);
+    if (out.type().has_tensor_type()) {
+      const auto &tt = out.type().tensor_type();
+      if (tt.elem_type() != 0) {
+        auto et = elementType(tt.elem_type(), "output '" + out.name() + "'");
+        if (failed(et))
+          return nullptr;
+        if (*et != t.getElementType()) {
+          std::string s;
+          llvm::raw_string_ostream os(s);
+          os << "output '" << out.name() << "' is declared " << *et
+             << " but computes " << t.getElementType();
+          (void)fail(os.str());
+          return nullptr;
+        }
+      }
+      if (tt.has_shape()) {
+        bool ok = tt.shape().dim_size() == t.getRank();
+        for (int d = 0; ok && d < tt.shape().dim_size(); ++d)
+          ok = !tt.shape().dim(d).has_dim_value() ||
+               tt.shape().dim(d).dim_value() == t.getDimSize(d);
+        if (!ok) {
+          std::string s;
+          llvm::raw_string_ostream os(s);
+          os << "output '" << out.name() << "' is declared with shape [";
+          for (int d = 0; d < tt.shape().dim_size(); ++d) {
+            os << (d ? "x" : "");
+            if (tt.shape().dim(d).has_dim_value())
+              os << tt.shape().dim(d).dim_value();
+            else
+              os << "?";
+          }
+          os << "] but its inferred type is " << t;
+          (void)fail(os.str());
+          return nullptr;
+        }
+      }
+    }
+    results.push_back(*v);
+    resultTypes.push_back(t);
+  }
+  builder.setInsertionPointToEnd(body);
+  builder.create<func::ReturnOp>(UnknownLoc::get(&ctx), results);
+  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  for (int k = 0; k < graph.output_size(); ++k)
+    func.setResultAttr(k, "cuts.name",
+                       builder.getStringAttr(graph.output(k).name()));
+
+  std::string diag;
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      if (diag.empty())
+        diag = d.str();
+      return success();
+    });
+    if (failed(mlir::verify(*module))) {
+      (void)fail("the imported graph does not verify: " + diag);
+      return nullptr;
+    }
+  }
+  return module;
+}
+
+} // namespace
+
+std::vector<std::string> supportedOnnxOps() {
+  std::vector<std::string> ops;
+  for (const auto &kv : Importer::converters())
+    ops.push_back(kv.getKey().str());
+  llvm::sort(ops);
+  return ops;
+}
+
+OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &ctx, StringRef bytes,
+                                      StringRef modelDir,
+                                      const ImportOptions &options,
+                                      std::string &error) {
+  ctx.loadDialect<CutsDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()), int(bytes.size()));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (bytes.size() > size_t(INT_MAX) || !model.ParseFromCodedStream(&stream) ||
+      !stream.ConsumedEntireMessage()) {
+    error = "not a valid ONNX model (the protobuf does not parse; the file "
+            "may be truncated or not an ONNX file)";
+    return nullptr;
+  }
+  if (!model.has_graph()) {
+    error = "not a valid ONNX model (it has no graph)";
+    return nullptr;
+  }
+  Importer importer(ctx, modelDir, options);
+  auto module = importer.run(model);
+  if (!module)
+    error = importer.error.empty() ? "import failed" : importer.error;
+  return module;
+}
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
+                                     const ImportOptions &options,
+                                     std::string &error) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf) {
+    error = "cannot read the file (" + buf.getError().message() + ")";
+    return nullptr;
+  }
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  return importOnnxBytes(ctx, (*buf)->getBuffer(), dir, options, error);
+}
+
+} // namespace cuts

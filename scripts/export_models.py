@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Export the models cuts is tested and benchmarked on (needs torch,
+torchvision, transformers, onnxscript: run it on the GPU machine).
+
+Weights are random (fixed seeds). With --strip, every float initializer of
+more than 1024 elements is moved to external data and the data file is
+dropped: what remains is the graph exactly as the exporter wrote it, small
+enough to keep in the repository; test/models/inflate.py writes random
+weights back so that the graph can be imported.
+
+usage: export_models.py OUTDIR [--strip] [--only NAME ...]
+"""
+import argparse
+import os
+import sys
+import traceback
+
+import onnx
+import torch
+
+
+def export_torchscript(model, args, path, opset):
+    torch.onnx.export(model, args, path, opset_version=opset, dynamo=False,
+                      do_constant_folding=True,
+                      input_names=["input"], output_names=["output"])
+
+
+def export_dynamo(model, args, path, opset, input_names):
+    prog = torch.onnx.export(model, args, dynamo=True, opset_version=opset,
+                             input_names=input_names)
+    prog.save(path)
+
+
+def cnn(name, batch):
+    import torchvision
+    torch.manual_seed(0)
+    m = getattr(torchvision.models, name)(weights=None).eval()
+    x = torch.randn(batch, 3, 299 if name == "inception_v3" else 224,
+                    299 if name == "inception_v3" else 224)
+    return m, (x,)
+
+
+def bert(batch, seq, small):
+    from transformers import BertConfig, BertModel
+    torch.manual_seed(0)
+    cfg = BertConfig() if not small else BertConfig(
+        vocab_size=1000, hidden_size=128, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=512,
+        max_position_embeddings=256)
+    cfg._attn_implementation = "eager"
+    m = BertModel(cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (batch, seq))
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    return m, (ids, mask)
+
+
+def gpt2(batch, seq):
+    from transformers import GPT2Config, GPT2Model
+    torch.manual_seed(0)
+    cfg = GPT2Config()
+    cfg._attn_implementation = "eager"
+    m = GPT2Model(cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (batch, seq))
+    return m, (ids,)
+
+
+def strip(path):
+    model = onnx.load(path)
+    for t in model.graph.initializer:
+        n = 1
+        for d in t.dims:
+            n *= d
+        if t.data_type == onnx.TensorProto.FLOAT and n > 1024:
+            onnx.external_data_helper.set_external_data(t, "weights.bin")
+    # Write the graph alone: the weights are random and are re-made by
+    # test/models/inflate.py from the shapes.
+    onnx.external_data_helper.convert_model_to_external_data(
+        model, all_tensors_to_one_file=True, location="weights.bin",
+        size_threshold=4096 + 1, convert_attribute=False)
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            t.ClearField("raw_data")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+
+
+MODELS = {
+    "mobilenetv2_b1_ts17": lambda p: export_torchscript(*cnn("mobilenet_v2", 1), p, 17),
+    "resnet50_b1_ts17": lambda p: export_torchscript(*cnn("resnet50", 1), p, 17),
+    "bert_small_s128_dyn20": lambda p: export_dynamo(*bert(1, 128, True), p, 20,
+                                                      ["input_ids", "attention_mask"]),
+    "bert_base_s128_dyn20": lambda p: export_dynamo(*bert(1, 128, False), p, 20,
+                                                     ["input_ids", "attention_mask"]),
+    "gpt2_s128_dyn20": lambda p: export_dynamo(*gpt2(1, 128), p, 20, ["input_ids"]),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("outdir")
+    ap.add_argument("--strip", action="store_true")
+    ap.add_argument("--only", nargs="*")
+    a = ap.parse_args()
+    os.makedirs(a.outdir, exist_ok=True)
+    failed = 0
+    for name, fn in MODELS.items():
+        if a.only and name not in a.only:
+            continue
+        path = os.path.join(a.outdir, name + ".onnx")
+        try:
+            fn(path)
+            if a.strip:
+                strip(path)
+                for extra in os.listdir(a.outdir):
+                    if extra.endswith(".data") or extra == "weights.bin":
+                        os.remove(os.path.join(a.outdir, extra))
+            print(f"{name}: {os.path.getsize(path)} bytes", flush=True)
+        except Exception:
+            failed += 1
+            print(f"{name}: FAILED", flush=True)
+            traceback.print_exc()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
