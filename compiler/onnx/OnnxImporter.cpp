@@ -144,6 +144,8 @@ private:
   LogicalResult convSlice(const onnx::NodeProto &);
   LogicalResult convGather(const onnx::NodeProto &);
   LogicalResult convGatherElements(const onnx::NodeProto &);
+  LogicalResult convGatherND(const onnx::NodeProto &);
+  LogicalResult checkIndices(Value indices, int64_t n);
   LogicalResult convUnsqueeze(const onnx::NodeProto &);
   LogicalResult convSqueeze(const onnx::NodeProto &);
   LogicalResult convExpand(const onnx::NodeProto &);
@@ -223,6 +225,22 @@ FailureOr<Type> Importer::elementType(int32_t t, const Twine &what) {
   (void)fail(what + " has element type " + name +
              ", which cuts does not support");
   return failure();
+}
+
+// Element counts beyond this are refused: no GPU holds such a tensor, and
+// their products would overflow int64 arithmetic downstream.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+static bool tooManyElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return true;
+    if (d != 0 && n > kMaxElements / d)
+      return true;
+    n *= d;
+  }
+  return false;
 }
 
 static size_t storageBytes(Type et) {
@@ -579,6 +597,11 @@ FailureOr<Operation *> Importer::create(ValueRange operands,
     (void)nodeFail(diag.empty() ? "inconsistent operand shapes" : diag);
     return failure();
   }
+  for (Type t : types)
+    if (tooManyElements(llvm::cast<RankedTensorType>(t).getShape())) {
+      (void)nodeFail("result of more than 2^40 elements is not supported");
+      return failure();
+    }
   OperationState state(loc, OpTy::getOperationName());
   state.addOperands(operands);
   state.addAttributes(attrs);
@@ -752,8 +775,12 @@ LogicalResult Importer::convConvTranspose(const onnx::NodeProto &) {
     for (size_t d = 0; d < s; ++d) {
       int64_t total = st[d] * (tx.getDimSize(d + 2) - 1) + op[d] +
                       (k[d] - 1) * dl[d] + 1 - target[d];
-      if (total < 0)
-        return nodeFail("output_shape larger than the convolution produces");
+      if (total < 0) {
+        // A larger output_shape extends the end of the axis; the extra
+        // outputs get no contributions (as in ONNX's reference).
+        op[d] -= total;
+        total = 0;
+      }
       pd[d] = lower ? total - total / 2 : total / 2;
       pd[d + s] = lower ? total / 2 : total - total / 2;
     }
@@ -1128,8 +1155,9 @@ LogicalResult Importer::convSplit(const onnx::NodeProto &) {
     if (failed(numOutputs))
       return failure();
     int64_t n = *numOutputs;
-    if (n < 1)
-      return nodeFail("needs at least one output");
+    if (n < 1 || n > dim)
+      return nodeFail("cannot split an axis of " + Twine(dim) + " into " +
+                      Twine(n) + " non-empty parts");
     // Opset 18: equal parts of ceil(dim / n), the last one smaller.
     int64_t part = (dim + n - 1) / n;
     for (int64_t k = 0; k < n; ++k)
@@ -1215,12 +1243,29 @@ LogicalResult Importer::convSlice(const onnx::NodeProto &) {
                               named("steps", ints(sp))});
 }
 
+// Indices known at compile time must lie in [-n, n): out-of-range indices are
+// an error in ONNX, and a compiler that knows them says so.
+LogicalResult Importer::checkIndices(Value indices, int64_t n) {
+  auto t = constantOf(indices);
+  if (!t)
+    return success();
+  for (int64_t k = 0; k < t->numel(); ++k)
+    if (t->i[k] < -n || t->i[k] >= n)
+      return nodeFail("index " + Twine(t->i[k]) + " is out of range for an "
+                      "axis of size " + Twine(n));
+  return success();
+}
+
 LogicalResult Importer::convGather(const onnx::NodeProto &) {
   auto x = required(0), idx = required(1);
   auto axis = attrInt("axis", 0);
   if (failed(x) || failed(idx) || failed(axis))
     return failure();
   int64_t rank = typeOf(*x).getRank();
+  int64_t ax = *axis < 0 ? *axis + rank : *axis;
+  if (ax >= 0 && ax < rank &&
+      failed(checkIndices(*idx, typeOf(*x).getDimSize(ax))))
+    return failure();
   return emit<GatherOp>({*x, *idx},
                         {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
 }
@@ -1231,8 +1276,20 @@ LogicalResult Importer::convGatherElements(const onnx::NodeProto &) {
   if (failed(x) || failed(idx) || failed(axis))
     return failure();
   int64_t rank = typeOf(*x).getRank();
+  int64_t ax = *axis < 0 ? *axis + rank : *axis;
+  if (ax >= 0 && ax < rank &&
+      failed(checkIndices(*idx, typeOf(*x).getDimSize(ax))))
+    return failure();
   return emit<GatherElementsOp>(
       {*x, *idx}, {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
+}
+
+LogicalResult Importer::convGatherND(const onnx::NodeProto &) {
+  auto x = required(0), idx = required(1);
+  auto batchDims = attrInt("batch_dims", 0);
+  if (failed(x) || failed(idx) || failed(batchDims))
+    return failure();
+  return emit<GatherNDOp>({*x, *idx}, {named("batch_dims", i64(*batchDims))});
 }
 
 // Axes from an attribute (before opset 13) or the input at inputIndex.
@@ -1535,6 +1592,7 @@ LogicalResult Importer::convRange(const onnx::NodeProto &) {
 const llvm::StringMap<Importer::Converter> &Importer::converters() {
   static const llvm::StringMap<Converter> table = {
       {"Add", &Importer::convBinary<AddOp>},
+      {"And", &Importer::convBinary<AndOp>},
       {"AveragePool", &Importer::convAveragePool},
       {"BatchNormalization", &Importer::convBatchNorm},
       {"Cast", &Importer::convCast},
@@ -1553,6 +1611,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Flatten", &Importer::convFlatten},
       {"Gather", &Importer::convGather},
       {"GatherElements", &Importer::convGatherElements},
+      {"GatherND", &Importer::convGatherND},
       {"Gelu", &Importer::convGelu},
       {"Gemm", &Importer::convGemm},
       {"GlobalAveragePool", &Importer::convGlobalAveragePool},
@@ -1567,6 +1626,8 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"MaxPool", &Importer::convMaxPool},
       {"Mul", &Importer::convBinary<MulOp>},
       {"Neg", &Importer::convUnary<NegOp>},
+      {"Not", &Importer::convUnary<NotOp>},
+      {"Or", &Importer::convBinary<OrOp>},
       {"Pad", &Importer::convPad},
       {"Pow", &Importer::convPow},
       {"Range", &Importer::convRange},
@@ -1588,6 +1649,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Transpose", &Importer::convTranspose},
       {"Unsqueeze", &Importer::convUnsqueeze},
       {"Where", &Importer::convWhere},
+      {"Xor", &Importer::convBinary<XorOp>},
   };
   return table;
 }
@@ -1676,11 +1738,11 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
         shape.push_back(dim.dim_value());
       }
     }
-    for (int64_t d : shape)
-      if (d < 0) {
-        (void)fail(what + " has a negative dimension");
-        return nullptr;
-      }
+    if (tooManyElements(shape)) {
+      (void)fail(what + " has a negative dimension or more than 2^40 "
+                 "elements");
+      return nullptr;
+    }
     argTypes.push_back(RankedTensorType::get(shape, *et));
     argNames.push_back(in.name());
     used.insert(in.name());
@@ -1730,6 +1792,12 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     for (const auto &a : n.attribute())
       if (a.has_g() || a.graphs_size()) {
         (void)nodeFail("subgraph attributes are not supported");
+        return nullptr;
+      }
+    for (const auto &o : n.output())
+      if (!o.empty() && (values.count(o) || initializers.count(o))) {
+        (void)nodeFail("output '" + o + "' is already defined (ONNX graphs "
+                       "assign each name once)");
         return nullptr;
       }
     builder.setInsertionPointToEnd(body);

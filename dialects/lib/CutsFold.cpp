@@ -138,6 +138,20 @@ int64_t flatten(ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
 
 } // namespace
 
+// Relu, Neg and Clip also take integers: keep them exact in int64.
+template <typename Fn>
+static OpFoldResult foldUnaryNum(Operation *op, Attribute x, Fn &&fn) {
+  return foldBroadcast(op, {x},
+                       [&](HostTensor &o, int64_t k, ArrayRef<HostTensor> in,
+                           ArrayRef<int64_t> off) {
+                         if (o.isFloat())
+                           o.set(k, fn(in[0].f[off[0]]));
+                         else
+                           o.setI(k, fn(in[0].i[off[0]]));
+                         return true;
+                       });
+}
+
 //===----------------------------------------------------------------------===//
 // Constants and shapes
 //===----------------------------------------------------------------------===//
@@ -226,6 +240,26 @@ OpFoldResult DivOp::fold(FoldAdaptor a) {
           return std::nullopt;
         return x / y;
       });
+}
+
+static std::optional<int64_t> boolAnd(int64_t x, int64_t y) { return x && y; }
+static std::optional<int64_t> boolOr(int64_t x, int64_t y) { return x || y; }
+static std::optional<int64_t> boolXor(int64_t x, int64_t y) {
+  return (x != 0) != (y != 0);
+}
+static double noFloat(double, double) { return 0; } // bool tensors only
+
+OpFoldResult AndOp::fold(FoldAdaptor a) {
+  return foldArith(*this, {a.getA(), a.getB()}, noFloat, boolAnd);
+}
+OpFoldResult OrOp::fold(FoldAdaptor a) {
+  return foldArith(*this, {a.getA(), a.getB()}, noFloat, boolOr);
+}
+OpFoldResult XorOp::fold(FoldAdaptor a) {
+  return foldArith(*this, {a.getA(), a.getB()}, noFloat, boolXor);
+}
+OpFoldResult NotOp::fold(FoldAdaptor a) {
+  return foldUnaryNum(*this, a.getX(), [](int64_t x) { return int64_t(!x); });
 }
 
 OpFoldResult PowOp::fold(FoldAdaptor a) {
@@ -324,20 +358,6 @@ OpFoldResult GeluOp::fold(FoldAdaptor a) {
                               (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   });
-}
-
-// Relu, Neg and Clip also take integers: keep them exact in int64.
-template <typename Fn>
-static OpFoldResult foldUnaryNum(Operation *op, Attribute x, Fn &&fn) {
-  return foldBroadcast(op, {x},
-                       [&](HostTensor &o, int64_t k, ArrayRef<HostTensor> in,
-                           ArrayRef<int64_t> off) {
-                         if (o.isFloat())
-                           o.set(k, fn(in[0].f[off[0]]));
-                         else
-                           o.setI(k, fn(in[0].i[off[0]]));
-                         return true;
-                       });
 }
 
 OpFoldResult ReluOp::fold(FoldAdaptor a) {
@@ -625,6 +645,39 @@ OpFoldResult GatherElementsOp::fold(FoldAdaptor a) {
       return -2;
     pos[axis] = j;
     return flatten(pos, strides);
+  });
+}
+
+OpFoldResult GatherNDOp::fold(FoldAdaptor a) {
+  auto idx = toHost(a.getIndices());
+  if (!idx)
+    return {};
+  ArrayRef<int64_t> dataShape = getData().getType().getShape();
+  ArrayRef<int64_t> idxShape = getIndices().getType().getShape();
+  int64_t b = getBatchDims(), last = idxShape.back();
+  auto strides = stridesOf(dataShape);
+  int64_t inner = 1; // elements of one gathered slice
+  for (size_t d = b + last; d < dataShape.size(); ++d)
+    inner *= dataShape[d];
+  int64_t perBatch = 1; // index tuples per batch entry
+  for (size_t d = b; d + 1 < idxShape.size(); ++d)
+    perBatch *= idxShape[d];
+  return foldGather(*this, a.getData(), 0, [&](int64_t k) -> int64_t {
+    int64_t tuple = k / inner, in = k % inner;
+    int64_t batch = tuple / perBatch;
+    SmallVector<int64_t> batchIdx = unflatten(batch, dataShape.take_front(b));
+    int64_t off = in;
+    for (int64_t d = 0; d < b; ++d)
+      off += batchIdx[d] * strides[d];
+    for (int64_t j = 0; j < last; ++j) {
+      int64_t v = idx->i[tuple * last + j], n = dataShape[b + j];
+      if (v < 0)
+        v += n;
+      if (v < 0 || v >= n)
+        return -2;
+      off += v * strides[b + j];
+    }
+    return off;
   });
 }
 

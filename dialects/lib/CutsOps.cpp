@@ -278,6 +278,9 @@ CUTS_BINARY_INFER(MulOp, Type())
 CUTS_BINARY_INFER(DivOp, Type())
 CUTS_BINARY_INFER(EqualOp, IntegerType::get(ctx, 1))
 CUTS_BINARY_INFER(LessOp, IntegerType::get(ctx, 1))
+CUTS_BINARY_INFER(AndOp, Type())
+CUTS_BINARY_INFER(OrOp, Type())
+CUTS_BINARY_INFER(XorOp, Type())
 #undef CUTS_BINARY_INFER
 
 LogicalResult PowOp::inferReturnTypes(MLIRContext *,
@@ -325,6 +328,7 @@ CUTS_UNARY_INFER(LeakyReluOp)
 CUTS_UNARY_INFER(HardSigmoidOp)
 CUTS_UNARY_INFER(GeluOp)
 CUTS_UNARY_INFER(ClipOp)
+CUTS_UNARY_INFER(NotOp)
 #undef CUTS_UNARY_INFER
 
 LogicalResult GeluOp::verify() {
@@ -387,8 +391,10 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
     return fail(loc, "Gemm inner dimensions differ: " + Twine(k) + " and " +
                          Twine(k2));
   if (Value c = a.getC()) {
+    if (failed(sameElementType(loc, a.getA(), c, "A and C")))
+      return failure();
     auto b = broadcastShapes({m, n}, typeOf(c).getShape());
-    if (!b || (*b)[0] != m || (*b)[1] != n)
+    if (!b || b->size() != 2 || (*b)[0] != m || (*b)[1] != n)
       return fail(loc, "C of shape " + shapeStr(typeOf(c).getShape()) +
                            " does not broadcast to " + shapeStr({m, n}));
   }
@@ -418,10 +424,13 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     return fail(loc, "W " + shapeStr(tw.getShape()) + " expects " +
                          Twine(tw.getDimSize(1) * g) +
                          " input channels, X has " + Twine(c));
-  if (Value b = a.getB())
+  if (Value b = a.getB()) {
     if (typeOf(b).getShape() != ArrayRef<int64_t>{m})
       return fail(loc, "B must have shape [" + Twine(m) + "], got " +
                            shapeStr(typeOf(b).getShape()));
+    if (failed(sameElementType(loc, a.getX(), b, "X and B")))
+      return failure();
+  }
   Shape shape{tx.getDimSize(0), m};
   for (size_t d = 0; d < s; ++d) {
     int64_t o = windowOut(tx.getDimSize(d + 2), tw.getDimSize(d + 2),
@@ -442,6 +451,9 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
   auto tx = typeOf(a.getX()), tw = typeOf(a.getW());
   if (tx.getRank() < 3 || tw.getRank() != tx.getRank())
     return fail(loc, "ConvTranspose needs X and W of equal rank >= 3");
+  if (failed(sameElementType(loc, a.getX(), a.getW(), "X and W")) ||
+      (a.getB() && failed(sameElementType(loc, a.getX(), a.getB(), "X and B"))))
+    return failure();
   size_t s = tx.getRank() - 2;
   if (failed(checkSpatial(loc, "strides", a.getStrides(), s, 1)) ||
       failed(checkSpatial(loc, "pads", a.getPads(), 2 * s, 0)) ||
@@ -499,6 +511,8 @@ LogicalResult LayerNormalizationOp::inferReturnTypes(
   for (Value v : {a.getScale(), a.getB()}) {
     if (!v)
       continue;
+    if (failed(sameElementType(loc, a.getX(), v, "X and scale/B")))
+      return failure();
     auto b = broadcastShapes(norm, typeOf(v).getShape());
     if (!b || ArrayRef<int64_t>(*b) != norm)
       return fail(loc, "scale/B of shape " + shapeStr(typeOf(v).getShape()) +
@@ -509,7 +523,7 @@ LogicalResult LayerNormalizationOp::inferReturnTypes(
   Shape stat(tx.getShape());
   std::fill(stat.begin() + a.getAxis(), stat.end(), 1);
   auto f32 = Float32Type::get(tx.getContext());
-  push(out, stat, f32);
+  (void)push(out, stat, f32);
   return push(out, stat, f32);
 }
 
@@ -706,8 +720,14 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     if (!ok)
       return fail(loc, "slice bounds on axis " + Twine(d) +
                            " are not normalised");
-    int64_t n = sp > 0 ? (en - st + sp - 1) / sp : (st - en - sp - 1) / -sp;
-    s.push_back(std::max<int64_t>(n, 0));
+    // Overflow-safe ceil((end - start) / step); start and end are within
+    // [-1, dim], so their difference cannot overflow, the step can.
+    int64_t n = 0;
+    if (sp > 0 && en > st)
+      n = (en - st - 1) / sp + 1;
+    else if (sp < 0 && st > en)
+      n = sp == INT64_MIN ? 1 : (st - en - 1) / -sp + 1;
+    s.push_back(n);
   }
   return push(out, s, t.getElementType());
 }
@@ -734,7 +754,30 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (t.getRank() != ti.getRank())
     return fail(loc, "data and indices must have the same rank");
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (d != int64_t(a.getAxis()) && ti.getDimSize(d) > t.getDimSize(d))
+      return fail(loc, "indices are larger than data on axis " + Twine(d));
   return push(out, ti.getShape(), t.getElementType());
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor a,
+                                           SmallVectorImpl<Type> &out) {
+  auto t = typeOf(a.getData()), ti = typeOf(a.getIndices());
+  int64_t b = a.getBatchDims(), q = ti.getRank(), r = t.getRank();
+  if (q < 1 || b < 0 || b >= std::min(q, r + 1))
+    return fail(loc, "batch_dims must be below the ranks of data and indices");
+  int64_t last = ti.getDimSize(q - 1);
+  if (last < 1 || b + last > r)
+    return fail(loc, "indices' last axis (" + Twine(last) +
+                         ") indexes more axes than data has after batch_dims");
+  for (int64_t d = 0; d < b; ++d)
+    if (t.getDimSize(d) != ti.getDimSize(d))
+      return fail(loc, "data and indices differ on batch axis " + Twine(d));
+  Shape s(ti.getShape().drop_back());
+  llvm::append_range(s, t.getShape().drop_front(b + last));
+  return push(out, s, t.getElementType());
 }
 
 LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
@@ -774,6 +817,9 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &out) {
   auto t = typeOf(a.getInput());
+  for (int64_t d : a.getShape())
+    if (d < 0)
+      return fail(loc, "'shape' entries must be >= 0");
   auto s = broadcast(loc, t.getShape(), a.getShape());
   if (failed(s))
     return failure();
@@ -804,10 +850,13 @@ LogicalResult PadOp::verify() {
   if (m != "constant" && m != "reflect" && m != "edge" && m != "wrap")
     return emitOpError("mode must be constant, reflect, edge or wrap, got \"")
            << m << "\"";
+  int64_t r = getData().getType().getRank();
+  if (int64_t(getPads().size()) != 2 * r)
+    return emitOpError("'pads' needs ") << 2 * r << " entries, has "
+                                        << getPads().size();
   if (m == "reflect")
-    for (int64_t d = 0; d < getType().getRank(); ++d) {
+    for (int64_t d = 0; d < r; ++d) {
       int64_t dim = getData().getType().getDimSize(d);
-      int64_t r = getType().getRank();
       if (std::max(getPads()[d], getPads()[d + r]) > dim - 1)
         return emitOpError("reflect pads on axis ")
                << d << " must be smaller than its size " << dim;

@@ -97,7 +97,9 @@ int cmdImport(const std::vector<std::string> &args) {
         return error("", "--input-shape '" + spec +
                              "' is not NAME=D0xD1x... (e.g. "
                              "input=1x3x224x224)");
-      opts.inputShapes[spec.substr(0, eq)] = dims;
+      if (!opts.inputShapes.emplace(spec.substr(0, eq), dims).second)
+        return error("", "--input-shape given twice for '" +
+                             spec.substr(0, eq) + "'");
     } else if (a == "-h" || a == "--help") {
       usage(llvm::outs());
       return 0;
@@ -138,8 +140,15 @@ int cmdImport(const std::vector<std::string> &args) {
   mlir::OpPrintingFlags flags;
   if (!printWeights)
     flags.elideLargeResourceString(0);
-  module->print(os, flags);
-  os << "\n";
+  std::string text;
+  llvm::raw_string_ostream ts(text);
+  module->print(ts, flags);
+  // Elided blobs leave an empty resource section behind; drop it.
+  size_t section = text.rfind("\n{-#");
+  if (!printWeights && section != std::string::npos &&
+      text.find_first_not_of(" \n", section + 5) == text.find("#-}", section))
+    text.erase(section);
+  os << text << "\n";
   return 0;
 }
 

@@ -163,6 +163,11 @@ def Cuts_DivOp : Cuts_BinaryOp<"div", "Div", Cuts_NumTensor, Cuts_NumTensor>;
 def Cuts_EqualOp : Cuts_BinaryOp<"equal", "Equal", Cuts_Tensor, Cuts_BoolTensor, [Commutative]>;
 def Cuts_LessOp : Cuts_BinaryOp<"less", "Less", Cuts_NumTensor, Cuts_BoolTensor>;
 
+def Cuts_AndOp : Cuts_BinaryOp<"and", "And", Cuts_BoolTensor, Cuts_BoolTensor, [Commutative]>;
+def Cuts_OrOp : Cuts_BinaryOp<"or", "Or", Cuts_BoolTensor, Cuts_BoolTensor, [Commutative]>;
+def Cuts_XorOp : Cuts_BinaryOp<"xor", "Xor", Cuts_BoolTensor, Cuts_BoolTensor, [Commutative]>;
+def Cuts_NotOp : Cuts_UnaryOp<"not", "Not", Cuts_BoolTensor>;
+
 def Cuts_PowOp : Cuts_Op<"pow"> {
   let summary = "ONNX Pow (elementwise, multidirectional broadcasting)";
   let description = [{
@@ -405,6 +410,18 @@ def Cuts_GatherOp : Cuts_Op<"gather"> {
 def Cuts_GatherElementsOp : Cuts_Op<"gather_elements"> {
   let summary = "ONNX GatherElements (axis non-negative)";
   let arguments = (ins Cuts_Tensor:$data, Cuts_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Cuts_Tensor:$output);
+  let hasFolder = 1;
+}
+
+def Cuts_GatherNDOp : Cuts_Op<"gather_nd"> {
+  let summary = "ONNX GatherND";
+  let description = [{
+    The last axis of `indices` (i64) indexes the leading axes of `data` after
+    the first `batch_dims` axes, which both share.
+  }];
+  let arguments = (ins Cuts_Tensor:$data, StaticShapeTensorOf<[I64]>:$indices,
+                       I64Attr:$batch_dims);
   let results = (outs Cuts_Tensor:$output);
   let hasFolder = 1;
 }
