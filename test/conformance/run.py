@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""ctest driver of the ONNX node-test conformance run.
+
+Generates the node tests of the installed onnx package (cached per onnx
+version), runs cuts-conformance on them and checks that
+  - at least 95 % of the tests whose ops and element types cuts covers pass,
+  - every failure is listed in expected_failures.txt (no regressions),
+  - every listed failure still fails (the list stays honest).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runner", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    data = os.path.join(a.work, "node-" + onnx.__version__)
+    if not os.path.isdir(data):
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_node_tests.py"),
+                        data + ".tmp"], check=True)
+        os.rename(data + ".tmp", data)
+    report = os.path.join(a.work, "conformance.json")
+    run = subprocess.run([a.runner, data, "--json", report],
+                         capture_output=True, text=True)
+    sys.stdout.write(run.stdout)
+    sys.stderr.write(run.stderr)
+    if run.returncode != 0:
+        print("cuts-conformance exited with", run.returncode)
+        return 1
+    results = json.load(open(report))
+    expected = {}
+    for line in open(os.path.join(HERE, "expected_failures.txt")):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, why = line.partition(" ")
+            expected[name] = why.strip()
+    failed = {r["name"] for r in results if r["status"] == "failed"}
+    passed = {r["name"] for r in results if r["status"] == "passed"}
+    ok = True
+    for name in sorted(failed - set(expected)):
+        print(f"REGRESSION: {name} fails and is not an expected failure")
+        ok = False
+    for name in sorted(set(expected) & passed):
+        print(f"NOW PASSING: {name}: remove it from expected_failures.txt")
+        ok = False
+    covered = len(passed) + len(failed)
+    rate = len(passed) / covered if covered else 0.0
+    print(f"conformance: {len(passed)}/{covered} covered node tests pass "
+          f"({100 * rate:.1f} %), {len(results) - covered} skipped")
+    if rate < 0.95:
+        print("conformance: below the 95 % bar")
+        ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Writes small (mostly broken) ONNX models for the lit tests of `cuts import`.
+
+usage: make_model.py KIND OUT.onnx
+
+KIND is one of the functions below (dashes for underscores); see KINDS.
+Weights are deterministic (fixed seeds). Models that are meant to be invalid
+skip onnx.checker, of course.
+"""
+import inspect
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def vi(name, shape, et=F):
+    return helper.make_tensor_value_info(name, et, shape)
+
+
+def w(name, shape, seed=0, scale=0.3):
+    rng = np.random.default_rng(seed)
+    return numpy_helper.from_array(
+        (rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, check=True,
+          name="test", domains=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    ops = [helper.make_opsetid("", opset)] + [
+        helper.make_opsetid(d, 1) for d in domains]
+    m = helper.make_model(g, opset_imports=ops)
+    m.ir_version = 8
+    if check:
+        onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def conv_bn_relu():
+    """x[1,3,8,8] -> Conv(4, 3x3, pads 1) -> BatchNormalization -> Relu."""
+    rng = np.random.default_rng(1)
+    var = numpy_helper.from_array((rng.random(4) + 0.5).astype(np.float32),
+                                  "bn_var")
+    return model(
+        [helper.make_node("Conv", ["x", "conv_w", "conv_b"], ["c"],
+                          name="conv0", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization",
+                          ["c", "bn_scale", "bn_bias", "bn_mean", "bn_var"],
+                          ["bn"], name="bn0", epsilon=1e-5),
+         helper.make_node("Relu", ["bn"], ["y"], name="relu0")],
+        [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])],
+        [w("conv_w", [4, 3, 3, 3], 2), w("conv_b", [4], 3),
+         w("bn_scale", [4], 4), w("bn_bias", [4], 5), w("bn_mean", [4], 6),
+         var])
+
+
+def unsupported_op():
+    return model(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+         helper.make_node("Einsum", ["r", "r"], ["y"], name="my_einsum",
+                          equation="ij,ij->i")],
+        [vi("x", [2, 3])], [vi("y", [2])], opset=17)
+
+
+def custom_domain():
+    return model(
+        [helper.make_node("FancyGelu", ["x"], ["y"], name="fancy0",
+                          domain="com.example")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], check=False,
+        domains=["com.example"])
+
+
+def bad_auto_pad():
+    return model(
+        [helper.make_node("Conv", ["x", "conv_w"], ["y"], name="conv_foo",
+                          kernel_shape=[3, 3], auto_pad="FOO")],
+        [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])],
+        [w("conv_w", [4, 3, 3, 3])], check=False)
+
+
+def add_mismatch():
+    return model(
+        [helper.make_node("Add", ["a", "b"], ["y"], name="bad_add")],
+        [vi("a", [2, 3]), vi("b", [4, 5])], [vi("y", None)], check=False)
+
+
+def matmul_mismatch():
+    return model(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="bad_matmul")],
+        [vi("a", [2, 3]), vi("b", [4, 5])], [vi("y", None)], check=False)
+
+
+def output_shape_mismatch():
+    """Relu of a 2x3 input whose output claims 3x2."""
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [3, 2])], check=False)
+
+
+def output_type_mismatch():
+    """Relu of a float input whose output claims int64."""
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3], I64)], check=False)
+
+
+def symbolic_input():
+    """x[batch, 3, 8, 8] -> Relu."""
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+        [vi("x", ["batch", 3, 8, 8])], [vi("y", ["batch", 3, 8, 8])])
+
+
+def reshape_dynamic():
+    """Reshape(x, shape_in + 0): the shape is computed from a graph input."""
+    return model(
+        [helper.make_node("Add", ["shape_in", "zero"], ["new_shape"],
+                          name="shape_add"),
+         helper.make_node("Reshape", ["x", "new_shape"], ["y"],
+                          name="dyn_reshape")],
+        [vi("x", [2, 6]), vi("shape_in", [2], I64)], [vi("y", None)],
+        [numpy_helper.from_array(np.zeros(2, np.int64), "zero")],
+        check=False)
+
+
+def external_missing():
+    """An initializer whose data lives in missing_weights.bin (not there)."""
+    t = w("ext_w", [4, 3])
+    t.ClearField("raw_data")
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "missing_weights.bin"), ("offset", "0"),
+                 ("length", "48")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return model(
+        [helper.make_node("MatMul", ["x", "ext_w"], ["y"], name="mm0")],
+        [vi("x", [2, 4])], [vi("y", [2, 3])], [t], check=False)
+
+
+def raw_data_size():
+    """An initializer of shape [4, 3] float (48 bytes) with 44 bytes."""
+    t = w("short_w", [4, 3])
+    t.raw_data = t.raw_data[:44]
+    return model(
+        [helper.make_node("MatMul", ["x", "short_w"], ["y"], name="mm0")],
+        [vi("x", [2, 4])], [vi("y", [2, 3])], [t], check=False)
+
+
+def undefined_tensor():
+    """A node reading a tensor nothing produces."""
+    return model(
+        [helper.make_node("Add", ["x", "nowhere"], ["y"], name="add0")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], check=False)
+
+
+# Models that cuts accepted although they are invalid or imported with a
+# wrong shape when these tests were written (see the .test files).
+
+def gather_oob_index():
+    """Gather(x[3, 2], indices = [7]) on axis 0: 7 is out of range."""
+    return model(
+        [helper.make_node("Gather", ["x", "idx"], ["y"], name="bad_gather",
+                          axis=0)],
+        [vi("x", [3, 2])], [vi("y", None)],
+        [numpy_helper.from_array(np.array([7], np.int64), "idx")],
+        check=False)
+
+
+def _slice(starts, ends, steps):
+    i64 = lambda v, n: numpy_helper.from_array(np.array([v], np.int64), n)
+    return model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"],
+                          ["y"], name="slice0")],
+        [vi("x", [2, 3])], [vi("y", None)],
+        [i64(starts, "starts"), i64(ends, "ends"), i64(1, "axes"),
+         i64(steps, "steps")], check=False)
+
+
+def slice_huge_step():
+    """x[:, 0:10:INT64_MAX] of a 2x3 x: one column."""
+    return _slice(0, 10, 2**63 - 1)
+
+
+def slice_min_step():
+    """x[:, INT64_MAX:INT64_MIN:INT64_MIN] of a 2x3 x: one column (the last)."""
+    return _slice(2**63 - 1, -2**63, -2**63)
+
+
+def expand_overflow():
+    """Expand x[1, 1] to [2^32, 2^32] (2^64 elements), then Reshape to [0]
+    with allowzero: the element count wraps to 0 in int64."""
+    return model(
+        [helper.make_node("Expand", ["x", "big"], ["e"], name="big_expand"),
+         helper.make_node("Reshape", ["e", "zero"], ["y"], name="reshape0",
+                          allowzero=1)],
+        [vi("x", [1, 1])], [vi("y", None)],
+        [numpy_helper.from_array(np.array([2**32, 2**32], np.int64), "big"),
+         numpy_helper.from_array(np.array([0], np.int64), "zero")],
+        check=False)
+
+
+def duplicate_output():
+    """Two nodes both produce 'y' (ONNX graphs are SSA)."""
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"], name="n1"),
+         helper.make_node("Neg", ["x"], ["y"], name="n2")],
+        [vi("x", [2])], [vi("y", [2])], check=False)
+
+
+def truncated():
+    """conv_bn_relu, serialized and cut in half (returns bytes)."""
+    data = conv_bn_relu().SerializeToString()
+    return data[:len(data) // 2]
+
+
+def not_protobuf():
+    """A text file (returns bytes)."""
+    return b"this is not an ONNX model, just some text\n" * 4
+
+
+KINDS = {k.replace("_", "-"): v for k, v in dict(globals()).items()
+         if inspect.isfunction(v) and v.__module__ == __name__ and
+         not k.startswith("_") and k not in ("vi", "w", "model", "main")}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
+        sys.exit("usage: make_model.py {%s} OUT.onnx" %
+                 ",".join(sorted(KINDS)))
+    kind, out = sys.argv[1], sys.argv[2]
+    m = KINDS[kind]()
+    data = m if isinstance(m, bytes) else m.SerializeToString()
+    d = os.path.dirname(os.path.abspath(out))
+    os.makedirs(d, exist_ok=True)
+    with open(out, "wb") as f:
+        f.write(data)
+
+
+if __name__ == "__main__":
+    main()
