@@ -1730,9 +1730,20 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
         if (!dim.has_dim_value() || dim.dim_value() < 0) {
           std::string sym = dim.has_dim_param() ? " '" + dim.dim_param() + "'"
                                                 : std::string();
+          // Suggest the flag with the known sizes filled in.
+          std::string spec;
+          for (int e = 0; e < tt.shape().dim_size(); ++e) {
+            const auto &de = tt.shape().dim(e);
+            spec += (e ? "x" : "") +
+                    (de.has_dim_value() && de.dim_value() >= 0
+                         ? std::to_string(de.dim_value())
+                         : "<" + (de.has_dim_param() ? de.dim_param()
+                                                     : "d" + std::to_string(e)) +
+                               ">");
+          }
           (void)fail(what + " has symbolic dimension" + sym + " at axis " +
                      Twine(d) + "; fix it with --input-shape " + in.name() +
-                     "=" + "<d0>x<d1>x...");
+                     "=" + spec);
           return nullptr;
         }
         shape.push_back(dim.dim_value());

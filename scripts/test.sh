@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# README command (b): set up, build, run every test. CI runs this.
+#   unit (Catch2), lit (FileCheck), models (ONNX helper + PyTorch exports),
+#   conformance (ONNX node tests), then the importer fuzzer for a bounded time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+(cd build && ctest --output-on-failure)
+FUZZ_SECONDS=${CUTS_FUZZ_SECONDS:-60}
+if [ "$FUZZ_SECONDS" != 0 ]; then
+  echo "fuzz: running the importer fuzzer for ${FUZZ_SECONDS}s"
+  scripts/fuzz.sh "$FUZZ_SECONDS" >build/fuzz.log 2>&1 || {
+    tail -40 build/fuzz.log
+    echo "fuzz: the importer fuzzer failed (log: build/fuzz.log)"
+    exit 1
+  }
+  grep -E "stat::number_of_executed_units|Done" build/fuzz.log | tail -2
+fi
