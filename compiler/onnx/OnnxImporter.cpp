@@ -101,7 +101,9 @@ private:
   Attribute i64(int64_t v) { return builder.getI64IntegerAttr(v); }
   Attribute f32(float v) { return builder.getF32FloatAttr(v); }
   Attribute f64(double v) { return builder.getF64FloatAttr(v); }
-  Attribute ints(ArrayRef<int64_t> v) { return builder.getDenseI64ArrayAttr(v); }
+  Attribute ints(ArrayRef<int64_t> v) {
+    return builder.getDenseI64ArrayAttr(v);
+  }
   Attribute boolean(bool v) { return builder.getBoolAttr(v); }
   RankedTensorType typeOf(Value v) {
     return llvm::cast<RankedTensorType>(v.getType());
@@ -214,11 +216,12 @@ FailureOr<Type> Importer::elementType(int32_t t, const Twine &what) {
     break;
   }
   static const char *names[] = {
-      "UNDEFINED", "FLOAT",   "UINT8",      "INT8",       "UINT16",
-      "INT16",     "INT32",   "INT64",      "STRING",     "BOOL",
-      "FLOAT16",   "DOUBLE",  "UINT32",     "UINT64",     "COMPLEX64",
-      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1"};
+      "UNDEFINED",      "FLOAT",        "UINT8",          "INT8",
+      "UINT16",         "INT16",        "INT32",          "INT64",
+      "STRING",         "BOOL",         "FLOAT16",        "DOUBLE",
+      "UINT32",         "UINT64",       "COMPLEX64",      "COMPLEX128",
+      "BFLOAT16",       "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+      "FLOAT8E5M2FNUZ", "UINT4",        "INT4",           "FLOAT4E2M1"};
   std::string name = t >= 0 && t < int32_t(std::size(names))
                          ? names[t]
                          : "data type " + std::to_string(t);
@@ -389,11 +392,11 @@ FailureOr<Value> Importer::lookup(const std::string &name) {
     return it->second;
   auto init = initializers.find(name);
   if (init == initializers.end()) {
-    (void)fail("tensor '" + name + "'" +
-               (node ? " used by node '" + nodeName + "' (" +
-                           node->op_type() + ")"
-                     : std::string()) +
-               " is not produced by any node, input or initializer");
+    (void)fail(
+        "tensor '" + name + "'" +
+        (node ? " used by node '" + nodeName + "' (" + node->op_type() + ")"
+              : std::string()) +
+        " is not produced by any node, input or initializer");
     return failure();
   }
   // Initializers become constants at the top of the body, in order of use.
@@ -658,8 +661,8 @@ Importer::window(Value x, std::optional<std::vector<int64_t>> kernel,
   w.pads = pads->value_or(std::vector<int64_t>(2 * s, 0));
   if (w.strides.size() != s || w.dilations.size() != s ||
       w.pads.size() != 2 * s) {
-    (void)nodeFail("strides/dilations need " + Twine(s) +
-                   " entries and pads " + Twine(2 * s));
+    (void)nodeFail("strides/dilations need " + Twine(s) + " entries and pads " +
+                   Twine(2 * s));
     return failure();
   }
   for (size_t d = 0; d < s; ++d)
@@ -681,9 +684,9 @@ Importer::window(Value x, std::optional<std::vector<int64_t>> kernel,
   for (size_t d = 0; d < s; ++d) {
     int64_t in = typeOf(x).getDimSize(d + 2);
     int64_t out = (in + w.strides[d] - 1) / w.strides[d];
-    int64_t total = std::max<int64_t>(
-        0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 -
-               in);
+    int64_t total =
+        std::max<int64_t>(0, (out - 1) * w.strides[d] +
+                                 (w.kernel[d] - 1) * w.dilations[d] + 1 - in);
     int64_t small = total / 2, big = total - small;
     w.pads[d] = *autoPad == "SAME_UPPER" ? small : big;
     w.pads[d + s] = *autoPad == "SAME_UPPER" ? big : small;
@@ -714,11 +717,10 @@ LogicalResult Importer::convConv(const onnx::NodeProto &) {
   SmallVector<Value> operands{*x, *w};
   if (b)
     operands.push_back(b);
-  return emit<ConvOp>(operands,
-                      {named("strides", ints(win->strides)),
-                       named("pads", ints(win->pads)),
-                       named("dilations", ints(win->dilations)),
-                       named("group", i64(*group))});
+  return emit<ConvOp>(operands, {named("strides", ints(win->strides)),
+                                 named("pads", ints(win->pads)),
+                                 named("dilations", ints(win->dilations)),
+                                 named("group", i64(*group))});
 }
 
 LogicalResult Importer::convConvTranspose(const onnx::NodeProto &) {
@@ -788,11 +790,11 @@ LogicalResult Importer::convConvTranspose(const onnx::NodeProto &) {
   SmallVector<Value> operands{*x, *w};
   if (b)
     operands.push_back(b);
-  return emit<ConvTransposeOp>(
-      operands, {named("strides", ints(st)), named("pads", ints(pd)),
-                 named("dilations", ints(dl)),
-                 named("output_padding", ints(op)),
-                 named("group", i64(*group))});
+  return emit<ConvTransposeOp>(operands, {named("strides", ints(st)),
+                                          named("pads", ints(pd)),
+                                          named("dilations", ints(dl)),
+                                          named("output_padding", ints(op)),
+                                          named("group", i64(*group))});
 }
 
 LogicalResult Importer::convMatMul(const onnx::NodeProto &) {
@@ -917,8 +919,7 @@ LogicalResult Importer::convBatchNorm(const onnx::NodeProto &) {
   if (*training || extraOutputs)
     return nodeFail("training mode (running statistics outputs) is not "
                     "supported; cuts compiles inference graphs");
-  return emit<BatchNormalizationOp>(operands,
-                                    {named("epsilon", f32(*eps))});
+  return emit<BatchNormalizationOp>(operands, {named("epsilon", f32(*eps))});
 }
 
 LogicalResult Importer::convLayerNorm(const onnx::NodeProto &) {
@@ -961,8 +962,7 @@ LogicalResult Importer::convSoftmax(const onnx::NodeProto &) {
   auto flat = create<FlattenOp>({*x}, {named("axis", i64(ax))});
   if (failed(flat))
     return failure();
-  auto sm = create<SoftmaxOp>({(*flat)->getResult(0)},
-                              {named("axis", i64(1))});
+  auto sm = create<SoftmaxOp>({(*flat)->getResult(0)}, {named("axis", i64(1))});
   if (failed(sm))
     return failure();
   return emit<ReshapeOp>({(*sm)->getResult(0)},
@@ -1001,13 +1001,12 @@ LogicalResult Importer::convAveragePool(const onnx::NodeProto &) {
   auto w = window(*x, *kernel, *ceil != 0);
   if (failed(w))
     return failure();
-  return emit<AveragePoolOp>({*x},
-                             {named("kernel_shape", ints(w->kernel)),
-                              named("strides", ints(w->strides)),
-                              named("pads", ints(w->pads)),
-                              named("dilations", ints(w->dilations)),
-                              named("ceil_mode", boolean(*ceil != 0)),
-                              named("count_include_pad", boolean(*cip != 0))});
+  return emit<AveragePoolOp>(
+      {*x}, {named("kernel_shape", ints(w->kernel)),
+             named("strides", ints(w->strides)), named("pads", ints(w->pads)),
+             named("dilations", ints(w->dilations)),
+             named("ceil_mode", boolean(*ceil != 0)),
+             named("count_include_pad", boolean(*cip != 0))});
 }
 
 LogicalResult Importer::convGlobalAveragePool(const onnx::NodeProto &n) {
@@ -1020,8 +1019,8 @@ LogicalResult Importer::convFlatten(const onnx::NodeProto &) {
   if (failed(x) || failed(axis))
     return failure();
   int64_t rank = typeOf(*x).getRank();
-  return emit<FlattenOp>({*x},
-                         {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
+  return emit<FlattenOp>(
+      {*x}, {named("axis", i64(*axis < 0 ? *axis + rank : *axis))});
 }
 
 LogicalResult Importer::convReshape(const onnx::NodeProto &) {
@@ -1166,8 +1165,8 @@ LogicalResult Importer::convSplit(const onnx::NodeProto &) {
   if (int64_t(split.size()) != node->output_size())
     return nodeFail("split has " + Twine(split.size()) + " parts for " +
                     Twine(node->output_size()) + " outputs");
-  return emit<SplitOp>({*x}, {named("axis", i64(ax)),
-                              named("split", ints(split))});
+  return emit<SplitOp>({*x},
+                       {named("axis", i64(ax)), named("split", ints(split))});
 }
 
 LogicalResult Importer::convSlice(const onnx::NodeProto &) {
@@ -1212,8 +1211,7 @@ LogicalResult Importer::convSlice(const onnx::NodeProto &) {
   if (ends.size() != starts.size() || axes.size() != starts.size() ||
       steps.size() != starts.size())
     return nodeFail("starts, ends, axes and steps differ in length");
-  std::vector<int64_t> st(rank, 0), en(shape.begin(), shape.end()),
-      sp(rank, 1);
+  std::vector<int64_t> st(rank, 0), en(shape.begin(), shape.end()), sp(rank, 1);
   std::vector<bool> seen(rank, false);
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
@@ -1238,9 +1236,9 @@ LogicalResult Importer::convSlice(const onnx::NodeProto &) {
     }
     sp[a] = step;
   }
-  return emit<SliceOp>({*x}, {named("starts", ints(st)),
-                              named("ends", ints(en)),
-                              named("steps", ints(sp))});
+  return emit<SliceOp>({*x},
+                       {named("starts", ints(st)), named("ends", ints(en)),
+                        named("steps", ints(sp))});
 }
 
 // Indices known at compile time must lie in [-n, n): out-of-range indices are
@@ -1251,8 +1249,10 @@ LogicalResult Importer::checkIndices(Value indices, int64_t n) {
     return success();
   for (int64_t k = 0; k < t->numel(); ++k)
     if (t->i[k] < -n || t->i[k] >= n)
-      return nodeFail("index " + Twine(t->i[k]) + " is out of range for an "
-                      "axis of size " + Twine(n));
+      return nodeFail("index " + Twine(t->i[k]) +
+                      " is out of range for an "
+                      "axis of size " +
+                      Twine(n));
   return success();
 }
 
@@ -1293,8 +1293,8 @@ LogicalResult Importer::convGatherND(const onnx::NodeProto &) {
 }
 
 // Axes from an attribute (before opset 13) or the input at inputIndex.
-FailureOr<std::vector<int64_t>>
-Importer::axesFor(int inputIndex, int64_t rank, bool required) {
+FailureOr<std::vector<int64_t>> Importer::axesFor(int inputIndex, int64_t rank,
+                                                  bool required) {
   std::vector<int64_t> axes;
   if (opset < 13 || !hasInput(inputIndex)) {
     auto a = attrInts("axes");
@@ -1522,8 +1522,7 @@ LogicalResult Importer::convConstant(const onnx::NodeProto &) {
   } else if (a.name() == "value_ints") {
     std::vector<int64_t> v(a.ints().begin(), a.ints().end());
     value = DenseElementsAttr::get(
-        RankedTensorType::get({int64_t(v.size())}, i64t),
-        ArrayRef<int64_t>(v));
+        RankedTensorType::get({int64_t(v.size())}, i64t), ArrayRef<int64_t>(v));
   } else {
     return nodeFail("attribute '" + a.name() + "' is not supported (string " +
                     "and sparse constants)");
@@ -1542,8 +1541,8 @@ LogicalResult Importer::convConstantOfShape(const onnx::NodeProto &) {
   ElementsAttr value = DenseElementsAttr::get(
       RankedTensorType::get({1}, builder.getF32Type()), 0.0f);
   if (const auto *a = attr("value")) {
-    auto v = tensorAttr(a->t(), "ConstantOfShape node '" + nodeName +
-                                    "' value");
+    auto v =
+        tensorAttr(a->t(), "ConstantOfShape node '" + nodeName + "' value");
     if (failed(v))
       return failure();
     auto h = toHost(*v);
@@ -1552,8 +1551,8 @@ LogicalResult Importer::convConstantOfShape(const onnx::NodeProto &) {
     h->type = RankedTensorType::get({1}, h->type.getElementType());
     value = toAttr(*h);
   }
-  return emit<ConstantOfShapeOp>({}, {named("shape", ints(*shape)),
-                                      named("value", value)});
+  return emit<ConstantOfShapeOp>(
+      {}, {named("shape", ints(*shape)), named("value", value)});
 }
 
 LogicalResult Importer::convShape(const onnx::NodeProto &) {
@@ -1583,10 +1582,10 @@ LogicalResult Importer::convRange(const onnx::NodeProto &) {
   if (!*s || !*l || !*d)
     return nodeFail("start, limit and delta are required");
   return emit<RangeOp>(
-      {}, {named("start", f64(**s)), named("limit", f64(**l)),
-           named("delta", f64(**d)),
-           named("element_type",
-                 TypeAttr::get(typeOf(*start).getElementType()))});
+      {},
+      {named("start", f64(**s)), named("limit", f64(**l)),
+       named("delta", f64(**d)),
+       named("element_type", TypeAttr::get(typeOf(*start).getElementType()))});
 }
 
 const llvm::StringMap<Importer::Converter> &Importer::converters() {
@@ -1737,8 +1736,9 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
             spec += (e ? "x" : "") +
                     (de.has_dim_value() && de.dim_value() >= 0
                          ? std::to_string(de.dim_value())
-                         : "<" + (de.has_dim_param() ? de.dim_param()
-                                                     : "d" + std::to_string(e)) +
+                         : "<" +
+                               (de.has_dim_param() ? de.dim_param()
+                                                   : "d" + std::to_string(e)) +
                                ">");
           }
           (void)fail(what + " has symbolic dimension" + sym + " at axis " +
@@ -1751,7 +1751,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     }
     if (tooManyElements(shape)) {
       (void)fail(what + " has a negative dimension or more than 2^40 "
-                 "elements");
+                        "elements");
       return nullptr;
     }
     argTypes.push_back(RankedTensorType::get(shape, *et));
@@ -1779,15 +1779,17 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   const auto &table = converters();
   for (const auto &n : graph.node()) {
     node = &n;
-    nodeName = !n.name().empty()
-                   ? n.name()
-                   : (n.output_size() ? "<unnamed, output '" + n.output(0) + "'>"
-                                      : std::string("<unnamed>"));
+    nodeName =
+        !n.name().empty()
+            ? n.name()
+            : (n.output_size() ? "<unnamed, output '" + n.output(0) + "'>"
+                               : std::string("<unnamed>"));
     loc = NameLoc::get(builder.getStringAttr(
         n.name().empty() && n.output_size() ? n.output(0) : n.name()));
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
-      (void)fail("node '" + nodeName + "' has op " + n.domain() + "::" +
-                 n.op_type() + ", which cuts does not cover (custom domains "
+      (void)fail("node '" + nodeName + "' has op " + n.domain() +
+                 "::" + n.op_type() +
+                 ", which cuts does not cover (custom domains "
                  "are not supported; the supported ops are listed by "
                  "`cuts import --list-ops`)");
       return nullptr;
@@ -1807,7 +1809,8 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
       }
     for (const auto &o : n.output())
       if (!o.empty() && (values.count(o) || initializers.count(o))) {
-        (void)nodeFail("output '" + o + "' is already defined (ONNX graphs "
+        (void)nodeFail("output '" + o +
+                       "' is already defined (ONNX graphs "
                        "assign each name once)");
         return nullptr;
       }

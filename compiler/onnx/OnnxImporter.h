@@ -41,10 +41,11 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &ctx,
 
 /// Imports a serialised ModelProto; `modelDir` is where external data lives
 /// (empty: external data is an error).
-mlir::OwningOpRef<mlir::ModuleOp>
-importOnnxBytes(mlir::MLIRContext &ctx, llvm::StringRef bytes,
-                llvm::StringRef modelDir, const ImportOptions &options,
-                std::string &error);
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext &ctx,
+                                                  llvm::StringRef bytes,
+                                                  llvm::StringRef modelDir,
+                                                  const ImportOptions &options,
+                                                  std::string &error);
 
 /// The ONNX op types the importer covers, sorted.
 std::vector<std::string> supportedOnnxOps();

@@ -48,8 +48,8 @@ bool fold(BatchNormalizationOp bn) {
   }
   mlir::OpBuilder builder(bn);
   auto loc = conv.getLoc();
-  mlir::Value newW = builder.create<ConstantOp>(loc, w->type,
-                                                toAttr(*w, "bn_folded_weight"));
+  mlir::Value newW =
+      builder.create<ConstantOp>(loc, w->type, toAttr(*w, "bn_folded_weight"));
   mlir::Value newBias =
       builder.create<ConstantOp>(loc, biasType, toAttr(newB, "bn_folded_bias"));
   auto fused = builder.create<ConvOp>(

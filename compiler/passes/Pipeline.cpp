@@ -21,9 +21,9 @@ void buildCleanupPipeline(mlir::OpPassManager &pm) {
 
 void registerPasses() {
   registerCutsPasses();
-  mlir::PassPipelineRegistration<>(
-      "cuts-cleanup", "The graph clean-up that `cuts import` runs",
-      buildCleanupPipeline);
+  mlir::PassPipelineRegistration<>("cuts-cleanup",
+                                   "The graph clean-up that `cuts import` runs",
+                                   buildCleanupPipeline);
 }
 
 } // namespace cuts

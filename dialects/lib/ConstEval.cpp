@@ -202,9 +202,10 @@ std::optional<HostTensor> toHost(Attribute attr) {
   if (llvm::isa<FloatType>(et)) {
     int64_t k = 0;
     if (dense.isSplat()) {
-      std::fill(t.f.begin(), t.f.end(),
-                roundToType(et, dense.getSplatValue<llvm::APFloat>()
-                                    .convertToDouble()));
+      std::fill(
+          t.f.begin(), t.f.end(),
+          roundToType(et,
+                      dense.getSplatValue<llvm::APFloat>().convertToDouble()));
       return t;
     }
     for (llvm::APFloat v : dense.getValues<llvm::APFloat>()) {
@@ -234,9 +235,9 @@ ElementsAttr toAttr(const HostTensor &t, StringRef blobName) {
   int64_t n = t.numel();
   bool splat = n > 0;
   for (int64_t k = 1; k < n && splat; ++k)
-    splat = t.isFloat() ? t.f[k] == t.f[0] || (std::isnan(t.f[k]) &&
-                                                std::isnan(t.f[0]))
-                        : t.i[k] == t.i[0];
+    splat = t.isFloat()
+                ? t.f[k] == t.f[0] || (std::isnan(t.f[k]) && std::isnan(t.f[0]))
+                : t.i[k] == t.i[0];
   if (n <= kMaxInlineElements || splat) {
     int64_t m = splat ? 1 : n;
     if (auto ft = llvm::dyn_cast<FloatType>(et)) {

@@ -17,9 +17,8 @@ void CutsDialect::initialize() {
       >();
 }
 
-Operation *CutsDialect::materializeConstant(OpBuilder &builder,
-                                            Attribute value, Type type,
-                                            Location loc) {
+Operation *CutsDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
   auto elements = llvm::dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;

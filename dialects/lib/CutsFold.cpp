@@ -83,8 +83,7 @@ OpFoldResult foldUnaryFloat(Operation *op, Attribute x, Fn &&fn) {
 // Result element k of a data-movement op is element src(k) of the single
 // constant input; src returns -1 for "not from the input" (pad value).
 template <typename Fn>
-OpFoldResult foldGather(Operation *op, Attribute input, double fill,
-                        Fn &&src) {
+OpFoldResult foldGather(Operation *op, Attribute input, double fill, Fn &&src) {
   auto rt = resultType(op);
   if (tooBig(rt))
     return {};
@@ -263,13 +262,13 @@ OpFoldResult NotOp::fold(FoldAdaptor a) {
 }
 
 OpFoldResult PowOp::fold(FoldAdaptor a) {
-  return foldBroadcast(*this, {a.getX(), a.getY()},
-                       [](HostTensor &o, int64_t k, ArrayRef<HostTensor> in,
-                          ArrayRef<int64_t> off) {
-                         o.set(k, std::pow(in[0].getF(off[0]),
-                                           in[1].getF(off[1])));
-                         return true;
-                       });
+  return foldBroadcast(
+      *this, {a.getX(), a.getY()},
+      [](HostTensor &o, int64_t k, ArrayRef<HostTensor> in,
+         ArrayRef<int64_t> off) {
+        o.set(k, std::pow(in[0].getF(off[0]), in[1].getF(off[1])));
+        return true;
+      });
 }
 
 template <typename Cmp>
@@ -354,8 +353,8 @@ OpFoldResult GeluOp::fold(FoldAdaptor a) {
   return foldUnaryFloat(*this, a.getX(), [=](double x) {
     if (tanhForm)
       return 0.5 * x *
-             (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
-                              (x + 0.044715 * x * x * x)));
+             (1.0 +
+              std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   });
 }
@@ -446,8 +445,7 @@ OpFoldResult GemmOp::fold(FoldAdaptor a) {
                hb->getF(getTransB() ? j * kk + p : p * n + j);
       acc *= alpha;
       if (hc)
-        acc += beta *
-               hc->getF(broadcastOffset(i * n + j, {m, n}, hc->shape()));
+        acc += beta * hc->getF(broadcastOffset(i * n + j, {m, n}, hc->shape()));
       out.set(i * n + j, acc);
     }
   return toAttr(out);
@@ -497,8 +495,8 @@ static OpFoldResult foldReduce(Operation *op, Attribute data,
     if (in->isFloat())
       out.set(o, kind == ReduceKind::Mean ? acc[o] / double(count) : acc[o]);
     else
-      out.setI(o, kind == ReduceKind::Mean && count ? accI[o] / count
-                                                    : accI[o]);
+      out.setI(o,
+               kind == ReduceKind::Mean && count ? accI[o] / count : accI[o]);
   }
   return toAttr(out);
 }
@@ -553,9 +551,8 @@ OpFoldResult ExpandOp::fold(FoldAdaptor a) {
     return getInput();
   ArrayRef<int64_t> to = getType().getShape();
   ArrayRef<int64_t> from = getInput().getType().getShape();
-  return foldGather(*this, a.getInput(), 0, [&](int64_t k) {
-    return broadcastOffset(k, to, from);
-  });
+  return foldGather(*this, a.getInput(), 0,
+                    [&](int64_t k) { return broadcastOffset(k, to, from); });
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor a) {

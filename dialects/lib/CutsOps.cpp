@@ -78,8 +78,8 @@ LogicalResult inferBinary(std::optional<Location> loc, Value a, Value b,
   auto s = broadcast(loc, typeOf(a).getShape(), typeOf(b).getShape());
   if (failed(s))
     return failure();
-  return push(out, *s, resultElement ? resultElement
-                                     : typeOf(a).getElementType());
+  return push(out, *s,
+              resultElement ? resultElement : typeOf(a).getElementType());
 }
 
 // Checks that a per-spatial-axis attribute has one entry per axis.
@@ -102,8 +102,7 @@ int64_t windowOut(int64_t in, int64_t k, int64_t stride, int64_t dil,
   int64_t span = in + padBegin + padEnd - eff;
   if (span < 0)
     return 0;
-  int64_t out =
-      ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
   if (ceilMode && (out - 1) * stride >= in + padBegin)
     --out;
   return out;
@@ -197,15 +196,16 @@ FailureOr<Shape> matmulShape(std::optional<Location> loc, ArrayRef<int64_t> a,
 
 LogicalResult ConstantOp::verify() {
   if (getValue().getShapedType() != getType())
-    return emitOpError("value type ") << getValue().getShapedType()
-                                      << " differs from result type "
-                                      << getType();
+    return emitOpError("value type ")
+           << getValue().getShapedType() << " differs from result type "
+           << getType();
   return success();
 }
 
-LogicalResult ConstantOfShapeOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor a,
-    SmallVectorImpl<Type> &out) {
+LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> loc,
+                                                  Adaptor a,
+                                                  SmallVectorImpl<Type> &out) {
   if (a.getValue().getNumElements() != 1)
     return fail(loc, "'value' must hold exactly one element");
   for (int64_t d : a.getShape())
@@ -215,8 +215,8 @@ LogicalResult ConstantOfShapeOp::inferReturnTypes(
 }
 
 LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
-                                        std::optional<Location> loc,
-                                        Adaptor a, SmallVectorImpl<Type> &out) {
+                                        std::optional<Location> loc, Adaptor a,
+                                        SmallVectorImpl<Type> &out) {
   int64_t rank = typeOf(a.getData()).getRank();
   int64_t s = a.getStart(), e = a.getEnd();
   if (s < 0 || s > e || e > rank)
@@ -225,8 +225,8 @@ LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
 }
 
 LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor a, SmallVectorImpl<Type> &out) {
+                                        std::optional<Location> loc, Adaptor a,
+                                        SmallVectorImpl<Type> &out) {
   double start = a.getStart().convertToDouble();
   double limit = a.getLimit().convertToDouble();
   double delta = a.getDelta().convertToDouble();
@@ -266,11 +266,11 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 #define CUTS_BINARY_INFER(OP, RESULT_ELEMENT)                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                        \
-                                     std::optional<Location> loc, Adaptor a,  \
-                                     SmallVectorImpl<Type> &out) {            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                         \
+                                     std::optional<Location> loc, Adaptor a,   \
+                                     SmallVectorImpl<Type> &out) {             \
     (void)ctx;                                                                 \
-    return inferBinary(loc, a.getA(), a.getB(), RESULT_ELEMENT, out);         \
+    return inferBinary(loc, a.getA(), a.getB(), RESULT_ELEMENT, out);          \
   }
 CUTS_BINARY_INFER(AddOp, Type())
 CUTS_BINARY_INFER(SubOp, Type())
@@ -286,16 +286,16 @@ CUTS_BINARY_INFER(XorOp, Type())
 LogicalResult PowOp::inferReturnTypes(MLIRContext *,
                                       std::optional<Location> loc, Adaptor a,
                                       SmallVectorImpl<Type> &out) {
-  auto s = broadcast(loc, typeOf(a.getX()).getShape(),
-                     typeOf(a.getY()).getShape());
+  auto s =
+      broadcast(loc, typeOf(a.getX()).getShape(), typeOf(a.getY()).getShape());
   if (failed(s))
     return failure();
   return push(out, *s, typeOf(a.getX()).getElementType());
 }
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor a, SmallVectorImpl<Type> &out) {
+                                        std::optional<Location> loc, Adaptor a,
+                                        SmallVectorImpl<Type> &out) {
   if (failed(sameElementType(loc, a.getX(), a.getY(), "X and Y")))
     return failure();
   auto s = broadcast(loc, typeOf(a.getCondition()).getShape(),
@@ -309,7 +309,7 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
 }
 
 #define CUTS_UNARY_INFER(OP)                                                   \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
                                      Adaptor a, SmallVectorImpl<Type> &out) {  \
     out.push_back(a.getX().getType());                                         \
     return success();                                                          \
@@ -343,8 +343,8 @@ LogicalResult GeluOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor a, SmallVectorImpl<Type> &out) {
+                                         std::optional<Location> loc, Adaptor a,
+                                         SmallVectorImpl<Type> &out) {
   if (failed(sameElementType(loc, a.getA(), a.getB(), "A and B")))
     return failure();
   auto s = matmulShape(loc, typeOf(a.getA()).getShape(),
@@ -437,8 +437,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                           a.getStrides()[d], a.getDilations()[d],
                           a.getPads()[d], a.getPads()[d + s], false);
     if (o < 1)
-      return fail(loc, "kernel larger than padded input on axis " +
-                           Twine(d + 2));
+      return fail(loc,
+                  "kernel larger than padded input on axis " + Twine(d + 2));
     shape.push_back(o);
   }
   return push(out, shape, tx.getElementType());
@@ -486,9 +486,10 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
 // Normalisation, softmax, pooling, reductions
 //===----------------------------------------------------------------------===//
 
-LogicalResult BatchNormalizationOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor a,
-    SmallVectorImpl<Type> &out) {
+LogicalResult
+BatchNormalizationOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc, Adaptor a,
+                                       SmallVectorImpl<Type> &out) {
   auto tx = typeOf(a.getX());
   if (tx.getRank() < 2)
     return fail(loc, "BatchNormalization input must have rank >= 2");
@@ -501,9 +502,10 @@ LogicalResult BatchNormalizationOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult LayerNormalizationOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor a,
-    SmallVectorImpl<Type> &out) {
+LogicalResult
+LayerNormalizationOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc, Adaptor a,
+                                       SmallVectorImpl<Type> &out) {
   auto tx = typeOf(a.getX());
   if (failed(checkAxis(loc, a.getAxis(), tx.getRank())))
     return failure();
@@ -554,9 +556,10 @@ LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
                    a.getPads(), a.getDilations(), a.getCeilMode(), out);
 }
 
-LogicalResult GlobalAveragePoolOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor a,
-    SmallVectorImpl<Type> &out) {
+LogicalResult
+GlobalAveragePoolOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc, Adaptor a,
+                                      SmallVectorImpl<Type> &out) {
   auto t = typeOf(a.getX());
   if (t.getRank() < 3)
     return fail(loc, "GlobalAveragePool input must have rank >= 3");
@@ -582,9 +585,9 @@ static LogicalResult inferReduce(std::optional<Location> loc, Value data,
 }
 
 #define CUTS_REDUCE_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                           \
-                                     std::optional<Location> loc, Adaptor a,  \
-                                     SmallVectorImpl<Type> &out) {            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc, Adaptor a,   \
+                                     SmallVectorImpl<Type> &out) {             \
     return inferReduce(loc, a.getData(), a.getAxes(), a.getKeepdims(), out);   \
   }
 CUTS_REDUCE_INFER(ReduceMeanOp)
@@ -636,8 +639,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   auto t = typeOf(a.getData());
   ArrayRef<int64_t> perm = a.getPerm();
   if (int64_t(perm.size()) != t.getRank())
-    return fail(loc, "'perm' has " + Twine(perm.size()) +
-                         " entries for rank " + Twine(t.getRank()));
+    return fail(loc, "'perm' has " + Twine(perm.size()) + " entries for rank " +
+                         Twine(t.getRank()));
   Shape s;
   llvm::SmallSet<int64_t, 8> seen;
   for (int64_t p : perm) {
@@ -649,8 +652,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor a, SmallVectorImpl<Type> &out) {
+                                         std::optional<Location> loc, Adaptor a,
+                                         SmallVectorImpl<Type> &out) {
   if (a.getInputs().empty())
     return fail(loc, "Concat needs at least one input");
   auto t0 = typeOf(a.getInputs()[0]);
@@ -677,8 +680,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor a, SmallVectorImpl<Type> &out) {
+                                        std::optional<Location> loc, Adaptor a,
+                                        SmallVectorImpl<Type> &out) {
   auto t = typeOf(a.getInput());
   int64_t axis = a.getAxis();
   if (failed(checkAxis(loc, axis, t.getRank())))
@@ -690,8 +693,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
     sum += p;
   }
   if (sum != t.getDimSize(axis))
-    return fail(loc, "'split' sums to " + Twine(sum) + ", axis " +
-                         Twine(axis) + " has " + Twine(t.getDimSize(axis)));
+    return fail(loc, "'split' sums to " + Twine(sum) + ", axis " + Twine(axis) +
+                         " has " + Twine(t.getDimSize(axis)));
   for (int64_t p : a.getSplit()) {
     Shape s(t.getShape());
     s[axis] = p;
@@ -701,14 +704,14 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor a, SmallVectorImpl<Type> &out) {
+                                        std::optional<Location> loc, Adaptor a,
+                                        SmallVectorImpl<Type> &out) {
   auto t = typeOf(a.getData());
   size_t r = t.getRank();
   if (a.getStarts().size() != r || a.getEnds().size() != r ||
       a.getSteps().size() != r)
-    return fail(loc, "starts/ends/steps need one entry per axis (" +
-                         Twine(r) + ")");
+    return fail(loc,
+                "starts/ends/steps need one entry per axis (" + Twine(r) + ")");
   Shape s;
   for (size_t d = 0; d < r; ++d) {
     int64_t st = a.getStarts()[d], en = a.getEnds()[d], sp = a.getSteps()[d];
@@ -718,8 +721,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     bool ok = sp > 0 ? (st >= 0 && st <= dim && en >= 0 && en <= dim)
                      : (st >= -1 && st < dim && en >= -1 && en < dim);
     if (!ok)
-      return fail(loc, "slice bounds on axis " + Twine(d) +
-                           " are not normalised");
+      return fail(loc,
+                  "slice bounds on axis " + Twine(d) + " are not normalised");
     // Overflow-safe ceil((end - start) / step); start and end are within
     // [-1, dim], so their difference cannot overflow, the step can.
     int64_t n = 0;
@@ -733,8 +736,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor a, SmallVectorImpl<Type> &out) {
+                                         std::optional<Location> loc, Adaptor a,
+                                         SmallVectorImpl<Type> &out) {
   auto t = typeOf(a.getData());
   int64_t axis = a.getAxis();
   if (failed(checkAxis(loc, axis, t.getRank())))
@@ -814,8 +817,8 @@ LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor a, SmallVectorImpl<Type> &out) {
+                                         std::optional<Location> loc, Adaptor a,
+                                         SmallVectorImpl<Type> &out) {
   auto t = typeOf(a.getInput());
   for (int64_t d : a.getShape())
     if (d < 0)
@@ -838,8 +841,8 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   for (int64_t d = 0; d < r; ++d) {
     int64_t o = t.getDimSize(d) + a.getPads()[d] + a.getPads()[d + r];
     if (o < 0)
-      return fail(loc, "negative pads remove more than axis " + Twine(d) +
-                           " holds");
+      return fail(loc,
+                  "negative pads remove more than axis " + Twine(d) + " holds");
     s.push_back(o);
   }
   return push(out, s, t.getElementType());
@@ -852,8 +855,8 @@ LogicalResult PadOp::verify() {
            << m << "\"";
   int64_t r = getData().getType().getRank();
   if (int64_t(getPads().size()) != 2 * r)
-    return emitOpError("'pads' needs ") << 2 * r << " entries, has "
-                                        << getPads().size();
+    return emitOpError("'pads' needs ")
+           << 2 * r << " entries, has " << getPads().size();
   if (m == "reflect")
     for (int64_t d = 0; d < r; ++d) {
       int64_t dim = getData().getType().getDimSize(d);

@@ -47,7 +47,7 @@ TEST_CASE("roundToType rounds to the element type", "[consteval]") {
   CHECK(roundToType(b.getF32Type(), 0.1) == double(0.1f));
   CHECK(roundToType(b.getF64Type(), 0.1) == 0.1);
   CHECK(roundToType(b.getF16Type(), 1.0 + 1.0 / 4096) == 1.0); // below f16 ulp
-  CHECK(roundToType(b.getIntegerType(8), 130.0) == -126.0);   // wraps
+  CHECK(roundToType(b.getIntegerType(8), 130.0) == -126.0);    // wraps
   CHECK(roundToType(b.getIntegerType(8, false), 300.0) == 44.0);
   CHECK(roundToType(b.getIntegerType(32), -2.7) == -2.0); // truncates
   CHECK(roundToType(b.getI1Type(), 0.5) == 1.0);
@@ -60,10 +60,10 @@ TEST_CASE("toAttr and toHost round-trip inline and resource tensors",
   ctx.loadDialect<CutsDialect>();
   mlir::Builder b(&ctx);
   for (int64_t n : {int64_t(3), int64_t(100)}) {
-    for (mlir::Type et : {mlir::Type(b.getF32Type()), mlir::Type(b.getF16Type()),
-                          mlir::Type(b.getIntegerType(64)),
-                          mlir::Type(b.getIntegerType(8)),
-                          mlir::Type(b.getI1Type())}) {
+    for (mlir::Type et :
+         {mlir::Type(b.getF32Type()), mlir::Type(b.getF16Type()),
+          mlir::Type(b.getIntegerType(64)), mlir::Type(b.getIntegerType(8)),
+          mlir::Type(b.getI1Type())}) {
       HostTensor t(mlir::RankedTensorType::get({n}, et));
       for (int64_t k = 0; k < n; ++k)
         t.set(k, double((k * 7) % 5) - 2.0);

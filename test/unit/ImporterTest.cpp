@@ -102,8 +102,7 @@ struct Imported {
   }
   mlir::RankedTensorType result(unsigned k = 0) {
     auto f = module->lookupSymbol<mlir::func::FuncOp>("main");
-    return llvm::cast<mlir::RankedTensorType>(
-        f.getFunctionType().getResult(k));
+    return llvm::cast<mlir::RankedTensorType>(f.getFunctionType().getResult(k));
   }
 };
 
@@ -152,8 +151,9 @@ TEST_CASE("Shape subgraphs are evaluated at import", "[import]") {
   m.ints("minus1", {-1});
   m.node("Shape", {"x"}, {"s"});
   m.node("Gather", {"s", "idx"}, {"last"});
-  m.node("Concat", {"minus1", "last"}, {"shape"})->add_attribute()->set_name(
-      "axis");
+  m.node("Concat", {"minus1", "last"}, {"shape"})
+      ->add_attribute()
+      ->set_name("axis");
   m.node("Reshape", {"x", "shape"}, {"y"});
   m.output("y");
   Imported im(m);

@@ -143,8 +143,8 @@ Result runTest(const std::string &dir, const std::set<std::string> &covered) {
     std::string name = k < model.graph().input_size()
                            ? model.graph().input(k).name()
                            : t.name();
-    opts.inputShapes[name] = std::vector<int64_t>(t.dims().begin(),
-                                                  t.dims().end());
+    opts.inputShapes[name] =
+        std::vector<int64_t>(t.dims().begin(), t.dims().end());
     opts.shapeInputValues[name] = bytes;
   }
   for (int k = 0;; ++k) {
@@ -231,8 +231,8 @@ int main(int argc, char **argv) {
       llvm::outs() << "FAIL " << r.name << ": " << r.reason << "\n";
     } else
       ++skipped;
-    report.push_back({{"name", r.name}, {"status", r.status},
-                      {"reason", r.reason}});
+    report.push_back(
+        {{"name", r.name}, {"status", r.status}, {"reason", r.reason}});
   }
   if (!jsonPath.empty()) {
     std::ofstream out(jsonPath);

@@ -1,4 +1,5 @@
-//===- cuts.cpp - the cuts command line ------------------------------------===//
+//===- cuts.cpp - the cuts command line
+//------------------------------------===//
 //
 // `cuts <command> ...`: the user's interface (see DESIGN.md). Errors go to
 // stderr as `cuts: error: <file>: <what>` with exit code 1.

@@ -20,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       &ctx, [](mlir::Diagnostic &) { return mlir::success(); });
   std::string error;
   auto module = cuts::importOnnxBytes(
-      ctx, llvm::StringRef(reinterpret_cast<const char *>(data), size), "",
-      {}, error);
+      ctx, llvm::StringRef(reinterpret_cast<const char *>(data), size), "", {},
+      error);
   if (!module) {
     if (error.empty())
       std::abort(); // a rejection must say why
