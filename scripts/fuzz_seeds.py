@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Seed corpus for the importer fuzzer: the models of the ONNX node tests
-whose ops cuts covers (read from the importer's table), plus the small test
-models of test/lit/Inputs.
+whose ops cuts covers (read from the importer's table), plus the inputs that
+once crashed the importer (test/fuzz/*.onnx).
 
 usage: fuzz_seeds.py NODE_TEST_DIR OUT_DIR
 """
@@ -27,6 +27,8 @@ def main():
         m = onnx.load(path)
         if all(n.op_type in ops for n in m.graph.node):
             seeds.append(open(path, "rb").read())
+    for path in sorted(glob.glob(os.path.join(ROOT, "test", "fuzz", "*.onnx"))):
+        seeds.append(open(path, "rb").read())
     for f in seeds:
         name = hashlib.sha1(f).hexdigest()
         with open(os.path.join(out, name), "wb") as fh:

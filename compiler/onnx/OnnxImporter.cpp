@@ -1802,6 +1802,10 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
                  "by `cuts import --list-ops`");
       return nullptr;
     }
+    if (n.output_size() == 0) {
+      (void)nodeFail("the node has no outputs");
+      return nullptr;
+    }
     for (const auto &a : n.attribute())
       if (a.has_g() || a.graphs_size()) {
         (void)nodeFail("subgraph attributes are not supported");

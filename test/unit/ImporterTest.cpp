@@ -333,3 +333,19 @@ TEST_CASE("a graph input bound as a value decides a shape", "[import]") {
   REQUIRE(im.module);
   CHECK(im.result().getShape() == llvm::ArrayRef<int64_t>{12});
 }
+
+TEST_CASE("a node without outputs is an error (found by the fuzzer)",
+          "[import]") {
+  Model m;
+  m.input("x", {2});
+  auto *c = m.node("Constant", {}, {});
+  auto *a = c->add_attribute();
+  a->set_name("value_float");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(1.0f);
+  m.node("Relu", {"x"}, {"y"});
+  m.output("y");
+  Imported im(m);
+  CHECK(!im.module);
+  CHECK(im.error.find("has no outputs") != std::string::npos);
+}
