@@ -7,12 +7,15 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
+#include "perfmodel/Explain.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -37,7 +40,13 @@ void usage(llvm::raw_ostream &os) {
         "      --no-passes), printed. Weights are elided unless\n"
         "      --print-weights (then the output parses back with cuts-opt).\n"
         "  import --list-ops\n"
-        "      the ONNX operators cuts covers\n";
+        "      the ONNX operators cuts covers\n"
+        "  explain MODEL.onnx --arch ARCH [--json] [--input-shape ...]\n"
+        "                    [--top-percent T] [--min-keep K] [--no-fusion]\n"
+        "      the kernels the performance model groups the graph into, with\n"
+        "      candidates enumerated and kept, the best PUL and its factors\n"
+        "  arch [--json] | arch --probe [-o FILE.json]\n"
+        "      the known GPU descriptors; --probe measures the local GPU\n";
 }
 
 // "1x3x224x224" -> {1, 3, 224, 224}; a scalar is the empty string.
@@ -58,6 +67,67 @@ bool parseDims(const std::string &s, std::vector<int64_t> &dims) {
     pos = x + 1;
   }
   return true;
+}
+
+// Parses "--input-shape NAME=D0xD1..." (or "--input-shape=...") at args[k];
+// returns 0 when it is not that option, 1 when handled, -1 on error.
+int parseInputShape(const std::vector<std::string> &args, size_t &k,
+                    cuts::ImportOptions &opts) {
+  const std::string &a = args[k];
+  if (a != "--input-shape" && a.rfind("--input-shape=", 0) != 0)
+    return 0;
+  std::string spec;
+  if (a == "--input-shape") {
+    if (k + 1 >= args.size()) {
+      error("", "--input-shape needs NAME=D0xD1x...");
+      return -1;
+    }
+    spec = args[++k];
+  } else {
+    spec = a.substr(std::string("--input-shape=").size());
+  }
+  size_t eq = spec.rfind('=');
+  std::vector<int64_t> dims;
+  if (eq == std::string::npos || eq == 0 ||
+      !parseDims(spec.substr(eq + 1), dims)) {
+    error("", "--input-shape '" + spec +
+                  "' is not NAME=D0xD1x... (e.g. input=1x3x224x224)");
+    return -1;
+  }
+  if (!opts.inputShapes.emplace(spec.substr(0, eq), dims).second) {
+    error("", "--input-shape given twice for '" + spec.substr(0, eq) + "'");
+    return -1;
+  }
+  return 1;
+}
+
+// Imports and cleans a model; on failure prints the error and returns null.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
+                                            const std::string &model,
+                                            const cuts::ImportOptions &opts,
+                                            bool runPasses) {
+  ctx.printOpOnDiagnostic(false);
+  std::string err;
+  auto module = cuts::importOnnxFile(ctx, model, opts, err);
+  if (!module) {
+    error(model, err);
+    return nullptr;
+  }
+  if (runPasses) {
+    std::string diag;
+    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+      if (diag.empty())
+        diag = d.str();
+      return mlir::success();
+    });
+    mlir::PassManager pm(&ctx);
+    cuts::buildCleanupPipeline(pm);
+    if (failed(pm.run(*module))) {
+      error(model, "the clean-up passes failed: " + diag);
+      return nullptr;
+    }
+  }
+  return module;
 }
 
 int cmdImport(const std::vector<std::string> &args) {
@@ -83,24 +153,9 @@ int cmdImport(const std::vector<std::string> &args) {
       runPasses = false;
     } else if (a == "--print-weights") {
       printWeights = true;
-    } else if (a == "--input-shape" || a.rfind("--input-shape=", 0) == 0) {
-      std::string spec;
-      if (a == "--input-shape") {
-        if (!value(spec))
-          return error("", "--input-shape needs NAME=D0xD1x...");
-      } else {
-        spec = a.substr(std::string("--input-shape=").size());
-      }
-      size_t eq = spec.rfind('=');
-      std::vector<int64_t> dims;
-      if (eq == std::string::npos || eq == 0 ||
-          !parseDims(spec.substr(eq + 1), dims))
-        return error("", "--input-shape '" + spec +
-                             "' is not NAME=D0xD1x... (e.g. "
-                             "input=1x3x224x224)");
-      if (!opts.inputShapes.emplace(spec.substr(0, eq), dims).second)
-        return error("", "--input-shape given twice for '" +
-                             spec.substr(0, eq) + "'");
+    } else if (int r = parseInputShape(args, k, opts)) {
+      if (r < 0)
+        return 1;
     } else if (a == "-h" || a == "--help") {
       usage(llvm::outs());
       return 0;
@@ -117,23 +172,9 @@ int cmdImport(const std::vector<std::string> &args) {
     return error("", "import: no model given (cuts import MODEL.onnx)");
 
   mlir::MLIRContext ctx;
-  ctx.printOpOnDiagnostic(false);
-  std::string err;
-  auto module = cuts::importOnnxFile(ctx, model, opts, err);
+  auto module = loadModel(ctx, model, opts, runPasses);
   if (!module)
-    return error(model, err);
-  if (runPasses) {
-    std::string diag;
-    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-      if (diag.empty())
-        diag = d.str();
-      return mlir::success();
-    });
-    mlir::PassManager pm(&ctx);
-    cuts::buildCleanupPipeline(pm);
-    if (failed(pm.run(*module)))
-      return error(model, "the clean-up passes failed: " + diag);
-  }
+    return 1;
   std::error_code ec;
   llvm::raw_fd_ostream os(output, ec);
   if (ec)
@@ -150,6 +191,139 @@ int cmdImport(const std::vector<std::string> &args) {
       text.find_first_not_of(" \n", section + 5) == text.find("#-}", section))
     text.erase(section);
   os << text << "\n";
+  return 0;
+}
+
+bool parseNumber(const std::string &s, double &out) {
+  char *end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return !s.empty() && *end == 0;
+}
+
+std::string archList() {
+  std::string s;
+  for (const auto &a : cuts::knownArchs())
+    s += (s.empty() ? "" : ", ") + a.aliases.front();
+  return s;
+}
+
+int cmdExplain(const std::vector<std::string> &args) {
+  std::string model, archName;
+  bool json = false;
+  cuts::ImportOptions opts;
+  cuts::ExplainOptions eopts;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string &a = args[k];
+    auto number = [&](double &out, double lo, double hi) {
+      return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
+             out <= hi;
+    };
+    double v = 0;
+    if (a == "--arch") {
+      if (k + 1 >= args.size())
+        return error("", "--arch needs a GPU name (" + archList() + ")");
+      archName = args[++k];
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--no-fusion") {
+      eopts.fusion = false;
+    } else if (a == "--top-percent") {
+      if (!number(v, 1e-6, 100))
+        return error("", "--top-percent needs a number in (0, 100]");
+      eopts.prune.topPercent = v;
+    } else if (a == "--min-keep") {
+      if (!number(v, 1, 1e6))
+        return error("", "--min-keep needs a count >= 1");
+      eopts.prune.minKeep = int(v);
+    } else if (int r = parseInputShape(args, k, opts)) {
+      if (r < 0)
+        return 1;
+    } else if (!a.empty() && a[0] == '-') {
+      return error("", "explain: unknown option '" + a + "'");
+    } else if (model.empty()) {
+      model = a;
+    } else {
+      return error("", "explain: more than one model given");
+    }
+  }
+  if (model.empty())
+    return error("", "explain: no model given (cuts explain MODEL.onnx "
+                     "--arch h100)");
+  if (archName.empty())
+    return error("", "explain: --arch is required (" + archList() + ")");
+  auto arch = cuts::findArch(archName);
+  if (!arch)
+    return error("", "unknown --arch '" + archName + "' (known: " + archList() +
+                         ")");
+  mlir::MLIRContext ctx;
+  auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
+  if (!module)
+    return 1;
+  auto func = module->lookupSymbol<mlir::func::FuncOp>("main");
+  std::string err;
+  auto report = cuts::explainFunction(func, *arch, eopts, err);
+  if (!report)
+    return error(model, err);
+  llvm::outs() << (json ? cuts::explainJson(*report)
+                        : cuts::explainTable(*report));
+  return 0;
+}
+
+int cmdArch(const std::vector<std::string> &args, const char *argv0) {
+  bool json = false, probe = false;
+  std::vector<llvm::StringRef> probeArgs;
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (args[k] == "--json")
+      json = true;
+    else if (args[k] == "--probe")
+      probe = true;
+    else if (probe)
+      probeArgs.push_back(args[k]);
+    else
+      return error("", "arch: unknown option '" + args[k] + "'");
+  }
+  if (probe) {
+    // The probe is a separate CUDA program (no MLIR), built next to cuts.
+    std::string self = llvm::sys::fs::getMainExecutable(
+        argv0, reinterpret_cast<void *>(&cmdArch));
+    llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
+    llvm::sys::path::append(path, "..", "cuts-probe", "cuts-probe");
+    std::string exe = path.str().str();
+    if (!llvm::sys::fs::can_execute(exe)) {
+      auto found = llvm::sys::findProgramByName("cuts-probe");
+      if (!found)
+        return error("", "arch --probe needs the cuts-probe program (built "
+                         "with the CUDA toolkit; scripts/probe_gpu.sh builds "
+                         "it alone)");
+      exe = *found;
+    }
+    std::vector<llvm::StringRef> argvProbe{exe};
+    argvProbe.insert(argvProbe.end(), probeArgs.begin(), probeArgs.end());
+    return llvm::sys::ExecuteAndWait(exe, argvProbe);
+  }
+  if (json) {
+    llvm::outs() << "[\n";
+    const auto &archs = cuts::knownArchs();
+    for (size_t i = 0; i < archs.size(); ++i)
+      llvm::outs() << cuts::archToJson(archs[i])
+                   << (i + 1 < archs.size() ? ",\n" : "\n");
+    llvm::outs() << "]\n";
+    return 0;
+  }
+  llvm::outs() << "name        aliases              SMs  FP32 TFLOP/s  "
+                  "BW GB/s  ridge FLOP/B  smem/block  L2 MiB\n";
+  for (const auto &a : cuts::knownArchs()) {
+    std::string aliases;
+    for (const auto &al : a.aliases)
+      aliases += (aliases.empty() ? "" : ",") + al;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%-11s %-20s %4d  %12.1f  %7.0f  %12.1f  %10d  %6.0f\n",
+                  a.name.c_str(), aliases.c_str(), a.numSM,
+                  a.perfPeakFp32 / 1e12, a.bwGlobal / 1e9, a.ridgePoint(),
+                  a.maxSharedPerBlock, double(a.l2Bytes) / (1 << 20));
+    llvm::outs() << line;
+  }
   return 0;
 }
 
@@ -173,6 +347,10 @@ int main(int argc, char **argv) {
   }
   if (cmd == "import")
     return cmdImport(args);
+  if (cmd == "explain")
+    return cmdExplain(args);
+  if (cmd == "arch")
+    return cmdArch(args, argv[0]);
   usage(llvm::errs());
   return error("", "unknown command '" + cmd + "'");
 }

@@ -1,0 +1,71 @@
+//===- Arch.h - GPU descriptors for the performance model -------*- C++ -*-===//
+//
+// The GPU architecture parameters of DeepCuts (thesis Table 3.4: NUM_SM,
+// PERF_peak, BW_global, TRANS_global, LAT_shared, MAX_shared, MAX_thread)
+// plus what occupancy needs (registers and blocks per SM, L2). Descriptors
+// are JSON files in perfmodel/arch/, compiled into the library; each number
+// carries its source there. `cuts arch --probe` measures a local GPU and
+// writes a descriptor in the same format.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_PERFMODEL_ARCH_H
+#define CUTS_PERFMODEL_ARCH_H
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuts {
+
+struct GpuArch {
+  std::string name;                 // "H100-SXM"
+  std::vector<std::string> aliases; // "h100", "sm_90", ...
+  std::string vendor;               // "nvidia" or "amd"
+  std::string computeArch;          // "sm_90", "gfx942"
+  int numSM = 0;                    // NUM_SM
+  double perfPeakFp32 = 0;          // PERF_peak, FLOP/s, FP32 SIMT (FMA = 2)
+  double perfPeakFp16 = 0;          // FLOP/s, FP16 (tensor/matrix cores)
+  double bwGlobal = 0;              // BW_global, bytes/s
+  int transGlobalBytes = 0;         // TRANS_global in bytes (elements = /size)
+  int latShared = 0;                // LAT_shared, cycles
+  int maxSharedPerBlock = 0;        // MAX_shared, bytes
+  int maxThreadsPerBlock = 0;       // MAX_thread
+  int sharedPerSM = 0;              // bytes
+  int regsPerSM = 0;                // 32-bit registers
+  int maxRegsPerThread = 0;
+  int maxBlocksPerSM = 0;
+  int maxThreadsPerSM = 0;
+  int warpSize = 0;
+  int sharedBanks = 0; // banks of 4 bytes
+  long long l2Bytes = 0;
+  double clockGHz = 0; // boost clock the peaks are computed at
+
+  /// R_peak / BW_global: the roofline's ridge point in FLOP per byte.
+  double ridgePoint() const { return perfPeakFp32 / bwGlobal; }
+  /// TRANS_global in elements of `elementBytes`.
+  int transGlobalElements(int elementBytes) const {
+    return transGlobalBytes / elementBytes;
+  }
+};
+
+/// The built-in descriptors (V100, RTX 2080, A100-SXM, H100-SXM, H200,
+/// MI300X), in that order.
+const std::vector<GpuArch> &knownArchs();
+
+/// Looks a descriptor up by name or alias, case-insensitively ("h100",
+/// "H100-SXM", "sm_90"); nullopt if unknown.
+std::optional<GpuArch> findArch(const std::string &nameOrAlias);
+
+/// Parses a descriptor (the JSON format of perfmodel/arch/*.json). On error
+/// returns nullopt and sets `error` (which field is missing or invalid).
+std::optional<GpuArch> parseArchJson(const std::string &text,
+                                     std::string &error);
+
+/// Serialises a descriptor in that JSON format (sources given per field).
+std::string archToJson(
+    const GpuArch &arch,
+    const std::vector<std::pair<std::string, std::string>> &sources = {});
+
+} // namespace cuts
+
+#endif // CUTS_PERFMODEL_ARCH_H

@@ -1,0 +1,34 @@
+//===- Describe.h - cuts ops as performance-model ops -----------*- C++ -*-===//
+//
+// Maps each op of the cleaned graph to the model's Table 3.2 parameters
+// (OpDesc). Views (reshape and friends) are free: they become no kernel.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_PERFMODEL_DESCRIBE_H
+#define CUTS_PERFMODEL_DESCRIBE_H
+
+#include "perfmodel/Roofline.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace cuts {
+
+/// Ops that only re-describe their operand's memory (reshape, flatten,
+/// squeeze, unsqueeze, identity, dropout): no kernel, no cost.
+bool isViewOp(mlir::Operation *op);
+
+/// The model's view of op, or nullopt for views and constants.
+std::optional<OpDesc> describeOp(mlir::Operation *op);
+
+/// Full-size tensor operands of op that come from outside `inside` (what a
+/// register-level fused op reads from global memory besides its
+/// predecessor's output). Scalars and per-channel vectors are not counted:
+/// they are loaded once per block.
+int externalInputs(mlir::Operation *op,
+                   const llvm::SmallPtrSetImpl<mlir::Operation *> &inside);
+
+} // namespace cuts
+
+#endif // CUTS_PERFMODEL_DESCRIBE_H

@@ -1,0 +1,58 @@
+//===- Explain.h - partition a cuts graph and report why --------*- C++ -*-===//
+//
+// Builds the op graph of a cleaned `func.func @main`, runs the partition
+// search with the PUL lower-bound time as Evaluate's cost, and reports each
+// chosen group: its ops, fusion kind, candidates enumerated and kept, the
+// best PUL and its four factors, and the predicted lower-bound time
+// (`cuts explain`; the JSON schema is in the README).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_PERFMODEL_EXPLAIN_H
+#define CUTS_PERFMODEL_EXPLAIN_H
+
+#include "perfmodel/Fusion.h"
+#include "perfmodel/Partition.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace cuts {
+
+struct ExplainOptions {
+  PruneOptions prune;
+  bool fusion = true;
+  PartitionOptions partition;
+};
+
+struct GroupReport {
+  std::vector<std::string> ops;   // "cuts.conv"
+  std::vector<std::string> names; // the ONNX node names (locations)
+  GroupEstimate estimate;
+};
+
+struct ExplainReport {
+  std::string arch;
+  ExplainOptions options;
+  std::vector<GroupReport> groups;
+  int numOps = 0;
+  double totalTime = 0; // seconds
+  int evaluations = 0, candidateSubsets = 0;
+  bool truncated = false;
+  double searchSeconds = 0;
+};
+
+/// Explains `func` for `arch`; fails only if the graph has an op the model
+/// cannot describe (then `error` names it).
+std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
+                                             const GpuArch &arch,
+                                             const ExplainOptions &opts,
+                                             std::string &error);
+
+std::string explainTable(const ExplainReport &r);
+std::string explainJson(const ExplainReport &r);
+
+} // namespace cuts
+
+#endif // CUTS_PERFMODEL_EXPLAIN_H

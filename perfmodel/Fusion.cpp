@@ -1,0 +1,161 @@
+//===- Fusion.cpp - the PUL of a group of fused ops -----------------------===//
+#include "perfmodel/Fusion.h"
+
+#include "perfmodel/Describe.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace cuts {
+namespace {
+
+std::string keyOf(const OpDesc &d) {
+  std::ostringstream os;
+  os << int(d.kind) << ':' << d.N << ',' << d.C << ',' << d.K << ',' << d.H
+     << ',' << d.W << ',' << d.FH << ',' << d.FW << ',' << d.PH << ',' << d.PW
+     << ',' << d.SH << ',' << d.SW << ',' << d.DH << ',' << d.DW << ','
+     << d.batch << ',' << d.inputs << ',' << d.elementBytes << ','
+     << d.compPerElement;
+  return os.str();
+}
+
+int64_t resultElements(mlir::Operation *op) {
+  return llvm::cast<mlir::ShapedType>(op->getResult(0).getType())
+      .getNumElements();
+}
+
+// True if `to` is reachable from `from` through ops of the group.
+bool reaches(mlir::Operation *from, mlir::Operation *to,
+             const llvm::SmallPtrSetImpl<mlir::Operation *> &group) {
+  llvm::SmallVector<mlir::Operation *> stack{from};
+  llvm::SmallPtrSet<mlir::Operation *, 8> seen;
+  while (!stack.empty()) {
+    mlir::Operation *op = stack.pop_back_val();
+    if (op == to)
+      return true;
+    if (!seen.insert(op).second)
+      continue;
+    for (mlir::Operation *user : op->getUsers())
+      if (group.contains(user))
+        stack.push_back(user);
+  }
+  return false;
+}
+
+} // namespace
+
+const SearchResult &FusionModel::search(const OpDesc &d) {
+  std::string key = keyOf(d);
+  auto it = memo.find(key);
+  if (it != memo.end())
+    return it->second;
+  return memo.emplace(key, searchParams(d, arch, prune)).first->second;
+}
+
+std::optional<GroupEstimate>
+FusionModel::estimate(llvm::ArrayRef<mlir::Operation *> ops) {
+  llvm::SmallVector<mlir::Operation *> real;
+  llvm::SmallVector<OpDesc> descs;
+  for (mlir::Operation *op : ops)
+    if (auto d = describeOp(op)) {
+      real.push_back(op);
+      descs.push_back(*d);
+    }
+  GroupEstimate g;
+  if (real.empty()) {
+    g.fusion = "view";
+    g.time = 0;
+    return g;
+  }
+  if (real.size() > 1 && !allowFusion)
+    return std::nullopt;
+
+  // The anchor: the one complex op, else the one op needing neighbours
+  // (depthwise conv, pooling, normalisation, reductions), else the first
+  // op. A second such op would need shared-memory-level fusion.
+  int anchor = 0, complexOps = 0, neighbourOps = 0;
+  for (size_t i = 0; i < real.size(); ++i) {
+    if (isComplex(descs[i].kind)) {
+      ++complexOps;
+      anchor = int(i);
+    } else if (descs[i].kind != OpKind::Elementwise) {
+      ++neighbourOps;
+      if (complexOps == 0)
+        anchor = int(i);
+    }
+  }
+  if (complexOps + neighbourOps > 1)
+    return std::nullopt;
+
+  llvm::SmallPtrSet<mlir::Operation *, 8> group(real.begin(), real.end());
+  for (mlir::Operation *op : ops)
+    group.insert(op); // views take part in the data flow
+  mlir::Operation *a = real[anchor];
+  int64_t anchorOut = resultElements(a);
+
+  // Register-level rules: epilogue ops (downstream of the anchor) compute
+  // per output element, so they must not be larger than the anchor's
+  // output; prologue ops transform the anchor's inputs on load, which only
+  // works for ops that read their inputs (not for reductions of theirs).
+  struct Fused {
+    OpDesc d;
+    int extern_;
+    bool prologue;
+  };
+  llvm::SmallVector<Fused> fused;
+  for (size_t i = 0; i < real.size(); ++i) {
+    if (int(i) == anchor)
+      continue;
+    bool prologue = reaches(real[i], a, group);
+    if (!prologue && resultElements(real[i]) > anchorOut)
+      return std::nullopt;
+    if (prologue && descs[anchor].kind == OpKind::Reduction)
+      return std::nullopt;
+    fused.push_back({descs[i], externalInputs(real[i], group), prologue});
+  }
+
+  const SearchResult &sr = search(descs[anchor]);
+  g.anchor = a;
+  g.anchorDesc = descs[anchor];
+  g.enumerated = sr.enumerated;
+  g.kept = int64_t(sr.kept.size());
+  g.fusion = fused.empty() ? "none" : "register";
+  if (sr.kept.empty()) {
+    g.time = INFINITY;
+    return g;
+  }
+  int T = std::max(1, arch.transGlobalElements(descs[anchor].elementBytes));
+  g.time = INFINITY;
+  // Re-rank the anchor's kept sets with the fused ops added (the fused ops
+  // change COMP and NUM_trans little next to the anchor's, so the best fused
+  // set is taken to be among the anchor's top T %).
+  for (const Candidate &c : sr.kept) {
+    FusedExtra extra;
+    double blocks =
+        double(std::max<int64_t>(numBlocks(descs[anchor], c.params), 1));
+    double threads = double(std::max<int64_t>(c.params.threads(), 1));
+    for (const Fused &f : fused) {
+      double total = f.d.totalComp();
+      extra.compTotal += total;
+      extra.compBlock += total / blocks;
+      extra.compThread += total / (blocks * threads);
+      // Operands from outside the group: one more full-size tensor each
+      // (beyond the one a prologue op replaces the anchor's input with).
+      int reads = f.prologue ? std::max(0, f.extern_ - 1) : f.extern_;
+      double elemsPerBlock = double(resultElements(a)) / blocks;
+      extra.numTrans += reads * std::ceil(elemsPerBlock / T);
+      extra.nLoad += reads * elemsPerBlock / threads;
+    }
+    Bound b = evaluateBound(descs[anchor], c.params, arch, -1, &extra,
+                            c.bound.coefBc);
+    if (b.timeLowerBound < g.time) {
+      g.time = b.timeLowerBound;
+      g.best = {c.params, b};
+    }
+  }
+  return g;
+}
+
+} // namespace cuts

@@ -1,0 +1,55 @@
+//===- Params.h - enumerate and prune implementation parameters -*- C++ -*-===//
+//
+// §3.2.1: the searched parameters of Table 3.3 under the rules of the thesis
+// (per-thread extents are powers of two, per-block extents multiples of them)
+// and the resource limits, scored by PUL; the top T % are kept (never fewer
+// than K) for code generation and measurement.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_PERFMODEL_PARAMS_H
+#define CUTS_PERFMODEL_PARAMS_H
+
+#include "perfmodel/Roofline.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace cuts {
+
+struct PruneOptions {
+  double topPercent = 1.0; // T: keep the best T % by PUL
+  int minKeep = 8;         // K: but never fewer than this many
+};
+
+struct Candidate {
+  TileParams params;
+  Bound bound;
+};
+
+struct SearchResult {
+  int64_t enumerated = 0;      // parameter sets considered
+  std::vector<Candidate> kept; // best first
+};
+
+/// Calls fn for every parameter set of op d allowed by the rules: per-thread
+/// extents powers of two (capped so the accumulators fit in registers), block
+/// extents the thread extents times a power-of-two thread count, at least one
+/// warp per block (unless the op is smaller), at most the GPU's block size,
+/// C_input a power of two dividing the iteration (or all of C), and the
+/// distinct FORMAT_shared layouts (orders that differ only in extent-1 axes
+/// are one layout).
+void forEachParams(const OpDesc &d, const GpuArch &arch,
+                   const std::function<void(const TileParams &)> &fn);
+
+/// Scores every parameter set and keeps the top T % (at least K), best
+/// first. Every dropped set has a PUL no higher than every kept one.
+SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
+                          const PruneOptions &opts = {});
+
+/// The number of sets to keep out of n.
+int64_t keepCount(int64_t n, const PruneOptions &opts);
+
+} // namespace cuts
+
+#endif // CUTS_PERFMODEL_PARAMS_H

@@ -1,0 +1,415 @@
+//===- Roofline.cpp - the DeepCuts performance upper bound (PUL) ----------===//
+#include "perfmodel/Roofline.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cuts {
+
+bool isComplex(OpKind k) { return k == OpKind::Conv || k == OpKind::MatMul; }
+
+const char *opKindName(OpKind k) {
+  switch (k) {
+  case OpKind::Conv:
+    return "conv";
+  case OpKind::DepthwiseConv:
+    return "depthwise_conv";
+  case OpKind::MatMul:
+    return "matmul";
+  case OpKind::Pool:
+    return "pool";
+  case OpKind::BatchNorm:
+    return "batch_norm";
+  case OpKind::Elementwise:
+    return "elementwise";
+  case OpKind::Reduction:
+    return "reduction";
+  }
+  return "?";
+}
+
+const std::vector<SharedFormat> &sharedFormats() {
+  static const std::vector<SharedFormat> formats = [] {
+    std::vector<SharedFormat> out;
+    SharedFormat f = {'N', 'C', 'H', 'W'};
+    std::sort(f.begin(), f.end());
+    std::vector<SharedFormat> all;
+    do
+      all.push_back(f);
+    while (std::next_permutation(f.begin(), f.end()));
+    // NCHW first: the layout of the tensors in global memory.
+    SharedFormat nchw = {'N', 'C', 'H', 'W'};
+    out.push_back(nchw);
+    for (const auto &g : all)
+      if (g != nchw)
+        out.push_back(g);
+    return out;
+  }();
+  return formats;
+}
+
+std::string formatName(int format) {
+  const auto &f = sharedFormats()[format];
+  return std::string(f.begin(), f.end());
+}
+
+namespace {
+
+double ceilDiv(double a, double b) { return std::ceil(a / b); }
+
+// Input extent that `out` outputs of a window of size f, stride s and
+// dilation d read. The thesis's Tables 3.6/3.7 print floor((x + F - 2P)/S) + 1
+// here, which is the output-size formula and undercounts strided windows
+// (the text conversion garbled it); we derive it from the definition instead:
+// (out - 1) * S + (F - 1) * D + 1. Padding only trims the border tiles, so
+// the interior tiles that dominate are counted in full.
+double inExtent(double out, int64_t f, int64_t s, int64_t d) {
+  return (out - 1) * double(s) + double(f - 1) * double(d) + 1;
+}
+
+double outElems(double n, double k, double h, double w) {
+  return n * k * h * w;
+}
+
+struct Dims {
+  double n, k, h, w;
+};
+
+double compFor(const OpDesc &d, Dims t) {
+  double nkhw = outElems(t.n, t.k, t.h, t.w);
+  switch (d.kind) {
+  case OpKind::Conv: // Table 3.5
+    return 2 * t.n * double(d.C) * t.k * t.h * t.w * double(d.FH * d.FW);
+  case OpKind::DepthwiseConv: // Table 3.5's conv with one channel per group
+    return 2 * nkhw * double(d.FH * d.FW);
+  case OpKind::MatMul: // Table 3.5
+    return 2 * t.n * double(d.C) * t.k;
+  case OpKind::BatchNorm: // Table 3.5
+    return 3 * nkhw;
+  case OpKind::Pool: // Table 3.5
+    return nkhw * double(d.FH * d.FW);
+  case OpKind::Elementwise: // Table 3.5 (operations per element given)
+    return nkhw * d.compPerElement;
+  case OpKind::Reduction: // derived: every row element is visited
+    return t.n * double(d.C) * d.compPerElement;
+  }
+  return 0;
+}
+
+Dims blockDims(const TileParams &p) {
+  return {double(p.Nb), double(p.Kb), double(p.Hb), double(p.Wb)};
+}
+Dims threadDims(const TileParams &p) {
+  return {double(p.Nt), double(p.Kt), double(p.Ht), double(p.Wt)};
+}
+
+} // namespace
+
+double OpDesc::totalComp() const {
+  return compFor(*this, {double(N), double(K), double(H), double(W)}) *
+         double(batch);
+}
+
+double compBlock(const OpDesc &d, const TileParams &p) {
+  return compFor(d, blockDims(p));
+}
+
+double compThread(const OpDesc &d, const TileParams &p) {
+  return compFor(d, threadDims(p));
+}
+
+double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
+  double n = double(p.Nt), k = double(p.Kt), h = double(p.Ht), w = double(p.Wt);
+  double c = double(d.C), f = double(d.FH * d.FW);
+  double inH = inExtent(h, d.FH, d.SH, d.DH),
+         inW = inExtent(w, d.FW, d.SW, d.DW);
+  switch (d.kind) {
+  case OpKind::Conv:
+    return n * c * inH * inW + k * c * f;
+  case OpKind::DepthwiseConv:
+    return n * k * inH * inW + k * f;
+  case OpKind::MatMul:
+    return n * c + c * k;
+  case OpKind::BatchNorm:
+    return outElems(n, k, h, w) + 3 * k;
+  case OpKind::Pool:
+    return outElems(n, k, h, w) * f;
+  case OpKind::Elementwise:
+    return d.inputs * outElems(n, k, h, w);
+  case OpKind::Reduction:
+    return n * c;
+  }
+  return 1;
+}
+
+double numTrans(const OpDesc &d, const TileParams &p, int T) { // Table 3.7
+  double n = double(p.Nb), k = double(p.Kb), h = double(p.Hb), w = double(p.Wb);
+  double c = double(d.C), f = double(d.FH * d.FW);
+  double inH = inExtent(h, d.FH, d.SH, d.DH),
+         inW = inExtent(w, d.FW, d.SW, d.DW);
+  switch (d.kind) {
+  case OpKind::Conv:
+    return n * c * inH * ceilDiv(inW, T) + ceilDiv(k * c * f, T);
+  case OpKind::DepthwiseConv:
+    return n * k * inH * ceilDiv(inW, T) + ceilDiv(k * f, T);
+  case OpKind::MatMul:
+    return n * ceilDiv(c, T) + c * ceilDiv(k, T);
+  case OpKind::BatchNorm:
+    return n * k * h * ceilDiv(w, T) + 3 * ceilDiv(k, T);
+  case OpKind::Pool:
+    return n * k * inH * ceilDiv(inW, T);
+  case OpKind::Elementwise:
+    return d.inputs * n * k * h * ceilDiv(w, T);
+  case OpKind::Reduction:
+    return n * ceilDiv(c, T);
+  }
+  return 1;
+}
+
+int64_t sharedBytes(const OpDesc &d, const TileParams &p) {
+  double n = double(p.Nb), k = double(p.Kb), h = double(p.Hb), w = double(p.Wb),
+         cin = double(p.Cin), f = double(d.FH * d.FW);
+  double inH = inExtent(h, d.FH, d.SH, d.DH),
+         inW = inExtent(w, d.FW, d.SW, d.DW);
+  double elems = 0;
+  switch (d.kind) {
+  case OpKind::Conv: // one C_input slice of the input and filter tiles
+    elems = n * cin * inH * inW + k * cin * f;
+    break;
+  case OpKind::DepthwiseConv:
+    elems = n * k * inH * inW + k * f;
+    break;
+  case OpKind::MatMul:
+    elems = n * cin + cin * k;
+    break;
+  case OpKind::BatchNorm:
+    elems = outElems(n, k, h, w) + 3 * k;
+    break;
+  case OpKind::Pool:
+    elems = n * k * inH * inW;
+    break;
+  case OpKind::Elementwise:
+    elems = d.inputs * outElems(n, k, h, w);
+    break;
+  case OpKind::Reduction:
+    elems = n * double(d.C);
+    break;
+  }
+  return int64_t(elems) * d.elementBytes;
+}
+
+int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
+  // Accumulators for the thread's outputs, one operand row and column per
+  // step, and a fixed budget for indices and addresses (an estimate; ptxas
+  // reports the truth once kernels are generated).
+  int64_t acc = p.Nt * p.Kt * p.Ht * p.Wt;
+  int64_t operands = isComplex(d.kind) || d.kind == OpKind::DepthwiseConv
+                         ? p.Nt * p.Ht * p.Wt + p.Kt
+                         : 0;
+  return acc + operands + 24;
+}
+
+int64_t numBlocks(const OpDesc &d, const TileParams &p) {
+  auto tiles = [](int64_t dim, int64_t tile) {
+    return (dim + tile - 1) / tile;
+  };
+  return d.batch * tiles(d.N, p.Nb) * tiles(d.K, p.Kb) * tiles(d.H, p.Hb) *
+         tiles(d.W, p.Wb);
+}
+
+int warpConflictDegree(const std::vector<int64_t> &addrs, int banks) {
+  // Distinct words per bank; a word read by several lanes is broadcast.
+  // Sorting makes equal words adjacent (a warp is at most 64 lanes).
+  int64_t sorted[64];
+  size_t n = std::min<size_t>(addrs.size(), 64);
+  std::copy(addrs.begin(), addrs.begin() + n, sorted);
+  std::sort(sorted, sorted + n);
+  int perBank[64] = {};
+  int worst = 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (i && sorted[i] == sorted[i - 1])
+      continue;
+    int bank = int(((sorted[i] % banks) + banks) % banks) % 64;
+    worst = std::max(worst, ++perBank[bank]);
+  }
+  return worst;
+}
+
+namespace {
+
+// Thread coordinates of a lane: W fastest, then H, K, N (the code generator
+// assigns threads in this order).
+struct ThreadPos {
+  int64_t n, k, h, w;
+};
+ThreadPos threadPos(const TileParams &p, int64_t lane) {
+  int64_t tw = p.Wb / p.Wt, th = p.Hb / p.Ht, tk = p.Kb / p.Kt;
+  ThreadPos t;
+  t.w = lane % tw;
+  t.h = (lane / tw) % th;
+  t.k = (lane / (tw * th)) % tk;
+  t.n = lane / (tw * th * tk);
+  return t;
+}
+
+// Word address of element (n, c, h, w) of a shared tile with the given
+// extents, laid out in FORMAT_shared order (outermost first).
+int64_t sharedAddress(const SharedFormat &f, const int64_t ext[4],
+                      const int64_t idx[4]) {
+  auto dimOf = [](char c) {
+    switch (c) {
+    case 'N':
+      return 0;
+    case 'C':
+      return 1;
+    case 'H':
+      return 2;
+    default:
+      return 3;
+    }
+  };
+  int64_t addr = 0;
+  for (char c : f) {
+    int d = dimOf(c);
+    addr = addr * ext[d] + idx[d];
+  }
+  return addr;
+}
+
+} // namespace
+
+double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
+  int64_t lanes = std::min<int64_t>(arch.warpSize, p.threads());
+  const SharedFormat &f = sharedFormats()[p.format];
+  int64_t inH = int64_t(inExtent(double(p.Hb), d.FH, d.SH, d.DH));
+  int64_t inW = int64_t(inExtent(double(p.Wb), d.FW, d.SW, d.DW));
+  // The data tile: what each thread reads first in the compute phase.
+  int64_t ext[4] = {p.Nb, 1, inH, inW};
+  std::vector<int64_t> data, weights;
+  for (int64_t l = 0; l < lanes; ++l) {
+    ThreadPos t = threadPos(p, l);
+    int64_t idx[4] = {t.n * p.Nt, 0, t.h * p.Ht * d.SH, t.w * p.Wt * d.SW};
+    switch (d.kind) {
+    case OpKind::Conv:
+      ext[1] = p.Cin;
+      weights.push_back(t.k * p.Kt * p.Cin * d.FH * d.FW); // K C FH FW
+      break;
+    case OpKind::MatMul:
+      ext[1] = p.Cin;                // A tile: rows N, columns C
+      weights.push_back(t.k * p.Kt); // B tile: C x K, row-major
+      break;
+    case OpKind::DepthwiseConv:
+      ext[1] = p.Kb;
+      idx[1] = t.k * p.Kt;
+      weights.push_back(t.k * p.Kt * d.FH * d.FW);
+      break;
+    case OpKind::Reduction:
+      ext[1] = d.C; // whole rows
+      break;
+    default:
+      ext[1] = p.Kb;
+      idx[1] = t.k * p.Kt;
+      break;
+    }
+    if (d.kind == OpKind::Elementwise || d.kind == OpKind::BatchNorm) {
+      ext[2] = p.Hb;
+      ext[3] = p.Wb;
+      idx[2] = t.h * p.Ht;
+      idx[3] = t.w * p.Wt;
+    }
+    data.push_back(sharedAddress(f, ext, idx));
+  }
+  double degData = warpConflictDegree(data, arch.sharedBanks);
+  if (weights.empty())
+    return degData;
+  double degW = warpConflictDegree(weights, arch.sharedBanks);
+  // Weight by how many loads of each kind a thread issues (Table 3.6 terms).
+  double nW = double(p.Kt) * double(d.FH * d.FW) *
+              (d.kind == OpKind::DepthwiseConv ? 1.0 : double(d.C));
+  double nAll = nLoad(d, p);
+  double nData = std::max(0.0, nAll - nW);
+  return (degData * nData + degW * nW) / std::max(1.0, nData + nW);
+}
+
+double gmRatio(double oiTB, double ridgePoint) {
+  return std::min(1.0, oiTB / ridgePoint);
+}
+
+double smRatio(double compThread, double nLoad, double latShared,
+               double coefBc) {
+  return std::min(1.0, (compThread / nLoad) / (latShared * coefBc));
+}
+
+double wbRatio(int64_t blocks, int64_t slots) {
+  if (blocks <= 0 || slots <= 0)
+    return 0;
+  int64_t waves = (blocks + slots - 1) / slots;
+  return double(blocks) / double(waves * slots);
+}
+
+int64_t blocksPerSM(const OpDesc &d, const TileParams &p, const GpuArch &a) {
+  int64_t threads = p.threads();
+  int64_t warps = (threads + a.warpSize - 1) / a.warpSize;
+  int64_t smem = sharedBytes(d, p);
+  int64_t regs = registersPerThread(d, p) * warps * a.warpSize;
+  int64_t n = a.maxBlocksPerSM;
+  n = std::min(n, a.maxThreadsPerSM / (warps * a.warpSize));
+  if (smem > 0)
+    n = std::min(n, a.sharedPerSM / smem);
+  if (regs > 0)
+    n = std::min(n, a.regsPerSM / regs);
+  return std::max<int64_t>(n, 0);
+}
+
+Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
+                    double gmOverride, const FusedExtra *extra,
+                    double knownCoefBc) {
+  Bound b;
+  int T = std::max(1, a.transGlobalElements(d.elementBytes));
+  b.compBlock = compBlock(d, p);
+  b.compThread = compThread(d, p);
+  b.nLoad = nLoad(d, p);
+  b.numTrans = numTrans(d, p, T);
+  b.sharedBytes = sharedBytes(d, p);
+  b.registers = registersPerThread(d, p);
+  b.numBlocks = numBlocks(d, p);
+  b.blocksPerSM = blocksPerSM(d, p, a);
+  double total = d.totalComp();
+  if (extra) {
+    b.compBlock += extra->compBlock;
+    b.compThread += extra->compThread;
+    b.numTrans += extra->numTrans;
+    b.nLoad += extra->nLoad;
+    total += extra->compTotal;
+  }
+
+  // OI_TB = COMP_block / (SIZE_element * TRANS_global * NUM_trans)
+  b.oiTB = b.compBlock / (double(d.elementBytes) * T * b.numTrans);
+  b.gmRatio = gmOverride >= 0 ? gmOverride : gmRatio(b.oiTB, a.ridgePoint());
+  b.coefBc = knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a);
+  b.smRatio = smRatio(b.compThread, b.nLoad, a.latShared, b.coefBc);
+  // WBRatio (the thesis's formula is garbled): the fraction of issued block
+  // slots that do work, N_TB / (ceil(N_TB / slots) * slots) with slots =
+  // NUM_SM x resident blocks per SM, so 1.2 waves gives 0.6. Edge tiles that
+  // overhang the output idle in the same way, so their useful fraction
+  // multiplies in (the thesis assumes tiles divide the output).
+  double useful = double(d.N) * double(d.K) * double(d.H) * double(d.W) *
+                  double(d.batch) /
+                  (double(b.numBlocks) * double(p.Nb) * double(p.Kb) *
+                   double(p.Hb) * double(p.Wb));
+  b.wbRatio = wbRatio(b.numBlocks,
+                      int64_t(a.numSM) * std::max<int64_t>(b.blocksPerSM, 1)) *
+              std::min(1.0, useful);
+  // COEF_r: the block must fit (the thesis writes strict '<'; a block of
+  // exactly MAX_thread threads or MAX_shared bytes is legal on every GPU).
+  b.coefR = (p.threads() <= a.maxThreadsPerBlock &&
+             b.sharedBytes <= a.maxSharedPerBlock &&
+             b.registers <= a.maxRegsPerThread && b.blocksPerSM > 0)
+                ? 1.0
+                : 0.0;
+  b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
+  b.timeLowerBound = b.pul > 0 ? total / (b.pul * a.perfPeakFp32) : INFINITY;
+  return b;
+}
+
+} // namespace cuts

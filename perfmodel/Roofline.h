@@ -1,0 +1,138 @@
+//===- Roofline.h - the DeepCuts performance upper bound (PUL) --*- C++ -*-===//
+//
+// Thesis §3.2: for an op (Table 3.2 parameters) and a set of implementation
+// parameters (Table 3.3), four factors bound the fraction of the GPU's peak
+// the kernel can reach:
+//   GMRatio = min(1, OI_TB / (R_peak / BW_global))          global memory
+//   SMRatio = min(1, (COMP_thread / N_load) / (LAT_shared * COEF_bc))
+//   WBRatio = fraction of issued thread-block slots that do work
+//   COEF_r  = 1 if threads, shared memory and registers fit, else 0
+//   PUL     = GMRatio * SMRatio * WBRatio * COEF_r
+// with COMP_block (Table 3.5), N_load (Table 3.6) and NUM_trans (Table 3.7).
+// Every tuning knob is defined here once (TileParams) and flows unchanged to
+// the code generator.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_PERFMODEL_ROOFLINE_H
+#define CUTS_PERFMODEL_ROOFLINE_H
+
+#include "perfmodel/Arch.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cuts {
+
+/// Op families of the model. Complex ops (Table 3.1) are direct convolution
+/// and matrix multiplication; the others are simple.
+enum class OpKind {
+  Conv,          // direct convolution (groups > 1: `batch` counts groups)
+  DepthwiseConv, // one input channel per output channel (simple, Table 3.1)
+  MatMul,        // matmul, gemm, matmul_add: a conv with H = W = 1
+  Pool,          // max / average pooling
+  BatchNorm,     // inference batch normalisation (not folded into a conv)
+  Elementwise,   // unary/binary/ternary elementwise and data movement
+  Reduction,     // softmax, layer normalisation, reduce_*, global pooling
+};
+
+bool isComplex(OpKind k);
+const char *opKindName(OpKind k);
+
+/// Table 3.2: the fixed parameters an op defines. The output is viewed as
+/// N x K x H x W (NCHW); C is the reduction length (input channels per group
+/// for a conv, the inner dimension for a matmul, the reduced extent for a
+/// reduction). `batch` counts independent instances that share nothing
+/// (conv groups, batched matmul with per-batch operands).
+struct OpDesc {
+  OpKind kind = OpKind::Elementwise;
+  int64_t N = 1, C = 1, K = 1, H = 1, W = 1;
+  int64_t FH = 1, FW = 1, PH = 0, PW = 0, SH = 1, SW = 1, DH = 1, DW = 1;
+  int64_t batch = 1;
+  int inputs = 1;            // tensors read per output element (elementwise)
+  int elementBytes = 4;      // SIZE_element
+  double compPerElement = 1; // simple ops: operations per output element
+
+  /// Total operations of the op (all blocks): COMP_block summed.
+  double totalComp() const;
+};
+
+/// The shared-memory layouts of §3.2.1: the 24 orders of N, C, H, W
+/// (outermost first); index 0 is NCHW.
+using SharedFormat = std::array<char, 4>;
+const std::vector<SharedFormat> &sharedFormats();
+std::string formatName(int format);
+
+/// Table 3.3: the parameters searched for.
+struct TileParams {
+  int64_t Nb = 1, Kb = 1, Hb = 1, Wb = 1; // per thread block
+  int64_t Nt = 1, Kt = 1, Ht = 1, Wt = 1; // per thread
+  int64_t Cin = 1;                        // C_input per iteration
+  int format = 0;                         // FORMAT_shared (sharedFormats())
+
+  int64_t threads() const {
+    return (Nb / Nt) * (Kb / Kt) * (Hb / Ht) * (Wb / Wt);
+  }
+};
+
+/// The factors of the bound, and what they were computed from.
+struct Bound {
+  double compBlock = 0, compThread = 0, nLoad = 0, numTrans = 0;
+  double oiTB = 0;
+  double coefBc = 1;
+  double gmRatio = 0, smRatio = 0, wbRatio = 0, coefR = 0;
+  double pul = 0;
+  int64_t numBlocks = 0, blocksPerSM = 0, sharedBytes = 0, registers = 0;
+  /// Lower bound of the run time in seconds: total work at PUL x peak.
+  double timeLowerBound = 0;
+};
+
+// The tables, per thread block or thread, for op d with parameters p.
+double compBlock(const OpDesc &d, const TileParams &p);
+double compThread(const OpDesc &d, const TileParams &p);
+double nLoad(const OpDesc &d, const TileParams &p);
+double numTrans(const OpDesc &d, const TileParams &p, int transElements);
+int64_t sharedBytes(const OpDesc &d, const TileParams &p);
+int64_t registersPerThread(const OpDesc &d, const TileParams &p);
+int64_t numBlocks(const OpDesc &d, const TileParams &p);
+
+/// The n-way bank conflict of one warp-wide shared-memory load: the largest
+/// number of distinct 4-byte words that fall into one bank (1: none). Lanes
+/// reading the same word are served by one broadcast.
+int warpConflictDegree(const std::vector<int64_t> &wordAddresses, int banks);
+
+/// COEF_bc of op d under p: the conflict degree of its representative
+/// shared-memory loads, weighted by how many of each a thread issues.
+double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch);
+
+/// GMRatio = min(1, OI_TB / (R_peak / BW_global)).
+double gmRatio(double oiTB, double ridgePoint);
+/// SMRatio = min(1, (COMP_thread / N_load) / (LAT_shared * COEF_bc)).
+double smRatio(double compThread, double nLoad, double latShared,
+               double coefBc);
+
+/// WBRatio: blocks over the slots of the waves they occupy.
+double wbRatio(int64_t numBlocks, int64_t slotsPerWave);
+
+/// Blocks of p resident on one SM (0 if one does not fit).
+int64_t blocksPerSM(const OpDesc &d, const TileParams &p, const GpuArch &arch);
+
+/// What register-level fusion adds to the anchor op of a group (§3.2.4):
+/// the fused ops' computation, and the global transactions and shared loads
+/// of the operands they read from outside the group.
+struct FusedExtra {
+  double compBlock = 0, compThread = 0, compTotal = 0;
+  double numTrans = 0, nLoad = 0;
+};
+
+/// Every factor and PUL. `gmOverride` (used for a shared-memory-level fused
+/// successor, whose inputs are already on chip) forces GMRatio.
+/// `knownCoefBc` (> 0) skips the bank-conflict count when the caller has it.
+Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &arch,
+                    double gmOverride = -1, const FusedExtra *extra = nullptr,
+                    double knownCoefBc = -1);
+
+} // namespace cuts
+
+#endif // CUTS_PERFMODEL_ROOFLINE_H

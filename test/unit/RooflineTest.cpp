@@ -1,0 +1,177 @@
+// The performance model against the thesis's worked numbers and properties
+// that must hold for every op and parameter set.
+#include "perfmodel/Roofline.h"
+#include "perfmodel/Params.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+
+using namespace cuts;
+
+namespace {
+
+const GpuArch &v100() {
+  static GpuArch a = *findArch("v100");
+  return a;
+}
+
+OpDesc conv(int64_t n, int64_t c, int64_t k, int64_t hw, int64_t f, int64_t s) {
+  OpDesc d;
+  d.kind = OpKind::Conv;
+  d.N = n, d.C = c, d.K = k, d.H = hw, d.W = hw;
+  d.FH = d.FW = f;
+  d.SH = d.SW = s;
+  d.PH = d.PW = f / 2;
+  return d;
+}
+
+} // namespace
+
+TEST_CASE("SMRatio: 10 operations per load, 20-cycle latency -> 0.5",
+          "[roofline]") {
+  CHECK(smRatio(10, 1, 20, 1) == Approx(0.5));
+  CHECK(smRatio(40, 1, 20, 1) == 1.0);
+  // A 2-way conflict doubles the cycles to hide.
+  CHECK(smRatio(10, 1, 20, 2) == Approx(0.25));
+}
+
+TEST_CASE("WBRatio: 1.2 waves -> 0.6", "[roofline]") {
+  CHECK(wbRatio(96, 80) == Approx(0.6));
+  CHECK(wbRatio(160, 80) == 1.0);
+  CHECK(wbRatio(1, 80) == Approx(1.0 / 80));
+  CHECK(wbRatio(0, 80) == 0.0);
+}
+
+TEST_CASE("GMRatio against the V100 ridge point", "[roofline]") {
+  double ridge = v100().ridgePoint();
+  CHECK(ridge == Approx(15.6).margin(0.2));
+  CHECK(gmRatio(ridge / 2, ridge) == Approx(0.5));
+  CHECK(gmRatio(100, ridge) == 1.0);
+}
+
+TEST_CASE("bank conflicts of hand-worked warp loads", "[roofline]") {
+  std::vector<int64_t> stride32, stride33, stride1, same, stride2;
+  for (int l = 0; l < 32; ++l) {
+    stride32.push_back(l * 32); // column of a 32-float-wide row-major tile
+    stride33.push_back(l * 33); // the same tile padded by one word
+    stride1.push_back(l);
+    same.push_back(7); // broadcast
+    stride2.push_back(l * 2);
+  }
+  CHECK(warpConflictDegree(stride32, 32) == 32);
+  CHECK(warpConflictDegree(stride33, 32) == 1);
+  CHECK(warpConflictDegree(stride1, 32) == 1);
+  CHECK(warpConflictDegree(same, 32) == 1);
+  CHECK(warpConflictDegree(stride2, 32) == 2);
+}
+
+TEST_CASE("COEF_bc sees the layout: rows of a reduction", "[roofline]") {
+  // One thread per row, rows of 64 floats: row-major (N outer) puts every
+  // lane's first element in bank 0; the transposed layout (C outer) does not.
+  OpDesc d;
+  d.kind = OpKind::Reduction;
+  d.N = 1024;
+  d.C = 64;
+  TileParams p;
+  p.Nb = 32, p.Nt = 1, p.Cin = 64;
+  int nchw = 0, cnhw = -1;
+  const auto &f = sharedFormats();
+  for (size_t i = 0; i < f.size(); ++i)
+    if (std::string(f[i].begin(), f[i].end()) == "CNHW")
+      cnhw = int(i);
+  REQUIRE(cnhw >= 0);
+  p.format = nchw;
+  CHECK(coefBc(d, p, v100()) == 32);
+  p.format = cnhw;
+  CHECK(coefBc(d, p, v100()) == 1);
+}
+
+TEST_CASE("COEF_r is 0 over MAX_shared, over MAX_thread and over the "
+          "register file",
+          "[roofline]") {
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.N = 4096, d.C = 4096, d.K = 4096;
+  TileParams p;
+  p.Nt = p.Kt = 4;
+  p.Nb = p.Kb = 64;
+  p.Cin = 32;
+  CHECK(evaluateBound(d, p, v100()).coefR == 1.0);
+  TileParams big = p;
+  big.Cin = 4096; // (64 + 64) * 4096 * 4 bytes of shared memory
+  CHECK(sharedBytes(d, big) > v100().maxSharedPerBlock);
+  CHECK(evaluateBound(d, big, v100()).coefR == 0.0);
+  CHECK(evaluateBound(d, big, v100()).pul == 0.0);
+  TileParams many = p;
+  many.Nb = many.Kb = 256; // 64 x 64 threads
+  CHECK(evaluateBound(d, many, v100()).coefR == 0.0);
+}
+
+TEST_CASE("every factor lies in [0, 1] for random ops and parameters",
+          "[roofline]") {
+  std::mt19937 rng(1);
+  auto pick = [&](std::vector<int64_t> v) { return v[rng() % v.size()]; };
+  for (const GpuArch &arch : knownArchs()) {
+    for (int trial = 0; trial < 40; ++trial) {
+      OpDesc d;
+      d.kind = OpKind(rng() % 7);
+      d.N = pick({1, 2, 8, 32});
+      d.C = pick({3, 16, 64, 256});
+      d.K = pick({1, 16, 64, 1000});
+      d.H = d.kind == OpKind::MatMul ? 1 : pick({1, 7, 14, 56});
+      d.W = d.kind == OpKind::MatMul ? 1 : d.H;
+      d.FH = d.FW = (d.kind == OpKind::Conv || d.kind == OpKind::Pool ||
+                     d.kind == OpKind::DepthwiseConv)
+                        ? pick({1, 3, 5})
+                        : 1;
+      d.SH = d.SW = pick({1, 2});
+      int64_t count = 0;
+      forEachParams(d, arch, [&](const TileParams &p) {
+        if (count++ % 97)
+          return; // a sample keeps the test quick
+        Bound b = evaluateBound(d, p, arch);
+        for (double f : {b.gmRatio, b.smRatio, b.wbRatio, b.coefR, b.pul}) {
+          REQUIRE(f >= 0.0);
+          REQUIRE(f <= 1.0);
+        }
+        REQUIRE(b.coefBc >= 1.0);
+        REQUIRE(p.Nb % p.Nt == 0);
+        REQUIRE(p.threads() <= arch.maxThreadsPerBlock);
+      });
+      REQUIRE(count > 0);
+    }
+  }
+}
+
+TEST_CASE("pruning never drops a set whose PUL beats a kept one",
+          "[roofline]") {
+  const GpuArch &arch = *findArch("h100");
+  for (OpDesc d : {conv(1, 64, 64, 56, 3, 1), conv(1, 256, 512, 14, 1, 2)}) {
+    PruneOptions opts;
+    SearchResult r = searchParams(d, arch, opts);
+    REQUIRE(r.enumerated > 1000);
+    REQUIRE(int64_t(r.kept.size()) == keepCount(r.enumerated, opts));
+    double worstKept = r.kept.back().bound.pul;
+    for (size_t i = 1; i < r.kept.size(); ++i)
+      REQUIRE(r.kept[i - 1].bound.pul >= r.kept[i].bound.pul);
+    // Count every set that beats the worst kept one: all must be kept.
+    int64_t better = 0;
+    forEachParams(d, arch, [&](const TileParams &p) {
+      if (evaluateBound(d, p, arch).pul > worstKept)
+        ++better;
+    });
+    CHECK(better <= int64_t(r.kept.size()));
+    CHECK(r.kept.front().bound.pul > 0);
+  }
+}
+
+TEST_CASE("keep T percent but never fewer than K", "[roofline]") {
+  PruneOptions opts; // 1 %, K = 8
+  CHECK(keepCount(100000, opts) == 1000);
+  CHECK(keepCount(100, opts) == 8);
+  CHECK(keepCount(5, opts) == 5);
+  opts.topPercent = 10;
+  CHECK(keepCount(1000, opts) == 100);
+}

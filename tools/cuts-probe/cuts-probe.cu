@@ -1,0 +1,372 @@
+//===- cuts-probe.cu - measure a GPU descriptor for the performance model -===//
+//
+// Measures the DeepCuts GPU parameters (thesis Table 3.4) on GPU 0 and writes
+// a descriptor in the format of perfmodel/arch/*.json:
+//   BW_global   a large device-to-device cudaMemcpy, median of several runs,
+//               counting the bytes read plus the bytes written;
+//   PERF_peak   an FMA-chain kernel at full occupancy (2 FLOP per FMA);
+//   LAT_shared  a single-thread pointer chase through shared memory, in
+//               clock64() cycles per load;
+// and reads the rest from cudaGetDeviceProperties. Standalone on purpose: it
+// needs nvcc only, so it builds on a bare GPU machine (scripts/probe_gpu.sh).
+//
+// Usage: cuts-probe [-o FILE.json] [--name NAME]
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+void check(cudaError_t err, const char *what) {
+  if (err == cudaSuccess)
+    return;
+  std::fprintf(stderr, "cuts-probe: error: %s: %s\n", what,
+               cudaGetErrorString(err));
+  std::exit(1);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+//===----------------------------------------------------------------------===//
+// BW_global
+//===----------------------------------------------------------------------===//
+
+/// Bytes per second of a 1 GiB device-to-device copy. A copy reads and writes
+/// every byte, so it moves 2 x size bytes; counting both is what the model's
+/// BW_global means (total DRAM traffic), and is why this reads about twice
+/// what "copy bandwidth" tools that count one side report.
+double measureBandwidth() {
+  const size_t bytes = size_t(1) << 30;
+  const int repeats = 10;
+  void *src = nullptr, *dst = nullptr;
+  check(cudaMalloc(&src, bytes), "cudaMalloc");
+  check(cudaMalloc(&dst, bytes), "cudaMalloc");
+  check(cudaMemset(src, 1, bytes), "cudaMemset");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> seconds;
+  for (int i = 0; i <= repeats; ++i) {
+    check(cudaEventRecord(start), "cudaEventRecord");
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+    check(cudaEventRecord(stop), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i > 0) // The first copy is a warm-up (page mapping, clocks).
+      seconds.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(src);
+  cudaFree(dst);
+  return 2.0 * double(bytes) / median(seconds);
+}
+
+//===----------------------------------------------------------------------===//
+// PERF_peak (FP32)
+//===----------------------------------------------------------------------===//
+
+constexpr int kChains = 8;       // independent FMA chains per thread
+constexpr int kFmaIters = 16384; // FMAs per chain
+constexpr int kFmaBlock = 256;
+
+/// Eight independent chains per thread hide the FMA latency (4 cycles) even at
+/// low occupancy; `b` and `c` are arguments so nothing folds, and the
+/// impossible store keeps the chains live.
+__global__ void fmaKernel(float *out, float b, float c) {
+  float a[kChains];
+#pragma unroll
+  for (int i = 0; i < kChains; ++i)
+    a[i] = float(threadIdx.x + i);
+#pragma unroll 16
+  for (int it = 0; it < kFmaIters; ++it) {
+#pragma unroll
+    for (int i = 0; i < kChains; ++i)
+      a[i] = fmaf(a[i], b, c);
+  }
+  float sum = 0;
+#pragma unroll
+  for (int i = 0; i < kChains; ++i)
+    sum += a[i];
+  if (sum == -1.0f)
+    out[blockIdx.x] = sum;
+}
+
+/// FLOP/s of the FMA kernel over one full wave (every SM at its thread limit).
+double measureFp32Peak(const cudaDeviceProp &prop) {
+  const int blocks =
+      prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / kFmaBlock);
+  float *out = nullptr;
+  check(cudaMalloc(&out, blocks * sizeof(float)), "cudaMalloc");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> seconds;
+  for (int i = 0; i <= 5; ++i) {
+    check(cudaEventRecord(start), "cudaEventRecord");
+    fmaKernel<<<blocks, kFmaBlock>>>(out, 0.999f, 0.001f);
+    check(cudaGetLastError(), "fmaKernel launch");
+    check(cudaEventRecord(stop), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "fmaKernel");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i > 0) // The first launch is a warm-up (module load, clocks).
+      seconds.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(out);
+  const double flop = 2.0 * double(blocks) * kFmaBlock * kChains * kFmaIters;
+  return flop / median(seconds);
+}
+
+//===----------------------------------------------------------------------===//
+// LAT_shared
+//===----------------------------------------------------------------------===//
+
+constexpr int kRing = 256;   // words in the ring
+constexpr int kSteps = 8192; // dependent loads timed
+
+/// Each ring word holds the shared-window address of the next word, so the
+/// timed loop is a chain of dependent `ld.shared` with no address arithmetic
+/// in between: cycles / loads is the load-to-use latency (Jia et al.'s
+/// method). The stride of 33 words also changes the bank on every hop.
+__global__ void sharedLatencyKernel(long long *cycles, unsigned *sink) {
+  __shared__ unsigned ring[kRing];
+  const unsigned base = unsigned(__cvta_generic_to_shared(ring));
+  for (int i = 0; i < kRing; ++i)
+    ring[i] = base + unsigned((i + 33) % kRing) * 4;
+  unsigned p = base;
+  for (int i = 0; i < kRing; ++i) // One untimed lap.
+    asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p));
+  const long long start = clock64();
+#pragma unroll 64
+  for (int i = 0; i < kSteps; ++i)
+    asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p));
+  const long long stop = clock64();
+  *cycles = stop - start;
+  *sink = p;
+}
+
+/// Cycles per shared-memory load, the median of several runs, rounded.
+int measureSharedLatency() {
+  long long *cycles = nullptr;
+  unsigned *sink = nullptr;
+  check(cudaMalloc(&cycles, sizeof(long long)), "cudaMalloc");
+  check(cudaMalloc(&sink, sizeof(unsigned)), "cudaMalloc");
+  std::vector<double> perLoad;
+  for (int i = 0; i < 5; ++i) {
+    sharedLatencyKernel<<<1, 1>>>(cycles, sink);
+    check(cudaGetLastError(), "sharedLatencyKernel launch");
+    long long c = 0;
+    check(cudaMemcpy(&c, cycles, sizeof c, cudaMemcpyDeviceToHost),
+          "sharedLatencyKernel");
+    perLoad.push_back(double(c) / kSteps);
+  }
+  cudaFree(cycles);
+  cudaFree(sink);
+  return int(median(perLoad) + 0.5);
+}
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+/// Dense FP16 tensor-core FLOP per clock per SM (FP16 accumulate), from the
+/// NVIDIA architecture whitepapers; 0 where this table does not know the chip.
+int tensorFp16FlopPerClock(int major, int minor) {
+  switch (major * 10 + minor) {
+  case 70:
+  case 72:
+  case 75:
+  case 86:
+  case 87:
+  case 89:
+    return 1024;
+  case 80:
+    return 2048;
+  case 90:
+    return 4096;
+  default:
+    return 0;
+  }
+}
+
+/// A JSON number with 6 significant digits ("6.69e+13"), not to_string's
+/// fixed-point "66900000000000.000000".
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20)
+      out += ch;
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string outPath, name;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "-o") && i + 1 < argc) {
+      outPath = argv[++i];
+    } else if (!std::strcmp(argv[i], "--name") && i + 1 < argc) {
+      name = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: cuts-probe [-o FILE.json] [--name NAME]\n");
+      return 1;
+    }
+  }
+
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaSuccess && count == 0)
+    err = cudaErrorNoDevice;
+  if (err != cudaSuccess) {
+    std::fprintf(stderr, "cuts-probe: error: no CUDA GPU found (%s)\n",
+                 cudaGetErrorString(err));
+    return 1;
+  }
+  check(cudaSetDevice(0), "cudaSetDevice");
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  // cudaDeviceProp::clockRate is gone in CUDA 13; the attribute remains (kHz).
+  int clockKHz = 0;
+  check(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0),
+        "cudaDeviceGetAttribute");
+  if (name.empty())
+    name = prop.name;
+  const double clockGHz = clockKHz * 1e-6;
+
+  std::fprintf(stderr, "cuts-probe: measuring %s (sm_%d%d, %d SMs)\n",
+               prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  const double bw = measureBandwidth();
+  const double fp32 = measureFp32Peak(prop);
+  const int lat = measureSharedLatency();
+  std::fprintf(stderr,
+               "cuts-probe: BW_global %.3g B/s, PERF_peak %.3g FLOP/s, "
+               "LAT_shared %d cycles\n",
+               bw, fp32, lat);
+
+  char date[16];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
+  const std::string measured =
+      std::string("measured by cuts-probe on ") + prop.name + ", " + date;
+  const std::string props = "cudaGetDeviceProperties";
+  const std::string cc =
+      "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+
+  double fp16 = 0;
+  std::string fp16Source;
+  if (int perClock = tensorFp16FlopPerClock(prop.major, prop.minor)) {
+    fp16 = double(prop.multiProcessorCount) * perClock * clockGHz * 1e9;
+    fp16Source = "derived, not measured: SMs x " + std::to_string(perClock) +
+                 " dense FP16 tensor FLOP/clock/SM (" + cc +
+                 ", NVIDIA whitepaper) x max clock";
+  } else {
+    fp16 = 2 * fp32;
+    fp16Source = "unknown chip: assumed 2 x measured FP32 (packed half2 SIMT "
+                 "rate); set by hand";
+  }
+
+  // Fields in GpuArch order, numbers preformatted; the sources follow.
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"numSM", std::to_string(prop.multiProcessorCount)},
+      {"perfPeakFp32", num(fp32)},
+      {"perfPeakFp16", num(fp16)},
+      {"bwGlobal", num(bw)},
+      {"transGlobalBytes", "128"},
+      {"latShared", std::to_string(lat)},
+      {"maxSharedPerBlock", std::to_string(prop.sharedMemPerBlockOptin)},
+      {"maxThreadsPerBlock", std::to_string(prop.maxThreadsPerBlock)},
+      {"sharedPerSM", std::to_string(prop.sharedMemPerMultiprocessor)},
+      {"regsPerSM", std::to_string(prop.regsPerMultiprocessor)},
+      {"maxRegsPerThread", "255"},
+      {"maxBlocksPerSM", std::to_string(prop.maxBlocksPerMultiProcessor)},
+      {"maxThreadsPerSM", std::to_string(prop.maxThreadsPerMultiProcessor)},
+      {"warpSize", std::to_string(prop.warpSize)},
+      {"sharedBanks", "32"},
+      {"l2Bytes", std::to_string(prop.l2CacheSize)},
+      {"clockGHz", num(clockGHz)},
+  };
+  std::vector<std::pair<std::string, std::string>> sources = {
+      {"numSM", props},
+      {"perfPeakFp32", measured + ": FMA-chain kernel, " +
+                           std::to_string(kChains) +
+                           " chains/thread, full occupancy, 2 FLOP per FMA, "
+                           "median of 5"},
+      {"perfPeakFp16", fp16Source},
+      {"bwGlobal", measured + ": 1 GiB device-to-device cudaMemcpy, median "
+                              "of 10, bytes read + bytes written"},
+      {"transGlobalBytes",
+       "NVIDIA: a fully coalesced warp request is 32 x 4 B = one 128-byte "
+       "cache line (CUDA C++ Best Practices Guide, coalesced access)"},
+      {"latShared", measured + ": single-thread ld.shared pointer chase, "
+                               "clock64 cycles per load, median of 5"},
+      {"maxSharedPerBlock", props + " (sharedMemPerBlockOptin)"},
+      {"maxThreadsPerBlock", props},
+      {"sharedPerSM", props + " (sharedMemPerMultiprocessor)"},
+      {"regsPerSM", props},
+      {"maxRegsPerThread",
+       "CUDA C++ Programming Guide, compute capability table (255 since "
+       "CC 3.2)"},
+      {"maxBlocksPerSM", props},
+      {"maxThreadsPerSM", props},
+      {"warpSize", props},
+      {"sharedBanks", "CUDA C++ Programming Guide: 32 banks of 4 bytes"},
+      {"l2Bytes", props + " (l2CacheSize)"},
+      {"clockGHz", "cudaDevAttrClockRate (maximum SM clock)"},
+  };
+
+  std::string json = "{\n  \"name\": " + jsonString(name) +
+                     ",\n  \"aliases\": [],\n  \"vendor\": \"nvidia\",\n"
+                     "  \"computeArch\": \"" +
+                     cc + "\",\n";
+  for (const auto &[key, value] : fields)
+    json += "  \"" + key + "\": " + value + ",\n";
+  json += "  \"sources\": {\n";
+  for (size_t i = 0; i < sources.size(); ++i)
+    json += "    \"" + sources[i].first +
+            "\": " + jsonString(sources[i].second) +
+            (i + 1 < sources.size() ? ",\n" : "\n");
+  json += "  }\n}\n";
+
+  if (outPath.empty()) {
+    std::fputs(json.c_str(), stdout);
+    return 0;
+  }
+  FILE *f = std::fopen(outPath.c_str(), "w");
+  bool ok = f && std::fputs(json.c_str(), f) >= 0;
+  if (f)
+    ok = std::fclose(f) == 0 && ok;
+  if (!ok) {
+    std::fprintf(stderr, "cuts-probe: error: cannot write %s\n",
+                 outPath.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "cuts-probe: wrote %s\n", outPath.c_str());
+  return 0;
+}
