@@ -157,6 +157,23 @@ std::string explainJson(const ExplainReport &r) {
                   {"enumerated", e.enumerated},
                   {"kept", e.kept},
                   {"timeLowerBoundUs", e.time * 1e6}};
+    auto paramsJson = [](const TileParams &p) {
+      return json{{"Nb", p.Nb},      {"Kb", p.Kb},
+                  {"Hb", p.Hb},      {"Wb", p.Wb},
+                  {"Nt", p.Nt},      {"Kt", p.Kt},
+                  {"Ht", p.Ht},      {"Wt", p.Wt},
+                  {"Cinput", p.Cin}, {"formatShared", formatName(p.format)}};
+    };
+    if (e.predecessor) {
+      const Bound &b = e.predecessorBest.bound;
+      entry["predecessor"] = {{"anchor", opKindName(e.predecessorDesc.kind)},
+                              {"pul", b.pul},
+                              {"gmRatio", b.gmRatio},
+                              {"smRatio", b.smRatio},
+                              {"roundEfficiency", b.wbRatio},
+                              {"sharedBytes", b.sharedBytes},
+                              {"params", paramsJson(e.predecessorBest.params)}};
+    }
     if (e.fusion != "view") {
       const TileParams &p = e.best.params;
       const Bound &b = e.best.bound;
@@ -172,17 +189,7 @@ std::string explainJson(const ExplainReport &r) {
                        {"threads", p.threads()},
                        {"blocksPerSM", b.blocksPerSM},
                        {"sharedBytes", b.sharedBytes},
-                       {"params",
-                        {{"Nb", p.Nb},
-                         {"Kb", p.Kb},
-                         {"Hb", p.Hb},
-                         {"Wb", p.Wb},
-                         {"Nt", p.Nt},
-                         {"Kt", p.Kt},
-                         {"Ht", p.Ht},
-                         {"Wt", p.Wt},
-                         {"Cinput", p.Cin},
-                         {"formatShared", formatName(p.format)}}}};
+                       {"params", paramsJson(p)}};
     }
     groups.push_back(entry);
   }

@@ -46,6 +46,105 @@ bool reaches(mlir::Operation *from, mlir::Operation *to,
 
 } // namespace
 
+const SearchResult &FusionModel::searchOnChip(const OpDesc &d) {
+  std::string key = keyOf(d);
+  auto it = memoOnChip.find(key);
+  if (it != memoOnChip.end())
+    return it->second;
+  return memoOnChip
+      .emplace(key, searchParams(d, arch, prune, InputFrom::SharedMemory))
+      .first->second;
+}
+
+std::optional<GroupEstimate>
+FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
+                            llvm::ArrayRef<mlir::Operation *> real,
+                            llvm::ArrayRef<OpDesc> descs, int pred, int succ) {
+  mlir::Operation *P = real[pred], *S = real[succ];
+  const OpDesc &dp = descs[pred], &ds = descs[succ];
+  llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
+  // A chain: S reads P's result (through register-fused elementwise ops and
+  // views), every other op of the group follows P, and S has no other
+  // operand computed in the group.
+  if (!reaches(P, S, group))
+    return std::nullopt;
+  int fromGroup = 0;
+  for (mlir::Value v : S->getOperands())
+    if (auto *def = v.getDefiningOp(); def && group.contains(def))
+      ++fromGroup;
+  if (fromGroup != 1)
+    return std::nullopt;
+  for (mlir::Operation *op : real)
+    if (op != P && !reaches(P, op, group))
+      return std::nullopt; // a prologue of P: not modelled
+  // Which successors can take their input tile from a predecessor block.
+  bool windowed = ds.kind == OpKind::Conv || ds.kind == OpKind::DepthwiseConv ||
+                  ds.kind == OpKind::Pool;
+  bool rows = ds.kind == OpKind::MatMul || ds.kind == OpKind::Reduction;
+  bool predNCHW = dp.kind == OpKind::Conv || dp.kind == OpKind::DepthwiseConv ||
+                  dp.kind == OpKind::Pool || dp.kind == OpKind::BatchNorm;
+  if (!(windowed && predNCHW) && !(rows && dp.kind == OpKind::MatMul))
+    return std::nullopt;
+  if (ds.kind == OpKind::Conv && ds.batch != 1)
+    return std::nullopt; // grouped successors read channel slices
+
+  const SearchResult &sr = searchOnChip(ds);
+  GroupEstimate g;
+  g.fusion = "shared";
+  g.anchor = S;
+  g.anchorDesc = ds;
+  g.predecessor = P;
+  g.predecessorDesc = dp;
+  g.enumerated = sr.enumerated;
+  g.kept = int64_t(sr.kept.size());
+  g.time = INFINITY;
+  for (const Candidate &c : sr.kept) {
+    const TileParams &q = c.params;
+    // The predecessor's block: the successor's input tile.
+    TileParams block;
+    if (windowed) {
+      block.Nb = q.Nb;
+      block.Kb = ds.kind == OpKind::Conv ? dp.K : q.Kb; // C_input = C
+      block.Hb = (q.Hb - 1) * ds.SH + (ds.FH - 1) * ds.DH + 1;
+      block.Wb = (q.Wb - 1) * ds.SW + (ds.FW - 1) * ds.DW + 1;
+      block.Hb = std::min(block.Hb, dp.H);
+      block.Wb = std::min(block.Wb, dp.W);
+    } else {
+      block.Nb = q.Nb;
+      block.Kb = dp.K; // whole rows
+    }
+    if ((windowed && block.Kb > dp.K) || block.Nb > dp.N)
+      continue;
+    std::string key =
+        keyOf(dp) + "|" + std::to_string(block.Nb) + "," +
+        std::to_string(block.Kb) + "," + std::to_string(block.Hb) + "," +
+        std::to_string(block.Wb) + "/" + std::to_string(q.threads());
+    auto it = memoBlock.find(key);
+    if (it == memoBlock.end())
+      it = memoBlock.emplace(key, bestForBlock(dp, arch, block, q.threads()))
+               .first;
+    if (!it->second || it->second->bound.pul <= 0)
+      continue;
+    const Candidate &pc = *it->second;
+    // One kernel holds both phases' shared memory.
+    if (pc.bound.sharedBytes + c.bound.sharedBytes > arch.maxSharedPerBlock)
+      continue;
+    // The predecessor runs on the successor's grid, halos included.
+    double predWork = pc.bound.compBlock * double(c.bound.numBlocks);
+    double predPul = pc.bound.pul * c.bound.wbRatio;
+    double t =
+        predWork / (predPul * arch.perfPeakFp32) + c.bound.timeLowerBound;
+    if (t < g.time) {
+      g.time = t;
+      g.best = c;
+      g.predecessorBest = pc;
+    }
+  }
+  if (!std::isfinite(g.time))
+    return std::nullopt;
+  return g;
+}
+
 const SearchResult &FusionModel::search(const OpDesc &d) {
   std::string key = keyOf(d);
   auto it = memo.find(key);
@@ -86,8 +185,15 @@ FusionModel::estimate(llvm::ArrayRef<mlir::Operation *> ops) {
         anchor = int(i);
     }
   }
-  if (complexOps + neighbourOps > 1)
+  if (complexOps + neighbourOps > 2)
     return std::nullopt;
+  if (complexOps + neighbourOps == 2) {
+    int first = -1, second = -1;
+    for (size_t i = 0; i < real.size(); ++i)
+      if (descs[i].kind != OpKind::Elementwise)
+        (first < 0 ? first : second) = int(i);
+    return estimateShared(ops, real, descs, first, second);
+  }
 
   llvm::SmallPtrSet<mlir::Operation *, 8> group(real.begin(), real.end());
   for (mlir::Operation *op : ops)

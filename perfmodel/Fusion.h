@@ -8,9 +8,14 @@
 // (plus the operands the fused ops read from outside the group; the thesis's
 // rule assumes they read nothing else), and COMP is the sum.
 //
-// Shared-memory-level fusion (a complex op feeding another, or an op that
-// needs other threads' results) is not modelled yet: such groups are
-// reported as not fusible, so the partition search keeps them apart.
+// Shared-memory-level fusion: two such anchors in a chain (a conv feeding a
+// conv or a pooling, a matmul feeding a matmul or a softmax / layer
+// normalisation) make one kernel in two phases. Each phase's PUL is computed
+// as usual with the thesis's constraints: the successor reads its input from
+// shared memory (NUM_trans = 0, so GMRatio = 1; C_input = C when it is
+// complex), and the predecessor's block computes exactly the successor's
+// input tile (halos recomputed), with the same number of threads. The
+// group's time is the sum of the two phases' lower bounds.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_PERFMODEL_FUSION_H
@@ -28,13 +33,20 @@
 namespace cuts {
 
 struct GroupEstimate {
-  std::string fusion; // "none" (one op), "register", or "view" (no kernel)
+  // "none" (one op), "register", "shared" (shared-memory level), or "view"
+  // (no kernel).
+  std::string fusion;
   mlir::Operation *anchor = nullptr;
   OpDesc anchorDesc;
   int64_t enumerated = 0; // parameter sets of the anchor
   int64_t kept = 0;       // after pruning
   Candidate best;         // the best kept set, with the group's bound
   double time = 0;        // lower-bound time of the group, seconds
+  // Shared-memory-level fusion: the predecessor stage's anchor and its
+  // parameters (its block computes the anchor's input tile).
+  mlir::Operation *predecessor = nullptr;
+  OpDesc predecessorDesc;
+  Candidate predecessorBest;
 };
 
 class FusionModel {
@@ -52,10 +64,17 @@ public:
   const GpuArch &target() const { return arch; }
 
 private:
+  std::optional<GroupEstimate>
+  estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
+                 llvm::ArrayRef<mlir::Operation *> real,
+                 llvm::ArrayRef<OpDesc> descs, int pred, int succ);
+  const SearchResult &searchOnChip(const OpDesc &d);
+
   GpuArch arch;
   PruneOptions prune;
   bool allowFusion;
-  std::map<std::string, SearchResult> memo;
+  std::map<std::string, SearchResult> memo, memoOnChip;
+  std::map<std::string, std::optional<Candidate>> memoBlock;
 };
 
 } // namespace cuts

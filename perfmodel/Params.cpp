@@ -161,9 +161,16 @@ int64_t keepCount(int64_t n, const PruneOptions &opts) {
 }
 
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
-                          const PruneOptions &opts) {
+                          const PruneOptions &opts, InputFrom input) {
   SearchResult r;
-  forEachParams(d, arch, [&](const TileParams &) { ++r.enumerated; });
+  bool onChip = input == InputFrom::SharedMemory;
+  double gm = onChip ? 1.0 : -1.0;
+  // A complex successor reads its whole input from shared memory.
+  auto allowed = [&](const TileParams &p) {
+    return !onChip || !isComplex(d.kind) || p.Cin == d.C;
+  };
+  forEachParams(d, arch,
+                [&](const TileParams &p) { r.enumerated += allowed(p); });
   int64_t k = keepCount(r.enumerated, opts);
   // Min-heap of the best k by PUL: the root is the worst kept set, so a set
   // is dropped only in favour of one with a higher PUL.
@@ -180,7 +187,7 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
   bool haveLast = false;
   Bound base;
   forEachParams(d, arch, [&](const TileParams &p) {
-    if (k == 0)
+    if (k == 0 || !allowed(p))
       return;
     TileParams key = p;
     key.format = last.format;
@@ -189,7 +196,7 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                 key.Kt == last.Kt && key.Ht == last.Ht && key.Wt == last.Wt &&
                 key.Cin == last.Cin;
     if (!same) {
-      base = evaluateBound(d, p, arch, -1, nullptr, /*knownCoefBc=*/1.0);
+      base = evaluateBound(d, p, arch, gm, nullptr, /*knownCoefBc=*/1.0);
       haveLast = true;
     }
     last = p;
@@ -215,6 +222,62 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
   }
   std::reverse(r.kept.begin(), r.kept.end());
   return r;
+}
+
+std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
+                                      const TileParams &block,
+                                      int64_t threads) {
+  std::optional<Candidate> best;
+  const int64_t ext[4] = {block.Nb, block.Kb, block.Hb, block.Wb};
+  Caps caps = capsFor(d.kind);
+  std::vector<int64_t> cins{1};
+  if (isComplex(d.kind)) {
+    cins.clear();
+    for (int64_t c = 1; c <= std::min<int64_t>(d.C, 64); c <<= 1)
+      if (d.C % c == 0)
+        cins.push_back(c);
+    if (d.C <= 64 && (d.C & (d.C - 1)) != 0)
+      cins.push_back(d.C);
+  }
+  // Thread extents: powers of two dividing the block extents, with the
+  // block's thread count fixed by the fused kernel.
+  std::vector<int64_t> opts[4];
+  for (int i = 0; i < 4; ++i)
+    for (int64_t t = 1; t <= std::min(caps.ext[i], ext[i]); t <<= 1)
+      if (ext[i] % t == 0)
+        opts[i].push_back(t);
+  TileParams p = block;
+  for (int64_t t0 : opts[0])
+    for (int64_t t1 : opts[1])
+      for (int64_t t2 : opts[2])
+        for (int64_t t3 : opts[3]) {
+          if (t0 * t1 * t2 * t3 > caps.product)
+            continue;
+          p.Nt = t0, p.Kt = t1, p.Ht = t2, p.Wt = t3;
+          // The block's threads sweep the tile's thread-tiles in rounds;
+          // threads idle in the last round are lost.
+          int64_t tiles = p.threads();
+          double rounds = std::ceil(double(tiles) / double(threads));
+          double roundEff = double(tiles) / (rounds * double(threads));
+          for (int64_t cin : cins) {
+            p.Cin = d.kind == OpKind::Reduction ? d.C : cin;
+            int64_t te[4];
+            tileExtents(d, p, te);
+            for (int f : distinctFormats(te)) {
+              p.format = f;
+              Bound b = evaluateBound(d, p, arch);
+              // The grid and the residency are the successor's: the caller
+              // multiplies its WBRatio in and checks the shared memory of
+              // both phases together.
+              b.wbRatio = roundEff;
+              b.coefR = 1;
+              b.pul = b.gmRatio * b.smRatio * b.wbRatio;
+              if (!best || b.pul > best->bound.pul)
+                best = Candidate{p, b};
+            }
+          }
+        }
+  return best;
 }
 
 } // namespace cuts

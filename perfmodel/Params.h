@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace cuts {
@@ -42,10 +43,29 @@ struct SearchResult {
 void forEachParams(const OpDesc &d, const GpuArch &arch,
                    const std::function<void(const TileParams &)> &fn);
 
+/// How an op's inputs arrive.
+enum class InputFrom {
+  Global,      // from global memory: the op alone, or a fusion anchor
+  SharedMemory // from a shared-memory-level fused predecessor (§3.2.4):
+               // NUM_trans = 0 (GMRatio = 1) and, for a complex op,
+               // C_input = C (its whole input is on chip)
+};
+
 /// Scores every parameter set and keeps the top T % (at least K), best
 /// first. Every dropped set has a PUL no higher than every kept one.
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
-                          const PruneOptions &opts = {});
+                          const PruneOptions &opts = {},
+                          InputFrom input = InputFrom::Global);
+
+/// The best parameter set of op d whose thread block computes exactly
+/// `block` (Nb, Kb, Hb, Wb) with `threads` threads sweeping its thread-tiles
+/// in rounds: the predecessor of a shared-memory-level fusion, whose output
+/// tile must be its successor's input tile. Its bound's WBRatio is the
+/// efficiency of those rounds and COEF_r is left to the caller (the grid,
+/// residency and shared memory are the fused kernel's). Empty when no thread
+/// tiling divides the block.
+std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
+                                      const TileParams &block, int64_t threads);
 
 /// The number of sets to keep out of n.
 int64_t keepCount(int64_t n, const PruneOptions &opts);

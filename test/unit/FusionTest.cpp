@@ -1,0 +1,145 @@
+// The fusion model (thesis §3.2.4) on small cuts graphs.
+#include "perfmodel/Fusion.h"
+#include "cuts/Dialect/Cuts/CutsDialect.h"
+#include "cuts/Dialect/Cuts/CutsOps.h"
+#include "perfmodel/Describe.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace cuts;
+
+namespace {
+
+struct Graph {
+  mlir::MLIRContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<mlir::Operation *> ops; // non-constant ops, program order
+  explicit Graph(const char *text) {
+    ctx.loadDialect<CutsDialect, mlir::func::FuncDialect>();
+    module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+    REQUIRE(module);
+    module->walk([&](mlir::Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "cuts" &&
+          !llvm::isa<ConstantOp>(op))
+        ops.push_back(op);
+    });
+  }
+};
+
+const char *kConvChain = R"mlir(
+func.func @main(%x: tensor<1x64x28x28xf32>, %r: tensor<1x64x28x28xf32>) -> tensor<1x64x28x28xf32> {
+  %w1 = cuts.constant {value = dense<0.5> : tensor<64x64x1x1xf32>} : tensor<64x64x1x1xf32>
+  %w2 = cuts.constant {value = dense<0.5> : tensor<64x64x3x3xf32>} : tensor<64x64x3x3xf32>
+  %0 = cuts.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x28x28xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x28x28xf32>
+  %1 = cuts.relu %0 : (tensor<1x64x28x28xf32>) -> tensor<1x64x28x28xf32>
+  %2 = cuts.conv %1, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x28x28xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x28x28xf32>
+  %3 = cuts.add %2, %r : (tensor<1x64x28x28xf32>, tensor<1x64x28x28xf32>) -> tensor<1x64x28x28xf32>
+  %4 = cuts.conv %3, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x28x28xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x28x28xf32>
+  %5 = cuts.reshape %4 {shape = array<i64: 64, 784>} : (tensor<1x64x28x28xf32>) -> tensor<64x784xf32>
+  return %4 : tensor<1x64x28x28xf32>
+}
+)mlir";
+
+const GpuArch &h100() {
+  static GpuArch a = *findArch("h100");
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("register-level fusion: the anchor's traffic, the summed work",
+          "[fusion]") {
+  Graph g(kConvChain);
+  FusionModel model(h100(), {}, true);
+  // conv1 + relu: the relu reads nothing from outside.
+  auto e = model.estimate({g.ops[0], g.ops[1]});
+  REQUIRE(e);
+  CHECK(e->fusion == "register");
+  CHECK(e->anchor == g.ops[0]);
+  OpDesc conv = *describeOp(g.ops[0]);
+  Bound alone = evaluateBound(conv, e->best.params, h100());
+  CHECK(e->best.bound.numTrans == alone.numTrans);
+  CHECK(e->best.bound.nLoad == Approx(alone.nLoad));
+  double reluPerBlock = 64.0 * 28 * 28 / double(alone.numBlocks);
+  CHECK(e->best.bound.compBlock == Approx(alone.compBlock + reluPerBlock));
+  // conv2 + add: the residual operand adds its transactions.
+  auto r = model.estimate({g.ops[2], g.ops[3]});
+  REQUIRE(r);
+  OpDesc conv2 = *describeOp(g.ops[2]);
+  Bound alone2 = evaluateBound(conv2, r->best.params, h100());
+  int T = h100().transGlobalElements(4);
+  double perBlock = 64.0 * 28 * 28 / double(alone2.numBlocks);
+  CHECK(r->best.bound.numTrans ==
+        Approx(alone2.numTrans + std::ceil(perBlock / T)));
+  // Fusing never makes the pair slower than its anchor alone.
+  CHECK(e->time <= model.estimate({g.ops[0]})->time * (1 + 1e-9) +
+                       model.estimate({g.ops[1]})->time);
+}
+
+TEST_CASE("shared-memory-level fusion: the successor reads shared memory",
+          "[fusion]") {
+  Graph g(kConvChain);
+  FusionModel model(h100(), {}, true);
+  // conv1 (1x1) + relu -> conv2 (3x3): complex -> complex.
+  auto e = model.estimate({g.ops[0], g.ops[1], g.ops[2]});
+  REQUIRE(e);
+  CHECK(e->fusion == "shared");
+  CHECK(e->anchor == g.ops[2]);
+  CHECK(e->predecessor == g.ops[0]);
+  // NUM_trans of the successor is 0: GMRatio = 1; C_input = C.
+  CHECK(e->best.bound.gmRatio == 1.0);
+  CHECK(e->best.params.Cin == 64);
+  // The predecessor's block is the successor's input tile (3x3 halo) with
+  // every channel.
+  const TileParams &s = e->best.params, &p = e->predecessorBest.params;
+  CHECK(p.Nb == s.Nb);
+  CHECK(p.Kb == 64);
+  CHECK(p.Hb == std::min<int64_t>(s.Hb + 2, 28));
+  CHECK(p.Wb == std::min<int64_t>(s.Wb + 2, 28));
+  CHECK(e->predecessorBest.bound.sharedBytes + e->best.bound.sharedBytes <=
+        h100().maxSharedPerBlock);
+  CHECK(std::isfinite(e->time));
+}
+
+TEST_CASE("fusion rules that forbid a group", "[fusion]") {
+  Graph g(kConvChain);
+  FusionModel model(h100(), {}, true);
+  // Three complex ops would need two shared-memory hand-overs.
+  CHECK(!model.estimate({g.ops[0], g.ops[1], g.ops[2], g.ops[3], g.ops[4]}));
+  // With fusion off only single ops have a cost.
+  FusionModel off(h100(), {}, false);
+  CHECK(!off.estimate({g.ops[0], g.ops[1]}));
+  CHECK(off.estimate({g.ops[0]}));
+  // A reshape is a view: no kernel, no time.
+  auto v = model.estimate({g.ops[5]});
+  REQUIRE(v);
+  CHECK(v->fusion == "view");
+  CHECK(v->time == 0.0);
+}
+
+TEST_CASE("matmul -> softmax fuses at the shared-memory level over rows",
+          "[fusion]") {
+  Graph g(R"mlir(
+func.func @main(%a: tensor<128x64xf32>) -> tensor<128x256xf32> {
+  %w = cuts.constant {value = dense<0.5> : tensor<64x256xf32>} : tensor<64x256xf32>
+  %0 = cuts.matmul %a, %w : (tensor<128x64xf32>, tensor<64x256xf32>) -> tensor<128x256xf32>
+  %1 = cuts.softmax %0 {axis = 1 : i64} : (tensor<128x256xf32>) -> tensor<128x256xf32>
+  return %1 : tensor<128x256xf32>
+}
+)mlir");
+  FusionModel model(h100(), {}, true);
+  auto e = model.estimate({g.ops[0], g.ops[1]});
+  REQUIRE(e);
+  CHECK(e->fusion == "shared");
+  CHECK(e->best.bound.gmRatio == 1.0);
+  // The matmul's block produces whole rows of the softmax.
+  CHECK(e->predecessorBest.params.Kb == 256);
+  CHECK(e->predecessorBest.params.Nb == e->best.params.Nb);
+}
