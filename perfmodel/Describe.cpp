@@ -36,6 +36,25 @@ int elementBytes(mlir::Type t) {
   return std::max(1u, w / 8);
 }
 
+// N, H, W and the window of a conv or pooling from its NC<spatial> result
+// and per-axis attributes; spatial axes beyond two fold into W.
+void setWindow(OpDesc &d, llvm::ArrayRef<int64_t> out,
+               llvm::ArrayRef<int64_t> kernel, llvm::ArrayRef<int64_t> strides,
+               llvm::ArrayRef<int64_t> pads,
+               llvm::ArrayRef<int64_t> dilations) {
+  auto at = [](llvm::ArrayRef<int64_t> v, size_t i, int64_t dflt) {
+    return i < v.size() ? v[i] : dflt;
+  };
+  d.N = out[0];
+  d.H = at(out, 2, 1);
+  d.W = out.size() > 3 ? product(out.drop_front(3)) : 1;
+  d.FH = at(kernel, 0, 1);
+  d.FW = kernel.size() > 1 ? product(kernel.drop_front(1)) : 1;
+  d.SH = at(strides, 0, 1), d.SW = at(strides, 1, 1);
+  d.PH = at(pads, 0, 0), d.PW = at(pads, 1, 0);
+  d.DH = at(dilations, 0, 1), d.DW = at(dilations, 1, 1);
+}
+
 OpDesc reduction(int64_t rows, int64_t len, double comp) {
   OpDesc d;
   d.kind = OpKind::Reduction;
@@ -80,19 +99,8 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
   if (auto conv = llvm::dyn_cast<ConvOp>(op)) {
     auto x = tensorType(conv.getX()), w = tensorType(conv.getW());
     int64_t g = conv.getGroup(), cin = x.getDimSize(1), m = w.getDimSize(0);
-    auto o = out.getShape();
-    d.N = o[0];
-    d.H = o.size() > 2 ? o[2] : 1;
-    d.W = o.size() > 3 ? product(o.drop_front(3)) : 1;
-    d.FH = w.getRank() > 2 ? w.getDimSize(2) : 1;
-    d.FW = w.getRank() > 3 ? product(w.getShape().drop_front(3)) : 1;
-    auto st = conv.getStrides(), dl = conv.getDilations(), pd = conv.getPads();
-    d.SH = st.size() > 0 ? st[0] : 1;
-    d.SW = st.size() > 1 ? st[1] : 1;
-    d.DH = dl.size() > 0 ? dl[0] : 1;
-    d.DW = dl.size() > 1 ? dl[1] : 1;
-    d.PH = pd.size() > 0 ? pd[0] : 0;
-    d.PW = pd.size() > 1 ? pd[1] : 0;
+    setWindow(d, out.getShape(), w.getShape().drop_front(2), conv.getStrides(),
+              conv.getPads(), conv.getDilations());
     if (g == cin && w.getDimSize(1) == 1) {
       d.kind = OpKind::DepthwiseConv;
       d.K = m;
@@ -164,25 +172,20 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
     d.kind = OpKind::BatchNorm;
     return d;
   }
-  auto pool = [&](llvm::ArrayRef<int64_t> k, llvm::ArrayRef<int64_t> s,
-                  llvm::ArrayRef<int64_t> p) {
-    auto o = out.getShape();
+  if (auto mp = llvm::dyn_cast<MaxPoolOp>(op)) {
     d.kind = OpKind::Pool;
-    d.N = o[0], d.K = o[1];
-    d.H = o.size() > 2 ? o[2] : 1;
-    d.W = o.size() > 3 ? product(o.drop_front(3)) : 1;
-    d.FH = k.size() > 0 ? k[0] : 1;
-    d.FW = k.size() > 1 ? k[1] : 1;
-    d.SH = s.size() > 0 ? s[0] : 1;
-    d.SW = s.size() > 1 ? s[1] : 1;
-    d.PH = p.size() > 0 ? p[0] : 0;
-    d.PW = p.size() > 1 ? p[1] : 0;
+    d.K = out.getDimSize(1);
+    setWindow(d, out.getShape(), mp.getKernelShape(), mp.getStrides(),
+              mp.getPads(), mp.getDilations());
     return d;
-  };
-  if (auto mp = llvm::dyn_cast<MaxPoolOp>(op))
-    return pool(mp.getKernelShape(), mp.getStrides(), mp.getPads());
-  if (auto ap = llvm::dyn_cast<AveragePoolOp>(op))
-    return pool(ap.getKernelShape(), ap.getStrides(), ap.getPads());
+  }
+  if (auto ap = llvm::dyn_cast<AveragePoolOp>(op)) {
+    d.kind = OpKind::Pool;
+    d.K = out.getDimSize(1);
+    setWindow(d, out.getShape(), ap.getKernelShape(), ap.getStrides(),
+              ap.getPads(), ap.getDilations());
+    return d;
+  }
 
   // Reductions: rows of a reduced extent. Operations per element are
   // derived from the computation: softmax max, subtract, exp, sum, divide

@@ -43,6 +43,20 @@ Caps capsFor(OpKind k) {
   }
 }
 
+// C_input: a power of two that divides C, or C itself (Conv and MatMul
+// only; the other ops have nothing to iterate over).
+std::vector<int64_t> cinputOptions(const OpDesc &d) {
+  if (!isComplex(d.kind))
+    return {1};
+  std::vector<int64_t> cins;
+  for (int64_t c = 1; c <= std::min<int64_t>(d.C, 64); c <<= 1)
+    if (d.C % c == 0)
+      cins.push_back(c);
+  if (d.C <= 64 && (d.C & (d.C - 1)) != 0)
+    cins.push_back(d.C);
+  return cins;
+}
+
 // Extents of the shared tile along N, C, H, W, for telling which
 // FORMAT_shared orders are the same layout.
 void tileExtents(const OpDesc &d, const TileParams &p, int64_t ext[4]) {
@@ -107,17 +121,7 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
   int64_t maxThreads = 1;
   for (int i = 0; i < 4; ++i)
     maxThreads *= span[i];
-  // C_input: a power of two that divides C, or C itself (Conv and MatMul
-  // only; the other ops have nothing to iterate over).
-  std::vector<int64_t> cins{1};
-  if (isComplex(d.kind)) {
-    cins.clear();
-    for (int64_t c = 1; c <= std::min<int64_t>(d.C, 64); c <<= 1)
-      if (d.C % c == 0)
-        cins.push_back(c);
-    if (d.C <= 64 && (d.C & (d.C - 1)) != 0)
-      cins.push_back(d.C);
-  }
+  std::vector<int64_t> cins = cinputOptions(d);
 
   TileParams p;
   int64_t t[4], n[4];
@@ -230,15 +234,7 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
   std::optional<Candidate> best;
   const int64_t ext[4] = {block.Nb, block.Kb, block.Hb, block.Wb};
   Caps caps = capsFor(d.kind);
-  std::vector<int64_t> cins{1};
-  if (isComplex(d.kind)) {
-    cins.clear();
-    for (int64_t c = 1; c <= std::min<int64_t>(d.C, 64); c <<= 1)
-      if (d.C % c == 0)
-        cins.push_back(c);
-    if (d.C <= 64 && (d.C & (d.C - 1)) != 0)
-      cins.push_back(d.C);
-  }
+  std::vector<int64_t> cins = cinputOptions(d);
   // Thread extents: powers of two dividing the block extents, with the
   // block's thread count fixed by the fused kernel.
   std::vector<int64_t> opts[4];
