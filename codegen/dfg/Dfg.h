@@ -1,0 +1,133 @@
+//===- Dfg.h - the data-flow graph of a thread block ------------*- C++ -*-===//
+//
+// DeepCuts generates kernels from data-flow graphs (thesis §3.3): a baseline
+// DFG describes one thread block's computation as scalar nodes (shared and
+// global loads and stores, register values, arithmetic, special functions,
+// barriers); the DFG of one output is duplicated for every output of the
+// block and loads of the same address are merged (Fig. 3.3); fused ops are
+// concatenated (register level: the intermediate stays a value; shared
+// level: a store, a barrier and loads); finally the last stores are split
+// into per-thread chunks and what a chunk reaches backwards is the DFG of a
+// thread (§3.3.3), which the emitter prints in reverse post-order.
+//
+// Addresses are concrete positions inside the block (thread 0's chunk after
+// extraction). Each buffer dimension says which output dimension it follows
+// and with which scale, so the emitter turns thread 0's positions into every
+// thread's by adding `thread coordinate x thread extent x scale`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_CODEGEN_DFG_DFG_H
+#define CUTS_CODEGEN_DFG_DFG_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cuts::dfg {
+
+/// The output dimensions a block and a thread tile (perfmodel TileParams).
+enum OutDim : int { DimN = 0, DimK = 1, DimH = 2, DimW = 3, NoDim = -1 };
+
+enum class Space { Global, Shared };
+
+/// How one buffer dimension moves from thread to thread: position =
+/// thread-0 position + coordinate(outDim) x threadExtent(outDim) x scale.
+/// For global buffers the block's base moves the same way with the block
+/// extent.
+struct DimMap {
+  int outDim = NoDim;
+  int64_t scale = 1;
+};
+
+struct Buffer {
+  std::string name;
+  Space space = Space::Shared;
+  std::vector<int64_t> extents; // logical extents
+  std::vector<int64_t> strides; // element strides of the layout
+  std::vector<DimMap> map;      // per dimension
+};
+
+enum class Op {
+  Load,   // buffer[index]
+  Store,  // buffer[index] = in[0]
+  Value,  // a register carried in (e.g. an accumulator from the last
+          // iteration); `name` identifies it
+  Result, // a register carried out: in[0] becomes `name`
+  Const,  // value
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Fma, // binary (Fma: in0 * in1 + in2)
+  Neg,
+  Relu,
+  Exp,
+  Log,
+  Sqrt,
+  Erf,
+  Tanh,
+  Sigmoid,
+  Recip,     // unary
+  Clip,      // clamp(in0, value, value2)
+  LeakyRelu, // in0 < 0 ? value * in0 : in0
+  HardSigmoid,
+  HardSwish,
+  Gelu,
+  GeluTanh,
+  Barrier, // orders the shared-memory accesses before and after it
+};
+
+struct Node {
+  explicit Node(Op op, std::vector<int> in = {}) : op(op), in(std::move(in)) {}
+  Op op;
+  std::vector<int> in;
+  int buffer = -1;            // Load / Store
+  std::vector<int64_t> index; // Load / Store: thread-0 position
+  double value = 0, value2 = 0;
+  std::string name;         // Value / Result
+  std::vector<int64_t> out; // Result / Store: the block output position
+};
+
+class Graph {
+public:
+  int addBuffer(Buffer b);
+  const Buffer &buffer(int id) const { return buffers[id]; }
+  const std::vector<Buffer> &allBuffers() const { return buffers; }
+
+  /// Adds a node; loads without predecessors of the same buffer and index
+  /// are merged (thesis Fig. 3.3), so duplicating an output's DFG over the
+  /// block shares the loads the outputs have in common.
+  int add(Node n);
+  int load(int buffer, std::vector<int64_t> index);
+  int op(Op op, std::vector<int> in, double value = 0, double value2 = 0);
+  int constant(double v);
+
+  const Node &node(int id) const { return nodes[id]; }
+  int size() const { return int(nodes.size()); }
+
+  /// The nodes `roots` reach backwards, in reverse post-order of the
+  /// reversed edges (every node after its operands): §3.3.3's extraction
+  /// and §3.4.1's emission order in one.
+  std::vector<int> reachedFrom(const std::vector<int> &roots) const;
+
+  /// Ids of the nodes with op `op` (e.g. the final stores to chunk).
+  std::vector<int> nodesWith(Op op) const;
+
+private:
+  std::vector<Buffer> buffers;
+  std::vector<Node> nodes;
+  std::map<std::pair<int, std::vector<int64_t>>, int> loads;
+};
+
+/// §3.3.3: the final nodes (stores or results) of thread 0's chunk — those
+/// whose block output position lies in [0, threadExtent) on every output
+/// dimension.
+std::vector<int> threadZeroChunk(const Graph &g, const std::vector<int> &finals,
+                                 const int64_t threadExtent[4]);
+
+} // namespace cuts::dfg
+
+#endif // CUTS_CODEGEN_DFG_DFG_H

@@ -1,0 +1,384 @@
+//===- Cuda.cpp - CUDA / HIP source from a kernel's DFGs ------------------===//
+#include "codegen/emit/Cuda.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace cuts::codegen {
+namespace {
+
+using dfg::Op;
+
+const char *kDimLetter = "nkhw";
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eni") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+class Emitter {
+public:
+  Emitter(const Kernel &k, Target t) : k(k), target(t) {
+    const TileParams &p = k.params;
+    threadExt[0] = p.Nt, threadExt[1] = p.Kt, threadExt[2] = p.Ht,
+    threadExt[3] = p.Wt;
+    blockExt[0] = p.Nb, blockExt[1] = p.Kb, blockExt[2] = p.Hb,
+    blockExt[3] = p.Wb;
+  }
+
+  std::string run();
+
+private:
+  // Position along buffer dimension d of thread 0's index `i`, for this
+  // thread (and block, for global buffers).
+  std::string position(const dfg::Buffer &b, size_t d, int64_t i) const {
+    const dfg::DimMap &m = b.map[d];
+    std::string s;
+    if (m.outDim != dfg::NoDim) {
+      char l = kDimLetter[m.outDim];
+      if (b.space == dfg::Space::Global)
+        s += "base_" + std::string(1, l) + " * " + std::to_string(m.scale) +
+             " + ";
+      s += "t_" + std::string(1, l) + " * " +
+           std::to_string(threadExt[m.outDim] * m.scale) + " + ";
+    }
+    return "(" + s + std::to_string(i) + ")";
+  }
+
+  std::string address(const dfg::Buffer &b,
+                      const std::vector<int64_t> &idx) const {
+    std::string s;
+    for (size_t d = 0; d < idx.size(); ++d)
+      s += (d ? " + " : "") + position(b, d, idx[d]) + " * " +
+           std::to_string(b.strides[d]);
+    return s;
+  }
+
+  // The guard of a global access: every position inside the tensor.
+  std::string inside(const dfg::Buffer &b,
+                     const std::vector<int64_t> &idx) const {
+    std::string s;
+    for (size_t d = 0; d < idx.size(); ++d)
+      s += (d ? " && " : "") + position(b, d, idx[d]) + " < " +
+           std::to_string(b.extents[d]);
+    return s;
+  }
+
+  std::string nameOf(const dfg::Graph &g, int id);
+  void emitGraph(const dfg::Graph &g, const std::string &indent);
+  void emitFetch(const Fetch &f, const std::string &indent);
+
+  const Kernel &k;
+  Target target;
+  int64_t threadExt[4], blockExt[4];
+  std::ostringstream os;
+  std::map<std::pair<const dfg::Graph *, int>, std::string> names;
+  int counter = 0;
+};
+
+std::string opName(Op op) {
+  switch (op) {
+  case Op::Add:
+    return "sum";
+  case Op::Sub:
+    return "diff";
+  case Op::Mul:
+    return "prod";
+  case Op::Div:
+    return "quot";
+  case Op::Max:
+    return "maxv";
+  case Op::Min:
+    return "minv";
+  case Op::Neg:
+    return "neg";
+  case Op::Relu:
+    return "relu";
+  case Op::Exp:
+    return "ex";
+  case Op::Log:
+    return "lg";
+  case Op::Sqrt:
+    return "root";
+  case Op::Erf:
+    return "erfv";
+  case Op::Tanh:
+    return "th";
+  case Op::Sigmoid:
+    return "sig";
+  case Op::Recip:
+    return "rcp";
+  case Op::Clip:
+    return "clip";
+  case Op::LeakyRelu:
+    return "lrelu";
+  case Op::HardSigmoid:
+    return "hsig";
+  case Op::HardSwish:
+    return "hswish";
+  case Op::Gelu:
+  case Op::GeluTanh:
+    return "gelu";
+  case Op::Const:
+    return "cst";
+  default:
+    return "v";
+  }
+}
+
+std::string Emitter::nameOf(const dfg::Graph &g, int id) {
+  auto key = std::make_pair(&g, id);
+  auto it = names.find(key);
+  if (it != names.end())
+    return it->second;
+  const dfg::Node &n = g.node(id);
+  std::string name;
+  if (n.op == Op::Value || (n.op == Op::Fma && !n.name.empty()))
+    name = n.name;
+  else if (n.op == Op::Load) {
+    name = g.buffer(n.buffer).name;
+    for (int64_t i : n.index)
+      name += "_" + std::to_string(i);
+  } else
+    name = opName(n.op) + std::to_string(counter++);
+  names[key] = name;
+  return name;
+}
+
+void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
+  // §3.3.3: thread 0's chunk of the final stores and results, and what it
+  // reaches; every thread runs the same code shifted by its coordinates.
+  std::vector<int> finals = g.nodesWith(Op::Store);
+  for (int r : g.nodesWith(Op::Result))
+    finals.push_back(r);
+  std::vector<int> chunk = dfg::threadZeroChunk(g, finals, threadExt);
+  for (int id : g.reachedFrom(chunk)) {
+    const dfg::Node &n = g.node(id);
+    auto in = [&](int i) { return nameOf(g, n.in[i]); };
+    std::string x = n.in.empty() ? "" : in(0);
+    std::string expr;
+    switch (n.op) {
+    case Op::Value:
+    case Op::Result:
+      continue; // registers: named, declared before the loop
+    case Op::Barrier:
+      os << ind << "__syncthreads();\n";
+      continue;
+    case Op::Load: {
+      const dfg::Buffer &b = g.buffer(n.buffer);
+      std::string a = b.name + "[" + address(b, n.index) + "]";
+      if (b.space == dfg::Space::Global)
+        a = "(" + inside(b, n.index) + ") ? " + a + " : 0.0f";
+      os << ind << "const float " << nameOf(g, id) << " = " << a << ";\n";
+      continue;
+    }
+    case Op::Store: {
+      const dfg::Buffer &b = g.buffer(n.buffer);
+      std::string a = b.name + "[" + address(b, n.index) + "] = " + x + ";";
+      if (b.space == dfg::Space::Global)
+        os << ind << "if (" << inside(b, n.index) << ")\n"
+           << ind << "  " << a << "\n";
+      else
+        os << ind << a << "\n";
+      continue;
+    }
+    case Op::Fma:
+      if (!n.name.empty()) { // an accumulator updated in place
+        os << ind << n.name << " = fmaf(" << x << ", " << in(1) << ", "
+           << n.name << ");\n";
+        continue;
+      }
+      expr = "fmaf(" + x + ", " + in(1) + ", " + in(2) + ")";
+      break;
+    case Op::Const:
+      expr = num(n.value);
+      break;
+    case Op::Add:
+      expr = x + " + " + in(1);
+      break;
+    case Op::Sub:
+      expr = x + " - " + in(1);
+      break;
+    case Op::Mul:
+      expr = x + " * " + in(1);
+      break;
+    case Op::Div:
+      expr = x + " / " + in(1);
+      break;
+    case Op::Max:
+      expr = "fmaxf(" + x + ", " + in(1) + ")";
+      break;
+    case Op::Min:
+      expr = "fminf(" + x + ", " + in(1) + ")";
+      break;
+    case Op::Neg:
+      expr = "-" + x;
+      break;
+    case Op::Relu:
+      expr = "fmaxf(" + x + ", 0.0f)";
+      break;
+    case Op::Exp:
+      expr = "expf(" + x + ")";
+      break;
+    case Op::Log:
+      expr = "logf(" + x + ")";
+      break;
+    case Op::Sqrt:
+      expr = "sqrtf(" + x + ")";
+      break;
+    case Op::Erf:
+      expr = "erff(" + x + ")";
+      break;
+    case Op::Tanh:
+      expr = "tanhf(" + x + ")";
+      break;
+    case Op::Sigmoid:
+      expr = "1.0f / (1.0f + expf(-" + x + "))";
+      break;
+    case Op::Recip:
+      expr = "1.0f / " + x;
+      break;
+    case Op::Clip:
+      expr = "fminf(fmaxf(" + x + ", " + num(n.value) + "), " + num(n.value2) +
+             ")";
+      break;
+    case Op::LeakyRelu:
+      expr = x + " < 0.0f ? " + num(n.value) + " * " + x + " : " + x;
+      break;
+    case Op::HardSigmoid:
+      expr = "fminf(fmaxf(" + num(n.value) + " * " + x + " + " + num(n.value2) +
+             ", 0.0f), 1.0f)";
+      break;
+    case Op::HardSwish:
+      expr = x + " * fminf(fmaxf(" + x + " / 6.0f + 0.5f, 0.0f), 1.0f)";
+      break;
+    case Op::Gelu:
+      expr = "0.5f * " + x + " * (1.0f + erff(" + x + " * 0.70710678f))";
+      break;
+    case Op::GeluTanh:
+      expr = "0.5f * " + x + " * (1.0f + tanhf(0.79788456f * (" + x +
+             " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
+      break;
+    }
+    os << ind << "const float " << nameOf(g, id) << " = " << expr << ";\n";
+  }
+}
+
+void Emitter::emitFetch(const Fetch &f, const std::string &ind) {
+  const TensorArg &t = k.tensors[f.tensor];
+  const dfg::Buffer &b = k.body.buffer(f.buffer);
+  int64_t total = 1;
+  for (const FetchDim &d : f.dims)
+    total *= d.extent;
+  // Consecutive threads take consecutive elements of the last axis.
+  os << ind << "for (int e = tid; e < " << total << "; e += kThreads) {\n";
+  std::string rest = "e", guard, global, shared;
+  for (size_t i = f.dims.size(); i-- > 0;) {
+    const FetchDim &d = f.dims[i];
+    std::string r = "r" + std::to_string(i);
+    os << ind << "  const int " << r << " = " << rest << " % " << d.extent
+       << ";\n";
+    if (i > 0) {
+      os << ind << "  const int q" << i << " = " << rest << " / " << d.extent
+         << ";\n";
+      rest = "q" + std::to_string(i);
+    }
+    std::string base = d.fromLoop ? "c0"
+                       : d.outDim == dfg::NoDim
+                           ? "0"
+                           : "base_" + std::string(1, kDimLetter[d.outDim]) +
+                                 " * " + std::to_string(d.scale);
+    std::string g = "g" + std::to_string(i);
+    os << ind << "  const long long " << g << " = " << base << " + " << d.offset
+       << " + " << r << ";\n";
+    guard = g + " >= 0 && " + g + " < " + std::to_string(d.globalExtent) +
+            (guard.empty() ? "" : " && " + guard);
+    global = g + " * " + std::to_string(d.globalStride) +
+             (global.empty() ? "" : " + " + global);
+    shared = r + " * " + std::to_string(d.sharedStride) +
+             (shared.empty() ? "" : " + " + shared);
+  }
+  os << ind << "  " << b.name << "[" << shared << "] = (" << guard << ") ? "
+     << t.name << "[" << global << "] : 0.0f;\n"
+     << ind << "}\n";
+}
+
+std::string Emitter::run() {
+  const TileParams &p = k.params;
+  int64_t threads = p.threads();
+  int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
+  int64_t dims[4] = {k.desc.N, k.desc.K, k.desc.H, k.desc.W};
+  os << "// " << k.name << ": " << k.summary << "\n"
+     << "// block " << p.Nb << "x" << p.Kb << "x" << p.Hb << "x" << p.Wb
+     << ", thread " << p.Nt << "x" << p.Kt << "x" << p.Ht << "x" << p.Wt
+     << " (N x K x H x W), C_input " << p.Cin << ", FORMAT_shared "
+     << formatName(p.format) << ", " << threads << " threads";
+  if (k.pul > 0)
+    os << ", PUL " << k.pul;
+  os << "\n// generated by cuts; do not edit\n";
+  if (target == Target::Hip)
+    os << "#include <hip/hip_runtime.h>\n";
+  os << "\n"
+     << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
+     << k.name << "(";
+  for (size_t i = 0; i < k.tensors.size(); ++i)
+    os << (i ? ", " : "") << (k.tensors[i].output ? "float" : "const float")
+       << " *__restrict__ " << k.tensors[i].name;
+  os << ") {\n"
+     << "  constexpr int kThreads = " << threads << ";\n"
+     << "  // Thread coordinates (W fastest, then H, K, N) and the block's\n"
+     << "  // first output along each dimension.\n"
+     << "  const int tid = threadIdx.x;\n"
+     << "  const int t_w = tid % " << cnt[3] << ";\n"
+     << "  const int t_h = (tid / " << cnt[3] << ") % " << cnt[2] << ";\n"
+     << "  const int t_k = (tid / " << cnt[3] * cnt[2] << ") % " << cnt[1]
+     << ";\n"
+     << "  const int t_n = tid / " << cnt[3] * cnt[2] * cnt[1] << ";\n"
+     << "  long long block = blockIdx.x;\n";
+  for (int d = 3; d >= 0; --d) {
+    int64_t tiles = (dims[d] + blockExt[d] - 1) / blockExt[d];
+    os << "  const long long base_" << kDimLetter[d] << " = (block % " << tiles
+       << ") * " << blockExt[d] << ";\n"
+       << "  block /= " << tiles << ";\n";
+  }
+  os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
+  for (const dfg::Buffer &b : k.body.allBuffers())
+    if (b.space == dfg::Space::Shared) {
+      // The last element's offset plus one (padding included).
+      int64_t size = 1;
+      for (size_t d = 0; d < b.extents.size(); ++d)
+        size += (b.extents[d] - 1) * b.strides[d];
+      os << "  __shared__ float " << b.name << "[" << size << "];\n";
+    }
+  for (const std::string &a : k.accumulators)
+    os << "  float " << a << " = 0.0f;\n";
+  os << "\n  for (long long c0 = 0; c0 < " << k.loopExtent
+     << "; c0 += " << p.Cin << ") {\n"
+     << "    // Fetch: global -> shared, all threads cooperating.\n";
+  for (const Fetch &f : k.fetches)
+    emitFetch(f, "    ");
+  os << "    __syncthreads();\n"
+     << "    // Compute: this thread's sub-DFG in reverse post-order.\n";
+  emitGraph(k.body, "    ");
+  os << "    __syncthreads();\n  }\n\n  // Loop exit: epilogue and stores.\n";
+  emitGraph(k.exit, "  ");
+  os << "}\n";
+  return os.str();
+}
+
+} // namespace
+
+std::string emitSource(const Kernel &kernel, Target target) {
+  return Emitter(kernel, target).run();
+}
+
+LaunchShape launchShape(const Kernel &k) {
+  return {numBlocks(k.desc, k.params), k.params.threads()};
+}
+
+} // namespace cuts::codegen

@@ -1,0 +1,35 @@
+//===- Cuda.h - CUDA / HIP source from a kernel's DFGs ----------*- C++ -*-===//
+//
+// §3.4.1: the kernel header and index set-up, a cooperative coalesced fetch
+// of every shared tile in its FORMAT_shared layout, the loop over C_input
+// slices with the compute phase printed from thread 0's sub-DFG in reverse
+// post-order, then the loop exit. CUDA and HIP differ only in the prologue.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_CODEGEN_EMIT_CUDA_H
+#define CUTS_CODEGEN_EMIT_CUDA_H
+
+#include "codegen/ops/Kernel.h"
+
+#include <string>
+
+namespace cuts::codegen {
+
+enum class Target { Cuda, Hip };
+
+struct LaunchShape {
+  int64_t blocks = 0;
+  int64_t threads = 0;
+};
+
+/// The kernel's source: one `extern "C" __global__` function named
+/// kernel.name whose parameters are kernel.tensors in order (float
+/// pointers, outputs non-const).
+std::string emitSource(const Kernel &kernel, Target target = Target::Cuda);
+
+/// The grid and block the kernel is launched with (one dimension each).
+LaunchShape launchShape(const Kernel &kernel);
+
+} // namespace cuts::codegen
+
+#endif // CUTS_CODEGEN_EMIT_CUDA_H

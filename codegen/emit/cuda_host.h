@@ -1,0 +1,754 @@
+//===- cuda_host.h - Run CUDA kernel source on the host ---------*- C++ -*-===//
+//
+// Included before a CUDA kernel's source and compiled by an ordinary C++17
+// host compiler (g++ -std=c++17 -pthread), this header makes the kernel run
+// on the CPU. The point is that the CPU runs the very source NVRTC compiles
+// for the GPU, not a re-emission of it, so a test that passes here tests the
+// GPU kernel's indexing, guards and barriers.
+//
+// cuts_host::launch(kernel, grid, block, args...) runs the grid's blocks one
+// after another and, inside a block, every CUDA thread on its own std::thread,
+// all at once, with real barriers: __syncthreads is a counting barrier over
+// the block, the warp intrinsics (__shfl_*_sync, __ballot_sync, __syncwarp)
+// exchange values through a per-warp buffer between two barriers over the
+// warp's lanes. A missing barrier is therefore a real race here and can
+// change the result instead of being hidden by running threads in order.
+// Races are timing-dependent, so a race may still go unnoticed on one run;
+// tests that want to see one must make it likely (see CodegenEmitTest.cpp).
+//
+// Supported:
+//  - __global__, __device__, __host__, __forceinline__, __noinline__,
+//    __launch_bounds__(...), __align__(n), __constant__ (a plain global),
+//    __restrict__ (already a GCC/Clang keyword).
+//  - __shared__ variables (static, see below). Dynamic shared memory is
+//    cuts_host::dynamicShared<T>() sized by launchWithShared; HostCompile
+//    rewrites `extern __shared__ T name[];` into it (no macro can: see
+//    HostCompile.cpp). The dynamic buffer is filled with 0xFF bytes (NaN for
+//    floats) before each block so reads of unwritten shared memory show.
+//  - threadIdx, blockIdx, blockDim, gridDim, warpSize; dim3, uint3, float2,
+//    float4, int2, int4, uint2, uint4, double2 and their make_* functions.
+//  - __syncthreads, __syncwarp, __threadfence(_block), __shfl_sync,
+//    __shfl_up_sync, __shfl_down_sync, __shfl_xor_sync (values up to 8
+//    bytes), __ballot_sync, __any_sync, __all_sync, atomicAdd/Sub/Exch/Min/
+//    Max/CAS (integers; atomicAdd and atomicExch also float, atomicAdd double),
+//    __ldg, clock64 (nanoseconds, not cycles), __nanosleep, printf.
+//  - min/max, <math.h> (expf, erff, tanhf, sqrtf, fminf, ...), rsqrtf, the
+//    fast intrinsics (__expf, __logf, __fdividef, ...: exact versions here),
+//    __popc, __clz, __ffs, __umulhi, __float_as_int and friends.
+//
+// Not supported (compile errors or documented differences):
+//  - half/bfloat16, tensor-core (wmma/mma) and inline PTX: compile errors.
+//  - Warp intrinsics with a mask that leaves out a lane still running: every
+//    lane of the warp that has not returned must take part (the barrier
+//    counts live lanes). Such code deadlocks here and the barrier reports a
+//    timeout. A source lane that has returned yields the caller's own value.
+//  - __syncthreads_count/and/or, cooperative groups, dynamic parallelism,
+//    texture/surface objects, cudaMemcpyToSymbol for __constant__.
+//  - A thread that returns no longer counts at __syncthreads (as on Volta
+//    and later in practice); threads waiting at different __syncthreads
+//    calls in the same phase are reported as an error.
+//  - Misaligned vector loads and out-of-bounds accesses do not fault (a
+//    program built with -fsanitize=address can pass the same flag to
+//    HostCompile to catch the latter).
+//  - Static __shared__ memory keeps its contents from the previous block
+//    (the GPU's would be undefined); only dynamic shared memory is poisoned.
+//  - One launch at a time per loaded module (launches serialise).
+//
+// Barrier timeout: CUTS_HOST_BARRIER_TIMEOUT_MS (default 10000) bounds each
+// wait; a barrier that times out is broken (all later waits return at once)
+// and the launch reports the error. A thread stuck in an endless loop still
+// hangs the launch.
+//
+// The module is meant to be compiled with -fvisibility=hidden (HostCompile
+// does) so that two loaded kernels, or a kernel and a program that includes
+// this header too, never share the inline globals below.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_CODEGEN_EMIT_CUDA_HOST_H
+#define CUTS_CODEGEN_EMIT_CUDA_HOST_H
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__) || defined(__HIPCC__)
+#error "cuda_host.h is for host compilers: GPU builds take the kernel alone"
+#endif
+#if __cplusplus < 201703L
+#error "cuda_host.h needs C++17 (inline variables, if constexpr)"
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <math.h>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#define CUTS_HOST_EXECUTION 1
+
+//===----------------------------------------------------------------------===//
+// Qualifiers
+//===----------------------------------------------------------------------===//
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __constant__
+// Blocks run one at a time, so a variable shared by every thread of the
+// process is shared by exactly the threads of the running block: a static.
+// (A function-local static in a template kernel is per instantiation, as
+// __shared__ is on the GPU.)
+#define __shared__ static
+
+//===----------------------------------------------------------------------===//
+// Vector and index types
+//===----------------------------------------------------------------------===//
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1)
+      : x(x), y(y), z(z) {}
+};
+struct __attribute__((aligned(8))) float2 {
+  float x, y;
+};
+struct __attribute__((aligned(16))) float4 {
+  float x, y, z, w;
+};
+struct __attribute__((aligned(8))) int2 {
+  int x, y;
+};
+struct __attribute__((aligned(16))) int4 {
+  int x, y, z, w;
+};
+struct __attribute__((aligned(8))) uint2 {
+  unsigned x, y;
+};
+struct __attribute__((aligned(16))) uint4 {
+  unsigned x, y, z, w;
+};
+struct __attribute__((aligned(16))) double2 {
+  double x, y;
+};
+
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return {x, y, z, w};
+}
+inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) {
+  return {x, y, z};
+}
+inline double2 make_double2(double x, double y) { return {x, y}; }
+
+// Each CUDA thread is a std::thread, so its index is thread-local. The
+// block's index and the launch's dimensions are the same for every thread
+// that runs at a time (blocks run one after another), so they are plain
+// globals set by the launcher between blocks.
+inline thread_local uint3 threadIdx;
+inline uint3 blockIdx;
+inline dim3 blockDim;
+inline dim3 gridDim;
+constexpr int warpSize = 32;
+
+//===----------------------------------------------------------------------===//
+// Arithmetic
+//===----------------------------------------------------------------------===//
+
+// CUDA overloads min/max for every pair of arithmetic types with the usual
+// conversions (min(int, unsigned) is unsigned); floats use fmin/fmax, which
+// return the other operand when one is NaN, like the GPU.
+template <class A, class B,
+          class = std::enable_if_t<std::is_arithmetic<A>::value &&
+                                   std::is_arithmetic<B>::value>>
+inline std::common_type_t<A, B> min(A a, B b) {
+  using T = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point<T>::value)
+    return fmin(T(a), T(b));
+  else
+    return T(b) < T(a) ? T(b) : T(a);
+}
+template <class A, class B,
+          class = std::enable_if_t<std::is_arithmetic<A>::value &&
+                                   std::is_arithmetic<B>::value>>
+inline std::common_type_t<A, B> max(A a, B b) {
+  using T = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point<T>::value)
+    return fmax(T(a), T(b));
+  else
+    return T(a) < T(b) ? T(b) : T(a);
+}
+
+// The GPU's fast approximations are computed exactly here: a kernel whose
+// result depends on their error is wrong on one of the two anyway.
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __fadd_rn(float x, float y) { return x + y; }
+inline float __fmul_rn(float x, float y) { return x * y; }
+inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
+inline float __saturatef(float x) {
+  return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; // NaN -> 0 as on the GPU
+}
+
+template <class To, class From> inline To cutsHostBitCast(From v) {
+  static_assert(sizeof(To) == sizeof(From), "bit cast between sizes");
+  To t;
+  std::memcpy(&t, &v, sizeof t);
+  return t;
+}
+inline float __int_as_float(int v) { return cutsHostBitCast<float>(v); }
+inline float __uint_as_float(unsigned v) { return cutsHostBitCast<float>(v); }
+inline int __float_as_int(float v) { return cutsHostBitCast<int>(v); }
+inline unsigned __float_as_uint(float v) {
+  return cutsHostBitCast<unsigned>(v);
+}
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
+inline int __clz(int v) { return v ? __builtin_clz(unsigned(v)) : 32; }
+inline int __clzll(long long v) {
+  return v ? __builtin_clzll((unsigned long long)v) : 64;
+}
+inline int __ffs(int v) { return __builtin_ffs(v); }
+inline int __ffsll(long long v) { return __builtin_ffsll(v); }
+inline unsigned __umulhi(unsigned a, unsigned b) {
+  return unsigned((unsigned long long)a * b >> 32);
+}
+inline int __mulhi(int a, int b) { return int((long long)a * b >> 32); }
+
+template <class T> inline T __ldg(const T *p) { return *p; }
+
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+inline void __nanosleep(unsigned ns) {
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+}
+
+//===----------------------------------------------------------------------===//
+// Atomics (GCC's __atomic builtins: lock-free for 4 and 8 bytes on x86-64)
+//===----------------------------------------------------------------------===//
+
+template <class T>
+using CutsHostAtomicInt =
+    std::enable_if_t<std::is_integral<T>::value && sizeof(T) >= 4, T>;
+
+template <class T> inline CutsHostAtomicInt<T> atomicAdd(T *p, T v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+template <class T> inline CutsHostAtomicInt<T> atomicSub(T *p, T v) {
+  return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST);
+}
+template <class T> inline CutsHostAtomicInt<T> atomicExch(T *p, T v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+template <class T> inline CutsHostAtomicInt<T> atomicCAS(T *p, T cmp, T v) {
+  __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+  return cmp; // the old value whether or not the exchange happened
+}
+// Floating-point add and integer min/max: a compare-and-swap loop.
+template <class T, class F> inline T cutsHostAtomicUpdate(T *p, F f) {
+  T old;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  T desired;
+  do
+    desired = f(old);
+  while (!__atomic_compare_exchange(p, &old, &desired, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED));
+  return old;
+}
+inline float atomicAdd(float *p, float v) {
+  return cutsHostAtomicUpdate(p, [v](float old) { return old + v; });
+}
+inline double atomicAdd(double *p, double v) {
+  return cutsHostAtomicUpdate(p, [v](double old) { return old + v; });
+}
+inline float atomicExch(float *p, float v) {
+  float old;
+  __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
+  return old;
+}
+template <class T> inline CutsHostAtomicInt<T> atomicMin(T *p, T v) {
+  return cutsHostAtomicUpdate(p, [v](T old) { return v < old ? v : old; });
+}
+template <class T> inline CutsHostAtomicInt<T> atomicMax(T *p, T v) {
+  return cutsHostAtomicUpdate(p, [v](T old) { return old < v ? v : old; });
+}
+
+inline void __threadfence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void __threadfence_block() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+//===----------------------------------------------------------------------===//
+// The runtime: barriers, warps, blocks, launches
+//===----------------------------------------------------------------------===//
+
+namespace cuts_host {
+
+struct LaunchResult {
+  std::string error; // empty on success
+  bool ok() const { return error.empty(); }
+};
+
+namespace detail {
+
+// The launch's first error; later ones are usually consequences of it.
+struct LaunchState {
+  std::mutex launchMutex; // one launch at a time: statics are per module
+  std::mutex errorMutex;
+  std::string error;
+  std::chrono::milliseconds barrierTimeout{10000};
+  unsigned char *dynamicShared = nullptr;
+  size_t dynamicSharedBytes = 0;
+};
+inline LaunchState state;
+
+inline void recordError(const std::string &message) {
+  std::lock_guard<std::mutex> lock(state.errorMutex);
+  if (state.error.empty())
+    state.error = message;
+}
+
+inline std::string blockName() {
+  return "block (" + std::to_string(blockIdx.x) + "," +
+         std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + ")";
+}
+
+// A reusable barrier over the threads of a block or the lanes of a warp
+// (mutex + condition variable + generation counter: C++17 has no
+// std::barrier). A thread that returns from the kernel leaves, so the
+// others are not kept waiting for it.
+class Barrier {
+public:
+  void reset(unsigned participants, std::string what) {
+    expected = participants;
+    name = std::move(what);
+  }
+
+  // `site` tells apart the __syncthreads calls of the kernel (its line):
+  // threads of one phase waiting at different calls is a kernel bug.
+  void arriveAndWait(int site) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (broken)
+      return;
+    if (arrived == 0)
+      phaseSite = site;
+    else if (site != phaseSite)
+      recordError(blockName() + ": threads wait at different " + name +
+                  " calls (lines " + std::to_string(phaseSite) + " and " +
+                  std::to_string(site) + ") at the same time");
+    if (++arrived == expected) {
+      releaseLocked();
+      return;
+    }
+    unsigned long long generation = phase;
+    if (!done.wait_for(lock, state.barrierTimeout,
+                       [&] { return phase != generation || broken; })) {
+      broken = true;
+      recordError(blockName() + ": " + name + " timed out with " +
+                  std::to_string(arrived) + " of " + std::to_string(expected) +
+                  " threads arrived (the others wait at another barrier, "
+                  "skipped it without returning, or loop forever)");
+      done.notify_all();
+    }
+  }
+
+  void leave() {
+    std::lock_guard<std::mutex> lock(mutex);
+    --expected;
+    if (arrived > 0 && arrived == expected)
+      releaseLocked();
+  }
+
+private:
+  void releaseLocked() {
+    arrived = 0;
+    ++phase;
+    done.notify_all();
+  }
+
+  std::mutex mutex;
+  std::condition_variable done;
+  unsigned expected = 0, arrived = 0;
+  unsigned long long phase = 0;
+  int phaseSite = -1;
+  bool broken = false;
+  std::string name;
+};
+
+// A warp's exchange buffer. Every collective a lane executes bumps its own
+// round; a slot is only read if its writer is in the same round, so a lane
+// that has returned (and left a stale slot) is recognised.
+struct Warp {
+  struct Slot {
+    unsigned long long bits = 0;
+    unsigned long long round = 0;
+  };
+  Barrier barrier;
+  unsigned lanes = 0; // < 32 for the last warp of an odd-sized block
+  Slot slots[32];
+};
+
+struct Block {
+  Barrier barrier;
+  std::vector<std::unique_ptr<Warp>> warps;
+};
+
+struct ThreadContext {
+  Block *block = nullptr;
+  Warp *warp = nullptr;
+  unsigned lane = 0;
+  unsigned long long round = 0; // collectives this lane has executed
+};
+inline thread_local ThreadContext *current = nullptr;
+
+inline ThreadContext &self() {
+  if (!current) {
+    std::fprintf(stderr,
+                 "cuts_host: a device intrinsic ran outside a launch\n");
+    std::abort();
+  }
+  return *current;
+}
+
+// Posts this lane's value, waits for the warp, calls read(slots, round),
+// and waits again so that no lane overwrites its slot for the next
+// collective while another still reads it.
+template <class T, class Read> auto warpExchange(T value, Read read) {
+  static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
+                "warp intrinsics take values of at most 8 bytes");
+  ThreadContext &t = self();
+  Warp &w = *t.warp;
+  unsigned long long round = ++t.round;
+  std::memcpy(&w.slots[t.lane].bits, &value, sizeof(T));
+  w.slots[t.lane].round = round;
+  w.barrier.arriveAndWait(0);
+  auto result = read(w.slots, round);
+  w.barrier.arriveAndWait(0);
+  return result;
+}
+
+template <class T> T shuffleFrom(T value, int srcLane) {
+  return warpExchange(
+      value, [&](const Warp::Slot *slots, unsigned long long round) {
+        T out = value;
+        if (srcLane >= 0 && srcLane < 32 && slots[srcLane].round == round)
+          std::memcpy(&out, &slots[srcLane].bits, sizeof(T));
+        return out;
+      });
+}
+
+inline unsigned ballot(bool predicate) {
+  return warpExchange(int(predicate),
+                      [](const Warp::Slot *slots, unsigned long long round) {
+                        unsigned mask = 0;
+                        for (unsigned lane = 0; lane < 32; ++lane)
+                          if (slots[lane].round == round && slots[lane].bits)
+                            mask |= 1u << lane;
+                        return mask;
+                      });
+}
+
+inline unsigned activeMask() {
+  return warpExchange(1, [](const Warp::Slot *slots, unsigned long long round) {
+    unsigned mask = 0;
+    for (unsigned lane = 0; lane < 32; ++lane)
+      if (slots[lane].round == round)
+        mask |= 1u << lane;
+    return mask;
+  });
+}
+
+// Threads of a block start together behind this gate, so that they run
+// concurrently rather than in creation order, and so that a failed thread
+// creation can cancel the block before any thread reached a barrier.
+class StartGate {
+public:
+  bool wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    opened.wait(lock, [&] { return state != Closed; });
+    return state == Go;
+  }
+  void open(bool go) {
+    std::lock_guard<std::mutex> lock(mutex);
+    state = go ? Go : Cancel;
+    opened.notify_all();
+  }
+
+private:
+  enum { Closed, Go, Cancel } state = Closed;
+  std::mutex mutex;
+  std::condition_variable opened;
+};
+
+using Invoke = void (*)(const void *closure);
+
+inline void runThread(Block &block, unsigned tid, StartGate &gate,
+                      Invoke invoke, const void *closure) {
+  ThreadContext context;
+  context.block = &block;
+  context.warp = block.warps[tid / 32].get();
+  context.lane = tid % 32;
+  current = &context;
+  threadIdx = {tid % blockDim.x, tid / blockDim.x % blockDim.y,
+               tid / (blockDim.x * blockDim.y)};
+  if (gate.wait()) {
+    try {
+      invoke(closure);
+    } catch (const std::exception &e) {
+      recordError(blockName() + ": exception in the kernel: " + e.what());
+    } catch (...) {
+      recordError(blockName() + ": exception in the kernel");
+    }
+  }
+  context.warp->barrier.leave();
+  block.barrier.leave();
+  current = nullptr;
+}
+
+inline void runBlock(unsigned threads, Invoke invoke, const void *closure) {
+  Block block;
+  block.barrier.reset(threads, "__syncthreads");
+  for (unsigned first = 0; first < threads; first += 32) {
+    block.warps.push_back(std::make_unique<Warp>());
+    Warp &w = *block.warps.back();
+    w.lanes = threads - first < 32 ? threads - first : 32;
+    w.barrier.reset(w.lanes, "warp " + std::to_string(first / 32) +
+                                 " collective (__shfl/__ballot/__syncwarp)");
+  }
+  StartGate gate;
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  bool started = true;
+  try {
+    for (unsigned tid = 0; tid < threads; ++tid)
+      pool.emplace_back(runThread, std::ref(block), tid, std::ref(gate), invoke,
+                        closure);
+  } catch (const std::exception &e) {
+    recordError(blockName() + ": cannot start " + std::to_string(threads) +
+                " threads: " + e.what());
+    started = false;
+  }
+  gate.open(started);
+  for (std::thread &t : pool)
+    t.join();
+}
+
+inline std::string checkShape(dim3 grid, dim3 block, size_t sharedBytes) {
+  unsigned long long threads = 1ull * block.x * block.y * block.z;
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+    return "empty grid or block";
+  if (threads > 1024 || block.z > 64)
+    return "block of " + std::to_string(threads) +
+           " threads exceeds CUDA's limits (1024, z <= 64)";
+  if (grid.y > 65535 || grid.z > 65535)
+    return "grid y/z exceeds CUDA's 65535";
+  if (sharedBytes > 232448)
+    return "dynamic shared memory above 227 KiB";
+  return "";
+}
+
+inline LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes,
+                            Invoke invoke, const void *closure) {
+  std::lock_guard<std::mutex> launchLock(state.launchMutex);
+  std::string shapeError = checkShape(grid, block, sharedBytes);
+  if (!shapeError.empty())
+    return {shapeError};
+  state.error.clear();
+  state.barrierTimeout = std::chrono::milliseconds(10000);
+  if (const char *ms = std::getenv("CUTS_HOST_BARRIER_TIMEOUT_MS"))
+    state.barrierTimeout = std::chrono::milliseconds(std::atoll(ms));
+
+  // 128-byte aligned like the GPU's shared window, so vector casts work.
+  std::vector<unsigned char> sharedStorage(sharedBytes + 128);
+  unsigned char *sharedBase = sharedStorage.data();
+  sharedBase += (128 - reinterpret_cast<uintptr_t>(sharedBase) % 128) % 128;
+  state.dynamicShared = sharedBytes ? sharedBase : nullptr;
+  state.dynamicSharedBytes = sharedBytes;
+
+  gridDim = grid;
+  blockDim = block;
+  unsigned threads = block.x * block.y * block.z;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        blockIdx = {x, y, z};
+        std::memset(sharedBase, 0xFF, sharedBytes);
+        runBlock(threads, invoke, closure);
+        // Later blocks would only repeat the error (or hang on it).
+        if (!state.error.empty()) {
+          state.dynamicShared = nullptr;
+          return {state.error};
+        }
+      }
+  state.dynamicShared = nullptr;
+  return {};
+}
+
+template <class F> void invokeClosure(const void *closure) {
+  (*static_cast<const F *>(closure))();
+}
+
+template <class F>
+LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes, const F &f) {
+  return runGrid(grid, block, sharedBytes, &invokeClosure<F>, &f);
+}
+
+template <class... P, size_t... I>
+LaunchResult launchPacked(void (*kernel)(P...), dim3 grid, dim3 block,
+                          size_t sharedBytes, void *const *args,
+                          std::index_sequence<I...>) {
+  // Parameters are per-thread copies on the GPU; each call copies here too.
+  return runGrid(grid, block, sharedBytes, [&] {
+    kernel(*static_cast<const std::remove_reference_t<P> *>(args[I])...);
+  });
+}
+
+} // namespace detail
+
+/// The dynamic shared memory of the running launch (launchWithShared).
+template <class T> T *dynamicShared() {
+  return reinterpret_cast<T *>(detail::state.dynamicShared);
+}
+
+/// kernel<<<grid, block, sharedBytes>>>(args...), run on the host.
+template <class... P, class... A>
+LaunchResult launchWithShared(void (*kernel)(P...), dim3 grid, dim3 block,
+                              size_t sharedBytes, A &&...args) {
+  static_assert(sizeof...(P) == sizeof...(A),
+                "wrong number of kernel arguments");
+  return detail::runGrid(grid, block, sharedBytes, [&] { kernel(args...); });
+}
+
+/// kernel<<<grid, block>>>(args...), run on the host.
+template <class... P, class... A>
+LaunchResult launch(void (*kernel)(P...), dim3 grid, dim3 block, A &&...args) {
+  return launchWithShared(kernel, grid, block, 0, std::forward<A>(args)...);
+}
+
+/// The C entry HostCompile generates for a kernel: args is laid out like
+/// cuLaunchKernel's kernelParams (args[i] points at a value of parameter i's
+/// exact type). Returns 0, or 1 with the message in error[0..errorSize).
+template <class... P>
+int launchFromC(void (*kernel)(P...), const unsigned *grid,
+                const unsigned *block, unsigned long long sharedBytes,
+                void *const *args, int numArgs, char *error,
+                unsigned long errorSize) {
+  LaunchResult result;
+  try {
+    if (numArgs != int(sizeof...(P)))
+      result.error = "the kernel takes " + std::to_string(sizeof...(P)) +
+                     " arguments, got " + std::to_string(numArgs);
+    else
+      result =
+          detail::launchPacked(kernel, dim3(grid[0], grid[1], grid[2]),
+                               dim3(block[0], block[1], block[2]), sharedBytes,
+                               args, std::index_sequence_for<P...>());
+  } catch (const std::exception &e) {
+    result.error = std::string("host launch failed: ") + e.what();
+  } catch (...) {
+    result.error = "host launch failed";
+  }
+  if (result.ok())
+    return 0;
+  if (error && errorSize)
+    std::snprintf(error, errorSize, "%s", result.error.c_str());
+  return 1;
+}
+
+} // namespace cuts_host
+
+//===----------------------------------------------------------------------===//
+// Barriers and warp intrinsics
+//===----------------------------------------------------------------------===//
+
+// A macro so that each call site is known: threads of one phase waiting at
+// different __syncthreads calls is reported.
+#define __syncthreads()                                                        \
+  ::cuts_host::detail::self().block->barrier.arriveAndWait(__LINE__)
+
+// Masks are not checked: every live lane of the warp must take part.
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  (void)mask;
+  cuts_host::detail::self().warp->barrier.arriveAndWait(0);
+}
+inline unsigned __activemask() { return cuts_host::detail::activeMask(); }
+inline unsigned __ballot_sync(unsigned, int predicate) {
+  return cuts_host::detail::ballot(predicate != 0);
+}
+inline int __any_sync(unsigned, int predicate) {
+  return cuts_host::detail::ballot(predicate != 0) != 0;
+}
+inline int __all_sync(unsigned, int predicate) {
+  // All lanes that took part (exited ones do not vote).
+  unsigned taking = cuts_host::detail::activeMask();
+  return cuts_host::detail::ballot(predicate != 0) == taking;
+}
+
+// Lane arithmetic of the PTX shfl modes, `width` a power of two <= 32: a
+// source outside the caller's width-segment yields the caller's value.
+template <class T>
+inline T __shfl_sync(unsigned, T var, int srcLane, int width = warpSize) {
+  int lane = int(cuts_host::detail::self().lane);
+  int segment = lane & ~(width - 1);
+  return cuts_host::detail::shuffleFrom(var, segment + (srcLane & (width - 1)));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned, T var, unsigned delta, int width = warpSize) {
+  int lane = int(cuts_host::detail::self().lane);
+  int src = lane - int(delta);
+  bool inside = src >= (lane & ~(width - 1));
+  return cuts_host::detail::shuffleFrom(var, inside ? src : lane);
+}
+template <class T>
+inline T __shfl_down_sync(unsigned, T var, unsigned delta,
+                          int width = warpSize) {
+  int lane = int(cuts_host::detail::self().lane);
+  int src = lane + int(delta);
+  bool inside = src < (lane & ~(width - 1)) + width;
+  return cuts_host::detail::shuffleFrom(var, inside ? src : lane);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned, T var, int laneMask, int width = warpSize) {
+  int lane = int(cuts_host::detail::self().lane);
+  int src = lane ^ laneMask;
+  // Lanes may read earlier segments but not later ones (CUDA guide).
+  bool inside = src < (lane & ~(width - 1)) + width;
+  return cuts_host::detail::shuffleFrom(var, inside ? src : lane);
+}
+
+#endif // CUTS_CODEGEN_EMIT_CUDA_HOST_H

@@ -1,0 +1,173 @@
+//===- Conv.cpp - direct and depthwise convolution kernels ----------------===//
+//
+// The baseline DFG of one output (thesis Fig. 3.3(b)) is a chain of
+// multiply-adds over the C_input x FH x FW window of the input tile and the
+// filter tile; duplicated over the block's outputs, the window loads that
+// neighbouring outputs share merge into one node. Padding is the fetch's:
+// input positions outside the image read 0.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/ops/Conv.h"
+
+#include <algorithm>
+
+namespace cuts::codegen {
+namespace {
+
+// Strides of a shared tile with axes N, C, H, W laid out in FORMAT_shared
+// order, the innermost axis padded by a word when it is a multiple of the
+// bank count (bank-conflict-aware padding, §3.4.2).
+std::vector<int64_t> formatStrides(const SharedFormat &f,
+                                   const int64_t ext[4]) {
+  auto axis = [](char c) {
+    return c == 'N' ? 0 : c == 'C' ? 1 : c == 'H' ? 2 : 3;
+  };
+  std::vector<int64_t> strides(4, 1);
+  int64_t s = 1;
+  for (int i = 3; i >= 0; --i) {
+    int a = axis(f[i]);
+    strides[a] = s;
+    int64_t e = ext[a];
+    if (i == 3 && e > 1 && e % 32 == 0)
+      e += 1;
+    s *= e;
+  }
+  return strides;
+}
+
+FetchDim fetchDim(int64_t extent, int outDim, int64_t scale, int64_t offset,
+                  bool loop, int64_t gExtent, int64_t gStride,
+                  int64_t sStride) {
+  FetchDim d;
+  d.extent = extent, d.outDim = outDim, d.scale = scale, d.offset = offset;
+  d.fromLoop = loop, d.globalExtent = gExtent, d.globalStride = gStride;
+  d.sharedStride = sStride;
+  return d;
+}
+
+} // namespace
+
+std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
+                                const TileParams &p,
+                                const std::vector<EpilogueOp> &epilogue,
+                                std::string &error) {
+  bool depthwise = s.group > 1;
+  if (depthwise && (s.group != s.C || s.K != s.C)) {
+    error = "only group = 1 and depthwise (group = C = K) convolutions are "
+            "generated";
+    return std::nullopt;
+  }
+  if (p.Nb % p.Nt || p.Kb % p.Kt || p.Hb % p.Ht || p.Wb % p.Wt ||
+      (!depthwise && (p.Cin < 1 || s.C % p.Cin))) {
+    error = "parameters do not tile the convolution (block extents must be "
+            "multiples of thread extents, C_input must divide C)";
+    return std::nullopt;
+  }
+  Kernel k;
+  k.name = name;
+  k.params = p;
+  if (depthwise)
+    k.params.Cin = 1;
+  k.desc.kind = depthwise ? OpKind::DepthwiseConv : OpKind::Conv;
+  k.desc.N = s.N, k.desc.C = depthwise ? 1 : s.C, k.desc.K = s.K;
+  k.desc.H = s.OH, k.desc.W = s.OW;
+  k.desc.FH = s.FH, k.desc.FW = s.FW, k.desc.SH = s.SH, k.desc.SW = s.SW;
+  k.desc.PH = s.PH, k.desc.PW = s.PW, k.desc.DH = s.DH, k.desc.DW = s.DW;
+  k.loopExtent = depthwise ? 1 : s.C;
+  int64_t cin = k.params.Cin;
+  int64_t inH = (p.Hb - 1) * s.SH + (s.FH - 1) * s.DH + 1;
+  int64_t inW = (p.Wb - 1) * s.SW + (s.FW - 1) * s.DW + 1;
+  int64_t cw = depthwise ? 1 : s.C; // weight's channels per output
+  k.tensors = {{"X", {s.N, s.C, s.H, s.W}, false},
+               {"Wt", {s.K, cw, s.FH, s.FW}, false}};
+
+  // The input tile: N x (C_input, or the block's channels when depthwise) x
+  // inH x inW in FORMAT_shared; the filter tile row-major.
+  const int64_t ext[4] = {p.Nb, depthwise ? p.Kb : cin, inH, inW};
+  std::vector<int64_t> is = formatStrides(sharedFormats()[p.format], ext);
+  int in = k.body.addBuffer({"Xs",
+                             dfg::Space::Shared,
+                             {ext[0], ext[1], ext[2], ext[3]},
+                             is,
+                             {{dfg::DimN, 1},
+                              {depthwise ? dfg::DimK : dfg::NoDim, 1},
+                              {dfg::DimH, s.SH},
+                              {dfg::DimW, s.SW}}});
+  int64_t wc = depthwise ? 1 : cin;
+  std::vector<int64_t> ws{wc * s.FH * s.FW, s.FH * s.FW, s.FW, 1};
+  int wt = k.body.addBuffer(
+      {"Ws",
+       dfg::Space::Shared,
+       {p.Kb, wc, s.FH, s.FW},
+       ws,
+       {{dfg::DimK, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}}});
+  int64_t hw = s.H * s.W;
+  k.fetches.push_back(
+      {0,
+       in,
+       {fetchDim(ext[0], dfg::DimN, 1, 0, false, s.N, s.C * hw, is[0]),
+        depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, hw, is[1])
+                  : fetchDim(ext[1], dfg::NoDim, 1, 0, true, s.C, hw, is[1]),
+        fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, s.W, is[2]),
+        fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, 1, is[3])}});
+  int64_t fhw = s.FH * s.FW;
+  k.fetches.push_back(
+      {1,
+       wt,
+       {fetchDim(p.Kb, dfg::DimK, 1, 0, false, s.K, cw * fhw, ws[0]),
+        fetchDim(wc, dfg::NoDim, 1, 0, !depthwise, cw, fhw, ws[1]),
+        fetchDim(s.FH, dfg::NoDim, 1, 0, false, s.FH, s.FW, ws[2]),
+        fetchDim(s.FW, dfg::NoDim, 1, 0, false, s.FW, 1, ws[3])}});
+
+  // Loop body: acc(n, k, h, w) += X[n, c, h*SH + fh*DH, w*SW + fw*DW] *
+  // Wt[k, c, fh, fw] over this iteration's channels and the window.
+  const int64_t block[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
+  const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
+  int64_t pos[4];
+  for (pos[0] = 0; pos[0] < block[0]; ++pos[0])
+    for (pos[1] = 0; pos[1] < block[1]; ++pos[1])
+      for (pos[2] = 0; pos[2] < block[2]; ++pos[2])
+        for (pos[3] = 0; pos[3] < block[3]; ++pos[3]) {
+          int64_t local[4];
+          for (int d = 0; d < 4; ++d)
+            local[d] = pos[d] % thread[d];
+          dfg::Node v(dfg::Op::Value);
+          v.name = accName(local);
+          int acc = k.body.add(v);
+          for (int64_t c = 0; c < wc; ++c)
+            for (int64_t fh = 0; fh < s.FH; ++fh)
+              for (int64_t fw = 0; fw < s.FW; ++fw) {
+                int x = k.body.load(in, {pos[0], depthwise ? pos[1] : c,
+                                         pos[2] * s.SH + fh * s.DH,
+                                         pos[3] * s.SW + fw * s.DW});
+                int w = k.body.load(wt, {pos[1], c, fh, fw});
+                dfg::Node fma(dfg::Op::Fma, {x, w, acc});
+                fma.name = v.name;
+                acc = k.body.add(fma);
+              }
+          dfg::Node r(dfg::Op::Result, {acc});
+          r.name = v.name;
+          r.out = {pos[0], pos[1], pos[2], pos[3]};
+          k.body.add(r);
+        }
+  int64_t local[4];
+  for (local[0] = 0; local[0] < p.Nt; ++local[0])
+    for (local[1] = 0; local[1] < p.Kt; ++local[1])
+      for (local[2] = 0; local[2] < p.Ht; ++local[2])
+        for (local[3] = 0; local[3] < p.Wt; ++local[3])
+          k.accumulators.push_back(accName(local));
+
+  if (!buildExit(k, "Y", {s.N, s.K, s.OH, s.OW},
+                 {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue, error))
+    return std::nullopt;
+  k.summary = std::string(depthwise ? "depthwise conv " : "conv ") +
+              std::to_string(s.FH) + "x" + std::to_string(s.FW) + " stride " +
+              std::to_string(s.SH) + " on " + std::to_string(s.N) + "x" +
+              std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
+              std::to_string(s.W) + " -> " + std::to_string(s.K) + " channels";
+  for (const EpilogueOp &e : epilogue)
+    k.summary += e.operand.empty() ? " + unary" : " + " + e.operand;
+  return k;
+}
+
+} // namespace cuts::codegen

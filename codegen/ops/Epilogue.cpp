@@ -1,0 +1,102 @@
+//===- Epilogue.cpp - the loop-exit DFG shared by the looped ops ----------===//
+//
+// After the last C_input iteration every output of the block holds its sum
+// in a register; the exit DFG applies the register-level fused ops and
+// stores to global memory (thesis §3.3.1's loop-exit DFG, §3.3.2's
+// register-level concatenation).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/ops/Kernel.h"
+
+namespace cuts::codegen {
+
+std::string accName(const int64_t local[4]) {
+  std::string s = "acc";
+  for (int d = 0; d < 4; ++d)
+    s += "_" + std::to_string(local[d]);
+  return s;
+}
+
+bool buildExit(Kernel &k, const std::string &out,
+               const std::vector<int64_t> &outShape,
+               const std::vector<int> &outDims,
+               const std::vector<EpilogueOp> &epilogue, std::string &error) {
+  const TileParams &p = k.params;
+  auto stridesOf = [](const std::vector<int64_t> &shape) {
+    std::vector<int64_t> s(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;)
+      s[d - 1] = s[d] * shape[d];
+    return s;
+  };
+  std::vector<dfg::DimMap> outMap;
+  for (int d : outDims)
+    outMap.push_back({d, 1});
+  int y = k.exit.addBuffer(
+      {out, dfg::Space::Global, outShape, stridesOf(outShape), outMap});
+
+  // Operands: a per-channel vector follows K; a full tensor the output.
+  int64_t channels = 1;
+  for (size_t d = 0; d < outDims.size(); ++d)
+    if (outDims[d] == dfg::DimK)
+      channels = outShape[d];
+  std::vector<int> operands;
+  for (const EpilogueOp &e : epilogue) {
+    if (e.operand.empty()) {
+      operands.push_back(-1);
+      continue;
+    }
+    bool vector = e.operandShape == std::vector<int64_t>{channels};
+    if (!vector && e.operandShape != outShape) {
+      error = "epilogue operand '" + e.operand +
+              "' is neither per-channel nor of the output's shape";
+      return false;
+    }
+    k.tensors.push_back({e.operand, e.operandShape, false});
+    operands.push_back(k.exit.addBuffer(
+        vector ? dfg::Buffer{e.operand,
+                             dfg::Space::Global,
+                             {channels},
+                             {1},
+                             {{dfg::DimK, 1}}}
+               : dfg::Buffer{e.operand, dfg::Space::Global, outShape,
+                             stridesOf(outShape), outMap}));
+  }
+  k.tensors.push_back({out, outShape, true});
+
+  const int64_t block[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
+  const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
+  int64_t pos[4];
+  for (pos[0] = 0; pos[0] < block[0]; ++pos[0])
+    for (pos[1] = 0; pos[1] < block[1]; ++pos[1])
+      for (pos[2] = 0; pos[2] < block[2]; ++pos[2])
+        for (pos[3] = 0; pos[3] < block[3]; ++pos[3]) {
+          int64_t local[4];
+          for (int d = 0; d < 4; ++d)
+            local[d] = pos[d] % thread[d];
+          dfg::Node in(dfg::Op::Value);
+          in.name = accName(local);
+          int v = k.exit.add(in);
+          std::vector<int64_t> index;
+          for (int d : outDims)
+            index.push_back(pos[d]);
+          for (size_t e = 0; e < epilogue.size(); ++e) {
+            std::vector<int> ins{v};
+            if (operands[e] >= 0)
+              ins.push_back(k.exit.load(
+                  operands[e], epilogue[e].operandShape.size() == 1 &&
+                                       epilogue[e].operandShape != outShape
+                                   ? std::vector<int64_t>{pos[dfg::DimK]}
+                                   : index));
+            v = k.exit.op(epilogue[e].op, ins, epilogue[e].value,
+                          epilogue[e].value2);
+          }
+          dfg::Node st(dfg::Op::Store, {v});
+          st.buffer = y;
+          st.index = index;
+          st.out = {pos[0], pos[1], pos[2], pos[3]};
+          k.exit.add(st);
+        }
+  return true;
+}
+
+} // namespace cuts::codegen

@@ -1,0 +1,99 @@
+//===- Kernel.h - a kernel as the emitters see it ---------------*- C++ -*-===//
+//
+// What an op family (codegen/ops) hands the emitters (codegen/emit): the
+// global tensors, the cooperative fetches of each loop iteration (global ->
+// shared tile in FORMAT_shared), the loop-body DFG (compute phase), the
+// loop-exit DFG (epilogue and global stores), and the tile parameters.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_CODEGEN_OPS_KERNEL_H
+#define CUTS_CODEGEN_OPS_KERNEL_H
+
+#include "codegen/dfg/Dfg.h"
+#include "perfmodel/Roofline.h"
+
+#include <string>
+#include <vector>
+
+namespace cuts::codegen {
+
+struct TensorArg {
+  std::string name;
+  std::vector<int64_t> shape; // row-major in global memory
+  bool output = false;
+};
+
+/// One axis of a tile fetch: the tile's local index r along this axis reads
+/// the global position base + offset + r, where base is the block's first
+/// output along `outDim` times `scale` (or the reduction loop's c0, or 0).
+/// Positions outside [0, globalExtent) read 0 (padding and ragged edges).
+struct FetchDim {
+  int64_t extent = 1;      // tile extent
+  int outDim = dfg::NoDim; // follows the block along this output dim
+  int64_t scale = 1;       // e.g. the stride of a convolution
+  int64_t offset = 0;      // e.g. minus the begin padding
+  bool fromLoop = false;   // follows the C_input loop instead
+  int64_t globalExtent = 1;
+  int64_t globalStride = 1; // element stride in the global tensor
+  int64_t sharedStride = 1; // element stride in the shared tile
+};
+
+/// One iteration's cooperative copy of a global tile into a shared buffer;
+/// the last axis varies fastest across threads, so when it is the global
+/// tensor's innermost axis the reads coalesce.
+struct Fetch {
+  int tensor = 0; // index into Kernel::tensors
+  int buffer = 0; // shared buffer in the body graph
+  std::vector<FetchDim> dims;
+};
+
+/// An elementwise op fused after the anchor at the register level (thesis
+/// Fig. 3.4(c)): op(value[, operand]). The operand, if any, is a global
+/// tensor: a per-channel vector (shape [extent along K], e.g. a bias) or a
+/// tensor of the output's shape (e.g. a residual).
+struct EpilogueOp {
+  dfg::Op op;
+  double value = 0, value2 = 0;
+  std::string operand; // empty: a unary op
+  std::vector<int64_t> operandShape;
+
+  static EpilogueOp unary(dfg::Op op, double value = 0, double value2 = 0) {
+    return {op, value, value2, "", {}};
+  }
+  static EpilogueOp binary(dfg::Op op, std::string operand,
+                           std::vector<int64_t> shape) {
+    return {op, 0, 0, std::move(operand), std::move(shape)};
+  }
+};
+
+struct Kernel {
+  std::string name;
+  std::string summary; // ops and parameters, for the header comment
+  OpDesc desc;
+  TileParams params;
+  std::vector<TensorArg> tensors;
+  std::vector<Fetch> fetches;
+  int64_t loopExtent = 0; // the reduction extent C iterated in C_input steps
+  dfg::Graph body;        // one iteration's compute (shared -> registers)
+  dfg::Graph exit;        // after the loop (registers -> global)
+  /// Register accumulators the body carries across iterations (initial 0).
+  std::vector<std::string> accumulators;
+  double pul = 0;
+};
+
+/// Builds k.exit: for every output of the block, the accumulator
+/// `accName(thread-local position)`, the epilogue, and the store into the
+/// output tensor `out` (added to k.tensors, with the epilogue operands).
+/// `outDims[d]` is the output dimension (dfg::OutDim) that axis d of the
+/// output tensor follows. Fails when an operand's shape fits neither form.
+bool buildExit(Kernel &k, const std::string &out,
+               const std::vector<int64_t> &outShape,
+               const std::vector<int> &outDims,
+               const std::vector<EpilogueOp> &epilogue, std::string &error);
+
+/// The register accumulator of thread-local output (n, k, h, w).
+std::string accName(const int64_t local[4]);
+
+} // namespace cuts::codegen
+
+#endif // CUTS_CODEGEN_OPS_KERNEL_H

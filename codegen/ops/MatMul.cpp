@@ -1,0 +1,123 @@
+//===- MatMul.cpp - matmul / gemm kernels from DFGs -----------------------===//
+//
+// The baseline DFG of one output of a matmul iteration is a chain of
+// C_input fused multiply-adds over a row of A's tile and a column of B's
+// tile; it is duplicated over the Nb x Kb outputs of the block, with loads
+// of the same shared-memory word merged (thesis Fig. 3.3). The accumulators
+// are registers carried across iterations of the looped op; the loop-exit
+// DFG applies the fused epilogue and stores to global memory.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/ops/MatMul.h"
+
+#include <algorithm>
+
+namespace cuts::codegen {
+namespace {
+
+std::string accName2(int64_t i, int64_t j) {
+  const int64_t local[4] = {i, j, 0, 0};
+  return accName(local);
+}
+
+// Shared-tile strides for a 2-D tile (rows follow `rowLetter` of the
+// FORMAT_shared order, columns `colLetter`), padded by one word when the
+// inner extent is a multiple of the bank count (bank-conflict-aware padding,
+// §3.4.2).
+std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
+                                 char colLetter, int64_t rows, int64_t cols) {
+  auto pos = [&](char c) {
+    return std::find(f.begin(), f.end(), c) - f.begin();
+  };
+  bool rowsOuter = pos(rowLetter) < pos(colLetter);
+  int64_t inner = rowsOuter ? cols : rows;
+  int64_t padded = inner % 32 == 0 ? inner + 1 : inner;
+  return rowsOuter ? std::vector<int64_t>{padded, 1}
+                   : std::vector<int64_t>{1, padded};
+}
+
+} // namespace
+
+std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
+                                  int64_t N, const TileParams &p,
+                                  const std::vector<EpilogueOp> &epilogue,
+                                  std::string &error) {
+  if (p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 || p.Nb % p.Nt ||
+      p.Kb % p.Kt || p.Cin < 1 || K % p.Cin) {
+    error = "parameters do not describe a matmul tiling (H = W = 1, block "
+            "extents multiples of thread extents, C_input dividing K)";
+    return std::nullopt;
+  }
+  Kernel k;
+  k.name = name;
+  k.params = p;
+  k.desc.kind = OpKind::MatMul;
+  k.desc.N = M, k.desc.C = K, k.desc.K = N;
+  k.loopExtent = K;
+  k.tensors = {{"A", {M, K}, false}, {"B", {K, N}, false}};
+
+  // Shared tiles: A's in FORMAT_shared (N = rows, C = columns), B's
+  // row-major (C x K).
+  const SharedFormat &f = sharedFormats()[p.format];
+  dfg::Buffer as{"As",
+                 dfg::Space::Shared,
+                 {p.Nb, p.Cin},
+                 tileStrides(f, 'N', 'C', p.Nb, p.Cin),
+                 {{dfg::DimN, 1}, {dfg::NoDim, 1}}};
+  dfg::Buffer bs{"Bs",
+                 dfg::Space::Shared,
+                 {p.Cin, p.Kb},
+                 tileStrides({'C', 'K', 'H', 'W'}, 'C', 'K', p.Cin, p.Kb),
+                 {{dfg::NoDim, 1}, {dfg::DimK, 1}}};
+  int a = k.body.addBuffer(as), b = k.body.addBuffer(bs);
+  auto dim = [](int64_t extent, int outDim, bool loop, int64_t gExtent,
+                int64_t gStride, int64_t sStride) {
+    FetchDim d;
+    d.extent = extent, d.outDim = outDim, d.fromLoop = loop;
+    d.globalExtent = gExtent, d.globalStride = gStride;
+    d.sharedStride = sStride;
+    return d;
+  };
+  k.fetches.push_back({0,
+                       a,
+                       {dim(p.Nb, dfg::DimN, false, M, K, as.strides[0]),
+                        dim(p.Cin, dfg::NoDim, true, K, 1, as.strides[1])}});
+  k.fetches.push_back({1,
+                       b,
+                       {dim(p.Cin, dfg::NoDim, true, K, N, bs.strides[0]),
+                        dim(p.Kb, dfg::DimK, false, N, 1, bs.strides[1])}});
+
+  // Loop body: acc(i, j) += As[i][c] * Bs[c][j] for c < C_input.
+  for (int64_t i = 0; i < p.Nb; ++i)
+    for (int64_t j = 0; j < p.Kb; ++j) {
+      dfg::Node in{dfg::Op::Value, {}};
+      in.name = accName2(i % p.Nt, j % p.Kt);
+      int acc = k.body.add(in);
+      for (int64_t c = 0; c < p.Cin; ++c) {
+        int x = k.body.load(a, {i, c});
+        int y = k.body.load(b, {c, j});
+        dfg::Node fma{dfg::Op::Fma, {x, y, acc}};
+        fma.name = in.name; // accumulate in place
+        acc = k.body.add(fma);
+      }
+      dfg::Node out{dfg::Op::Result, {acc}};
+      out.name = in.name;
+      out.out = {i, j, 0, 0};
+      k.body.add(out);
+    }
+  for (int64_t i = 0; i < p.Nt; ++i)
+    for (int64_t j = 0; j < p.Kt; ++j)
+      k.accumulators.push_back(accName2(i, j));
+
+  // Loop exit: the epilogue on each accumulator, then the global store.
+  if (!buildExit(k, "Y", {M, N}, {dfg::DimN, dfg::DimK}, epilogue, error))
+    return std::nullopt;
+
+  k.summary = "matmul " + std::to_string(M) + "x" + std::to_string(K) + " * " +
+              std::to_string(K) + "x" + std::to_string(N);
+  for (const EpilogueOp &e : epilogue)
+    k.summary += e.operand.empty() ? " + unary" : " + " + e.operand;
+  return k;
+}
+
+} // namespace cuts::codegen

@@ -1,0 +1,22 @@
+//===- MatMul.h - matmul / gemm kernels from DFGs ---------------*- C++ -*-===//
+#ifndef CUTS_CODEGEN_OPS_MATMUL_H
+#define CUTS_CODEGEN_OPS_MATMUL_H
+
+#include "codegen/ops/Kernel.h"
+
+#include <optional>
+
+namespace cuts::codegen {
+
+/// Y[M, N] = epilogue(A[M, K] x B[K, N]) with tile parameters p (Nb rows
+/// and Kb columns per block, Nt x Kt per thread, C_input = p.Cin, A's
+/// shared tile in p's FORMAT_shared). Fails (nullopt, with `error`) when p
+/// does not describe a matmul tiling.
+std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
+                                  int64_t N, const TileParams &p,
+                                  const std::vector<EpilogueOp> &epilogue,
+                                  std::string &error);
+
+} // namespace cuts::codegen
+
+#endif // CUTS_CODEGEN_OPS_MATMUL_H
