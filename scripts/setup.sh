@@ -11,6 +11,7 @@ APT_PACKAGES=(
   clang-19 libclang-rt-19-dev                              # libFuzzer
   libonnx-dev libprotobuf-dev protobuf-compiler            # ONNX schema
   nlohmann-json3-dev libfmt-dev catch2 ninja-build cmake
+  hipcc libamdhip64-dev                                    # HIP compile checks
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -357,15 +357,18 @@ std::string Emitter::run() {
     }
   for (const std::string &a : k.accumulators)
     os << "  float " << a << " = 0.0f;\n";
-  os << "\n  for (long long c0 = 0; c0 < " << k.loopExtent
-     << "; c0 += " << p.Cin << ") {\n"
-     << "    // Fetch: global -> shared, all threads cooperating.\n";
-  for (const Fetch &f : k.fetches)
-    emitFetch(f, "    ");
-  os << "    __syncthreads();\n"
-     << "    // Compute: this thread's sub-DFG in reverse post-order.\n";
-  emitGraph(k.body, "    ");
-  os << "    __syncthreads();\n  }\n\n  // Loop exit: epilogue and stores.\n";
+  if (k.loopExtent > 0) {
+    os << "\n  for (long long c0 = 0; c0 < " << k.loopExtent
+       << "; c0 += " << p.Cin << ") {\n"
+       << "    // Fetch: global -> shared, all threads cooperating.\n";
+    for (const Fetch &f : k.fetches)
+      emitFetch(f, "    ");
+    os << "    __syncthreads();\n"
+       << "    // Compute: this thread's sub-DFG in reverse post-order.\n";
+    emitGraph(k.body, "    ");
+    os << "    __syncthreads();\n  }\n\n";
+  }
+  os << "  // Loop exit: epilogue and stores.\n";
   emitGraph(k.exit, "  ");
   os << "}\n";
   return os.str();

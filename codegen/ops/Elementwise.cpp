@@ -1,0 +1,124 @@
+//===- Elementwise.cpp - elementwise kernels and fused chains -------------===//
+//
+// Simple ops need no shared memory: each output's DFG loads its operands
+// from global memory (a broadcast axis always reads index 0), applies the
+// chain and stores. Duplicated over the block and split per thread as every
+// DFG; there is no reduction loop.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/ops/Elementwise.h"
+
+namespace cuts::codegen {
+
+std::optional<Kernel>
+buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
+                 const std::vector<ElementwiseInput> &in,
+                 const std::vector<ElementwiseStep> &steps, const TileParams &p,
+                 std::string &error) {
+  if (outShape.size() > 4 || steps.empty()) {
+    error = "elementwise kernels take outputs of rank <= 4 and >= 1 step";
+    return std::nullopt;
+  }
+  if (p.Nb % p.Nt || p.Kb % p.Kt || p.Hb % p.Ht || p.Wb % p.Wt) {
+    error = "block extents must be multiples of thread extents";
+    return std::nullopt;
+  }
+  // The output's axes as the last of N, K, H, W.
+  size_t r = outShape.size();
+  std::vector<int> dims;
+  for (size_t d = 0; d < r; ++d)
+    dims.push_back(int(4 - r + d));
+  int64_t nkhw[4] = {1, 1, 1, 1};
+  for (size_t d = 0; d < r; ++d)
+    nkhw[dims[d]] = outShape[d];
+
+  Kernel k;
+  k.name = name;
+  k.params = p;
+  k.params.Cin = 1;
+  k.desc.kind = OpKind::Elementwise;
+  k.desc.N = nkhw[0], k.desc.K = nkhw[1], k.desc.H = nkhw[2],
+  k.desc.W = nkhw[3];
+  k.loopExtent = 0; // nothing to iterate: no fetch, no body
+
+  auto stridesOf = [](const std::vector<int64_t> &shape) {
+    std::vector<int64_t> s(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;)
+      s[d - 1] = s[d] * shape[d];
+    return s;
+  };
+  std::vector<int> buffers;
+  for (const ElementwiseInput &x : in) {
+    if (x.shape.size() > r) {
+      error = "input '" + x.name + "' has a higher rank than the output";
+      return std::nullopt;
+    }
+    dfg::Buffer b{x.name, dfg::Space::Global, x.shape, stridesOf(x.shape), {}};
+    size_t lead = r - x.shape.size();
+    for (size_t d = 0; d < x.shape.size(); ++d) {
+      int64_t o = outShape[lead + d];
+      if (x.shape[d] != o && x.shape[d] != 1) {
+        error = "input '" + x.name + "' does not broadcast to the output";
+        return std::nullopt;
+      }
+      // A broadcast axis stays at index 0 for every thread and block.
+      b.map.push_back(
+          {x.shape[d] == 1 && o != 1 ? int(dfg::NoDim) : dims[lead + d], 1});
+    }
+    buffers.push_back(k.exit.addBuffer(b));
+    k.tensors.push_back({x.name, x.shape, false});
+  }
+  int y = k.exit.addBuffer(
+      {"Y", dfg::Space::Global, outShape, stridesOf(outShape), [&] {
+         std::vector<dfg::DimMap> m;
+         for (int d : dims)
+           m.push_back({d, 1});
+         return m;
+       }()});
+  k.tensors.push_back({"Y", outShape, true});
+
+  int64_t pos[4];
+  for (pos[0] = 0; pos[0] < p.Nb; ++pos[0])
+    for (pos[1] = 0; pos[1] < p.Kb; ++pos[1])
+      for (pos[2] = 0; pos[2] < p.Hb; ++pos[2])
+        for (pos[3] = 0; pos[3] < p.Wb; ++pos[3]) {
+          std::vector<int> results;
+          for (const ElementwiseStep &s : steps) {
+            std::vector<int> args;
+            for (int a : s.args) {
+              if (a >= 0) {
+                if (a >= int(results.size())) {
+                  error = "a step uses a later step's result";
+                  return std::nullopt;
+                }
+                args.push_back(results[a]);
+                continue;
+              }
+              size_t i = size_t(-1 - a);
+              if (i >= in.size()) {
+                error = "a step uses an input that does not exist";
+                return std::nullopt;
+              }
+              std::vector<int64_t> index;
+              size_t lead = r - in[i].shape.size();
+              for (size_t d = 0; d < in[i].shape.size(); ++d)
+                index.push_back(in[i].shape[d] == 1 ? 0 : pos[dims[lead + d]]);
+              args.push_back(k.exit.load(buffers[i], index));
+            }
+            results.push_back(k.exit.op(s.op, args, s.value, s.value2));
+          }
+          std::vector<int64_t> index;
+          for (int d : dims)
+            index.push_back(pos[d]);
+          dfg::Node st(dfg::Op::Store, {results.back()});
+          st.buffer = y;
+          st.index = index;
+          st.out = {pos[0], pos[1], pos[2], pos[3]};
+          k.exit.add(st);
+        }
+  k.summary = "elementwise chain of " + std::to_string(steps.size()) +
+              " op(s) over " + std::to_string(in.size()) + " input(s)";
+  return k;
+}
+
+} // namespace cuts::codegen
