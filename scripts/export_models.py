@@ -2,7 +2,9 @@
 """Export the models cuts is tested and benchmarked on (needs torch,
 torchvision, transformers, onnxscript: run it on the GPU machine).
 
-Weights are random (fixed seeds). With --strip, every float initializer of
+Weights are random (fixed seeds). The benchmark suite (bench/run.py) builds
+its models with the same functions (SUITE below), so the ONNX files it
+exports and the PyTorch modules it times hold the same weights. With --strip, every float initializer of
 more than 1024 elements is moved to external data and the data file is
 dropped: what remains is the graph exactly as the exporter wrote it, small
 enough to keep in the repository; test/models/inflate.py writes random
@@ -15,23 +17,26 @@ import os
 import sys
 import traceback
 
-import onnx
-import torch
+# onnx and torch are imported where they are used, so that SUITE can be read
+# on a machine without them (bench/run.py --dry-run).
 
 
 def export_torchscript(model, args, path, opset):
+    import torch
     torch.onnx.export(model, args, path, opset_version=opset, dynamo=False,
                       do_constant_folding=True,
                       input_names=["input"], output_names=["output"])
 
 
 def export_dynamo(model, args, path, opset, input_names):
+    import torch
     prog = torch.onnx.export(model, args, dynamo=True, opset_version=opset,
                              input_names=input_names)
     prog.save(path)
 
 
 def cnn(name, batch):
+    import torch
     import torchvision
     torch.manual_seed(0)
     m = getattr(torchvision.models, name)(weights=None).eval()
@@ -41,6 +46,7 @@ def cnn(name, batch):
 
 
 def bert(batch, seq, small):
+    import torch
     from transformers import BertConfig, BertModel
     torch.manual_seed(0)
     cfg = BertConfig() if not small else BertConfig(
@@ -55,6 +61,7 @@ def bert(batch, seq, small):
 
 
 def gpt2(batch, seq):
+    import torch
     from transformers import GPT2Config, GPT2Model
     torch.manual_seed(0)
     cfg = GPT2Config(use_cache=False)
@@ -64,9 +71,42 @@ def gpt2(batch, seq):
     return m, (ids,)
 
 
+class Spec:
+    """One model of the benchmark suite: build(batch) -> (module, args) with
+    fixed seeds, and how it is exported (the exporter its users would use)."""
+
+    def __init__(self, build, exporter, opset, input_names, large_batch):
+        self.build, self.exporter, self.opset = build, exporter, opset
+        self.input_names, self.large_batch = input_names, large_batch
+
+    def file_name(self, name, batch):
+        tag = "ts" if self.exporter == "torchscript" else "dyn"
+        return f"{name}_b{batch}_{tag}{self.opset}.onnx"
+
+    def export(self, model, args, path):
+        if self.exporter == "torchscript":
+            export_torchscript(model, args, path, self.opset)
+        else:
+            export_dynamo(model, args, path, self.opset, self.input_names)
+
+
+# The six models of issue 5: CNNs by the TorchScript exporter at opset 17,
+# transformers (sequence 128, eager attention) by the dynamo exporter at 20.
+SUITE = {
+    "resnet50": Spec(lambda b: cnn("resnet50", b), "torchscript", 17, ["input"], 64),
+    "mobilenet_v2": Spec(lambda b: cnn("mobilenet_v2", b), "torchscript", 17, ["input"], 64),
+    "densenet121": Spec(lambda b: cnn("densenet121", b), "torchscript", 17, ["input"], 64),
+    "inception_v3": Spec(lambda b: cnn("inception_v3", b), "torchscript", 17, ["input"], 64),
+    "bert_base": Spec(lambda b: bert(b, 128, False), "dynamo", 20,
+                      ["input_ids", "attention_mask"], 32),
+    "gpt2": Spec(lambda b: gpt2(b, 128), "dynamo", 20, ["input_ids"], 32),
+}
+
+
 def strip(path):
     """Moves float initializers of > 1024 elements to external data in
     weights.bin (offsets kept, file not written)."""
+    import onnx
     from onnx import numpy_helper
     model = onnx.load(path)
     offset = 0

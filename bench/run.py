@@ -1,0 +1,829 @@
+#!/usr/bin/env python3
+"""The benchmark suite of issue 5: cuts against the peers and the roofline.
+
+Run on a GPU machine with PyTorch, torchvision, transformers, onnx and
+onnxscript (no network needed). Phases, in this order unless --phases says
+otherwise:
+
+  ceilings  device-to-device copy bandwidth; FP32 (TF32 off), TF32, fp16 and
+            bf16 GEMM rates
+  floors    FLOPs of each model (FlopCounterMode on the eager model) and the
+            minimal bytes it must move (weights once, inputs and outputs once)
+  peers     PyTorch eager, eager under a CUDA graph, torch.compile
+            (reduce-overhead, max-autotune), fp32 with TF32 off and fp16
+  models    ONNX export of every model and batch for the cuts phase
+  cuts      `cuts compile --tune`, outputs checked against ONNX Runtime CPU,
+            `cuts bench`; "not available" until cuts has those commands
+
+Every result is merged into OUT/results.json as soon as it is measured, so a
+run that stops (time budget, crash) loses at most the unit in flight, and a
+second run with the same --out skips what is already there (a unit that
+failed is retried with --retry-errors; one skipped for time always is).
+Each phase stops starting units when its budget (--phase-budget) or the
+run's (--budget) would be exceeded, and records them as "skipped: time
+budget"; a watchdog ends the process if a unit overruns the run's budget by
+more than --grace seconds. At the end report.py writes report.md and plots.
+
+usage: run.py [--out DIR] [--phases P ...] [--models M ...] [--precisions fp32 fp16]
+              [--batches small large] [--budget S] [--cuts PATH] [--dry-run]
+"""
+import argparse
+import copy
+import datetime
+import gc
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, HERE)
+from export_models import SUITE  # noqa: E402  (no torch needed to read it)
+import report  # noqa: E402
+
+PHASES = ("ceilings", "floors", "peers", "models", "cuts")
+PRECISIONS = ("fp32", "fp16")
+PEERS = tuple(name for name, _ in report.PEERS)
+# Compile time guesses (s) for the budget check until a model has been
+# compiled once in this results file; then its measured time is used.
+COMPILE_GUESS_S = {"compile_default": 60, "compile_max_autotune": 240}
+NOT_AVAILABLE = "not available (cuts compile not implemented yet)"
+
+
+def log(ctx, msg):
+    print(f"[{time.time() - ctx.t0:6.0f}s] {msg}", flush=True)
+
+
+def clamp(v, lo, hi):
+    return max(lo, min(hi, v))
+
+
+# ---------------------------------------------------------------- bookkeeping
+
+class Context:
+    """The run's state: arguments, results (as in results.json), deadlines,
+    the unit in flight (for the watchdog), and caches of built models."""
+
+    def __init__(self, args):
+        self.args = args
+        self.t0 = time.time()
+        self.deadline = self.t0 + args.budget
+        self.phase_deadline = self.deadline
+        self.lock = threading.RLock()
+        self.current = None  # (section, key, name) of the unit in flight
+        self.results = {}
+        self.path = None
+        self.cpu_models = {}
+        self.gpu_models = {}
+        self.gpu_inputs = {}
+        self.refs = {}
+
+    def save(self):
+        """Atomic write: a run killed mid-write leaves the previous file."""
+        with self.lock:
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.results, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+
+    def entry(self, section, key, name=None):
+        d = self.results.setdefault(section, {})
+        if name is None:
+            return d.get(key)
+        return d.get(key, {}).get(name)
+
+    def store(self, section, key, name, value):
+        with self.lock:
+            d = self.results.setdefault(section, {})
+            if name is None:
+                d[key] = value
+            else:
+                d.setdefault(key, {})[name] = value
+        self.save()
+
+    def done(self, section, key, name=None):
+        e = self.entry(section, key, name)
+        if not isinstance(e, dict):
+            return False
+        status = e.get("status", "")
+        if status == "ok":
+            return True
+        # Errors are final unless asked to retry: retrying a model that does not
+        # export or compile would spend the budget on the same failure.
+        return status.startswith("error") and not self.args.retry_errors
+
+    def remaining(self):
+        return min(self.deadline, self.phase_deadline) - time.time()
+
+    def unit(self, section, key, name, fn, estimate_s):
+        """Runs one measurement unless already done or over budget; stores its
+        dict (status "ok" added) or the error; returns the stored entry."""
+        label = f"{section} {key}" + (f" {name}" if name else "")
+        if self.done(section, key, name):
+            return self.entry(section, key, name)
+        if estimate_s > self.remaining():
+            value = {"status": "skipped: time budget",
+                     "needed_s": round(estimate_s), "left_s": round(max(0, self.remaining()))}
+            self.store(section, key, name, value)
+            log(self, f"{label}: skipped (needs ~{estimate_s:.0f} s, "
+                      f"{max(0, self.remaining()):.0f} s left)")
+            return value
+        self.current = (section, key, name, time.time())
+        try:
+            value = fn()
+            value = {"status": "ok", **value}
+        except Exception as e:  # one unit's failure must not stop the others
+            msg = f"{type(e).__name__}: {e}".strip().splitlines()
+            value = {"status": "error: " + (msg[0] if msg else "?")[:300]}
+            traceback.print_exc(limit=-4)  # the innermost frames say what failed
+        self.current = None
+        self.store(section, key, name, value)
+        shown = {k: v for k, v in value.items() if k in ("status", "median_ms", "compile_s",
+                                                         "flops_per_s", "bytes_per_s", "flops")}
+        log(self, f"{label}: {shown}")
+        cleanup()
+        return value
+
+
+def cleanup():
+    if "torch" in sys.modules:
+        import torch
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def watchdog(ctx):
+    """Ends the process if a unit runs past the run's budget by more than
+    --grace s (a compile cannot be interrupted from Python): the unit in
+    flight is recorded as skipped, the report written, and the process
+    exits, so the run ends before the machine's time limit."""
+    hard = ctx.deadline + ctx.args.grace
+    while True:
+        time.sleep(1)
+        if time.time() < hard or ctx.current is None:
+            continue
+        section, key, name, started = ctx.current
+        took = time.time() - started
+        ctx.store(section, key, name, {"status": f"skipped: time budget (stopped after "
+                                                  f"{took:.0f} s)", "stopped_after_s": took})
+        log(ctx, f"watchdog: stopped {section} {key} {name or ''}: run budget exceeded")
+        finish(ctx)
+        os._exit(3)
+
+
+def finish(ctx):
+    ctx.results.setdefault("runs", [])[-1]["finished"] = now_iso()
+    with ctx.lock:
+        ctx.results["derived"] = report.derive(ctx.results)
+    ctx.save()
+    if not ctx.args.no_report:
+        try:
+            report.generate(ctx.out)
+            log(ctx, f"wrote {os.path.join(ctx.out, 'report.md')}")
+        except Exception:
+            traceback.print_exc()
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------- plan
+
+def plan(args):
+    """The cells (model x batch x precision) this run covers."""
+    cells = []
+    for model, spec in SUITE.items():
+        if args.models and model not in args.models:
+            continue
+        for which in args.batches:
+            batch = 1 if which == "small" else spec.large_batch
+            for prec in args.precisions:
+                cells.append({"key": f"{model}/b{batch}/{prec}", "model": model,
+                              "batch": batch, "precision": prec})
+    return cells
+
+
+def model_batches(cells):
+    """(model, batch) pairs in plan order, each once."""
+    seen = []
+    for c in cells:
+        if (c["model"], c["batch"]) not in seen:
+            seen.append((c["model"], c["batch"]))
+    return seen
+
+
+def dry_run(args, cells):
+    existing = {}
+    path = os.path.join(args.out, "results.json") if args.out else None
+    if path and os.path.exists(path):
+        existing = json.load(open(path))
+
+    def mark(section, key, name=None):
+        e = existing.get(section, {}).get(key)
+        e = e.get(name) if (e and name) else e
+        return f"  [{e['status']}]" if isinstance(e, dict) else ""
+
+    print(f"phases: {' '.join(args.phases)}; budget {args.budget} s, "
+          f"each phase at most {args.phase_budget} s")
+    print(f"out: {args.out or 'bench/results/<gpu>-<date> (named on the GPU)'}")
+    if "ceilings" in args.phases:
+        for k in ("copy", "gemm_fp32_simt", "gemm_tf32", "gemm_fp16", "gemm_bf16"):
+            print(f"ceilings {k}{mark('ceilings', k)}")
+    if "floors" in args.phases:
+        for m, b in model_batches(cells):
+            print(f"floors {m}/b{b}{mark('floors', f'{m}/b{b}')}")
+    if "peers" in args.phases:
+        for name in args.peers:
+            for c in peer_order(cells, name):
+                print(f"peers {c['key']} {name}{mark('peers', c['key'], name)}")
+    if "models" in args.phases:
+        for m, b in model_batches(cells):
+            spec = SUITE[m]
+            print(f"models {m}/b{b} -> {os.path.join(args.models_dir, spec.file_name(m, b))}"
+                  f" ({spec.exporter}, opset {spec.opset}){mark('models', f'{m}/b{b}')}")
+    if "cuts" in args.phases:
+        for c in cells:
+            print(f"cuts {c['key']}: " + ("compile --tune, run --compare, bench"
+                                          if args.cuts else NOT_AVAILABLE))
+    print(f"{len(cells)} cells")
+
+
+def peer_order(cells, peer):
+    """Compiles go batch 1 first: if the budget runs out, the cheap small
+    cells are the ones measured and the large batches the ones skipped."""
+    if peer.startswith("compile"):
+        return sorted(cells, key=lambda c: c["batch"] != 1)
+    return cells
+
+
+# ---------------------------------------------------------------- environment
+
+def environment(args):
+    import torch
+    env = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+           "python": sys.version.split()[0], "torch": torch.__version__,
+           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+           "commit": os.environ.get("BENCH_COMMIT") or git_commit()}
+    for mod in ("torchvision", "transformers", "onnx", "onnxruntime", "onnxscript"):
+        try:
+            env[mod] = __import__(mod).__version__
+        except Exception as e:
+            env[mod] = f"not importable: {type(e).__name__}"
+    p = torch.cuda.get_device_properties(0)
+    env.update(gpu_name=p.name, gpu_capability=f"{p.major}.{p.minor}",
+               gpu_sm_count=p.multi_processor_count,
+               gpu_memory_gib=round(p.total_memory / 2**30, 1))
+    l2 = getattr(p, "L2_cache_size", None)
+    if l2:
+        env["gpu_l2_mib"] = round(l2 / 2**20, 1)
+    env.update(nvidia_smi())
+    env.update(cudnn_benchmark=torch.backends.cudnn.benchmark,
+               tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
+               tf32_cudnn=torch.backends.cudnn.allow_tf32)
+    slug = re.sub(r"[^a-z0-9]+", "-", p.name.lower().replace("nvidia", "")).strip("-")
+    env["results_dir_name"] = f"{slug}-{env['date']}"
+    return env
+
+
+def nvidia_smi():
+    q = "driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout
+        vals = [v.strip() for v in out.splitlines()[0].split(",")]
+        return {"driver": vals[0],
+                "clocks": f"SM {vals[1]} (max {vals[3]}), memory {vals[2]} (max {vals[4]}) "
+                          f"at start; power limit {vals[5]}"}
+    except Exception as e:
+        return {"driver": f"unreadable ({type(e).__name__})"}
+
+
+def git_commit():
+    try:
+        return subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip() or None
+    except Exception:
+        return None
+
+
+def set_tf32(enabled):
+    """TF32 off for fp32 cells, through the flags users set (the legacy ones;
+    mixing them with the new fp32_precision API makes PyTorch raise)."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
+
+
+# ---------------------------------------------------------------- timing
+
+def measure(ctx, fn):
+    """Median latency of fn in ms from CUDA events. The GPU is idle before each
+    timed call (synchronize), so the time is one request's latency including
+    launch overhead, not the throughput of calls queued back to back."""
+    import torch
+    a = ctx.args
+    fn()  # first call: lazy initialisation, cuDNN's algorithm search
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    est = max(time.perf_counter() - t, 1e-6)
+    for _ in range(clamp(int(a.warmup_s / est), 2, a.warmup)):
+        fn()
+    n = clamp(int(a.target_s / est), a.min_iters, a.iters)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(n)]
+    for start, end in events:
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    ms = sorted(s.elapsed_time(e) for s, e in events)
+    return {"median_ms": statistics.median(ms), "min_ms": ms[0],
+            "p90_ms": ms[min(n - 1, int(0.9 * n))], "iters": n}
+
+
+# ---------------------------------------------------------------- ceilings
+
+def phase_ceilings(ctx):
+    import torch
+    dev = torch.device("cuda")
+
+    def copy_bw():
+        free, _ = torch.cuda.mem_get_info()
+        # 1 GiB a buffer (far beyond L2), smaller if the GPU has little free
+        n = min(2**28, int(free * 0.2) // 4)
+        src = torch.randn(n, device=dev)
+        dst = torch.empty_like(src)
+        r = measure(ctx, lambda: dst.copy_(src))
+        nbytes = src.numel() * src.element_size()
+        return {"bytes_per_s": 2 * nbytes / (r["median_ms"] * 1e-3),
+                "buffer_bytes": nbytes, **r}
+
+    def gemm(dtype, tf32):
+        def run():
+            size = ctx.args.gemm_size
+            a = torch.randn(size, size, device=dev, dtype=dtype)
+            b = torch.randn(size, size, device=dev, dtype=dtype)
+            c = torch.empty(size, size, device=dev, dtype=dtype)
+            set_tf32(tf32)
+            try:
+                r = measure(ctx, lambda: torch.matmul(a, b, out=c))
+            finally:
+                set_tf32(False)
+            return {"flops_per_s": 2 * size**3 / (r["median_ms"] * 1e-3),
+                    "m": size, "n": size, "k": size, "dtype": str(dtype), **r}
+        return run
+
+    units = {"copy": copy_bw,
+             "gemm_fp32_simt": gemm(torch.float32, False),
+             "gemm_tf32": gemm(torch.float32, True),
+             "gemm_fp16": gemm(torch.float16, False),
+             "gemm_bf16": gemm(torch.bfloat16, False)}
+    for key, fn in units.items():
+        ctx.unit("ceilings", key, None, fn, 10)
+
+
+# ---------------------------------------------------------------- models on the GPU
+
+def tensor_outputs(model):
+    """Wraps a model so that it returns a tuple of tensors (transformers
+    return ModelOutput dicts), the same for every peer and for the counts."""
+    import torch
+
+    class TensorOutputs(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, *args):
+            out = self.m(*args)
+            if isinstance(out, torch.Tensor):
+                return (out,)
+            vals = out.values() if isinstance(out, dict) else out
+            return tuple(v for v in vals if isinstance(v, torch.Tensor))
+
+    return TensorOutputs(model).eval()
+
+
+def cpu_model(ctx, name):
+    """Built once per model, at its large batch (the weights do not depend on
+    the batch: build() seeds before making the model, then the inputs)."""
+    if name not in ctx.cpu_models:
+        spec = SUITE[name]
+        model, args = spec.build(spec.large_batch)
+        ctx.cpu_models[name] = (model.eval(), args)
+    return ctx.cpu_models[name]
+
+
+def gpu_model(ctx, name, prec):
+    if (name, prec) not in ctx.gpu_models:
+        model, _ = cpu_model(ctx, name)
+        m = copy.deepcopy(model).cuda()
+        if prec == "fp16":
+            m = m.half()
+        ctx.gpu_models[(name, prec)] = tensor_outputs(m)
+    return ctx.gpu_models[(name, prec)]
+
+
+def gpu_inputs(ctx, name, batch, prec):
+    """Inputs resident on the GPU; floating ones in the cell's precision."""
+    key = (name, batch, prec)
+    if key not in ctx.gpu_inputs:
+        _, args = cpu_model(ctx, name)
+        out = []
+        for a in args:
+            a = a[:batch].cuda()
+            if a.is_floating_point() and prec == "fp16":
+                a = a.half()
+            out.append(a.contiguous())
+        ctx.gpu_inputs[key] = tuple(out)
+    return ctx.gpu_inputs[key]
+
+
+def rel_err(out, ref):
+    """Relative L2 error of a peer's first output against eager's; None when
+    eager's output is not finite (a random-weight model can overflow in
+    fp16), since then there is nothing to compare."""
+    import torch
+    o, r = out[0].float(), ref.float()
+    if not torch.isfinite(r).all():
+        return None
+    return (torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-30)).item()
+
+
+# ---------------------------------------------------------------- floors
+
+def phase_floors(ctx, cells):
+    """FLOPs (FlopCounterMode counts matmuls, convolutions and attention, 2 per
+    multiply-add; element-wise work is not counted, which keeps the floor a
+    lower bound) and minimal bytes: every weight the model reads, once (an
+    embedding table only for the rows the inputs select), inputs and outputs
+    once, each in the cell's precision."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    set_tf32(False)
+
+    for name, batch in model_batches(cells):
+        def run(name=name, batch=batch):
+            m = gpu_model(ctx, name, "fp32")
+            x = gpu_inputs(ctx, name, batch, "fp32")
+            rows = {}  # embedding module -> rows its lookups touch
+
+            def hook(mod, inp, _out):
+                rows[mod] = torch.unique(inp[0]).numel()
+            handles = [mod.register_forward_hook(hook) for mod in m.modules()
+                       if isinstance(mod, torch.nn.Embedding)]
+            try:
+                with FlopCounterMode(display=False) as counter:
+                    outs = m(*x)
+            finally:
+                for h in handles:
+                    h.remove()
+            by_op = {str(k): v for k, v in counter.get_flop_counts().get("Global", {}).items()}
+            emb = {id(p): mod for mod in rows for p in mod.parameters()}
+            bytes_ = {}
+            for prec, size in (("fp32", 4), ("fp16", 2)):
+                weights = 0
+                for p in list(m.parameters()) + [b for b in m.buffers() if b.is_floating_point()]:
+                    n = p.numel()
+                    if id(p) in emb:
+                        n = rows[emb[id(p)]] * p.shape[1]
+                    weights += n * size
+                inputs = sum(t.numel() * (size if t.is_floating_point() else t.element_size())
+                             for t in x)
+                outputs = sum(t.numel() * size for t in outs)
+                bytes_[prec] = {"weights": weights, "inputs": inputs, "outputs": outputs,
+                                "total": weights + inputs + outputs}
+            return {"flops": counter.get_total_flops(), "flops_by_op": by_op,
+                    "params": sum(p.numel() for p in m.parameters()), "bytes": bytes_}
+        ctx.unit("floors", f"{name}/b{batch}", None, run, 15)
+
+
+# ---------------------------------------------------------------- peers
+
+def phase_peers(ctx, cells):
+    import torch
+    set_tf32(False)
+    # Tier by cost: eager and CUDA graph everywhere first, then the compiles.
+    for peer in ctx.args.peers:
+        for c in peer_order(cells, peer):
+            name, batch, prec, key = c["model"], c["batch"], c["precision"], c["key"]
+            if peer in ("eager", "cuda_graph"):
+                est = 8
+            else:
+                # This model's slowest compile so far (or how long one ran before the
+                # watchdog stopped it) predicts the next one better than a guess.
+                seen = [p[peer].get("compile_s", p[peer].get("stopped_after_s"))
+                        for k, p in ctx.results.get("peers", {}).items()
+                        if k.split("/")[0] == name and isinstance(p.get(peer), dict)]
+                seen = [t for t in seen if t is not None]
+                est = (max(seen) * 1.15 if seen else COMPILE_GUESS_S[peer]) + 5
+            fn = {"eager": run_eager, "cuda_graph": run_cuda_graph,
+                  "compile_default": lambda *a: run_compile(*a, mode="reduce-overhead"),
+                  "compile_max_autotune": lambda *a: run_compile(*a, mode="max-autotune")}[peer]
+            ctx.unit("peers", key, peer, lambda: fn(ctx, name, batch, prec, key), est)
+        if peer.startswith("compile"):
+            torch._dynamo.reset()
+
+
+def reference(ctx, name, batch, prec, key):
+    """Eager output of a cell, to check the other peers against."""
+    import torch
+    if key not in ctx.refs:
+        with torch.no_grad():
+            ctx.refs[key] = gpu_model(ctx, name, prec)(*gpu_inputs(ctx, name, batch, prec))[0].clone()
+    return ctx.refs[key]
+
+
+def run_eager(ctx, name, batch, prec, key):
+    import torch
+    m, x = gpu_model(ctx, name, prec), gpu_inputs(ctx, name, batch, prec)
+    with torch.no_grad():
+        finite = bool(torch.isfinite(reference(ctx, name, batch, prec, key)).all())
+        return {**measure(ctx, lambda: m(*x)), "output_finite": finite}
+
+
+def run_cuda_graph(ctx, name, batch, prec, key):
+    import torch
+    m, x = gpu_model(ctx, name, prec), gpu_inputs(ctx, name, batch, prec)
+    with torch.no_grad():
+        ref = reference(ctx, name, batch, prec, key)
+        # Warm up on a side stream before capture, as torch.cuda.graphs asks.
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                m(*x)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        t = time.perf_counter()
+        with torch.cuda.graph(graph):
+            out = m(*x)
+        capture_s = time.perf_counter() - t
+        graph.replay()
+        torch.cuda.synchronize()
+        err = rel_err(out, ref)
+        r = measure(ctx, graph.replay)
+        del graph, out
+    return {**r, "rel_err": err, "capture_s": capture_s}
+
+
+def run_compile(ctx, name, batch, prec, key, mode):
+    import torch
+    m, x = gpu_model(ctx, name, prec), gpu_inputs(ctx, name, batch, prec)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        ref = reference(ctx, name, batch, prec, key)
+        compiled = torch.compile(m, mode=mode)
+        t = time.perf_counter()
+        out = compiled(*x)  # compiles (and autotunes) on the first call
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - t
+        err = rel_err(out, ref)
+        del out
+
+        def step():
+            # CUDA-graph trees reuse output memory; marking each call as a new
+            # step tells them the previous outputs are no longer needed.
+            torch.compiler.cudagraph_mark_step_begin()
+            compiled(*x)
+        r = measure(ctx, step)
+    torch._dynamo.reset()
+    return {**r, "compile_s": compile_s, "rel_err": err, "mode": mode}
+
+
+# ---------------------------------------------------------------- models (ONNX)
+
+def phase_models(ctx, cells):
+    """Exports on the CPU from a fresh build (the same seeds as
+    scripts/export_models.py), so the file is what that script writes."""
+    import torch
+    os.makedirs(ctx.args.models_dir, exist_ok=True)
+    for name, batch in model_batches(cells):
+        spec = SUITE[name]
+
+        def run(name=name, batch=batch, spec=spec):
+            path = os.path.join(ctx.args.models_dir, spec.file_name(name, batch))
+            model, args = spec.build(batch)
+            t = time.perf_counter()
+            with torch.enable_grad():  # as scripts/export_models.py runs it
+                spec.export(model, args, path)
+            export_s = time.perf_counter() - t
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 24), b""):
+                    h.update(chunk)
+            return {"file": os.path.basename(path), "path": os.path.abspath(path),
+                    "bytes": os.path.getsize(path), "sha256": h.hexdigest(),
+                    "export_s": export_s, "exporter": spec.exporter, "opset": spec.opset,
+                    "inputs": [{"name": n, "shape": list(a.shape), "dtype": str(a.dtype)}
+                               for n, a in zip(spec.input_names, args)]}
+        est = 20 if spec.exporter == "torchscript" else 60
+        ctx.unit("models", f"{name}/b{batch}", None, run, est * (2 if batch > 1 else 1))
+
+
+# ---------------------------------------------------------------- cuts
+
+def cuts_available(ctx):
+    """(True, "") if the given cuts binary has the compile command, else
+    (False, the reason shown in the cuts columns)."""
+    exe = ctx.args.cuts
+    if not exe:
+        return False, NOT_AVAILABLE
+    try:
+        p = subprocess.run([exe, "compile", "--help"], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"not available ({exe}: {type(e).__name__}: {e})"
+    text = (p.stdout + p.stderr).strip()
+    if p.returncode != 0 and ("unknown command" in text or "usage" not in text):
+        errors = [line for line in text.splitlines() if "error" in line]
+        first = (errors or text.splitlines() or [f"exit {p.returncode}"])[0]
+        return False, f"{NOT_AVAILABLE[:-1]}: {first.strip()})"
+    return True, ""
+
+
+def phase_cuts(ctx, cells):
+    """Per cell: cuts compile --tune (wall time), outputs of cuts run checked
+    against ONNX Runtime on the CPU with --compare, latency from cuts bench
+    --json, following the command line in shared/DESIGN.md. Nothing is
+    recorded but what those commands print."""
+    available, why = cuts_available(ctx)
+    if not available:
+        for c in cells:
+            ctx.store("cuts", c["key"], None, {"status": why})
+        log(ctx, f"cuts: {why}")
+        return
+    import torch
+    p = torch.cuda.get_device_properties(0)
+    arch = f"sm_{p.major}{p.minor}"
+    for c in cells:
+        est = 600  # compile + tune may take up to 10 minutes (issue 6)
+        ctx.unit("cuts", c["key"], None, lambda c=c: run_cuts(ctx, c, arch), est)
+
+
+def run_cuts(ctx, cell, arch):
+    import numpy as np
+    import onnxruntime as ort
+    model = ctx.entry("models", f"{cell['model']}/b{cell['batch']}")
+    if not (model and model.get("status") == "ok" and os.path.exists(model["path"])):
+        raise RuntimeError("no ONNX export of this model and batch (run the models phase)")
+    work = tempfile.mkdtemp(prefix="cuts-bench-")
+    try:
+        out = os.path.join(work, "out")
+        cmd = [ctx.args.cuts, "compile", model["path"], "--arch", arch, "-o", out, "--tune",
+               "--precision", cell["precision"]]
+        t = time.perf_counter()
+        run_checked(cmd, 900)
+        compile_s = time.perf_counter() - t
+        artifact = os.path.join(out, "model.cuts")
+        # Reference: ONNX Runtime on the CPU, same inputs as the export.
+        _, args = SUITE[cell["model"]].build(cell["batch"])
+        feeds = {}
+        for n, a in zip(SUITE[cell["model"]].input_names, args):
+            arr = a.numpy()
+            if arr.dtype == np.float32 and cell["precision"] == "fp16":
+                arr = arr.astype(np.float16)
+            feeds[n] = arr
+        sess = ort.InferenceSession(model["path"], providers=["CPUExecutionProvider"])
+        refdir = os.path.join(work, "ref")
+        os.makedirs(refdir)
+        for meta, val in zip(sess.get_outputs(), sess.run(None, feeds)):
+            np.save(os.path.join(refdir, meta.name + ".npy"), val)
+        inputs = []
+        for n, arr in feeds.items():
+            np.save(os.path.join(work, n + ".npy"), arr)
+            inputs += ["--input", f"{n}={os.path.join(work, n + '.npy')}"]
+        check = run_checked([ctx.args.cuts, "run", artifact, *inputs, "--compare", refdir], 600)
+        bench = run_checked([ctx.args.cuts, "bench", artifact, "--iters",
+                             str(ctx.args.iters), "--json"], 600)
+        stats = json.loads(bench)
+        median = stats.get("median_ms")
+        if median is None:
+            raise RuntimeError(f"cuts bench --json printed no median_ms: {bench[:200]}")
+        return {"median_ms": median, "compile_s": compile_s, "compare": check.strip()[-2000:],
+                "bench": stats}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_checked(cmd, timeout):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:2])}: exit {p.returncode}: "
+                           f"{(p.stderr or p.stdout).strip()[-300:]}")
+    return p.stdout
+
+
+# ---------------------------------------------------------------- main
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="results folder (default bench/results/<gpu>-<date>)")
+    ap.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES))
+    ap.add_argument("--models", nargs="+", choices=list(SUITE))
+    ap.add_argument("--batches", nargs="+", choices=("small", "large"),
+                    default=["small", "large"], help="small = 1, large = 64 CNNs / 32 transformers")
+    ap.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
+    ap.add_argument("--peers", nargs="+", choices=PEERS, default=list(PEERS))
+    ap.add_argument("--budget", type=float, default=540,
+                    help="seconds for the whole run: no unit starts that would end after it")
+    ap.add_argument("--phase-budget", type=float, default=540,
+                    help="seconds for each phase (each stays under 10 minutes)")
+    ap.add_argument("--grace", type=float, default=30,
+                    help="seconds a unit may overrun --budget before the watchdog ends the run")
+    ap.add_argument("--iters", type=int, default=50, help="most timed iterations")
+    ap.add_argument("--min-iters", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=10, help="most warm-up iterations")
+    ap.add_argument("--warmup-s", type=float, default=0.5)
+    ap.add_argument("--target-s", type=float, default=1.5,
+                    help="timed seconds per measurement (iterations fitted between the bounds)")
+    ap.add_argument("--gemm-size", type=int, default=8192)
+    ap.add_argument("--no-cudnn-benchmark", action="store_true",
+                    help="keep cuDNN's heuristic algorithm choice (default: benchmark mode)")
+    ap.add_argument("--models-dir", default=os.path.join(HERE, "models"))
+    ap.add_argument("--cuts", help="path of a cuts binary for the cuts phase")
+    ap.add_argument("--retry-errors", action="store_true")
+    ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--dry-run", action="store_true", help="list the units and exit")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cells = plan(args)
+    if args.dry_run:
+        dry_run(args, cells)
+        return 0
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("run.py: no CUDA GPU visible (use --dry-run to list the units)")
+    torch.set_grad_enabled(False)
+    torch.backends.cudnn.benchmark = not args.no_cudnn_benchmark
+    set_tf32(False)
+    try:
+        import transformers
+        transformers.logging.set_verbosity_error()
+    except ImportError:
+        pass
+
+    ctx = Context(args)
+    env = environment(args)
+    ctx.out = args.out or os.path.join(HERE, "results", env["results_dir_name"])
+    os.makedirs(ctx.out, exist_ok=True)
+    ctx.path = os.path.join(ctx.out, "results.json")
+    if os.path.exists(ctx.path):
+        ctx.results = json.load(open(ctx.path))
+        old = ctx.results.get("env", {})
+        if old.get("gpu_name") and old["gpu_name"] != env["gpu_name"]:
+            sys.exit(f"run.py: {ctx.path} holds results of {old['gpu_name']}, this GPU is "
+                     f"{env['gpu_name']}: use another --out")
+        # A resumed run keeps the first run's date: it names the results folder.
+        for k in ("date", "results_dir_name"):
+            env[k] = old.get(k, env[k])
+    ctx.results["schema"] = 1
+    ctx.results["env"] = env
+    planned = {c["key"]: c for c in ctx.results.get("plan", {}).get("cells", [])}
+    planned.update({c["key"]: c for c in cells})
+    order = [c["key"] for c in plan(parse_args([]))]
+    ctx.results["plan"] = {"cells": sorted(planned.values(), key=lambda c: order.index(c["key"]))}
+    ctx.results.setdefault("runs", []).append({"started": now_iso(), "argv": sys.argv[1:],
+                                               "budget_s": args.budget,
+                                               "clocks": env.get("clocks")})
+    ctx.save()
+    log(ctx, f"{env['gpu_name']}, torch {env['torch']}; results in {ctx.path}")
+    threading.Thread(target=watchdog, args=(ctx,), daemon=True).start()
+
+    for phase in args.phases:
+        ctx.phase_deadline = time.time() + args.phase_budget
+        log(ctx, f"phase {phase}")
+        if phase == "ceilings":
+            phase_ceilings(ctx)
+        elif phase == "floors":
+            phase_floors(ctx, cells)
+        elif phase == "peers":
+            phase_peers(ctx, cells)
+        elif phase == "models":
+            phase_models(ctx, cells)
+        elif phase == "cuts":
+            phase_cuts(ctx, cells)
+    finish(ctx)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
