@@ -12,6 +12,23 @@ using dfg::Op;
 
 const char *kDimLetter = "nkhw";
 
+// Elements a shared buffer spans: the last element's offset plus one
+// (padding included).
+int64_t bufferFloats(const dfg::Buffer &b) {
+  int64_t size = 1;
+  for (size_t d = 0; d < b.extents.size(); ++d)
+    size += (b.extents[d] - 1) * b.strides[d];
+  return size;
+}
+
+int64_t sharedFloats(const Kernel &k) {
+  int64_t n = 0;
+  for (const dfg::Buffer &b : k.body.allBuffers())
+    if (b.space == dfg::Space::Shared)
+      n += bufferFloats(b);
+  return n;
+}
+
 std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -347,13 +364,15 @@ std::string Emitter::run() {
        << "  block /= " << tiles << ";\n";
   }
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
+  // Shared tiles live in dynamic shared memory: a block may use more than
+  // the 48 KB static limit (up to the GPU's opt-in maximum).
+  if (sharedFloats(k) > 0)
+    os << "  extern __shared__ float cuts_smem[];\n";
+  int64_t offset = 0;
   for (const dfg::Buffer &b : k.body.allBuffers())
     if (b.space == dfg::Space::Shared) {
-      // The last element's offset plus one (padding included).
-      int64_t size = 1;
-      for (size_t d = 0; d < b.extents.size(); ++d)
-        size += (b.extents[d] - 1) * b.strides[d];
-      os << "  __shared__ float " << b.name << "[" << size << "];\n";
+      os << "  float *const " << b.name << " = cuts_smem + " << offset << ";\n";
+      offset += bufferFloats(b);
     }
   for (const std::string &a : k.accumulators)
     os << "  float " << a << " = 0.0f;\n";
@@ -381,7 +400,8 @@ std::string emitSource(const Kernel &kernel, Target target) {
 }
 
 LaunchShape launchShape(const Kernel &k) {
-  return {numBlocks(k.desc, k.params), k.params.threads()};
+  return {numBlocks(k.desc, k.params), k.params.threads(),
+          sharedFloats(k) * int64_t(sizeof(float))};
 }
 
 } // namespace cuts::codegen

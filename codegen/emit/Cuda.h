@@ -20,6 +20,7 @@ enum class Target { Cuda, Hip };
 struct LaunchShape {
   int64_t blocks = 0;
   int64_t threads = 0;
+  int64_t sharedBytes = 0; // dynamic shared memory the launch must give
 };
 
 /// The kernel's source: one `extern "C" __global__` function named
@@ -27,7 +28,9 @@ struct LaunchShape {
 /// pointers, outputs non-const).
 std::string emitSource(const Kernel &kernel, Target target = Target::Cuda);
 
-/// The grid and block the kernel is launched with (one dimension each).
+/// The grid and block the kernel is launched with (one dimension each) and
+/// its dynamic shared memory (a launch above 48 KB must first raise the
+/// function's limit: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)).
 LaunchShape launchShape(const Kernel &kernel);
 
 } // namespace cuts::codegen

@@ -71,7 +71,7 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   REQUIRE(hk);
   LaunchShape l = launchShape(k);
   REQUIRE(hk->launch({unsigned(l.blocks), 1, 1}, {unsigned(l.threads), 1, 1},
-                     args, err));
+                     args, err, size_t(l.sharedBytes)));
 
   double num = 0, den = 0;
   for (int64_t n = 0; n < s.N; ++n)
@@ -208,7 +208,7 @@ TEST_CASE("a ResNet-50 3x3 conv compiles with NVRTC", "[codegen]") {
     CHECK(res->registers > 0);
     CHECK(res->registers <= 255);
     CHECK(res->spillStoreBytes >= 0);
-    CHECK(res->sharedBytes > 0);
+    CHECK(res->sharedBytes == 0); // the tiles are dynamic shared memory
   }
 }
 

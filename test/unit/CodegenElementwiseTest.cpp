@@ -86,7 +86,7 @@ TEST_CASE("a fused elementwise chain with broadcasting matches the reference",
     REQUIRE(hk);
     LaunchShape l = launchShape(*k);
     REQUIRE(hk->launch({unsigned(l.blocks), 1, 1}, {unsigned(l.threads), 1, 1},
-                       args, err));
+                       args, err, size_t(l.sharedBytes)));
     double num = 0, den = 0;
     for (int64_t e = 0; e < numel(out); ++e) {
       double v = double(data[0][e]) * data[1][bcast(e, out, in[1].shape)] +

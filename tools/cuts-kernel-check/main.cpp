@@ -223,11 +223,17 @@ int main(int argc, char **argv) {
         continue;
       CHECK_CU(cuModuleGetFunction(&fn, mod, "cuts_gemm"));
       codegen::LaunchShape l = codegen::launchShape(*k);
+      if (cuFuncSetAttribute(fn,
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             int(l.sharedBytes)) != CUDA_SUCCESS) {
+        cuModuleUnload(mod);
+        continue;
+      }
       void *args[] = {&a, &b, &y};
       cudaMemset(y, 0xff, ny * 4); // NaN: unwritten outputs fail the check
       auto run = [&] {
         cuLaunchKernel(fn, unsigned(l.blocks), 1, 1, unsigned(l.threads), 1, 1,
-                       0, nullptr, args, nullptr);
+                       unsigned(l.sharedBytes), nullptr, args, nullptr);
       };
       run();
       cudaDeviceSynchronize();
