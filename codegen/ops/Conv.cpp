@@ -35,16 +35,6 @@ std::vector<int64_t> formatStrides(const SharedFormat &f,
   return strides;
 }
 
-FetchDim fetchDim(int64_t extent, int outDim, int64_t scale, int64_t offset,
-                  bool loop, int64_t gExtent, int64_t gStride,
-                  int64_t sStride) {
-  FetchDim d;
-  d.extent = extent, d.outDim = outDim, d.scale = scale, d.offset = offset;
-  d.fromLoop = loop, d.globalExtent = gExtent, d.globalStride = gStride;
-  d.sharedStride = sStride;
-  return d;
-}
-
 } // namespace
 
 std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
@@ -121,35 +111,30 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
 
   // Loop body: acc(n, k, h, w) += X[n, c, h*SH + fh*DH, w*SW + fw*DW] *
   // Wt[k, c, fh, fw] over this iteration's channels and the window.
-  const int64_t block[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
   const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  int64_t pos[4];
-  for (pos[0] = 0; pos[0] < block[0]; ++pos[0])
-    for (pos[1] = 0; pos[1] < block[1]; ++pos[1])
-      for (pos[2] = 0; pos[2] < block[2]; ++pos[2])
-        for (pos[3] = 0; pos[3] < block[3]; ++pos[3]) {
-          int64_t local[4];
-          for (int d = 0; d < 4; ++d)
-            local[d] = pos[d] % thread[d];
-          dfg::Node v(dfg::Op::Value);
-          v.name = accName(local);
-          int acc = k.body.add(v);
-          for (int64_t c = 0; c < wc; ++c)
-            for (int64_t fh = 0; fh < s.FH; ++fh)
-              for (int64_t fw = 0; fw < s.FW; ++fw) {
-                int x = k.body.load(in, {pos[0], depthwise ? pos[1] : c,
-                                         pos[2] * s.SH + fh * s.DH,
-                                         pos[3] * s.SW + fw * s.DW});
-                int w = k.body.load(wt, {pos[1], c, fh, fw});
-                dfg::Node fma(dfg::Op::Fma, {x, w, acc});
-                fma.name = v.name;
-                acc = k.body.add(fma);
-              }
-          dfg::Node r(dfg::Op::Result, {acc});
-          r.name = v.name;
-          r.out = {pos[0], pos[1], pos[2], pos[3]};
-          k.body.add(r);
+  forEachBlockPosition(p, [&](const int64_t *pos) {
+    int64_t local[4];
+    for (int d = 0; d < 4; ++d)
+      local[d] = pos[d] % thread[d];
+    dfg::Node v(dfg::Op::Value);
+    v.name = accName(local);
+    int acc = k.body.add(v);
+    for (int64_t c = 0; c < wc; ++c)
+      for (int64_t fh = 0; fh < s.FH; ++fh)
+        for (int64_t fw = 0; fw < s.FW; ++fw) {
+          int x = k.body.load(in, {pos[0], depthwise ? pos[1] : c,
+                                   pos[2] * s.SH + fh * s.DH,
+                                   pos[3] * s.SW + fw * s.DW});
+          int w = k.body.load(wt, {pos[1], c, fh, fw});
+          dfg::Node fma(dfg::Op::Fma, {x, w, acc});
+          fma.name = v.name;
+          acc = k.body.add(fma);
         }
+    dfg::Node r(dfg::Op::Result, {acc});
+    r.name = v.name;
+    r.out = {pos[0], pos[1], pos[2], pos[3]};
+    k.body.add(r);
+  });
   int64_t local[4];
   for (local[0] = 0; local[0] < p.Nt; ++local[0])
     for (local[1] = 0; local[1] < p.Kt; ++local[1])

@@ -77,45 +77,41 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
        }()});
   k.tensors.push_back({"Y", outShape, true});
 
-  int64_t pos[4];
-  for (pos[0] = 0; pos[0] < p.Nb; ++pos[0])
-    for (pos[1] = 0; pos[1] < p.Kb; ++pos[1])
-      for (pos[2] = 0; pos[2] < p.Hb; ++pos[2])
-        for (pos[3] = 0; pos[3] < p.Wb; ++pos[3]) {
-          std::vector<int> results;
-          for (const ElementwiseStep &s : steps) {
-            std::vector<int> args;
-            for (int a : s.args) {
-              if (a >= 0) {
-                if (a >= int(results.size())) {
-                  error = "a step uses a later step's result";
-                  return std::nullopt;
-                }
-                args.push_back(results[a]);
-                continue;
-              }
-              size_t i = size_t(-1 - a);
-              if (i >= in.size()) {
-                error = "a step uses an input that does not exist";
-                return std::nullopt;
-              }
-              std::vector<int64_t> index;
-              size_t lead = r - in[i].shape.size();
-              for (size_t d = 0; d < in[i].shape.size(); ++d)
-                index.push_back(in[i].shape[d] == 1 ? 0 : pos[dims[lead + d]]);
-              args.push_back(k.exit.load(buffers[i], index));
-            }
-            results.push_back(k.exit.op(s.op, args, s.value, s.value2));
-          }
-          std::vector<int64_t> index;
-          for (int d : dims)
-            index.push_back(pos[d]);
-          dfg::Node st(dfg::Op::Store, {results.back()});
-          st.buffer = y;
-          st.index = index;
-          st.out = {pos[0], pos[1], pos[2], pos[3]};
-          k.exit.add(st);
+  // Step arguments refer to earlier steps or to inputs.
+  for (size_t i = 0; i < steps.size(); ++i)
+    for (int a : steps[i].args)
+      if (a >= int(i) || -1 - a >= int(in.size())) {
+        error = "step " + std::to_string(i) +
+                " uses a later step or a missing input";
+        return std::nullopt;
+      }
+  forEachBlockPosition(p, [&](const int64_t *pos) {
+    std::vector<int> results;
+    for (const ElementwiseStep &s : steps) {
+      std::vector<int> args;
+      for (int a : s.args) {
+        if (a >= 0) {
+          args.push_back(results[a]);
+          continue;
         }
+        size_t i = size_t(-1 - a);
+        std::vector<int64_t> index;
+        size_t lead = r - in[i].shape.size();
+        for (size_t d = 0; d < in[i].shape.size(); ++d)
+          index.push_back(in[i].shape[d] == 1 ? 0 : pos[dims[lead + d]]);
+        args.push_back(k.exit.load(buffers[i], index));
+      }
+      results.push_back(k.exit.op(s.op, args, s.value, s.value2));
+    }
+    std::vector<int64_t> index;
+    for (int d : dims)
+      index.push_back(pos[d]);
+    dfg::Node st(dfg::Op::Store, {results.back()});
+    st.buffer = y;
+    st.index = index;
+    st.out = {pos[0], pos[1], pos[2], pos[3]};
+    k.exit.add(st);
+  });
   k.summary = "elementwise chain of " + std::to_string(steps.size()) +
               " op(s) over " + std::to_string(in.size()) + " input(s)";
   return k;

@@ -63,39 +63,33 @@ bool buildExit(Kernel &k, const std::string &out,
   }
   k.tensors.push_back({out, outShape, true});
 
-  const int64_t block[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
   const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  int64_t pos[4];
-  for (pos[0] = 0; pos[0] < block[0]; ++pos[0])
-    for (pos[1] = 0; pos[1] < block[1]; ++pos[1])
-      for (pos[2] = 0; pos[2] < block[2]; ++pos[2])
-        for (pos[3] = 0; pos[3] < block[3]; ++pos[3]) {
-          int64_t local[4];
-          for (int d = 0; d < 4; ++d)
-            local[d] = pos[d] % thread[d];
-          dfg::Node in(dfg::Op::Value);
-          in.name = accName(local);
-          int v = k.exit.add(in);
-          std::vector<int64_t> index;
-          for (int d : outDims)
-            index.push_back(pos[d]);
-          for (size_t e = 0; e < epilogue.size(); ++e) {
-            std::vector<int> ins{v};
-            if (operands[e] >= 0)
-              ins.push_back(k.exit.load(
-                  operands[e], epilogue[e].operandShape.size() == 1 &&
-                                       epilogue[e].operandShape != outShape
-                                   ? std::vector<int64_t>{pos[dfg::DimK]}
-                                   : index));
-            v = k.exit.op(epilogue[e].op, ins, epilogue[e].value,
-                          epilogue[e].value2);
-          }
-          dfg::Node st(dfg::Op::Store, {v});
-          st.buffer = y;
-          st.index = index;
-          st.out = {pos[0], pos[1], pos[2], pos[3]};
-          k.exit.add(st);
-        }
+  forEachBlockPosition(p, [&](const int64_t *pos) {
+    int64_t local[4];
+    for (int d = 0; d < 4; ++d)
+      local[d] = pos[d] % thread[d];
+    dfg::Node in(dfg::Op::Value);
+    in.name = accName(local);
+    int v = k.exit.add(in);
+    std::vector<int64_t> index;
+    for (int d : outDims)
+      index.push_back(pos[d]);
+    for (size_t e = 0; e < epilogue.size(); ++e) {
+      std::vector<int> ins{v};
+      if (operands[e] >= 0)
+        ins.push_back(k.exit.load(operands[e],
+                                  epilogue[e].operandShape.size() == 1 &&
+                                          epilogue[e].operandShape != outShape
+                                      ? std::vector<int64_t>{pos[dfg::DimK]}
+                                      : index));
+      v = k.exit.op(epilogue[e].op, ins, epilogue[e].value, epilogue[e].value2);
+    }
+    dfg::Node st(dfg::Op::Store, {v});
+    st.buffer = y;
+    st.index = index;
+    st.out = {pos[0], pos[1], pos[2], pos[3]};
+    k.exit.add(st);
+  });
   return true;
 }
 

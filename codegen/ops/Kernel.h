@@ -38,6 +38,16 @@ struct FetchDim {
   int64_t sharedStride = 1; // element stride in the shared tile
 };
 
+inline FetchDim fetchDim(int64_t extent, int outDim, int64_t scale,
+                         int64_t offset, bool fromLoop, int64_t globalExtent,
+                         int64_t globalStride, int64_t sharedStride) {
+  FetchDim d;
+  d.extent = extent, d.outDim = outDim, d.scale = scale, d.offset = offset;
+  d.fromLoop = fromLoop, d.globalExtent = globalExtent;
+  d.globalStride = globalStride, d.sharedStride = sharedStride;
+  return d;
+}
+
 /// One iteration's cooperative copy of a global tile into a shared buffer;
 /// the last axis varies fastest across threads, so when it is the global
 /// tensor's innermost axis the reads coalesce.
@@ -90,6 +100,17 @@ bool buildExit(Kernel &k, const std::string &out,
                const std::vector<int64_t> &outShape,
                const std::vector<int> &outDims,
                const std::vector<EpilogueOp> &epilogue, std::string &error);
+
+/// Calls fn(pos) for every output position (n, k, h, w) of p's block: the
+/// duplication of an output's DFG over the block (thesis Fig. 3.3(c)).
+template <typename Fn> void forEachBlockPosition(const TileParams &p, Fn fn) {
+  int64_t pos[4];
+  for (pos[0] = 0; pos[0] < p.Nb; ++pos[0])
+    for (pos[1] = 0; pos[1] < p.Kb; ++pos[1])
+      for (pos[2] = 0; pos[2] < p.Hb; ++pos[2])
+        for (pos[3] = 0; pos[3] < p.Wb; ++pos[3])
+          fn(static_cast<const int64_t *>(pos));
+}
 
 /// The register accumulator of thread-local output (n, k, h, w).
 std::string accName(const int64_t local[4]);

@@ -70,22 +70,16 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
                  tileStrides({'C', 'K', 'H', 'W'}, 'C', 'K', p.Cin, p.Kb),
                  {{dfg::NoDim, 1}, {dfg::DimK, 1}}};
   int a = k.body.addBuffer(as), b = k.body.addBuffer(bs);
-  auto dim = [](int64_t extent, int outDim, bool loop, int64_t gExtent,
-                int64_t gStride, int64_t sStride) {
-    FetchDim d;
-    d.extent = extent, d.outDim = outDim, d.fromLoop = loop;
-    d.globalExtent = gExtent, d.globalStride = gStride;
-    d.sharedStride = sStride;
-    return d;
-  };
-  k.fetches.push_back({0,
-                       a,
-                       {dim(p.Nb, dfg::DimN, false, M, K, as.strides[0]),
-                        dim(p.Cin, dfg::NoDim, true, K, 1, as.strides[1])}});
-  k.fetches.push_back({1,
-                       b,
-                       {dim(p.Cin, dfg::NoDim, true, K, N, bs.strides[0]),
-                        dim(p.Kb, dfg::DimK, false, N, 1, bs.strides[1])}});
+  k.fetches.push_back(
+      {0,
+       a,
+       {fetchDim(p.Nb, dfg::DimN, 1, 0, false, M, K, as.strides[0]),
+        fetchDim(p.Cin, dfg::NoDim, 1, 0, true, K, 1, as.strides[1])}});
+  k.fetches.push_back(
+      {1,
+       b,
+       {fetchDim(p.Cin, dfg::NoDim, 1, 0, true, K, N, bs.strides[0]),
+        fetchDim(p.Kb, dfg::DimK, 1, 0, false, N, 1, bs.strides[1])}});
 
   // Loop body: acc(i, j) += As[i][c] * Bs[c][j] for c < C_input.
   for (int64_t i = 0; i < p.Nb; ++i)

@@ -1,7 +1,7 @@
 // Convolution kernels generated from DFGs run on the CPU through the
 // CUDA-on-host harness and match a double-precision reference.
 #include "codegen/emit/Cuda.h"
-#include "codegen/emit/HostCompile.h"
+#include "codegen/emit/HostRun.h"
 #include "codegen/emit/Nvrtc.h"
 #include "codegen/ops/Conv.h"
 #include "perfmodel/Params.h"
@@ -53,25 +53,16 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   std::vector<float> bias = fill(s.K), res = fill(outN);
   std::vector<float> y(outN, std::numeric_limits<float>::quiet_NaN());
 
-  KernelSignature sig{k.name, {}};
-  std::vector<KernelArg> args;
-  for (const TensorArg &t : k.tensors) {
-    sig.params.push_back({t.name, t.output ? "float *__restrict__"
-                                           : "const float *__restrict__"});
-    const float *p = t.name == "X"      ? x.data()
-                     : t.name == "Wt"   ? w.data()
-                     : t.name == "bias" ? bias.data()
-                     : t.name == "res"  ? res.data()
-                                        : y.data();
-    args.push_back(KernelArg::buffer(p));
-  }
   std::string err;
-  auto hk = compileForHost(emitSource(k), sig, err);
+  bool ran = runOnHost(k,
+                       {{"X", x.data()},
+                        {"Wt", w.data()},
+                        {"bias", bias.data()},
+                        {"res", res.data()},
+                        {"Y", y.data()}},
+                       err);
   INFO(err);
-  REQUIRE(hk);
-  LaunchShape l = launchShape(k);
-  REQUIRE(hk->launch({unsigned(l.blocks), 1, 1}, {unsigned(l.threads), 1, 1},
-                     args, err, size_t(l.sharedBytes)));
+  REQUIRE(ran);
 
   double num = 0, den = 0;
   for (int64_t n = 0; n < s.N; ++n)

@@ -2,7 +2,7 @@
 // through the CUDA-on-host harness and match a double-precision reference;
 // the same source compiles with NVRTC for sm_80 and sm_90.
 #include "codegen/emit/Cuda.h"
-#include "codegen/emit/HostCompile.h"
+#include "codegen/emit/HostRun.h"
 #include "codegen/emit/Nvrtc.h"
 #include "codegen/ops/MatMul.h"
 #include "perfmodel/Params.h"
@@ -41,25 +41,16 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   // Poison the output: an element the kernel forgets stays NaN and fails.
   std::vector<float> y(c.M * c.N, std::numeric_limits<float>::quiet_NaN());
 
-  std::vector<KernelArg> args;
-  KernelSignature sig{k.name, {}};
-  for (const TensorArg &t : k.tensors) {
-    sig.params.push_back({t.name, t.output ? "float *__restrict__"
-                                           : "const float *__restrict__"});
-    const float *p = t.name == "A"      ? a.data()
-                     : t.name == "B"    ? b.data()
-                     : t.name == "bias" ? bias.data()
-                     : t.name == "res"  ? res.data()
-                                        : y.data();
-    args.push_back(KernelArg::buffer(p));
-  }
   std::string err;
-  auto hk = compileForHost(emitSource(k), sig, err);
+  bool ran = runOnHost(k,
+                       {{"A", a.data()},
+                        {"B", b.data()},
+                        {"bias", bias.data()},
+                        {"res", res.data()},
+                        {"Y", y.data()}},
+                       err);
   INFO(err);
-  REQUIRE(hk);
-  LaunchShape s = launchShape(k);
-  REQUIRE(hk->launch({unsigned(s.blocks), 1, 1}, {unsigned(s.threads), 1, 1},
-                     args, err, size_t(s.sharedBytes)));
+  REQUIRE(ran);
 
   double num = 0, den = 0;
   for (int64_t i = 0; i < c.M; ++i)
