@@ -209,7 +209,8 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
       return;
     Bound b = base;
     b.coefBc = coefBc(d, p, arch);
-    b.smRatio = smRatio(b.compThread, b.nLoad, arch.latShared, b.coefBc);
+    b.smRatio = smRatio(b.compThread, b.nLoad, arch.latShared, b.coefBc,
+                        warpsPerScheduler(d, p, arch));
     b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
     b.timeLowerBound =
         b.pul > 0 ? d.totalComp() / (b.pul * arch.perfPeakFp32) : INFINITY;

@@ -335,9 +335,16 @@ double gmRatio(double oiTB, double ridgePoint) {
   return std::min(1.0, oiTB / ridgePoint);
 }
 
-double smRatio(double compThread, double nLoad, double latShared,
-               double coefBc) {
-  return std::min(1.0, (compThread / nLoad) / (latShared * coefBc));
+double smRatio(double compThread, double nLoad, double latShared, double coefBc,
+               double warpsPerScheduler) {
+  return std::min(1.0, (compThread / nLoad) * warpsPerScheduler /
+                           (latShared * coefBc));
+}
+
+double warpsPerScheduler(const OpDesc &d, const TileParams &p,
+                         const GpuArch &a) {
+  int64_t warps = (p.threads() + a.warpSize - 1) / a.warpSize;
+  return std::max(1.0, double(blocksPerSM(d, p, a) * warps) / 4.0);
 }
 
 double wbRatio(int64_t blocks, int64_t slots) {
@@ -387,7 +394,8 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   b.oiTB = b.compBlock / (double(d.elementBytes) * T * b.numTrans);
   b.gmRatio = gmOverride >= 0 ? gmOverride : gmRatio(b.oiTB, a.ridgePoint());
   b.coefBc = knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a);
-  b.smRatio = smRatio(b.compThread, b.nLoad, a.latShared, b.coefBc);
+  b.smRatio = smRatio(b.compThread, b.nLoad, a.latShared, b.coefBc,
+                      warpsPerScheduler(d, p, a));
   // WBRatio (the thesis's formula is garbled): the fraction of issued block
   // slots that do work, N_TB / (ceil(N_TB / slots) * slots) with slots =
   // NUM_SM x resident blocks per SM, so 1.2 waves gives 0.6. Edge tiles that

@@ -108,9 +108,18 @@ double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch);
 
 /// GMRatio = min(1, OI_TB / (R_peak / BW_global)).
 double gmRatio(double oiTB, double ridgePoint);
-/// SMRatio = min(1, (COMP_thread / N_load) / (LAT_shared * COEF_bc)).
-double smRatio(double compThread, double nLoad, double latShared,
-               double coefBc);
+/// SMRatio = min(1, (COMP_thread / N_load) / (LAT_shared * COEF_bc)), the
+/// thesis's form, for one warp per scheduler. With `warpsPerScheduler` > 1
+/// the other resident warps' operations also hide the latency (our
+/// extension: measured on an H200, small thread tiles with many warps win
+/// where the one-warp form pruned them), so the ratio is multiplied by it.
+double smRatio(double compThread, double nLoad, double latShared, double coefBc,
+               double warpsPerScheduler = 1);
+
+/// Warps each scheduler of an SM can interleave for p (4 schedulers per SM
+/// on every GPU we model: Volta to Hopper, CDNA's 4 SIMDs per CU).
+double warpsPerScheduler(const OpDesc &d, const TileParams &p,
+                         const GpuArch &arch);
 
 /// WBRatio: blocks over the slots of the waves they occupy.
 double wbRatio(int64_t numBlocks, int64_t slotsPerWave);
