@@ -1,6 +1,7 @@
 //===- Cuda.cpp - CUDA / HIP source from a kernel's DFGs ------------------===//
 #include "codegen/emit/Cuda.h"
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -155,8 +156,8 @@ std::string Emitter::nameOf(const dfg::Graph &g, int id) {
     return it->second;
   const dfg::Node &n = g.node(id);
   std::string name;
-  if (n.op == Op::Value || (n.op == Op::Fma && !n.name.empty()))
-    name = n.name;
+  if (n.op == Op::Value || (n.op != Op::Load && !n.name.empty()))
+    name = n.name; // a register accumulator, updated in place
   else if (n.op == Op::Load) {
     name = g.buffer(n.buffer).name;
     for (int64_t i : n.index)
@@ -205,11 +206,6 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
       continue;
     }
     case Op::Fma:
-      if (!n.name.empty()) { // an accumulator updated in place
-        os << ind << n.name << " = fmaf(" << x << ", " << in(1) << ", "
-           << n.name << ");\n";
-        continue;
-      }
       expr = "fmaf(" + x + ", " + in(1) + ", " + in(2) + ")";
       break;
     case Op::Const:
@@ -282,7 +278,10 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
              " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
       break;
     }
-    os << ind << "const float " << nameOf(g, id) << " = " << expr << ";\n";
+    if (!n.name.empty()) // an accumulator updated in place
+      os << ind << n.name << " = " << expr << ";\n";
+    else
+      os << ind << "const float " << nameOf(g, id) << " = " << expr << ";\n";
   }
 }
 
@@ -320,8 +319,13 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind) {
     shared = r + " * " + std::to_string(d.sharedStride) +
              (shared.empty() ? "" : " + " + shared);
   }
+  std::string inside = f.mask ? "1.0f" : t.name + "[" + global + "]";
+  std::string outside = std::isinf(f.outside)
+                            ? (f.outside < 0 ? "-__uint_as_float(0x7f800000u)"
+                                             : "__uint_as_float(0x7f800000u)")
+                            : num(f.outside);
   os << ind << "  " << b.name << "[" << shared << "] = (" << guard << ") ? "
-     << t.name << "[" << global << "] : 0.0f;\n"
+     << inside << " : " << outside << ";\n"
      << ind << "}\n";
 }
 
@@ -374,8 +378,13 @@ std::string Emitter::run() {
       os << "  float *const " << b.name << " = cuts_smem + " << offset << ";\n";
       offset += bufferFloats(b);
     }
+  std::string init =
+      std::isinf(k.accumulatorInit)
+          ? (k.accumulatorInit < 0 ? "-__uint_as_float(0x7f800000u)"
+                                   : "__uint_as_float(0x7f800000u)")
+          : num(k.accumulatorInit);
   for (const std::string &a : k.accumulators)
-    os << "  float " << a << " = 0.0f;\n";
+    os << "  float " << a << " = " << init << ";\n";
   if (k.loopExtent > 0) {
     os << "\n  for (long long c0 = 0; c0 < " << k.loopExtent
        << "; c0 += " << p.Cin << ") {\n"

@@ -55,6 +55,8 @@ struct Fetch {
   int tensor = 0; // index into Kernel::tensors
   int buffer = 0; // shared buffer in the body graph
   std::vector<FetchDim> dims;
+  double outside = 0; // what positions outside the tensor read
+  bool mask = false;  // write 1 inside the tensor instead of its values
 };
 
 /// An elementwise op fused after the anchor at the register level (thesis
@@ -86,8 +88,10 @@ struct Kernel {
   int64_t loopExtent = 0; // the reduction extent C iterated in C_input steps
   dfg::Graph body;        // one iteration's compute (shared -> registers)
   dfg::Graph exit;        // after the loop (registers -> global)
-  /// Register accumulators the body carries across iterations (initial 0).
+  /// Register accumulators the body carries across iterations, and their
+  /// initial value (0 for sums, -inf for a max).
   std::vector<std::string> accumulators;
+  double accumulatorInit = 0;
   double pul = 0;
 };
 

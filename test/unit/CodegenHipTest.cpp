@@ -4,6 +4,7 @@
 #include "codegen/ops/Conv.h"
 #include "codegen/ops/Elementwise.h"
 #include "codegen/ops/MatMul.h"
+#include "codegen/ops/Pool.h"
 
 #include <catch2/catch.hpp>
 
@@ -43,6 +44,12 @@ TEST_CASE("HIP emission compiles with hipcc for gfx90a", "[codegen][hip]") {
   kernels.push_back(*buildElementwise(
       "hip_add_relu", {8, 28, 28}, {{"a", {8, 28, 28}}, {"b", {8, 1, 1}}},
       {{dfg::Op::Add, {-1, -2}}, {dfg::Op::Relu, {0}}}, ew, err));
+  PoolShape ps;
+  ps.N = 1, ps.C = 32, ps.H = ps.W = 28, ps.FH = ps.FW = 3;
+  ps.SH = ps.SW = 2, ps.PH = ps.PW = 1, ps.OH = ps.OW = 14;
+  TileParams pp;
+  pp.Kb = 8, pp.Hb = 4, pp.Wb = 4, pp.Kt = 2;
+  kernels.push_back(*buildPool("hip_max_pool", ps, pp, {}, err));
   char dir[] = "/tmp/cuts-hip-XXXXXX";
   REQUIRE(mkdtemp(dir));
   for (const Kernel &k : kernels) {

@@ -1,0 +1,111 @@
+//===- Pool.cpp - max and average pooling kernels -------------------------===//
+//
+// The DFG of one output is a chain of max (or add) nodes over its window in
+// the input tile; padding reads -inf for a max and 0 for an average. An
+// average that excludes the padding divides by the number of in-image
+// positions of its window, summed from a mask tile the fetch fills with 1
+// inside the image and 0 outside, so no position-dependent code is needed.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/ops/Pool.h"
+
+#include <cmath>
+
+namespace cuts::codegen {
+
+std::optional<Kernel> buildPool(const std::string &name, const PoolShape &s,
+                                const TileParams &p,
+                                const std::vector<EpilogueOp> &epilogue,
+                                std::string &error) {
+  if (p.Nb % p.Nt || p.Kb % p.Kt || p.Hb % p.Ht || p.Wb % p.Wt) {
+    error = "block extents must be multiples of thread extents";
+    return std::nullopt;
+  }
+  Kernel k;
+  k.name = name;
+  k.params = p;
+  k.params.Cin = 1;
+  k.desc.kind = OpKind::Pool;
+  k.desc.N = s.N, k.desc.K = s.C, k.desc.H = s.OH, k.desc.W = s.OW;
+  k.desc.FH = s.FH, k.desc.FW = s.FW, k.desc.SH = s.SH, k.desc.SW = s.SW;
+  k.desc.PH = s.PH, k.desc.PW = s.PW, k.desc.DH = s.DH, k.desc.DW = s.DW;
+  k.loopExtent = 1; // one fetch, one compute phase
+  k.accumulatorInit = s.max ? -INFINITY : 0.0;
+  k.tensors = {{"X", {s.N, s.C, s.H, s.W}, false}};
+
+  int64_t inH = (p.Hb - 1) * s.SH + (s.FH - 1) * s.DH + 1;
+  int64_t inW = (p.Wb - 1) * s.SW + (s.FW - 1) * s.DW + 1;
+  // The input tile, N x C x inH x inW, row-major (the layout matters little
+  // for a window op that reads each element a few times).
+  std::vector<int64_t> strides{p.Kb * inH * inW, inH * inW, inW, 1};
+  std::vector<dfg::DimMap> map{
+      {dfg::DimN, 1}, {dfg::DimK, 1}, {dfg::DimH, s.SH}, {dfg::DimW, s.SW}};
+  int xs = k.body.addBuffer(
+      {"Xs", dfg::Space::Shared, {p.Nb, p.Kb, inH, inW}, strides, map});
+  int64_t hw = s.H * s.W;
+  std::vector<FetchDim> dims{
+      fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.N, s.C * hw, strides[0]),
+      fetchDim(p.Kb, dfg::DimK, 1, 0, false, s.C, hw, strides[1]),
+      fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, s.W, strides[2]),
+      fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, 1, strides[3])};
+  Fetch fx{0, xs, dims};
+  fx.outside = s.max ? -INFINITY : 0.0;
+  k.fetches.push_back(fx);
+  bool masked = !s.max && !s.countIncludePad;
+  int ms = -1;
+  if (masked) {
+    ms = k.body.addBuffer(
+        {"Ms", dfg::Space::Shared, {p.Nb, p.Kb, inH, inW}, strides, map});
+    Fetch fm{0, ms, dims};
+    fm.mask = true;
+    k.fetches.push_back(fm);
+  }
+
+  const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
+  forEachBlockPosition(p, [&](const int64_t *pos) {
+    int64_t local[4];
+    for (int d = 0; d < 4; ++d)
+      local[d] = pos[d] % thread[d];
+    dfg::Node v(dfg::Op::Value);
+    v.name = accName(local);
+    int acc = k.body.add(v), count = -1;
+    for (int64_t fh = 0; fh < s.FH; ++fh)
+      for (int64_t fw = 0; fw < s.FW; ++fw) {
+        std::vector<int64_t> at{pos[0], pos[1], pos[2] * s.SH + fh * s.DH,
+                                pos[3] * s.SW + fw * s.DW};
+        dfg::Node n(s.max ? dfg::Op::Max : dfg::Op::Add,
+                    {acc, k.body.load(xs, at)});
+        n.name = v.name;
+        acc = k.body.add(n);
+        if (masked) {
+          int m = k.body.load(ms, at);
+          count = count < 0 ? m : k.body.op(dfg::Op::Add, {count, m});
+        }
+      }
+    if (!s.max) {
+      int div = masked ? count : k.body.constant(double(s.FH * s.FW));
+      dfg::Node avg(dfg::Op::Div, {acc, div});
+      avg.name = v.name;
+      acc = k.body.add(avg);
+    }
+    dfg::Node r(dfg::Op::Result, {acc});
+    r.name = v.name;
+    r.out = {pos[0], pos[1], pos[2], pos[3]};
+    k.body.add(r);
+  });
+  int64_t local[4];
+  for (local[0] = 0; local[0] < p.Nt; ++local[0])
+    for (local[1] = 0; local[1] < p.Kt; ++local[1])
+      for (local[2] = 0; local[2] < p.Ht; ++local[2])
+        for (local[3] = 0; local[3] < p.Wt; ++local[3])
+          k.accumulators.push_back(accName(local));
+  if (!buildExit(k, "Y", {s.N, s.C, s.OH, s.OW},
+                 {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue, error))
+    return std::nullopt;
+  k.summary = std::string(s.max ? "max" : "average") + " pool " +
+              std::to_string(s.FH) + "x" + std::to_string(s.FW) + " stride " +
+              std::to_string(s.SH);
+  return k;
+}
+
+} // namespace cuts::codegen

@@ -1,0 +1,94 @@
+// Max and average pooling kernels generated from DFGs, run on the CPU
+// against a double-precision reference (padding: -inf for max; for average
+// with and without the padded positions in the divisor).
+#include "codegen/emit/Cuda.h"
+#include "codegen/emit/HostRun.h"
+#include "codegen/emit/Nvrtc.h"
+#include "codegen/ops/Pool.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace cuts;
+using namespace cuts::codegen;
+
+namespace {
+
+PoolShape pool(int64_t n, int64_t c, int64_t hw, int64_t f, int64_t s,
+               int64_t pad, bool max, bool includePad = false) {
+  PoolShape p;
+  p.N = n, p.C = c, p.H = p.W = hw, p.FH = p.FW = f, p.SH = p.SW = s;
+  p.PH = p.PW = pad, p.max = max, p.countIncludePad = includePad;
+  p.OH = p.OW = (hw + 2 * pad - f) / s + 1;
+  return p;
+}
+
+double runAndCompare(const Kernel &k, const PoolShape &s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> x(s.N * s.C * s.H * s.W);
+  for (float &v : x)
+    v = dist(rng);
+  size_t outN = size_t(s.N * s.C * s.OH * s.OW);
+  std::vector<float> y(outN, std::numeric_limits<float>::quiet_NaN());
+  std::string err;
+  bool ran = runOnHost(k, {{"X", x.data()}, {"Y", y.data()}}, err);
+  INFO(err);
+  REQUIRE(ran);
+  double num = 0, den = 0;
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t c = 0; c < s.C; ++c)
+      for (int64_t h = 0; h < s.OH; ++h)
+        for (int64_t w = 0; w < s.OW; ++w) {
+          double acc = s.max ? -INFINITY : 0.0;
+          int count = 0;
+          for (int64_t fh = 0; fh < s.FH; ++fh)
+            for (int64_t fw = 0; fw < s.FW; ++fw) {
+              int64_t ih = h * s.SH - s.PH + fh, iw = w * s.SW - s.PW + fw;
+              if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W)
+                continue;
+              double v = x[((n * s.C + c) * s.H + ih) * s.W + iw];
+              acc = s.max ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          if (!s.max)
+            acc /= s.countIncludePad ? double(s.FH * s.FW) : double(count);
+          double got = y[((n * s.C + c) * s.OH + h) * s.OW + w];
+          if (std::isnan(got))
+            return INFINITY;
+          num += (got - acc) * (got - acc);
+          den += acc * acc;
+        }
+  return std::sqrt(num / den);
+}
+
+} // namespace
+
+TEST_CASE("generated pooling kernels match the reference on the CPU",
+          "[codegen]") {
+  std::vector<PoolShape> shapes = {
+      pool(1, 8, 12, 3, 2, 1, true),        // ResNet's stem max pool
+      pool(2, 4, 9, 3, 1, 1, false, false), // average, padding excluded
+      pool(1, 6, 8, 2, 2, 0, false, true),  // average 2x2
+      pool(1, 16, 7, 7, 1, 0, false, true), // a global average pool
+  };
+  TileParams p;
+  p.Nb = 1, p.Kb = 4, p.Hb = 4, p.Wb = 4;
+  p.Nt = 1, p.Kt = 2, p.Ht = 2, p.Wt = 1;
+  uint32_t seed = 11;
+  for (const PoolShape &s : shapes) {
+    std::string err;
+    auto k = buildPool("pool_test", s, p, {}, err);
+    INFO(err);
+    REQUIRE(k);
+    CHECK(runAndCompare(*k, s, seed++) <= 1e-6);
+    auto r = compileWithNvrtc(emitSource(*k), "sm_90", err);
+    if (r || err.find("built without NVRTC") == std::string::npos) {
+      INFO(err);
+      CHECK(r);
+    }
+  }
+}
