@@ -162,6 +162,8 @@ std::string Emitter::nameOf(const dfg::Graph &g, int id) {
     name = g.buffer(n.buffer).name;
     for (int64_t i : n.index)
       name += "_" + std::to_string(i);
+    if (!n.in.empty()) // a re-read in a later pass
+      name += "_again" + std::to_string(counter++);
   } else
     name = opName(n.op) + std::to_string(counter++);
   names[key] = name;

@@ -1,0 +1,159 @@
+//===- Reduction.cpp - row reductions: softmax, layer norm, reduce --------===//
+//
+// The DFG of a row is its passes written out: softmax takes the max, then
+// the sum of exp(x - max), then divides; layer normalisation the mean, the
+// variance, then scales. A later pass re-reads the row from shared memory
+// rather than keeping it in registers: its loads take the previous pass's
+// result as a predecessor, so they are not merged with the first pass's
+// (thesis Fig. 3.3 merges only loads without predecessors) and are emitted
+// after it.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/ops/Reduction.h"
+
+#include <algorithm>
+
+namespace cuts::codegen {
+
+std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
+                                 const TileParams &p, std::string &error) {
+  if (p.Nb % p.Nt || p.Kb != 1 || p.Hb != 1 || p.Wb != 1) {
+    error = "row ops tile rows only (Kb = Hb = Wb = 1, Nb a multiple of Nt)";
+    return std::nullopt;
+  }
+  bool rowsOut = s.op == RowOp::Softmax || s.op == RowOp::LayerNorm;
+  Kernel k;
+  k.name = name;
+  k.params = p;
+  k.params.Cin = s.length;
+  k.desc.kind = OpKind::Reduction;
+  k.desc.N = s.rows, k.desc.C = s.length;
+  k.loopExtent = 1; // one fetch and one compute phase
+  const int64_t L = s.length;
+  k.tensors = {{"X", {s.rows, L}, false}};
+
+  // The block's rows in FORMAT_shared: rows (N) outer or columns (C) outer.
+  const SharedFormat &f = sharedFormats()[p.format];
+  bool rowsOuter =
+      std::find(f.begin(), f.end(), 'N') < std::find(f.begin(), f.end(), 'C');
+  int64_t inner = rowsOuter ? L : p.Nb;
+  int64_t padded = inner % 32 == 0 ? inner + 1 : inner;
+  std::vector<int64_t> strides = rowsOuter ? std::vector<int64_t>{padded, 1}
+                                           : std::vector<int64_t>{1, padded};
+  int xs = k.body.addBuffer({"Xs",
+                             dfg::Space::Shared,
+                             {p.Nb, L},
+                             strides,
+                             {{dfg::DimN, 1}, {dfg::NoDim, 1}}});
+  k.fetches.push_back(
+      {0,
+       xs,
+       {fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.rows, L, strides[0]),
+        fetchDim(L, dfg::NoDim, 1, 0, false, L, 1, strides[1])}});
+
+  int y = k.body.addBuffer(
+      rowsOut ? dfg::Buffer{"Y",
+                            dfg::Space::Global,
+                            {s.rows, L},
+                            {L, 1},
+                            {{dfg::DimN, 1}, {dfg::NoDim, 1}}}
+              : dfg::Buffer{
+                    "Y", dfg::Space::Global, {s.rows}, {1}, {{dfg::DimN, 1}}});
+  int scale = -1, bias = -1;
+  if (s.op == RowOp::LayerNorm) {
+    scale = k.body.addBuffer(
+        {"scale", dfg::Space::Global, {L}, {1}, {{dfg::NoDim, 1}}});
+    k.tensors.push_back({"scale", {L}, false});
+    if (s.bias) {
+      bias = k.body.addBuffer(
+          {"bias", dfg::Space::Global, {L}, {1}, {{dfg::NoDim, 1}}});
+      k.tensors.push_back({"bias", {L}, false});
+    }
+  }
+  k.tensors.push_back(
+      {"Y",
+       rowsOut ? std::vector<int64_t>{s.rows, L} : std::vector<int64_t>{s.rows},
+       true});
+
+  auto &g = k.body;
+  // A pass's loads of row i, ordered after `after` (-1: the first pass).
+  auto load = [&](int64_t i, int64_t j, int after) {
+    if (after < 0)
+      return g.load(xs, {i, j});
+    dfg::Node n(dfg::Op::Load, {after});
+    n.buffer = xs;
+    n.index = {i, j};
+    return g.add(n);
+  };
+  auto chain = [&](dfg::Op op, int64_t i, int after, auto element) {
+    int acc = element(load(i, 0, after), 0);
+    for (int64_t j = 1; j < L; ++j)
+      acc = g.op(op, {acc, element(load(i, j, after), j)});
+    return acc;
+  };
+  auto id = [](int v, int64_t) { return v; };
+  auto store = [&](int64_t i, std::vector<int64_t> index, int v) {
+    dfg::Node st(dfg::Op::Store, {v});
+    st.buffer = y;
+    st.index = std::move(index);
+    st.out = {i, 0, 0, 0};
+    g.add(st);
+  };
+  for (int64_t i = 0; i < p.Nb; ++i) {
+    switch (s.op) {
+    case RowOp::ReduceSum:
+    case RowOp::ReduceMean:
+    case RowOp::ReduceMax: {
+      int r = chain(s.op == RowOp::ReduceMax ? dfg::Op::Max : dfg::Op::Add, i,
+                    -1, id);
+      if (s.op == RowOp::ReduceMean)
+        r = g.op(dfg::Op::Div, {r, g.constant(double(L))});
+      store(i, {i}, r);
+      break;
+    }
+    case RowOp::Softmax: {
+      int m = chain(dfg::Op::Max, i, -1, id);
+      int sum = chain(dfg::Op::Add, i, m, [&](int v, int64_t) {
+        return g.op(dfg::Op::Exp, {g.op(dfg::Op::Sub, {v, m})});
+      });
+      int inv = g.op(dfg::Op::Recip, {sum});
+      for (int64_t j = 0; j < L; ++j) {
+        int e = g.op(dfg::Op::Exp, {g.op(dfg::Op::Sub, {load(i, j, inv), m})});
+        store(i, {i, j}, g.op(dfg::Op::Mul, {e, inv}));
+      }
+      break;
+    }
+    case RowOp::LayerNorm: {
+      int invL = g.constant(1.0 / double(L));
+      int mean = g.op(dfg::Op::Mul, {chain(dfg::Op::Add, i, -1, id), invL});
+      int var =
+          g.op(dfg::Op::Mul, {chain(dfg::Op::Add, i, mean,
+                                    [&](int v, int64_t) {
+                                      int d = g.op(dfg::Op::Sub, {v, mean});
+                                      return g.op(dfg::Op::Mul, {d, d});
+                                    }),
+                              invL});
+      int rstd =
+          g.op(dfg::Op::Recip,
+               {g.op(dfg::Op::Sqrt,
+                     {g.op(dfg::Op::Add, {var, g.constant(s.epsilon)})})});
+      for (int64_t j = 0; j < L; ++j) {
+        int d = g.op(dfg::Op::Sub, {load(i, j, rstd), mean});
+        int v = g.op(dfg::Op::Mul,
+                     {g.op(dfg::Op::Mul, {d, rstd}), g.load(scale, {j})});
+        if (bias >= 0)
+          v = g.op(dfg::Op::Add, {v, g.load(bias, {j})});
+        store(i, {i, j}, v);
+      }
+      break;
+    }
+    }
+  }
+  static const char *names[] = {"softmax", "layer norm", "reduce sum",
+                                "reduce mean", "reduce max"};
+  k.summary = std::string(names[int(s.op)]) + " over rows of " +
+              std::to_string(L) + " (" + std::to_string(s.rows) + " rows)";
+  return k;
+}
+
+} // namespace cuts::codegen

@@ -1,0 +1,34 @@
+//===- Reduction.h - row reductions: softmax, layer norm, reduce -*- C++
+//-*-===//
+#ifndef CUTS_CODEGEN_OPS_REDUCTION_H
+#define CUTS_CODEGEN_OPS_REDUCTION_H
+
+#include "codegen/ops/Kernel.h"
+
+#include <optional>
+
+namespace cuts::codegen {
+
+enum class RowOp { Softmax, LayerNorm, ReduceSum, ReduceMean, ReduceMax };
+
+/// An op over the rows of X[rows, length] (the reduced axes last and
+/// contiguous, as the importer's normalised ops are after a transpose
+/// where needed): Softmax and LayerNorm write Y[rows, length] (LayerNorm
+/// with scale and optional bias vectors of `length`), the reductions
+/// Y[rows].
+struct RowShape {
+  int64_t rows = 1, length = 1;
+  RowOp op = RowOp::Softmax;
+  double epsilon = 1e-5;
+  bool bias = true; // LayerNorm's B
+};
+
+/// Thread tiles own whole rows (p.Nt rows per thread, p.Nb per block; the
+/// perfmodel's Reduction parameters), the block's rows fetched to shared
+/// memory in p's FORMAT_shared (rows = N, columns = C).
+std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
+                                 const TileParams &p, std::string &error);
+
+} // namespace cuts::codegen
+
+#endif // CUTS_CODEGEN_OPS_REDUCTION_H
