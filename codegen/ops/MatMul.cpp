@@ -41,7 +41,8 @@ std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
 std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
                                   int64_t N, const TileParams &p,
                                   const std::vector<EpilogueOp> &epilogue,
-                                  std::string &error) {
+                                  std::string &error, bool transA,
+                                  bool transB) {
   if (p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 || p.Nb % p.Nt ||
       p.Kb % p.Kt || p.Cin < 1 || K % p.Cin) {
     error = "parameters do not describe a matmul tiling (H = W = 1, block "
@@ -54,7 +55,11 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
   k.desc.kind = OpKind::MatMul;
   k.desc.N = M, k.desc.C = K, k.desc.K = N;
   k.loopExtent = K;
-  k.tensors = {{"A", {M, K}, false}, {"B", {K, N}, false}};
+  k.tensors = {
+      {"A", transA ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K},
+       false},
+      {"B", transB ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N},
+       false}};
 
   // Shared tiles: A's in FORMAT_shared (N = rows, C = columns), B's
   // row-major (C x K).
@@ -70,16 +75,23 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
                  tileStrides({'C', 'K', 'H', 'W'}, 'C', 'K', p.Cin, p.Kb),
                  {{dfg::NoDim, 1}, {dfg::DimK, 1}}};
   int a = k.body.addBuffer(as), b = k.body.addBuffer(bs);
-  k.fetches.push_back(
-      {0,
-       a,
-       {fetchDim(p.Nb, dfg::DimN, 1, 0, false, M, K, as.strides[0]),
-        fetchDim(p.Cin, dfg::NoDim, 1, 0, true, K, 1, as.strides[1])}});
-  k.fetches.push_back(
-      {1,
-       b,
-       {fetchDim(p.Cin, dfg::NoDim, 1, 0, true, K, N, bs.strides[0]),
-        fetchDim(p.Kb, dfg::DimK, 1, 0, false, N, 1, bs.strides[1])}});
+  // Each tile is fetched with the operand's contiguous global axis last,
+  // so consecutive threads read consecutive words (a transposed operand
+  // swaps the order of the tile's axes in the fetch, not in shared memory).
+  FetchDim rowsA =
+      fetchDim(p.Nb, dfg::DimN, 1, 0, false, M, transA ? 1 : K, as.strides[0]);
+  FetchDim colsA =
+      fetchDim(p.Cin, dfg::NoDim, 1, 0, true, K, transA ? M : 1, as.strides[1]);
+  FetchDim rowsB =
+      fetchDim(p.Cin, dfg::NoDim, 1, 0, true, K, transB ? 1 : N, bs.strides[0]);
+  FetchDim colsB =
+      fetchDim(p.Kb, dfg::DimK, 1, 0, false, N, transB ? K : 1, bs.strides[1]);
+  k.fetches.push_back({0, a,
+                       transA ? std::vector<FetchDim>{colsA, rowsA}
+                              : std::vector<FetchDim>{rowsA, colsA}});
+  k.fetches.push_back({1, b,
+                       transB ? std::vector<FetchDim>{colsB, rowsB}
+                              : std::vector<FetchDim>{rowsB, colsB}});
 
   // Loop body: acc(i, j) += As[i][c] * Bs[c][j] for c < C_input.
   for (int64_t i = 0; i < p.Nb; ++i)

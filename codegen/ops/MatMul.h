@@ -8,14 +8,16 @@
 
 namespace cuts::codegen {
 
-/// Y[M, N] = epilogue(A[M, K] x B[K, N]) with tile parameters p (Nb rows
-/// and Kb columns per block, Nt x Kt per thread, C_input = p.Cin, A's
-/// shared tile in p's FORMAT_shared). Fails (nullopt, with `error`) when p
-/// does not describe a matmul tiling.
+/// Y[M, N] = epilogue(op(A) x op(B)) with op(A) [M, K] and op(B) [K, N]
+/// (A stored [K, M] when transA, B stored [N, K] when transB: ONNX Gemm),
+/// tile parameters p (Nb rows and Kb columns per block, Nt x Kt per thread,
+/// C_input = p.Cin, A's shared tile in p's FORMAT_shared). Fails (nullopt,
+/// with `error`) when p does not describe a matmul tiling.
 std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
                                   int64_t N, const TileParams &p,
                                   const std::vector<EpilogueOp> &epilogue,
-                                  std::string &error);
+                                  std::string &error, bool transA = false,
+                                  bool transB = false);
 
 } // namespace cuts::codegen
 

@@ -167,6 +167,43 @@ TEST_CASE("generated matmul kernels compile with NVRTC for sm_80 and sm_90",
   }
 }
 
+TEST_CASE("Gemm's transposed operands", "[codegen]") {
+  const int64_t M = 20, K = 24, N = 36;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> a(M * K), b(K * N); // stored transposed: [K, M], [N, K]
+  for (float &v : a)
+    v = dist(rng);
+  for (float &v : b)
+    v = dist(rng);
+  TileParams p;
+  p.Nb = 8, p.Kb = 16, p.Nt = 2, p.Kt = 2, p.Cin = 8;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      std::string err;
+      auto k = buildMatMul("gemm_t", M, K, N, p, {}, err, ta, tb);
+      REQUIRE(k);
+      std::vector<float> y(M * N, std::numeric_limits<float>::quiet_NaN());
+      bool ran = runOnHost(
+          *k, {{"A", a.data()}, {"B", b.data()}, {"Y", y.data()}}, err);
+      INFO(err);
+      REQUIRE(ran);
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double v = 0;
+          for (int64_t c = 0; c < K; ++c)
+            v += double(ta ? a[c * M + i] : a[i * K + c]) *
+                 double(tb ? b[j * K + c] : b[c * N + j]);
+          double got = y[i * N + j];
+          num += std::isnan(got) ? INFINITY : (got - v) * (got - v);
+          den += v * v;
+        }
+      INFO("transA " << ta << " transB " << tb);
+      CHECK(std::sqrt(num / den) <= 1e-5);
+    }
+}
+
 TEST_CASE("matmul parameters that do not tile are rejected", "[codegen]") {
   TileParams p;
   p.Nb = 16, p.Kb = 16, p.Nt = 3, p.Kt = 4, p.Cin = 8;
