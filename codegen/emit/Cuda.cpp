@@ -89,7 +89,10 @@ private:
 
   std::string nameOf(const dfg::Graph &g, int id);
   void emitGraph(const dfg::Graph &g, const std::string &indent);
-  void emitFetch(const Fetch &f, const std::string &indent);
+  enum class FetchMode { Direct, ToRegisters, FromRegisters };
+  void emitFetch(const Fetch &f, const std::string &indent,
+                 const std::string &loopBase, FetchMode mode, int fetchIndex);
+  void declareTiles(const std::string &indent, const std::string &stage);
 
   const Kernel &k;
   Target target;
@@ -287,33 +290,49 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   }
 }
 
-void Emitter::emitFetch(const Fetch &f, const std::string &ind) {
+void Emitter::emitFetch(const Fetch &f, const std::string &ind,
+                        const std::string &loopBase, FetchMode mode,
+                        int fetchIndex) {
   const TensorArg &t = k.tensors[f.tensor];
   const dfg::Buffer &b = k.body.buffer(f.buffer);
   int64_t total = 1;
   for (const FetchDim &d : f.dims)
     total *= d.extent;
+  int64_t threads = k.params.threads();
+  int64_t rounds = (total + threads - 1) / threads;
+  std::string reg = "staged" + std::to_string(fetchIndex);
+  std::string in = ind + "  ";
   // Consecutive threads take consecutive elements of the last axis.
-  os << ind << "for (int e = tid; e < " << total << "; e += kThreads) {\n";
+  if (mode == FetchMode::Direct) {
+    os << ind << "for (int e = tid; e < " << total << "; e += kThreads) {\n";
+  } else {
+    if (mode == FetchMode::ToRegisters)
+      os << ind << "float " << reg << "[" << rounds << "];\n";
+    os << ind << "for (int round = 0; round < " << rounds << "; ++round) {\n"
+       << in << "const int e = tid + round * kThreads;\n"
+       << in << "if (e >= " << total << ")\n"
+       << in << "  break;\n";
+  }
   std::string rest = "e", guard, global, shared;
   for (size_t i = f.dims.size(); i-- > 0;) {
     const FetchDim &d = f.dims[i];
     std::string r = "r" + std::to_string(i);
-    os << ind << "  const int " << r << " = " << rest << " % " << d.extent
+    os << in << "const int " << r << " = " << rest << " % " << d.extent
        << ";\n";
     if (i > 0) {
-      os << ind << "  const int q" << i << " = " << rest << " / " << d.extent
+      os << in << "const int q" << i << " = " << rest << " / " << d.extent
          << ";\n";
       rest = "q" + std::to_string(i);
     }
-    std::string base = d.fromLoop ? "c0"
+    std::string base = d.fromLoop ? loopBase
                        : d.outDim == dfg::NoDim
                            ? "0"
                            : "base_" + std::string(1, kDimLetter[d.outDim]) +
                                  " * " + std::to_string(d.scale);
     std::string g = "g" + std::to_string(i);
-    os << ind << "  const long long " << g << " = " << base << " + " << d.offset
-       << " + " << r << ";\n";
+    if (mode != FetchMode::FromRegisters)
+      os << in << "const long long " << g << " = " << base << " + " << d.offset
+         << " + " << r << ";\n";
     guard = g + " >= 0 && " + g + " < " + std::to_string(d.globalExtent) +
             (guard.empty() ? "" : " && " + guard);
     global = g + " * " + std::to_string(d.globalStride) +
@@ -326,9 +345,24 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind) {
                             ? (f.outside < 0 ? "-__uint_as_float(0x7f800000u)"
                                              : "__uint_as_float(0x7f800000u)")
                             : num(f.outside);
-  os << ind << "  " << b.name << "[" << shared << "] = (" << guard << ") ? "
-     << inside << " : " << outside << ";\n"
-     << ind << "}\n";
+  std::string value = "(" + guard + ") ? " + inside + " : " + outside;
+  if (mode == FetchMode::Direct)
+    os << in << b.name << "[" << shared << "] = " << value << ";\n";
+  else if (mode == FetchMode::ToRegisters)
+    os << in << reg << "[round] = " << value << ";\n";
+  else
+    os << in << b.name << "[" << shared << "] = " << reg << "[round];\n";
+  os << ind << "}\n";
+}
+
+void Emitter::declareTiles(const std::string &ind, const std::string &stage) {
+  int64_t offset = 0;
+  for (const dfg::Buffer &b : k.body.allBuffers())
+    if (b.space == dfg::Space::Shared) {
+      os << ind << "float *const " << b.name << " = cuts_smem + " << stage
+         << offset << ";\n";
+      offset += bufferFloats(b);
+    }
 }
 
 std::string Emitter::run() {
@@ -371,15 +405,12 @@ std::string Emitter::run() {
   }
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
   // Shared tiles live in dynamic shared memory: a block may use more than
-  // the 48 KB static limit (up to the GPU's opt-in maximum).
+  // the 48 KB static limit (up to the GPU's opt-in maximum). The
+  // prefetching variant keeps two stages of them.
   if (sharedFloats(k) > 0)
     os << "  extern __shared__ float cuts_smem[];\n";
-  int64_t offset = 0;
-  for (const dfg::Buffer &b : k.body.allBuffers())
-    if (b.space == dfg::Space::Shared) {
-      os << "  float *const " << b.name << " = cuts_smem + " << offset << ";\n";
-      offset += bufferFloats(b);
-    }
+  if (!k.prefetch)
+    declareTiles("  ", "");
   std::string init =
       std::isinf(k.accumulatorInit)
           ? (k.accumulatorInit < 0 ? "-__uint_as_float(0x7f800000u)"
@@ -387,16 +418,44 @@ std::string Emitter::run() {
           : num(k.accumulatorInit);
   for (const std::string &a : k.accumulators)
     os << "  float " << a << " = " << init << ";\n";
-  if (k.loopExtent > 0) {
+  if (k.loopExtent > 0 && !k.prefetch) {
     os << "\n  for (long long c0 = 0; c0 < " << k.loopExtent
        << "; c0 += " << p.Cin << ") {\n"
        << "    // Fetch: global -> shared, all threads cooperating.\n";
-    for (const Fetch &f : k.fetches)
-      emitFetch(f, "    ");
+    for (size_t i = 0; i < k.fetches.size(); ++i)
+      emitFetch(k.fetches[i], "    ", "c0", FetchMode::Direct, int(i));
     os << "    __syncthreads();\n"
        << "    // Compute: this thread's sub-DFG in reverse post-order.\n";
     emitGraph(k.body, "    ");
     os << "    __syncthreads();\n  }\n\n";
+  } else if (k.loopExtent > 0) {
+    // §3.4.1's prefetching variant: the next slice's global loads are
+    // issued before this slice's compute and land in the other stage after
+    // it, so their latency hides behind the compute; one barrier a slice.
+    std::string stage = std::to_string(sharedFloats(k));
+    os << "\n  {\n    // Prologue: the first slice into stage 0.\n";
+    declareTiles("    ", "");
+    for (size_t i = 0; i < k.fetches.size(); ++i)
+      emitFetch(k.fetches[i], "    ", "0LL", FetchMode::Direct, int(i));
+    os << "  }\n  __syncthreads();\n"
+       << "  for (long long c0 = 0; c0 < " << k.loopExtent
+       << "; c0 += " << p.Cin << ") {\n"
+       << "    const int stage = int(c0 / " << p.Cin << ") & 1;\n"
+       << "    const bool more = c0 + " << p.Cin << " < " << k.loopExtent
+       << ";\n"
+       << "    // Prefetch the next slice into registers.\n";
+    for (size_t i = 0; i < k.fetches.size(); ++i)
+      emitFetch(k.fetches[i], "    ", "(c0 + " + std::to_string(p.Cin) + ")",
+                FetchMode::ToRegisters, int(i));
+    os << "    {\n";
+    declareTiles("      ", "stage * " + stage + " + ");
+    os << "      // Compute: this thread's sub-DFG in reverse post-order.\n";
+    emitGraph(k.body, "      ");
+    os << "    }\n    if (more) {\n";
+    declareTiles("      ", "(stage ^ 1) * " + stage + " + ");
+    for (size_t i = 0; i < k.fetches.size(); ++i)
+      emitFetch(k.fetches[i], "      ", "", FetchMode::FromRegisters, int(i));
+    os << "    }\n    __syncthreads();\n  }\n\n";
   }
   os << "  // Loop exit: epilogue and stores.\n";
   emitGraph(k.exit, "  ");
@@ -412,7 +471,7 @@ std::string emitSource(const Kernel &kernel, Target target) {
 
 LaunchShape launchShape(const Kernel &k) {
   return {numBlocks(k.desc, k.params), k.params.threads(),
-          sharedFloats(k) * int64_t(sizeof(float))};
+          sharedFloats(k) * int64_t(sizeof(float)) * (k.prefetch ? 2 : 1)};
 }
 
 } // namespace cuts::codegen

@@ -92,6 +92,9 @@ struct Kernel {
   /// initial value (0 for sums, -inf for a max).
   std::vector<std::string> accumulators;
   double accumulatorInit = 0;
+  /// Emit the prefetching (double-buffered) variant of the loop (§3.4.1);
+  /// tuning picks the faster of the two.
+  bool prefetch = false;
   double pul = 0;
 };
 

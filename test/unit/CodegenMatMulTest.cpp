@@ -133,6 +133,10 @@ TEST_CASE("generated matmul kernels match the reference on the CPU",
       INFO("block " << p.Nb << "x" << p.Kb << " thread " << p.Nt << "x" << p.Kt
                     << " Cin " << p.Cin << " format " << formatName(p.format));
       CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+      if (&p == &params.back()) { // the prefetching variant of the loop
+        k->prefetch = true;
+        CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+      }
     }
   }
 }
@@ -165,6 +169,12 @@ TEST_CASE("generated matmul kernels compile with NVRTC for sm_80 and sm_90",
     CHECK(res->sharedBytes == 0);
     CHECK(launchShape(*k).sharedBytes == (32 * 16 + 15 * 65 + 64) * 4);
   }
+  // The prefetching variant: two stages of tiles.
+  k->prefetch = true;
+  auto r = compileWithNvrtc(emitSource(*k), "sm_90", err);
+  INFO(err);
+  REQUIRE(r);
+  CHECK(launchShape(*k).sharedBytes == 2 * (32 * 16 + 15 * 65 + 64) * 4);
 }
 
 TEST_CASE("Gemm's transposed operands", "[codegen]") {
