@@ -6,8 +6,9 @@
 // and a sample of pruned ones are generated, compiled with NVRTC, checked
 // against cuBLAS SGEMM (FP32, no TF32) and timed with CUDA events (median,
 // after warm-up). Prints one row per shape: cuBLAS, the fastest generated
-// kernel, whether the fastest tested set was a kept one, and the Spearman
-// rank correlation between PUL and measured throughput.
+// kernel (the faster of the normal and prefetching loop), whether the
+// fastest tested set was a kept one, the Spearman rank correlation between
+// PUL and measured throughput, and how often prefetching was faster.
 //
 //   cuts-kernel-check [--arch h100] [--kept N] [--pruned N] [--json FILE]
 //
@@ -140,9 +141,9 @@ int main(int argc, char **argv) {
       {"bert b1 ffn2", 128, 3072, 768},   {"bert b32 qkv/out", 4096, 768, 768},
       {"bert b32 ffn1", 4096, 768, 3072}, {"bert b32 ffn2", 4096, 3072, 768}};
   std::printf("GPU: %s, model: %s\n", gpu, arch->name.c_str());
-  std::printf("%-18s %9s %9s %7s %6s %6s %7s %8s %9s\n", "shape", "cublas",
+  std::printf("%-18s %9s %9s %7s %6s %6s %7s %8s %9s %8s\n", "shape", "cublas",
               "cuts", "ratio", "tested", "wrong", "fastest", "spearman",
-              "%fp32peak");
+              "%fp32peak", "prefetch");
   std::ofstream json;
   if (!jsonPath.empty())
     json.open(jsonPath), json << "[\n";
@@ -207,27 +208,24 @@ int main(int argc, char **argv) {
     double best = INFINITY;
     bool bestKept = false;
     int wrong = 0;
-    for (const auto &[p, isKept] : tests) {
+    // Compiles, checks and times one kernel: its median time in ms, -1 if
+    // its result is wrong, nullopt if it does not compile or launch.
+    auto measure = [&](const codegen::Kernel &k) -> std::optional<double> {
       std::string err;
-      auto k = codegen::buildMatMul("cuts_gemm", s.M, s.K, s.N, p, {}, err);
-      if (!k)
-        continue;
-      auto r = compileWithNvrtc(codegen::emitSource(*k), "sm_90", err);
-      if (!r) {
-        std::fprintf(stderr, "nvrtc: %s\n", err.c_str());
-        continue;
-      }
+      auto r = compileWithNvrtc(codegen::emitSource(k), "sm_90", err);
+      if (!r)
+        return std::nullopt;
       CUmodule mod;
       CUfunction fn;
       if (cuModuleLoadData(&mod, r->cubin.data()) != CUDA_SUCCESS)
-        continue;
+        return std::nullopt;
       CHECK_CU(cuModuleGetFunction(&fn, mod, "cuts_gemm"));
-      codegen::LaunchShape l = codegen::launchShape(*k);
+      codegen::LaunchShape l = codegen::launchShape(k);
       if (cuFuncSetAttribute(fn,
                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              int(l.sharedBytes)) != CUDA_SUCCESS) {
         cuModuleUnload(mod);
-        continue;
+        return std::nullopt;
       }
       void *args[] = {&a, &b, &y};
       cudaMemset(y, 0xff, ny * 4); // NaN: unwritten outputs fail the check
@@ -245,13 +243,29 @@ int main(int argc, char **argv) {
         num += std::isnan(hy[i]) ? INFINITY : e * e;
         den += double(hr[i]) * hr[i];
       }
-      if (!(std::sqrt(num / den) <= 1e-5)) {
+      double t = std::sqrt(num / den) <= 1e-5 ? timeMs(run) : -1.0;
+      cuModuleUnload(mod);
+      return t;
+    };
+    int prefetchWins = 0;
+    for (const auto &[p, isKept] : tests) {
+      std::string err;
+      auto k = codegen::buildMatMul("cuts_gemm", s.M, s.K, s.N, p, {}, err);
+      if (!k)
+        continue;
+      // Both variants of the loop (§3.4.1): normal and prefetching.
+      auto normal = measure(*k);
+      k->prefetch = true;
+      auto prefetched = measure(*k);
+      if ((normal && *normal < 0) || (prefetched && *prefetched < 0)) {
         ++wrong;
-        cuModuleUnload(mod);
         continue;
       }
-      double t = timeMs(run);
-      cuModuleUnload(mod);
+      if (!normal && !prefetched)
+        continue;
+      bool usePrefetch = prefetched && (!normal || *prefetched < *normal);
+      prefetchWins += usePrefetch;
+      double t = usePrefetch ? *prefetched : *normal;
       double pul = evaluateBound(d, p, *arch).pul;
       puls.push_back(pul);
       tflops.push_back(2.0 * s.M * s.K * s.N / (t * 1e-3) / 1e12);
@@ -265,19 +279,19 @@ int main(int argc, char **argv) {
              << ", \"pul\": " << pul << ", \"ms\": " << t
              << ", \"Nb\": " << p.Nb << ", \"Kb\": " << p.Kb
              << ", \"Nt\": " << p.Nt << ", \"Kt\": " << p.Kt
-             << ", \"Cin\": " << p.Cin << ", \"format\": \""
-             << formatName(p.format) << "\", \"registers\": "
-             << (r->kernels.empty() ? -1 : r->kernels[0].registers)
-             << ", \"cublasMs\": " << tBlas << "}";
+             << ", \"Cin\": " << p.Cin
+             << ", \"prefetch\": " << (usePrefetch ? "true" : "false")
+             << ", \"format\": \"" << formatName(p.format)
+             << "\", \"cublasMs\": " << tBlas << "}";
         firstJson = false;
       }
     }
     double rho = puls.size() > 2 ? spearman(puls, tflops) : NAN;
-    std::printf("%-18s %9.4f %9.4f %7.2f %6zu %6d %7s %8.2f %9.1f\n", s.name,
-                tBlas, best, best / tBlas, puls.size(), wrong,
-                bestKept ? "kept" : "PRUNED", rho,
-                100.0 * 2.0 * s.M * s.K * s.N / (best * 1e-3) /
-                    arch->perfPeakFp32);
+    std::printf(
+        "%-18s %9.4f %9.4f %7.2f %6zu %6d %7s %8.2f %9.1f %8d\n", s.name, tBlas,
+        best, best / tBlas, puls.size(), wrong, bestKept ? "kept" : "PRUNED",
+        rho, 100.0 * 2.0 * s.M * s.K * s.N / (best * 1e-3) / arch->perfPeakFp32,
+        prefetchWins);
     std::fflush(stdout);
     cudaFree(a), cudaFree(b), cudaFree(y), cudaFree(ref);
   }
