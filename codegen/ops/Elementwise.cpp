@@ -54,6 +54,25 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
       return std::nullopt;
     }
     dfg::Buffer b{x.name, dfg::Space::Global, x.shape, stridesOf(x.shape), {}};
+    if (!x.perm.empty()) {
+      // Input axis perm[d] follows output axis d.
+      if (x.perm.size() != r || x.shape.size() != r) {
+        error = "transposed input '" + x.name + "' needs the output's rank";
+        return std::nullopt;
+      }
+      b.map.assign(r, {dfg::NoDim, 1});
+      for (size_t d = 0; d < r; ++d) {
+        int64_t a = x.perm[d];
+        if (a < 0 || a >= int64_t(r) || x.shape[a] != outShape[d]) {
+          error = "transposed input '" + x.name + "' does not match the output";
+          return std::nullopt;
+        }
+        b.map[a] = {dims[d], 1};
+      }
+      buffers.push_back(k.exit.addBuffer(b));
+      k.tensors.push_back({x.name, x.shape, false});
+      continue;
+    }
     size_t lead = r - x.shape.size();
     for (size_t d = 0; d < x.shape.size(); ++d) {
       int64_t o = outShape[lead + d];
@@ -95,10 +114,14 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
           continue;
         }
         size_t i = size_t(-1 - a);
-        std::vector<int64_t> index;
+        std::vector<int64_t> index(in[i].shape.size());
         size_t lead = r - in[i].shape.size();
-        for (size_t d = 0; d < in[i].shape.size(); ++d)
-          index.push_back(in[i].shape[d] == 1 ? 0 : pos[dims[lead + d]]);
+        for (size_t d = 0; d < in[i].shape.size(); ++d) {
+          if (!in[i].perm.empty())
+            index[in[i].perm[d]] = pos[dims[d]];
+          else
+            index[d] = in[i].shape[d] == 1 ? 0 : pos[dims[lead + d]];
+        }
         args.push_back(k.exit.load(buffers[i], index));
       }
       results.push_back(k.exit.op(s.op, args, s.value, s.value2));

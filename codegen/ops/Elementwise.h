@@ -8,10 +8,14 @@
 
 namespace cuts::codegen {
 
-/// A global input, broadcast to the output's shape (numpy rules).
+/// A global input, broadcast to the output's shape (numpy rules). With
+/// `perm` its axes are read transposed: output axis d reads input axis
+/// perm[d] (ONNX Transpose; then the ranks are equal and nothing
+/// broadcasts).
 struct ElementwiseInput {
   std::string name;
   std::vector<int64_t> shape;
+  std::vector<int64_t> perm = {};
 };
 
 /// One scalar op of a fused chain: op(args) where an argument k >= 0 is the

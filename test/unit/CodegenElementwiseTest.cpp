@@ -93,6 +93,40 @@ TEST_CASE("a fused elementwise chain with broadcasting matches the reference",
   }
 }
 
+TEST_CASE("a transpose fused with an elementwise op", "[codegen]") {
+  // y[a, b, c] = relu(x[c, a, b]) + z[a, b, c]: ONNX Transpose perm
+  // (1, 2, 0) followed by an Add, as attention's head split is.
+  std::vector<int64_t> out{3, 5, 4}, xs{4, 3, 5};
+  std::vector<ElementwiseInput> in{{"x", xs, {1, 2, 0}}, {"z", out}};
+  std::vector<ElementwiseStep> steps{{dfg::Op::Relu, {-1}},
+                                     {dfg::Op::Add, {0, -2}}};
+  TileParams p;
+  p.Kb = 2, p.Hb = 4, p.Wb = 4, p.Wt = 2;
+  std::string err;
+  auto k = buildElementwise("transpose_add", out, in, steps, p, err);
+  INFO(err);
+  REQUIRE(k);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> x(numel(xs)), z(numel(out));
+  for (float &v : x)
+    v = dist(rng);
+  for (float &v : z)
+    v = dist(rng);
+  std::vector<float> y(numel(out), std::numeric_limits<float>::quiet_NaN());
+  bool ran =
+      runOnHost(*k, {{"x", x.data()}, {"z", z.data()}, {"Y", y.data()}}, err);
+  INFO(err);
+  REQUIRE(ran);
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t b = 0; b < 5; ++b)
+      for (int64_t c = 0; c < 4; ++c) {
+        float want =
+            std::max(x[(c * 3 + a) * 5 + b], 0.0f) + z[(a * 5 + b) * 4 + c];
+        CHECK(y[(a * 5 + b) * 4 + c] == want);
+      }
+}
+
 TEST_CASE("elementwise inputs that do not broadcast are rejected",
           "[codegen]") {
   TileParams p;
