@@ -47,8 +47,7 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
             "generated";
     return std::nullopt;
   }
-  if (p.Nb % p.Nt || p.Kb % p.Kt || p.Hb % p.Ht || p.Wb % p.Wt ||
-      (!depthwise && (p.Cin < 1 || s.C % p.Cin))) {
+  if (!threadsTileBlock(p) || (!depthwise && (p.Cin < 1 || s.C % p.Cin))) {
     error = "parameters do not tile the convolution (block extents must be "
             "multiples of thread extents, C_input must divide C)";
     return std::nullopt;
@@ -130,17 +129,9 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
           fma.name = v.name;
           acc = k.body.add(fma);
         }
-    dfg::Node r(dfg::Op::Result, {acc});
-    r.name = v.name;
-    r.out = {pos[0], pos[1], pos[2], pos[3]};
-    k.body.add(r);
+    addResult(k, acc, v.name, pos);
   });
-  int64_t local[4];
-  for (local[0] = 0; local[0] < p.Nt; ++local[0])
-    for (local[1] = 0; local[1] < p.Kt; ++local[1])
-      for (local[2] = 0; local[2] < p.Ht; ++local[2])
-        for (local[3] = 0; local[3] < p.Wt; ++local[3])
-          k.accumulators.push_back(accName(local));
+  declareAccumulators(k);
 
   if (!buildExit(k, "Y", {s.N, s.K, s.OH, s.OW},
                  {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue, error))

@@ -19,7 +19,7 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
     error = "elementwise kernels take outputs of rank <= 4 and >= 1 step";
     return std::nullopt;
   }
-  if (p.Nb % p.Nt || p.Kb % p.Kt || p.Hb % p.Ht || p.Wb % p.Wt) {
+  if (!threadsTileBlock(p)) {
     error = "block extents must be multiples of thread extents";
     return std::nullopt;
   }

@@ -17,6 +17,24 @@ std::string accName(const int64_t local[4]) {
   return s;
 }
 
+void declareAccumulators(Kernel &k) {
+  const TileParams &p = k.params;
+  int64_t local[4];
+  for (local[0] = 0; local[0] < p.Nt; ++local[0])
+    for (local[1] = 0; local[1] < p.Kt; ++local[1])
+      for (local[2] = 0; local[2] < p.Ht; ++local[2])
+        for (local[3] = 0; local[3] < p.Wt; ++local[3])
+          k.accumulators.push_back(accName(local));
+}
+
+void addResult(Kernel &k, int acc, const std::string &name,
+               const int64_t *pos) {
+  dfg::Node r(dfg::Op::Result, {acc});
+  r.name = name;
+  r.out = {pos[0], pos[1], pos[2], pos[3]};
+  k.body.add(r);
+}
+
 bool buildExit(Kernel &k, const std::string &out,
                const std::vector<int64_t> &outShape,
                const std::vector<int> &outDims,

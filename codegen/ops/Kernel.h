@@ -122,6 +122,19 @@ template <typename Fn> void forEachBlockPosition(const TileParams &p, Fn fn) {
 /// The register accumulator of thread-local output (n, k, h, w).
 std::string accName(const int64_t local[4]);
 
+/// Declares every accumulator of a thread (its Nt x Kt x Ht x Wt outputs).
+void declareAccumulators(Kernel &k);
+
+/// Ends the chain of block output `pos` in the body: the accumulator `acc`
+/// (named `name`) is carried out of the iteration.
+void addResult(Kernel &k, int acc, const std::string &name, const int64_t *pos);
+
+/// True when every block extent of p is a multiple of its thread extent.
+inline bool threadsTileBlock(const TileParams &p) {
+  return p.Nb % p.Nt == 0 && p.Kb % p.Kt == 0 && p.Hb % p.Ht == 0 &&
+         p.Wb % p.Wt == 0;
+}
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_OPS_KERNEL_H

@@ -106,14 +106,10 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
         fma.name = in.name; // accumulate in place
         acc = k.body.add(fma);
       }
-      dfg::Node out{dfg::Op::Result, {acc}};
-      out.name = in.name;
-      out.out = {i, j, 0, 0};
-      k.body.add(out);
+      const int64_t pos[4] = {i, j, 0, 0};
+      addResult(k, acc, in.name, pos);
     }
-  for (int64_t i = 0; i < p.Nt; ++i)
-    for (int64_t j = 0; j < p.Kt; ++j)
-      k.accumulators.push_back(accName2(i, j));
+  declareAccumulators(k);
 
   // Loop exit: the epilogue on each accumulator, then the global store.
   if (!buildExit(k, "Y", {M, N}, {dfg::DimN, dfg::DimK}, epilogue, error))
