@@ -23,7 +23,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
     "${missing[@]}" >/dev/null
 fi
 
