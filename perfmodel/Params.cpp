@@ -43,9 +43,11 @@ Caps capsFor(OpKind k) {
   }
 }
 
-// C_input: a power of two that divides C, or C itself (Conv and MatMul
-// only; the other ops have nothing to iterate over).
+// C_input: a power of two that divides C, or C itself (Conv and MatMul;
+// a reduction holds whole rows; the other ops have nothing to iterate over).
 std::vector<int64_t> cinputOptions(const OpDesc &d) {
+  if (d.kind == OpKind::Reduction)
+    return {d.C}; // whole rows in shared memory
   if (!isComplex(d.kind))
     return {1};
   std::vector<int64_t> cins;
@@ -109,6 +111,21 @@ const std::vector<int> &distinctFormats(const int64_t ext[4]) {
   return byMask[mask];
 }
 
+// Calls fn(p) for every C_input and distinct FORMAT_shared of p's tiles.
+template <typename Fn>
+void forEachCinputAndFormat(const OpDesc &d, TileParams p,
+                            const std::vector<int64_t> &cins, Fn &&fn) {
+  for (int64_t cin : cins) {
+    p.Cin = cin;
+    int64_t ext[4];
+    tileExtents(d, p, ext);
+    for (int f : distinctFormats(ext)) {
+      p.format = f;
+      fn(p);
+    }
+  }
+}
+
 } // namespace
 
 void forEachParams(const OpDesc &d, const GpuArch &arch,
@@ -146,15 +163,7 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
                   p.Nt = t[0], p.Kt = t[1], p.Ht = t[2], p.Wt = t[3];
                   p.Nb = t[0] * n[0], p.Kb = t[1] * n[1];
                   p.Hb = t[2] * n[2], p.Wb = t[3] * n[3];
-                  for (int64_t cin : cins) {
-                    p.Cin = d.kind == OpKind::Reduction ? d.C : cin;
-                    int64_t ext[4];
-                    tileExtents(d, p, ext);
-                    for (int f : distinctFormats(ext)) {
-                      p.format = f;
-                      fn(p);
-                    }
-                  }
+                  forEachCinputAndFormat(d, p, cins, fn);
                 }
         }
 }
@@ -256,23 +265,17 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
           int64_t tiles = p.threads();
           double rounds = std::ceil(double(tiles) / double(threads));
           double roundEff = double(tiles) / (rounds * double(threads));
-          for (int64_t cin : cins) {
-            p.Cin = d.kind == OpKind::Reduction ? d.C : cin;
-            int64_t te[4];
-            tileExtents(d, p, te);
-            for (int f : distinctFormats(te)) {
-              p.format = f;
-              Bound b = evaluateBound(d, p, arch);
-              // The grid and the residency are the successor's: the caller
-              // multiplies its WBRatio in and checks the shared memory of
-              // both phases together.
-              b.wbRatio = roundEff;
-              b.coefR = 1;
-              b.pul = b.gmRatio * b.smRatio * b.wbRatio;
-              if (!best || b.pul > best->bound.pul)
-                best = Candidate{p, b};
-            }
-          }
+          forEachCinputAndFormat(d, p, cins, [&](const TileParams &q) {
+            Bound b = evaluateBound(d, q, arch);
+            // The grid and the residency are the successor's: the caller
+            // multiplies its WBRatio in and checks the shared memory of
+            // both phases together.
+            b.wbRatio = roundEff;
+            b.coefR = 1;
+            b.pul = b.gmRatio * b.smRatio * b.wbRatio;
+            if (!best || b.pul > best->bound.pul)
+              best = Candidate{q, b};
+          });
         }
   return best;
 }
