@@ -1,5 +1,6 @@
 // Convolution kernels generated from DFGs run on the CPU through the
 // CUDA-on-host harness and match a double-precision reference.
+#include "CodegenTestUtil.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostRun.h"
 #include "codegen/emit/Nvrtc.h"
@@ -40,18 +41,12 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   bool dw = s.group > 1;
   int64_t cw = dw ? 1 : s.C;
   std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  auto fill = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float &x : v)
-      x = dist(rng);
-    return v;
-  };
+  auto fill = [&](size_t n) { return test::randomVector(rng, n); };
   size_t outN = size_t(s.N * s.K * s.OH * s.OW);
   std::vector<float> x = fill(s.N * s.C * s.H * s.W);
   std::vector<float> w = fill(s.K * cw * s.FH * s.FW);
   std::vector<float> bias = fill(s.K), res = fill(outN);
-  std::vector<float> y(outN, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> y = test::poisoned(outN);
 
   std::string err;
   bool ran = runOnHost(k,
@@ -64,7 +59,7 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   INFO(err);
   REQUIRE(ran);
 
-  double num = 0, den = 0;
+  test::RelativeL2 error;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t o = 0; o < s.K; ++o)
       for (int64_t h = 0; h < s.OH; ++h)
@@ -90,13 +85,9 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
             else if (e.op == dfg::Op::Clip)
               v = std::min(std::max(v, e.value), e.value2);
           }
-          double got = y[at];
-          if (std::isnan(got))
-            return INFINITY;
-          num += (got - v) * (got - v);
-          den += v * v;
+          error.add(y[at], v);
         }
-  return std::sqrt(num / den);
+  return error.value();
 }
 
 // The cheapest-to-run parameter set the model keeps for this conv.

@@ -1,6 +1,7 @@
 // Matmul kernels generated from DFGs (with fused epilogues) run on the CPU
 // through the CUDA-on-host harness and match a double-precision reference;
 // the same source compiles with NVRTC for sm_80 and sm_90.
+#include "CodegenTestUtil.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostRun.h"
 #include "codegen/emit/Nvrtc.h"
@@ -29,17 +30,10 @@ double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 // a double-precision reference of the same computation.
 double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  auto fill = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float &x : v)
-      x = dist(rng);
-    return v;
-  };
+  auto fill = [&](size_t n) { return test::randomVector(rng, n); };
   std::vector<float> a = fill(c.M * c.K), b = fill(c.K * c.N);
   std::vector<float> bias = fill(c.N), res = fill(c.M * c.N);
-  // Poison the output: an element the kernel forgets stays NaN and fails.
-  std::vector<float> y(c.M * c.N, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> y = test::poisoned(c.M * c.N);
 
   std::string err;
   bool ran = runOnHost(k,
@@ -52,7 +46,7 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   INFO(err);
   REQUIRE(ran);
 
-  double num = 0, den = 0;
+  test::RelativeL2 error;
   for (int64_t i = 0; i < c.M; ++i)
     for (int64_t j = 0; j < c.N; ++j) {
       double v = 0;
@@ -66,13 +60,9 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
         else if (e.op == dfg::Op::Relu)
           v = std::max(v, 0.0);
       }
-      double got = y[i * c.N + j];
-      if (std::isnan(got))
-        return INFINITY;
-      num += (got - v) * (got - v);
-      den += v * v;
+      error.add(y[i * c.N + j], v);
     }
-  return std::sqrt(num / den);
+  return error.value();
 }
 
 // A few parameter sets the performance model keeps for this matmul, the

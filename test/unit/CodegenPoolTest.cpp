@@ -1,6 +1,7 @@
 // Max and average pooling kernels generated from DFGs, run on the CPU
 // against a double-precision reference (padding: -inf for max; for average
 // with and without the padded positions in the divisor).
+#include "CodegenTestUtil.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostRun.h"
 #include "codegen/emit/Nvrtc.h"
@@ -28,17 +29,13 @@ PoolShape pool(int64_t n, int64_t c, int64_t hw, int64_t f, int64_t s,
 
 double runAndCompare(const Kernel &k, const PoolShape &s, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> x(s.N * s.C * s.H * s.W);
-  for (float &v : x)
-    v = dist(rng);
-  size_t outN = size_t(s.N * s.C * s.OH * s.OW);
-  std::vector<float> y(outN, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> x = test::randomVector(rng, s.N * s.C * s.H * s.W);
+  std::vector<float> y = test::poisoned(size_t(s.N * s.C * s.OH * s.OW));
   std::string err;
   bool ran = runOnHost(k, {{"X", x.data()}, {"Y", y.data()}}, err);
   INFO(err);
   REQUIRE(ran);
-  double num = 0, den = 0;
+  test::RelativeL2 error;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t c = 0; c < s.C; ++c)
       for (int64_t h = 0; h < s.OH; ++h)
@@ -56,13 +53,9 @@ double runAndCompare(const Kernel &k, const PoolShape &s, uint32_t seed) {
             }
           if (!s.max)
             acc /= s.countIncludePad ? double(s.FH * s.FW) : double(count);
-          double got = y[((n * s.C + c) * s.OH + h) * s.OW + w];
-          if (std::isnan(got))
-            return INFINITY;
-          num += (got - acc) * (got - acc);
-          den += acc * acc;
+          error.add(y[((n * s.C + c) * s.OH + h) * s.OW + w], acc);
         }
-  return std::sqrt(num / den);
+  return error.value();
 }
 
 } // namespace
