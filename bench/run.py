@@ -685,8 +685,19 @@ def run_cuts(ctx, cell, arch):
     work = tempfile.mkdtemp(prefix="cuts-bench-")
     try:
         out = os.path.join(work, "out")
-        cmd = [ctx.args.cuts, "compile", model["path"], "--arch", arch, "-o", out, "--tune",
-               "--precision", cell["precision"]]
+        # --tune and --precision only where this cuts offers them (its
+        # usage lists them); otherwise the performance model alone chooses,
+        # in fp32, and the result says so.
+        usage = subprocess.run([ctx.args.cuts, "--help"], capture_output=True,
+                               text=True, timeout=60).stdout
+        tuned = "--tune" in usage
+        if cell["precision"] != "fp32" and "--precision" not in usage:
+            raise RuntimeError(f"cuts has no --precision: {cell['precision']} is not compiled")
+        cmd = [ctx.args.cuts, "compile", model["path"], "--arch", arch, "-o", out]
+        if tuned:
+            cmd.append("--tune")
+        if "--precision" in usage:
+            cmd += ["--precision", cell["precision"]]
         t = time.perf_counter()
         run_checked(cmd, 900)
         compile_s = time.perf_counter() - t
@@ -715,8 +726,8 @@ def run_cuts(ctx, cell, arch):
         median = stats.get("median_ms")
         if median is None:
             raise RuntimeError(f"cuts bench --json printed no median_ms: {bench[:200]}")
-        return {"median_ms": median, "compile_s": compile_s, "compare": check.strip()[-2000:],
-                "bench": stats}
+        return {"median_ms": median, "compile_s": compile_s, "tuned": tuned,
+                "compare": check.strip()[-2000:], "bench": stats}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -71,6 +71,8 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
     std::vector<mlir::Operation *> ops;
     for (int n : s)
       ops.push_back(nodes[n]);
+    if (ops.size() > 1 && opts.canFuse && !opts.canFuse(ops))
+      return std::nullopt;
     auto e = model.estimate(ops);
     if (!e)
       return std::nullopt;
@@ -90,6 +92,7 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
     for (int n : s) {
       g.ops.push_back(nodes[n]->getName().getStringRef().str());
       g.names.push_back(nodeName(nodes[n]));
+      g.operations.push_back(nodes[n]);
     }
     g.estimate = estimates.at(s);
     r.totalTime += g.estimate.time;

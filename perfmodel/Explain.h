@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,16 @@ struct ExplainOptions {
   PruneOptions prune;
   bool fusion = true;
   PartitionOptions partition;
+  /// What the kernels' consumer can build: a group of more than one op is a
+  /// candidate only if this accepts it (the compiler passes the code
+  /// generator's rules; `cuts explain` alone leaves it empty).
+  std::function<bool(llvm::ArrayRef<mlir::Operation *>)> canFuse;
 };
 
 struct GroupReport {
-  std::vector<std::string> ops;   // "cuts.conv"
-  std::vector<std::string> names; // the ONNX node names (locations)
+  std::vector<std::string> ops;              // "cuts.conv"
+  std::vector<std::string> names;            // the ONNX node names (locations)
+  std::vector<mlir::Operation *> operations; // program order
   GroupEstimate estimate;
 };
 

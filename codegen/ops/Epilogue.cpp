@@ -64,20 +64,27 @@ bool buildExit(Kernel &k, const std::string &out,
       continue;
     }
     bool vector = e.operandShape == std::vector<int64_t>{channels};
-    if (!vector && e.operandShape != outShape) {
+    bool scalar = e.operandShape == std::vector<int64_t>{1};
+    if (!vector && !scalar && e.operandShape != outShape) {
       error = "epilogue operand '" + e.operand +
-              "' is neither per-channel nor of the output's shape";
+              "' is neither a scalar, per-channel nor of the output's shape";
       return false;
     }
     k.tensors.push_back({e.operand, e.operandShape, false});
+    // A scalar stays at index 0 for every thread and block.
     operands.push_back(k.exit.addBuffer(
-        vector ? dfg::Buffer{e.operand,
+        vector   ? dfg::Buffer{e.operand,
                              dfg::Space::Global,
                              {channels},
                              {1},
                              {{dfg::DimK, 1}}}
-               : dfg::Buffer{e.operand, dfg::Space::Global, outShape,
-                             stridesOf(outShape), outMap}));
+        : scalar ? dfg::Buffer{e.operand,
+                               dfg::Space::Global,
+                               {1},
+                               {1},
+                               {{dfg::NoDim, 1}}}
+                 : dfg::Buffer{e.operand, dfg::Space::Global, outShape,
+                               stridesOf(outShape), outMap}));
   }
   k.tensors.push_back({out, outShape, true});
 
@@ -94,12 +101,14 @@ bool buildExit(Kernel &k, const std::string &out,
       index.push_back(pos[d]);
     for (size_t e = 0; e < epilogue.size(); ++e) {
       std::vector<int> ins{v};
+      const std::vector<int64_t> &os = epilogue[e].operandShape;
       if (operands[e] >= 0)
-        ins.push_back(k.exit.load(operands[e],
-                                  epilogue[e].operandShape.size() == 1 &&
-                                          epilogue[e].operandShape != outShape
-                                      ? std::vector<int64_t>{pos[dfg::DimK]}
-                                      : index));
+        ins.push_back(k.exit.load(
+            operands[e], os == std::vector<int64_t>{1} && os != outShape
+                             ? std::vector<int64_t>{0}
+                         : os.size() == 1 && os != outShape
+                             ? std::vector<int64_t>{pos[dfg::DimK]}
+                             : index));
       v = k.exit.op(epilogue[e].op, ins, epilogue[e].value, epilogue[e].value2);
     }
     dfg::Node st(dfg::Op::Store, {v});

@@ -61,8 +61,8 @@ struct Fetch {
 
 /// An elementwise op fused after the anchor at the register level (thesis
 /// Fig. 3.4(c)): op(value[, operand]). The operand, if any, is a global
-/// tensor: a per-channel vector (shape [extent along K], e.g. a bias) or a
-/// tensor of the output's shape (e.g. a residual).
+/// tensor: a scalar (shape [1]), a per-channel vector (shape [extent along
+/// K], e.g. a bias) or a tensor of the output's shape (e.g. a residual).
 struct EpilogueOp {
   dfg::Op op;
   double value = 0, value2 = 0;

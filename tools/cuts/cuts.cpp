@@ -5,6 +5,7 @@
 // stderr as `cuts: error: <file>: <what>` with exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/driver/Compile.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
 #include "perfmodel/Explain.h"
@@ -18,7 +19,9 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,16 @@ void usage(llvm::raw_ostream &os) {
         "                    [--top-percent T] [--min-keep K] [--no-fusion]\n"
         "      the kernels the performance model groups the graph into, with\n"
         "      candidates enumerated and kept, the best PUL and its factors\n"
+        "  compile MODEL.onnx --arch ARCH[,ARCH...] -o DIR [--emit-source]\n"
+        "                    [--name NAME] [--input-shape ...] [--no-fusion]\n"
+        "                    [--top-percent T] [--min-keep K] [--jobs N]\n"
+        "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
+        "      (NAME: model); the first ARCH is the performance model's\n"
+        "      target, CUBINs are built for every ARCH; --emit-source also\n"
+        "      writes every kernel's CUDA and HIP source to DIR/kernels/\n"
+        "  run MODEL.cuts --input NAME=FILE ... [--emulate] [--compare DIR]\n"
+        "  bench MODEL.cuts [--iters N] [--graph] [--kernels] [--json]\n"
+        "      run and time a compiled model (see cuts run --help)\n"
         "  arch [--json] | arch --probe [-o FILE.json]\n"
         "      the known GPU descriptors; --probe measures the local GPU\n";
 }
@@ -269,6 +282,236 @@ int cmdExplain(const std::vector<std::string> &args) {
   return 0;
 }
 
+// A program built next to cuts (build tree: ../NAME/NAME; installed: the
+// same directory), else on PATH; empty if none.
+std::string siblingProgram(const char *argv0, const std::string &name) {
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&siblingProgram));
+  llvm::StringRef dir = llvm::sys::path::parent_path(self);
+  llvm::SmallString<256> build(dir), installed(dir);
+  llvm::sys::path::append(build, "..", name, name);
+  llvm::sys::path::append(installed, name);
+  for (const auto &p : {build, installed})
+    if (llvm::sys::fs::can_execute(p))
+      return p.str().str();
+  if (auto found = llvm::sys::findProgramByName(name))
+    return *found;
+  return "";
+}
+
+int cmdRunner(const std::string &cmd, const std::vector<std::string> &args,
+              const char *argv0) {
+  std::string exe = siblingProgram(argv0, "cuts-run");
+  if (exe.empty())
+    return error("", cmd + " needs the cuts-run program, built next to cuts");
+  std::vector<llvm::StringRef> argvRun{exe, cmd};
+  argvRun.insert(argvRun.end(), args.begin(), args.end());
+  return llvm::sys::ExecuteAndWait(exe, argvRun);
+}
+
+bool writeText(const std::string &path, const std::string &text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  return bool(f);
+}
+
+int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
+  std::string model, outDir, archNames, name = "model";
+  bool emitSource = false;
+  cuts::ImportOptions opts;
+  cuts::driver::CompileOptions copts;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string &a = args[k];
+    auto value = [&](std::string &out) {
+      if (k + 1 >= args.size())
+        return false;
+      out = args[++k];
+      return true;
+    };
+    auto number = [&](double &out, double lo, double hi) {
+      return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
+             out <= hi;
+    };
+    double v = 0;
+    if (a == "--arch") {
+      if (!value(archNames))
+        return error("", "--arch needs a GPU (" + archList() + ")");
+    } else if (a == "-o") {
+      if (!value(outDir))
+        return error("", "-o needs a directory");
+    } else if (a == "--name") {
+      if (!value(name) || name.empty() ||
+          name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+              std::string::npos ||
+          std::isdigit(static_cast<unsigned char>(name[0])))
+        return error("", "--name needs a C identifier (letters, digits, _)");
+    } else if (a == "-h" || a == "--help") {
+      usage(llvm::outs());
+      return 0;
+    } else if (a == "--emit-source") {
+      emitSource = true;
+    } else if (a == "--no-fusion") {
+      copts.fusion = false;
+    } else if (a == "--top-percent") {
+      if (!number(v, 1e-6, 100))
+        return error("", "--top-percent needs a number in (0, 100]");
+      copts.prune.topPercent = v;
+    } else if (a == "--min-keep") {
+      if (!number(v, 1, 1e6))
+        return error("", "--min-keep needs a count >= 1");
+      copts.prune.minKeep = int(v);
+    } else if (a == "--jobs") {
+      if (!number(v, 1, 1024))
+        return error("", "--jobs needs a count >= 1");
+      copts.jobs = int(v);
+    } else if (a == "--tune" || a == "--tuning" || a == "--precision" ||
+               a == "--no-library") {
+      return error("", "compile: " + a +
+                           " is not available in this version: kernels are "
+                           "chosen by the performance model alone, in fp32");
+    } else if (int r = parseInputShape(args, k, opts)) {
+      if (r < 0)
+        return 1;
+    } else if (!a.empty() && a[0] == '-') {
+      return error("", "compile: unknown option '" + a + "'");
+    } else if (model.empty()) {
+      model = a;
+    } else {
+      return error("", "compile: more than one model given");
+    }
+  }
+  if (model.empty())
+    return error("", "compile: no model given (cuts compile MODEL.onnx --arch "
+                     "sm_90 -o out/)");
+  if (archNames.empty())
+    return error("", "compile: --arch is required (" + archList() + ")");
+  if (outDir.empty())
+    return error("", "compile: -o DIR is required");
+  // Each --arch entry names a descriptor; its compute arch gets a CUBIN.
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(archNames).split(names, ',');
+  for (llvm::StringRef n : names) {
+    auto arch = cuts::findArch(n.str());
+    if (!arch)
+      return error("", "unknown --arch '" + n.str() +
+                           "' (known: " + archList() + ")");
+    if (arch->vendor != "nvidia")
+      return error("", "--arch " + n.str() +
+                           ": artifacts for AMD GPUs are not built yet "
+                           "(the HIP sources are: cuts-unit-tests checks them "
+                           "with hipcc)");
+    if (copts.archs.empty())
+      copts.arch = *arch;
+    if (std::find(copts.archs.begin(), copts.archs.end(), arch->computeArch) ==
+        copts.archs.end())
+      copts.archs.push_back(arch->computeArch);
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  mlir::MLIRContext ctx;
+  auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
+  if (!module)
+    return 1;
+  std::string err;
+  auto result = cuts::driver::compileModule(*module, copts, err);
+  if (!result)
+    return error(model, err);
+  if (auto ec = llvm::sys::fs::create_directories(outDir))
+    return error(outDir, "cannot create (" + ec.message() + ")");
+  std::vector<uint8_t> bytes = cuts::rt::serializeArtifact(result->contents);
+  std::string artifact = outDir + "/" + name + ".cuts";
+  if (!cuts::rt::writeFile(artifact, bytes, err))
+    return error(artifact, err);
+  const cuts::rt::Manifest &m = result->contents.manifest;
+  std::string header = outDir + "/" + name + ".h";
+  if (!writeText(header, cuts::driver::modelHeader(m, name)))
+    return error(header, "cannot write");
+  if (emitSource) {
+    std::string dir = outDir + "/kernels";
+    if (auto ec = llvm::sys::fs::create_directories(dir))
+      return error(dir, "cannot create (" + ec.message() + ")");
+    for (const auto &s : result->sources) {
+      std::string text = s.source;
+      if (!s.ptxas.empty()) {
+        std::string report = "// ptxas:\n";
+        llvm::SmallVector<llvm::StringRef> lines;
+        llvm::StringRef(s.ptxas).split(lines, '\n', -1, false);
+        for (llvm::StringRef l : lines)
+          report += "//   " + l.str() + "\n";
+        text = report + text;
+      }
+      if (!writeText(dir + "/" + s.name + ".cu", text) ||
+          !writeText(dir + "/" + s.name + ".hip.cpp", s.hip))
+        return error(dir, "cannot write the kernel sources");
+    }
+  }
+
+  // libNAME.so: the artifact embedded, the runtime linked in statically.
+  std::string lib = outDir + "/lib" + name + ".so";
+  double libSeconds = 0;
+  {
+    auto t0 = std::chrono::steady_clock::now();
+    std::string self = llvm::sys::fs::getMainExecutable(
+        argv0, reinterpret_cast<void *>(&cmdCompile));
+    llvm::SmallString<256> dir(llvm::sys::path::parent_path(self));
+    llvm::SmallString<256> instLib(dir), instInc(dir);
+    llvm::sys::path::append(instLib, "..", "lib", "libcuts_runtime.a");
+    llvm::sys::path::append(instInc, "..", "include");
+    std::string runtimeLib = CUTS_RUNTIME_LIB,
+                runtimeInc = CUTS_RUNTIME_INCLUDE;
+    if (llvm::sys::fs::exists(instLib)) {
+      runtimeLib = instLib.str().str();
+      runtimeInc = instInc.str().str();
+    }
+    llvm::SmallString<256> src;
+    if (auto ec = llvm::sys::fs::createTemporaryFile("cuts-model", "cpp", src))
+      return error("", "cannot create a temporary file");
+    llvm::SmallString<256> absArtifact(artifact);
+    llvm::sys::fs::make_absolute(absArtifact);
+    if (!writeText(src.str().str(), cuts::driver::modelLibrarySource(
+                                        m, name, absArtifact.str().str())))
+      return error(src.str().str(), "cannot write");
+    const char *cxxEnv = std::getenv("CXX");
+    auto cxx = llvm::sys::findProgramByName(cxxEnv && *cxxEnv ? cxxEnv : "c++");
+    if (!cxx)
+      return error("", "no C++ compiler (c++ or $CXX) to build " + lib);
+    std::string incFlag = "-I" + runtimeInc, outIncFlag = "-I" + outDir;
+    std::vector<llvm::StringRef> cmd{
+        *cxx,       "-shared",  "-fPIC",    "-O2", "-std=c++17",
+        incFlag,    outIncFlag, src.str(),  "-o",  lib,
+        runtimeLib, "-ldl",     "-lpthread"};
+    std::string msg;
+    int rc = llvm::sys::ExecuteAndWait(*cxx, cmd, std::nullopt, {}, 0, 0, &msg);
+    llvm::sys::fs::remove(src);
+    if (rc != 0)
+      return error(lib, "building the library failed" +
+                            (msg.empty() ? "" : ": " + msg));
+    libSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+  }
+  double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  uint64_t weightBytes = result->contents.weights.size();
+  llvm::outs() << "compiled " << model << " for " << copts.arch.name << " ("
+               << archNames << "): " << result->kernels << " kernels ("
+               << result->sources.size() << " distinct) from " << result->groups
+               << " groups, " << result->views << " views\n  " << artifact
+               << " (" << bytes.size() / 1024 << " KiB, weights "
+               << weightBytes / 1024 << " KiB), " << header << ", " << lib
+               << "\n";
+  char times[256];
+  std::snprintf(times, sizeof times,
+                "  time %.2f s: search %.2f s, codegen %.2f s, NVRTC %.2f s, "
+                "library %.2f s\n",
+                total, result->searchSeconds, result->codegenSeconds,
+                result->nvrtcSeconds, libSeconds);
+  llvm::outs() << times;
+  return 0;
+}
+
 int cmdArch(const std::vector<std::string> &args, const char *argv0) {
   bool json = false, probe = false;
   std::vector<llvm::StringRef> probeArgs;
@@ -351,6 +594,10 @@ int main(int argc, char **argv) {
     return cmdExplain(args);
   if (cmd == "arch")
     return cmdArch(args, argv[0]);
+  if (cmd == "compile")
+    return cmdCompile(args, argv[0]);
+  if (cmd == "run" || cmd == "bench")
+    return cmdRunner(cmd, args, argv[0]);
   usage(llvm::errs());
   return error("", "unknown command '" + cmd + "'");
 }

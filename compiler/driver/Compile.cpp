@@ -1,0 +1,446 @@
+//===- Compile.cpp - the compile pipeline: graph to artifact --------------===//
+#include "compiler/driver/Compile.h"
+
+#include "codegen/emit/Cuda.h"
+#include "codegen/emit/Nvrtc.h"
+#include "compiler/driver/Lower.h"
+#include "cuts/Dialect/Cuts/ConstEval.h"
+#include "cuts/Dialect/Cuts/CutsOps.h"
+#include "perfmodel/Describe.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace cuts::driver {
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+std::string opName(mlir::Operation *op) {
+  std::string s = op->getName().getStringRef().str();
+  if (auto n = llvm::dyn_cast<mlir::NameLoc>(op->getLoc()))
+    s += " (node " + n.getName().str() + ")";
+  return s;
+}
+
+/// The constant's bytes as fp32, little-endian as the GPU reads them.
+bool constantBytes(ConstantOp c, std::vector<uint8_t> &out,
+                   std::string &error) {
+  auto type = llvm::cast<mlir::RankedTensorType>(c.getType());
+  if (!type.getElementType().isF32()) {
+    error = "a weight is not fp32 (only fp32 models are compiled yet)";
+    return false;
+  }
+  size_t bytes = size_t(type.getNumElements()) * 4;
+  mlir::Attribute attr = c.getValue();
+  if (auto r = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
+    mlir::AsmResourceBlob *blob = r.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != bytes) {
+      error = "a weight's data is missing";
+      return false;
+    }
+    auto d = blob->getData();
+    out.assign(d.begin(), d.end());
+    return true;
+  }
+  if (auto d = llvm::dyn_cast<mlir::DenseElementsAttr>(attr)) {
+    out.resize(bytes);
+    size_t i = 0;
+    for (float v : d.getValues<float>()) {
+      std::memcpy(out.data() + i, &v, 4);
+      i += 4;
+    }
+    return true;
+  }
+  auto h = toHost(attr);
+  if (!h) {
+    error = "a weight's data cannot be read";
+    return false;
+  }
+  out.resize(bytes);
+  for (int64_t i = 0; i < h->numel() && size_t(i) * 4 < bytes; ++i) {
+    float v = float(h->getF(i));
+    std::memcpy(out.data() + 4 * i, &v, 4);
+  }
+  return true;
+}
+
+/// Runs fn(i) for i in [0, n) on `jobs` threads.
+template <typename Fn> void parallelFor(size_t n, int jobs, Fn fn) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  int t = std::max(1, std::min<int>(jobs, int(n)));
+  for (int k = 0; k < t; ++k)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < n;)
+        fn(i);
+    });
+  for (std::thread &th : pool)
+    th.join();
+}
+
+} // namespace
+
+std::string cIdentifier(const std::string &name) {
+  std::string s;
+  for (char c : name)
+    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    s = "m_" + s;
+  return s;
+}
+
+std::optional<CompileResult> compileModule(mlir::ModuleOp module,
+                                           const CompileOptions &opts,
+                                           std::string &error) {
+  auto func = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!func) {
+    error = "the module has no @main function";
+    return std::nullopt;
+  }
+  CompileResult res;
+  auto start = std::chrono::steady_clock::now();
+
+  // Every op must be one the code generator can make a kernel of on its own.
+  for (mlir::Operation &op : func.getBody().front()) {
+    if (llvm::isa<ConstantOp, mlir::func::ReturnOp>(op) || isViewOp(&op))
+      continue;
+    std::string why;
+    if (!canGenerate({&op}, &why)) {
+      error = opName(&op) + " cannot be compiled yet: " + why;
+      return std::nullopt;
+    }
+  }
+
+  ExplainOptions eo;
+  eo.prune = opts.prune;
+  eo.fusion = opts.fusion;
+  eo.canFuse = [](llvm::ArrayRef<mlir::Operation *> ops) {
+    return canGenerate(ops);
+  };
+  auto report = explainFunction(func, opts.arch, eo, error);
+  if (!report)
+    return std::nullopt;
+  res.searchSeconds = report->searchSeconds;
+  auto codegenStart = std::chrono::steady_clock::now();
+
+  rt::Manifest &m = res.contents.manifest;
+  if (auto n = module->getAttrOfType<mlir::StringAttr>("cuts.graph_name"))
+    m.model = n.str();
+  m.producer = "cuts 0.1.0";
+  m.archs = opts.archs;
+
+  // Tensors: inputs, then every value a kernel or the plan touches.
+  llvm::DenseMap<mlir::Value, int> tensorOf;
+  auto shapeOf = [](mlir::Value v) {
+    auto s = llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
+    return std::vector<int64_t>(s.begin(), s.end());
+  };
+  auto addTensor = [&](mlir::Value v, rt::TensorKind kind,
+                       const std::string &name) {
+    rt::Tensor t;
+    t.name = name;
+    t.shape = shapeOf(v);
+    t.kind = kind;
+    m.tensors.push_back(t);
+    tensorOf[v] = int(m.tensors.size() - 1);
+    return int(m.tensors.size() - 1);
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    mlir::Value a = func.getArgument(i);
+    if (!llvm::cast<mlir::RankedTensorType>(a.getType())
+             .getElementType()
+             .isF32()) {
+      error = "input " + std::to_string(i) +
+              " is not fp32 (only fp32 inputs are compiled yet)";
+      return std::nullopt;
+    }
+    auto n = func.getArgAttrOfType<mlir::StringAttr>(i, "cuts.name");
+    int t = addTensor(a, rt::TensorKind::Input,
+                      n ? n.str() : "input" + std::to_string(i));
+    m.tensors[t].index = int(i);
+    m.inputs.push_back(t);
+  }
+  std::vector<uint8_t> &weights = res.contents.weights;
+  std::function<int(mlir::Value)> tensorFor = [&](mlir::Value v) -> int {
+    auto it = tensorOf.find(v);
+    if (it != tensorOf.end())
+      return it->second;
+    mlir::Operation *def = v.getDefiningOp();
+    std::string name = "t" + std::to_string(m.tensors.size());
+    if (auto n = llvm::dyn_cast_or_null<mlir::NameLoc>(def->getLoc()))
+      name = n.getName().str();
+    if (auto c = llvm::dyn_cast<ConstantOp>(def)) {
+      std::vector<uint8_t> bytes;
+      if (!constantBytes(c, bytes, error))
+        return -1;
+      int t = addTensor(v, rt::TensorKind::Weight,
+                        "weight" + std::to_string(m.tensors.size()));
+      weights.resize((weights.size() + 255) / 256 * 256);
+      m.tensors[t].weightOffset = weights.size();
+      weights.insert(weights.end(), bytes.begin(), bytes.end());
+      return t;
+    }
+    if (isViewOp(def)) {
+      int root = tensorFor(def->getOperand(0));
+      if (root < 0)
+        return -1;
+      int t = addTensor(v, rt::TensorKind::View, name);
+      m.tensors[t].viewOf = root;
+      return t;
+    }
+    return addTensor(v, rt::TensorKind::Intermediate, name);
+  };
+
+  // Lower every group; identical kernels (same source up to the name) are
+  // compiled once.
+  std::map<std::string, int> uniqueOf; // source with a neutral name -> index
+  std::vector<codegen::Kernel> unique;
+  for (const GroupReport &g : report->groups) {
+    ++res.groups;
+    if (g.estimate.fusion == "view") {
+      ++res.views;
+      continue;
+    }
+    // The best parameter set first, then the anchor's other kept sets, in
+    // case the generator refuses a set the model allows.
+    std::vector<TileParams> tries{g.estimate.best.params};
+    for (const Candidate &c :
+         searchParams(g.estimate.anchorDesc, opts.arch, opts.prune).kept)
+      tries.push_back(c.params);
+    std::optional<GroupKernel> gk;
+    std::string why;
+    for (const TileParams &p : tries)
+      if ((gk = lowerGroup(g.operations, p, "cuts_kernel", why)))
+        break;
+    if (!gk) {
+      error = "no kernel for " + opName(g.operations.front()) + ": " + why;
+      return std::nullopt;
+    }
+    gk->kernel.pul = g.estimate.best.bound.pul;
+    std::string ops;
+    for (size_t i = 0; i < g.ops.size(); ++i)
+      ops += (i ? " + " : "") + g.ops[i].substr(g.ops[i].find('.') + 1) +
+             (g.names[i].empty() ? "" : "(" + g.names[i] + ")");
+    gk->kernel.summary = ops + ": " + gk->kernel.summary;
+    std::string neutral = codegen::emitSource(gk->kernel);
+    // The header names the ops and the group's PUL; the code is the rest.
+    neutral = neutral.substr(neutral.find("// generated by cuts"));
+    auto [it, fresh] = uniqueOf.emplace(neutral, int(unique.size()));
+    if (fresh) {
+      gk->kernel.name = gk->family + "_" + std::to_string(unique.size());
+      unique.push_back(gk->kernel);
+    }
+    const codegen::Kernel &k = unique[it->second];
+
+    rt::KernelLaunch launch;
+    launch.name = k.name;
+    launch.summary = gk->kernel.summary;
+    codegen::LaunchShape shape = codegen::launchShape(k);
+    launch.grid = shape.blocks;
+    launch.block = shape.threads;
+    launch.sharedBytes = shape.sharedBytes;
+    launch.pulTimeUs = g.estimate.time * 1e6;
+    for (size_t i = 0; i < gk->args.size(); ++i) {
+      int t = tensorFor(gk->args[i]);
+      if (t < 0) {
+        error = opName(g.operations.front()) + ": " + error;
+        return std::nullopt;
+      }
+      launch.args.push_back(t);
+      if (gk->kernel.tensors[i].output)
+        launch.outputs.push_back(t);
+    }
+    m.steps.push_back({int(m.kernels.size()), -1, -1});
+    m.kernels.push_back(launch);
+    res.contents.sources.push_back(""); // filled below, per kernel
+    ++res.kernels;
+  }
+
+  // Outputs: a kernel writes straight into the caller's buffer where it can;
+  // otherwise (an input, a weight, a value returned twice) a copy.
+  auto ret =
+      llvm::cast<mlir::func::ReturnOp>(func.getBody().front().getTerminator());
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    mlir::Value v = ret.getOperand(i);
+    int t = tensorFor(v);
+    if (t < 0)
+      return std::nullopt;
+    auto n = func.getResultAttrOfType<mlir::StringAttr>(i, "cuts.name");
+    std::string name = n ? n.str() : "output" + std::to_string(i);
+    int root = rt::rootTensor(m, t);
+    if (m.tensors[root].kind == rt::TensorKind::Intermediate) {
+      m.tensors[root].kind = rt::TensorKind::Output;
+      m.tensors[root].index = int(i);
+      m.tensors[t].name = name;
+      m.outputs.push_back(t);
+      continue;
+    }
+    rt::Tensor out;
+    out.name = name;
+    out.shape = shapeOf(v);
+    out.kind = rt::TensorKind::Output;
+    out.index = int(i);
+    m.tensors.push_back(out);
+    int o = int(m.tensors.size() - 1);
+    m.steps.push_back({-1, t, o});
+    m.outputs.push_back(o);
+  }
+  res.codegenSeconds = secondsSince(codegenStart);
+
+  // CUDA sources, HIP sources, and NVRTC per distinct kernel and arch.
+  auto nvrtcStart = std::chrono::steady_clock::now();
+  res.sources.resize(unique.size());
+  std::vector<std::map<std::string, std::vector<char>>> cubins(unique.size());
+  std::vector<std::string> errors(unique.size());
+  int jobs = opts.jobs > 0
+                 ? opts.jobs
+                 : int(std::max(1u, std::thread::hardware_concurrency()));
+  parallelFor(unique.size(), jobs, [&](size_t i) {
+    KernelSource &s = res.sources[i];
+    s.name = unique[i].name;
+    s.source = codegen::emitSource(unique[i]);
+    s.hip = codegen::emitSource(unique[i], codegen::Target::Hip);
+    for (const std::string &arch : opts.archs) {
+      std::string err;
+      NvrtcOptions no;
+      no.sourceName = s.name + ".cu";
+      auto r = compileWithNvrtc(s.source, arch, err, no);
+      if (!r) {
+        errors[i] = "kernel " + s.name + " for " + arch + ": " + err;
+        return;
+      }
+      cubins[i][arch] = std::move(r->cubin);
+      if (const KernelResources *kr = r->find(s.name)) {
+        std::ostringstream os;
+        os << arch << ": " << kr->registers << " registers, "
+           << kr->spillStoreBytes << " B spill stores, " << kr->spillLoadBytes
+           << " B spill loads, " << kr->sharedBytes << " B static shared\n";
+        s.ptxas += os.str();
+      }
+    }
+  });
+  for (const std::string &e : errors)
+    if (!e.empty()) {
+      error = e;
+      return std::nullopt;
+    }
+  std::map<std::string, int> byName;
+  for (size_t i = 0; i < unique.size(); ++i)
+    byName[unique[i].name] = int(i);
+  res.contents.cubins.resize(m.kernels.size());
+  for (size_t k = 0; k < m.kernels.size(); ++k) {
+    int u = byName.at(m.kernels[k].name);
+    res.contents.sources[k] = res.sources[u].source;
+    res.contents.cubins[k] = cubins[u];
+  }
+  res.nvrtcSeconds = secondsSince(nvrtcStart);
+  (void)start;
+  return res;
+}
+
+std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
+  std::ostringstream os;
+  std::string P = prefix;
+  for (char &c : P)
+    c = char(std::toupper(static_cast<unsigned char>(c)));
+  os << "/* " << prefix << ".h: the compiled model \"" << m.model
+     << "\", generated by " << m.producer << ".\n"
+     << " * Link lib" << prefix
+     << ".so (the artifact is embedded in it) and the CUDA driver. */\n"
+     << "#ifndef " << P << "_H\n#define " << P << "_H\n\n"
+     << "#include <cuts/cuts.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n"
+     << "#endif\n\n";
+  auto shape = [](const rt::Tensor &t) {
+    std::string s;
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      s += (d ? "x" : "") + std::to_string(t.shape[d]);
+    return s.empty() ? std::string("scalar") : s;
+  };
+  os << "/* Loads the embedded model (options may be NULL). */\n"
+     << "cuts_status " << prefix
+     << "_load(const cuts_load_options *options, cuts_model **model);\n\n"
+     << "/* One run on the session's stream, device pointers:\n";
+  for (int t : m.inputs)
+    os << " *   " << cIdentifier(m.tensors[t].name) << ": float32 "
+       << shape(m.tensors[t]) << " (input \"" << m.tensors[t].name << "\")\n";
+  for (int t : m.outputs)
+    os << " *   " << cIdentifier(m.tensors[t].name) << ": float32 "
+       << shape(m.tensors[t]) << " (output \"" << m.tensors[t].name << "\")\n";
+  os << " */\ncuts_status " << prefix << "_run(cuts_session *session";
+  for (int t : m.inputs)
+    os << ", const float *" << cIdentifier(m.tensors[t].name);
+  for (int t : m.outputs)
+    os << ", float *" << cIdentifier(m.tensors[t].name);
+  os << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  return os.str();
+}
+
+std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
+                               const std::string &artifactPath) {
+  std::ostringstream os;
+  os << "// lib" << prefix << ".so: the artifact embedded, and " << prefix
+     << ".h's functions.\n#include \"" << prefix << ".h\"\n\n"
+     << "__asm__(\".section .rodata\\n.balign 256\\n"
+     << ".global cuts_artifact_" << prefix << "\\n"
+     << "cuts_artifact_" << prefix << ":\\n.incbin \\\"" << artifactPath
+     << "\\\"\\n.global cuts_artifact_end_" << prefix << "\\n"
+     << "cuts_artifact_end_" << prefix << ":\\n.previous\\n\");\n"
+     << "extern \"C\" const char cuts_artifact_" << prefix
+     << "[], cuts_artifact_end_" << prefix << "[];\n\n";
+  os << "extern \"C\" cuts_status " << prefix
+     << "_load(const cuts_load_options *options, cuts_model **model) {\n"
+     << "  return cuts_model_load_memory(cuts_artifact_" << prefix
+     << ", size_t(cuts_artifact_end_" << prefix << " - cuts_artifact_" << prefix
+     << "), options, model);\n}\n\n";
+  auto shapeArray = [](const rt::Tensor &t) {
+    std::string s = "{";
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      s += (d ? ", " : "") + std::to_string(t.shape[d]);
+    return s + (t.shape.empty() ? "0}" : "}");
+  };
+  os << "extern \"C\" cuts_status " << prefix << "_run(cuts_session *session";
+  for (int t : m.inputs)
+    os << ", const float *" << cIdentifier(m.tensors[t].name);
+  for (int t : m.outputs)
+    os << ", float *" << cIdentifier(m.tensors[t].name);
+  os << ") {\n";
+  int k = 0;
+  for (int t : m.inputs)
+    os << "  static const int64_t s" << k++
+       << "[] = " << shapeArray(m.tensors[t]) << ";\n";
+  for (int t : m.outputs)
+    os << "  static const int64_t s" << k++
+       << "[] = " << shapeArray(m.tensors[t]) << ";\n";
+  k = 0;
+  auto binding = [&](const rt::Tensor &t) {
+    std::ostringstream b;
+    b << "{\"" << t.name << "\", CUTS_FLOAT32, " << t.shape.size() << ", s"
+      << k++ << ", (void *)" << cIdentifier(t.name) << "}";
+    return b.str();
+  };
+  os << "  const cuts_binding in[] = {";
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    os << (i ? ", " : "") << binding(m.tensors[m.inputs[i]]);
+  os << "};\n  const cuts_binding out[] = {";
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    os << (i ? ", " : "") << binding(m.tensors[m.outputs[i]]);
+  os << "};\n  return cuts_session_run(session, in, " << m.inputs.size()
+     << ", out, " << m.outputs.size() << ");\n}\n";
+  return os.str();
+}
+
+} // namespace cuts::driver

@@ -1,0 +1,67 @@
+//===- Compile.h - the compile pipeline: graph to artifact ------*- C++ -*-===//
+//
+// The one place that sees every stage (DESIGN.md): the cleaned graph is
+// partitioned by the performance model (restricted to groups the code
+// generator can build), each group is lowered to a kernel with its best
+// parameter set, every distinct kernel is compiled with NVRTC for each target
+// architecture (in parallel), and the plan, the weights and the CUBINs become
+// the artifact the runtime loads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_COMPILER_DRIVER_COMPILE_H
+#define CUTS_COMPILER_DRIVER_COMPILE_H
+
+#include "cuts/Artifact.h"
+#include "perfmodel/Explain.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuts::driver {
+
+struct CompileOptions {
+  GpuArch arch;                   // the performance model's target
+  std::vector<std::string> archs; // CUBIN targets ("sm_90"); empty: none
+  PruneOptions prune;
+  bool fusion = true;
+  int jobs = 0; // NVRTC threads; 0: one per core
+};
+
+/// One generated kernel as a reader sees it.
+struct KernelSource {
+  std::string name;   // function and file name
+  std::string source; // CUDA C++
+  std::string hip;    // the same kernel for HIP
+  std::string ptxas;  // resource report per arch, one line each
+};
+
+struct CompileResult {
+  rt::ArtifactContents contents;
+  std::vector<KernelSource> sources; // distinct kernels
+  int groups = 0, kernels = 0, views = 0;
+  double searchSeconds = 0, codegenSeconds = 0, nvrtcSeconds = 0;
+};
+
+/// Compiles `module`'s @main. Fails with `error` naming the op or kernel.
+std::optional<CompileResult> compileModule(mlir::ModuleOp module,
+                                           const CompileOptions &opts,
+                                           std::string &error);
+
+/// model.h: the model's inputs and outputs as typed C functions over the
+/// runtime C API, named after `prefix` (a C identifier).
+std::string modelHeader(const rt::Manifest &m, const std::string &prefix);
+
+/// The C++ source of libmodel.so: the artifact embedded (`.incbin` of
+/// `artifactPath`) and the functions model.h declares.
+std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
+                               const std::string &artifactPath);
+
+/// A C identifier from a model or tensor name.
+std::string cIdentifier(const std::string &name);
+
+} // namespace cuts::driver
+
+#endif // CUTS_COMPILER_DRIVER_COMPILE_H

@@ -1,0 +1,47 @@
+//===- Lower.h - a group of cuts ops as one generated kernel ----*- C++ -*-===//
+//
+// The bridge from the partition (perfmodel) to the code generator: a group
+// of ops the partition search chose, with its anchor's tile parameters,
+// becomes a codegen::Kernel whose tensors are bound to the graph's values.
+// canGenerate is the code generator's side of the fusion rules, given to the
+// partition search so that it only chooses groups that can be generated.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_COMPILER_DRIVER_LOWER_H
+#define CUTS_COMPILER_DRIVER_LOWER_H
+
+#include "codegen/ops/Kernel.h"
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/ArrayRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuts::driver {
+
+struct GroupKernel {
+  codegen::Kernel kernel;
+  std::vector<mlir::Value> args; // the graph value of each kernel.tensors[i]
+  std::string family;            // "conv", "matmul", "pool", "row", "ew"
+};
+
+/// True when `ops` (program order, no views) can be one generated kernel:
+/// one anchor (conv, matmul/gemm, pooling, a row op) first and a chain of
+/// elementwise ops after it reading scalars, per-channel vectors or
+/// full-size tensors from outside; or elementwise ops only (transposes of
+/// the group's inputs included). One result leaves the group; every tensor
+/// is fp32. Otherwise false, with the reason in `why` if given.
+bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops,
+                 std::string *why = nullptr);
+
+/// The kernel `name` computing `ops` with the anchor's tile parameters p.
+std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
+                                      const TileParams &p,
+                                      const std::string &name,
+                                      std::string &error);
+
+} // namespace cuts::driver
+
+#endif // CUTS_COMPILER_DRIVER_LOWER_H

@@ -1,0 +1,1067 @@
+//===- Artifact.cpp - write, read and validate model.cuts -----------------===//
+//
+// The binary layout is in Artifact.h. The "manifest" section is one JSON
+// object, written compactly with its keys sorted (nlohmann's default object
+// is a std::map), so equal contents give byte-identical files. Every field
+// below is written always and required on reading; unknown fields are
+// ignored so that later writers may add some.
+//
+//   model     string   graph name
+//   producer  string   "cuts 0.1.0"
+//   archs     [string] "sm_XY" (an optional suffix "a" or "f"); a section
+//                      "cubin.<arch>" exists for each, and every kernel has
+//                      a CUBIN for every arch
+//   tensors   [object] indexed by tensor id:
+//     name         string  the ONNX value name (non-empty for inputs and
+//                          outputs, which are bound by name)
+//     shape        [int]   dimensions, each >= 0
+//     dtype        string  float32 float16 bfloat16 float64 int8 uint8
+//                          int16 int32 int64 bool
+//     kind         string  input output weight intermediate view
+//     index        int     input/output: position in inputs/outputs
+//     weightOffset uint    weight: offset in "weights" (256-byte aligned)
+//     viewOf       int     view: the tensor id it re-shapes (no cycles,
+//                          no more bytes than its root)
+//   inputs    [int]    tensor ids in the model's input order
+//   outputs   [int]    tensor ids in the model's output order; each is the
+//                      input/output (index i) or an equal-sized view of it
+//   kernels   [object]
+//     name         string  the extern "C" __global__ function
+//     summary      string
+//     grid, block  int     1-D launch (grid 1..2^31-1, block 1..1024)
+//     sharedBytes  int     dynamic shared memory bytes
+//     args         [int]   tensor ids, in parameter order
+//     outputs      [int]   tensor ids (each also in args) the kernel writes
+//     pulTimeUs    number  the performance model's lower bound
+//     source       {offset, size}             range of "source"
+//     cubins       {arch: {offset, size}}     range of "cubin.<arch>"
+//   steps     [object] {kernel, from, to}: kernel >= 0 runs that kernel
+//                      (from = to = -1); kernel = -1 copies tensor `from`
+//                      into tensor `to` (equal byte sizes)
+//
+// A kernel or copy never writes an input or a weight (the caller's inputs
+// stay intact and weights are shared by every session of a model).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuts/Artifact.h"
+
+#include "FileIO.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <unistd.h>
+
+namespace cuts::rt {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kMagic[8] = {'C', 'U', 'T', 'S', 'M', 'D', 'L', '\0'};
+constexpr uint64_t kHeaderBytes = 64;
+constexpr uint64_t kEntryBytes = 64;
+constexpr uint64_t kNameBytes = 32;
+constexpr uint64_t kSectionAlign = 256;
+constexpr uint64_t kWeightAlign = 256;
+// CUBINs are ELF images the driver reads in place: keep each 16-byte
+// aligned inside its (256-byte aligned) section.
+constexpr uint64_t kCubinAlign = 16;
+// Far more than any writer makes; bounds the table read from a corrupt file.
+constexpr uint32_t kMaxSections = 4096;
+// Largest tensor accepted: keeps element-count arithmetic far from overflow.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 56;
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+uint64_t fnv1a64(const uint8_t *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+void putU32(std::vector<uint8_t> &b, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    b[at + i] = uint8_t(v >> (8 * i));
+}
+void putU64(std::vector<uint8_t> &b, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    b[at + i] = uint8_t(v >> (8 * i));
+}
+uint32_t getU32(const std::vector<uint8_t> &b, size_t at) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= uint32_t(b[at + i]) << (8 * i);
+  return v;
+}
+uint64_t getU64(const std::vector<uint8_t> &b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= uint64_t(b[at + i]) << (8 * i);
+  return v;
+}
+bool allZero(const std::vector<uint8_t> &b, size_t at, size_t n) {
+  return std::all_of(b.begin() + at, b.begin() + at + n,
+                     [](uint8_t x) { return x == 0; });
+}
+
+/// Bytes per element, 0 for an unknown dtype.
+uint64_t dtypeBytes(const std::string &dtype) {
+  static const std::map<std::string, uint64_t> sizes = {
+      {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"float64", 8},
+      {"int8", 1},    {"uint8", 1},   {"int16", 2},    {"int32", 4},
+      {"int64", 8},   {"bool", 1}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+const char *kindName(TensorKind k) {
+  switch (k) {
+  case TensorKind::Input:
+    return "input";
+  case TensorKind::Output:
+    return "output";
+  case TensorKind::Weight:
+    return "weight";
+  case TensorKind::Intermediate:
+    return "intermediate";
+  case TensorKind::View:
+    return "view";
+  }
+  return "intermediate";
+}
+
+std::optional<TensorKind> kindFromName(const std::string &s) {
+  for (TensorKind k :
+       {TensorKind::Input, TensorKind::Output, TensorKind::Weight,
+        TensorKind::Intermediate, TensorKind::View})
+    if (s == kindName(k))
+      return k;
+  return std::nullopt;
+}
+
+/// "sm_90" -> {9, 0, '\0'}, "sm_100a" -> {10, 0, 'a'}.
+struct ArchId {
+  int major = 0, minor = 0;
+  char suffix = 0;
+};
+std::optional<ArchId> parseArch(const std::string &s) {
+  if (s.size() < 5 || s.compare(0, 3, "sm_") != 0)
+    return std::nullopt;
+  std::string digits = s.substr(3);
+  char suffix = 0;
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) {
+    suffix = digits.back();
+    digits.pop_back();
+  }
+  if (digits.size() < 2 || digits.size() > 3 ||
+      !std::all_of(digits.begin(), digits.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  ArchId id;
+  id.major = std::stoi(digits.substr(0, digits.size() - 1));
+  id.minor = digits.back() - '0';
+  id.suffix = suffix;
+  return id;
+}
+
+Json blobJson(const Blob &b) {
+  Json j = Json::object();
+  j["offset"] = b.offset;
+  j["size"] = b.size;
+  return j;
+}
+
+Json manifestJson(const Manifest &m) {
+  Json j = Json::object();
+  j["model"] = m.model;
+  j["producer"] = m.producer;
+  j["archs"] = m.archs;
+  Json tensors = Json::array();
+  for (const Tensor &t : m.tensors) {
+    Json jt = Json::object();
+    jt["name"] = t.name;
+    jt["shape"] = t.shape;
+    jt["dtype"] = t.dtype;
+    jt["kind"] = kindName(t.kind);
+    jt["index"] = t.index;
+    jt["weightOffset"] = t.weightOffset;
+    jt["viewOf"] = t.viewOf;
+    tensors.push_back(std::move(jt));
+  }
+  j["tensors"] = std::move(tensors);
+  j["inputs"] = m.inputs;
+  j["outputs"] = m.outputs;
+  Json kernels = Json::array();
+  for (const KernelLaunch &k : m.kernels) {
+    Json jk = Json::object();
+    jk["name"] = k.name;
+    jk["summary"] = k.summary;
+    jk["grid"] = k.grid;
+    jk["block"] = k.block;
+    jk["sharedBytes"] = k.sharedBytes;
+    jk["args"] = k.args;
+    jk["outputs"] = k.outputs;
+    // JSON has no NaN or infinity; a bound that is not a number is no bound.
+    jk["pulTimeUs"] = std::isfinite(k.pulTimeUs) ? k.pulTimeUs : 0.0;
+    jk["source"] = blobJson(k.source);
+    Json cubins = Json::object();
+    for (const auto &[arch, blob] : k.cubins)
+      cubins[arch] = blobJson(blob);
+    jk["cubins"] = std::move(cubins);
+    kernels.push_back(std::move(jk));
+  }
+  j["kernels"] = std::move(kernels);
+  Json steps = Json::array();
+  for (const Step &s : m.steps) {
+    Json js = Json::object();
+    js["kernel"] = s.kernel;
+    js["from"] = s.from;
+    js["to"] = s.to;
+    steps.push_back(std::move(js));
+  }
+  j["steps"] = std::move(steps);
+  return j;
+}
+
+/// Appends `data` to `section` at an `align`-ed offset, reusing an earlier
+/// identical blob (kernels compiled into one module share its image).
+Blob appendBlob(std::vector<uint8_t> &section,
+                std::map<std::vector<uint8_t>, Blob> &seen,
+                std::vector<uint8_t> data, uint64_t align) {
+  if (data.empty())
+    return Blob{};
+  auto it = seen.find(data);
+  if (it != seen.end())
+    return it->second;
+  Blob b;
+  b.offset = alignUp(section.size(), align);
+  b.size = data.size();
+  section.resize(b.offset, 0);
+  section.insert(section.end(), data.begin(), data.end());
+  seen.emplace(std::move(data), b);
+  return b;
+}
+
+//===- Reading the manifest ---------------------------------------------===//
+
+std::string join(const std::string &path, const std::string &key) {
+  return path.empty() ? key : path + "." + key;
+}
+std::string at(const std::string &path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+/// Typed access to the manifest JSON; the first failure is kept in `error`
+/// with the field's path ("kernels[2].args[0]").
+class Reader {
+public:
+  explicit Reader(std::string &error) : error(error) {}
+
+  bool fail(const std::string &path, const std::string &msg) {
+    if (error.empty())
+      error = "manifest: " + path + ": " + msg;
+    return false;
+  }
+
+  const Json *member(const Json &obj, const std::string &path,
+                     const char *key) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      fail(join(path, key), "missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  bool expect(const Json &v, const std::string &path, bool ok,
+              const char *what) {
+    if (ok)
+      return true;
+    return fail(path,
+                std::string("expected ") + what + ", got " + v.type_name());
+  }
+
+  bool str(const Json &obj, const std::string &path, const char *key,
+           std::string &out) {
+    const Json *v = member(obj, path, key);
+    if (!v || !expect(*v, join(path, key), v->is_string(), "a string"))
+      return false;
+    out = v->get<std::string>();
+    return true;
+  }
+
+  bool integer(const Json &v, const std::string &path, int64_t lo, int64_t hi,
+               int64_t &out) {
+    if (!expect(v, path, v.is_number_integer(), "an integer"))
+      return false;
+    if (v.is_number_unsigned()) {
+      uint64_t u = v.get<uint64_t>();
+      if (u > uint64_t(std::numeric_limits<int64_t>::max()) || int64_t(u) > hi)
+        return fail(path, std::to_string(u) + " is out of range [" +
+                              std::to_string(lo) + ", " + std::to_string(hi) +
+                              "]");
+      out = int64_t(u);
+    } else {
+      out = v.get<int64_t>();
+    }
+    if (out < lo || out > hi)
+      return fail(path, std::to_string(out) + " is out of range [" +
+                            std::to_string(lo) + ", " + std::to_string(hi) +
+                            "]");
+    return true;
+  }
+  bool integer(const Json &obj, const std::string &path, const char *key,
+               int64_t lo, int64_t hi, int64_t &out) {
+    const Json *v = member(obj, path, key);
+    return v && integer(*v, join(path, key), lo, hi, out);
+  }
+  bool integer(const Json &obj, const std::string &path, const char *key,
+               int lo, int hi, int &out) {
+    int64_t v = 0;
+    if (!integer(obj, path, key, int64_t(lo), int64_t(hi), v))
+      return false;
+    out = int(v);
+    return true;
+  }
+
+  bool u64(const Json &obj, const std::string &path, const char *key,
+           uint64_t &out) {
+    const Json *v = member(obj, path, key);
+    std::string p = join(path, key);
+    if (!v || !expect(*v, p, v->is_number_integer(), "an integer"))
+      return false;
+    if (!v->is_number_unsigned() && v->get<int64_t>() < 0)
+      return fail(p, "must not be negative");
+    out = v->get<uint64_t>();
+    return true;
+  }
+
+  bool number(const Json &obj, const std::string &path, const char *key,
+              double &out) {
+    const Json *v = member(obj, path, key);
+    if (!v || !expect(*v, join(path, key), v->is_number(), "a number"))
+      return false;
+    out = v->get<double>();
+    return true;
+  }
+
+  const Json *array(const Json &obj, const std::string &path, const char *key) {
+    const Json *v = member(obj, path, key);
+    if (!v || !expect(*v, join(path, key), v->is_array(), "an array"))
+      return nullptr;
+    return v;
+  }
+
+  const Json *object(const Json &obj, const std::string &path,
+                     const char *key) {
+    const Json *v = member(obj, path, key);
+    if (!v || !expect(*v, join(path, key), v->is_object(), "an object"))
+      return nullptr;
+    return v;
+  }
+
+  /// An array of tensor ids, each in [0, numTensors).
+  bool ids(const Json &obj, const std::string &path, const char *key,
+           size_t numTensors, std::vector<int> &out) {
+    const Json *a = array(obj, path, key);
+    if (!a)
+      return false;
+    std::string p = join(path, key);
+    out.clear();
+    for (size_t i = 0; i < a->size(); ++i) {
+      const Json &v = (*a)[i];
+      if (!expect(v, at(p, i), v.is_number_integer(), "a tensor id"))
+        return false;
+      bool neg = !v.is_number_unsigned() && v.get<int64_t>() < 0;
+      if (neg || v.get<uint64_t>() >= numTensors)
+        return fail(at(p, i), "tensor id " + v.dump() +
+                                  " is out of range (the manifest has " +
+                                  std::to_string(numTensors) + " tensors)");
+      out.push_back(int(v.get<int64_t>()));
+    }
+    return true;
+  }
+
+  bool blob(const Json &v, const std::string &path, Blob &out) {
+    if (!expect(v, path, v.is_object(), "an object {offset, size}"))
+      return false;
+    return u64(v, path, "offset", out.offset) && u64(v, path, "size", out.size);
+  }
+
+private:
+  std::string &error;
+};
+
+bool readTensor(Reader &r, const Json &jt, const std::string &p, Tensor &t) {
+  if (!r.expect(jt, p, jt.is_object(), "an object"))
+    return false;
+  std::string kind;
+  if (!r.str(jt, p, "name", t.name) || !r.str(jt, p, "dtype", t.dtype) ||
+      !r.str(jt, p, "kind", kind))
+    return false;
+  auto k = kindFromName(kind);
+  if (!k)
+    return r.fail(join(p, "kind"),
+                  "unknown kind \"" + kind +
+                      "\" (expected input, output, weight, intermediate or "
+                      "view)");
+  t.kind = *k;
+  if (dtypeBytes(t.dtype) == 0)
+    return r.fail(join(p, "dtype"), "unknown dtype \"" + t.dtype + "\"");
+  const Json *shape = r.array(jt, p, "shape");
+  if (!shape)
+    return false;
+  t.shape.clear();
+  uint64_t bytes = dtypeBytes(t.dtype);
+  for (size_t i = 0; i < shape->size(); ++i) {
+    int64_t d = 0;
+    if (!r.integer((*shape)[i], at(join(p, "shape"), i), 0,
+                   int64_t(kMaxTensorBytes), d))
+      return false;
+    t.shape.push_back(d);
+    if (d != 0 && bytes > kMaxTensorBytes / uint64_t(d))
+      return r.fail(join(p, "shape"), "the tensor is too large");
+    bytes *= uint64_t(d);
+  }
+  return r.integer(jt, p, "index", -1, std::numeric_limits<int>::max(),
+                   t.index) &&
+         r.u64(jt, p, "weightOffset", t.weightOffset) &&
+         r.integer(jt, p, "viewOf", -1, std::numeric_limits<int>::max(),
+                   t.viewOf);
+}
+
+bool readKernel(Reader &r, const Json &jk, const std::string &p,
+                size_t numTensors, KernelLaunch &k) {
+  if (!r.expect(jk, p, jk.is_object(), "an object"))
+    return false;
+  if (!r.str(jk, p, "name", k.name) || !r.str(jk, p, "summary", k.summary) ||
+      !r.integer(jk, p, "grid", 1, int64_t(std::numeric_limits<int>::max()),
+                 k.grid) ||
+      !r.integer(jk, p, "block", 1, 1024, k.block) ||
+      !r.integer(jk, p, "sharedBytes", 0,
+                 int64_t(std::numeric_limits<int>::max()), k.sharedBytes) ||
+      !r.ids(jk, p, "args", numTensors, k.args) ||
+      !r.ids(jk, p, "outputs", numTensors, k.outputs) ||
+      !r.number(jk, p, "pulTimeUs", k.pulTimeUs))
+    return false;
+  if (k.name.empty())
+    return r.fail(join(p, "name"), "must not be empty");
+  const Json *src = r.member(jk, p, "source");
+  if (!src || !r.blob(*src, join(p, "source"), k.source))
+    return false;
+  const Json *cubins = r.object(jk, p, "cubins");
+  if (!cubins)
+    return false;
+  k.cubins.clear();
+  for (auto it = cubins->begin(); it != cubins->end(); ++it)
+    if (!r.blob(it.value(), join(join(p, "cubins"), it.key()),
+                k.cubins[it.key()]))
+      return false;
+  return true;
+}
+
+bool readManifest(const Json &j, Manifest &m, std::string &error) {
+  Reader r(error);
+  if (!j.is_object()) {
+    error =
+        std::string("manifest: expected a JSON object, got ") + j.type_name();
+    return false;
+  }
+  if (!r.str(j, "", "model", m.model) || !r.str(j, "", "producer", m.producer))
+    return false;
+  const Json *archs = r.array(j, "", "archs");
+  if (!archs)
+    return false;
+  for (size_t i = 0; i < archs->size(); ++i) {
+    const Json &a = (*archs)[i];
+    if (!r.expect(a, at("archs", i), a.is_string(), "a string"))
+      return false;
+    m.archs.push_back(a.get<std::string>());
+  }
+  const Json *tensors = r.array(j, "", "tensors");
+  if (!tensors)
+    return false;
+  m.tensors.resize(tensors->size());
+  for (size_t i = 0; i < tensors->size(); ++i)
+    if (!readTensor(r, (*tensors)[i], at("tensors", i), m.tensors[i]))
+      return false;
+  size_t n = m.tensors.size();
+  if (!r.ids(j, "", "inputs", n, m.inputs) ||
+      !r.ids(j, "", "outputs", n, m.outputs))
+    return false;
+  const Json *kernels = r.array(j, "", "kernels");
+  if (!kernels)
+    return false;
+  m.kernels.resize(kernels->size());
+  for (size_t i = 0; i < kernels->size(); ++i)
+    if (!readKernel(r, (*kernels)[i], at("kernels", i), n, m.kernels[i]))
+      return false;
+  const Json *steps = r.array(j, "", "steps");
+  if (!steps)
+    return false;
+  m.steps.resize(steps->size());
+  for (size_t i = 0; i < steps->size(); ++i) {
+    const Json &js = (*steps)[i];
+    std::string p = at("steps", i);
+    Step &s = m.steps[i];
+    if (!r.expect(js, p, js.is_object(), "an object") ||
+        !r.integer(js, p, "kernel", -1, int(m.kernels.size()) - 1, s.kernel) ||
+        !r.integer(js, p, "from", -1, int(n) - 1, s.from) ||
+        !r.integer(js, p, "to", -1, int(n) - 1, s.to))
+      return false;
+  }
+  return true;
+}
+
+std::string tensorLabel(const Manifest &m, int t) {
+  std::string s = "tensor " + std::to_string(t);
+  if (!m.tensors[t].name.empty())
+    s += " (\"" + m.tensors[t].name + "\")";
+  return s;
+}
+
+/// The checks that span fields: I/O positions, weight ranges, views, kernel
+/// blobs, steps. Field types and id ranges were checked while reading.
+bool validateManifest(const Artifact &a, std::string &error) {
+  const Manifest &m = a.manifest;
+  auto fail = [&](const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
+  };
+  size_t n = m.tensors.size();
+
+  std::set<std::string> archSet;
+  for (size_t i = 0; i < m.archs.size(); ++i) {
+    const std::string &arch = m.archs[i];
+    if (!parseArch(arch))
+      return fail(at("archs", i), "\"" + arch + "\" is not an sm_XY arch");
+    if (!archSet.insert(arch).second)
+      return fail(at("archs", i), "\"" + arch + "\" is listed twice");
+    if (!a.sections.count("cubin." + arch))
+      return fail(at("archs", i),
+                  "no section \"cubin." + arch + "\" for \"" + arch + "\"");
+  }
+
+  uint64_t weightsSize = 0;
+  a.section("weights", &weightsSize);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor &t = m.tensors[i];
+    std::string p = at("tensors", i);
+    switch (t.kind) {
+    case TensorKind::Input:
+    case TensorKind::Output: {
+      bool in = t.kind == TensorKind::Input;
+      const std::vector<int> &list = in ? m.inputs : m.outputs;
+      const char *listName = in ? "inputs" : "outputs";
+      if (t.index < 0 || size_t(t.index) >= list.size() ||
+          rootTensor(m, list[t.index]) != int(i))
+        return fail(join(p, "index"),
+                    std::string("the ") + kindName(t.kind) + " at index " +
+                        std::to_string(t.index) + " is not " + listName + "[" +
+                        std::to_string(t.index) + "] (nor its root)");
+      break;
+    }
+    case TensorKind::Weight:
+      if (t.weightOffset % kWeightAlign != 0)
+        return fail(join(p, "weightOffset"), std::to_string(t.weightOffset) +
+                                                 " is not 256-byte aligned");
+      if (t.weightOffset > weightsSize ||
+          t.bytes() > weightsSize - t.weightOffset)
+        return fail(join(p, "weightOffset"),
+                    "bytes [" + std::to_string(t.weightOffset) + ", " +
+                        std::to_string(t.weightOffset + t.bytes()) +
+                        ") are outside the weights section (" +
+                        std::to_string(weightsSize) + " bytes)");
+      break;
+    case TensorKind::View: {
+      if (t.viewOf < 0 || size_t(t.viewOf) >= n)
+        return fail(join(p, "viewOf"),
+                    "tensor id " + std::to_string(t.viewOf) +
+                        " is out of range (the manifest has " +
+                        std::to_string(n) + " tensors)");
+      int root = rootTensor(m, int(i));
+      if (root < 0)
+        return fail(join(p, "viewOf"), "the views form a cycle");
+      if (t.bytes() > m.tensors[root].bytes())
+        return fail(p, "the view has " + std::to_string(t.bytes()) +
+                           " bytes but its root, " + tensorLabel(m, root) +
+                           ", has " + std::to_string(m.tensors[root].bytes()));
+      break;
+    }
+    case TensorKind::Intermediate:
+      break;
+    }
+  }
+  // An entry of inputs/outputs is the I/O tensor itself or a view of it
+  // (the driver returns a reshaped intermediate by making its root the
+  // output); the caller binds the entry's name and shape.
+  for (const char *listName : {"inputs", "outputs"}) {
+    bool in = listName[0] == 'i';
+    const std::vector<int> &list = in ? m.inputs : m.outputs;
+    TensorKind want = in ? TensorKind::Input : TensorKind::Output;
+    for (size_t i = 0; i < list.size(); ++i) {
+      int id = list[i], root = rootTensor(m, id);
+      if (root < 0 || m.tensors[root].kind != want ||
+          m.tensors[root].index != int(i))
+        return fail(at(listName, i), tensorLabel(m, id) + " is not " +
+                                         (in ? "an input" : "an output") +
+                                         " with index " + std::to_string(i) +
+                                         ", nor a view of one");
+      if (m.tensors[id].bytes() != m.tensors[root].bytes())
+        return fail(at(listName, i),
+                    tensorLabel(m, id) + " is a view with fewer bytes than " +
+                        tensorLabel(m, root) +
+                        " (the caller's buffer must hold all of it)");
+      if (m.tensors[id].name.empty())
+        return fail(at(listName, i), tensorLabel(m, id) +
+                                         " needs a name (bindings are by "
+                                         "name)");
+    }
+  }
+  std::set<std::string> ioNames;
+  for (const std::vector<int> *list : {&m.inputs, &m.outputs})
+    for (int t : *list)
+      if (!ioNames.insert(m.tensors[t].name).second)
+        return fail("tensors", "two inputs or outputs are named \"" +
+                                   m.tensors[t].name + "\"");
+
+  // The tensor a step writes must be the step's own: no input, no weight.
+  auto writable = [&](int t) {
+    TensorKind k = m.tensors[rootTensor(m, t)].kind;
+    return k != TensorKind::Input && k != TensorKind::Weight;
+  };
+  uint64_t sourceSize = 0;
+  a.section("source", &sourceSize);
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    const KernelLaunch &k = m.kernels[i];
+    std::string p = at("kernels", i);
+    std::set<int> args(k.args.begin(), k.args.end()), outs;
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      int t = k.outputs[o];
+      std::string po = at(join(p, "outputs"), o);
+      if (!args.count(t))
+        return fail(po, tensorLabel(m, t) + " is not one of the args");
+      if (!outs.insert(t).second)
+        return fail(po, tensorLabel(m, t) + " is listed twice");
+      if (!writable(t))
+        return fail(po, "the kernel writes " + tensorLabel(m, t) +
+                            ", which is (a view of) an input or a weight");
+    }
+    if (k.source.offset > sourceSize ||
+        k.source.size > sourceSize - k.source.offset)
+      return fail(join(p, "source"), "the range is outside the source "
+                                     "section (" +
+                                         std::to_string(sourceSize) +
+                                         " bytes)");
+    for (const auto &[arch, blob] : k.cubins) {
+      std::string pc = join(join(p, "cubins"), arch);
+      if (!archSet.count(arch))
+        return fail(pc, "\"" + arch + "\" is not in archs");
+      uint64_t size = 0;
+      a.section("cubin." + arch, &size);
+      if (blob.size == 0)
+        return fail(pc, "the CUBIN is empty");
+      if (blob.offset > size || blob.size > size - blob.offset)
+        return fail(pc, "the range is outside the section \"cubin." + arch +
+                            "\" (" + std::to_string(size) + " bytes)");
+    }
+    for (const std::string &arch : m.archs)
+      if (!k.cubins.count(arch))
+        return fail(join(p, "cubins"),
+                    "kernel \"" + k.name + "\" has no CUBIN for " + arch);
+  }
+
+  std::vector<bool> written(n, false);
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Step &s = m.steps[i];
+    std::string p = at("steps", i);
+    if (s.kernel >= 0) {
+      if (s.from != -1 || s.to != -1)
+        return fail(p, "a kernel step has from = to = -1");
+      for (int t : m.kernels[s.kernel].outputs)
+        written[rootTensor(m, t)] = true;
+      continue;
+    }
+    if (s.from < 0 || s.to < 0)
+      return fail(p, "a copy (kernel -1) needs from and to");
+    if (m.tensors[s.from].bytes() != m.tensors[s.to].bytes())
+      return fail(p, "the copy's tensors differ in size (" +
+                         std::to_string(m.tensors[s.from].bytes()) + " and " +
+                         std::to_string(m.tensors[s.to].bytes()) + " bytes)");
+    if (!writable(s.to))
+      return fail(join(p, "to"), "the copy writes " + tensorLabel(m, s.to) +
+                                     ", which is (a view of) an input or a "
+                                     "weight");
+    if (rootTensor(m, s.from) == rootTensor(m, s.to))
+      return fail(p, "the copy's tensors share their memory");
+    written[rootTensor(m, s.to)] = true;
+  }
+  for (int t : m.outputs)
+    if (!written[rootTensor(m, t)] && m.tensors[t].bytes() != 0)
+      return fail("outputs", "no step writes output " + tensorLabel(m, t));
+  return true;
+}
+
+} // namespace
+
+uint64_t Tensor::bytes() const {
+  uint64_t b = dtypeBytes(dtype);
+  for (int64_t d : shape) {
+    if (d <= 0)
+      return 0;
+    // Saturate rather than wrap for shapes a parsed artifact cannot hold.
+    if (b > std::numeric_limits<uint64_t>::max() / uint64_t(d))
+      return std::numeric_limits<uint64_t>::max();
+    b *= uint64_t(d);
+  }
+  return b;
+}
+
+const uint8_t *Artifact::section(const std::string &name,
+                                 uint64_t *size) const {
+  auto it = sections.find(name);
+  if (it == sections.end() || it->second.offset > bytes.size() ||
+      it->second.size > bytes.size() - it->second.offset) {
+    if (size)
+      *size = 0;
+    return nullptr;
+  }
+  if (size)
+    *size = it->second.size;
+  return bytes.data() + it->second.offset;
+}
+
+std::string Artifact::source(int kernel) const {
+  if (kernel < 0 || size_t(kernel) >= manifest.kernels.size())
+    return {};
+  uint64_t size = 0;
+  const uint8_t *p = section("source", &size);
+  const Blob &b = manifest.kernels[kernel].source;
+  if (!p || b.offset > size || b.size > size - b.offset)
+    return {};
+  return std::string(reinterpret_cast<const char *>(p + b.offset), b.size);
+}
+
+std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
+  Manifest m = c.manifest;
+
+  std::vector<uint8_t> source;
+  std::map<std::vector<uint8_t>, Blob> seenSource;
+  std::map<std::string, std::vector<uint8_t>> cubin;
+  std::map<std::string, std::map<std::vector<uint8_t>, Blob>> seenCubin;
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    KernelLaunch &k = m.kernels[i];
+    k.source = Blob{};
+    if (i < c.sources.size())
+      k.source = appendBlob(
+          source, seenSource,
+          std::vector<uint8_t>(c.sources[i].begin(), c.sources[i].end()), 1);
+    k.cubins.clear();
+    if (i < c.cubins.size())
+      for (const auto &[arch, bytes] : c.cubins[i])
+        k.cubins[arch] = appendBlob(
+            cubin[arch], seenCubin[arch],
+            std::vector<uint8_t>(bytes.begin(), bytes.end()), kCubinAlign);
+  }
+  // Every arch with a CUBIN is listed: the given order first, then the rest.
+  for (const auto &entry : cubin)
+    if (std::find(m.archs.begin(), m.archs.end(), entry.first) == m.archs.end())
+      m.archs.push_back(entry.first);
+  for (const std::string &arch : m.archs)
+    cubin[arch]; // a listed arch with no CUBIN still gets its section
+
+  std::string manifest =
+      manifestJson(m).dump(-1, ' ', false, Json::error_handler_t::replace);
+
+  std::vector<std::pair<std::string, const std::vector<uint8_t> *>> sections;
+  std::vector<uint8_t> manifestBytes(manifest.begin(), manifest.end());
+  sections.emplace_back("manifest", &manifestBytes);
+  sections.emplace_back("weights", &c.weights);
+  for (const auto &[arch, bytes] : cubin)
+    sections.emplace_back("cubin." + arch, &bytes);
+  sections.emplace_back("source", &source);
+
+  uint64_t offset = kHeaderBytes + kEntryBytes * sections.size();
+  std::vector<uint64_t> offsets;
+  for (const auto &s : sections) {
+    offset = alignUp(offset, kSectionAlign);
+    offsets.push_back(offset);
+    offset += s.second->size();
+  }
+  std::vector<uint8_t> out(offset, 0);
+  std::memcpy(out.data(), kMagic, sizeof kMagic);
+  putU32(out, 8, kArtifactVersion);
+  putU32(out, 12, uint32_t(sections.size()));
+  putU64(out, 16, out.size());
+  for (size_t i = 0; i < sections.size(); ++i) {
+    size_t e = kHeaderBytes + kEntryBytes * i;
+    const std::string &name = sections[i].first;
+    std::memcpy(out.data() + e, name.data(),
+                std::min<size_t>(name.size(), kNameBytes - 1));
+    putU64(out, e + kNameBytes, offsets[i]);
+    putU64(out, e + kNameBytes + 8, sections[i].second->size());
+    std::copy(sections[i].second->begin(), sections[i].second->end(),
+              out.begin() + offsets[i]);
+  }
+  putU64(out, 24,
+         fnv1a64(out.data() + kHeaderBytes, out.size() - kHeaderBytes));
+  return out;
+}
+
+std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
+                                      std::string &error) {
+  error.clear();
+  Artifact a;
+  a.bytes = std::move(bytes);
+  const std::vector<uint8_t> &b = a.bytes;
+  size_t fileSize = b.size();
+  auto fail = [&](const std::string &msg) -> std::optional<Artifact> {
+    error = msg;
+    return std::nullopt;
+  };
+
+  if (fileSize > 0 &&
+      std::memcmp(b.data(), kMagic, std::min<size_t>(fileSize, 8)) != 0)
+    return fail("not a cuts artifact (bad magic; expected \"CUTSMDL\")");
+  if (fileSize < kHeaderBytes)
+    return fail("truncated: " + std::to_string(fileSize) +
+                " bytes, less than the 64-byte header");
+  uint32_t version = getU32(b, 8);
+  if (version > kArtifactVersion)
+    return fail("artifact format version " + std::to_string(version) +
+                " is newer than this runtime reads (" +
+                std::to_string(kArtifactVersion) +
+                "); update the runtime or recompile the model");
+  if (version != kArtifactVersion)
+    return fail("unsupported artifact format version " +
+                std::to_string(version));
+  uint64_t declared = getU64(b, 16);
+  if (declared > fileSize)
+    return fail("truncated: the header says " + std::to_string(declared) +
+                " bytes, the file has " + std::to_string(fileSize));
+  if (declared < fileSize)
+    return fail("the header says " + std::to_string(declared) +
+                " bytes, the file has " + std::to_string(fileSize) +
+                " (trailing data)");
+  if (!allZero(b, 32, 32))
+    return fail("corrupted: the header's reserved bytes are not zero");
+  uint64_t stored = getU64(b, 24);
+  uint64_t computed = fnv1a64(b.data() + kHeaderBytes, fileSize - kHeaderBytes);
+  if (stored != computed) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  "corrupted: checksum mismatch (stored %016llx, computed "
+                  "%016llx)",
+                  static_cast<unsigned long long>(stored),
+                  static_cast<unsigned long long>(computed));
+    return fail(msg);
+  }
+
+  uint32_t count = getU32(b, 12);
+  if (count > kMaxSections ||
+      kHeaderBytes + uint64_t(count) * kEntryBytes > fileSize)
+    return fail("the section table (" + std::to_string(count) +
+                " entries) does not fit in the file");
+  uint64_t tableEnd = kHeaderBytes + uint64_t(count) * kEntryBytes;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (uint32_t i = 0; i < count; ++i) {
+    size_t e = kHeaderBytes + kEntryBytes * i;
+    std::string label = "section " + std::to_string(i);
+    const char *raw = reinterpret_cast<const char *>(b.data() + e);
+    size_t len = strnlen(raw, kNameBytes);
+    if (len == 0 || len == kNameBytes)
+      return fail(label + ": the name is empty or not NUL-terminated");
+    std::string name(raw, len);
+    if (!std::all_of(name.begin(), name.end(),
+                     [](char c) { return c > 0x20 && c < 0x7f; }) ||
+        !allZero(b, e + len, kNameBytes - len) ||
+        !allZero(b, e + kNameBytes + 16, 16))
+      return fail(label + ": malformed table entry");
+    label += " \"" + name + "\"";
+    uint64_t off = getU64(b, e + kNameBytes);
+    uint64_t size = getU64(b, e + kNameBytes + 8);
+    if (off % kSectionAlign != 0)
+      return fail(label + ": offset " + std::to_string(off) +
+                  " is not 256-byte aligned");
+    if (off < tableEnd || off > fileSize || size > fileSize - off)
+      return fail(label + ": bytes [" + std::to_string(off) + ", +" +
+                  std::to_string(size) + ") are outside the file (" +
+                  std::to_string(fileSize) + " bytes) or in its header");
+    if (!a.sections.emplace(name, Blob{off, size}).second)
+      return fail(label + " appears twice");
+    if (size)
+      ranges.emplace_back(off, off + size);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      return fail("two sections overlap");
+
+  uint64_t manifestSize = 0;
+  const uint8_t *manifest = a.section("manifest", &manifestSize);
+  if (!manifest)
+    return fail("no \"manifest\" section");
+  Json j;
+  try {
+    j = Json::parse(manifest, manifest + manifestSize);
+  } catch (const Json::exception &e) {
+    return fail(std::string("manifest: invalid JSON: ") + e.what());
+  }
+  if (!readManifest(j, a.manifest, error) || !validateManifest(a, error))
+    return std::nullopt;
+  return a;
+}
+
+bool readFileBytes(const std::string &path, std::vector<uint8_t> &bytes,
+                   std::string &error) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  bytes.clear();
+  uint8_t buf[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    bytes.insert(bytes.end(), buf, buf + n);
+  bool ok = !std::ferror(f);
+  int err = errno;
+  std::fclose(f);
+  if (!ok)
+    error = path + ": cannot read: " + std::strerror(err);
+  return ok;
+}
+
+std::optional<Artifact> readArtifact(const std::string &path,
+                                     std::string &error) {
+  std::vector<uint8_t> bytes;
+  if (!readFileBytes(path, bytes, error))
+    return std::nullopt;
+  auto a = parseArtifact(std::move(bytes), error);
+  if (!a)
+    error = path + ": " + error;
+  return a;
+}
+
+bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
+               std::string &error) {
+  // Write beside the target and rename, so that a reader (or a build that
+  // is interrupted) never sees half a model.
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    error = path + ": cannot create: " + std::strerror(errno);
+    return false;
+  }
+  bool ok = bytes.empty() ||
+            std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    error = path + ": cannot write: " + std::strerror(err);
+  }
+  return ok;
+}
+
+int rootTensor(const Manifest &m, int t) {
+  size_t n = m.tensors.size();
+  // At most n hops: more means the views form a cycle.
+  for (size_t hops = 0; hops <= n; ++hops) {
+    if (t < 0 || size_t(t) >= n)
+      return -1;
+    if (m.tensors[t].kind != TensorKind::View)
+      return t;
+    t = m.tensors[t].viewOf;
+  }
+  return -1;
+}
+
+MemoryPlan planMemory(const Manifest &m) {
+  size_t n = m.tensors.size();
+  MemoryPlan plan;
+  plan.offset.assign(n, -1);
+  // Live interval per root tensor: first and last step touching it. This
+  // covers "first write to last read" and also keeps a tensor that is
+  // written but never read (a kernel's unused output) alive at its write.
+  std::vector<int64_t> first(n, -1), last(n, -1);
+  auto touch = [&](int t, int64_t step) {
+    int r = rootTensor(m, t);
+    if (r < 0 || m.tensors[r].kind != TensorKind::Intermediate)
+      return;
+    if (first[r] < 0)
+      first[r] = step;
+    last[r] = step;
+  };
+  for (size_t s = 0; s < m.steps.size(); ++s) {
+    const Step &step = m.steps[s];
+    if (step.kernel >= 0 && size_t(step.kernel) < m.kernels.size()) {
+      for (int t : m.kernels[step.kernel].args)
+        touch(t, int64_t(s));
+    } else if (step.kernel < 0) {
+      touch(step.from, int64_t(s));
+      touch(step.to, int64_t(s));
+    }
+  }
+
+  std::vector<int> order;
+  for (size_t t = 0; t < n; ++t)
+    if (first[t] >= 0) {
+      order.push_back(int(t));
+      plan.naiveBytes += alignUp(m.tensors[t].bytes(), kSectionAlign);
+    }
+  // Larger first (ties: earlier start, lower id) so the plan is
+  // deterministic and big buffers do not fragment around small ones.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    uint64_t ba = m.tensors[a].bytes(), bb = m.tensors[b].bytes();
+    if (ba != bb)
+      return ba > bb;
+    return first[a] < first[b];
+  });
+  std::vector<int> placed;
+  for (int t : order) {
+    uint64_t size = m.tensors[t].bytes();
+    std::vector<std::pair<uint64_t, uint64_t>> busy; // [begin, end)
+    for (int o : placed)
+      if (first[o] <= last[t] && first[t] <= last[o] &&
+          m.tensors[o].bytes() > 0)
+        busy.emplace_back(uint64_t(plan.offset[o]),
+                          uint64_t(plan.offset[o]) + m.tensors[o].bytes());
+    std::sort(busy.begin(), busy.end());
+    uint64_t off = 0;
+    for (const auto &[b, e] : busy) {
+      if (off + size <= b)
+        break;
+      off = std::max(off, alignUp(e, kSectionAlign));
+    }
+    plan.offset[t] = int64_t(off);
+    plan.arenaBytes = std::max(plan.arenaBytes, off + size);
+    placed.push_back(t);
+  }
+  // A view of an arena tensor is that tensor's memory.
+  for (size_t t = 0; t < n; ++t) {
+    int r = rootTensor(m, int(t));
+    if (r >= 0 && size_t(r) != t)
+      plan.offset[t] = plan.offset[r];
+  }
+  return plan;
+}
+
+} // namespace cuts::rt

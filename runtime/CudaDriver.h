@@ -1,0 +1,107 @@
+//===- CudaDriver.h - the CUDA driver API, loaded with dlopen ---*- C++ -*-===//
+//
+// The runtime never includes <cuda.h> nor links libcuda: a server built
+// without the CUDA toolkit must still load, and a machine without a GPU must
+// get a clean error rather than a loader failure. The few types the runtime
+// uses are declared here with the driver's ABI (handles are opaque pointers,
+// CUresult an int enum, CUdeviceptr a 64-bit integer).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_RUNTIME_CUDADRIVER_H
+#define CUTS_RUNTIME_CUDADRIVER_H
+
+#include <cstddef>
+#include <string>
+
+namespace cuts::rt::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
+
+// The values of the driver's enums that the runtime uses.
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+constexpr unsigned CU_EVENT_DEFAULT = 0;
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+
+/// The driver's entry points. Every pointer is set once the table loaded,
+/// except those marked optional (null when the driver predates them).
+struct Driver {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice); // _v2 where exported
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent); // _v2 if there
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
+  // CUDA graphs (optional: a session asks for them only with
+  // use_cuda_graph).
+  CUresult (*cuStreamBeginCapture)(CUstream, int);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph,
+                                          unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
+
+  bool hasGraphs() const {
+    return cuStreamBeginCapture && cuStreamEndCapture &&
+           cuGraphInstantiateWithFlags && cuGraphLaunch && cuGraphExecDestroy &&
+           cuGraphDestroy;
+  }
+};
+
+/// The driver, loaded and initialised (cuInit) on the first call; later
+/// calls return the same table or the same failure. Thread-safe. On failure
+/// nullptr and `error` says why (no libcuda.so.1, a missing symbol, cuInit
+/// failing).
+const Driver *driver(std::string &error);
+
+/// "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", or "CUDA error 2" when the
+/// driver cannot name it.
+std::string errorString(CUresult r);
+
+} // namespace cuts::rt::cuda
+
+#endif // CUTS_RUNTIME_CUDADRIVER_H

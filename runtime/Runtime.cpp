@@ -1,0 +1,1021 @@
+//===- Runtime.cpp - the C API of cuts.h ----------------------------------===//
+//
+// A cuts_model owns what every session shares and never changes after
+// loading (modules, functions, weights, the memory plan), so any number of
+// threads may use it. A session owns what one stream of requests mutates:
+// the arena, the stream, the captured graph, scratch. Sessions hold the
+// model's state by shared_ptr, so freeing a model before its sessions is
+// safe.
+//
+// Resources are released by destructors, so every error path frees what it
+// had acquired by dropping the half-built object.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuts/cuts.h"
+
+#include "CudaDriver.h"
+#include "FileIO.h"
+#include "cuts/Artifact.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace cuts::rt;
+using namespace cuts::rt::cuda;
+
+namespace {
+
+thread_local std::string lastError;
+
+cuts_status fail(cuts_status s, std::string msg) {
+  lastError = std::move(msg);
+  return s;
+}
+
+cuts_status statusFor(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    return CUTS_ERROR_OUT_OF_MEMORY;
+  case CUDA_ERROR_NO_DEVICE:
+  case CUDA_ERROR_INVALID_DEVICE:
+    return CUTS_ERROR_NO_DEVICE;
+  default:
+    return CUTS_ERROR_CUDA;
+  }
+}
+
+cuts_status cudaFail(CUresult r, const std::string &what) {
+  return fail(statusFor(r), what + " failed: " + errorString(r));
+}
+
+/// Runs an API body with the thread's error cleared, turning exceptions
+/// (which must not cross the C boundary) into statuses.
+template <typename F> cuts_status guarded(F &&body) {
+  lastError.clear();
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(CUTS_ERROR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception &e) {
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                std::string("internal error: ") + e.what());
+  }
+}
+
+std::string shapeString(const int64_t *shape, int rank) {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// "sm_90" -> major 9, minor 0; suffix 'a' (arch-specific) or 'f' or 0.
+bool splitArch(const std::string &arch, int &major, int &minor, char &suffix) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0)
+    return false;
+  std::string digits = arch.substr(3);
+  suffix = 0;
+  if (digits.back() == 'a' || digits.back() == 'f') {
+    suffix = digits.back();
+    digits.pop_back();
+  }
+  if (digits.size() < 2 ||
+      !std::all_of(digits.begin(), digits.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  major = std::stoi(digits.substr(0, digits.size() - 1));
+  minor = digits.back() - '0';
+  return true;
+}
+
+/// The exact arch if the artifact has it, else the highest of the same
+/// major with a lower or equal minor. Arch-specific CUBINs ("sm_90a") run
+/// on exactly their compute capability only.
+std::string chooseArch(const std::vector<std::string> &archs, int major,
+                       int minor) {
+  std::string exact = "sm_" + std::to_string(major) + std::to_string(minor);
+  if (std::find(archs.begin(), archs.end(), exact) != archs.end())
+    return exact;
+  std::string best;
+  int bestMinor = -1;
+  for (const std::string &a : archs) {
+    int ma = 0, mi = 0;
+    char suffix = 0;
+    if (!splitArch(a, ma, mi, suffix) || ma != major || mi > minor ||
+        (suffix == 'a' && mi != minor))
+      continue;
+    if (mi > bestMinor || (mi == bestMinor && a < best)) {
+      best = a;
+      bestMinor = mi;
+    }
+  }
+  return best;
+}
+
+struct ModelImpl {
+  const Driver *d = nullptr;
+  Artifact artifact; // its bytes are dropped once loaded
+  MemoryPlan plan;
+  std::vector<int> root; // rootTensor per tensor
+  std::string arch;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr; // retained primary context
+  std::vector<CUmodule> modules;
+  std::vector<CUfunction> functions; // per kernel
+  CUdeviceptr weights = 0;
+  uint64_t weightBytes = 0;
+  size_t maxArgs = 0;
+  std::vector<cuts_tensor_info> inputs, outputs;
+
+  const Manifest &manifest() const { return artifact.manifest; }
+
+  ModelImpl() = default;
+  ModelImpl(const ModelImpl &) = delete;
+  ModelImpl &operator=(const ModelImpl &) = delete;
+  ~ModelImpl() {
+    if (!ctx)
+      return;
+    d->cuCtxSetCurrent(ctx);
+    for (CUmodule mod : modules)
+      d->cuModuleUnload(mod);
+    if (weights)
+      d->cuMemFree(weights);
+    d->cuDevicePrimaryCtxRelease(device);
+  }
+};
+
+cuts_status enter(const ModelImpl &m) {
+  if (CUresult r = m.d->cuCtxSetCurrent(m.ctx))
+    return cudaFail(r, "cuCtxSetCurrent");
+  return CUTS_OK;
+}
+
+/// CUDA events destroyed with the set.
+struct Events {
+  const Driver *d;
+  std::vector<CUevent> ev;
+  Events(const Driver *d, size_t n) : d(d), ev(n, nullptr) {}
+  Events(const Events &) = delete;
+  Events &operator=(const Events &) = delete;
+  ~Events() {
+    for (CUevent e : ev)
+      if (e)
+        d->cuEventDestroy(e);
+  }
+  cuts_status create() {
+    for (CUevent &e : ev)
+      if (CUresult r = d->cuEventCreate(&e, CU_EVENT_DEFAULT)) {
+        e = nullptr;
+        return cudaFail(r, "cuEventCreate");
+      }
+    return CUTS_OK;
+  }
+};
+
+} // namespace
+
+struct cuts_model {
+  std::shared_ptr<ModelImpl> impl;
+};
+
+struct cuts_session {
+  std::shared_ptr<ModelImpl> model;
+  CUstream stream = nullptr;
+  bool ownStream = false;
+  CUdeviceptr arena = 0;
+  bool useGraph = false;
+  CUgraphExec graph = nullptr;
+  std::vector<CUdeviceptr> graphKey; // the bindings `graph` was captured for
+  // Device buffers for run_host, benchmark and profile, made on first use.
+  bool haveBuffers = false;
+  std::vector<CUdeviceptr> bufIn, bufOut;
+  // Scratch reused by every run.
+  std::vector<CUdeviceptr> ptr; // per tensor
+  std::vector<CUdeviceptr> argValues;
+  std::vector<void *> argPointers;
+
+  cuts_session() = default;
+  cuts_session(const cuts_session &) = delete;
+  cuts_session &operator=(const cuts_session &) = delete;
+  ~cuts_session() {
+    if (!model)
+      return;
+    const Driver *d = model->d;
+    d->cuCtxSetCurrent(model->ctx);
+    // Nothing may be freed under work still in flight.
+    if (stream)
+      d->cuStreamSynchronize(stream);
+    if (graph)
+      d->cuGraphExecDestroy(graph);
+    for (const std::vector<CUdeviceptr> *bufs : {&bufIn, &bufOut})
+      for (CUdeviceptr p : *bufs)
+        if (p)
+          d->cuMemFree(p);
+    if (arena)
+      d->cuMemFree(arena);
+    if (ownStream && stream)
+      d->cuStreamDestroy(stream);
+  }
+};
+
+namespace {
+
+//===- Loading ------------------------------------------------------------===//
+
+cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
+                      const cuts_load_options *options, cuts_model **out) {
+  std::string err;
+  auto parsed = parseArtifact(std::move(bytes), err);
+  if (!parsed)
+    return fail(CUTS_ERROR_BAD_ARTIFACT, label + ": " + err);
+  auto impl = std::make_shared<ModelImpl>();
+  impl->artifact = std::move(*parsed);
+  ModelImpl &m = *impl;
+  const Manifest &man = m.manifest();
+  for (const std::vector<int> *list : {&man.inputs, &man.outputs})
+    for (int t : *list)
+      if (man.tensors[t].dtype != "float32")
+        return fail(CUTS_ERROR_BAD_ARTIFACT,
+                    label + ": " + (list == &man.inputs ? "input" : "output") +
+                        " \"" + man.tensors[t].name + "\" is " +
+                        man.tensors[t].dtype +
+                        "; the C API binds float32 tensors only");
+
+  int ordinal = options ? options->device : 0;
+  if (ordinal < 0)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "device ordinal " + std::to_string(ordinal) + " is negative");
+  const Driver *d = driver(err);
+  if (!d)
+    return fail(CUTS_ERROR_NO_DEVICE, err);
+  m.d = d;
+  int count = 0;
+  if (CUresult r = d->cuDeviceGetCount(&count))
+    return cudaFail(r, "cuDeviceGetCount");
+  if (count == 0)
+    return fail(CUTS_ERROR_NO_DEVICE, "no CUDA device found");
+  if (ordinal >= count)
+    return fail(CUTS_ERROR_NO_DEVICE, "CUDA device " + std::to_string(ordinal) +
+                                          " does not exist (this machine has " +
+                                          std::to_string(count) + ")");
+  CUdevice dev = 0;
+  if (CUresult r = d->cuDeviceGet(&dev, ordinal))
+    return cudaFail(r, "cuDeviceGet");
+  char name[256] = {0};
+  if (CUresult r = d->cuDeviceGetName(name, int(sizeof name) - 1, dev))
+    return cudaFail(r, "cuDeviceGetName");
+  int major = 0, minor = 0;
+  if (CUresult r = d->cuDeviceGetAttribute(
+          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+    return cudaFail(r, "cuDeviceGetAttribute");
+  if (CUresult r = d->cuDeviceGetAttribute(
+          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+    return cudaFail(r, "cuDeviceGetAttribute");
+
+  std::string deviceArch =
+      "sm_" + std::to_string(major) + std::to_string(minor);
+  m.arch = chooseArch(man.archs, major, minor);
+  if (m.arch.empty()) {
+    std::string have;
+    for (const std::string &a : man.archs)
+      have += (have.empty() ? "" : ", ") + a;
+    return fail(CUTS_ERROR_NO_CUBIN,
+                label + ": not compiled for this GPU (" + name + ", " +
+                    deviceArch + "); the artifact has CUBINs for " +
+                    (have.empty() ? std::string("no arch") : have) +
+                    "; recompile it for " + deviceArch);
+  }
+
+  CUcontext ctx = nullptr;
+  if (CUresult r = d->cuDevicePrimaryCtxRetain(&ctx, dev))
+    return cudaFail(r, "cuDevicePrimaryCtxRetain");
+  m.ctx = ctx; // from here the destructor releases what was acquired
+  m.device = dev;
+  if (cuts_status s = enter(m))
+    return s;
+
+  // One module per distinct CUBIN (kernels compiled together share one).
+  uint64_t cubinSize = 0;
+  const uint8_t *cubins = m.artifact.section("cubin." + m.arch, &cubinSize);
+  std::map<std::pair<uint64_t, uint64_t>, CUmodule> moduleOf;
+  std::map<CUfunction, int64_t> sharedOf;
+  m.functions.resize(man.kernels.size(), nullptr);
+  for (size_t k = 0; k < man.kernels.size(); ++k) {
+    const KernelLaunch &kl = man.kernels[k];
+    const Blob &b = kl.cubins.at(m.arch); // every kernel has every arch
+    auto key = std::make_pair(b.offset, b.size);
+    auto it = moduleOf.find(key);
+    if (it == moduleOf.end()) {
+      // A copy: NUL-terminated in case the image is PTX, and aligned for
+      // the ELF reader.
+      std::vector<char> image(cubins + b.offset, cubins + b.offset + b.size);
+      image.push_back(0);
+      CUmodule mod = nullptr;
+      if (CUresult r = d->cuModuleLoadData(&mod, image.data()))
+        return cudaFail(r, "loading the " + m.arch + " CUBIN of kernel \"" +
+                               kl.name + "\" (cuModuleLoadData)");
+      m.modules.push_back(mod);
+      it = moduleOf.emplace(key, mod).first;
+    }
+    if (CUresult r = d->cuModuleGetFunction(&m.functions[k], it->second,
+                                            kl.name.c_str()))
+      return cudaFail(r, "finding kernel \"" + kl.name +
+                             "\" in its CUBIN (cuModuleGetFunction)");
+    int64_t &shared = sharedOf[m.functions[k]];
+    shared = std::max(shared, kl.sharedBytes);
+    m.maxArgs = std::max(m.maxArgs, kl.args.size());
+  }
+  // Above 48 KiB of dynamic shared memory a kernel must opt in.
+  for (size_t k = 0; k < man.kernels.size(); ++k) {
+    auto it = sharedOf.find(m.functions[k]);
+    if (it == sharedOf.end() || it->second <= 48 * 1024)
+      continue;
+    if (CUresult r = d->cuFuncSetAttribute(
+            it->first, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            int(it->second)))
+      return cudaFail(r, "kernel \"" + man.kernels[k].name + "\" needs " +
+                             std::to_string(it->second) +
+                             " bytes of shared memory (cuFuncSetAttribute)");
+    sharedOf.erase(it);
+  }
+
+  const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
+  if (m.weightBytes > 0) {
+    if (CUresult r = d->cuMemAlloc(&m.weights, m.weightBytes)) {
+      m.weights = 0;
+      return cudaFail(r, "allocating " + std::to_string(m.weightBytes) +
+                             " bytes of weights (cuMemAlloc)");
+    }
+    if (CUresult r = d->cuMemcpyHtoD(m.weights, weights, m.weightBytes))
+      return cudaFail(r, "uploading the weights (cuMemcpyHtoD)");
+  }
+
+  m.plan = planMemory(man);
+  m.root.resize(man.tensors.size());
+  for (size_t t = 0; t < man.tensors.size(); ++t)
+    m.root[t] = rootTensor(man, int(t));
+  // The infos point into the manifest, which stays put from here on.
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
+    std::vector<cuts_tensor_info> &infos = pass == 0 ? m.inputs : m.outputs;
+    for (int t : ids) {
+      const Tensor &tensor = man.tensors[t];
+      infos.push_back(cuts_tensor_info{tensor.name.c_str(), CUTS_FLOAT32,
+                                       int(tensor.shape.size()),
+                                       tensor.shape.data()});
+    }
+  }
+  // The file's bytes (weights, CUBINs) are on the device now; a server
+  // need not hold a second copy in host memory.
+  m.artifact.bytes.clear();
+  m.artifact.bytes.shrink_to_fit();
+  m.artifact.sections.clear();
+
+  *out = new cuts_model{std::move(impl)};
+  return CUTS_OK;
+}
+
+//===- Running ------------------------------------------------------------===//
+
+/// Checks caller bindings against the model's inputs (or outputs) and puts
+/// their data pointers in model order into `data`.
+cuts_status bindAll(const ModelImpl &m, const cuts_binding *b, int n,
+                    bool inputs, std::vector<void *> &data) {
+  const Manifest &man = m.manifest();
+  const std::vector<int> &ids = inputs ? man.inputs : man.outputs;
+  const char *what = inputs ? "input" : "output";
+  std::string names;
+  for (int t : ids)
+    names += (names.empty() ? "\"" : ", \"") + man.tensors[t].name + "\"";
+  if (n < 0 || (n > 0 && !b))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                std::string("the ") + what +
+                    " bindings are NULL or their count is negative");
+  if (size_t(n) != ids.size())
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "the model has " + std::to_string(ids.size()) + " " + what +
+                    "s (" + names + "), " + std::to_string(n) + " were bound");
+  data.assign(ids.size(), nullptr);
+  std::vector<bool> seen(ids.size(), false);
+  for (int i = 0; i < n; ++i) {
+    const cuts_binding &x = b[i];
+    if (!x.name)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, std::string(what) + " binding " +
+                                                   std::to_string(i) +
+                                                   " has no name");
+    size_t j = 0;
+    while (j < ids.size() && man.tensors[ids[j]].name != x.name)
+      ++j;
+    if (j == ids.size())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  std::string("the model has no ") + what + " named \"" +
+                      x.name + "\" (its " + what + "s: " + names + ")");
+    const Tensor &t = man.tensors[ids[j]];
+    std::string label = std::string(what) + " \"" + t.name + "\"";
+    if (seen[j])
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, label + " is bound twice");
+    seen[j] = true;
+    if (x.dtype != CUTS_FLOAT32)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  label + ": dtype " + std::to_string(int(x.dtype)) +
+                      " given, the model's is float32 (CUTS_FLOAT32)");
+    std::string expected = shapeString(t.shape.data(), int(t.shape.size()));
+    if (x.rank < 0 || (x.rank > 0 && !x.shape))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  label + ": rank " + std::to_string(x.rank) +
+                      " with no shape given, expected shape " + expected);
+    if (size_t(x.rank) != t.shape.size() ||
+        !std::equal(t.shape.begin(), t.shape.end(), x.shape))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  label + ": expected shape " + expected + ", given " +
+                      shapeString(x.shape, x.rank));
+    if (!x.data && t.bytes() > 0)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, label + ": data is NULL");
+    data[j] = x.data;
+  }
+  return CUTS_OK;
+}
+
+std::vector<CUdeviceptr> devicePointers(const std::vector<void *> &data) {
+  std::vector<CUdeviceptr> p;
+  for (void *x : data)
+    p.push_back(CUdeviceptr(reinterpret_cast<uintptr_t>(x)));
+  return p;
+}
+
+/// An output that overlaps another binding would be clobbered (or clobber
+/// an input) while the plan still reads it.
+cuts_status checkNoAliasing(const ModelImpl &m,
+                            const std::vector<CUdeviceptr> &in,
+                            const std::vector<CUdeviceptr> &out) {
+  const Manifest &man = m.manifest();
+  struct Range {
+    CUdeviceptr begin, end;
+    const std::string *name;
+  };
+  std::vector<Range> all;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor &t = man.tensors[man.inputs[i]];
+    all.push_back({in[i], in[i] + t.bytes(), &t.name});
+  }
+  size_t firstOut = all.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Tensor &t = man.tensors[man.outputs[i]];
+    all.push_back({out[i], out[i] + t.bytes(), &t.name});
+  }
+  for (size_t o = firstOut; o < all.size(); ++o)
+    for (size_t i = 0; i < all.size(); ++i)
+      if (i != o && all[i].begin < all[i].end && all[o].begin < all[o].end &&
+          all[i].begin < all[o].end && all[o].begin < all[i].end)
+        return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                    "output \"" + *all[o].name + "\" overlaps " +
+                        (i < firstOut ? "input" : "output") + " \"" +
+                        *all[i].name + "\"");
+  return CUTS_OK;
+}
+
+/// Every tensor's device address for these bindings.
+void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
+             const std::vector<CUdeviceptr> &out) {
+  const ModelImpl &m = *s.model;
+  const Manifest &man = m.manifest();
+  for (size_t t = 0; t < man.tensors.size(); ++t) {
+    const Tensor &r = man.tensors[m.root[t]];
+    CUdeviceptr p = 0;
+    switch (r.kind) {
+    case TensorKind::Input:
+      p = in[r.index];
+      break;
+    case TensorKind::Output:
+      p = out[r.index];
+      break;
+    case TensorKind::Weight:
+      p = m.weights + r.weightOffset;
+      break;
+    case TensorKind::Intermediate:
+      p = m.plan.offset[m.root[t]] >= 0
+              ? s.arena + CUdeviceptr(m.plan.offset[m.root[t]])
+              : 0;
+      break;
+    case TensorKind::View: // roots are never views
+      break;
+    }
+    s.ptr[t] = p;
+  }
+}
+
+/// Enqueues step `i` on the session's stream (pointers resolved).
+cuts_status runStep(cuts_session &s, size_t i) {
+  const ModelImpl &m = *s.model;
+  const Manifest &man = m.manifest();
+  const Step &step = man.steps[i];
+  if (step.kernel < 0) {
+    const Tensor &to = man.tensors[step.to];
+    if (CUresult r = m.d->cuMemcpyDtoDAsync(s.ptr[step.to], s.ptr[step.from],
+                                            to.bytes(), s.stream))
+      return cudaFail(r, "step " + std::to_string(i) + ": copying \"" +
+                             man.tensors[step.from].name + "\" to \"" +
+                             to.name + "\" (cuMemcpyDtoDAsync)");
+    return CUTS_OK;
+  }
+  const KernelLaunch &k = man.kernels[step.kernel];
+  // The driver copies the parameters at launch, so the scratch is reusable.
+  for (size_t a = 0; a < k.args.size(); ++a) {
+    s.argValues[a] = s.ptr[k.args[a]];
+    s.argPointers[a] = &s.argValues[a];
+  }
+  if (CUresult r = m.d->cuLaunchKernel(
+          m.functions[step.kernel], unsigned(k.grid), 1, 1, unsigned(k.block),
+          1, 1, unsigned(k.sharedBytes), s.stream,
+          k.args.empty() ? nullptr : s.argPointers.data(), nullptr))
+    return cudaFail(r, "step " + std::to_string(i) + ": launching kernel \"" +
+                           k.name + "\" (cuLaunchKernel)");
+  return CUTS_OK;
+}
+
+cuts_status enqueuePlan(cuts_session &s, const std::vector<CUdeviceptr> &in,
+                        const std::vector<CUdeviceptr> &out) {
+  resolve(s, in, out);
+  for (size_t i = 0; i < s.model->manifest().steps.size(); ++i)
+    if (cuts_status st = runStep(s, i))
+      return st;
+  return CUTS_OK;
+}
+
+void dropGraph(cuts_session &s) {
+  if (s.graph)
+    s.model->d->cuGraphExecDestroy(s.graph);
+  s.graph = nullptr;
+  s.graphKey.clear();
+}
+
+/// One run with device bindings, replaying or capturing a graph if the
+/// session uses them.
+cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
+                      const std::vector<CUdeviceptr> &out) {
+  const Driver *d = s.model->d;
+  if (!s.useGraph || s.model->manifest().steps.empty())
+    return enqueuePlan(s, in, out);
+  std::vector<CUdeviceptr> key = in;
+  key.insert(key.end(), out.begin(), out.end());
+  if (!s.graph || key != s.graphKey) {
+    dropGraph(s);
+    // Thread-local mode: other threads' sessions keep running meanwhile.
+    if (CUresult r = d->cuStreamBeginCapture(
+            s.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+      return cudaFail(r,
+                      "starting a CUDA graph capture (cuStreamBeginCapture)");
+    cuts_status st = enqueuePlan(s, in, out);
+    CUgraph g = nullptr;
+    // Always end the capture, or the stream stays unusable.
+    CUresult r = d->cuStreamEndCapture(s.stream, &g);
+    if (st != CUTS_OK || r != CUDA_SUCCESS) {
+      if (g)
+        d->cuGraphDestroy(g);
+      return st != CUTS_OK
+                 ? st
+                 : cudaFail(r, "capturing the CUDA graph (cuStreamEndCapture)");
+    }
+    CUgraphExec exec = nullptr;
+    r = d->cuGraphInstantiateWithFlags(&exec, g, 0);
+    d->cuGraphDestroy(g);
+    if (r != CUDA_SUCCESS)
+      return cudaFail(r, "instantiating the CUDA graph "
+                         "(cuGraphInstantiateWithFlags)");
+    s.graph = exec;
+    s.graphKey = std::move(key);
+  }
+  if (CUresult r = d->cuGraphLaunch(s.graph, s.stream))
+    return cudaFail(r, "launching the CUDA graph (cuGraphLaunch)");
+  return CUTS_OK;
+}
+
+/// The session's own input and output buffers (for host runs and timing).
+cuts_status ensureBuffers(cuts_session &s) {
+  if (s.haveBuffers)
+    return CUTS_OK;
+  const ModelImpl &m = *s.model;
+  const Manifest &man = m.manifest();
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
+    std::vector<CUdeviceptr> &bufs = pass == 0 ? s.bufIn : s.bufOut;
+    bufs.assign(ids.size(), 0);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const Tensor &t = man.tensors[ids[i]];
+      if (t.bytes() == 0)
+        continue;
+      if (CUresult r = m.d->cuMemAlloc(&bufs[i], t.bytes())) {
+        bufs[i] = 0; // the destructor frees the others
+        return cudaFail(r, "allocating " + std::to_string(t.bytes()) +
+                               " bytes for \"" + t.name + "\" (cuMemAlloc)");
+      }
+    }
+  }
+  s.haveBuffers = true;
+  return CUTS_OK;
+}
+
+/// Fills the session's input buffers with 0.5f (finite, harmless values for
+/// any kernel being timed).
+cuts_status fillInputs(cuts_session &s) {
+  const ModelImpl &m = *s.model;
+  const Manifest &man = m.manifest();
+  const unsigned halfBits = 0x3F000000u; // 0.5f
+  for (size_t i = 0; i < s.bufIn.size(); ++i) {
+    uint64_t bytes = man.tensors[man.inputs[i]].bytes();
+    if (bytes == 0)
+      continue;
+    if (CUresult r =
+            m.d->cuMemsetD32Async(s.bufIn[i], halfBits, bytes / 4, s.stream))
+      return cudaFail(r, "filling the inputs (cuMemsetD32Async)");
+  }
+  return CUTS_OK;
+}
+
+cuts_status checkSession(const cuts_session *s) {
+  if (!s || !s->model)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT, "session is NULL");
+  return CUTS_OK;
+}
+
+bool checkModel(const cuts_model *m) {
+  if (m && m->impl)
+    return true;
+  lastError = "model is NULL";
+  return false;
+}
+
+} // namespace
+
+//===- The C API ----------------------------------------------------------===//
+
+int cuts_api_version(void) { return CUTS_API_VERSION; }
+
+const char *cuts_last_error(void) { return lastError.c_str(); }
+
+const char *cuts_status_name(cuts_status s) {
+  switch (s) {
+  case CUTS_OK:
+    return "CUTS_OK";
+  case CUTS_ERROR_INVALID_ARGUMENT:
+    return "CUTS_ERROR_INVALID_ARGUMENT";
+  case CUTS_ERROR_BAD_ARTIFACT:
+    return "CUTS_ERROR_BAD_ARTIFACT";
+  case CUTS_ERROR_NO_DEVICE:
+    return "CUTS_ERROR_NO_DEVICE";
+  case CUTS_ERROR_NO_CUBIN:
+    return "CUTS_ERROR_NO_CUBIN";
+  case CUTS_ERROR_OUT_OF_MEMORY:
+    return "CUTS_ERROR_OUT_OF_MEMORY";
+  case CUTS_ERROR_CUDA:
+    return "CUTS_ERROR_CUDA";
+  case CUTS_ERROR_IO:
+    return "CUTS_ERROR_IO";
+  }
+  return "CUTS_ERROR_UNKNOWN";
+}
+
+cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
+                            cuts_model **model) {
+  return guarded([&] {
+    if (!model)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "model (the result) is NULL");
+    *model = nullptr;
+    if (!path)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "path is NULL");
+    std::vector<uint8_t> bytes;
+    std::string err;
+    if (!readFileBytes(path, bytes, err))
+      return fail(CUTS_ERROR_IO, err);
+    return loadModel(std::move(bytes), path, options, model);
+  });
+}
+
+cuts_status cuts_model_load_memory(const void *data, size_t size,
+                                   const cuts_load_options *options,
+                                   cuts_model **model) {
+  return guarded([&] {
+    if (!model)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "model (the result) is NULL");
+    *model = nullptr;
+    if (!data && size > 0)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "data is NULL");
+    const uint8_t *p = static_cast<const uint8_t *>(data);
+    return loadModel(std::vector<uint8_t>(p, p + size), "<memory>", options,
+                     model);
+  });
+}
+
+void cuts_model_free(cuts_model *model) { delete model; }
+
+int cuts_model_num_inputs(const cuts_model *model) {
+  return checkModel(model) ? int(model->impl->inputs.size()) : 0;
+}
+
+int cuts_model_num_outputs(const cuts_model *model) {
+  return checkModel(model) ? int(model->impl->outputs.size()) : 0;
+}
+
+static cuts_status tensorInfo(const cuts_model *model, int i,
+                              cuts_tensor_info *info, bool input) {
+  return guarded([&] {
+    if (!checkModel(model))
+      return CUTS_ERROR_INVALID_ARGUMENT;
+    if (!info)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "info is NULL");
+    const auto &infos = input ? model->impl->inputs : model->impl->outputs;
+    if (i < 0 || size_t(i) >= infos.size())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  std::string(input ? "input" : "output") + " index " +
+                      std::to_string(i) + " is out of range (the model has " +
+                      std::to_string(infos.size()) + ")");
+    *info = infos[i];
+    return CUTS_OK;
+  });
+}
+
+cuts_status cuts_model_input(const cuts_model *model, int i,
+                             cuts_tensor_info *info) {
+  return tensorInfo(model, i, info, true);
+}
+
+cuts_status cuts_model_output(const cuts_model *model, int i,
+                              cuts_tensor_info *info) {
+  return tensorInfo(model, i, info, false);
+}
+
+uint64_t cuts_model_arena_bytes(const cuts_model *model) {
+  return checkModel(model) ? model->impl->plan.arenaBytes : 0;
+}
+
+uint64_t cuts_model_weight_bytes(const cuts_model *model) {
+  return checkModel(model) ? model->impl->weightBytes : 0;
+}
+
+const char *cuts_model_arch(const cuts_model *model) {
+  return checkModel(model) ? model->impl->arch.c_str() : "";
+}
+
+int cuts_model_num_kernels(const cuts_model *model) {
+  return checkModel(model) ? int(model->impl->manifest().kernels.size()) : 0;
+}
+
+cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,
+                              const char **summary, double *bound_us) {
+  return guarded([&] {
+    if (!checkModel(model))
+      return CUTS_ERROR_INVALID_ARGUMENT;
+    const auto &kernels = model->impl->manifest().kernels;
+    if (i < 0 || size_t(i) >= kernels.size())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "kernel index " + std::to_string(i) +
+                      " is out of range (the model has " +
+                      std::to_string(kernels.size()) + ")");
+    // Each result is optional: NULL skips it.
+    if (name)
+      *name = kernels[i].name.c_str();
+    if (summary)
+      *summary = kernels[i].summary.c_str();
+    if (bound_us)
+      *bound_us = kernels[i].pulTimeUs;
+    return CUTS_OK;
+  });
+}
+
+cuts_status cuts_session_create(cuts_model *model, void *stream,
+                                int use_cuda_graph, cuts_session **session) {
+  return guarded([&] {
+    if (!session)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "session (the result) is NULL");
+    *session = nullptr;
+    if (!checkModel(model))
+      return CUTS_ERROR_INVALID_ARGUMENT;
+    const ModelImpl &m = *model->impl;
+    const Driver *d = m.d;
+    if (cuts_status st = enter(m))
+      return st;
+    if (use_cuda_graph && !d->hasGraphs())
+      return fail(CUTS_ERROR_CUDA, "this CUDA driver has no CUDA graph API "
+                                   "(cuStreamBeginCapture_v2, "
+                                   "cuGraphInstantiateWithFlags, ...)");
+    auto s = std::make_unique<cuts_session>();
+    s->model = model->impl;
+    s->useGraph = use_cuda_graph != 0;
+    if (stream) {
+      s->stream = static_cast<CUstream>(stream);
+    } else {
+      if (CUresult r = d->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING)) {
+        s->stream = nullptr;
+        return cudaFail(r, "creating the session's stream (cuStreamCreate)");
+      }
+      s->ownStream = true;
+    }
+    if (m.plan.arenaBytes > 0)
+      if (CUresult r = d->cuMemAlloc(&s->arena, m.plan.arenaBytes)) {
+        s->arena = 0;
+        return cudaFail(r, "allocating the " +
+                               std::to_string(m.plan.arenaBytes) +
+                               "-byte activation arena (cuMemAlloc)");
+      }
+    s->ptr.assign(m.manifest().tensors.size(), 0);
+    s->argValues.assign(m.maxArgs, 0);
+    s->argPointers.assign(m.maxArgs, nullptr);
+    *session = s.release();
+    return CUTS_OK;
+  });
+}
+
+void cuts_session_free(cuts_session *session) { delete session; }
+
+cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
+                             int num_inputs, const cuts_binding *outputs,
+                             int num_outputs) {
+  return guarded([&] {
+    if (cuts_status st = checkSession(session))
+      return st;
+    cuts_session &s = *session;
+    std::vector<void *> in, out;
+    if (cuts_status st = bindAll(*s.model, inputs, num_inputs, true, in))
+      return st;
+    if (cuts_status st = bindAll(*s.model, outputs, num_outputs, false, out))
+      return st;
+    std::vector<CUdeviceptr> din = devicePointers(in),
+                             dout = devicePointers(out);
+    if (cuts_status st = checkNoAliasing(*s.model, din, dout))
+      return st;
+    if (cuts_status st = enter(*s.model))
+      return st;
+    return runDevice(s, din, dout);
+  });
+}
+
+cuts_status cuts_session_run_host(cuts_session *session,
+                                  const cuts_binding *inputs, int num_inputs,
+                                  const cuts_binding *outputs,
+                                  int num_outputs) {
+  return guarded([&] {
+    if (cuts_status st = checkSession(session))
+      return st;
+    cuts_session &s = *session;
+    const ModelImpl &m = *s.model;
+    const Manifest &man = m.manifest();
+    std::vector<void *> in, out;
+    if (cuts_status st = bindAll(m, inputs, num_inputs, true, in))
+      return st;
+    if (cuts_status st = bindAll(m, outputs, num_outputs, false, out))
+      return st;
+    if (cuts_status st = enter(m))
+      return st;
+    if (cuts_status st = ensureBuffers(s))
+      return st;
+    auto body = [&]() -> cuts_status {
+      for (size_t i = 0; i < in.size(); ++i)
+        if (uint64_t bytes = man.tensors[man.inputs[i]].bytes())
+          if (CUresult r =
+                  m.d->cuMemcpyHtoDAsync(s.bufIn[i], in[i], bytes, s.stream))
+            return cudaFail(r, "copying input \"" +
+                                   man.tensors[man.inputs[i]].name +
+                                   "\" to the device (cuMemcpyHtoDAsync)");
+      if (cuts_status st = runDevice(s, s.bufIn, s.bufOut))
+        return st;
+      for (size_t i = 0; i < out.size(); ++i)
+        if (uint64_t bytes = man.tensors[man.outputs[i]].bytes())
+          if (CUresult r =
+                  m.d->cuMemcpyDtoHAsync(out[i], s.bufOut[i], bytes, s.stream))
+            return cudaFail(r, "copying output \"" +
+                                   man.tensors[man.outputs[i]].name +
+                                   "\" to the host (cuMemcpyDtoHAsync)");
+      if (CUresult r = m.d->cuStreamSynchronize(s.stream))
+        return cudaFail(r, "running the model (cuStreamSynchronize)");
+      return CUTS_OK;
+    };
+    cuts_status st = body();
+    // Copies already queued touch the caller's memory: let them end before
+    // returning an error.
+    if (st != CUTS_OK)
+      m.d->cuStreamSynchronize(s.stream);
+    return st;
+  });
+}
+
+cuts_status cuts_session_synchronize(cuts_session *session) {
+  return guarded([&] {
+    if (cuts_status st = checkSession(session))
+      return st;
+    if (cuts_status st = enter(*session->model))
+      return st;
+    if (CUresult r = session->model->d->cuStreamSynchronize(session->stream))
+      return cudaFail(r, "cuStreamSynchronize");
+    return CUTS_OK;
+  });
+}
+
+cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
+                                   float *times_ms) {
+  return guarded([&] {
+    if (cuts_status st = checkSession(session))
+      return st;
+    if (warmup < 0 || iters < 0 || (iters > 0 && !times_ms))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "warmup and iters must not be negative, and times_ms must "
+                  "hold iters floats");
+    cuts_session &s = *session;
+    const Driver *d = s.model->d;
+    if (cuts_status st = enter(*s.model))
+      return st;
+    if (cuts_status st = ensureBuffers(s))
+      return st;
+    if (cuts_status st = fillInputs(s))
+      return st;
+    Events ev(d, 2);
+    if (cuts_status st = ev.create())
+      return st;
+    for (int i = 0; i < warmup; ++i)
+      if (cuts_status st = runDevice(s, s.bufIn, s.bufOut))
+        return st;
+    for (int i = 0; i < iters; ++i) {
+      if (CUresult r = d->cuEventRecord(ev.ev[0], s.stream))
+        return cudaFail(r, "cuEventRecord");
+      if (cuts_status st = runDevice(s, s.bufIn, s.bufOut))
+        return st;
+      if (CUresult r = d->cuEventRecord(ev.ev[1], s.stream))
+        return cudaFail(r, "cuEventRecord");
+      if (CUresult r = d->cuEventSynchronize(ev.ev[1]))
+        return cudaFail(r, "running the model (cuEventSynchronize)");
+      if (CUresult r = d->cuEventElapsedTime(&times_ms[i], ev.ev[0], ev.ev[1]))
+        return cudaFail(r, "cuEventElapsedTime");
+    }
+    if (CUresult r = d->cuStreamSynchronize(s.stream))
+      return cudaFail(r, "cuStreamSynchronize");
+    return CUTS_OK;
+  });
+}
+
+cuts_status cuts_session_profile(cuts_session *session, int iters,
+                                 float *kernel_ms) {
+  return guarded([&] {
+    if (cuts_status st = checkSession(session))
+      return st;
+    cuts_session &s = *session;
+    const Manifest &man = s.model->manifest();
+    if (iters < 1 || (!man.kernels.empty() && !kernel_ms))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "iters must be at least 1, and kernel_ms must hold one "
+                  "float per kernel");
+    const Driver *d = s.model->d;
+    if (cuts_status st = enter(*s.model))
+      return st;
+    if (cuts_status st = ensureBuffers(s))
+      return st;
+    if (cuts_status st = fillInputs(s))
+      return st;
+    // Launched directly (no graph) with an event between consecutive
+    // steps: event i..i+1 brackets step i alone.
+    size_t numSteps = man.steps.size();
+    Events ev(d, numSteps + 1);
+    if (cuts_status st = ev.create())
+      return st;
+    if (cuts_status st = enqueuePlan(s, s.bufIn, s.bufOut)) // warm-up
+      return st;
+    std::vector<std::vector<float>> times(man.kernels.size());
+    for (int it = 0; it < iters; ++it) {
+      std::vector<float> run(man.kernels.size(), 0.0f);
+      if (CUresult r = d->cuEventRecord(ev.ev[0], s.stream))
+        return cudaFail(r, "cuEventRecord");
+      for (size_t i = 0; i < numSteps; ++i) {
+        if (cuts_status st = runStep(s, i))
+          return st;
+        if (CUresult r = d->cuEventRecord(ev.ev[i + 1], s.stream))
+          return cudaFail(r, "cuEventRecord");
+      }
+      if (CUresult r = d->cuEventSynchronize(ev.ev[numSteps]))
+        return cudaFail(r, "running the model (cuEventSynchronize)");
+      for (size_t i = 0; i < numSteps; ++i) {
+        int k = man.steps[i].kernel;
+        if (k < 0)
+          continue;
+        float ms = 0;
+        if (CUresult r = d->cuEventElapsedTime(&ms, ev.ev[i], ev.ev[i + 1]))
+          return cudaFail(r, "cuEventElapsedTime");
+        run[k] += ms; // a kernel launched twice counts both launches
+      }
+      for (size_t k = 0; k < run.size(); ++k)
+        times[k].push_back(run[k]);
+    }
+    for (size_t k = 0; k < times.size(); ++k) {
+      std::vector<float> &t = times[k];
+      std::sort(t.begin(), t.end());
+      size_t n = t.size();
+      kernel_ms[k] = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    }
+    return CUTS_OK;
+  });
+}

@@ -1,0 +1,135 @@
+//===- Artifact.h - the model.cuts file: what it holds and its format -*- C++
+//-*-===//
+//
+// The runtime owns the artifact format; the compiler driver writes it through
+// serializeArtifact and writeFile, and servers read it through the C API
+// (cuts.h), which parses it with parseArtifact. No MLIR here: a server links
+// this and the CUDA driver only.
+//
+// Layout of model.cuts (all integers little-endian):
+//   header   64 bytes: magic "CUTSMDL\0", u32 format version, u32 section
+//            count, u64 file size, u64 FNV-1a 64 checksum of every byte after
+//            the header, 32 bytes zero
+//   table    one 64-byte entry per section: name (32 bytes, NUL-padded),
+//            u64 offset, u64 size, 16 bytes zero
+//   sections each at a 256-byte aligned offset:
+//            "manifest"      JSON: tensors, kernels, steps (below)
+//            "weights"       every constant, each at a 256-byte aligned offset
+//            "cubin.sm_XY"   the kernels' CUBINs for one architecture, back to
+//                            back (offsets in the manifest)
+//            "source"        the kernels' CUDA sources (for --emulate and for
+//                            reading), back to back
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_RUNTIME_ARTIFACT_H
+#define CUTS_RUNTIME_ARTIFACT_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuts::rt {
+
+constexpr uint32_t kArtifactVersion = 1;
+
+enum class TensorKind { Input, Output, Weight, Intermediate, View };
+
+struct Tensor {
+  std::string name; // the ONNX value name
+  std::vector<int64_t> shape;
+  std::string dtype = "float32";
+  TensorKind kind = TensorKind::Intermediate;
+  int index = -1;            // Input/Output: position among the model's I/O
+  uint64_t weightOffset = 0; // Weight: offset in the weights section
+  int viewOf = -1;           // View: the tensor whose memory this re-shapes
+  uint64_t bytes() const;    // elements x element size
+};
+
+/// A byte range inside a section.
+struct Blob {
+  uint64_t offset = 0, size = 0;
+};
+
+struct KernelLaunch {
+  std::string name;    // the extern "C" __global__ function
+  std::string summary; // ops and parameters, one line
+  int64_t grid = 1, block = 1, sharedBytes = 0; // 1-D grid and block
+  std::vector<int> args;                        // tensor ids, in order
+  std::vector<int> outputs;                     // which args it writes
+  double pulTimeUs = 0;               // the performance model's lower bound
+  Blob source;                        // in the "source" section
+  std::map<std::string, Blob> cubins; // arch ("sm_90") -> in "cubin.<arch>"
+};
+
+/// One step of the plan: run a kernel, or copy a tensor into another (a
+/// model output that is an input, a weight, or another output's view).
+struct Step {
+  int kernel = -1;        // index into kernels, or -1 for a copy
+  int from = -1, to = -1; // the copy's tensors
+};
+
+struct Manifest {
+  std::string model;    // graph name
+  std::string producer; // "cuts 0.1.0"
+  std::vector<std::string> archs;
+  std::vector<Tensor> tensors;
+  std::vector<int> inputs, outputs; // tensor ids in the model's order
+  std::vector<KernelLaunch> kernels;
+  std::vector<Step> steps;
+};
+
+/// A parsed artifact. The sections point into `bytes`.
+struct Artifact {
+  Manifest manifest;
+  std::vector<uint8_t> bytes;
+  std::map<std::string, Blob> sections; // name -> range of `bytes`
+
+  const uint8_t *section(const std::string &name, uint64_t *size) const;
+  /// The kernel's CUDA source (empty if the artifact has none).
+  std::string source(int kernel) const;
+};
+
+/// What the driver hands writeArtifact: the manifest (blobs filled in by
+/// the writer), the weights section, and per kernel its source and its
+/// CUBIN per arch.
+struct ArtifactContents {
+  Manifest manifest;
+  std::vector<uint8_t> weights;
+  std::vector<std::string> sources;                             // per kernel
+  std::vector<std::map<std::string, std::vector<char>>> cubins; // per kernel
+};
+
+/// Serialises `c` (deterministically: the same contents give the same bytes).
+std::vector<uint8_t> serializeArtifact(const ArtifactContents &c);
+
+/// Parses and validates: magic, version, sizes, checksum, section bounds,
+/// manifest schema, tensor ids, weight ranges, kernel blobs. On failure
+/// nullopt and `error` says what is wrong.
+std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
+                                      std::string &error);
+
+/// Reads a file and parses it; `error` names the file.
+std::optional<Artifact> readArtifact(const std::string &path,
+                                     std::string &error);
+
+bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
+               std::string &error);
+
+/// Buffers reused by liveness: one arena offset per Intermediate tensor
+/// (256-byte aligned), so that two tensors whose live ranges over the steps
+/// overlap never overlap in memory.
+struct MemoryPlan {
+  std::vector<int64_t> offset; // per tensor; -1 if not in the arena
+  uint64_t arenaBytes = 0;     // peak
+  uint64_t naiveBytes = 0;     // without reuse (for the report)
+};
+MemoryPlan planMemory(const Manifest &m);
+
+/// The tensor whose memory `t` is (following views).
+int rootTensor(const Manifest &m, int t);
+
+} // namespace cuts::rt
+
+#endif // CUTS_RUNTIME_ARTIFACT_H

@@ -1,0 +1,136 @@
+/*===- cuts.h - the cuts runtime C API ---------------------------*- C -*-===//
+ *
+ * Load a compiled model (model.cuts), run it on a GPU. The runtime needs the
+ * CUDA driver only (libcuda.so.1, loaded with dlopen when the first model is
+ * loaded), never MLIR or the compiler.
+ *
+ *   cuts_model   an immutable loaded model: kernels, weights on the device.
+ *                Thread-safe: any number of threads may create sessions
+ *                from one model and query it.
+ *   cuts_session what one stream of requests needs: the activation arena,
+ *                the stream, an optional captured CUDA graph. Not
+ *                thread-safe: use one session per worker thread.
+ *
+ * Every call returns a cuts_status; on failure cuts_last_error() gives a
+ * message (thread-local, valid until the thread's next cuts call).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef CUTS_CUTS_H
+#define CUTS_CUTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUTS_API_VERSION 1
+
+typedef enum cuts_status {
+  CUTS_OK = 0,
+  CUTS_ERROR_INVALID_ARGUMENT = 1, /* null pointer, wrong name/shape/type */
+  CUTS_ERROR_BAD_ARTIFACT = 2,     /* truncated, corrupted, wrong version */
+  CUTS_ERROR_NO_DEVICE = 3,        /* no CUDA driver or no GPU */
+  CUTS_ERROR_NO_CUBIN = 4,         /* artifact not compiled for this GPU */
+  CUTS_ERROR_OUT_OF_MEMORY = 5,    /* device memory */
+  CUTS_ERROR_CUDA = 6,             /* any other CUDA driver error */
+  CUTS_ERROR_IO = 7                /* reading the file */
+} cuts_status;
+
+typedef enum cuts_dtype { CUTS_FLOAT32 = 1 } cuts_dtype;
+
+typedef struct cuts_model cuts_model;
+typedef struct cuts_session cuts_session;
+
+/* What a model input or output is. Pointers stay valid while the model is
+ * loaded. */
+typedef struct cuts_tensor_info {
+  const char *name;
+  cuts_dtype dtype;
+  int rank;
+  const int64_t *shape;
+} cuts_tensor_info;
+
+/* A caller's buffer for one input or output, by name. `data` is device
+ * memory for cuts_session_run and host memory for cuts_session_run_host.
+ * rank/shape/dtype must match the model's (they are checked). */
+typedef struct cuts_binding {
+  const char *name;
+  cuts_dtype dtype;
+  int rank;
+  const int64_t *shape;
+  void *data;
+} cuts_binding;
+
+typedef struct cuts_load_options {
+  int device; /* CUDA device ordinal (default 0) */
+} cuts_load_options;
+
+int cuts_api_version(void);
+const char *cuts_last_error(void);
+const char *cuts_status_name(cuts_status s);
+
+/* Loads and validates an artifact, creates the kernels and uploads the
+ * weights. options may be NULL. */
+cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
+                            cuts_model **model);
+cuts_status cuts_model_load_memory(const void *data, size_t size,
+                                   const cuts_load_options *options,
+                                   cuts_model **model);
+void cuts_model_free(cuts_model *model);
+
+int cuts_model_num_inputs(const cuts_model *model);
+int cuts_model_num_outputs(const cuts_model *model);
+cuts_status cuts_model_input(const cuts_model *model, int i,
+                             cuts_tensor_info *info);
+cuts_status cuts_model_output(const cuts_model *model, int i,
+                              cuts_tensor_info *info);
+/* Bytes of device memory a session's activation arena takes (peak of the
+ * liveness-based plan), and the weights' bytes. */
+uint64_t cuts_model_arena_bytes(const cuts_model *model);
+uint64_t cuts_model_weight_bytes(const cuts_model *model);
+/* The architecture ("sm_90") whose kernels were loaded. */
+const char *cuts_model_arch(const cuts_model *model);
+
+/* A session runs on `stream` (a CUstream / cudaStream_t) or, if NULL, on a
+ * stream of its own. With use_cuda_graph, the first run for a given set of
+ * buffers is captured into a CUDA graph and later runs with the same
+ * buffers replay it. */
+cuts_status cuts_session_create(cuts_model *model, void *stream,
+                                int use_cuda_graph, cuts_session **session);
+void cuts_session_free(cuts_session *session);
+
+/* Enqueues one run on the session's stream (asynchronous: synchronise the
+ * stream before reading the outputs). */
+cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
+                             int num_inputs, const cuts_binding *outputs,
+                             int num_outputs);
+/* Copies host inputs in, runs, copies the outputs back, waits. */
+cuts_status cuts_session_run_host(cuts_session *session,
+                                  const cuts_binding *inputs, int num_inputs,
+                                  const cuts_binding *outputs, int num_outputs);
+/* Waits for the session's stream. */
+cuts_status cuts_session_synchronize(cuts_session *session);
+/* Times `iters` runs with CUDA events after `warmup` runs, using
+ * internally allocated inputs and outputs; writes each run's milliseconds
+ * to times_ms[0..iters). */
+cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
+                                   float *times_ms);
+
+/* The model's kernels in plan order: name, one-line summary, and the
+ * performance model's lower-bound time in microseconds. */
+int cuts_model_num_kernels(const cuts_model *model);
+cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,
+                              const char **summary, double *bound_us);
+/* Times every kernel on its own (CUDA events around each launch, `iters`
+ * runs after one warm-up run, internally allocated inputs): writes the
+ * median milliseconds of kernel i to kernel_ms[i]. */
+cuts_status cuts_session_profile(cuts_session *session, int iters,
+                                 float *kernel_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUTS_CUTS_H */

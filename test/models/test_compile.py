@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""End-to-end checks of `cuts compile` and `cuts run` on small models.
+
+usage: test_compile.py --cuts PATH/TO/cuts --work WORKDIR [-k SUBSTRING]
+                       [--exported] [--gpu]
+
+Each model (built with onnx.helper, fixed seeds) is compiled for sm_90 (the
+CUBINs come from NVRTC, so this needs no GPU), its artifact is run with
+`cuts run --emulate` (every kernel's own CUDA source compiled for the CPU)
+and the outputs are compared with ONNX Runtime's (relative L2 <= 1e-5).
+The artifact, model.h and libmodel.so must exist, --emit-source must write
+readable kernels, and the error paths must fail cleanly: a corrupted or
+truncated artifact, a wrong input shape or name, and (without a GPU) a run
+on the GPU. With --gpu the same models also run on the GPU and must match.
+With --exported, MobileNetV2 (PyTorch export, batch 1) is compiled and
+emulated too (slow: minutes).
+
+Prints one line per check and `N passed, N failed`; exits 1 on a failure.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_models as tm  # noqa: E402  (the builders and ORT helpers)
+
+
+def make_pools(path):
+    b = tm.Builder(21)
+    h = b.node("MaxPool", ["x"], kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1])
+    h = b.node("AveragePool", [h], kernel_shape=[2, 2], strides=[1, 1],
+               pads=[0, 0, 1, 1])
+    h = b.node("Relu", [h])
+    h = b.node("GlobalAveragePool", [h])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 6, 11, 9])], [tm.vi("y", [2, 6, 1, 1])])
+
+
+def make_rows(path):
+    """Softmax and LayerNormalization over the last axis, and a reduction."""
+    b = tm.Builder(22)
+    h = b.node("MatMul", ["x", b.w([16, 24])])
+    h = b.node("Softmax", [h], axis=-1)
+    h = b.node("LayerNormalization", [h, b.w([24]), b.w([24])], axis=-1,
+               epsilon=1e-5)
+    b.node("ReduceMean", [h, b.const(np.array([-1], np.int64))], keepdims=0)
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [3, 5, 16])], [tm.vi("y", [3, 5])],
+                   opset=18)
+
+
+def make_elementwise(path):
+    """A chain with broadcasting, a transposed input and a scalar."""
+    b = tm.Builder(23)
+    t = b.node("Transpose", ["x"], perm=[0, 2, 1])
+    h = b.node("Mul", [t, b.w([1, 7])])
+    h = b.node("Add", [h, "z"])
+    h = b.node("Div", [h, b.const(np.array(1.5, np.float32))])
+    h = b.node("Tanh", [h])
+    b.node("Sigmoid", [h])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 7, 5]), tm.vi("z", [2, 5, 7])],
+                   [tm.vi("y", [2, 5, 7])])
+
+
+def make_two_outputs(path):
+    """Two outputs, one of them a view of an intermediate and one an input."""
+    b = tm.Builder(24)
+    h = b.node("Relu", [b.conv("x", 4, 4, 3, pads=[1, 1, 1, 1])])
+    b.nodes.append(helper.make_node("Flatten", [h], ["flat"], axis=1))
+    b.nodes.append(helper.make_node("Identity", ["x"], ["same"]))
+    return b.model(path, [tm.vi("x", [1, 4, 6, 6])],
+                   [tm.vi("flat", [1, 144]), tm.vi("same", [1, 4, 6, 6])])
+
+
+def feeds(shapes, seed):
+    r = np.random.default_rng(seed)
+    return {k: r.standard_normal(s).astype(np.float32) for k, s in shapes}
+
+
+# name: (builder, input shapes, import args)
+MODELS = {
+    "conv_bn_relu": (tm.make_conv_bn_relu, [("x", (1, 3, 16, 16))], []),
+    "resnet_block": (tm.make_resnet_block, [("x", (1, 8, 8, 8))], []),
+    "mobilenet_block": (tm.make_mobilenet_block, [("x", (1, 8, 10, 10))], []),
+    "se_gemm": (tm.make_se_gemm, [("x", (1, 16, 5, 5))], []),
+    "conv_dynamic_batch": (tm.make_conv_dynamic_batch, [("x", (3, 3, 9, 9))],
+                           ["--input-shape", "x=3x3x9x9"]),
+    "dropout_identity": (tm.make_dropout_identity, [("x", (2, 16))], []),
+    "pools": (make_pools, [("x", (2, 6, 11, 9))], []),
+    "rows": (make_rows, [("x", (3, 5, 16))], []),
+    "elementwise": (make_elementwise, [("x", (2, 7, 5)), ("z", (2, 5, 7))],
+                    []),
+    "two_outputs": (make_two_outputs, [("x", (1, 4, 6, 6))], []),
+}
+
+
+class Runner:
+    def __init__(self, cuts, work):
+        self.cuts, self.work = cuts, work
+        self.passed = self.failed = 0
+
+    def check(self, name, fn, *args):
+        t = time.time()
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - reported, then counted
+            self.failed += 1
+            print("FAIL %s: %s" % (name, e), flush=True)
+            return False
+        self.passed += 1
+        print("ok   %s (%.1f s)" % (name, time.time() - t), flush=True)
+        return True
+
+    def run(self, *args, timeout=900):
+        return subprocess.run([self.cuts, *args], capture_output=True,
+                              text=True, timeout=timeout)
+
+
+def require(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def save_npy_feeds(d, f):
+    args = []
+    for k, v in f.items():
+        p = os.path.join(d, k + ".npy")
+        np.save(p, v)
+        args += ["--input", "%s=%s" % (k, p)]
+    return args
+
+
+def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
+    d = os.path.join(runner.work, name)
+    os.makedirs(d, exist_ok=True)
+    out = os.path.join(d, "out")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--emit-source", *import_args)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    for f in ("model.cuts", "model.h", "libmodel.so"):
+        require(os.path.getsize(os.path.join(out, f)) > 0, f + " missing")
+    kernels = os.listdir(os.path.join(out, "kernels"))
+    require(any(k.endswith(".cu") for k in kernels), "no kernel sources")
+    for k in kernels:
+        if k.endswith(".cu"):
+            text = open(os.path.join(out, "kernels", k)).read()
+            require("__global__" in text and "// ptxas:" in text,
+                    k + " lacks its kernel or ptxas report")
+    header = open(os.path.join(out, "model.h")).read()
+    require("model_run(cuts_session *session" in header, "model.h: no run()")
+
+    f = feeds(shapes, 7)
+    _, ref = tm.ort_outputs(path, f)
+    refdir = os.path.join(d, "ref")
+    os.makedirs(refdir, exist_ok=True)
+    outs = list(ref)
+    for n, v in ref.items():
+        np.save(os.path.join(refdir, n + ".npy"), np.asarray(v, np.float32))
+    inputs = save_npy_feeds(d, f)
+    art = os.path.join(out, "model.cuts")
+    r = runner.run("run", art, "--emulate", "--compare", refdir,
+                   "--output-dir", d, *inputs)
+    require(r.returncode == 0,
+            "emulated outputs differ: " + r.stdout + r.stderr)
+    require(r.stdout.count(" ok") == len(outs), "not every output compared: "
+            + r.stdout)
+    if gpu:
+        r = runner.run("run", art, "--compare", refdir, *inputs)
+        require(r.returncode == 0, "GPU outputs differ: " + r.stdout + r.stderr)
+    return art, inputs
+
+
+def check_errors(runner, art, inputs, shapes):
+    data = open(art, "rb").read()
+    bad = os.path.join(os.path.dirname(art), "bad.cuts")
+    for what, blob in (("truncated", data[: len(data) // 2]),
+                       ("corrupted", data[:100] + bytes([data[100] ^ 1]) +
+                        data[101:]),
+                       ("empty", b"")):
+        open(bad, "wb").write(blob)
+        r = runner.run("run", bad, "--emulate", *inputs)
+        require(r.returncode != 0 and "cuts: error:" in r.stderr and
+                "bad.cuts" in r.stderr,
+                "%s artifact: rc %d, %s" % (what, r.returncode, r.stderr))
+    # A wrong input shape and an unknown input name are named.
+    name, shape = shapes[0]
+    wrong = os.path.join(os.path.dirname(art), "wrong.npy")
+    np.save(wrong, np.zeros([s + 1 for s in shape], np.float32))
+    others = [a for a in inputs if not a.startswith(name + "=")]
+    others = [a for a in others if a != "--input"]
+    args = []
+    for a in others:
+        args += ["--input", a]
+    r = runner.run("run", art, "--emulate", "--input", name + "=" + wrong,
+                   *args)
+    require(r.returncode != 0 and name in r.stderr and "shape" in r.stderr,
+            "wrong shape: " + r.stderr)
+    r = runner.run("run", art, "--emulate", "--input", "nosuch=" + wrong,
+                   *inputs)
+    require(r.returncode != 0 and "nosuch" in r.stderr,
+            "unknown input: " + r.stderr)
+
+
+def check_no_gpu(runner, art, inputs):
+    r = runner.run("run", art, *inputs)
+    require(r.returncode != 0 and "cuts: error:" in r.stderr,
+            "a GPU run without a GPU must fail cleanly: " + r.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuts", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("-k", default="")
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--exported", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    runner = Runner(os.path.abspath(a.cuts), a.work)
+    first = None
+    for name, (build, shapes, import_args) in MODELS.items():
+        if a.k not in name:
+            continue
+        path = build(os.path.join(a.work, name + ".onnx"))
+        result = {}
+
+        def go():
+            result["art"] = compile_and_emulate(runner, name, path,
+                                                import_args, shapes, a.gpu)
+        if runner.check("compile+emulate " + name, go) and first is None:
+            first = (result["art"], shapes)
+    if first:
+        (art, inputs), shapes = first
+        runner.check("bad artifacts and inputs", check_errors, runner, art,
+                     inputs, shapes)
+        if not a.gpu:
+            runner.check("GPU run without a GPU", check_no_gpu, runner, art,
+                         inputs)
+    print("%d passed, %d failed" % (runner.passed, runner.failed))
+    return 1 if runner.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

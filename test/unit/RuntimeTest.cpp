@@ -1,0 +1,761 @@
+// Tests of the runtime: the model.cuts format (runtime/Artifact.cpp), the
+// memory plan, and the C API (cuts.h) on whatever machine runs them (without
+// a GPU every device path must fail cleanly).
+
+#include "cuts/Artifact.h"
+#include "cuts/cuts.h"
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <string>
+#include <unistd.h>
+
+using namespace cuts::rt;
+using Json = nlohmann::json;
+
+namespace {
+
+Tensor tensor(const std::string &name, std::vector<int64_t> shape,
+              TensorKind kind) {
+  Tensor t;
+  t.name = name;
+  t.shape = std::move(shape);
+  t.kind = kind;
+  return t;
+}
+
+KernelLaunch kernel(const std::string &name, std::vector<int> args,
+                    std::vector<int> outputs) {
+  KernelLaunch k;
+  k.name = name;
+  k.summary = name + " (test)";
+  k.grid = 4;
+  k.block = 128;
+  k.args = std::move(args);
+  k.outputs = std::move(outputs);
+  k.pulTimeUs = 1.25;
+  return k;
+}
+
+std::vector<char> fakeCubin(const std::string &kernel,
+                            const std::string &arch) {
+  std::string s = "\x7f"
+                  "ELF cubin of " +
+                  kernel + " for " + arch;
+  return std::vector<char>(s.begin(), s.end());
+}
+
+/// Two inputs, two weights, three kernels, a view, a copy step, two archs:
+///   t4 = add_bias(x, w); t5 = view(t4); t6 = relu(t5); out = scale(t6, b);
+///   out2 = copy(y)
+ArtifactContents sampleContents() {
+  ArtifactContents c;
+  Manifest &m = c.manifest;
+  m.model = "sample";
+  m.producer = "cuts test";
+  m.archs = {"sm_80", "sm_90"};
+  m.tensors.push_back(tensor("x", {2, 4}, TensorKind::Input));
+  m.tensors.back().index = 0;
+  m.tensors.push_back(tensor("y", {4}, TensorKind::Input));
+  m.tensors.back().index = 1;
+  m.tensors.push_back(tensor("w", {4}, TensorKind::Weight));
+  m.tensors.back().weightOffset = 0;
+  m.tensors.push_back(tensor("b", {2}, TensorKind::Weight));
+  m.tensors.back().weightOffset = 256;
+  m.tensors.push_back(tensor("t4", {2, 4}, TensorKind::Intermediate));
+  m.tensors.push_back(tensor("t5", {8}, TensorKind::View));
+  m.tensors.back().viewOf = 4;
+  m.tensors.push_back(tensor("t6", {8}, TensorKind::Intermediate));
+  m.tensors.push_back(tensor("out", {8}, TensorKind::Output));
+  m.tensors.back().index = 0;
+  m.tensors.push_back(tensor("out2", {4}, TensorKind::Output));
+  m.tensors.back().index = 1;
+  m.inputs = {0, 1};
+  m.outputs = {7, 8};
+  m.kernels.push_back(kernel("add_bias", {0, 2, 4}, {4}));
+  m.kernels.push_back(kernel("relu", {5, 6}, {6}));
+  m.kernels.push_back(kernel("scale", {6, 3, 7}, {7}));
+  m.kernels[2].sharedBytes = 64 * 1024;
+  m.steps = {Step{0, -1, -1}, Step{1, -1, -1}, Step{2, -1, -1}, Step{-1, 1, 8}};
+  c.weights.resize(512);
+  for (size_t i = 0; i < c.weights.size(); ++i)
+    c.weights[i] = uint8_t(i * 7 + 1);
+  for (const KernelLaunch &k : m.kernels) {
+    c.sources.push_back("extern \"C\" __global__ void " + k.name + "() {}\n");
+    c.cubins.push_back({{"sm_80", fakeCubin(k.name, "sm_80")},
+                        {"sm_90", fakeCubin(k.name, "sm_90")}});
+  }
+  return c;
+}
+
+/// What the writer was given, recovered from a parsed artifact.
+ArtifactContents contentsOf(const Artifact &a) {
+  ArtifactContents c;
+  c.manifest = a.manifest;
+  uint64_t size = 0;
+  const uint8_t *w = a.section("weights", &size);
+  c.weights.assign(w, w + size);
+  for (size_t k = 0; k < a.manifest.kernels.size(); ++k) {
+    c.sources.push_back(a.source(int(k)));
+    std::map<std::string, std::vector<char>> cubins;
+    for (const auto &[arch, blob] : a.manifest.kernels[k].cubins) {
+      const uint8_t *p = a.section("cubin." + arch, &size);
+      REQUIRE(p);
+      cubins[arch].assign(p + blob.offset, p + blob.offset + blob.size);
+    }
+    c.cubins.push_back(std::move(cubins));
+  }
+  return c;
+}
+
+uint64_t getU64(const std::vector<uint8_t> &b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= uint64_t(b[at + i]) << (8 * i);
+  return v;
+}
+void putU64(std::vector<uint8_t> &b, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    b[at + i] = uint8_t(v >> (8 * i));
+}
+
+/// Recomputes the header's FNV-1a 64 checksum after a test edited the file,
+/// so that parsing gets past the checksum to the check under test.
+void reseal(std::vector<uint8_t> &b) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 64; i < b.size(); ++i) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  putU64(b, 24, h);
+}
+
+/// The sections of a file, by the layout in Artifact.h (read independently
+/// of the parser).
+std::vector<std::pair<std::string, std::vector<uint8_t>>>
+sectionsOf(const std::vector<uint8_t> &b) {
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> out;
+  uint32_t count = b[12] | b[13] << 8 | b[14] << 16 | uint32_t(b[15]) << 24;
+  for (uint32_t i = 0; i < count; ++i) {
+    size_t e = 64 + 64 * i;
+    std::string name(reinterpret_cast<const char *>(&b[e]));
+    uint64_t off = getU64(b, e + 32), size = getU64(b, e + 40);
+    out.emplace_back(
+        name, std::vector<uint8_t>(b.begin() + off, b.begin() + off + size));
+  }
+  return out;
+}
+
+/// Lays out a file from sections (the test's own writer), sealed.
+std::vector<uint8_t>
+fileOf(const std::vector<std::pair<std::string, std::vector<uint8_t>>> &secs) {
+  uint64_t off = 64 + 64 * secs.size();
+  std::vector<uint64_t> offsets;
+  for (const auto &s : secs) {
+    off = (off + 255) / 256 * 256;
+    offsets.push_back(off);
+    off += s.second.size();
+  }
+  std::vector<uint8_t> b(off, 0);
+  std::memcpy(b.data(), "CUTSMDL", 8);
+  b[8] = uint8_t(kArtifactVersion);
+  b[12] = uint8_t(secs.size());
+  putU64(b, 16, b.size());
+  for (size_t i = 0; i < secs.size(); ++i) {
+    std::memcpy(&b[64 + 64 * i], secs[i].first.data(), secs[i].first.size());
+    putU64(b, 64 + 64 * i + 32, offsets[i]);
+    putU64(b, 64 + 64 * i + 40, secs[i].second.size());
+    std::copy(secs[i].second.begin(), secs[i].second.end(),
+              b.begin() + offsets[i]);
+  }
+  reseal(b);
+  return b;
+}
+
+/// The sample file with its manifest JSON edited by `edit`, re-laid-out
+/// and re-sealed, so only the manifest check can reject it.
+std::vector<uint8_t> withManifest(const std::function<void(Json &)> &edit) {
+  auto secs = sectionsOf(serializeArtifact(sampleContents()));
+  for (auto &[name, bytes] : secs)
+    if (name == "manifest") {
+      Json j = Json::parse(bytes.begin(), bytes.end());
+      edit(j);
+      std::string s = j.dump();
+      bytes.assign(s.begin(), s.end());
+    }
+  return fileOf(secs);
+}
+
+/// Parses `bytes`, expecting failure; returns the error.
+std::string rejection(std::vector<uint8_t> bytes) {
+  std::string error;
+  auto a = parseArtifact(std::move(bytes), error);
+  CHECK_FALSE(a.has_value());
+  CHECK_FALSE(error.empty());
+  return error;
+}
+
+std::string tempPath(const std::string &name) {
+  return (std::filesystem::temp_directory_path() /
+          ("cuts-runtime-test-" + std::to_string(getpid()) + "-" + name))
+      .string();
+}
+
+} // namespace
+
+TEST_CASE("artifact round trip", "[runtime]") {
+  ArtifactContents c = sampleContents();
+  std::vector<uint8_t> bytes = serializeArtifact(c);
+  REQUIRE(serializeArtifact(c) == bytes); // deterministic
+
+  std::string error;
+  auto a = parseArtifact(bytes, error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  const Manifest &m = a->manifest;
+  CHECK(m.model == "sample");
+  CHECK(m.producer == "cuts test");
+  CHECK(m.archs == std::vector<std::string>{"sm_80", "sm_90"});
+  REQUIRE(m.tensors.size() == c.manifest.tensors.size());
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const Tensor &x = m.tensors[i], &y = c.manifest.tensors[i];
+    CHECK(x.name == y.name);
+    CHECK(x.shape == y.shape);
+    CHECK(x.dtype == y.dtype);
+    CHECK(x.kind == y.kind);
+    CHECK(x.index == y.index);
+    CHECK(x.weightOffset == y.weightOffset);
+    CHECK(x.viewOf == y.viewOf);
+  }
+  CHECK(m.inputs == c.manifest.inputs);
+  CHECK(m.outputs == c.manifest.outputs);
+  REQUIRE(m.kernels.size() == 3);
+  for (size_t k = 0; k < 3; ++k) {
+    const KernelLaunch &x = m.kernels[k], &y = c.manifest.kernels[k];
+    CHECK(x.name == y.name);
+    CHECK(x.summary == y.summary);
+    CHECK(x.grid == y.grid);
+    CHECK(x.block == y.block);
+    CHECK(x.sharedBytes == y.sharedBytes);
+    CHECK(x.args == y.args);
+    CHECK(x.outputs == y.outputs);
+    CHECK(x.pulTimeUs == y.pulTimeUs);
+    CHECK(a->source(int(k)) == c.sources[k]);
+    CHECK(x.cubins.size() == 2);
+  }
+  REQUIRE(m.steps.size() == 4);
+  CHECK(m.steps[3].kernel == -1);
+  CHECK(m.steps[3].from == 1);
+  CHECK(m.steps[3].to == 8);
+  CHECK(a->source(-1).empty());
+  CHECK(a->source(3).empty());
+
+  uint64_t size = 0;
+  const uint8_t *w = a->section("weights", &size);
+  REQUIRE(w);
+  CHECK(std::vector<uint8_t>(w, w + size) == c.weights);
+  CHECK(a->section("no such section", &size) == nullptr);
+  CHECK(size == 0);
+
+  ArtifactContents back = contentsOf(*a);
+  CHECK(back.cubins == c.cubins);
+  CHECK(serializeArtifact(back) == bytes); // byte-identical re-serialisation
+
+  CHECK(m.tensors[0].bytes() == 32);
+  CHECK(rootTensor(m, 5) == 4);
+  CHECK(rootTensor(m, 4) == 4);
+  CHECK(rootTensor(m, 42) == -1);
+}
+
+TEST_CASE("artifact writer lists every arch and shares equal CUBINs",
+          "[runtime]") {
+  ArtifactContents c = sampleContents();
+  c.manifest.archs = {"sm_90"}; // sm_80 only in the kernels' CUBINs
+  for (auto &perKernel : c.cubins)
+    perKernel["sm_80"] = fakeCubin("all", "sm_80"); // one module for all
+  std::string error;
+  auto a = parseArtifact(serializeArtifact(c), error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  CHECK(a->manifest.archs == std::vector<std::string>{"sm_90", "sm_80"});
+  const auto &k = a->manifest.kernels;
+  CHECK(k[0].cubins.at("sm_80").offset == k[2].cubins.at("sm_80").offset);
+  CHECK(k[0].cubins.at("sm_90").offset != k[2].cubins.at("sm_90").offset);
+}
+
+TEST_CASE("an output may be an equal-sized view of the output tensor",
+          "[runtime]") {
+  // As the driver returns a reshaped value: the kernel writes the root,
+  // which becomes the Output; the caller binds the view's name and shape.
+  ArtifactContents c = sampleContents();
+  Manifest &m = c.manifest;
+  m.tensors[7].name = "out_root";
+  m.tensors[7].shape = {2, 4};
+  m.tensors.push_back(tensor("out", {8}, TensorKind::View));
+  m.tensors.back().viewOf = 7;
+  m.outputs[0] = 9;
+  std::string error;
+  auto a = parseArtifact(serializeArtifact(c), error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  CHECK(a->manifest.outputs[0] == 9);
+  MemoryPlan plan = planMemory(a->manifest);
+  CHECK(plan.offset[7] == -1);
+  CHECK(plan.offset[9] == -1);
+
+  m.tensors[9].shape = {4}; // the caller's buffer would be too small
+  CHECK(rejection(serializeArtifact(c)).find("outputs[0]") !=
+        std::string::npos);
+  m.tensors[9].shape = {8};
+  m.tensors[9].viewOf = 6; // a view of an intermediate is no output
+  CHECK(rejection(serializeArtifact(c)).find("outputs[0]") !=
+        std::string::npos);
+}
+
+TEST_CASE("artifact files are written and read back", "[runtime]") {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+  std::string path = tempPath("roundtrip.cuts"), error;
+  REQUIRE(writeFile(path, bytes, error));
+  auto a = readArtifact(path, error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  CHECK(a->bytes == bytes);
+  std::filesystem::remove(path);
+
+  CHECK_FALSE(readArtifact(path, error).has_value());
+  CHECK(error.find(path) != std::string::npos);
+  CHECK_FALSE(writeFile("/nonexistent-dir/x.cuts", bytes, error));
+  CHECK(error.find("/nonexistent-dir/x.cuts") != std::string::npos);
+}
+
+TEST_CASE("truncated artifacts are rejected", "[runtime]") {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+  for (size_t cut : {size_t(0), size_t(4), size_t(63), size_t(64), size_t(100),
+                     bytes.size() / 2, bytes.size() - 1}) {
+    INFO("cut at " << cut);
+    std::string error =
+        rejection(std::vector<uint8_t>(bytes.begin(), bytes.begin() + cut));
+    CHECK(error.find("truncated") != std::string::npos);
+  }
+}
+
+TEST_CASE("any flipped byte is rejected", "[runtime]") {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+  for (size_t i = 0; i < bytes.size(); ++i)
+    for (uint8_t mask : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff)}) {
+      std::vector<uint8_t> bad = bytes;
+      bad[i] ^= mask;
+      std::string error;
+      auto a = parseArtifact(std::move(bad), error);
+      if (a.has_value() || error.empty())
+        FAIL("byte " << i << " ^ " << int(mask) << " was accepted");
+    }
+  // Past the header the checksum is what catches it.
+  std::vector<uint8_t> bad = bytes;
+  bad[bytes.size() / 2] ^= 0x10;
+  CHECK(rejection(bad).find("checksum") != std::string::npos);
+}
+
+TEST_CASE("bad magic and newer versions are rejected", "[runtime]") {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+  std::vector<uint8_t> bad = bytes;
+  bad[0] = 'X';
+  CHECK(rejection(bad).find("magic") != std::string::npos);
+  CHECK(rejection({'\x7f', 'E', 'L', 'F'}).find("magic") != std::string::npos);
+
+  bad = bytes;
+  bad[8] = uint8_t(kArtifactVersion + 1);
+  std::string error = rejection(bad);
+  CHECK(error.find("version " + std::to_string(kArtifactVersion + 1)) !=
+        std::string::npos);
+  CHECK(error.find("newer") != std::string::npos);
+}
+
+TEST_CASE("the test's writer matches the runtime's", "[runtime]") {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+  CHECK(fileOf(sectionsOf(bytes)) == bytes);
+  std::string error;
+  auto a = parseArtifact(withManifest([](Json &) {}), error);
+  INFO(error);
+  CHECK(a.has_value());
+}
+
+TEST_CASE("manifest errors name the field", "[runtime]") {
+  SECTION("tensor id out of range") {
+    std::string error = rejection(
+        withManifest([](Json &j) { j["kernels"][1]["args"][0] = 99; }));
+    CHECK(error.find("kernels[1].args[0]") != std::string::npos);
+    CHECK(error.find("99") != std::string::npos);
+    CHECK(error.find("out of range") != std::string::npos);
+  }
+  SECTION("input id out of range") {
+    std::string error =
+        rejection(withManifest([](Json &j) { j["inputs"][1] = -1; }));
+    CHECK(error.find("inputs[1]") != std::string::npos);
+  }
+  SECTION("step tensor out of range") {
+    std::string error =
+        rejection(withManifest([](Json &j) { j["steps"][3]["to"] = 9; }));
+    CHECK(error.find("steps[3].to") != std::string::npos);
+  }
+  SECTION("step kernel out of range") {
+    std::string error =
+        rejection(withManifest([](Json &j) { j["steps"][0]["kernel"] = 3; }));
+    CHECK(error.find("steps[0].kernel") != std::string::npos);
+  }
+  SECTION("weight range outside the weights section") {
+    std::string error = rejection(
+        withManifest([](Json &j) { j["tensors"][3]["weightOffset"] = 512; }));
+    CHECK(error.find("tensors[3].weightOffset") != std::string::npos);
+    CHECK(error.find("outside the weights section") != std::string::npos);
+  }
+  SECTION("misaligned weight") {
+    std::string error = rejection(
+        withManifest([](Json &j) { j["tensors"][3]["weightOffset"] = 8; }));
+    CHECK(error.find("aligned") != std::string::npos);
+  }
+  SECTION("missing field") {
+    std::string error = rejection(
+        withManifest([](Json &j) { j["tensors"][2].erase("dtype"); }));
+    CHECK(error.find("tensors[2].dtype") != std::string::npos);
+    CHECK(error.find("missing") != std::string::npos);
+  }
+  SECTION("wrong type") {
+    std::string error =
+        rejection(withManifest([](Json &j) { j["kernels"][0]["grid"] = "4"; }));
+    CHECK(error.find("kernels[0].grid") != std::string::npos);
+    CHECK(error.find("integer") != std::string::npos);
+  }
+  SECTION("view cycle") {
+    std::string error = rejection(withManifest([](Json &j) {
+      j["tensors"][4]["kind"] = "view";
+      j["tensors"][4]["viewOf"] = 5;
+    }));
+    CHECK(error.find("cycle") != std::string::npos);
+  }
+  SECTION("kernel blob outside its section") {
+    std::string error = rejection(withManifest(
+        [](Json &j) { j["kernels"][2]["cubins"]["sm_90"]["size"] = 100000; }));
+    CHECK(error.find("kernels[2].cubins.sm_90") != std::string::npos);
+  }
+  SECTION("kernel writes an input") {
+    std::string error = rejection(withManifest(
+        [](Json &j) { j["kernels"][0]["outputs"] = Json::array({0}); }));
+    CHECK(error.find("kernels[0].outputs[0]") != std::string::npos);
+  }
+  SECTION("copy of unequal sizes") {
+    std::string error =
+        rejection(withManifest([](Json &j) { j["steps"][3]["from"] = 0; }));
+    CHECK(error.find("steps[3]") != std::string::npos);
+  }
+  SECTION("an output nothing writes") {
+    std::string error = rejection(
+        withManifest([](Json &j) { j["steps"].erase(j["steps"].size() - 1); }));
+    CHECK(error.find("out2") != std::string::npos);
+  }
+  SECTION("not JSON") {
+    auto secs = sectionsOf(serializeArtifact(sampleContents()));
+    secs[0].second = {'{', 'x'};
+    CHECK(rejection(fileOf(secs)).find("JSON") != std::string::npos);
+  }
+}
+
+TEST_CASE("section table errors", "[runtime]") {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+  SECTION("misaligned section") {
+    std::vector<uint8_t> bad = bytes;
+    putU64(bad, 64 + 32, getU64(bad, 64 + 32) + 8);
+    reseal(bad);
+    CHECK(rejection(bad).find("aligned") != std::string::npos);
+  }
+  SECTION("section past the end") {
+    std::vector<uint8_t> bad = bytes;
+    putU64(bad, 64 + 64 + 40, bytes.size());
+    reseal(bad);
+    CHECK(rejection(bad).find("outside the file") != std::string::npos);
+  }
+  SECTION("no manifest") {
+    auto secs = sectionsOf(bytes);
+    secs[0].first = "manifesto";
+    CHECK(rejection(fileOf(secs)).find("manifest") != std::string::npos);
+  }
+}
+
+namespace {
+
+/// Live intervals by the definition: first write to last read (a view's use
+/// is its root's), for Intermediate roots.
+std::map<int, std::pair<int, int>> liveIntervals(const Manifest &m) {
+  std::map<int, std::pair<int, int>> live;
+  auto use = [&](int t, int s, bool write) {
+    int r = rootTensor(m, t);
+    if (m.tensors[r].kind != TensorKind::Intermediate)
+      return;
+    auto it = live.find(r);
+    if (it == live.end()) {
+      REQUIRE(write); // the generators write before they read
+      live[r] = {s, s};
+    } else {
+      it->second.second = std::max(it->second.second, s);
+    }
+  };
+  for (size_t s = 0; s < m.steps.size(); ++s) {
+    const Step &st = m.steps[s];
+    if (st.kernel < 0) {
+      use(st.from, int(s), false);
+      use(st.to, int(s), true);
+      continue;
+    }
+    const KernelLaunch &k = m.kernels[st.kernel];
+    for (int t : k.outputs)
+      use(t, int(s), true);
+    for (int t : k.args)
+      if (std::find(k.outputs.begin(), k.outputs.end(), t) == k.outputs.end())
+        use(t, int(s), false);
+  }
+  return live;
+}
+
+void checkPlan(const Manifest &m, const MemoryPlan &plan) {
+  auto live = liveIntervals(m);
+  uint64_t naive = 0;
+  for (const auto &[t, interval] : live) {
+    INFO("tensor " << t);
+    REQUIRE(plan.offset[t] >= 0);
+    CHECK(plan.offset[t] % 256 == 0);
+    CHECK(uint64_t(plan.offset[t]) + m.tensors[t].bytes() <= plan.arenaBytes);
+    naive += (m.tensors[t].bytes() + 255) / 256 * 256;
+    for (const auto &[u, other] : live) {
+      if (u <= t || interval.second < other.first ||
+          other.second < interval.first)
+        continue;
+      uint64_t a0 = uint64_t(plan.offset[t]), a1 = a0 + m.tensors[t].bytes();
+      uint64_t b0 = uint64_t(plan.offset[u]), b1 = b0 + m.tensors[u].bytes();
+      INFO("overlaps tensor " << u);
+      CHECK((a1 <= b0 || b1 <= a0 || a0 == a1 || b0 == b1));
+    }
+  }
+  CHECK(plan.naiveBytes == naive);
+  CHECK(plan.arenaBytes <= plan.naiveBytes);
+  for (size_t t = 0; t < m.tensors.size(); ++t) {
+    TensorKind k = m.tensors[t].kind;
+    int r = rootTensor(m, int(t));
+    if (k == TensorKind::View)
+      CHECK(plan.offset[t] == plan.offset[r]); // a view is its root's memory
+    else if (k != TensorKind::Intermediate)
+      CHECK(plan.offset[t] == -1);
+  }
+}
+
+/// A random DAG: each kernel reads a few earlier values (input, weight,
+/// intermediates, views) and writes one or two new ones; some values get
+/// views; copies now and then; the last value feeds the output.
+Manifest randomDag(std::mt19937 &rng) {
+  Manifest m;
+  auto pick = [&](int n) { return int(rng() % unsigned(n)); };
+  m.tensors.push_back(tensor("in", {64}, TensorKind::Input));
+  m.tensors.back().index = 0;
+  m.inputs = {0};
+  m.tensors.push_back(tensor("w", {64}, TensorKind::Weight));
+  std::vector<int> values = {0, 1};
+  int numKernels = 1 + pick(24);
+  for (int k = 0; k < numKernels; ++k) {
+    std::vector<int> args;
+    int reads = 1 + pick(3);
+    for (int i = 0; i < reads; ++i)
+      args.push_back(values[pick(int(values.size()))]);
+    std::sort(args.begin(), args.end());
+    args.erase(std::unique(args.begin(), args.end()), args.end());
+    std::vector<int> outs;
+    int writes = 1 + pick(2);
+    for (int i = 0; i < writes; ++i) {
+      int t = int(m.tensors.size());
+      m.tensors.push_back(tensor("t" + std::to_string(t),
+                                 {int64_t(1 + pick(4096))},
+                                 TensorKind::Intermediate));
+      outs.push_back(t);
+      args.push_back(t);
+    }
+    m.kernels.push_back(kernel("k" + std::to_string(k), args, outs));
+    m.steps.push_back(Step{k, -1, -1});
+    for (int t : outs) {
+      values.push_back(t);
+      if (pick(3) == 0) { // a view of it, used later in its place
+        int v = int(m.tensors.size());
+        Tensor view = m.tensors[t];
+        view.name += "_view";
+        view.kind = TensorKind::View;
+        view.viewOf = t;
+        m.tensors.push_back(view);
+        values.push_back(v);
+      }
+      if (pick(5) == 0) { // a copy into a fresh intermediate
+        int c = int(m.tensors.size());
+        Tensor copy = m.tensors[t];
+        copy.name += "_copy";
+        copy.kind = TensorKind::Intermediate;
+        copy.viewOf = -1;
+        m.tensors.push_back(copy);
+        m.steps.push_back(Step{-1, t, c});
+        values.push_back(c);
+      }
+    }
+  }
+  int out = int(m.tensors.size());
+  m.tensors.push_back(tensor("out", {64}, TensorKind::Output));
+  m.tensors.back().index = 0;
+  m.outputs = {out};
+  m.kernels.push_back(kernel(
+      "final", {values.back(), values[pick(int(values.size()))], out}, {out}));
+  std::sort(m.kernels.back().args.begin(), m.kernels.back().args.end() - 1);
+  m.steps.push_back(Step{int(m.kernels.size()) - 1, -1, -1});
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("memory plan: live intermediates never overlap", "[runtime]") {
+  std::mt19937 rng(12345);
+  for (int trial = 0; trial < 300; ++trial) {
+    INFO("trial " << trial);
+    Manifest m = randomDag(rng);
+    MemoryPlan plan = planMemory(m);
+    REQUIRE(plan.offset.size() == m.tensors.size());
+    checkPlan(m, plan);
+    MemoryPlan again = planMemory(m);
+    CHECK(again.offset == plan.offset); // deterministic
+  }
+}
+
+TEST_CASE("memory plan: a chain reuses memory", "[runtime]") {
+  Manifest m;
+  m.tensors.push_back(tensor("in", {1000}, TensorKind::Input));
+  m.tensors.back().index = 0;
+  m.inputs = {0};
+  int prev = 0;
+  for (int i = 0; i < 10; ++i) {
+    int t = int(m.tensors.size());
+    m.tensors.push_back(
+        tensor("t" + std::to_string(i), {1000}, TensorKind::Intermediate));
+    m.kernels.push_back(kernel("k" + std::to_string(i), {prev, t}, {t}));
+    m.steps.push_back(Step{i, -1, -1});
+    prev = t;
+  }
+  int out = int(m.tensors.size());
+  m.tensors.push_back(tensor("out", {1000}, TensorKind::Output));
+  m.tensors.back().index = 0;
+  m.outputs = {out};
+  m.kernels.push_back(kernel("last", {prev, out}, {out}));
+  m.steps.push_back(Step{10, -1, -1});
+
+  MemoryPlan plan = planMemory(m);
+  checkPlan(m, plan);
+  CHECK(plan.naiveBytes == 10 * 4096);
+  CHECK(plan.arenaBytes < plan.naiveBytes);
+  CHECK(plan.arenaBytes == 4096 + 4000); // two buffers ping-pong
+}
+
+TEST_CASE("memory plan of the sample: views share their root", "[runtime]") {
+  Manifest m = sampleContents().manifest;
+  MemoryPlan plan = planMemory(m);
+  checkPlan(m, plan);
+  CHECK(plan.offset[5] == plan.offset[4]);
+  // t4 (through its view t5) is read by relu, which writes t6: both live.
+  CHECK(plan.offset[4] != plan.offset[6]);
+  CHECK(plan.arenaBytes == 256 + 32);
+}
+
+TEST_CASE("C API without arguments", "[runtime]") {
+  CHECK(cuts_api_version() == CUTS_API_VERSION);
+  CHECK(std::string(cuts_status_name(CUTS_ERROR_NO_CUBIN)) ==
+        "CUTS_ERROR_NO_CUBIN");
+  CHECK(std::string(cuts_status_name(cuts_status(99))) == "CUTS_ERROR_UNKNOWN");
+
+  cuts_model *model = nullptr;
+  CHECK(cuts_model_load(nullptr, nullptr, &model) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()).size() > 0);
+  CHECK(cuts_model_load("x.cuts", nullptr, nullptr) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_model_load_memory(nullptr, 10, nullptr, &model) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(model == nullptr);
+
+  cuts_tensor_info info;
+  CHECK(cuts_model_input(nullptr, 0, &info) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_model_output(nullptr, 0, &info) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_model_num_inputs(nullptr) == 0);
+  CHECK(cuts_model_num_outputs(nullptr) == 0);
+  CHECK(cuts_model_num_kernels(nullptr) == 0);
+  CHECK(cuts_model_arena_bytes(nullptr) == 0);
+  CHECK(cuts_model_weight_bytes(nullptr) == 0);
+  CHECK(std::string(cuts_model_arch(nullptr)).empty());
+  const char *name = nullptr;
+  CHECK(cuts_model_kernel(nullptr, 0, &name, nullptr, nullptr) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+
+  cuts_session *session = nullptr;
+  CHECK(cuts_session_create(nullptr, nullptr, 0, &session) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(session == nullptr);
+  CHECK(cuts_session_run(nullptr, nullptr, 0, nullptr, 0) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_session_run_host(nullptr, nullptr, 0, nullptr, 0) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_session_synchronize(nullptr) == CUTS_ERROR_INVALID_ARGUMENT);
+  float ms = 0;
+  CHECK(cuts_session_benchmark(nullptr, 1, 1, &ms) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_session_profile(nullptr, 1, &ms) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()).size() > 0);
+  cuts_model_free(nullptr);
+  cuts_session_free(nullptr);
+}
+
+TEST_CASE("C API loading", "[runtime]") {
+  cuts_model *model = nullptr;
+  SECTION("missing file") {
+    CHECK(cuts_model_load(tempPath("missing.cuts").c_str(), nullptr, &model) ==
+          CUTS_ERROR_IO);
+    CHECK(std::string(cuts_last_error()).find("missing.cuts") !=
+          std::string::npos);
+  }
+  SECTION("corrupted file") {
+    std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+    bytes[bytes.size() - 3] ^= 1;
+    std::string path = tempPath("corrupt.cuts"), error;
+    REQUIRE(writeFile(path, bytes, error));
+    CHECK(cuts_model_load(path.c_str(), nullptr, &model) ==
+          CUTS_ERROR_BAD_ARTIFACT);
+    CHECK(std::string(cuts_last_error()).find("checksum") != std::string::npos);
+    std::filesystem::remove(path);
+    CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), nullptr, &model) ==
+          CUTS_ERROR_BAD_ARTIFACT);
+    CHECK(cuts_model_load_memory(bytes.data(), 0, nullptr, &model) ==
+          CUTS_ERROR_BAD_ARTIFACT);
+  }
+  SECTION("valid file") {
+    std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+    std::string path = tempPath("valid.cuts"), error;
+    REQUIRE(writeFile(path, bytes, error));
+    cuts_status s = cuts_model_load(path.c_str(), nullptr, &model);
+    std::filesystem::remove(path);
+    // The sample's CUBINs are fake: on a GPU the load fails in the driver
+    // (or for want of an sm_80/sm_90 CUBIN), never before it.
+    INFO(cuts_last_error());
+    CHECK((s == CUTS_ERROR_NO_DEVICE || s == CUTS_ERROR_NO_CUBIN ||
+           s == CUTS_ERROR_CUDA));
+    CHECK(std::string(cuts_last_error()).size() > 0);
+    cuts_load_options options{-1};
+    CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &options,
+                                 &model) == CUTS_ERROR_INVALID_ARGUMENT);
+  }
+  CHECK(model == nullptr);
+}

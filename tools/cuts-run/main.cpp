@@ -1,0 +1,364 @@
+//===- main.cpp - cuts-run: run and time a compiled model -----------------===//
+//
+// The part of the command line that touches a compiled model: `cuts run` and
+// `cuts bench` (the `cuts` driver hands them to this program). It links the
+// runtime and the host-compile path only (no MLIR, no protobuf), so it is
+// what a GPU host needs.
+//
+//===----------------------------------------------------------------------===//
+#include "Emulate.h"
+#include "TensorFile.h"
+
+#include "cuts/Artifact.h"
+#include "cuts/cuts.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+namespace {
+
+int error(const std::string &file, const std::string &what) {
+  std::fprintf(stderr, "cuts: error: %s%s\n",
+               file.empty() ? "" : (file + ": ").c_str(), what.c_str());
+  return 1;
+}
+
+const char *kUsage =
+    "usage:\n"
+    "  cuts run MODEL.cuts --input NAME=FILE ... [--emulate] [--output-dir D]\n"
+    "           [--compare DIR] [--tolerance T]\n"
+    "      runs the model once on the GPU (or, with --emulate, its kernels on\n"
+    "      the CPU); inputs and references are .npy or ONNX TensorProto .pb\n"
+    "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
+    "      DIR/output_I.pb per output and reports the relative L2 error\n"
+    "      (fails above T, default 1e-5)\n"
+    "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
+    "           [--json]\n"
+    "      median and p99 latency and throughput; --kernels times every\n"
+    "      kernel and sets it against the performance model's bound\n";
+
+bool exists(const std::string &p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+std::string shapeText(const std::vector<int64_t> &s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    t += (i ? "," : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+double relativeL2(const std::vector<float> &got,
+                  const std::vector<float> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double d = double(got[i]) - double(ref[i]);
+    num += d * d;
+    den += double(ref[i]) * double(ref[i]);
+  }
+  if (std::isnan(num))
+    return NAN;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+int cmdRun(const std::vector<std::string> &args) {
+  std::string model, outDir, compareDir;
+  std::map<std::string, std::string> inputFiles;
+  bool emulate = false, verbose = false;
+  double tolerance = 1e-5;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string &a = args[k];
+    auto value = [&](std::string &out) {
+      if (k + 1 >= args.size())
+        return false;
+      out = args[++k];
+      return true;
+    };
+    std::string v;
+    if (a == "--input") {
+      if (!value(v) || v.find('=') == std::string::npos || v.front() == '=')
+        return error("", "--input needs NAME=FILE");
+      size_t eq = v.find('=');
+      if (!inputFiles.emplace(v.substr(0, eq), v.substr(eq + 1)).second)
+        return error("", "--input given twice for '" + v.substr(0, eq) + "'");
+    } else if (a == "--emulate") {
+      emulate = true;
+    } else if (a == "--verbose") {
+      verbose = true;
+    } else if (a == "--output-dir") {
+      if (!value(outDir))
+        return error("", "--output-dir needs a directory");
+    } else if (a == "--compare") {
+      if (!value(compareDir))
+        return error("", "--compare needs a directory");
+    } else if (a == "--tolerance") {
+      char *end = nullptr;
+      if (!value(v) || (tolerance = std::strtod(v.c_str(), &end), *end) ||
+          !(tolerance > 0))
+        return error("", "--tolerance needs a positive number");
+    } else if (!a.empty() && a[0] == '-') {
+      return error("", "run: unknown option '" + a + "'");
+    } else if (model.empty()) {
+      model = a;
+    } else {
+      return error("", "run: more than one model given");
+    }
+  }
+  if (model.empty())
+    return error("", "run: no model given (cuts run out/model.cuts --input "
+                     "NAME=x.npy)");
+  std::string err;
+  auto art = cuts::rt::readArtifact(model, err);
+  if (!art)
+    return error("", err);
+  const cuts::rt::Manifest &m = art->manifest;
+
+  // Inputs: every model input exactly once, with its shape.
+  std::vector<std::vector<float>> inputs;
+  for (int t : m.inputs) {
+    const cuts::rt::Tensor &x = m.tensors[t];
+    auto it = inputFiles.find(x.name);
+    if (it == inputFiles.end())
+      return error(model, "no --input for the model's input '" + x.name + "' " +
+                              shapeText(x.shape));
+    auto arr = cuts::readTensorFile(it->second, err);
+    if (!arr)
+      return error("", err);
+    if (arr->shape != x.shape)
+      return error(it->second, "input '" + x.name + "' has shape " +
+                                   shapeText(arr->shape) +
+                                   ", the model takes " + shapeText(x.shape));
+    inputs.push_back(std::move(arr->data));
+    inputFiles.erase(it);
+  }
+  if (!inputFiles.empty())
+    return error(model,
+                 "the model has no input '" + inputFiles.begin()->first + "'");
+
+  std::vector<std::vector<float>> outputs;
+  if (emulate) {
+    if (!cuts::emulateArtifact(*art, inputs, outputs, err, verbose))
+      return error(model, "emulation failed: " + err);
+  } else {
+    cuts_model *cm = nullptr;
+    if (cuts_model_load(model.c_str(), nullptr, &cm) != CUTS_OK)
+      return error(model, cuts_last_error());
+    cuts_session *s = nullptr;
+    if (cuts_session_create(cm, nullptr, 0, &s) != CUTS_OK) {
+      std::string e = cuts_last_error();
+      cuts_model_free(cm);
+      return error(model, e);
+    }
+    std::vector<cuts_binding> in, out;
+    for (size_t i = 0; i < m.inputs.size(); ++i) {
+      const cuts::rt::Tensor &x = m.tensors[m.inputs[i]];
+      in.push_back({x.name.c_str(), CUTS_FLOAT32, int(x.shape.size()),
+                    x.shape.data(), inputs[i].data()});
+    }
+    outputs.resize(m.outputs.size());
+    for (size_t i = 0; i < m.outputs.size(); ++i) {
+      const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
+      outputs[i].assign(size_t(x.bytes() / 4), NAN);
+      out.push_back({x.name.c_str(), CUTS_FLOAT32, int(x.shape.size()),
+                     x.shape.data(), outputs[i].data()});
+    }
+    cuts_status st = cuts_session_run_host(s, in.data(), int(in.size()),
+                                           out.data(), int(out.size()));
+    std::string e = st == CUTS_OK ? "" : cuts_last_error();
+    cuts_session_free(s);
+    cuts_model_free(cm);
+    if (st != CUTS_OK)
+      return error(model, e);
+  }
+
+  int failed = 0;
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
+    if (!outDir.empty()) {
+      cuts::HostArray a{x.name, x.shape, outputs[i]};
+      if (!cuts::writeNpy(outDir + "/" + x.name + ".npy", a, err))
+        return error("", err);
+    }
+    if (compareDir.empty())
+      continue;
+    std::string ref;
+    for (std::string c :
+         {compareDir + "/" + x.name + ".npy", compareDir + "/" + x.name + ".pb",
+          compareDir + "/output_" + std::to_string(i) + ".pb"})
+      if (exists(c)) {
+        ref = c;
+        break;
+      }
+    if (ref.empty())
+      return error(compareDir, "no reference for output '" + x.name + "'");
+    auto r = cuts::readTensorFile(ref, err);
+    if (!r)
+      return error("", err);
+    if (r->data.size() != outputs[i].size())
+      return error(ref, "reference has " + std::to_string(r->data.size()) +
+                            " elements, output '" + x.name + "' " +
+                            std::to_string(outputs[i].size()));
+    double e = relativeL2(outputs[i], r->data);
+    bool ok = e <= tolerance; // NaN fails
+    failed += !ok;
+    std::printf("%-24s %-18s relative L2 %.3e  %s\n", x.name.c_str(),
+                shapeText(x.shape).c_str(), e, ok ? "ok" : "FAIL");
+  }
+  if (failed)
+    return error(model, std::to_string(failed) +
+                            " output(s) differ from the reference by more "
+                            "than " +
+                            std::to_string(tolerance));
+  return 0;
+}
+
+int cmdBench(const std::vector<std::string> &args) {
+  std::string model;
+  int iters = 100, warmup = 10;
+  bool json = false, graph = false, kernels = false;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string &a = args[k];
+    auto count = [&](int &out) {
+      if (k + 1 >= args.size())
+        return false;
+      char *end = nullptr;
+      long v = std::strtol(args[++k].c_str(), &end, 10);
+      out = int(v);
+      return *end == 0 && v >= 1 && v <= 1000000;
+    };
+    if (a == "--iters") {
+      if (!count(iters))
+        return error("", "--iters needs a count >= 1");
+    } else if (a == "--warmup") {
+      if (!count(warmup))
+        return error("", "--warmup needs a count >= 1");
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--graph") {
+      graph = true;
+    } else if (a == "--kernels") {
+      kernels = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return error("", "bench: unknown option '" + a + "'");
+    } else if (model.empty()) {
+      model = a;
+    } else {
+      return error("", "bench: more than one model given");
+    }
+  }
+  if (model.empty())
+    return error("", "bench: no model given (cuts bench out/model.cuts)");
+  cuts_model *cm = nullptr;
+  if (cuts_model_load(model.c_str(), nullptr, &cm) != CUTS_OK)
+    return error(model, cuts_last_error());
+  cuts_session *s = nullptr;
+  if (cuts_session_create(cm, nullptr, graph, &s) != CUTS_OK) {
+    std::string e = cuts_last_error();
+    cuts_model_free(cm);
+    return error(model, e);
+  }
+  std::vector<float> times(static_cast<size_t>(iters));
+  if (cuts_session_benchmark(s, warmup, iters, times.data()) != CUTS_OK) {
+    std::string e = cuts_last_error();
+    cuts_session_free(s);
+    cuts_model_free(cm);
+    return error(model, e);
+  }
+  std::vector<float> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  double p99 = sorted[std::min(sorted.size() - 1,
+                               size_t(std::ceil(0.99 * sorted.size())) - 1)];
+  int64_t batch = 1;
+  if (cuts_model_num_inputs(cm) > 0) {
+    cuts_tensor_info info;
+    if (cuts_model_input(cm, 0, &info) == CUTS_OK && info.rank > 0)
+      batch = info.shape[0];
+  }
+  nlohmann::json j = {{"model", model},
+                      {"arch", cuts_model_arch(cm)},
+                      {"iters", iters},
+                      {"cuda_graph", graph},
+                      {"median_ms", median},
+                      {"p99_ms", p99},
+                      {"min_ms", sorted.front()},
+                      {"batch", batch},
+                      {"throughput_per_s", double(batch) * 1e3 / median},
+                      {"arena_bytes", cuts_model_arena_bytes(cm)},
+                      {"weight_bytes", cuts_model_weight_bytes(cm)}};
+  if (kernels) {
+    int n = cuts_model_num_kernels(cm);
+    std::vector<float> ms(size_t(std::max(n, 1)));
+    if (cuts_session_profile(s, iters, ms.data()) != CUTS_OK) {
+      std::string e = cuts_last_error();
+      cuts_session_free(s);
+      cuts_model_free(cm);
+      return error(model, e);
+    }
+    nlohmann::json list = nlohmann::json::array();
+    for (int i = 0; i < n; ++i) {
+      const char *name = "", *summary = "";
+      double bound = 0;
+      cuts_model_kernel(cm, i, &name, &summary, &bound);
+      list.push_back({{"name", name},
+                      {"summary", summary},
+                      {"median_us", ms[i] * 1e3},
+                      {"bound_us", bound},
+                      {"of_bound", bound > 0 ? bound / (ms[i] * 1e3) : 0}});
+    }
+    j["kernels"] = list;
+  }
+  cuts_session_free(s);
+  cuts_model_free(cm);
+  if (json) {
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+  std::printf("%s on %s%s: median %.4f ms, p99 %.4f ms, min %.4f ms, %.1f "
+              "inferences/s (batch %lld), arena %.1f MiB\n",
+              model.c_str(), j["arch"].get<std::string>().c_str(),
+              graph ? " (CUDA graph)" : "", median, p99, double(sorted.front()),
+              j["throughput_per_s"].get<double>(), (long long)batch,
+              j["arena_bytes"].get<double>() / (1 << 20));
+  if (kernels) {
+    std::printf("  #  time(us)  bound(us)  bound/time  kernel\n");
+    int i = 0;
+    for (const auto &k : j["kernels"])
+      std::printf("%3d  %8.2f  %9.2f  %9.1f%%  %s\n", i++,
+                  k["median_us"].get<double>(), k["bound_us"].get<double>(),
+                  100 * k["of_bound"].get<double>(),
+                  k["summary"].get<std::string>().c_str());
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 1;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "run")
+    return cmdRun(args);
+  if (cmd == "bench")
+    return cmdBench(args);
+  if (cmd == "-h" || cmd == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fputs(kUsage, stderr);
+  return error("", "unknown command '" + cmd + "'");
+}
