@@ -671,8 +671,12 @@ def phase_cuts(ctx, cells):
     import torch
     p = torch.cuda.get_device_properties(0)
     arch = f"sm_{p.major}{p.minor}"
+    usage = subprocess.run([ctx.args.cuts, "--help"], capture_output=True, text=True,
+                           timeout=60).stdout
     for c in cells:
-        est = 600  # compile + tune may take up to 10 minutes (issue 6)
+        # compile + tune may take up to 10 minutes (issue 6); without tuning
+        # compile, reference, check and timing take a minute or two.
+        est = 600 if "--tune" in usage else 120
         ctx.unit("cuts", c["key"], None, lambda c=c: run_cuts(ctx, c, arch), est)
 
 

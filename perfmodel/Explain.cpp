@@ -2,6 +2,7 @@
 #include "perfmodel/Explain.h"
 
 #include "cuts/Dialect/Cuts/CutsOps.h"
+#include "perfmodel/Describe.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 
 namespace cuts {
 namespace {
@@ -66,6 +68,14 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
   r.numOps = graph.numNodes;
 
   FusionModel model(arch, opts.prune, opts.fusion);
+  // Every op's own parameter search, in parallel: the bulk of the work.
+  std::vector<OpDesc> descs;
+  for (mlir::Operation *op : nodes)
+    if (auto d = describeOp(op))
+      descs.push_back(*d);
+  model.searchAll(descs, opts.jobs > 0
+                             ? opts.jobs
+                             : int(std::max(1u, std::thread::hardware_concurrency())));
   std::map<NodeSet, GroupEstimate> estimates;
   SubsetCost cost = [&](const NodeSet &s) -> std::optional<double> {
     std::vector<mlir::Operation *> ops;

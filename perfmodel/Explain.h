@@ -29,6 +29,7 @@ struct ExplainOptions {
   /// candidate only if this accepts it (the compiler passes the code
   /// generator's rules; `cuts explain` alone leaves it empty).
   std::function<bool(llvm::ArrayRef<mlir::Operation *>)> canFuse;
+  int jobs = 0; // threads for the parameter searches; 0: one per core
 };
 
 struct GroupReport {

@@ -5,7 +5,10 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <sstream>
 
 namespace cuts {
@@ -151,6 +154,31 @@ const SearchResult &FusionModel::search(const OpDesc &d) {
   if (it != memo.end())
     return it->second;
   return memo.emplace(key, searchParams(d, arch, prune)).first->second;
+}
+
+void FusionModel::searchAll(const std::vector<OpDesc> &ops, int jobs) {
+  std::vector<std::pair<std::string, const OpDesc *>> todo;
+  for (const OpDesc &d : ops) {
+    std::string key = keyOf(d);
+    if (!memo.count(key) &&
+        std::none_of(todo.begin(), todo.end(),
+                     [&](const auto &t) { return t.first == key; }))
+      todo.push_back({key, &d});
+  }
+  std::vector<SearchResult> results(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < todo.size();)
+      results[i] = searchParams(*todo[i].second, arch, prune);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(jobs, int(todo.size())); ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  for (size_t i = 0; i < todo.size(); ++i)
+    memo.emplace(todo[i].first, std::move(results[i]));
 }
 
 std::optional<GroupEstimate>

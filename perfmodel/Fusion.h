@@ -29,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cuts {
 
@@ -60,6 +61,10 @@ public:
 
   /// The memoised parameter search of one op.
   const SearchResult &search(const OpDesc &d);
+
+  /// Runs the searches of `ops` not yet memoised on `jobs` threads (they are
+  /// independent), so that later estimates find them done.
+  void searchAll(const std::vector<OpDesc> &ops, int jobs);
 
   const GpuArch &target() const { return arch; }
 

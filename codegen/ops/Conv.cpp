@@ -111,7 +111,7 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
   // Loop body: acc(n, k, h, w) += X[n, c, h*SH + fh*DH, w*SW + fw*DW] *
   // Wt[k, c, fh, fw] over this iteration's channels and the window.
   const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  forEachBlockPosition(p, [&](const int64_t *pos) {
+  forEachChunkPosition(p, [&](const int64_t *pos) {
     int64_t local[4];
     for (int d = 0; d < 4; ++d)
       local[d] = pos[d] % thread[d];

@@ -104,7 +104,7 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
                 " uses a later step or a missing input";
         return std::nullopt;
       }
-  forEachBlockPosition(p, [&](const int64_t *pos) {
+  forEachChunkPosition(p, [&](const int64_t *pos) {
     std::vector<int> results;
     for (const ElementwiseStep &s : steps) {
       std::vector<int> args;

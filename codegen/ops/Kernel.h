@@ -108,14 +108,18 @@ bool buildExit(Kernel &k, const std::string &out,
                const std::vector<int> &outDims,
                const std::vector<EpilogueOp> &epilogue, std::string &error);
 
-/// Calls fn(pos) for every output position (n, k, h, w) of p's block: the
-/// duplication of an output's DFG over the block (thesis Fig. 3.3(c)).
-template <typename Fn> void forEachBlockPosition(const TileParams &p, Fn fn) {
+/// Calls fn(pos) for every output position (n, k, h, w) of thread 0's chunk
+/// of p's block. The thesis duplicates an output's DFG over the whole block
+/// (Fig. 3.3(c)) and then keeps what thread 0's final nodes reach (§3.3.3);
+/// duplicating over thread 0's outputs only yields that same sub-DFG (loads
+/// merge by address either way) without building the block's, which has
+/// millions of nodes for large tiles.
+template <typename Fn> void forEachChunkPosition(const TileParams &p, Fn fn) {
   int64_t pos[4];
-  for (pos[0] = 0; pos[0] < p.Nb; ++pos[0])
-    for (pos[1] = 0; pos[1] < p.Kb; ++pos[1])
-      for (pos[2] = 0; pos[2] < p.Hb; ++pos[2])
-        for (pos[3] = 0; pos[3] < p.Wb; ++pos[3])
+  for (pos[0] = 0; pos[0] < p.Nt; ++pos[0])
+    for (pos[1] = 0; pos[1] < p.Kt; ++pos[1])
+      for (pos[2] = 0; pos[2] < p.Ht; ++pos[2])
+        for (pos[3] = 0; pos[3] < p.Wt; ++pos[3])
           fn(static_cast<const int64_t *>(pos));
 }
 

@@ -93,9 +93,10 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
                        transB ? std::vector<FetchDim>{colsB, rowsB}
                               : std::vector<FetchDim>{rowsB, colsB}});
 
-  // Loop body: acc(i, j) += As[i][c] * Bs[c][j] for c < C_input.
-  for (int64_t i = 0; i < p.Nb; ++i)
-    for (int64_t j = 0; j < p.Kb; ++j) {
+  // Loop body: acc(i, j) += As[i][c] * Bs[c][j] for c < C_input, over
+  // thread 0's outputs (see forEachChunkPosition).
+  for (int64_t i = 0; i < p.Nt; ++i)
+    for (int64_t j = 0; j < p.Kt; ++j) {
       dfg::Node in{dfg::Op::Value, {}};
       in.name = accName2(i % p.Nt, j % p.Kt);
       int acc = k.body.add(in);

@@ -62,7 +62,7 @@ std::optional<Kernel> buildPool(const std::string &name, const PoolShape &s,
   }
 
   const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  forEachBlockPosition(p, [&](const int64_t *pos) {
+  forEachChunkPosition(p, [&](const int64_t *pos) {
     int64_t local[4];
     for (int d = 0; d < 4; ++d)
       local[d] = pos[d] % thread[d];

@@ -99,7 +99,7 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
     st.out = {i, 0, 0, 0};
     g.add(st);
   };
-  for (int64_t i = 0; i < p.Nb; ++i) {
+  for (int64_t i = 0; i < p.Nt; ++i) { // thread 0's rows (forEachChunkPosition)
     switch (s.op) {
     case RowOp::ReduceSum:
     case RowOp::ReduceMean:

@@ -128,6 +128,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
   ExplainOptions eo;
   eo.prune = opts.prune;
   eo.fusion = opts.fusion;
+  eo.jobs = opts.jobs;
   eo.canFuse = [](llvm::ArrayRef<mlir::Operation *> ops) {
     return canGenerate(ops);
   };
@@ -217,15 +218,14 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     }
     // The best parameter set first, then the anchor's other kept sets, in
     // case the generator refuses a set the model allows.
-    std::vector<TileParams> tries{g.estimate.best.params};
-    for (const Candidate &c :
-         searchParams(g.estimate.anchorDesc, opts.arch, opts.prune).kept)
-      tries.push_back(c.params);
-    std::optional<GroupKernel> gk;
     std::string why;
-    for (const TileParams &p : tries)
-      if ((gk = lowerGroup(g.operations, p, "cuts_kernel", why)))
-        break;
+    std::optional<GroupKernel> gk =
+        lowerGroup(g.operations, g.estimate.best.params, "cuts_kernel", why);
+    if (!gk)
+      for (const Candidate &c :
+           searchParams(g.estimate.anchorDesc, opts.arch, opts.prune).kept)
+        if ((gk = lowerGroup(g.operations, c.params, "cuts_kernel", why)))
+          break;
     if (!gk) {
       error = "no kernel for " + opName(g.operations.front()) + ": " + why;
       return std::nullopt;
