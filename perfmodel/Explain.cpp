@@ -73,9 +73,10 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
   for (mlir::Operation *op : nodes)
     if (auto d = describeOp(op))
       descs.push_back(*d);
-  model.searchAll(descs, opts.jobs > 0
-                             ? opts.jobs
-                             : int(std::max(1u, std::thread::hardware_concurrency())));
+  model.searchAll(descs,
+                  opts.jobs > 0
+                      ? opts.jobs
+                      : int(std::max(1u, std::thread::hardware_concurrency())));
   std::map<NodeSet, GroupEstimate> estimates;
   SubsetCost cost = [&](const NodeSet &s) -> std::optional<double> {
     std::vector<mlir::Operation *> ops;
@@ -87,6 +88,8 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
     if (!e)
       return std::nullopt;
     estimates[s] = *e;
+    if (opts.cost && e->fusion != "view")
+      return opts.cost(ops, *e);
     return e->time;
   };
   auto result = partitionGraph(graph, cost, opts.partition);
@@ -105,6 +108,9 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
       g.operations.push_back(nodes[n]);
     }
     g.estimate = estimates.at(s);
+    g.cost = opts.cost && g.estimate.fusion != "view"
+                 ? opts.cost(g.operations, g.estimate)
+                 : g.estimate.time;
     r.totalTime += g.estimate.time;
     r.groups.push_back(std::move(g));
   }

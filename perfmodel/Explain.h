@@ -30,6 +30,12 @@ struct ExplainOptions {
   /// generator's rules; `cuts explain` alone leaves it empty).
   std::function<bool(llvm::ArrayRef<mlir::Operation *>)> canFuse;
   int jobs = 0; // threads for the parameter searches; 0: one per core
+  /// Evaluate's cost source (§3.1): given a group and its estimate, the cost
+  /// the partition search uses; empty means the lower-bound time. Tuning
+  /// passes the measured time of the group's fastest candidate.
+  std::function<double(llvm::ArrayRef<mlir::Operation *>,
+                       const GroupEstimate &)>
+      cost;
 };
 
 struct GroupReport {
@@ -37,6 +43,7 @@ struct GroupReport {
   std::vector<std::string> names;            // the ONNX node names (locations)
   std::vector<mlir::Operation *> operations; // program order
   GroupEstimate estimate;
+  double cost = 0; // what the partition search charged for it
 };
 
 struct ExplainReport {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 namespace cuts {
 namespace {
@@ -284,11 +284,16 @@ FusionModel::estimate(llvm::ArrayRef<mlir::Operation *> ops) {
     }
     Bound b = evaluateBound(descs[anchor], c.params, arch, -1, &extra,
                             c.bound.coefBc);
+    g.ranked.push_back({c.params, b});
     if (b.timeLowerBound < g.time) {
       g.time = b.timeLowerBound;
       g.best = {c.params, b};
     }
   }
+  std::stable_sort(g.ranked.begin(), g.ranked.end(),
+                   [](const Candidate &x, const Candidate &y) {
+                     return x.bound.timeLowerBound < y.bound.timeLowerBound;
+                   });
   return g;
 }
 

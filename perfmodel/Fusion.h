@@ -39,10 +39,11 @@ struct GroupEstimate {
   std::string fusion;
   mlir::Operation *anchor = nullptr;
   OpDesc anchorDesc;
-  int64_t enumerated = 0; // parameter sets of the anchor
-  int64_t kept = 0;       // after pruning
-  Candidate best;         // the best kept set, with the group's bound
-  double time = 0;        // lower-bound time of the group, seconds
+  int64_t enumerated = 0;        // parameter sets of the anchor
+  int64_t kept = 0;              // after pruning
+  Candidate best;                // the best kept set, with the group's bound
+  std::vector<Candidate> ranked; // every kept set, best bound first
+  double time = 0;               // lower-bound time of the group, seconds
   // Shared-memory-level fusion: the predecessor stage's anchor and its
   // parameters (its block computes the anchor's input tile).
   mlir::Operation *predecessor = nullptr;

@@ -22,12 +22,25 @@
 
 namespace cuts::driver {
 
+/// Where Evaluate's cost comes from (§3.1).
+enum class CostSource {
+  Model,   // the PUL lower bound alone: no GPU, no cache
+  Measure, // --tune: time the candidates on this machine's GPU
+  Cache    // --tuning FILE alone: measured times from the cache, the bound
+           // where the cache has none
+};
+
 struct CompileOptions {
   GpuArch arch;                   // the performance model's target
   std::vector<std::string> archs; // CUBIN targets ("sm_90"); empty: none
   PruneOptions prune;
   bool fusion = true;
   int jobs = 0; // NVRTC threads; 0: one per core
+  CostSource cost = CostSource::Model;
+  std::string tuningCache;   // read, and written after measuring
+  int tuneCandidates = 8;    // best-bound parameter sets timed per group
+  std::string candidatesOut; // write the unmeasured candidates here
+  bool progress = false;     // progress lines on stderr (a terminal)
 };
 
 /// One generated kernel as a reader sees it.
@@ -43,6 +56,12 @@ struct CompileResult {
   std::vector<KernelSource> sources; // distinct kernels
   int groups = 0, kernels = 0, views = 0;
   double searchSeconds = 0, codegenSeconds = 0, nvrtcSeconds = 0;
+  // Tuning: rounds of search and measurement, candidates measured in this
+  // run, candidates the final partition would still need (Cache mode), and
+  // kernels chosen from measured times.
+  int tuneRounds = 0, measured = 0, unmeasured = 0, chosenByTime = 0;
+  double tuneSeconds = 0;
+  double predictedUs = 0, measuredUs = 0; // sums over the chosen kernels
 };
 
 /// Compiles `module`'s @main. Fails with `error` naming the op or kernel.

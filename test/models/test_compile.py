@@ -19,6 +19,7 @@ Prints one line per check and `N passed, N failed`; exits 1 on a failure.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -208,6 +209,47 @@ def check_errors(runner, art, inputs, shapes):
             "unknown input: " + r.stderr)
 
 
+def check_tuning_cache(runner, name, path, inputs, refdir):
+    """--candidates lists what a cache lacks; a cache of (synthetic) times
+    makes the choice, every kernel chosen by time; two compiles from the same
+    cache give byte-identical artifacts whose outputs still match."""
+    import hashlib
+    import json
+    d = os.path.join(runner.work, name + "_tuning")
+    os.makedirs(d, exist_ok=True)
+    cands = os.path.join(d, "candidates.json")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o",
+                   os.path.join(d, "a"), "--candidates", cands)
+    require(r.returncode == 0, "compile --candidates: " + r.stderr)
+    c = json.load(open(cands))["candidates"]
+    require(len(c) > 3, "only %d candidates" % len(c))
+    entries = {}
+    for x in c:
+        h = int(hashlib.sha256(x["key"].encode()).hexdigest()[:8], 16)
+        entries[x["key"]] = {"us": 5 + h % 1000 / 10.0, "note": "synthetic"}
+    cache = os.path.join(d, "cache.json")
+    json.dump({"format": 1, "entries": entries}, open(cache, "w"))
+    arts = []
+    for k in ("b", "c"):
+        out = os.path.join(d, k)
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       "--tuning", cache)
+        require(r.returncode == 0, "compile --tuning: " + r.stderr)
+        m = re.search(r"(\d+) of (\d+) kernels chosen by measured time",
+                      r.stdout)
+        require(m and m.group(1) == m.group(2), "not all chosen by time: " +
+                r.stdout)
+        arts.append(open(os.path.join(out, "model.cuts"), "rb").read())
+    require(arts[0] == arts[1], "two compiles from one cache differ")
+    r = runner.run("run", os.path.join(d, "b", "model.cuts"), "--emulate",
+                   "--compare", refdir, *inputs)
+    require(r.returncode == 0, "tuned kernels differ: " + r.stdout + r.stderr)
+    if not runner.gpu:
+        r = runner.run("tune", d, "--cache", os.path.join(d, "new.json"))
+        require(r.returncode != 0 and "cuts: error:" in r.stderr,
+                "tune without a GPU must fail cleanly: " + r.stderr)
+
+
 def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
@@ -236,6 +278,14 @@ def main():
                                                 import_args, shapes, a.gpu)
         if runner.check("compile+emulate " + name, go) and first is None:
             first = (result["art"], shapes)
+    runner.gpu = a.gpu
+    if first and not a.k:
+        p = os.path.join(a.work, "mobilenet_block.onnx")
+        d = os.path.join(a.work, "mobilenet_block")
+        runner.check("tuning cache", check_tuning_cache, runner,
+                     "mobilenet_block", p,
+                     ["--input", "x=" + os.path.join(d, "x.npy")],
+                     os.path.join(d, "ref"))
     if first:
         (art, inputs), shapes = first
         runner.check("bad artifacts and inputs", check_errors, runner, art,

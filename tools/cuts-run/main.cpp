@@ -9,6 +9,7 @@
 #include "Emulate.h"
 #include "TensorFile.h"
 
+#include "compiler/driver/Tuner.h"
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
 
@@ -18,9 +19,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -43,7 +47,11 @@ const char *kUsage =
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
     "           [--json]\n"
     "      median and p99 latency and throughput; --kernels times every\n"
-    "      kernel and sets it against the performance model's bound\n";
+    "      kernel and sets it against the performance model's bound\n"
+    "  cuts tune DIR --cache CACHE [--jobs N]\n"
+    "      times DIR/candidates.json (written by cuts compile --candidates) "
+    "on\n"
+    "      GPU 0 and adds the times to CACHE (created if missing)\n";
 
 bool exists(const std::string &p) {
   struct stat st;
@@ -341,6 +349,54 @@ int cmdBench(const std::vector<std::string> &args) {
   return 0;
 }
 
+int cmdTune(const std::vector<std::string> &args) {
+  std::string dir, cachePath;
+  cuts::tune::MeasureOptions mo;
+  mo.progress = isatty(2);
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string &a = args[k];
+    if (a == "--cache" && k + 1 < args.size()) {
+      cachePath = args[++k];
+    } else if (a == "--jobs" && k + 1 < args.size()) {
+      mo.jobs = std::atoi(args[++k].c_str());
+      if (mo.jobs < 1)
+        return error("", "--jobs needs a count >= 1");
+    } else if (!a.empty() && a[0] == '-') {
+      return error("", "tune: unknown option '" + a + "'");
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      return error("", "tune: more than one directory given");
+    }
+  }
+  if (dir.empty() || cachePath.empty())
+    return error("", "tune: usage: cuts tune DIR --cache CACHE");
+  std::string path = dir + "/candidates.json";
+  std::ifstream f(path);
+  if (!f)
+    return error(path, "cannot read (write it with cuts compile --candidates)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::vector<cuts::tune::Candidate> cands;
+  std::string arch, err;
+  if (!cuts::tune::candidatesFromJson(ss.str(), cands, arch, err))
+    return error(path, err);
+  cuts::tune::Cache cache;
+  if (!cache.load(cachePath, err))
+    return error("", err);
+  size_t before = cache.size();
+  bool ok = cuts::tune::measure(cands, arch, cache, mo, err);
+  std::string saveErr;
+  if (!cache.save(cachePath, saveErr))
+    return error("", saveErr);
+  if (!ok)
+    return error(path, err);
+  std::printf("tuned %zu candidates for %s: %zu new entries in %s\n",
+              cands.size(), arch.c_str(), cache.size() - before,
+              cachePath.c_str());
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -355,6 +411,8 @@ int main(int argc, char **argv) {
     return cmdRun(args);
   if (cmd == "bench")
     return cmdBench(args);
+  if (cmd == "tune")
+    return cmdTune(args);
   if (cmd == "-h" || cmd == "--help") {
     std::fputs(kUsage, stdout);
     return 0;

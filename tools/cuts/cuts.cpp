@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -51,10 +52,22 @@ void usage(llvm::raw_ostream &os) {
         "  compile MODEL.onnx --arch ARCH[,ARCH...] -o DIR [--emit-source]\n"
         "                    [--name NAME] [--input-shape ...] [--no-fusion]\n"
         "                    [--top-percent T] [--min-keep K] [--jobs N]\n"
+        "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
+        "                    [--candidates FILE]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
         "      writes every kernel's CUDA and HIP source to DIR/kernels/\n"
+        "      --tune: time the best --tune-candidates K (8) parameter sets "
+        "of\n"
+        "      every group the partition search considers on this machine's\n"
+        "      GPU and choose by measured time; --tuning CACHE: read (and\n"
+        "      with --tune, update) measured times, so a machine without a\n"
+        "      GPU chooses the same; --candidates FILE: write what CACHE\n"
+        "      lacks, for cuts tune\n"
+        "  tune DIR --cache CACHE\n"
+        "      time DIR/candidates.json (from compile --candidates) on this\n"
+        "      machine's GPU and add the times to CACHE\n"
         "  run MODEL.cuts --input NAME=FILE ... [--emulate] [--compare DIR]\n"
         "  bench MODEL.cuts [--iters N] [--graph] [--kernels] [--json]\n"
         "      run and time a compiled model (see cuts run --help)\n"
@@ -365,11 +378,22 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       if (!number(v, 1, 1024))
         return error("", "--jobs needs a count >= 1");
       copts.jobs = int(v);
-    } else if (a == "--tune" || a == "--tuning" || a == "--precision" ||
-               a == "--no-library") {
+    } else if (a == "--tune") {
+      copts.cost = cuts::driver::CostSource::Measure;
+    } else if (a == "--tuning") {
+      if (!value(copts.tuningCache))
+        return error("", "--tuning needs a cache file (JSON)");
+    } else if (a == "--tune-candidates") {
+      if (!number(v, 1, 1000))
+        return error("", "--tune-candidates needs a count >= 1");
+      copts.tuneCandidates = int(v);
+    } else if (a == "--candidates") {
+      if (!value(copts.candidatesOut))
+        return error("", "--candidates needs a file name");
+    } else if (a == "--precision" || a == "--no-library") {
       return error("", "compile: " + a +
                            " is not available in this version: kernels are "
-                           "chosen by the performance model alone, in fp32");
+                           "generated, in fp32");
     } else if (int r = parseInputShape(args, k, opts)) {
       if (r < 0)
         return 1;
@@ -408,17 +432,21 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       copts.archs.push_back(arch->computeArch);
   }
 
+  if (copts.cost == cuts::driver::CostSource::Model &&
+      (!copts.tuningCache.empty() || !copts.candidatesOut.empty()))
+    copts.cost = cuts::driver::CostSource::Cache;
+  copts.progress = isatty(2);
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
   if (!module)
     return 1;
+  if (auto ec = llvm::sys::fs::create_directories(outDir))
+    return error(outDir, "cannot create (" + ec.message() + ")");
   std::string err;
   auto result = cuts::driver::compileModule(*module, copts, err);
   if (!result)
     return error(model, err);
-  if (auto ec = llvm::sys::fs::create_directories(outDir))
-    return error(outDir, "cannot create (" + ec.message() + ")");
   std::vector<uint8_t> bytes = cuts::rt::serializeArtifact(result->contents);
   std::string artifact = outDir + "/" + name + ".cuts";
   if (!cuts::rt::writeFile(artifact, bytes, err))
@@ -509,6 +537,16 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                 total, result->searchSeconds, result->codegenSeconds,
                 result->nvrtcSeconds, libSeconds);
   llvm::outs() << times;
+  if (copts.cost != cuts::driver::CostSource::Model) {
+    std::snprintf(times, sizeof times,
+                  "  tuning: %d round(s), %d candidates measured now, %d of "
+                  "%d kernels chosen by measured time (%.1f us measured, "
+                  "%.1f us bound), %d candidates unmeasured, %.1f s\n",
+                  result->tuneRounds, result->measured, result->chosenByTime,
+                  result->kernels, result->measuredUs, result->predictedUs,
+                  result->unmeasured, result->tuneSeconds);
+    llvm::outs() << times;
+  }
   return 0;
 }
 
@@ -596,7 +634,7 @@ int main(int argc, char **argv) {
     return cmdArch(args, argv[0]);
   if (cmd == "compile")
     return cmdCompile(args, argv[0]);
-  if (cmd == "run" || cmd == "bench")
+  if (cmd == "run" || cmd == "bench" || cmd == "tune")
     return cmdRunner(cmd, args, argv[0]);
   usage(llvm::errs());
   return error("", "unknown command '" + cmd + "'");

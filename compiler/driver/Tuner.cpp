@@ -1,0 +1,415 @@
+//===- Tuner.cpp - measure candidate kernels on the GPU; the tuning cache -===//
+#include "compiler/driver/Tuner.h"
+
+#include "codegen/emit/Nvrtc.h"
+#include "runtime/CudaDriver.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace cuts::tune {
+namespace {
+
+using nlohmann::json;
+namespace cu = rt::cuda;
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class Progress {
+public:
+  Progress(bool on, size_t total) : on(on && isatty(2)), total(total) {
+    start = now();
+  }
+  void step(const char *what, size_t done) {
+    if (!on)
+      return;
+    double t = now() - start;
+    double eta = done ? t / double(done) * double(total - done) : 0;
+    std::fprintf(stderr, "\rtuning: %s %zu/%zu, %.0f s, ETA %.0f s   ", what,
+                 done, total, t, eta);
+    std::fflush(stderr);
+  }
+  ~Progress() {
+    if (on)
+      std::fprintf(stderr, "\n");
+  }
+
+private:
+  bool on;
+  size_t total;
+  double start;
+};
+
+const char *kBase64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string toBase64(const std::vector<char> &in) {
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16 |
+                 uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
+    for (int k = 3; k >= 0; --k)
+      out += kBase64[(v >> (6 * k)) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (i + 1 < in.size())
+      v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kBase64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+bool fromBase64(const std::string &in, std::vector<char> &out) {
+  out.clear();
+  uint32_t v = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=')
+      break;
+    const char *p = std::strchr(kBase64, c);
+    if (!p || !c)
+      return false;
+    v = v << 6 | uint32_t(p - kBase64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(char((v >> bits) & 0xff));
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::string signature(const std::string &code, const std::string &arch,
+                      const std::string &toolkit) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a(code)));
+  return arch + "/" + toolkit + "/" + hex;
+}
+
+bool Cache::load(const std::string &path, std::string &error) {
+  std::ifstream f(path);
+  if (!f)
+    return true; // no cache yet
+  try {
+    json j = json::parse(f);
+    if (j.value("format", 0) != 1) {
+      error = path + ": not a cuts tuning cache (format 1)";
+      return false;
+    }
+    for (const auto &[key, e] : j.at("entries").items()) {
+      Entry x;
+      if (e.contains("us") && !e["us"].is_null())
+        x.us = e["us"].get<double>();
+      x.note = e.value("note", "");
+      entries[key] = x;
+    }
+    if (j.contains("binaries"))
+      for (const auto &[key, b] : j["binaries"].items()) {
+        std::vector<char> bytes;
+        if (!fromBase64(b.get<std::string>(), bytes)) {
+          error = path + ": binary " + key + " is not base64";
+          return false;
+        }
+        binaries[key] = std::move(bytes);
+      }
+  } catch (const std::exception &e) {
+    error = path + ": " + e.what();
+    return false;
+  }
+  return true;
+}
+
+bool Cache::save(const std::string &path, std::string &error) const {
+  json entriesJson = json::object();
+  for (const auto &[key, e] : entries) {
+    json x = {{"note", e.note}};
+    x["us"] = e.us ? json(*e.us) : json(nullptr);
+    entriesJson[key] = x;
+  }
+  json bins = json::object();
+  for (const auto &[key, b] : binaries)
+    bins[key] = toBase64(b);
+  json j = {{"format", 1}, {"entries", entriesJson}, {"binaries", bins}};
+  std::ofstream f(path);
+  f << j.dump(1) << "\n";
+  if (!f) {
+    error = path + ": cannot write";
+    return false;
+  }
+  return true;
+}
+
+const std::vector<char> *Cache::binary(const std::string &key) const {
+  auto it = binaries.find(key);
+  return it == binaries.end() ? nullptr : &it->second;
+}
+
+const Cache::Entry *Cache::find(const std::string &key) const {
+  auto it = entries.find(key);
+  return it == entries.end() ? nullptr : &it->second;
+}
+
+std::string candidatesToJson(const std::vector<Candidate> &cs,
+                             const std::string &arch) {
+  json list = json::array();
+  for (const Candidate &c : cs) {
+    std::vector<int> outs;
+    for (bool o : c.argOutput)
+      outs.push_back(o);
+    list.push_back({{"key", c.key},
+                    {"name", c.name},
+                    {"source", c.source},
+                    {"grid", c.grid},
+                    {"block", c.block},
+                    {"sharedBytes", c.sharedBytes},
+                    {"argBytes", c.argBytes},
+                    {"argOutput", outs}});
+  }
+  return json({{"format", 1}, {"arch", arch}, {"candidates", list}}).dump(1) +
+         "\n";
+}
+
+bool candidatesFromJson(const std::string &text, std::vector<Candidate> &cs,
+                        std::string &arch, std::string &error) {
+  try {
+    json j = json::parse(text);
+    arch = j.at("arch").get<std::string>();
+    for (const json &x : j.at("candidates")) {
+      Candidate c;
+      c.key = x.at("key").get<std::string>();
+      c.name = x.at("name").get<std::string>();
+      c.source = x.at("source").get<std::string>();
+      c.grid = x.at("grid").get<int64_t>();
+      c.block = x.at("block").get<int64_t>();
+      c.sharedBytes = x.at("sharedBytes").get<int64_t>();
+      c.argBytes = x.at("argBytes").get<std::vector<uint64_t>>();
+      for (int o : x.at("argOutput").get<std::vector<int>>())
+        c.argOutput.push_back(o != 0);
+      if (c.argOutput.size() != c.argBytes.size() || c.grid < 1 ||
+          c.block < 1 || c.sharedBytes < 0) {
+        error = "candidate " + c.name + " is malformed";
+        return false;
+      }
+      cs.push_back(std::move(c));
+    }
+  } catch (const std::exception &e) {
+    error = e.what();
+    return false;
+  }
+  return true;
+}
+
+bool measure(const std::vector<Candidate> &all, const std::string &arch,
+             Cache &cache, const MeasureOptions &opts, std::string &error) {
+  // Each signature once, and only what the cache lacks.
+  std::vector<const Candidate *> todo;
+  {
+    std::map<std::string, bool> seen;
+    for (const Candidate &c : all)
+      if (!cache.find(c.key) && seen.emplace(c.key, true).second)
+        todo.push_back(&c);
+  }
+  if (todo.empty())
+    return true;
+  const cu::Driver *d = cu::driver(error);
+  if (!d)
+    return false;
+  cu::CUdevice dev;
+  cu::CUcontext ctx;
+  if (d->cuDeviceGet(&dev, 0) != cu::CUDA_SUCCESS ||
+      d->cuDevicePrimaryCtxRetain(&ctx, dev) != cu::CUDA_SUCCESS ||
+      d->cuCtxSetCurrent(ctx) != cu::CUDA_SUCCESS) {
+    error = "no usable GPU 0 for tuning";
+    return false;
+  }
+  int l2 = 0;
+  d->cuDeviceGetAttribute(&l2, 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */, dev);
+
+  // NVRTC on every core while the GPU times what is ready.
+  std::vector<std::optional<NvrtcResult>> compiled(todo.size());
+  std::vector<std::string> compileErrors(todo.size());
+  std::vector<std::atomic<bool>> ready(todo.size());
+  std::atomic<size_t> next{0};
+  int jobs = opts.jobs > 0
+                 ? opts.jobs
+                 : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < jobs; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < todo.size();) {
+        NvrtcOptions no;
+        no.sourceName = todo[i]->name + ".cu";
+        compiled[i] =
+            compileWithNvrtc(todo[i]->source, arch, compileErrors[i], no);
+        ready[i] = true;
+      }
+    });
+
+  Progress progress(opts.progress, todo.size());
+  cu::CUstream stream = nullptr;
+  d->cuStreamCreate(&stream, cu::CU_STREAM_NON_BLOCKING);
+  cu::CUdeviceptr slab = 0;
+  size_t slabBytes = 0;
+  bool ok = true;
+  for (size_t i = 0; i < todo.size() && ok; ++i) {
+    while (!ready[i])
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const Candidate &c = *todo[i];
+    progress.step("timed", i);
+    if (!compiled[i]) {
+      cache.put(c.key,
+                {std::nullopt, "NVRTC: " + compileErrors[i].substr(0, 300)});
+      continue;
+    }
+    cu::CUmodule mod = nullptr;
+    cu::CUfunction fn = nullptr;
+    if (d->cuModuleLoadData(&mod, compiled[i]->cubin.data()) !=
+            cu::CUDA_SUCCESS ||
+        d->cuModuleGetFunction(&fn, mod, c.name.c_str()) != cu::CUDA_SUCCESS) {
+      if (mod)
+        d->cuModuleUnload(mod);
+      cache.put(c.key, {std::nullopt, "the CUBIN does not load"});
+      continue;
+    }
+    if (c.sharedBytes > 48 * 1024)
+      d->cuFuncSetAttribute(fn,
+                            cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            int(c.sharedBytes));
+    // Arguments rotate over copies that together exceed twice the L2, so
+    // each timed launch reads from DRAM as it would in the model.
+    uint64_t setBytes = 0;
+    for (uint64_t b : c.argBytes)
+      setBytes += (b + 255) / 256 * 256;
+    setBytes = std::max<uint64_t>(setBytes, 256);
+    int copies = int(std::clamp<uint64_t>(
+        (2 * uint64_t(std::max(l2, 0)) + setBytes - 1) / setBytes, 1, 8));
+    while (copies > 1 && setBytes * copies > (uint64_t(4) << 30))
+      --copies;
+    size_t need = size_t(setBytes * copies);
+    if (need > slabBytes) {
+      if (slab)
+        d->cuMemFree(slab);
+      slab = 0;
+      if (d->cuMemAlloc(&slab, need) != cu::CUDA_SUCCESS) {
+        error = "out of device memory for tuning buffers (" +
+                std::to_string(need >> 20) + " MiB)";
+        ok = false;
+        slabBytes = 0;
+        d->cuModuleUnload(mod);
+        break;
+      }
+      slabBytes = need;
+      // 0.5f everywhere: finite inputs for every op.
+      d->cuMemsetD32Async(slab, 0x3f000000u, need / 4, stream);
+    }
+    std::vector<std::vector<cu::CUdeviceptr>> sets(copies);
+    for (int k = 0; k < copies; ++k) {
+      uint64_t off = uint64_t(k) * setBytes;
+      for (uint64_t b : c.argBytes) {
+        sets[k].push_back(slab + off);
+        off += (b + 255) / 256 * 256;
+      }
+    }
+    auto launch = [&](int k) {
+      std::vector<void *> params;
+      for (cu::CUdeviceptr &p : sets[k])
+        params.push_back(&p);
+      return d->cuLaunchKernel(fn, unsigned(c.grid), 1, 1, unsigned(c.block), 1,
+                               1, unsigned(c.sharedBytes), stream,
+                               params.data(), nullptr);
+    };
+    cu::CUresult r = cu::CUDA_SUCCESS;
+    for (int w = 0; w < opts.warmup && r == cu::CUDA_SUCCESS; ++w)
+      r = launch(w % copies);
+    if (r != cu::CUDA_SUCCESS) {
+      cache.put(c.key, {std::nullopt, "launch: " + cu::errorString(r)});
+      d->cuModuleUnload(mod);
+      continue;
+    }
+    // One timed launch to size the run, then up to maxIters.
+    cu::CUevent e0, e1;
+    d->cuEventCreate(&e0, cu::CU_EVENT_DEFAULT);
+    d->cuEventCreate(&e1, cu::CU_EVENT_DEFAULT);
+    auto timeOne = [&](int k, float &ms) {
+      d->cuEventRecord(e0, stream);
+      cu::CUresult lr = launch(k);
+      d->cuEventRecord(e1, stream);
+      cu::CUresult sr = d->cuEventSynchronize(e1);
+      if (lr != cu::CUDA_SUCCESS)
+        return lr;
+      if (sr != cu::CUDA_SUCCESS)
+        return sr;
+      return d->cuEventElapsedTime(&ms, e0, e1);
+    };
+    float first = 0;
+    r = timeOne(0, first);
+    std::vector<float> times;
+    if (r == cu::CUDA_SUCCESS) {
+      int iters = int(std::clamp(opts.targetMs / std::max(first, 1e-3f), 3.0,
+                                 double(opts.maxIters)));
+      for (int it = 0; it < iters && r == cu::CUDA_SUCCESS; ++it) {
+        float ms = 0;
+        r = timeOne((it + 1) % copies, ms);
+        times.push_back(ms);
+      }
+    }
+    d->cuEventDestroy(e0);
+    d->cuEventDestroy(e1);
+    d->cuModuleUnload(mod);
+    if (r != cu::CUDA_SUCCESS) {
+      // An error while running is sticky: the context is lost.
+      error = "kernel " + c.name +
+              " failed on the GPU while tuning: " + cu::errorString(r);
+      ok = false;
+      break;
+    }
+    std::sort(times.begin(), times.end());
+    double us = double(times[times.size() / 2]) * 1e3;
+    char note[96];
+    std::snprintf(note, sizeof note, "median of %zu launches, %d buffer sets",
+                  times.size(), copies);
+    cache.put(c.key, {us, note});
+  }
+  progress.step("timed", todo.size());
+  for (std::thread &t : pool)
+    t.join();
+  if (slab)
+    d->cuMemFree(slab);
+  if (stream)
+    d->cuStreamDestroy(stream);
+  return ok;
+}
+
+} // namespace cuts::tune

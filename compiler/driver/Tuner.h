@@ -1,0 +1,97 @@
+//===- Tuner.h - measure candidate kernels on the GPU; the tuning cache -*- C++
+//-*-===//
+//
+// The code selector of thesis §3.1: the candidates the performance model
+// kept are compiled (NVRTC, in parallel on the CPU cores) and timed on the
+// GPU; the measured times become Evaluate's cost in the partition search and
+// pick each group's kernel. Results live in a tuning cache keyed by the
+// kernel's signature (its code, the arch and the NVRTC version), so a
+// compile on a machine without a GPU makes the same choices from the cache.
+//
+// No MLIR here: `cuts tune` (in cuts-run) and a static `cuts compile --tune`
+// on a GPU host both use it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_COMPILER_DRIVER_TUNER_H
+#define CUTS_COMPILER_DRIVER_TUNER_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuts::tune {
+
+/// One kernel to time: its CUDA source and launch, and the sizes of its
+/// arguments (float buffers, in order; outputs are written).
+struct Candidate {
+  std::string key; // signature(): what the cache knows it by
+  std::string name;
+  std::string source;
+  int64_t grid = 1, block = 1, sharedBytes = 0;
+  std::vector<uint64_t> argBytes;
+  std::vector<bool> argOutput;
+};
+
+/// "sm_90/13.0/<FNV-1a 64 of the code, hex>": the code (with the function
+/// named neutrally and comments stripped) on one arch and toolkit.
+std::string signature(const std::string &code, const std::string &arch,
+                      const std::string &toolkit);
+
+/// Measured times by signature. A candidate that failed to compile or run
+/// is recorded too (no time), so it is not measured again.
+class Cache {
+public:
+  struct Entry {
+    std::optional<double> us; // median microseconds; none: it failed
+    std::string note;         // why it failed, or how it was measured
+  };
+  /// Loads `path` (a missing file is an empty cache).
+  bool load(const std::string &path, std::string &error);
+  bool save(const std::string &path, std::string &error) const;
+  const Entry *find(const std::string &key) const;
+  void put(const std::string &key, Entry e) { entries[key] = std::move(e); }
+  size_t size() const { return entries.size(); }
+
+  /// The CUBINs of the kernels a tuned compile chose, by signature of their
+  /// whole source: NVRTC does not always produce the same bytes for the
+  /// same source (seen with CUDA 13.0: a few kernels in a hundred get
+  /// differently scheduled PTX from run to run), so a compile from the cache
+  /// takes the very binary that was measured and shipped before, and the
+  /// artifact comes out byte-identical.
+  const std::vector<char> *binary(const std::string &key) const;
+  void putBinary(const std::string &key, std::vector<char> cubin) {
+    binaries[key] = std::move(cubin);
+  }
+
+private:
+  std::map<std::string, Entry> entries;
+  std::map<std::string, std::vector<char>> binaries;
+};
+
+/// The candidates as JSON (what `cuts compile --candidates` writes and
+/// `cuts tune` reads), and back.
+std::string candidatesToJson(const std::vector<Candidate> &c,
+                             const std::string &arch);
+bool candidatesFromJson(const std::string &text, std::vector<Candidate> &c,
+                        std::string &arch, std::string &error);
+
+struct MeasureOptions {
+  int jobs = 0;          // NVRTC threads; 0: one per core
+  int warmup = 2;        // launches before timing
+  int maxIters = 20;     // timed launches (fewer for slow kernels)
+  double targetMs = 20;  // timed milliseconds to aim for per candidate
+  bool progress = false; // a progress line with ETA on stderr
+};
+
+/// Compiles and times every candidate not in `cache` on GPU 0, adding each
+/// result. Fails (with `error`) only when there is no GPU or a kernel
+/// corrupts the context; a kernel that does not compile or launch is
+/// recorded as failed.
+bool measure(const std::vector<Candidate> &candidates, const std::string &arch,
+             Cache &cache, const MeasureOptions &opts, std::string &error);
+
+} // namespace cuts::tune
+
+#endif // CUTS_COMPILER_DRIVER_TUNER_H
