@@ -676,7 +676,7 @@ def phase_cuts(ctx, cells):
     for c in cells:
         # compile + tune may take up to 10 minutes (issue 6); without tuning
         # compile, reference, check and timing take a minute or two.
-        est = 600 if "--tune" in usage else 120
+        est = ctx.args.cuts_estimate or (600 if "--tune" in usage else 120)
         ctx.unit("cuts", c["key"], None, lambda c=c: run_cuts(ctx, c, arch), est)
 
 
@@ -724,8 +724,9 @@ def run_cuts(ctx, cell, arch):
             np.save(os.path.join(work, n + ".npy"), arr)
             inputs += ["--input", f"{n}={os.path.join(work, n + '.npy')}"]
         check = run_checked([ctx.args.cuts, "run", artifact, *inputs, "--compare", refdir], 600)
+        # Replayed as a CUDA graph, as the eager + CUDA graph peer is.
         bench = run_checked([ctx.args.cuts, "bench", artifact, "--iters",
-                             str(ctx.args.iters), "--json"], 600)
+                             str(ctx.args.iters), "--graph", "--json"], 600)
         stats = json.loads(bench)
         median = stats.get("median_ms")
         if median is None:
@@ -772,6 +773,9 @@ def parse_args(argv=None):
                     help="keep cuDNN's heuristic algorithm choice (default: benchmark mode)")
     ap.add_argument("--models-dir", default=os.path.join(HERE, "models"))
     ap.add_argument("--cuts", help="path of a cuts binary for the cuts phase")
+    ap.add_argument("--cuts-estimate", type=float, default=0,
+                    help="seconds a cuts cell is expected to take, for the budget check "
+                         "(default: 600 with tuning, 120 without)")
     ap.add_argument("--retry-errors", action="store_true")
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="list the units and exit")

@@ -3,14 +3,15 @@
 // The binary layout is in Artifact.h. The "manifest" section is one JSON
 // object, written compactly with its keys sorted (nlohmann's default object
 // is a std::map), so equal contents give byte-identical files. Every field
-// below is written always and required on reading; unknown fields are
-// ignored so that later writers may add some.
+// below is written always and required on reading, except those marked
+// (optional), which a reader takes as their default when absent; unknown
+// fields are ignored so that later writers may add some.
 //
 //   model     string   graph name
 //   producer  string   "cuts 0.1.0"
 //   archs     [string] "sm_XY" (an optional suffix "a" or "f"); a section
-//                      "cubin.<arch>" exists for each, and every kernel has
-//                      a CUBIN for every arch
+//                      "cubin.<arch>" exists for each, and every generated
+//                      kernel has a CUBIN for every arch
 //   tensors   [object] indexed by tensor id:
 //     name         string  the ONNX value name (non-empty for inputs and
 //                          outputs, which are bound by name)
@@ -35,6 +36,24 @@
 //     pulTimeUs    number  the performance model's lower bound
 //     source       {offset, size}             range of "source"
 //     cubins       {arch: {offset, size}}     range of "cubin.<arch>"
+//     library      string  (optional, "") "" for a generated kernel, else
+//                          the library call that the step makes instead:
+//                          "cudnn.conv", cuDNN's fused convolution
+//                          y = act(conv(x, w) + bias + z). A library kernel
+//                          has no source (size 0) and no cubins; grid,
+//                          block and sharedBytes are unused
+//     libraryParams [int]  (optional, []) the call's parameters; for
+//                          "cudnn.conv" an encoded ConvSpec
+//                          (runtime/Library.h): N, C, H, W, K, FH, FW,
+//                          padH, padW, strideH, strideW, dilH, dilW, group,
+//                          OH, OW, bias, residual, relu (0/1), algo. Its
+//                          args are x, w, [bias if bias], [z if residual],
+//                          y, all float32 with exactly the bytes the spec
+//                          implies (x N*C*H*W, w K*(C/group)*FH*FW, bias K,
+//                          z and y N*K*OH*OW floats); outputs is [y], whose
+//                          memory no other arg shares
+//     workspaceBytes uint  (optional, 0) device scratch the library call
+//                          needed when tuned (the runtime asks again)
 //   steps     [object] {kernel, from, to}: kernel >= 0 runs that kernel
 //                      (from = to = -1); kernel = -1 copies tensor `from`
 //                      into tensor `to` (equal byte sizes)
@@ -47,6 +66,7 @@
 #include "cuts/Artifact.h"
 
 #include "FileIO.h"
+#include "Library.h"
 
 #include <nlohmann/json.hpp>
 
@@ -218,6 +238,9 @@ Json manifestJson(const Manifest &m) {
     for (const auto &[arch, blob] : k.cubins)
       cubins[arch] = blobJson(blob);
     jk["cubins"] = std::move(cubins);
+    jk["library"] = k.library;
+    jk["libraryParams"] = k.libraryParams;
+    jk["workspaceBytes"] = k.workspaceBytes;
     kernels.push_back(std::move(jk));
   }
   j["kernels"] = std::move(kernels);
@@ -467,6 +490,28 @@ bool readKernel(Reader &r, const Json &jk, const std::string &p,
     if (!r.blob(it.value(), join(join(p, "cubins"), it.key()),
                 k.cubins[it.key()]))
       return false;
+  // Optional: absent in a generated kernel's entry written before them.
+  k.library.clear();
+  k.libraryParams.clear();
+  k.workspaceBytes = 0;
+  if (jk.contains("library") && !r.str(jk, p, "library", k.library))
+    return false;
+  if (jk.contains("libraryParams")) {
+    const Json *params = r.array(jk, p, "libraryParams");
+    if (!params)
+      return false;
+    for (size_t i = 0; i < params->size(); ++i) {
+      int64_t v = 0;
+      if (!r.integer((*params)[i], at(join(p, "libraryParams"), i),
+                     std::numeric_limits<int64_t>::min(),
+                     std::numeric_limits<int64_t>::max(), v))
+        return false;
+      k.libraryParams.push_back(v);
+    }
+  }
+  if (jk.contains("workspaceBytes") &&
+      !r.u64(jk, p, "workspaceBytes", k.workspaceBytes))
+    return false;
   return true;
 }
 
@@ -528,6 +573,71 @@ std::string tensorLabel(const Manifest &m, int t) {
   if (!m.tensors[t].name.empty())
     s += " (\"" + m.tensors[t].name + "\")";
   return s;
+}
+
+/// A library kernel: a known library, params it accepts, args that match
+/// them in number, dtype and bytes, no source and no CUBINs. Its outputs
+/// were checked against its args like any kernel's.
+bool validateLibraryKernel(const Manifest &m, const KernelLaunch &k,
+                           const std::string &p, std::string &error) {
+  auto fail = [&](const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
+  };
+  if (k.library != kCudnnConv)
+    return fail(join(p, "library"), "unknown library \"" + k.library +
+                                        "\" (this runtime knows \"" +
+                                        kCudnnConv + "\")");
+  std::string why;
+  auto spec = decodeConvSpec(k.libraryParams, why);
+  if (!spec)
+    return fail(join(p, "libraryParams"), why);
+  const ConvSpec &s = *spec;
+  if (k.source.size != 0)
+    return fail(join(p, "source"), "a library kernel has no source");
+  if (!k.cubins.empty())
+    return fail(join(p, "cubins"), "a library kernel has no CUBINs");
+
+  // x, w, [bias], [z], y with the bytes the spec implies.
+  std::vector<std::pair<const char *, uint64_t>> want = {{"x", s.xBytes()},
+                                                         {"w", s.wBytes()}};
+  if (s.bias)
+    want.emplace_back("bias", s.biasBytes());
+  if (s.residual)
+    want.emplace_back("z", s.yBytes());
+  want.emplace_back("y", s.yBytes());
+  std::string order;
+  for (const auto &[name, bytes] : want)
+    order += (order.empty() ? "" : ", ") + std::string(name);
+  if (k.args.size() != want.size())
+    return fail(join(p, "args"), "this " + k.library + " kernel takes " +
+                                     std::to_string(want.size()) + " args (" +
+                                     order + "), not " +
+                                     std::to_string(k.args.size()));
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Tensor &t = m.tensors[k.args[i]];
+    std::string pa = at(join(p, "args"), i);
+    if (t.dtype != "float32")
+      return fail(pa, std::string(want[i].first) + " is " +
+                          tensorLabel(m, k.args[i]) + ", a " + t.dtype +
+                          " tensor; " + k.library + " takes float32");
+    if (t.bytes() != want[i].second)
+      return fail(pa, std::string(want[i].first) + " is " +
+                          tensorLabel(m, k.args[i]) + " of " +
+                          std::to_string(t.bytes()) + " bytes; the spec (" +
+                          describeConvSpec(s) + ") needs " +
+                          std::to_string(want[i].second));
+  }
+  int y = k.args.back();
+  if (k.outputs != std::vector<int>{y})
+    return fail(join(p, "outputs"),
+                "a " + k.library + " kernel writes its last arg (y) alone");
+  for (size_t i = 0; i + 1 < k.args.size(); ++i)
+    if (rootTensor(m, k.args[i]) == rootTensor(m, y))
+      return fail(at(join(p, "args"), i), std::string(want[i].first) +
+                                              " shares its memory with y (" +
+                                              tensorLabel(m, y) + ")");
+  return true;
 }
 
 /// The checks that span fields: I/O positions, weight ranges, views, kernel
@@ -657,6 +767,17 @@ bool validateManifest(const Artifact &a, std::string &error) {
         return fail(po, "the kernel writes " + tensorLabel(m, t) +
                             ", which is (a view of) an input or a weight");
     }
+    if (k.isLibrary()) {
+      if (!validateLibraryKernel(m, k, p, error))
+        return false;
+      continue;
+    }
+    if (!k.libraryParams.empty())
+      return fail(join(p, "libraryParams"),
+                  "a generated kernel (library \"\") has no library params");
+    if (k.workspaceBytes != 0)
+      return fail(join(p, "workspaceBytes"),
+                  "a generated kernel (library \"\") has no workspace");
     if (k.source.offset > sourceSize ||
         k.source.size > sourceSize - k.source.offset)
       return fail(join(p, "source"), "the range is outside the source "

@@ -10,12 +10,19 @@
 // Resources are released by destructors, so every error path frees what it
 // had acquired by dropping the half-built object.
 //
+// Library kernels (KernelLaunch::library, runtime/Library.h) are cuDNN
+// calls: the model builds one CudnnConv per such kernel at load, each
+// session its own cuDNN handle (on its stream) and one workspace, and a
+// step enqueues the call like a launch, also under graph capture. A model
+// without library kernels never loads cuDNN.
+//
 //===----------------------------------------------------------------------===//
 
 #include "cuts/cuts.h"
 
 #include "CudaDriver.h"
 #include "FileIO.h"
+#include "Library.h"
 #include "cuts/Artifact.h"
 
 #include <algorithm>
@@ -129,7 +136,10 @@ struct ModelImpl {
   CUdevice device = 0;
   CUcontext ctx = nullptr; // retained primary context
   std::vector<CUmodule> modules;
-  std::vector<CUfunction> functions; // per kernel
+  std::vector<CUfunction> functions; // per kernel; null for library kernels
+  // Per kernel: the cuDNN convolution of a "cudnn.conv" kernel, else null.
+  std::vector<std::unique_ptr<CudnnConv>> convs;
+  bool hasLibrary = false; // any library kernel
   CUdeviceptr weights = 0;
   uint64_t weightBytes = 0;
   size_t maxArgs = 0;
@@ -144,6 +154,7 @@ struct ModelImpl {
     if (!ctx)
       return;
     d->cuCtxSetCurrent(ctx);
+    convs.clear(); // their zero biases live in the context
     for (CUmodule mod : modules)
       d->cuModuleUnload(mod);
     if (weights)
@@ -201,6 +212,11 @@ struct cuts_session {
   std::vector<CUdeviceptr> ptr; // per tensor
   std::vector<CUdeviceptr> argValues;
   std::vector<void *> argPointers;
+  // Library kernels: this session's cuDNN handle (on `stream`) and the
+  // workspace every library call shares (steps run one after another).
+  std::unique_ptr<CudnnHandle> cudnn;
+  CUdeviceptr workspace = 0;
+  uint64_t workspaceBytes = 0;
 
   cuts_session() = default;
   cuts_session(const cuts_session &) = delete;
@@ -215,6 +231,9 @@ struct cuts_session {
       d->cuStreamSynchronize(stream);
     if (graph)
       d->cuGraphExecDestroy(graph);
+    cudnn.reset(); // before its stream goes
+    if (workspace)
+      d->cuMemFree(workspace);
     for (const std::vector<CUdeviceptr> *bufs : {&bufIn, &bufOut})
       for (CUdeviceptr p : *bufs)
         if (p)
@@ -283,6 +302,13 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   std::string deviceArch =
       "sm_" + std::to_string(major) + std::to_string(minor);
   m.arch = chooseArch(man.archs, major, minor);
+  bool generated =
+      std::any_of(man.kernels.begin(), man.kernels.end(),
+                  [](const KernelLaunch &k) { return !k.isLibrary(); });
+  // Library calls and copies need no CUBIN: a model of those alone runs on
+  // any device.
+  if (m.arch.empty() && !generated)
+    m.arch = deviceArch;
   if (m.arch.empty()) {
     std::string have;
     for (const std::string &a : man.archs)
@@ -310,7 +336,10 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   m.functions.resize(man.kernels.size(), nullptr);
   for (size_t k = 0; k < man.kernels.size(); ++k) {
     const KernelLaunch &kl = man.kernels[k];
-    const Blob &b = kl.cubins.at(m.arch); // every kernel has every arch
+    m.maxArgs = std::max(m.maxArgs, kl.args.size());
+    if (kl.isLibrary())
+      continue;
+    const Blob &b = kl.cubins.at(m.arch); // each has every arch
     auto key = std::make_pair(b.offset, b.size);
     auto it = moduleOf.find(key);
     if (it == moduleOf.end()) {
@@ -331,10 +360,11 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                              "\" in its CUBIN (cuModuleGetFunction)");
     int64_t &shared = sharedOf[m.functions[k]];
     shared = std::max(shared, kl.sharedBytes);
-    m.maxArgs = std::max(m.maxArgs, kl.args.size());
   }
   // Above 48 KiB of dynamic shared memory a kernel must opt in.
   for (size_t k = 0; k < man.kernels.size(); ++k) {
+    if (!m.functions[k])
+      continue;
     auto it = sharedOf.find(m.functions[k]);
     if (it == sharedOf.end() || it->second <= 48 * 1024)
       continue;
@@ -345,6 +375,22 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                              std::to_string(it->second) +
                              " bytes of shared memory (cuFuncSetAttribute)");
     sharedOf.erase(it);
+  }
+
+  // cuDNN, only for models that call it (parsing checked the params).
+  m.convs.resize(man.kernels.size());
+  for (size_t k = 0; k < man.kernels.size(); ++k) {
+    const KernelLaunch &kl = man.kernels[k];
+    if (!kl.isLibrary())
+      continue;
+    m.hasLibrary = true;
+    auto spec = decodeConvSpec(kl.libraryParams, err);
+    if (spec)
+      m.convs[k] = CudnnConv::create(*spec, err);
+    if (!m.convs[k])
+      return fail(CUTS_ERROR_CUDA, label + ": kernel " + std::to_string(k) +
+                                       " (\"" + kl.name + "\", " + kl.library +
+                                       "): " + err);
   }
 
   const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
@@ -527,6 +573,22 @@ cuts_status runStep(cuts_session &s, size_t i) {
     return CUTS_OK;
   }
   const KernelLaunch &k = man.kernels[step.kernel];
+  if (const CudnnConv *conv = m.convs[step.kernel].get()) {
+    // x, w, [bias], [z], y (checked against the spec when parsed).
+    const ConvSpec &spec = conv->spec();
+    size_t a = 0;
+    CUdeviceptr x = s.ptr[k.args[a++]], w = s.ptr[k.args[a++]];
+    CUdeviceptr bias = spec.bias ? s.ptr[k.args[a++]] : 0;
+    CUdeviceptr z = spec.residual ? s.ptr[k.args[a++]] : 0;
+    CUdeviceptr y = s.ptr[k.args[a]];
+    std::string err;
+    if (!conv->run(*s.cudnn, s.stream, x, w, bias, z, y, s.workspace,
+                   s.workspaceBytes, err))
+      return fail(CUTS_ERROR_CUDA, "step " + std::to_string(i) + ": kernel \"" +
+                                       k.name + "\" (" + k.library +
+                                       "): " + err);
+    return CUTS_OK;
+  }
   // The driver copies the parameters at launch, so the scratch is reusable.
   for (size_t a = 0; a < k.args.size(); ++a) {
     s.argValues[a] = s.ptr[k.args[a]];
@@ -574,6 +636,8 @@ cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
       return cudaFail(r,
                       "starting a CUDA graph capture (cuStreamBeginCapture)");
     cuts_status st = enqueuePlan(s, in, out);
+    if (st != CUTS_OK)
+      lastError += " (while capturing the CUDA graph)";
     CUgraph g = nullptr;
     // Always end the capture, or the stream stays unusable.
     CUresult r = d->cuStreamEndCapture(s.stream, &g);
@@ -636,6 +700,37 @@ cuts_status fillInputs(cuts_session &s) {
     if (CUresult r =
             m.d->cuMemsetD32Async(s.bufIn[i], halfBits, bytes / 4, s.stream))
       return cudaFail(r, "filling the inputs (cuMemsetD32Async)");
+  }
+  return CUTS_OK;
+}
+
+/// The session's cuDNN handle on its stream, and one workspace as large as
+/// the largest any library kernel needs (the tuner's figure or cuDNN's
+/// answer now, whichever is more).
+cuts_status createLibraryState(cuts_session &s) {
+  const ModelImpl &m = *s.model;
+  const Manifest &man = m.manifest();
+  std::string err;
+  s.cudnn = CudnnHandle::create(err);
+  if (!s.cudnn || !s.cudnn->setStream(s.stream, err))
+    return fail(CUTS_ERROR_CUDA, "creating the session's cuDNN handle: " + err);
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < man.kernels.size(); ++k) {
+    if (!m.convs[k])
+      continue;
+    auto need = m.convs[k]->workspaceBytes(*s.cudnn, err);
+    if (!need)
+      return fail(CUTS_ERROR_CUDA, "kernel " + std::to_string(k) + " (\"" +
+                                       man.kernels[k].name + "\"): " + err);
+    bytes = std::max({bytes, uint64_t(*need), man.kernels[k].workspaceBytes});
+  }
+  if (bytes > 0) {
+    if (CUresult r = m.d->cuMemAlloc(&s.workspace, bytes)) {
+      s.workspace = 0;
+      return cudaFail(r, "allocating the " + std::to_string(bytes) +
+                             "-byte cuDNN workspace (cuMemAlloc)");
+    }
+    s.workspaceBytes = bytes;
   }
   return CUTS_OK;
 }
@@ -781,7 +876,8 @@ cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,
                       std::to_string(kernels.size()) + ")");
     // Each result is optional: NULL skips it.
     if (name)
-      *name = kernels[i].name.c_str();
+      *name = kernels[i].isLibrary() ? kernels[i].library.c_str()
+                                     : kernels[i].name.c_str();
     if (summary)
       *summary = kernels[i].summary.c_str();
     if (bound_us)
@@ -825,6 +921,9 @@ cuts_status cuts_session_create(cuts_model *model, void *stream,
                                std::to_string(m.plan.arenaBytes) +
                                "-byte activation arena (cuMemAlloc)");
       }
+    if (m.hasLibrary)
+      if (cuts_status st = createLibraryState(*s))
+        return st;
     s->ptr.assign(m.manifest().tensors.size(), 0);
     s->argValues.assign(m.maxArgs, 0);
     s->argPointers.assign(m.maxArgs, nullptr);

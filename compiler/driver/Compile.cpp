@@ -8,6 +8,7 @@
 #include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "perfmodel/Describe.h"
+#include "runtime/Library.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -141,8 +142,8 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
   std::string arch0 = opts.archs.empty() ? "sm_90" : opts.archs.front();
   std::string toolkit = nvrtcVersion();
   struct GroupCandidate {
-    GroupKernel kernel;
-    tune::Candidate tc;
+    GroupKernel kernel; // a generated kernel, or (library) the graph values
+    tune::Candidate tc; // of the library call's args in GroupKernel::args
   };
   std::map<std::vector<mlir::Operation *>, std::vector<GroupCandidate>> memo;
   auto candidatesOf =
@@ -179,6 +180,34 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
         }
         list.push_back({std::move(*gk), std::move(tc)});
       }
+    // cuDNN's fused convolution, once per forward algorithm.
+    std::vector<mlir::Value> libArgs;
+    auto spec = opts.library ? cudnnConv(ops, libArgs) : std::nullopt;
+    for (int algo :
+         spec ? rt::CudnnConv::forwardAlgorithms() : std::vector<int>{}) {
+      rt::ConvSpec sp = *spec;
+      sp.algo = algo;
+      std::string why;
+      if (!rt::checkConvSpec(sp, why))
+        continue;
+      GroupCandidate c;
+      c.kernel.args = libArgs;
+      c.kernel.family = "cudnn";
+      c.tc.library = rt::kCudnnConv;
+      c.tc.libraryParams = rt::encodeConvSpec(sp);
+      c.tc.key =
+          tune::librarySignature(c.tc.library, c.tc.libraryParams, arch0);
+      c.tc.name = "cudnn_conv";
+      c.tc.argBytes = {sp.xBytes(), sp.wBytes()};
+      if (sp.bias)
+        c.tc.argBytes.push_back(sp.biasBytes());
+      if (sp.residual)
+        c.tc.argBytes.push_back(sp.yBytes());
+      c.tc.argBytes.push_back(sp.yBytes());
+      c.tc.argOutput.assign(c.tc.argBytes.size(), false);
+      c.tc.argOutput.back() = true;
+      list.push_back(std::move(c));
+    }
     return memo.emplace(key, std::move(list)).first->second;
   };
   tune::Cache cache;
@@ -344,9 +373,42 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     std::string why;
     std::optional<GroupKernel> gk;
     double us = INFINITY;
+    std::string ops;
+    for (size_t i = 0; i < g.ops.size(); ++i)
+      ops += (i ? " + " : "") + g.ops[i].substr(g.ops[i].find('.') + 1) +
+             (g.names[i].empty() ? "" : "(" + g.names[i] + ")");
     if (opts.cost != CostSource::Model) {
       const auto &list = candidatesOf(g.operations, g.estimate);
       int best = fastest(list, us);
+      if (best >= 0 && !list[best].tc.library.empty()) {
+        // cuDNN was faster: a library kernel, no source, no CUBIN.
+        const GroupCandidate &c = list[best];
+        rt::KernelLaunch launch;
+        launch.name = c.tc.name;
+        launch.library = c.tc.library;
+        launch.libraryParams = c.tc.libraryParams;
+        std::string e;
+        launch.summary =
+            ops + ": " +
+            rt::describeConvSpec(*rt::decodeConvSpec(c.tc.libraryParams, e));
+        launch.pulTimeUs = g.estimate.time * 1e6;
+        for (mlir::Value v : c.kernel.args) {
+          int t = tensorFor(v);
+          if (t < 0)
+            return std::nullopt;
+          launch.args.push_back(t);
+        }
+        launch.outputs = {launch.args.back()};
+        m.steps.push_back({int(m.kernels.size()), -1, -1});
+        m.kernels.push_back(launch);
+        res.contents.sources.push_back("");
+        ++res.kernels;
+        ++res.chosenByTime;
+        ++res.libraryKernels;
+        res.measuredUs += us;
+        res.predictedUs += g.estimate.time * 1e6;
+        continue;
+      }
       if (best >= 0) {
         gk = list[best].kernel;
         ++res.chosenByTime;
@@ -366,10 +428,6 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     }
     gk->kernel.pul = g.estimate.best.bound.pul;
     res.predictedUs += g.estimate.time * 1e6;
-    std::string ops;
-    for (size_t i = 0; i < g.ops.size(); ++i)
-      ops += (i ? " + " : "") + g.ops[i].substr(g.ops[i].find('.') + 1) +
-             (g.names[i].empty() ? "" : "(" + g.names[i] + ")");
     gk->kernel.summary = ops + ": " + gk->kernel.summary;
     std::string neutral = codegen::emitSource(gk->kernel);
     // The header names the ops and the group's PUL; the code is the rest.
@@ -494,6 +552,8 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     byName[unique[i].name] = int(i);
   res.contents.cubins.resize(m.kernels.size());
   for (size_t k = 0; k < m.kernels.size(); ++k) {
+    if (m.kernels[k].isLibrary())
+      continue;
     int u = byName.at(m.kernels[k].name);
     res.contents.sources[k] = res.sources[u].source;
     res.contents.cubins[k] = cubins[u];

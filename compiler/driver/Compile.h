@@ -41,6 +41,7 @@ struct CompileOptions {
   int tuneCandidates = 8;    // best-bound parameter sets timed per group
   std::string candidatesOut; // write the unmeasured candidates here
   bool progress = false;     // progress lines on stderr (a terminal)
+  bool library = true; // tuning also times cuDNN for the groups it can run
 };
 
 /// One generated kernel as a reader sees it.
@@ -60,6 +61,7 @@ struct CompileResult {
   // run, candidates the final partition would still need (Cache mode), and
   // kernels chosen from measured times.
   int tuneRounds = 0, measured = 0, unmeasured = 0, chosenByTime = 0;
+  int libraryKernels = 0; // groups given to cuDNN
   double tuneSeconds = 0;
   double predictedUs = 0, measuredUs = 0; // sums over the chosen kernels
 };

@@ -554,6 +554,95 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
 
 } // namespace
 
+std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
+                                      std::vector<mlir::Value> &args) {
+  std::string why;
+  auto a = analyse(ops, why);
+  if (!a || !a->anchor)
+    return std::nullopt;
+  rt::ConvSpec s;
+  auto conv = llvm::dyn_cast<ConvOp>(a->anchor);
+  if (auto g = llvm::dyn_cast<GemmOp>(a->anchor)) {
+    // Y[M, N] = A[M, K] B[N, K]^T + C[N] is a 1x1 convolution of M images
+    // of K channels by N filters: B is already in KCRS order.
+    auto as = shapeOf(g.getA()), bs = shapeOf(g.getB());
+    if (g.getTransA() || !g.getTransB() ||
+        g.getAlpha().convertToDouble() != 1.0 ||
+        (g.getC() && g.getBeta().convertToDouble() != 1.0))
+      return std::nullopt;
+    s.N = as[0], s.C = as[1], s.H = s.W = 1, s.K = bs[0];
+    s.FH = s.FW = 1, s.OH = s.OW = 1;
+    s.group = 1;
+    mlir::Value bias;
+    if (g.getC()) {
+      if (product(shapeOf(g.getC())) != s.K)
+        return std::nullopt;
+      s.bias = true;
+      bias = g.getC();
+    }
+    for (mlir::Operation *op : a->chain) {
+      if (!llvm::isa<ReluOp>(op) || s.relu)
+        return std::nullopt;
+      s.relu = true;
+    }
+    args = {g.getA(), g.getB()};
+    if (s.bias)
+      args.push_back(bias);
+    args.push_back(a->last->getResult(0));
+    return s;
+  }
+  if (!conv || shapeOf(conv.getX()).size() != 4)
+    return std::nullopt;
+  auto x = shapeOf(conv.getX()), w = shapeOf(conv.getW());
+  auto out = shapeOf(conv.getResult());
+  s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
+  s.K = w[0], s.FH = w[2], s.FW = w[3];
+  s.strideH = conv.getStrides()[0], s.strideW = conv.getStrides()[1];
+  s.padH = conv.getPads()[0], s.padW = conv.getPads()[1];
+  s.dilH = conv.getDilations()[0], s.dilW = conv.getDilations()[1];
+  // cuDNN pads symmetrically: the end pads must match the begin pads.
+  if (conv.getPads()[2] != s.padH || conv.getPads()[3] != s.padW)
+    return std::nullopt;
+  s.group = conv.getGroup();
+  s.OH = out[2], s.OW = out[3];
+  s.bias = bool(conv.getB());
+  mlir::Value bias = conv.getB(), z;
+  mlir::Operation *prev = conv;
+  for (mlir::Operation *op : a->chain) {
+    if (s.relu)
+      return std::nullopt; // relu must be last
+    if (llvm::isa<ReluOp>(op)) {
+      s.relu = true;
+    } else if (llvm::isa<AddOp>(op)) {
+      mlir::Value other = op->getOperand(0).getDefiningOp() == prev
+                              ? op->getOperand(1)
+                              : op->getOperand(0);
+      OperandForm f = operandForm(shapeOf(other), out, 1);
+      if (f == OperandForm::PerChannel && !s.bias &&
+          product(shapeOf(other)) == s.K) {
+        s.bias = true;
+        bias = other;
+      } else if (f == OperandForm::Full && !s.residual &&
+                 shapeOf(other) == out) {
+        s.residual = true;
+        z = other;
+      } else {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    prev = op;
+  }
+  args = {conv.getX(), conv.getW()};
+  if (s.bias)
+    args.push_back(bias);
+  if (s.residual)
+    args.push_back(z);
+  args.push_back(a->last->getResult(0));
+  return s;
+}
+
 bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
   std::string w;
   auto a = analyse(ops, w);

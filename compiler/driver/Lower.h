@@ -11,6 +11,7 @@
 #define CUTS_COMPILER_DRIVER_LOWER_H
 
 #include "codegen/ops/Kernel.h"
+#include "runtime/Library.h"
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -41,6 +42,13 @@ std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const TileParams &p,
                                       const std::string &name,
                                       std::string &error);
+
+/// The group as cuDNN's fused convolution, y = act(conv(x, w) + bias + z):
+/// a 2-D conv followed only by at most one per-channel add (its bias), at
+/// most one full-size add (z) and a relu last. `args` gets the graph values
+/// x, w, [bias], [z], y in that order. Nullopt if the group is not one.
+std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
+                                      std::vector<mlir::Value> &args);
 
 } // namespace cuts::driver
 

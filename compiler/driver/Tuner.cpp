@@ -3,6 +3,7 @@
 
 #include "codegen/emit/Nvrtc.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/Library.h"
 
 #include <nlohmann/json.hpp>
 
@@ -118,6 +119,15 @@ std::string signature(const std::string &code, const std::string &arch,
   return arch + "/" + toolkit + "/" + hex;
 }
 
+std::string librarySignature(const std::string &library,
+                             const std::vector<int64_t> &params,
+                             const std::string &arch) {
+  std::string s = library + "/" + arch + "/";
+  for (size_t i = 0; i < params.size(); ++i)
+    s += (i ? "," : "") + std::to_string(params[i]);
+  return s;
+}
+
 bool Cache::load(const std::string &path, std::string &error) {
   std::ifstream f(path);
   if (!f)
@@ -195,7 +205,9 @@ std::string candidatesToJson(const std::vector<Candidate> &cs,
                     {"block", c.block},
                     {"sharedBytes", c.sharedBytes},
                     {"argBytes", c.argBytes},
-                    {"argOutput", outs}});
+                    {"argOutput", outs},
+                    {"library", c.library},
+                    {"libraryParams", c.libraryParams}});
   }
   return json({{"format", 1}, {"arch", arch}, {"candidates", list}}).dump(1) +
          "\n";
@@ -217,6 +229,8 @@ bool candidatesFromJson(const std::string &text, std::vector<Candidate> &cs,
       c.argBytes = x.at("argBytes").get<std::vector<uint64_t>>();
       for (int o : x.at("argOutput").get<std::vector<int>>())
         c.argOutput.push_back(o != 0);
+      c.library = x.value("library", "");
+      c.libraryParams = x.value("libraryParams", std::vector<int64_t>{});
       if (c.argOutput.size() != c.argBytes.size() || c.grid < 1 ||
           c.block < 1 || c.sharedBytes < 0) {
         error = "candidate " + c.name + " is malformed";
@@ -269,6 +283,10 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   for (int t = 0; t < jobs; ++t)
     pool.emplace_back([&] {
       for (size_t i; (i = next++) < todo.size();) {
+        if (!todo[i]->library.empty()) { // nothing to compile
+          ready[i] = true;
+          continue;
+        }
         NvrtcOptions no;
         no.sourceName = todo[i]->name + ".cu";
         compiled[i] =
@@ -278,6 +296,9 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     });
 
   Progress progress(opts.progress, todo.size());
+  std::unique_ptr<rt::CudnnHandle> cudnn; // created for the first library call
+  cu::CUdeviceptr workspaceBuf = 0;
+  size_t workspaceBytes = 0;
   cu::CUstream stream = nullptr;
   d->cuStreamCreate(&stream, cu::CU_STREAM_NON_BLOCKING);
   cu::CUdeviceptr slab = 0;
@@ -288,22 +309,50 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const Candidate &c = *todo[i];
     progress.step("timed", i);
-    if (!compiled[i]) {
+    std::unique_ptr<rt::CudnnConv> conv;
+    std::optional<size_t> workspace;
+    if (!c.library.empty()) {
+      std::string why;
+      auto spec = c.library == rt::kCudnnConv
+                      ? rt::decodeConvSpec(c.libraryParams, why)
+                      : std::nullopt;
+      if (spec && !cudnn && !(cudnn = rt::CudnnHandle::create(why)))
+        spec.reset();
+      if (spec && (conv = rt::CudnnConv::create(*spec, why)))
+        workspace = conv->workspaceBytes(*cudnn, why);
+      if (!workspace) {
+        cache.put(c.key, {std::nullopt, c.library + ": " + why.substr(0, 300)});
+        conv.reset();
+        continue;
+      }
+    } else if (!compiled[i]) {
       cache.put(c.key,
                 {std::nullopt, "NVRTC: " + compileErrors[i].substr(0, 300)});
       continue;
     }
     cu::CUmodule mod = nullptr;
     cu::CUfunction fn = nullptr;
-    if (d->cuModuleLoadData(&mod, compiled[i]->cubin.data()) !=
-            cu::CUDA_SUCCESS ||
-        d->cuModuleGetFunction(&fn, mod, c.name.c_str()) != cu::CUDA_SUCCESS) {
+    if (!conv && (d->cuModuleLoadData(&mod, compiled[i]->cubin.data()) !=
+                      cu::CUDA_SUCCESS ||
+                  d->cuModuleGetFunction(&fn, mod, c.name.c_str()) !=
+                      cu::CUDA_SUCCESS)) {
       if (mod)
         d->cuModuleUnload(mod);
       cache.put(c.key, {std::nullopt, "the CUBIN does not load"});
       continue;
     }
-    if (c.sharedBytes > 48 * 1024)
+    if (conv && *workspace > workspaceBytes) {
+      if (workspaceBuf)
+        d->cuMemFree(workspaceBuf);
+      workspaceBuf = 0;
+      workspaceBytes = 0;
+      if (d->cuMemAlloc(&workspaceBuf, *workspace) != cu::CUDA_SUCCESS) {
+        cache.put(c.key, {std::nullopt, "no device memory for the workspace"});
+        continue;
+      }
+      workspaceBytes = *workspace;
+    }
+    if (fn && c.sharedBytes > 48 * 1024)
       d->cuFuncSetAttribute(fn,
                             cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                             int(c.sharedBytes));
@@ -327,7 +376,8 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
                 std::to_string(need >> 20) + " MiB)";
         ok = false;
         slabBytes = 0;
-        d->cuModuleUnload(mod);
+        if (mod)
+          d->cuModuleUnload(mod);
         break;
       }
       slabBytes = need;
@@ -342,7 +392,16 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
         off += (b + 255) / 256 * 256;
       }
     }
-    auto launch = [&](int k) {
+    auto launch = [&](int k) -> cu::CUresult {
+      if (conv) {
+        const rt::ConvSpec &sp = conv->spec();
+        const auto &a = sets[k];
+        std::string why;
+        bool ran = conv->run(*cudnn, stream, a[0], a[1], sp.bias ? a[2] : 0,
+                             sp.residual ? a[2 + sp.bias] : 0, a.back(),
+                             workspaceBuf, workspaceBytes, why);
+        return ran ? cu::CUDA_SUCCESS : cu::CUresult(999);
+      }
       std::vector<void *> params;
       for (cu::CUdeviceptr &p : sets[k])
         params.push_back(&p);
@@ -355,7 +414,8 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
       r = launch(w % copies);
     if (r != cu::CUDA_SUCCESS) {
       cache.put(c.key, {std::nullopt, "launch: " + cu::errorString(r)});
-      d->cuModuleUnload(mod);
+      if (mod)
+        d->cuModuleUnload(mod);
       continue;
     }
     // One timed launch to size the run, then up to maxIters.
@@ -376,18 +436,58 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     float first = 0;
     r = timeOne(0, first);
     std::vector<float> times;
+    const char *how = "launches";
     if (r == cu::CUDA_SUCCESS) {
       int iters = int(std::clamp(opts.targetMs / std::max(first, 1e-3f), 3.0,
                                  double(opts.maxIters)));
-      for (int it = 0; it < iters && r == cu::CUDA_SUCCESS; ++it) {
-        float ms = 0;
-        r = timeOne((it + 1) % copies, ms);
-        times.push_back(ms);
+      // Replayed as a CUDA graph of `iters` launches, the time is the GPU's
+      // alone, as in a model run under a graph: a library call's host work
+      // (cuDNN's is tens of microseconds) and launch gaps do not count.
+      cu::CUgraph graph = nullptr;
+      cu::CUgraphExec exec = nullptr;
+      bool captured = d->hasGraphs() &&
+                      d->cuStreamBeginCapture(
+                          stream, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ==
+                          cu::CUDA_SUCCESS;
+      if (captured) {
+        cu::CUresult lr = cu::CUDA_SUCCESS;
+        for (int it = 0; it < iters && lr == cu::CUDA_SUCCESS; ++it)
+          lr = launch(it % copies);
+        captured =
+            d->cuStreamEndCapture(stream, &graph) == cu::CUDA_SUCCESS &&
+            lr == cu::CUDA_SUCCESS &&
+            d->cuGraphInstantiateWithFlags(&exec, graph, 0) == cu::CUDA_SUCCESS;
       }
+      if (captured) {
+        how = "graph-replayed launches";
+        for (int rep = 0; rep < 4 && r == cu::CUDA_SUCCESS; ++rep) {
+          d->cuEventRecord(e0, stream);
+          r = d->cuGraphLaunch(exec, stream);
+          d->cuEventRecord(e1, stream);
+          cu::CUresult sr = d->cuEventSynchronize(e1);
+          float ms = 0;
+          if (r == cu::CUDA_SUCCESS)
+            r = sr == cu::CUDA_SUCCESS ? d->cuEventElapsedTime(&ms, e0, e1)
+                                       : sr;
+          if (rep > 0) // the first replay uploads the graph
+            times.push_back(ms / float(iters));
+        }
+      } else {
+        for (int it = 0; it < iters && r == cu::CUDA_SUCCESS; ++it) {
+          float ms = 0;
+          r = timeOne((it + 1) % copies, ms);
+          times.push_back(ms);
+        }
+      }
+      if (exec)
+        d->cuGraphExecDestroy(exec);
+      if (graph)
+        d->cuGraphDestroy(graph);
     }
     d->cuEventDestroy(e0);
     d->cuEventDestroy(e1);
-    d->cuModuleUnload(mod);
+    if (mod)
+      d->cuModuleUnload(mod);
     if (r != cu::CUDA_SUCCESS) {
       // An error while running is sticky: the context is lost.
       error = "kernel " + c.name +
@@ -397,9 +497,9 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     }
     std::sort(times.begin(), times.end());
     double us = double(times[times.size() / 2]) * 1e3;
-    char note[96];
-    std::snprintf(note, sizeof note, "median of %zu launches, %d buffer sets",
-                  times.size(), copies);
+    char note[128];
+    std::snprintf(note, sizeof note, "median of %zu %s, %d buffer sets",
+                  times.size(), how, copies);
     cache.put(c.key, {us, note});
   }
   progress.step("timed", todo.size());
@@ -407,6 +507,9 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     t.join();
   if (slab)
     d->cuMemFree(slab);
+  if (workspaceBuf)
+    d->cuMemFree(workspaceBuf);
+  cudnn.reset();
   if (stream)
     d->cuStreamDestroy(stream);
   return ok;

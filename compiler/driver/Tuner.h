@@ -32,7 +32,17 @@ struct Candidate {
   int64_t grid = 1, block = 1, sharedBytes = 0;
   std::vector<uint64_t> argBytes;
   std::vector<bool> argOutput;
+  /// A vendor-library alternative instead of a generated kernel (no
+  /// source): "cudnn.conv" with an encoded rt::ConvSpec.
+  std::string library;
+  std::vector<int64_t> libraryParams;
 };
+
+/// The cache key of a library call: its parameters on one arch (not the
+/// library's version, which a machine without the library cannot know).
+std::string librarySignature(const std::string &library,
+                             const std::vector<int64_t> &params,
+                             const std::string &arch);
 
 /// "sm_90/13.0/<FNV-1a 64 of the code, hex>": the code (with the function
 /// named neutrally and comments stripped) on one arch and toolkit.

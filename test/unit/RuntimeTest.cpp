@@ -4,12 +4,14 @@
 
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
+#include "runtime/Library.h"
 
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -758,4 +760,464 @@ TEST_CASE("C API loading", "[runtime]") {
                                  &model) == CUTS_ERROR_INVALID_ARGUMENT);
   }
   CHECK(model == nullptr);
+}
+
+//===- Library kernels (cuDNN)
+//---------------------------------------------===//
+
+namespace {
+
+/// A 3x3 convolution with bias, residual and relu: 1x4x6x6 -> 1x8x6x6.
+ConvSpec testSpec() {
+  ConvSpec s;
+  s.N = 1, s.C = 4, s.H = 6, s.W = 6, s.K = 8, s.FH = 3, s.FW = 3;
+  s.padH = s.padW = 1;
+  s.OH = 6, s.OW = 6;
+  s.bias = s.residual = s.relu = true;
+  s.algo = 1;
+  return s;
+}
+
+/// y = relu(conv(x, w) + b + z) as one library kernel; with `generated`, y
+/// is an intermediate that a generated kernel copies to the output.
+///   tensors: 0 x, 1 z (inputs), 2 w, 3 b (weights), 4 y, [5 out]
+ArtifactContents libraryContents(bool generated) {
+  ConvSpec s = testSpec();
+  ArtifactContents c;
+  Manifest &m = c.manifest;
+  m.model = "library";
+  m.producer = "cuts test";
+  m.tensors.push_back(tensor("x", {s.N, s.C, s.H, s.W}, TensorKind::Input));
+  m.tensors.back().index = 0;
+  m.tensors.push_back(tensor("z", {s.N, s.K, s.OH, s.OW}, TensorKind::Input));
+  m.tensors.back().index = 1;
+  m.tensors.push_back(tensor("w", {s.K, s.C, s.FH, s.FW}, TensorKind::Weight));
+  m.tensors.back().weightOffset = 0;
+  m.tensors.push_back(tensor("b", {s.K}, TensorKind::Weight));
+  m.tensors.back().weightOffset = 1280; // w's 1152 bytes, aligned
+  m.tensors.push_back(
+      tensor("y", {s.N, s.K, s.OH, s.OW},
+             generated ? TensorKind::Intermediate : TensorKind::Output));
+  m.inputs = {0, 1};
+  KernelLaunch k;
+  k.name = "conv0";
+  k.summary = describeConvSpec(s);
+  k.args = {0, 2, 3, 1, 4};
+  k.outputs = {4};
+  k.pulTimeUs = 0.5;
+  k.library = kCudnnConv;
+  k.libraryParams = encodeConvSpec(s);
+  k.workspaceBytes = 4096;
+  m.kernels.push_back(k);
+  m.steps = {Step{0, -1, -1}};
+  c.sources = {""};
+  c.cubins = {{}};
+  if (generated) {
+    m.archs = {"sm_90"};
+    m.tensors.push_back(
+        tensor("out", {s.N, s.K, s.OH, s.OW}, TensorKind::Output));
+    m.tensors.back().index = 0;
+    m.outputs = {5};
+    m.kernels.push_back(kernel("copy_out", {4, 5}, {5}));
+    m.steps.push_back(Step{1, -1, -1});
+    c.sources.push_back("extern \"C\" __global__ void copy_out() {}\n");
+    c.cubins.push_back({{"sm_90", fakeCubin("copy_out", "sm_90")}});
+  } else {
+    m.tensors.back().index = 0;
+    m.outputs = {4};
+  }
+  // Weights: small values of both signs.
+  std::vector<float> w(size_t(s.wBytes() / 4)), b(size_t(s.K));
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = float(int(i * 37 % 17) - 8) / 16.0f;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int(i) - 4) / 8.0f;
+  c.weights.assign(1280 + 256, 0);
+  std::memcpy(c.weights.data(), w.data(), s.wBytes());
+  std::memcpy(c.weights.data() + 1280, b.data(), s.biasBytes());
+  return c;
+}
+
+/// The CPU reference of a ConvSpec (double accumulation).
+std::vector<float> referenceConv(const ConvSpec &s, const std::vector<float> &x,
+                                 const std::vector<float> &w,
+                                 const std::vector<float> &b,
+                                 const std::vector<float> &z) {
+  std::vector<float> y(size_t(s.yBytes() / 4));
+  int64_t cg = s.C / s.group, kg = s.K / s.group;
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t k = 0; k < s.K; ++k)
+      for (int64_t oh = 0; oh < s.OH; ++oh)
+        for (int64_t ow = 0; ow < s.OW; ++ow) {
+          double acc = 0;
+          int64_t g = k / kg;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t r = 0; r < s.FH; ++r)
+              for (int64_t q = 0; q < s.FW; ++q) {
+                int64_t ih = oh * s.strideH - s.padH + r * s.dilH;
+                int64_t iw = ow * s.strideW - s.padW + q * s.dilW;
+                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W)
+                  continue;
+                acc +=
+                    double(x[((n * s.C + g * cg + c) * s.H + ih) * s.W + iw]) *
+                    double(w[((k * cg + c) * s.FH + r) * s.FW + q]);
+              }
+          size_t o = size_t(((n * s.K + k) * s.OH + oh) * s.OW + ow);
+          if (s.bias)
+            acc += b[size_t(k)];
+          if (s.residual)
+            acc += z[o];
+          y[o] = float(s.relu ? std::max(acc, 0.0) : acc);
+        }
+  return y;
+}
+
+double relativeL2(const std::vector<float> &got,
+                  const std::vector<float> &want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+} // namespace
+
+TEST_CASE("ConvSpec encodes in a fixed order and decodes back", "[runtime]") {
+  ConvSpec s;
+  s.N = 2, s.C = 6, s.H = 11, s.W = 13, s.K = 9, s.FH = 3, s.FW = 5;
+  s.padH = 1, s.padW = 2, s.strideH = 2, s.strideW = 1, s.dilH = 1, s.dilW = 2,
+  s.group = 3;
+  s.OH = 6, s.OW = 9; // (11 + 2 - 2 - 1) / 2 + 1, (13 + 4 - 8 - 1) / 1 + 1
+  s.bias = true, s.residual = false, s.relu = true, s.algo = 6;
+  std::vector<int64_t> p = encodeConvSpec(s);
+  CHECK(p == std::vector<int64_t>{2, 6, 11, 13, 9, 3, 5, 1, 2, 2,
+                                  1, 1, 2,  3,  6, 9, 1, 0, 1, 6});
+  CHECK(p.size() == kConvSpecParams);
+  std::string error;
+  auto back = decodeConvSpec(p, error);
+  INFO(error);
+  REQUIRE(back.has_value());
+  CHECK(*back == s);
+  CHECK(back->xBytes() == 4 * 2 * 6 * 11 * 13);
+  CHECK(back->wBytes() == 4 * 9 * 2 * 3 * 5);
+  CHECK(back->biasBytes() == 4 * 9);
+  CHECK(back->yBytes() == 4 * 2 * 9 * 6 * 9);
+  CHECK(back->numArgs() == 4);
+
+  ConvSpec dw = testSpec(); // depthwise, no relu
+  dw.group = dw.C = dw.K = 8;
+  dw.relu = dw.residual = false;
+  auto d = decodeConvSpec(encodeConvSpec(dw), error);
+  INFO(error);
+  REQUIRE(d.has_value());
+  CHECK(*d == dw);
+  CHECK(d->wBytes() == 4 * 8 * 1 * 3 * 3);
+  CHECK(d != s);
+
+  CHECK(CudnnConv::forwardAlgorithms() ==
+        std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(cudnnAlgoName(1) == "IMPLICIT_PRECOMP_GEMM");
+  CHECK(cudnnAlgoName(7) == "WINOGRAD_NONFUSED");
+  CHECK(cudnnAlgoName(8) == "algo 8");
+  CHECK(describeConvSpec(testSpec()) ==
+        "conv 1x4x6x6 * 8x4x3x3 pad 1,1 stride 1,1 dil 1,1 group 1 -> "
+        "1x8x6x6 +bias +z relu algo 1");
+}
+
+TEST_CASE("ConvSpec checks", "[runtime]") {
+  std::string error;
+  auto refuse = [&](std::vector<int64_t> p) {
+    error.clear();
+    CHECK_FALSE(decodeConvSpec(p, error).has_value());
+    CHECK_FALSE(error.empty());
+    return error;
+  };
+  std::vector<int64_t> good = encodeConvSpec(testSpec());
+  REQUIRE(decodeConvSpec(good, error).has_value());
+
+  std::vector<int64_t> p = good;
+  p.pop_back();
+  CHECK(refuse(p).find("20 params") != std::string::npos);
+  p = good;
+  p[17] = 2; // residual
+  CHECK(refuse(p).find("residual") != std::string::npos);
+  p = good;
+  p[14] = 5; // OH
+  CHECK(refuse(p).find("gives 6x6") != std::string::npos);
+  p = good;
+  p[13] = 3; // group does not divide C = 4
+  CHECK(refuse(p).find("multiples of group") != std::string::npos);
+  p = good;
+  p[7] = -1; // padH
+  CHECK(refuse(p).find("padH") != std::string::npos);
+  p = good;
+  p[0] = int64_t(1) << 31; // N beyond int32
+  CHECK(refuse(p).find("N = ") != std::string::npos);
+  p = good;
+  p[0] = 1 << 26; // x of 2^26 * 144 elements
+  CHECK(refuse(p).find("2^31") != std::string::npos);
+  p = good;
+  p[19] = 8;
+  CHECK(refuse(p).find("not a cuDNN forward algorithm") != std::string::npos);
+  p = good;
+  p[19] = int64_t(1) << 40;
+  CHECK(refuse(p).find("algo") != std::string::npos);
+  p = good;
+  p[18] = 0; // no relu: identity, algo 1 only
+  CHECK(decodeConvSpec(p, error).has_value());
+  p[19] = 0;
+  CHECK(refuse(p).find("IMPLICIT_PRECOMP_GEMM") != std::string::npos);
+}
+
+TEST_CASE("artifact with a library kernel round trip", "[runtime]") {
+  for (bool generated : {false, true}) {
+    INFO("with a generated kernel: " << generated);
+    ArtifactContents c = libraryContents(generated);
+    std::vector<uint8_t> bytes = serializeArtifact(c);
+    REQUIRE(serializeArtifact(c) == bytes); // deterministic
+    std::string error;
+    auto a = parseArtifact(bytes, error);
+    INFO(error);
+    REQUIRE(a.has_value());
+    const KernelLaunch &k = a->manifest.kernels[0];
+    CHECK(k.isLibrary());
+    CHECK(k.library == "cudnn.conv");
+    CHECK(k.libraryParams == encodeConvSpec(testSpec()));
+    CHECK(k.workspaceBytes == 4096);
+    CHECK(k.args == c.manifest.kernels[0].args);
+    CHECK(k.outputs == std::vector<int>{4});
+    CHECK(k.cubins.empty());
+    CHECK(k.source.size == 0);
+    CHECK(a->source(0).empty());
+    if (generated) {
+      const KernelLaunch &g = a->manifest.kernels[1];
+      CHECK_FALSE(g.isLibrary());
+      CHECK(g.libraryParams.empty());
+      CHECK(g.workspaceBytes == 0);
+      CHECK(g.cubins.size() == 1);
+    } else {
+      CHECK(a->manifest.archs.empty());
+    }
+    CHECK(serializeArtifact(contentsOf(*a)) == bytes);
+
+    // The fields are in the manifest JSON.
+    for (const auto &[name, data] : sectionsOf(bytes))
+      if (name == "manifest") {
+        Json j = Json::parse(data.begin(), data.end());
+        CHECK(j["kernels"][0]["library"] == "cudnn.conv");
+        CHECK(j["kernels"][0]["libraryParams"].size() == kConvSpecParams);
+        CHECK(j["kernels"][0]["workspaceBytes"] == 4096);
+      }
+  }
+}
+
+TEST_CASE("a manifest without the library fields has generated kernels",
+          "[runtime]") {
+  // As written before the fields existed: they are optional.
+  std::string error;
+  auto a = parseArtifact(withManifest([](Json &j) {
+                           for (Json &k : j["kernels"]) {
+                             k.erase("library");
+                             k.erase("libraryParams");
+                             k.erase("workspaceBytes");
+                           }
+                         }),
+                         error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  for (const KernelLaunch &k : a->manifest.kernels) {
+    CHECK_FALSE(k.isLibrary());
+    CHECK(k.libraryParams.empty());
+  }
+}
+
+TEST_CASE("library kernel validation", "[runtime]") {
+  ArtifactContents c = libraryContents(true);
+  KernelLaunch &k = c.manifest.kernels[0];
+  auto rejected = [&]() { return rejection(serializeArtifact(c)); };
+  SECTION("unknown library") {
+    k.library = "cublas.gemm";
+    std::string error = rejected();
+    CHECK(error.find("kernels[0].library") != std::string::npos);
+    CHECK(error.find("unknown library \"cublas.gemm\"") != std::string::npos);
+  }
+  SECTION("too few params") {
+    k.libraryParams.resize(19);
+    std::string error = rejected();
+    CHECK(error.find("kernels[0].libraryParams") != std::string::npos);
+    CHECK(error.find("not 19") != std::string::npos);
+  }
+  SECTION("params that are no convolution") {
+    k.libraryParams[15] = 7; // OW
+    std::string error = rejected();
+    CHECK(error.find("kernels[0].libraryParams") != std::string::npos);
+    CHECK(error.find("6x7") != std::string::npos);
+  }
+  SECTION("identity with another algo") {
+    k.libraryParams[18] = 0;
+    k.libraryParams[19] = 6;
+    CHECK(rejected().find("IMPLICIT_PRECOMP_GEMM") != std::string::npos);
+  }
+  SECTION("params of the wrong type") {
+    std::string error = rejection(withManifest([](Json &j) {
+      j["kernels"][0]["library"] = "cudnn.conv";
+      j["kernels"][0]["libraryParams"] = Json::array({1, "2"});
+    }));
+    CHECK(error.find("kernels[0].libraryParams[1]") != std::string::npos);
+    error = rejection(
+        withManifest([](Json &j) { j["kernels"][0]["library"] = 3; }));
+    CHECK(error.find("kernels[0].library") != std::string::npos);
+    error = rejection(
+        withManifest([](Json &j) { j["kernels"][0]["workspaceBytes"] = -1; }));
+    CHECK(error.find("kernels[0].workspaceBytes") != std::string::npos);
+  }
+  SECTION("an arg missing") {
+    k.args = {0, 2, 3, 4}; // no z, but the spec has a residual
+    std::string error = rejected();
+    CHECK(error.find("kernels[0].args") != std::string::npos);
+    CHECK(error.find("takes 5 args (x, w, bias, z, y), not 4") !=
+          std::string::npos);
+  }
+  SECTION("an arg of the wrong size") {
+    c.manifest.tensors[2].shape = {8, 4, 3, 2};
+    std::string error = rejected();
+    CHECK(error.find("kernels[0].args[1]") != std::string::npos);
+    CHECK(error.find("768 bytes") != std::string::npos);
+    CHECK(error.find("needs 1152") != std::string::npos);
+  }
+  SECTION("bias and z swapped") {
+    k.args = {0, 2, 1, 3, 4};
+    CHECK(rejected().find("kernels[0].args[2]") != std::string::npos);
+  }
+  SECTION("an arg that is not float32") {
+    c.manifest.tensors[3].dtype = "int32";
+    CHECK(rejected().find("float32") != std::string::npos);
+  }
+  SECTION("a second output") {
+    k.outputs = {4, 1};
+    CHECK(rejected().find("kernels[0].outputs") != std::string::npos);
+    k.outputs = {1}; // writes an input
+    CHECK(rejected().find("kernels[0].outputs") != std::string::npos);
+  }
+  SECTION("z is y") {
+    // z a view of y: cuDNN would read what it writes.
+    c.manifest.tensors[1] = tensor("zy", {1, 8, 6, 6}, TensorKind::View);
+    c.manifest.tensors[1].viewOf = 4;
+    c.manifest.tensors.push_back(tensor("z", {1}, TensorKind::Input));
+    c.manifest.tensors.back().index = 1;
+    c.manifest.inputs[1] = 6;
+    std::string error = rejected();
+    CHECK(error.find("kernels[0].args[3]") != std::string::npos);
+    CHECK(error.find("shares its memory with y") != std::string::npos);
+  }
+  SECTION("a library kernel with a CUBIN or a source") {
+    c.cubins[0]["sm_90"] = fakeCubin("conv0", "sm_90");
+    CHECK(rejected().find("kernels[0].cubins") != std::string::npos);
+    c.cubins[0].clear();
+    c.sources[0] = "extern \"C\" __global__ void conv0() {}";
+    CHECK(rejected().find("kernels[0].source") != std::string::npos);
+  }
+  SECTION("a generated kernel with library params or a workspace") {
+    c.manifest.kernels[1].libraryParams = {1};
+    CHECK(rejected().find("kernels[1].libraryParams") != std::string::npos);
+    c.manifest.kernels[1].libraryParams.clear();
+    c.manifest.kernels[1].workspaceBytes = 256;
+    CHECK(rejected().find("kernels[1].workspaceBytes") != std::string::npos);
+  }
+  SECTION("a generated kernel still needs every arch") {
+    c.cubins[1].clear();
+    CHECK(rejected().find("has no CUBIN for sm_90") != std::string::npos);
+  }
+}
+
+TEST_CASE("cuDNN convolution without a device fails cleanly", "[runtime]") {
+  std::string error;
+  ConvSpec bad = testSpec();
+  bad.OW = 5;
+  CHECK(CudnnConv::create(bad, error) == nullptr);
+  CHECK(error.find("gives 6x6") != std::string::npos);
+
+  ConvSpec identity = testSpec();
+  identity.relu = false;
+  identity.algo = 0;
+  error.clear();
+  CHECK(CudnnConv::create(identity, error) == nullptr);
+  CHECK(error.find("IMPLICIT_PRECOMP_GEMM") != std::string::npos);
+
+  // Without a bias the wrapper allocates zeros on the device, which needs a
+  // current CUDA context: none here, with or without a GPU.
+  ConvSpec noBias = testSpec();
+  noBias.bias = false;
+  error.clear();
+  CHECK(CudnnConv::create(noBias, error) == nullptr);
+  INFO(error);
+  CHECK_FALSE(error.empty());
+
+  // With a bias no device is needed: it fails only without cuDNN.
+  error.clear();
+  auto conv = CudnnConv::create(testSpec(), error);
+  if (!conv)
+    CHECK(error.find("cuDNN") != std::string::npos);
+  else
+    CHECK(conv->spec() == testSpec());
+
+  error.clear();
+  auto handle = CudnnHandle::create(error);
+  if (!handle)
+    CHECK_FALSE(error.empty());
+}
+
+TEST_CASE("C API: a model with a cuDNN convolution", "[runtime]") {
+  ConvSpec s = testSpec();
+  ArtifactContents c = libraryContents(false);
+  std::vector<uint8_t> bytes = serializeArtifact(c);
+  cuts_model *model = nullptr;
+  cuts_status st =
+      cuts_model_load_memory(bytes.data(), bytes.size(), nullptr, &model);
+  INFO(cuts_last_error());
+  if (st != CUTS_OK) {
+    // No GPU (as here): the driver fails first; a GPU without cuDNN:
+    // CUTS_ERROR_CUDA naming it.
+    CHECK((st == CUTS_ERROR_NO_DEVICE || st == CUTS_ERROR_CUDA));
+    CHECK(std::string(cuts_last_error()).size() > 0);
+    if (st == CUTS_ERROR_CUDA)
+      CHECK(std::string(cuts_last_error()).find("cudnn.conv") !=
+            std::string::npos);
+    CHECK(model == nullptr);
+    return;
+  }
+  // On a GPU host with cuDNN: run it, with and without a CUDA graph,
+  // against the CPU reference.
+  const char *name = nullptr;
+  REQUIRE(cuts_model_kernel(model, 0, &name, nullptr, nullptr) == CUTS_OK);
+  CHECK(std::string(name) == "cudnn.conv");
+  std::vector<float> x(size_t(s.xBytes() / 4)), z(size_t(s.yBytes() / 4));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(int(i * 13 % 11) - 5) / 4.0f;
+  for (size_t i = 0; i < z.size(); ++i)
+    z[i] = float(int(i * 7 % 5) - 2) / 2.0f;
+  std::vector<float> w(size_t(s.wBytes() / 4)), b(size_t(s.K));
+  std::memcpy(w.data(), c.weights.data(), s.wBytes());
+  std::memcpy(b.data(), c.weights.data() + 1280, s.biasBytes());
+  std::vector<float> want = referenceConv(s, x, w, b, z);
+  for (int graph : {0, 1}) {
+    cuts_session *session = nullptr;
+    REQUIRE(cuts_session_create(model, nullptr, graph, &session) == CUTS_OK);
+    std::vector<float> y(want.size(), -1.0f);
+    int64_t xs[] = {s.N, s.C, s.H, s.W}, ys[] = {s.N, s.K, s.OH, s.OW};
+    cuts_binding in[] = {{"x", CUTS_FLOAT32, 4, xs, x.data()},
+                         {"z", CUTS_FLOAT32, 4, ys, z.data()}};
+    cuts_binding out[] = {{"y", CUTS_FLOAT32, 4, ys, y.data()}};
+    for (int run = 0; run < 2; ++run) { // capture, then replay
+      REQUIRE(cuts_session_run_host(session, in, 2, out, 1) == CUTS_OK);
+      CHECK(relativeL2(y, want) <= 1e-5);
+    }
+    float ms = 0;
+    CHECK(cuts_session_profile(session, 3, &ms) == CUTS_OK);
+    CHECK(cuts_session_benchmark(session, 1, 1, &ms) == CUTS_OK);
+    cuts_session_free(session);
+  }
+  cuts_model_free(model);
 }

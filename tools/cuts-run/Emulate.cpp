@@ -2,6 +2,7 @@
 #include "Emulate.h"
 
 #include "codegen/emit/HostCompile.h"
+#include "runtime/Library.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +13,59 @@
 #include <memory>
 
 namespace cuts {
+
+namespace {
+
+/// cuDNN's fused convolution on the CPU, y = act(conv(x, w) + bias + z),
+/// accumulated in double.
+template <typename Pointer>
+bool emulateLibrary(const rt::KernelLaunch &k, Pointer pointer,
+                    std::string &error) {
+  if (k.library != rt::kCudnnConv) {
+    error = "unknown library call";
+    return false;
+  }
+  auto spec = rt::decodeConvSpec(k.libraryParams, error);
+  if (!spec)
+    return false;
+  const rt::ConvSpec &s = *spec;
+  const float *x = pointer(k.args[0]), *w = pointer(k.args[1]);
+  const float *bias = s.bias ? pointer(k.args[2]) : nullptr;
+  const float *z = s.residual ? pointer(k.args[2 + s.bias]) : nullptr;
+  float *y = pointer(k.args.back());
+  int64_t cg = s.C / s.group, kg = s.K / s.group;
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t ko = 0; ko < s.K; ++ko) {
+      int64_t g = ko / kg;
+      for (int64_t oh = 0; oh < s.OH; ++oh)
+        for (int64_t ow = 0; ow < s.OW; ++ow) {
+          double acc = 0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t fh = 0; fh < s.FH; ++fh) {
+              int64_t ih = oh * s.strideH - s.padH + fh * s.dilH;
+              if (ih < 0 || ih >= s.H)
+                continue;
+              for (int64_t fw = 0; fw < s.FW; ++fw) {
+                int64_t iw = ow * s.strideW - s.padW + fw * s.dilW;
+                if (iw < 0 || iw >= s.W)
+                  continue;
+                acc +=
+                    double(x[((n * s.C + g * cg + c) * s.H + ih) * s.W + iw]) *
+                    double(w[((ko * cg + c) * s.FH + fh) * s.FW + fw]);
+              }
+            }
+          int64_t o = ((n * s.K + ko) * s.OH + oh) * s.OW + ow;
+          if (bias)
+            acc += bias[ko];
+          if (z)
+            acc += z[o];
+          y[o] = float(s.relu ? std::max(acc, 0.0) : acc);
+        }
+    }
+  return true;
+}
+
+} // namespace
 
 bool emulateArtifact(const rt::Artifact &a,
                      const std::vector<std::vector<float>> &inputs,
@@ -67,6 +121,13 @@ bool emulateArtifact(const rt::Artifact &a,
       continue;
     }
     const rt::KernelLaunch &k = m.kernels[step.kernel];
+    if (k.isLibrary()) {
+      if (!emulateLibrary(k, pointer, error)) {
+        error = "step " + std::to_string(s) + " (" + k.library + "): " + error;
+        return false;
+      }
+      continue;
+    }
     auto it = compiled.find(k.name);
     if (it == compiled.end()) {
       std::string source = a.source(step.kernel);

@@ -53,7 +53,7 @@ void usage(llvm::raw_ostream &os) {
         "                    [--name NAME] [--input-shape ...] [--no-fusion]\n"
         "                    [--top-percent T] [--min-keep K] [--jobs N]\n"
         "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
-        "                    [--candidates FILE]\n"
+        "                    [--candidates FILE] [--no-library]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
@@ -64,7 +64,8 @@ void usage(llvm::raw_ostream &os) {
         "      GPU and choose by measured time; --tuning CACHE: read (and\n"
         "      with --tune, update) measured times, so a machine without a\n"
         "      GPU chooses the same; --candidates FILE: write what CACHE\n"
-        "      lacks, for cuts tune\n"
+        "      lacks, for cuts tune; --no-library: never cuDNN (tuning times\n"
+        "      it against the generated kernels where it can run a group)\n"
         "  tune DIR --cache CACHE\n"
         "      time DIR/candidates.json (from compile --candidates) on this\n"
         "      machine's GPU and add the times to CACHE\n"
@@ -390,7 +391,9 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     } else if (a == "--candidates") {
       if (!value(copts.candidatesOut))
         return error("", "--candidates needs a file name");
-    } else if (a == "--precision" || a == "--no-library") {
+    } else if (a == "--no-library") {
+      copts.library = false;
+    } else if (a == "--precision") {
       return error("", "compile: " + a +
                            " is not available in this version: kernels are "
                            "generated, in fp32");
@@ -540,11 +543,12 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (copts.cost != cuts::driver::CostSource::Model) {
     std::snprintf(times, sizeof times,
                   "  tuning: %d round(s), %d candidates measured now, %d of "
-                  "%d kernels chosen by measured time (%.1f us measured, "
-                  "%.1f us bound), %d candidates unmeasured, %.1f s\n",
+                  "%d kernels chosen by measured time (%d of them cuDNN; "
+                  "%.1f us measured, %.1f us bound), %d candidates "
+                  "unmeasured, %.1f s\n",
                   result->tuneRounds, result->measured, result->chosenByTime,
-                  result->kernels, result->measuredUs, result->predictedUs,
-                  result->unmeasured, result->tuneSeconds);
+                  result->kernels, result->libraryKernels, result->measuredUs,
+                  result->predictedUs, result->unmeasured, result->tuneSeconds);
     llvm::outs() << times;
   }
   return 0;

@@ -52,6 +52,9 @@ struct Blob {
   uint64_t offset = 0, size = 0;
 };
 
+/// A kernel of the plan: a generated one (library empty: its CUDA source
+/// and a CUBIN per arch), or a call into a vendor library (library names
+/// it; no source, no CUBINs; grid, block and sharedBytes unused).
 struct KernelLaunch {
   std::string name;    // the extern "C" __global__ function
   std::string summary; // ops and parameters, one line
@@ -61,6 +64,16 @@ struct KernelLaunch {
   double pulTimeUs = 0;               // the performance model's lower bound
   Blob source;                        // in the "source" section
   std::map<std::string, Blob> cubins; // arch ("sm_90") -> in "cubin.<arch>"
+  /// "" for a generated kernel; "cudnn.conv" for cuDNN's fused convolution,
+  /// whose libraryParams are an encoded ConvSpec (runtime/Library.h) and
+  /// whose args are x, w, [bias], [z], y.
+  std::string library;
+  std::vector<int64_t> libraryParams;
+  /// Device scratch the library call needed when the tuner timed it (the
+  /// runtime asks the library again and takes the larger).
+  uint64_t workspaceBytes = 0;
+
+  bool isLibrary() const { return !library.empty(); }
 };
 
 /// One step of the plan: run a kernel, or copy a tensor into another (a

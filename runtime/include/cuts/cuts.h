@@ -72,7 +72,8 @@ const char *cuts_last_error(void);
 const char *cuts_status_name(cuts_status s);
 
 /* Loads and validates an artifact, creates the kernels and uploads the
- * weights. options may be NULL. */
+ * weights. options may be NULL. A model with library kernels loads cuDNN 9
+ * (libcudnn.so.9) too, and fails with CUTS_ERROR_CUDA without it. */
 cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
                             cuts_model **model);
 cuts_status cuts_model_load_memory(const void *data, size_t size,
@@ -119,7 +120,8 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
                                    float *times_ms);
 
 /* The model's kernels in plan order: name, one-line summary, and the
- * performance model's lower-bound time in microseconds. */
+ * performance model's lower-bound time in microseconds. A kernel that is a
+ * library call (cuDNN) is named by its library, "cudnn.conv". */
 int cuts_model_num_kernels(const cuts_model *model);
 cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,
                               const char **summary, double *bound_us);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# On the GPU host (after scripts/package_gpu.sh here, with .gpu-bin carried):
+# for each MODEL:BATCH in $CELLS, export it (bench/run.py's models phase),
+# `cuts compile --tune` it with a tuning cache in $OUT, check the outputs
+# against ONNX Runtime (CPU) with `cuts run --compare`, time it with
+# `cuts bench` (plain and CUDA graph) and list its kernels; then compile it
+# again from the cache alone and check that the artifact is byte-identical.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+# cuDNN 9 for the library alternative: the system's, else PyTorch's copy.
+if ! ldconfig -p | grep -q libcudnn.so.9; then
+  d=$(python3 -c "import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], 'lib'))" 2>/dev/null)
+  [ -n "$d" ] && export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
+fi
+OUT=${OUT:-/tmp/tune}
+mkdir -p "$OUT"
+cuts=$PWD/.gpu-bin/bin/cuts
+cells=${CELLS:-resnet50:1 mobilenet_v2:1}
+models=$(for c in $cells; do echo ${c%%:*}; done | sort -u)
+batches=$(for c in $cells; do [ ${c##*:} = 1 ] && echo small || echo large; done | sort -u)
+python3 bench/run.py --out "$OUT/export" --phases models --models $models \
+  --batches $batches --precisions fp32 --no-report 2>&1 | grep -v "^$" | tail -4
+for c in $cells; do
+  m=${c%%:*}; b=${c##*:}
+  f=$(ls bench/models/${m}_b${b}_*.onnx | head -1)
+  d=$OUT/$m-b$b
+  mkdir -p $d
+  echo "== $m batch $b"
+  /usr/bin/time -f "compile+tune wall %e s" $cuts compile "$f" --arch sm_90 -o $d/out \
+    --tune --tuning $OUT/cache.json --jobs 16 2>&1 | tail -4
+  python3 scripts/reference.py "$f" $d/in $d/ref > $d/inputs.txt || continue
+  $cuts run $d/out/model.cuts $(cat $d/inputs.txt) --compare $d/ref | tail -2
+  $cuts bench $d/out/model.cuts --iters 200 --graph | head -1
+  $cuts bench $d/out/model.cuts --iters 50 --kernels > $OUT/$m-b$b.kernels.txt 2>&1
+  $cuts compile "$f" --arch sm_90 -o $d/again --tuning $OUT/cache.json --jobs 16 | tail -1
+  cmp $d/out/model.cuts $d/again/model.cuts && echo "byte-identical from the cache"
+  rm -rf $d/in $d/again
+done
+ls -la $OUT/cache.json
