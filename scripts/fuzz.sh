@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the importer fuzzer with clang + libFuzzer + ASan and runs it.
+# Builds a fuzzer with clang + libFuzzer + ASan and runs it: the importer's
+# (CUTS_FUZZ_TARGET=import, the default) or the artifact / tensor-file
+# parsers' (CUTS_FUZZ_TARGET=artifact).
 #   scripts/fuzz.sh [SECONDS] [extra libFuzzer args...]
 # The seed corpus is the covered ONNX node tests' models plus the small test
 # models; new inputs found go to build-fuzz/corpus (not committed).
@@ -12,7 +14,34 @@ if [ ! -f build-fuzz/build.ninja ]; then
     -DCMAKE_BUILD_TYPE=Release -DCUTS_BUILD_TESTS=OFF -DCUTS_FUZZ=ON \
     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address -g" >/dev/null
 fi
-ninja -C build-fuzz cuts-fuzz-import
+target=${CUTS_FUZZ_TARGET:-import}
+ninja -C build-fuzz cuts-fuzz-$target
+if [ "$target" = artifact ]; then
+  # Seeds: a compiled small model (first byte 0 selects the artifact
+  # parser), a .npy and a TensorProto (1 and 2), written by the main build.
+  seeds=build-fuzz/seeds-artifact
+  if [ ! -d "$seeds" ]; then
+    mkdir -p "$seeds.tmp"
+    build/tools/cuts/cuts compile examples/models/tiny_convnet.onnx \
+      --input-shape input=1x3x32x32 --arch sm_90 -o build-fuzz/seed-model >/dev/null
+    { printf '\x00'; cat build-fuzz/seed-model/model.cuts; } >"$seeds.tmp/artifact"
+    python3 - "$seeds.tmp" <<'PY'
+import io, sys
+import numpy as np
+from onnx import numpy_helper
+d = sys.argv[1]
+b = io.BytesIO(); np.save(b, np.arange(12, dtype=np.float32).reshape(3, 4))
+open(d + "/npy", "wb").write(b"\x01" + b.getvalue())
+t = numpy_helper.from_array(np.ones((2, 3), np.float32), "x")
+open(d + "/pb", "wb").write(b"\x02" + t.SerializeToString())
+PY
+    mv "$seeds.tmp" "$seeds"
+  fi
+  mkdir -p build-fuzz/corpus-artifact
+  exec build-fuzz/tools/fuzz/cuts-fuzz-artifact build-fuzz/corpus-artifact "$seeds" \
+    -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=262144 \
+    -print_final_stats=1 "$@"
+fi
 seeds=build-fuzz/seeds
 if [ ! -d "$seeds" ]; then
   python3 test/conformance/gen_node_tests.py build-fuzz/node >/dev/null

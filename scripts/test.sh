@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # README command (b): set up, build, run every test. CI runs this.
 #   unit (Catch2), lit (FileCheck), models (ONNX helper + PyTorch exports),
-#   conformance (ONNX node tests), then the importer fuzzer for a bounded time.
+#   conformance (ONNX node tests), compile (cuts compile + run --emulate),
+#   install (the installed package), then the importer's and the artifact
+#   parsers' fuzzers for a bounded time each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,4 +17,12 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
     exit 1
   }
   grep -E "stat::number_of_executed_units|Done" build/fuzz.log | tail -2
+  echo "fuzz: running the artifact / tensor-file fuzzer for ${FUZZ_SECONDS}s"
+  CUTS_FUZZ_TARGET=artifact scripts/fuzz.sh "$FUZZ_SECONDS" \
+    >build/fuzz-artifact.log 2>&1 || {
+    tail -40 build/fuzz-artifact.log
+    echo "fuzz: the artifact fuzzer failed (log: build/fuzz-artifact.log)"
+    exit 1
+  }
+  grep -E "stat::number_of_executed_units|Done" build/fuzz-artifact.log | tail -2
 fi

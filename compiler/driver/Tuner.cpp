@@ -26,10 +26,10 @@ using nlohmann::json;
 namespace cu = rt::cuda;
 
 uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 0xcbf29ce484222325ull; // FNV-1a 64
   for (unsigned char c : s) {
     h ^= c;
-    h *= 1099511628211ull;
+    h *= 0x100000001b3ull;
   }
   return h;
 }

@@ -1,0 +1,71 @@
+//===- fuzz_artifact.cpp - libFuzzer target: artifacts and tensor files ---===//
+//
+// What the runtime and `cuts run` parse from files: model.cuts artifacts,
+// .npy arrays and ONNX TensorProto .pb files. Any byte string must parse or
+// be rejected with a message: never crash, hang, leak or abort. The first
+// byte picks the parser. For artifacts the header's size and checksum are
+// rewritten to match the mutated bytes, so mutations reach the section table
+// and the manifest instead of all failing the checksum.
+//
+//===----------------------------------------------------------------------===//
+#include "cuts/Artifact.h"
+#include "tools/cuts-run/TensorFile.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The checksum of the format (runtime/Artifact.cpp): FNV-1a 64 of every
+// byte after the 64-byte header, at offset 24; the file size at 16.
+void fixHeader(std::vector<uint8_t> &b) {
+  if (b.size() < 64)
+    return;
+  uint64_t size = b.size(), h = 0xcbf29ce484222325ull;
+  for (size_t i = 64; i < b.size(); ++i) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  std::memcpy(b.data() + 16, &size, 8);
+  std::memcpy(b.data() + 24, &h, 8);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size == 0)
+    return 0;
+  std::string error;
+  switch (data[0] % 3) {
+  case 0: {
+    std::vector<uint8_t> bytes(data + 1, data + size);
+    fixHeader(bytes);
+    auto a = cuts::rt::parseArtifact(std::move(bytes), error);
+    if (!a && error.empty())
+      std::abort(); // a rejection must say why
+    if (a) {
+      // What the runtime does next with a valid artifact.
+      cuts::rt::planMemory(a->manifest);
+      for (size_t k = 0; k < a->manifest.kernels.size(); ++k)
+        (void)a->source(int(k));
+    }
+    break;
+  }
+  case 1: {
+    std::string bytes(reinterpret_cast<const char *>(data) + 1, size - 1);
+    if (!cuts::parseNpy(bytes, error) && error.empty())
+      std::abort();
+    break;
+  }
+  case 2: {
+    std::string bytes(reinterpret_cast<const char *>(data) + 1, size - 1);
+    if (!cuts::parseTensorProto(bytes, error) && error.empty())
+      std::abort();
+    break;
+  }
+  }
+  return 0;
+}
