@@ -257,6 +257,34 @@ def check_tuning_cache(runner, name, path, inputs, refdir):
                 "tune without a GPU must fail cleanly: " + r.stderr)
 
 
+def check_validate(runner, path):
+    """cuts validate samples kept and pruned sets of each conv as kernels
+    for cuts tune; validate_report.py joins them with (synthetic) times."""
+    import json
+    d = os.path.join(runner.work, "validate")
+    r = runner.run("validate", path, "--arch", "h200", "-o", d, "--samples",
+                   "12")
+    require(r.returncode == 0, "validate: " + r.stderr)
+    v = json.load(open(os.path.join(d, "validation.json")))["samples"]
+    c = json.load(open(os.path.join(d, "candidates.json")))["candidates"]
+    require(len(v) == len(c) > 0, "%d samples, %d candidates" % (len(v), len(c)))
+    require(any(s["kept"] for s in v) and any(not s["kept"] for s in v),
+            "the samples must hold kept and pruned sets")
+    # Synthetic times that follow the PUL ranking exactly: Spearman 1.
+    cache = {s["key"]: {"us": 1.0 / s["pul"], "note": "synthetic"} for s in v}
+    json.dump({"format": 1, "entries": cache},
+              open(os.path.join(d, "cache.json"), "w"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    report = os.path.join(here, "..", "..", "scripts", "validate_report.py")
+    r = subprocess.run([sys.executable, report, d], capture_output=True,
+                       text=True)
+    require(r.returncode == 0 and "measured fastest kept in" in r.stdout,
+            "validate_report: " + r.stdout + r.stderr)
+    rows = json.load(open(os.path.join(d, "report.json")))
+    require(rows and all(x["best_kept"] and x["spearman"] > 0.99
+                         for x in rows), "report: %s" % rows)
+
+
 def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
@@ -298,6 +326,8 @@ def main():
     if first and not a.k:
         p = os.path.join(a.work, "mobilenet_block.onnx")
         d = os.path.join(a.work, "mobilenet_block")
+        runner.check("validate", check_validate, runner,
+                     os.path.join(a.work, "resnet_block.onnx"))
         runner.check("tuning cache", check_tuning_cache, runner,
                      "mobilenet_block", p,
                      ["--input", "x=" + os.path.join(d, "x.npy")],

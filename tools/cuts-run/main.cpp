@@ -48,7 +48,7 @@ const char *kUsage =
     "           [--json]\n"
     "      median and p99 latency and throughput; --kernels times every\n"
     "      kernel and sets it against the performance model's bound\n"
-    "  cuts tune DIR --cache CACHE [--jobs N]\n"
+    "  cuts tune DIR --cache CACHE [--jobs N] [--target-ms T]\n"
     "      times DIR/candidates.json (written by cuts compile --candidates) "
     "on\n"
     "      GPU 0 and adds the times to CACHE (created if missing)\n";
@@ -361,6 +361,10 @@ int cmdTune(const std::vector<std::string> &args) {
       mo.jobs = std::atoi(args[++k].c_str());
       if (mo.jobs < 1)
         return error("", "--jobs needs a count >= 1");
+    } else if (a == "--target-ms" && k + 1 < args.size()) {
+      mo.targetMs = std::atof(args[++k].c_str());
+      if (!(mo.targetMs > 0))
+        return error("", "--target-ms needs a positive number");
     } else if (!a.empty() && a[0] == '-') {
       return error("", "tune: unknown option '" + a + "'");
     } else if (dir.empty()) {

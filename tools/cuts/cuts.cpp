@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
+#include "compiler/driver/Validate.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
 #include "perfmodel/Explain.h"
@@ -72,6 +73,11 @@ void usage(llvm::raw_ostream &os) {
         "  run MODEL.cuts --input NAME=FILE ... [--emulate] [--compare DIR]\n"
         "  bench MODEL.cuts [--iters N] [--graph] [--kernels] [--json]\n"
         "      run and time a compiled model (see cuts run --help)\n"
+        "  validate MODEL.onnx --arch ARCH -o DIR [--samples N]\n"
+        "                    [--kinds conv,depthwise,matmul]\n"
+        "      samples N (200) parameter sets of every distinct conv and\n"
+        "      matmul, kept and pruned, as kernels for cuts tune DIR; then\n"
+        "      scripts/validate_report.py DIR checks the model's pruning\n"
         "  arch [--json] | arch --probe [-o FILE.json]\n"
         "      the known GPU descriptors; --probe measures the local GPU\n";
 }
@@ -554,6 +560,95 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   return 0;
 }
 
+int cmdValidate(const std::vector<std::string> &args) {
+  std::string model, outDir, archName;
+  int samples = 200;
+  cuts::ImportOptions opts;
+  cuts::PruneOptions prune;
+  std::vector<cuts::OpKind> kinds{cuts::OpKind::Conv,
+                                  cuts::OpKind::DepthwiseConv,
+                                  cuts::OpKind::MatMul};
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string &a = args[k];
+    double v = 0;
+    auto number = [&](double &out, double lo, double hi) {
+      return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
+             out <= hi;
+    };
+    if (a == "--arch" && k + 1 < args.size()) {
+      archName = args[++k];
+    } else if (a == "-o" && k + 1 < args.size()) {
+      outDir = args[++k];
+    } else if (a == "--samples") {
+      if (!number(v, 1, 100000))
+        return error("", "--samples needs a count >= 1");
+      samples = int(v);
+    } else if (a == "--kinds" && k + 1 < args.size()) {
+      kinds.clear();
+      llvm::SmallVector<llvm::StringRef> names;
+      llvm::StringRef(args[++k]).split(names, ',');
+      for (llvm::StringRef n : names) {
+        if (n == "conv")
+          kinds.push_back(cuts::OpKind::Conv);
+        else if (n == "depthwise")
+          kinds.push_back(cuts::OpKind::DepthwiseConv);
+        else if (n == "matmul")
+          kinds.push_back(cuts::OpKind::MatMul);
+        else
+          return error("", "--kinds takes conv, depthwise, matmul");
+      }
+    } else if (a == "--top-percent") {
+      if (!number(v, 1e-6, 100))
+        return error("", "--top-percent needs a number in (0, 100]");
+      prune.topPercent = v;
+    } else if (a == "--min-keep") {
+      if (!number(v, 1, 1e6))
+        return error("", "--min-keep needs a count >= 1");
+      prune.minKeep = int(v);
+    } else if (int r = parseInputShape(args, k, opts)) {
+      if (r < 0)
+        return 1;
+    } else if (!a.empty() && a[0] == '-') {
+      return error("", "validate: unknown option '" + a + "'");
+    } else if (model.empty()) {
+      model = a;
+    } else {
+      return error("", "validate: more than one model given");
+    }
+  }
+  if (model.empty() || outDir.empty() || archName.empty())
+    return error("", "validate: usage: cuts validate MODEL.onnx --arch ARCH "
+                     "-o DIR [--samples N] [--kinds conv,depthwise,matmul]");
+  auto arch = cuts::findArch(archName);
+  if (!arch)
+    return error("", "unknown --arch '" + archName + "' (known: " +
+                         archList() + ")");
+  mlir::MLIRContext ctx;
+  auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
+  if (!module)
+    return 1;
+  std::string err;
+  auto s = cuts::driver::sampleForValidation(*module, *arch, arch->computeArch,
+                                             prune, samples, kinds, err);
+  if (!s)
+    return error(model, err);
+  if (auto ec = llvm::sys::fs::create_directories(outDir))
+    return error(outDir, "cannot create (" + ec.message() + ")");
+  std::vector<cuts::tune::Candidate> cands;
+  for (const auto &x : *s)
+    cands.push_back(x.candidate);
+  if (!writeText(outDir + "/candidates.json",
+                 cuts::tune::candidatesToJson(cands, arch->computeArch)) ||
+      !writeText(outDir + "/validation.json",
+                 cuts::driver::validationJson(*s, arch->name)))
+    return error(outDir, "cannot write");
+  llvm::outs() << s->size() << " parameter sets sampled; time them with cuts "
+               << "tune " << outDir << " --cache " << outDir
+               << "/cache.json, then scripts/validate_report.py " << outDir
+               << "\n";
+  return 0;
+}
+
 int cmdArch(const std::vector<std::string> &args, const char *argv0) {
   bool json = false, probe = false;
   std::vector<llvm::StringRef> probeArgs;
@@ -638,6 +733,8 @@ int main(int argc, char **argv) {
     return cmdArch(args, argv[0]);
   if (cmd == "compile")
     return cmdCompile(args, argv[0]);
+  if (cmd == "validate")
+    return cmdValidate(args);
   if (cmd == "run" || cmd == "bench" || cmd == "tune")
     return cmdRunner(cmd, args, argv[0]);
   usage(llvm::errs());
