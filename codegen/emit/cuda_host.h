@@ -7,7 +7,8 @@
 // GPU kernel's indexing, guards and barriers.
 //
 // cuts_host::launch(kernel, grid, block, args...) runs the grid's blocks one
-// after another and, inside a block, every CUDA thread on its own std::thread,
+// after another and, inside a block, every CUDA thread on its own std::thread
+// (started once per launch and reused for every block),
 // all at once, with real barriers: __syncthreads is a counting barrier over
 // the block, the warp intrinsics (__shfl_*_sync, __ballot_sync, __syncwarp)
 // exchange values through a per-warp buffer between two barriers over the
@@ -493,32 +494,10 @@ inline unsigned activeMask() {
   });
 }
 
-// Threads of a block start together behind this gate, so that they run
-// concurrently rather than in creation order, and so that a failed thread
-// creation can cancel the block before any thread reached a barrier.
-class StartGate {
-public:
-  bool wait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    opened.wait(lock, [&] { return state != Closed; });
-    return state == Go;
-  }
-  void open(bool go) {
-    std::lock_guard<std::mutex> lock(mutex);
-    state = go ? Go : Cancel;
-    opened.notify_all();
-  }
-
-private:
-  enum { Closed, Go, Cancel } state = Closed;
-  std::mutex mutex;
-  std::condition_variable opened;
-};
-
 using Invoke = void (*)(const void *closure);
 
-inline void runThread(Block &block, unsigned tid, StartGate &gate,
-                      Invoke invoke, const void *closure) {
+inline void runThread(Block &block, unsigned tid, Invoke invoke,
+                      const void *closure) {
   ThreadContext context;
   context.block = &block;
   context.warp = block.warps[tid / 32].get();
@@ -526,23 +505,21 @@ inline void runThread(Block &block, unsigned tid, StartGate &gate,
   current = &context;
   threadIdx = {tid % blockDim.x, tid / blockDim.x % blockDim.y,
                tid / (blockDim.x * blockDim.y)};
-  if (gate.wait()) {
-    try {
-      invoke(closure);
-    } catch (const std::exception &e) {
-      recordError(blockName() + ": exception in the kernel: " + e.what());
-    } catch (...) {
-      recordError(blockName() + ": exception in the kernel");
-    }
+  try {
+    invoke(closure);
+  } catch (const std::exception &e) {
+    recordError(blockName() + ": exception in the kernel: " + e.what());
+  } catch (...) {
+    recordError(blockName() + ": exception in the kernel");
   }
   context.warp->barrier.leave();
   block.barrier.leave();
   current = nullptr;
 }
 
-inline void runBlock(unsigned threads, Invoke invoke, const void *closure) {
-  Block block;
+inline void resetBlock(Block &block, unsigned threads) {
   block.barrier.reset(threads, "__syncthreads");
+  block.warps.clear();
   for (unsigned first = 0; first < threads; first += 32) {
     block.warps.push_back(std::make_unique<Warp>());
     Warp &w = *block.warps.back();
@@ -550,23 +527,88 @@ inline void runBlock(unsigned threads, Invoke invoke, const void *closure) {
     w.barrier.reset(w.lanes, "warp " + std::to_string(first / 32) +
                                  " collective (__shfl/__ballot/__syncwarp)");
   }
-  StartGate gate;
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  bool started = true;
-  try {
-    for (unsigned tid = 0; tid < threads; ++tid)
-      pool.emplace_back(runThread, std::ref(block), tid, std::ref(gate), invoke,
-                        closure);
-  } catch (const std::exception &e) {
-    recordError(blockName() + ": cannot start " + std::to_string(threads) +
-                " threads: " + e.what());
-    started = false;
-  }
-  gate.open(started);
-  for (std::thread &t : pool)
-    t.join();
 }
+
+// The block's CUDA threads: one std::thread each, started once per launch
+// and reused for every block (starting them per block made whole-model
+// emulation spend most of its time creating threads). Each block's threads
+// still run concurrently, with real barriers.
+class Team {
+public:
+  Team(unsigned threads, Invoke invoke, const void *closure)
+      : threads(threads), invoke(invoke), closure(closure) {}
+
+  bool start() {
+    try {
+      for (unsigned tid = 0; tid < threads; ++tid)
+        pool.emplace_back([this, tid] { work(tid); });
+    } catch (const std::exception &e) {
+      recordError("cannot start " + std::to_string(threads) +
+                  " threads: " + e.what());
+      stop();
+      return false;
+    }
+    return true;
+  }
+
+  /// Runs `block` (reset for this team) on every thread; returns when all
+  /// have finished it.
+  void run(Block &block) {
+    std::unique_lock<std::mutex> lock(mutex);
+    this->block = &block;
+    finished = 0;
+    ++generation;
+    wake.notify_all();
+    done.wait(lock, [&] { return finished == pool.size(); });
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+      wake.notify_all();
+    }
+    for (std::thread &t : pool)
+      t.join();
+    pool.clear();
+  }
+
+  ~Team() {
+    if (!pool.empty())
+      stop();
+  }
+
+private:
+  void work(unsigned tid) {
+    unsigned long long seen = 0;
+    for (;;) {
+      Block *b;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stopping || generation != seen; });
+        if (stopping)
+          return;
+        seen = generation;
+        b = block;
+      }
+      runThread(*b, tid, invoke, closure);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (++finished == pool.size())
+        done.notify_one();
+    }
+  }
+
+  unsigned threads;
+  Invoke invoke;
+  const void *closure;
+  std::vector<std::thread> pool;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  Block *block = nullptr;
+  unsigned long long generation = 0;
+  size_t finished = 0;
+  bool stopping = false;
+};
 
 inline std::string checkShape(dim3 grid, dim3 block, size_t sharedBytes) {
   unsigned long long threads = 1ull * block.x * block.y * block.z;
@@ -603,18 +645,27 @@ inline LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes,
   gridDim = grid;
   blockDim = block;
   unsigned threads = block.x * block.y * block.z;
+  Team team(threads, invoke, closure);
+  if (!team.start()) {
+    state.dynamicShared = nullptr;
+    return {state.error};
+  }
+  Block blk;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
         blockIdx = {x, y, z};
         std::memset(sharedBase, 0xFF, sharedBytes);
-        runBlock(threads, invoke, closure);
+        resetBlock(blk, threads);
+        team.run(blk);
         // Later blocks would only repeat the error (or hang on it).
         if (!state.error.empty()) {
+          team.stop();
           state.dynamicShared = nullptr;
           return {state.error};
         }
       }
+  team.stop();
   state.dynamicShared = nullptr;
   return {};
 }
