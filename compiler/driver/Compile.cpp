@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -563,6 +564,44 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
   return res;
 }
 
+namespace {
+
+// The C parameter name of each input, then each output: the tensor's name
+// as an identifier, made unique ("x", "x_1") where two names map to one.
+std::vector<std::string> parameterNames(const rt::Manifest &m) {
+  std::vector<std::string> names;
+  std::set<std::string> used{"session"};
+  auto add = [&](const std::string &tensor) {
+    std::string base = cIdentifier(tensor), n = base;
+    for (int k = 1; !used.insert(n).second; ++k)
+      n = base + "_" + std::to_string(k);
+    names.push_back(n);
+  };
+  for (int t : m.inputs)
+    add(m.tensors[t].name);
+  for (int t : m.outputs)
+    add(m.tensors[t].name);
+  return names;
+}
+
+// A C string literal's contents.
+std::string cString(const std::string &s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += char(c);
+    else if (c < 32 || c > 126) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    } else
+      out += char(c);
+  }
+  return out;
+}
+
+} // namespace
+
 std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
   std::ostringstream os;
   std::string P = prefix;
@@ -581,6 +620,8 @@ std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
       s += (d ? "x" : "") + std::to_string(t.shape[d]);
     return s.empty() ? std::string("scalar") : s;
   };
+  std::vector<std::string> param = parameterNames(m);
+  size_t ni = m.inputs.size();
   os << "/* Loads the embedded model (options may be NULL). */\n"
      << "cuts_status " << prefix
      << "_load(const cuts_load_options *options, cuts_model **model);\n\n"
@@ -592,10 +633,10 @@ std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
     os << " *   " << cIdentifier(m.tensors[t].name) << ": float32 "
        << shape(m.tensors[t]) << " (output \"" << m.tensors[t].name << "\")\n";
   os << " */\ncuts_status " << prefix << "_run(cuts_session *session";
-  for (int t : m.inputs)
-    os << ", const float *" << cIdentifier(m.tensors[t].name);
-  for (int t : m.outputs)
-    os << ", float *" << cIdentifier(m.tensors[t].name);
+  for (size_t i = 0; i < ni; ++i)
+    os << ", const float *" << param[i];
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    os << ", float *" << param[ni + i];
   os << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return os.str();
 }
@@ -603,6 +644,8 @@ std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
 std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
                                const std::string &artifactPath) {
   std::ostringstream os;
+  std::vector<std::string> param = parameterNames(m);
+  size_t ni = m.inputs.size();
   os << "// lib" << prefix << ".so: the artifact embedded, and " << prefix
      << ".h's functions.\n#include \"" << prefix << ".h\"\n\n"
      << "__asm__(\".section .rodata\\n.balign 256\\n"
@@ -624,10 +667,10 @@ std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
     return s + (t.shape.empty() ? "0}" : "}");
   };
   os << "extern \"C\" cuts_status " << prefix << "_run(cuts_session *session";
-  for (int t : m.inputs)
-    os << ", const float *" << cIdentifier(m.tensors[t].name);
-  for (int t : m.outputs)
-    os << ", float *" << cIdentifier(m.tensors[t].name);
+  for (size_t i = 0; i < ni; ++i)
+    os << ", const float *" << param[i];
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    os << ", float *" << param[ni + i];
   os << ") {\n";
   int k = 0;
   for (int t : m.inputs)
@@ -637,18 +680,18 @@ std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
     os << "  static const int64_t s" << k++
        << "[] = " << shapeArray(m.tensors[t]) << ";\n";
   k = 0;
-  auto binding = [&](const rt::Tensor &t) {
+  auto binding = [&](const rt::Tensor &t, const std::string &param) {
     std::ostringstream b;
-    b << "{\"" << t.name << "\", CUTS_FLOAT32, " << t.shape.size() << ", s"
-      << k++ << ", (void *)" << cIdentifier(t.name) << "}";
+    b << "{\"" << cString(t.name) << "\", CUTS_FLOAT32, " << t.shape.size()
+      << ", s" << k++ << ", (void *)" << param << "}";
     return b.str();
   };
   os << "  const cuts_binding in[] = {";
   for (size_t i = 0; i < m.inputs.size(); ++i)
-    os << (i ? ", " : "") << binding(m.tensors[m.inputs[i]]);
+    os << (i ? ", " : "") << binding(m.tensors[m.inputs[i]], param[i]);
   os << "};\n  const cuts_binding out[] = {";
   for (size_t i = 0; i < m.outputs.size(); ++i)
-    os << (i ? ", " : "") << binding(m.tensors[m.outputs[i]]);
+    os << (i ? ", " : "") << binding(m.tensors[m.outputs[i]], param[ni + i]);
   os << "};\n  return cuts_session_run(session, in, " << m.inputs.size()
      << ", out, " << m.outputs.size() << ");\n}\n";
   return os.str();

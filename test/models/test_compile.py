@@ -80,6 +80,22 @@ def make_two_outputs(path):
                    [tm.vi("flat", [1, 144]), tm.vi("same", [1, 4, 6, 6])])
 
 
+def make_awkward_names(path):
+    """Tensor names that are not C identifiers: a quote, a backslash, and
+    two names that map to one identifier (model.h must still compile)."""
+    nodes = [helper.make_node("Relu", ['in"put'], ["out.a"], name="r1"),
+             helper.make_node("Sigmoid", ['in"put'], ["out_a"], name="r2"),
+             helper.make_node("Neg", ['in"put'], ["x\\y"], name="r3")]
+    g = helper.make_graph(
+        nodes, "awkward", [tm.vi('in"put', [2, 3])],
+        [tm.vi(n, [2, 3]) for n in ["out.a", "out_a", "x\\y"]])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    import onnx
+    onnx.save(m, path)
+    return path
+
+
 def feeds(shapes, seed):
     r = np.random.default_rng(seed)
     return {k: r.standard_normal(s).astype(np.float32) for k, s in shapes}
@@ -99,6 +115,7 @@ MODELS = {
     "elementwise": (make_elementwise, [("x", (2, 7, 5)), ("z", (2, 5, 7))],
                     []),
     "two_outputs": (make_two_outputs, [("x", (1, 4, 6, 6))], []),
+    "awkward_names": (make_awkward_names, [('in"put', (2, 3))], []),
 }
 
 
