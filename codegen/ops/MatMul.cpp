@@ -41,8 +41,8 @@ std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
 std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
                                   int64_t N, const TileParams &p,
                                   const std::vector<EpilogueOp> &epilogue,
-                                  std::string &error, bool transA,
-                                  bool transB) {
+                                  std::string &error, bool transA, bool transB,
+                                  int64_t batch) {
   if (p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 || p.Nb % p.Nt ||
       p.Kb % p.Kt || p.Cin < 1 || K % p.Cin) {
     error = "parameters do not describe a matmul tiling (H = W = 1, block "
@@ -54,11 +54,19 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
   k.params = p;
   k.desc.kind = OpKind::MatMul;
   k.desc.N = M, k.desc.C = K, k.desc.K = N;
+  k.desc.H = std::max<int64_t>(batch, 1); // one grid row per product
   k.loopExtent = K;
+  auto shape = [&](std::vector<int64_t> s) {
+    if (batch > 1)
+      s.insert(s.begin(), batch);
+    return s;
+  };
   k.tensors = {
-      {"A", transA ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K},
+      {"A",
+       shape(transA ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}),
        false},
-      {"B", transB ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N},
+      {"B",
+       shape(transB ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}),
        false}};
 
   // Shared tiles: A's in FORMAT_shared (N = rows, C = columns), B's
@@ -86,12 +94,17 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
       fetchDim(p.Cin, dfg::NoDim, 1, 0, true, K, transB ? 1 : N, bs.strides[0]);
   FetchDim colsB =
       fetchDim(p.Kb, dfg::DimK, 1, 0, false, N, transB ? K : 1, bs.strides[1]);
-  k.fetches.push_back({0, a,
-                       transA ? std::vector<FetchDim>{colsA, rowsA}
-                              : std::vector<FetchDim>{rowsA, colsA}});
-  k.fetches.push_back({1, b,
-                       transB ? std::vector<FetchDim>{colsB, rowsB}
-                              : std::vector<FetchDim>{rowsB, colsB}});
+  std::vector<FetchDim> fa = transA ? std::vector<FetchDim>{colsA, rowsA}
+                                    : std::vector<FetchDim>{rowsA, colsA};
+  std::vector<FetchDim> fb = transB ? std::vector<FetchDim>{colsB, rowsB}
+                                    : std::vector<FetchDim>{rowsB, colsB};
+  if (batch > 1) {
+    // The block's product: an extent-1 axis following output dimension H.
+    fa.insert(fa.begin(), fetchDim(1, dfg::DimH, 1, 0, false, batch, M * K, 0));
+    fb.insert(fb.begin(), fetchDim(1, dfg::DimH, 1, 0, false, batch, K * N, 0));
+  }
+  k.fetches.push_back({0, a, fa});
+  k.fetches.push_back({1, b, fb});
 
   // Loop body: acc(i, j) += As[i][c] * Bs[c][j] for c < C_input, over
   // thread 0's outputs (see forEachChunkPosition).
@@ -113,10 +126,16 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
   declareAccumulators(k);
 
   // Loop exit: the epilogue on each accumulator, then the global store.
-  if (!buildExit(k, "Y", {M, N}, {dfg::DimN, dfg::DimK}, epilogue, error))
+  bool ok =
+      batch > 1
+          ? buildExit(k, "Y", {batch, M, N}, {dfg::DimH, dfg::DimN, dfg::DimK},
+                      epilogue, error)
+          : buildExit(k, "Y", {M, N}, {dfg::DimN, dfg::DimK}, epilogue, error);
+  if (!ok)
     return std::nullopt;
 
-  k.summary = "matmul " + std::to_string(M) + "x" + std::to_string(K) + " * " +
+  k.summary = (batch > 1 ? std::to_string(batch) + " x matmul " : "matmul ") +
+              std::to_string(M) + "x" + std::to_string(K) + " * " +
               std::to_string(K) + "x" + std::to_string(N);
   for (const EpilogueOp &e : epilogue)
     k.summary += e.operand.empty() ? " + unary" : " + " + e.operand;

@@ -11,13 +11,16 @@ namespace cuts::codegen {
 /// Y[M, N] = epilogue(op(A) x op(B)) with op(A) [M, K] and op(B) [K, N]
 /// (A stored [K, M] when transA, B stored [N, K] when transB: ONNX Gemm),
 /// tile parameters p (Nb rows and Kb columns per block, Nt x Kt per thread,
-/// C_input = p.Cin, A's shared tile in p's FORMAT_shared). Fails (nullopt,
-/// with `error`) when p does not describe a matmul tiling.
+/// C_input = p.Cin, A's shared tile in p's FORMAT_shared). With batch > 1,
+/// `batch` independent products (A [batch, M, K], B [batch, K, N], Y
+/// [batch, M, N], as in attention), one per block row of the grid: the
+/// batch follows output dimension H with Hb = Ht = 1. Fails (nullopt, with
+/// `error`) when p does not describe a matmul tiling.
 std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
                                   int64_t N, const TileParams &p,
                                   const std::vector<EpilogueOp> &epilogue,
                                   std::string &error, bool transA = false,
-                                  bool transB = false);
+                                  bool transB = false, int64_t batch = 1);
 
 } // namespace cuts::codegen
 

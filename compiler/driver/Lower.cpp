@@ -354,16 +354,28 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
     } else if (auto ma = llvm::dyn_cast<MatMulAddOp>(op)) {
       C = ma.getC();
     }
-    if (as.size() < 2 || bs.size() != 2) {
-      error = "batched matmuls (B with batch axes) are not generated yet";
+    if (as.size() < 2 || bs.size() < 2) {
+      error = "matmuls of vectors are not generated yet";
       return std::nullopt;
     }
+    int64_t batch = 1;
+    if (bs.size() > 2) {
+      // Attention's products: both operands carry the same batch axes.
+      if (as.size() != bs.size() ||
+          !std::equal(as.begin(), as.end() - 2, bs.begin())) {
+        error = "batched matmuls whose operands broadcast are not generated "
+                "yet";
+        return std::nullopt;
+      }
+      batch = product(llvm::ArrayRef<int64_t>(as).drop_back(2));
+    }
     int64_t K = ta ? as[as.size() - 2] : as.back();
-    int64_t N = tb ? bs[0] : bs[1];
-    int64_t M = product(as) / K;
+    int64_t N = tb ? bs[bs.size() - 2] : bs.back();
+    int64_t M = product(as) / K / batch;
     b.values["A"] = A;
     b.values["B"] = B;
-    std::vector<int64_t> kout{M, N};
+    std::vector<int64_t> kout = batch > 1 ? std::vector<int64_t>{batch, M, N}
+                                          : std::vector<int64_t>{M, N};
     std::vector<EpilogueOp> epi;
     if (C) {
       switch (operandForm(shapeOf(C), out, out.size() - 1)) {
@@ -385,8 +397,9 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
     if (!rest)
       return std::nullopt;
     epi.insert(epi.end(), rest->begin(), rest->end());
-    return finish(codegen::buildMatMul(name, M, K, N, p, epi, error, ta, tb), b,
-                  "matmul", error);
+    return finish(
+        codegen::buildMatMul(name, M, K, N, p, epi, error, ta, tb, batch), b,
+        "matmul", error);
   }
 
   auto pool = [&](mlir::Value X, llvm::ArrayRef<int64_t> kernel,

@@ -96,6 +96,21 @@ def make_awkward_names(path):
     return path
 
 
+def make_attention(path):
+    """Batched matmuls as attention has them: scores = q k^T / 4,
+    softmax, then the weighted sum of v."""
+    b = tm.Builder(25)
+    kt = b.node("Transpose", ["k"], perm=[0, 1, 3, 2])
+    s = b.node("MatMul", ["q", kt])
+    s = b.node("Div", [s, b.const(np.array(4.0, np.float32))])
+    s = b.node("Softmax", [s], axis=-1)
+    b.node("MatMul", [s, "v"])
+    tm.rename_last(b, "y")
+    shape = [2, 3, 5, 8]
+    return b.model(path, [tm.vi("q", shape), tm.vi("k", shape),
+                          tm.vi("v", shape)], [tm.vi("y", shape)])
+
+
 def feeds(shapes, seed):
     r = np.random.default_rng(seed)
     return {k: r.standard_normal(s).astype(np.float32) for k, s in shapes}
@@ -116,6 +131,8 @@ MODELS = {
                     []),
     "two_outputs": (make_two_outputs, [("x", (1, 4, 6, 6))], []),
     "awkward_names": (make_awkward_names, [('in"put', (2, 3))], []),
+    "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
+                                   ("v", (2, 3, 5, 8))], []),
 }
 
 

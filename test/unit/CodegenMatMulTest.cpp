@@ -211,3 +211,53 @@ TEST_CASE("matmul parameters that do not tile are rejected", "[codegen]") {
   CHECK(!buildMatMul("bad", 16, 64, 16, p, {}, err));
   CHECK(err.find("matmul tiling") != std::string::npos);
 }
+
+TEST_CASE("batched matmul: one product per grid row, with a bias epilogue",
+          "[codegen][matmul]") {
+  const int64_t B = 3, M = 5, K = 8, N = 6;
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.N = M, d.C = K, d.K = N, d.batch = B;
+  PruneOptions opts;
+  opts.topPercent = 5;
+  SearchResult r = searchParams(d, *findArch("h100"), opts);
+  REQUIRE(!r.kept.empty());
+  std::mt19937 rng(11);
+  std::vector<float> a = test::randomVector(rng, B * M * K);
+  std::vector<float> b = test::randomVector(rng, B * K * N);
+  std::vector<float> bias = test::randomVector(rng, N);
+  int tried = 0;
+  for (const Candidate &c : r.kept) {
+    if (c.params.threads() > 64 || tried == 3)
+      continue;
+    ++tried;
+    std::string err;
+    auto k = buildMatMul("bmm", M, K, N, c.params,
+                         {EpilogueOp::binary(dfg::Op::Add, "bias", {N})}, err,
+                         false, false, B);
+    INFO(err);
+    REQUIRE(k);
+    std::vector<float> y = test::poisoned(B * M * N);
+    REQUIRE(runOnHost(*k,
+                      {{"A", a.data()},
+                       {"B", b.data()},
+                       {"bias", bias.data()},
+                       {"Y", y.data()}},
+                      err));
+    test::RelativeL2 e;
+    for (int64_t q = 0; q < B; ++q)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double v = bias[j];
+          for (int64_t p = 0; p < K; ++p)
+            v +=
+                double(a[(q * M + i) * K + p]) * double(b[(q * K + p) * N + j]);
+          e.add(y[(q * M + i) * N + j], v);
+        }
+    CHECK(e.value() <= 1e-5);
+    auto nv = compileWithNvrtc(emitSource(*k), "sm_90", err);
+    INFO(err);
+    CHECK((nv || !nvrtcAvailable()));
+  }
+  CHECK(tried > 0);
+}
