@@ -6,12 +6,7 @@
 # Results go to $OUT/bench/results.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
-# cuDNN 9 for the library alternative: the system's, else PyTorch's copy.
-if ! ldconfig -p | grep -q libcudnn.so.9; then
-  d=$(python3 -c "import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], 'lib'))" 2>/dev/null)
-  [ -n "$d" ] && export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
-fi
+source scripts/gpu_env.sh
 OUT=${OUT:-/tmp/e2e}
 mkdir -p "$OUT"
 cuts=$PWD/.gpu-bin/bin/cuts

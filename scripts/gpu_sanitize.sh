@@ -6,7 +6,7 @@
 # serving MobileNetV2 with 4 worker sessions, plain and with CUDA graphs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+source scripts/gpu_env.sh
 b=$PWD/.gpu-bin
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck; do

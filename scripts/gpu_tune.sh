@@ -7,12 +7,7 @@
 # again from the cache alone and check that the artifact is byte-identical.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
-# cuDNN 9 for the library alternative: the system's, else PyTorch's copy.
-if ! ldconfig -p | grep -q libcudnn.so.9; then
-  d=$(python3 -c "import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], 'lib'))" 2>/dev/null)
-  [ -n "$d" ] && export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
-fi
+source scripts/gpu_env.sh
 OUT=${OUT:-/tmp/tune}
 mkdir -p "$OUT"
 cuts=$PWD/.gpu-bin/bin/cuts

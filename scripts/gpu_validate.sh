@@ -8,7 +8,7 @@
 # measured throughput. Reports go to $OUT/<model>.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+source scripts/gpu_env.sh
 OUT=${OUT:-/tmp/validate}
 mkdir -p "$OUT"
 cuts=$PWD/.gpu-bin/bin/cuts

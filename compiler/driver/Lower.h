@@ -11,6 +11,7 @@
 #define CUTS_COMPILER_DRIVER_LOWER_H
 
 #include "codegen/ops/Kernel.h"
+#include "compiler/driver/Tuner.h"
 #include "runtime/Library.h"
 
 #include "mlir/IR/Operation.h"
@@ -42,6 +43,12 @@ std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const TileParams &p,
                                       const std::string &name,
                                       std::string &error);
+
+/// A lowered kernel (named "cuts_kernel") as a candidate to time: its
+/// source, launch and argument sizes, keyed by its code (without the header
+/// comment, which names ops and PUL) on `arch` with NVRTC `toolkit`.
+tune::Candidate tuneCandidate(const codegen::Kernel &k, const std::string &arch,
+                              const std::string &toolkit);
 
 /// The group as cuDNN's fused convolution, y = act(conv(x, w) + bias + z):
 /// a 2-D conv followed only by at most one per-channel add (its bias), at

@@ -32,8 +32,9 @@ struct ValidationSample {
   tune::Candidate candidate;
 };
 
-/// Up to `samples` sets per distinct op of @main whose kind is in `kinds`: every kept set, the rest
-/// drawn evenly over the pruned ranking (deterministic).
+/// Up to `samples` sets per distinct op of @main whose kind is in `kinds`:
+/// every kept set, the rest drawn evenly over the pruned ranking
+/// (deterministic).
 std::optional<std::vector<ValidationSample>>
 sampleForValidation(mlir::ModuleOp module, const GpuArch &arch,
                     const std::string &computeArch, const PruneOptions &prune,

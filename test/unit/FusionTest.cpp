@@ -1,5 +1,6 @@
 // The fusion model (thesis §3.2.4) on small cuts graphs.
 #include "perfmodel/Fusion.h"
+#include "GraphTestUtil.h"
 #include "cuts/Dialect/Cuts/CutsDialect.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "perfmodel/Describe.h"
@@ -17,21 +18,7 @@ using namespace cuts;
 
 namespace {
 
-struct Graph {
-  mlir::MLIRContext ctx;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  std::vector<mlir::Operation *> ops; // non-constant ops, program order
-  explicit Graph(const char *text) {
-    ctx.loadDialect<CutsDialect, mlir::func::FuncDialect>();
-    module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
-    REQUIRE(module);
-    module->walk([&](mlir::Operation *op) {
-      if (op->getDialect() && op->getDialect()->getNamespace() == "cuts" &&
-          !llvm::isa<ConstantOp>(op))
-        ops.push_back(op);
-    });
-  }
-};
+using test::Graph;
 
 const char *kConvChain = R"mlir(
 func.func @main(%x: tensor<1x64x28x28xf32>, %r: tensor<1x64x28x28xf32>) -> tensor<1x64x28x28xf32> {

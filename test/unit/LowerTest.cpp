@@ -2,6 +2,7 @@
 // code generator can build, and that a lowered group runs on the CPU with
 // the right answer.
 #include "compiler/driver/Lower.h"
+#include "GraphTestUtil.h"
 #include "codegen/emit/HostRun.h"
 #include "cuts/Dialect/Cuts/CutsDialect.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
@@ -21,27 +22,7 @@ using namespace cuts;
 
 namespace {
 
-struct Graph {
-  mlir::MLIRContext ctx;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  std::vector<mlir::Operation *> ops; // non-constant ops, program order
-  explicit Graph(const char *text) {
-    ctx.loadDialect<CutsDialect, mlir::func::FuncDialect>();
-    module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
-    REQUIRE(module);
-    module->walk([&](mlir::Operation *op) {
-      if (op->getDialect() && op->getDialect()->getNamespace() == "cuts" &&
-          !llvm::isa<ConstantOp>(op))
-        ops.push_back(op);
-    });
-  }
-  std::vector<mlir::Operation *> pick(std::initializer_list<int> idx) {
-    std::vector<mlir::Operation *> v;
-    for (int i : idx)
-      v.push_back(ops[i]);
-    return v;
-  }
-};
+using test::Graph;
 
 // conv -> add bias-like vector -> relu -> add residual -> reshape; a
 // transpose + mul chain; a second conv fed by the first.
