@@ -233,6 +233,39 @@ bool parseNumber(const std::string &s, double &out) {
   return !s.empty() && *end == 0;
 }
 
+// The number after args[k] (advancing k), if it parses and lies in
+// [lo, hi].
+bool numberAt(const std::vector<std::string> &args, size_t &k, double &out,
+              double lo, double hi) {
+  return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
+         out <= hi;
+}
+
+// Parses --top-percent T / --min-keep K (the pruning of explain, compile and
+// validate) at args[k]; returns 0 when it is neither, 1 when handled, -1 on
+// error (printed).
+int parsePruneOption(const std::vector<std::string> &args, size_t &k,
+                     cuts::PruneOptions &prune) {
+  double v = 0;
+  if (args[k] == "--top-percent") {
+    if (!numberAt(args, k, v, 1e-6, 100)) {
+      error("", "--top-percent needs a number in (0, 100]");
+      return -1;
+    }
+    prune.topPercent = v;
+    return 1;
+  }
+  if (args[k] == "--min-keep") {
+    if (!numberAt(args, k, v, 1, 1e6)) {
+      error("", "--min-keep needs a count >= 1");
+      return -1;
+    }
+    prune.minKeep = int(v);
+    return 1;
+  }
+  return 0;
+}
+
 std::string archList() {
   std::string s;
   for (const auto &a : cuts::knownArchs())
@@ -247,11 +280,6 @@ int cmdExplain(const std::vector<std::string> &args) {
   cuts::ExplainOptions eopts;
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string &a = args[k];
-    auto number = [&](double &out, double lo, double hi) {
-      return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
-             out <= hi;
-    };
-    double v = 0;
     if (a == "--arch") {
       if (k + 1 >= args.size())
         return error("", "--arch needs a GPU name (" + archList() + ")");
@@ -260,14 +288,9 @@ int cmdExplain(const std::vector<std::string> &args) {
       json = true;
     } else if (a == "--no-fusion") {
       eopts.fusion = false;
-    } else if (a == "--top-percent") {
-      if (!number(v, 1e-6, 100))
-        return error("", "--top-percent needs a number in (0, 100]");
-      eopts.prune.topPercent = v;
-    } else if (a == "--min-keep") {
-      if (!number(v, 1, 1e6))
-        return error("", "--min-keep needs a count >= 1");
-      eopts.prune.minKeep = int(v);
+    } else if (int r = parsePruneOption(args, k, eopts.prune)) {
+      if (r < 0)
+        return 1;
     } else if (int r = parseInputShape(args, k, opts)) {
       if (r < 0)
         return 1;
@@ -348,10 +371,6 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       out = args[++k];
       return true;
     };
-    auto number = [&](double &out, double lo, double hi) {
-      return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
-             out <= hi;
-    };
     double v = 0;
     if (a == "--arch") {
       if (!value(archNames))
@@ -373,16 +392,11 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       emitSource = true;
     } else if (a == "--no-fusion") {
       copts.fusion = false;
-    } else if (a == "--top-percent") {
-      if (!number(v, 1e-6, 100))
-        return error("", "--top-percent needs a number in (0, 100]");
-      copts.prune.topPercent = v;
-    } else if (a == "--min-keep") {
-      if (!number(v, 1, 1e6))
-        return error("", "--min-keep needs a count >= 1");
-      copts.prune.minKeep = int(v);
+    } else if (int r = parsePruneOption(args, k, copts.prune)) {
+      if (r < 0)
+        return 1;
     } else if (a == "--jobs") {
-      if (!number(v, 1, 1024))
+      if (!numberAt(args, k, v, 1, 1024))
         return error("", "--jobs needs a count >= 1");
       copts.jobs = int(v);
     } else if (a == "--tune") {
@@ -391,7 +405,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       if (!value(copts.tuningCache))
         return error("", "--tuning needs a cache file (JSON)");
     } else if (a == "--tune-candidates") {
-      if (!number(v, 1, 1000))
+      if (!numberAt(args, k, v, 1, 1000))
         return error("", "--tune-candidates needs a count >= 1");
       copts.tuneCandidates = int(v);
     } else if (a == "--candidates") {
@@ -565,22 +579,17 @@ int cmdValidate(const std::vector<std::string> &args) {
   int samples = 200;
   cuts::ImportOptions opts;
   cuts::PruneOptions prune;
-  std::vector<cuts::OpKind> kinds{cuts::OpKind::Conv,
-                                  cuts::OpKind::DepthwiseConv,
-                                  cuts::OpKind::MatMul};
+  std::vector<cuts::OpKind> kinds{
+      cuts::OpKind::Conv, cuts::OpKind::DepthwiseConv, cuts::OpKind::MatMul};
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string &a = args[k];
     double v = 0;
-    auto number = [&](double &out, double lo, double hi) {
-      return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
-             out <= hi;
-    };
     if (a == "--arch" && k + 1 < args.size()) {
       archName = args[++k];
     } else if (a == "-o" && k + 1 < args.size()) {
       outDir = args[++k];
     } else if (a == "--samples") {
-      if (!number(v, 1, 100000))
+      if (!numberAt(args, k, v, 1, 100000))
         return error("", "--samples needs a count >= 1");
       samples = int(v);
     } else if (a == "--kinds" && k + 1 < args.size()) {
@@ -597,14 +606,9 @@ int cmdValidate(const std::vector<std::string> &args) {
         else
           return error("", "--kinds takes conv, depthwise, matmul");
       }
-    } else if (a == "--top-percent") {
-      if (!number(v, 1e-6, 100))
-        return error("", "--top-percent needs a number in (0, 100]");
-      prune.topPercent = v;
-    } else if (a == "--min-keep") {
-      if (!number(v, 1, 1e6))
-        return error("", "--min-keep needs a count >= 1");
-      prune.minKeep = int(v);
+    } else if (int r = parsePruneOption(args, k, prune)) {
+      if (r < 0)
+        return 1;
     } else if (int r = parseInputShape(args, k, opts)) {
       if (r < 0)
         return 1;
@@ -621,8 +625,8 @@ int cmdValidate(const std::vector<std::string> &args) {
                      "-o DIR [--samples N] [--kinds conv,depthwise,matmul]");
   auto arch = cuts::findArch(archName);
   if (!arch)
-    return error("", "unknown --arch '" + archName + "' (known: " +
-                         archList() + ")");
+    return error("", "unknown --arch '" + archName + "' (known: " + archList() +
+                         ")");
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
   if (!module)
