@@ -44,6 +44,11 @@ std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const std::string &name,
                                       std::string &error);
 
+/// An emitted kernel's code without its header comment (which names the
+/// group's ops and PUL): what identical kernels share, and what tuning keys
+/// them by.
+std::string kernelCode(const std::string &source);
+
 /// A lowered kernel (named "cuts_kernel") as a candidate to time: its
 /// source, launch and argument sizes, keyed by its code (without the header
 /// comment, which names ops and PUL) on `arch` with NVRTC `toolkit`.

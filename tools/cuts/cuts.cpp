@@ -668,19 +668,11 @@ int cmdArch(const std::vector<std::string> &args, const char *argv0) {
   }
   if (probe) {
     // The probe is a separate CUDA program (no MLIR), built next to cuts.
-    std::string self = llvm::sys::fs::getMainExecutable(
-        argv0, reinterpret_cast<void *>(&cmdArch));
-    llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
-    llvm::sys::path::append(path, "..", "cuts-probe", "cuts-probe");
-    std::string exe = path.str().str();
-    if (!llvm::sys::fs::can_execute(exe)) {
-      auto found = llvm::sys::findProgramByName("cuts-probe");
-      if (!found)
-        return error("", "arch --probe needs the cuts-probe program (built "
-                         "with the CUDA toolkit; scripts/probe_gpu.sh builds "
-                         "it alone)");
-      exe = *found;
-    }
+    std::string exe = siblingProgram(argv0, "cuts-probe");
+    if (exe.empty())
+      return error("", "arch --probe needs the cuts-probe program (built "
+                       "with the CUDA toolkit; scripts/probe_gpu.sh builds "
+                       "it alone)");
     std::vector<llvm::StringRef> argvProbe{exe};
     argvProbe.insert(argvProbe.end(), probeArgs.begin(), probeArgs.end());
     return llvm::sys::ExecuteAndWait(exe, argvProbe);
