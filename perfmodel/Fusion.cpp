@@ -8,21 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <sstream>
 #include <thread>
 
 namespace cuts {
 namespace {
-
-std::string keyOf(const OpDesc &d) {
-  std::ostringstream os;
-  os << int(d.kind) << ':' << d.N << ',' << d.C << ',' << d.K << ',' << d.H
-     << ',' << d.W << ',' << d.FH << ',' << d.FW << ',' << d.PH << ',' << d.PW
-     << ',' << d.SH << ',' << d.SW << ',' << d.DH << ',' << d.DW << ','
-     << d.batch << ',' << d.inputs << ',' << d.elementBytes << ','
-     << d.compPerElement;
-  return os.str();
-}
 
 int64_t resultElements(mlir::Operation *op) {
   return llvm::cast<mlir::ShapedType>(op->getResult(0).getType())
@@ -50,7 +39,7 @@ bool reaches(mlir::Operation *from, mlir::Operation *to,
 } // namespace
 
 const SearchResult &FusionModel::searchOnChip(const OpDesc &d) {
-  std::string key = keyOf(d);
+  std::string key = d.key();
   auto it = memoOnChip.find(key);
   if (it != memoOnChip.end())
     return it->second;
@@ -119,7 +108,7 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     if ((windowed && block.Kb > dp.K) || block.Nb > dp.N)
       continue;
     std::string key =
-        keyOf(dp) + "|" + std::to_string(block.Nb) + "," +
+        dp.key() + "|" + std::to_string(block.Nb) + "," +
         std::to_string(block.Kb) + "," + std::to_string(block.Hb) + "," +
         std::to_string(block.Wb) + "/" + std::to_string(q.threads());
     auto it = memoBlock.find(key);
@@ -149,7 +138,7 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
 }
 
 const SearchResult &FusionModel::search(const OpDesc &d) {
-  std::string key = keyOf(d);
+  std::string key = d.key();
   auto it = memo.find(key);
   if (it != memo.end())
     return it->second;
@@ -159,7 +148,7 @@ const SearchResult &FusionModel::search(const OpDesc &d) {
 void FusionModel::searchAll(const std::vector<OpDesc> &ops, int jobs) {
   std::vector<std::pair<std::string, const OpDesc *>> todo;
   for (const OpDesc &d : ops) {
-    std::string key = keyOf(d);
+    std::string key = d.key();
     if (!memo.count(key) &&
         std::none_of(todo.begin(), todo.end(),
                      [&](const auto &t) { return t.first == key; }))

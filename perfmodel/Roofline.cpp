@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 namespace cuts {
 
@@ -104,6 +105,15 @@ Dims threadDims(const TileParams &p) {
 }
 
 } // namespace
+
+std::string OpDesc::key() const {
+  std::ostringstream os;
+  os << int(kind) << ':' << N << ',' << C << ',' << K << ',' << H << ',' << W
+     << ',' << FH << ',' << FW << ',' << PH << ',' << PW << ',' << SH << ','
+     << SW << ',' << DH << ',' << DW << ',' << batch << ',' << inputs << ','
+     << elementBytes << ',' << compPerElement;
+  return os.str();
+}
 
 double OpDesc::totalComp() const {
   return compFor(*this, {double(N), double(K), double(H), double(W)}) *

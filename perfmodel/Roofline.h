@@ -56,6 +56,9 @@ struct OpDesc {
 
   /// Total operations of the op (all blocks): COMP_block summed.
   double totalComp() const;
+  /// Every field, as text: equal keys mean the same op for the model (what
+  /// searches are memoised by).
+  std::string key() const;
 };
 
 /// The shared-memory layouts of §3.2.1: the 24 orders of N, C, H, W

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <set>
-#include <sstream>
 
 namespace cuts::driver {
 
@@ -36,11 +35,7 @@ sampleForValidation(mlir::ModuleOp module, const GpuArch &arch,
     if (!canGenerate({&op}))
       continue;
     // One op of each shape: the model's repeated layers are one sample.
-    std::ostringstream key;
-    key << int(d->kind) << ' ' << d->N << ' ' << d->C << ' ' << d->K << ' '
-        << d->H << ' ' << d->W << ' ' << d->FH << ' ' << d->FW << ' ' << d->SH
-        << ' ' << d->PH << ' ' << d->batch;
-    if (!seen.insert(key.str()).second)
+    if (!seen.insert(d->key()).second)
       continue;
     // Every set scored, best PUL first.
     std::vector<Candidate> all;
