@@ -11,9 +11,10 @@ namespace cuts {
 #define GEN_PASS_DECL
 #include "compiler/passes/Passes.h.inc"
 
-/// The clean-up `cuts import` runs: fold constants, remove Identity and
-/// Dropout, fold BatchNormalization into Conv, fuse MatMul + Add, fold again
-/// and erase dead code.
+/// The clean-up `cuts import` runs: remove Identity and Dropout, fold
+/// constants, simplify data movement (gather_nd / and / or that only reshape
+/// or broadcast), fold BatchNormalization into Conv, fuse MatMul + Add, fold
+/// again and erase dead code.
 void buildCleanupPipeline(mlir::OpPassManager &pm);
 
 /// Registers every pass and the `cuts-cleanup` pipeline (for cuts-opt).

@@ -37,6 +37,29 @@ def FuseMatMulAdd : Pass<"cuts-fuse-matmul-add", "mlir::func::FuncOp"> {
   }];
 }
 
+def SimplifyDataMovement
+    : Pass<"cuts-simplify-data-movement", "mlir::func::FuncOp"> {
+  let summary = "Rewrite gather_nd / and / or that only reshape or broadcast";
+  let description = [{
+    Exporters spell plain reshapes and broadcasts in roundabout ways (the
+    PyTorch dynamo exporter builds BERT's attention mask as
+    and(gather_nd(cast(mask), C), T)). This pass rewrites:
+
+    * gather_nd(data, C) with constant indices C (any batch_dims; negative
+      indices count from the end) whose output is a contiguous run of data in
+      row-major order, data[c, c + n), into reshape(data) when the run is all
+      of data, else into reshape(slice(data)) when the run is a slice; other
+      indices stay.
+    * and(x, T) and or(x, F), in either operand order, with T an all-true and
+      F an all-false constant, into x, or expand(x) to the result shape.
+    * and(x, F) into a constant false and or(x, T) into a constant true of
+      the result type.
+
+    A cast to the type its input already has is left to the cast folder
+    (cuts-fold-constants).
+  }];
+}
+
 def DeadCode : Pass<"cuts-dce", "mlir::func::FuncOp"> {
   let summary = "Erase ops whose results are unused";
 }

@@ -13,6 +13,7 @@ void buildCleanupPipeline(mlir::OpPassManager &pm) {
   auto &fn = pm.nest<mlir::func::FuncOp>();
   fn.addPass(createRemoveIdentity());
   fn.addPass(createFoldConstants());
+  fn.addPass(createSimplifyDataMovement());
   fn.addPass(createFoldBatchNorm());
   fn.addPass(createFuseMatMulAdd());
   fn.addPass(createFoldConstants());

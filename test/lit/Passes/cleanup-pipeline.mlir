@@ -48,3 +48,28 @@ func.func @graph(%x: tensor<1x2x4x4xf32>) -> tensor<1x3xf32> {
   %unused = cuts.sigmoid %8 : (tensor<1x3xf32>) -> tensor<1x3xf32>
   return %8 : tensor<1x3xf32>
 }
+
+// BERT's attention mask as the PyTorch dynamo exporter builds it becomes
+// cast -> reshape -> expand -> where: the gather_nd whose indices take the
+// mask in order is a reshape, the and with an all-true constant a broadcast,
+// and the index and all-true constants are erased.
+// CHECK-LABEL: func.func @attention_mask(
+// CHECK-SAME: %[[M:[a-z0-9_]+]]: tensor<1x4xi64>
+// CHECK-NOT: tensor<1x1x1x4x2xi64>
+// CHECK-NOT: tensor<1x1x4x1xi1>
+// CHECK: %[[C:[a-z0-9_]+]] = cuts.cast %[[M]] {to = i1} : (tensor<1x4xi64>) -> tensor<1x4xi1>
+// CHECK-NEXT: %[[R:[a-z0-9_]+]] = cuts.reshape %[[C]] {shape = array<i64: 1, 1, 1, 4>} : (tensor<1x4xi1>) -> tensor<1x1x1x4xi1>
+// CHECK-NEXT: %[[E:[a-z0-9_]+]] = cuts.expand %[[R]] {shape = array<i64: 1, 1, 4, 4>} : (tensor<1x1x1x4xi1>) -> tensor<1x1x4x4xi1>
+// CHECK-NEXT: %[[W:[a-z0-9_]+]] = cuts.where %[[E]],
+// CHECK-NEXT: return %[[W]]
+func.func @attention_mask(%mask: tensor<1x4xi64>) -> tensor<1x1x4x4xf32> {
+  %idx = cuts.constant {value = dense<[[[[[0, 0], [0, 1], [0, 2], [0, 3]]]]]> : tensor<1x1x1x4x2xi64>} : tensor<1x1x1x4x2xi64>
+  %t = cuts.constant {value = dense<true> : tensor<1x1x4x1xi1>} : tensor<1x1x4x1xi1>
+  %zero = cuts.constant {value = dense<0.0> : tensor<f32>} : tensor<f32>
+  %ninf = cuts.constant {value = dense<-1.0e9> : tensor<f32>} : tensor<f32>
+  %0 = cuts.cast %mask {to = i1} : (tensor<1x4xi64>) -> tensor<1x4xi1>
+  %1 = cuts.gather_nd %0, %idx {batch_dims = 0 : i64} : (tensor<1x4xi1>, tensor<1x1x1x4x2xi64>) -> tensor<1x1x1x4xi1>
+  %2 = cuts.and %1, %t : (tensor<1x1x1x4xi1>, tensor<1x1x4x1xi1>) -> tensor<1x1x4x4xi1>
+  %3 = cuts.where %2, %zero, %ninf : (tensor<1x1x4x4xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x4x4xf32>
+  return %3 : tensor<1x1x4x4xf32>
+}

@@ -262,6 +262,15 @@ func.func @cast_i64_to_f32() -> tensor<3xf32> {
   return %0 : tensor<3xf32>
 }
 
+// A cast to the type its (non-constant) input already has is the input.
+// CHECK-LABEL: func.func @cast_same_type(
+// CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<1x4xi1>
+// CHECK-NEXT: return %[[X]] : tensor<1x4xi1>
+func.func @cast_same_type(%x: tensor<1x4xi1>) -> tensor<1x4xi1> {
+  %0 = cuts.cast %x {to = i1} : (tensor<1x4xi1>) -> tensor<1x4xi1>
+  return %0 : tensor<1x4xi1>
+}
+
 // Cast to bool: non-zero is true.
 // CHECK-LABEL: func.func @cast_to_bool(
 // CHECK-NEXT: %[[V0:[a-z0-9_]+]] = cuts.constant {value = dense<[false, true, true]> : tensor<3xi1>} : tensor<3xi1>

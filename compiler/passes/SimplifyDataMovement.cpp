@@ -1,0 +1,209 @@
+//===- SimplifyDataMovement.cpp - data movement that moves nothing --------===//
+//
+// Exporters spell plain reshapes and broadcasts in roundabout ways. The
+// PyTorch dynamo exporter builds BERT's attention mask as
+// and(gather_nd(cast(mask), C), T), where the constant indices C take every
+// element of the mask in order and T is all true: a reshape and a broadcast
+// that would otherwise need a GatherND kernel and a logical kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/passes/Passes.h"
+
+#include "cuts/Dialect/Cuts/ConstEval.h"
+#include "cuts/Dialect/Cuts/CutsOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+
+namespace cuts {
+#define GEN_PASS_DEF_SIMPLIFYDATAMOVEMENT
+#include "compiler/passes/Passes.h.inc"
+
+namespace {
+
+int64_t product(llvm::ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+// The value of a boolean constant whose elements are all equal; nullopt if v
+// is no such constant (or has no elements).
+std::optional<bool> uniformBool(mlir::Value v) {
+  mlir::Attribute attr;
+  if (!mlir::matchPattern(v, mlir::m_Constant(&attr)))
+    return std::nullopt;
+  auto elems = llvm::dyn_cast<mlir::ElementsAttr>(attr);
+  if (!elems || !elems.getElementType().isInteger(1))
+    return std::nullopt;
+  int64_t n = elems.getNumElements();
+  if (n == 0)
+    return std::nullopt;
+  if (auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(attr);
+      dense && dense.isSplat())
+    return dense.getSplatValue<bool>();
+  if (n > kMaxFoldElements)
+    return std::nullopt;
+  auto t = toHost(attr);
+  if (!t)
+    return std::nullopt;
+  bool first = t->i[0] != 0;
+  for (int64_t k = 1; k < n; ++k)
+    if ((t->i[k] != 0) != first)
+      return std::nullopt;
+  return first;
+}
+
+// x broadcast to type t (x itself when it already has t). An expand of an
+// expand takes the inner input: broadcasting twice is broadcasting once to
+// the final shape.
+mlir::Value broadcastTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                        mlir::RankedTensorType t) {
+  if (x.getType() == t)
+    return x;
+  if (auto inner = x.getDefiningOp<ExpandOp>())
+    x = inner.getInput();
+  return b.create<ExpandOp>(loc, t, x, b.getDenseI64ArrayAttr(t.getShape()));
+}
+
+// and(x, T) and or(x, F), in either operand order, are x broadcast to the
+// result; and(x, F) and or(x, T) are a constant. `neutral` is the value that
+// leaves the other operand as it is (true for and, false for or).
+bool simplifyLogic(mlir::Operation *op, bool neutral) {
+  auto rt = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+  for (unsigned k = 0; k < 2; ++k) {
+    std::optional<bool> c = uniformBool(op->getOperand(1 - k));
+    if (!c)
+      continue;
+    mlir::OpBuilder b(op);
+    mlir::Value repl;
+    if (*c == neutral) {
+      repl = broadcastTo(b, op->getLoc(), op->getOperand(k), rt);
+    } else {
+      auto value = mlir::DenseElementsAttr::get(rt, llvm::ArrayRef<bool>(*c));
+      repl = b.create<ConstantOp>(op->getLoc(), rt, value);
+    }
+    op->getResult(0).replaceAllUsesWith(repl);
+    op->erase();
+    return true;
+  }
+  return false;
+}
+
+// The constant c such that output element k of gather_nd is data element
+// k + c (in row-major order) for every k; nullopt if there is none, the
+// indices are not constant, or one is out of range.
+std::optional<int64_t> gatherNDRunStart(GatherNDOp op) {
+  mlir::Attribute attr;
+  if (!mlir::matchPattern(op.getIndices(), mlir::m_Constant(&attr)))
+    return std::nullopt;
+  llvm::ArrayRef<int64_t> dataShape = op.getData().getType().getShape();
+  llvm::ArrayRef<int64_t> idxShape = op.getIndices().getType().getShape();
+  int64_t b = op.getBatchDims(), last = idxShape.back();
+  int64_t n = op.getType().getNumElements();
+  // Elements of one gathered slice, index tuples per batch entry, and data
+  // elements per batch entry.
+  int64_t inner = product(dataShape.drop_front(b + last));
+  int64_t perBatch = product(idxShape.drop_front(b).drop_back());
+  int64_t batchSize = product(dataShape.drop_front(b));
+  if (n == 0 || inner == 0 || perBatch == 0)
+    return std::nullopt;
+  int64_t tuples = n / inner;
+  if (tuples > kMaxFoldElements)
+    return std::nullopt;
+  auto idx = toHost(attr);
+  if (!idx || idx->numel() != tuples * last)
+    return std::nullopt;
+  auto strides = stridesOf(dataShape);
+  std::optional<int64_t> start;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = (t / perBatch) * batchSize;
+    for (int64_t j = 0; j < last; ++j) {
+      int64_t v = idx->i[t * last + j], dim = dataShape[b + j];
+      if (v < 0)
+        v += dim; // ONNX: negative indices count from the end
+      if (v < 0 || v >= dim)
+        return std::nullopt;
+      off += v * strides[b + j];
+    }
+    int64_t c = off - t * inner;
+    if (start && c != *start)
+      return std::nullopt;
+    start = c;
+  }
+  return start;
+}
+
+// gather_nd(data, C) that reads data[c, c + n) in order becomes a slice of
+// data (when that run is one; none when it is all of data) and a reshape to
+// the result shape.
+bool simplifyGatherND(GatherNDOp op) {
+  std::optional<int64_t> c = gatherNDRunStart(op);
+  if (!c)
+    return false;
+  auto dataType = op.getData().getType();
+  llvm::ArrayRef<int64_t> shape = dataType.getShape();
+  int64_t r = dataType.getRank(), n = op.getType().getNumElements();
+  // A run of whole sub-tensors along the outermost axis a where it is one:
+  // c and n are multiples of the elements below a, and the run does not wrap
+  // around axis a.
+  llvm::SmallVector<int64_t> starts, ends;
+  for (int64_t a = 0; a < r && starts.empty(); ++a) {
+    int64_t below = product(shape.drop_front(a + 1));
+    if (*c % below || n % below)
+      continue;
+    int64_t s = (*c / below) % shape[a], len = n / below;
+    if (s + len > shape[a])
+      continue;
+    int64_t above = *c / below / shape[a];
+    for (int64_t d = a - 1; d >= 0; --d) {
+      starts.insert(starts.begin(), above % shape[d]);
+      above /= shape[d];
+    }
+    starts.push_back(s);
+    starts.append(r - a - 1, 0);
+    ends = starts;
+    for (int64_t d = 0; d < r; ++d)
+      ends[d] = d < a ? starts[d] + 1 : d == a ? s + len : shape[d];
+  }
+  if (starts.empty())
+    return false;
+  mlir::OpBuilder b(op);
+  mlir::Value v = op.getData();
+  llvm::SmallVector<int64_t> sliceShape;
+  for (int64_t d = 0; d < r; ++d)
+    sliceShape.push_back(ends[d] - starts[d]);
+  if (llvm::ArrayRef<int64_t>(sliceShape) != shape) {
+    auto t = mlir::RankedTensorType::get(sliceShape, dataType.getElementType());
+    v = b.create<SliceOp>(
+        op.getLoc(), t, v, b.getDenseI64ArrayAttr(starts),
+        b.getDenseI64ArrayAttr(ends),
+        b.getDenseI64ArrayAttr(llvm::SmallVector<int64_t>(r, 1)));
+  }
+  if (v.getType() != op.getType())
+    v = b.create<ReshapeOp>(op.getLoc(), op.getType(), v,
+                            b.getDenseI64ArrayAttr(op.getType().getShape()));
+  op.getOutput().replaceAllUsesWith(v);
+  op->erase();
+  return true;
+}
+
+struct SimplifyDataMovementPass
+    : impl::SimplifyDataMovementBase<SimplifyDataMovementPass> {
+  void runOnOperation() override {
+    // In program order, so that a rewritten op's users see its replacement.
+    llvm::SmallVector<mlir::Operation *> ops;
+    getOperation().walk([&](mlir::Operation *op) {
+      if (llvm::isa<GatherNDOp, AndOp, OrOp>(op))
+        ops.push_back(op);
+    });
+    for (mlir::Operation *op : ops) {
+      if (auto g = llvm::dyn_cast<GatherNDOp>(op))
+        (void)simplifyGatherND(g);
+      else
+        (void)simplifyLogic(op, /*neutral=*/llvm::isa<AndOp>(op));
+    }
+  }
+};
+} // namespace
+} // namespace cuts
