@@ -7,15 +7,17 @@
 // GPU kernel's indexing, guards and barriers.
 //
 // cuts_host::launch(kernel, grid, block, args...) runs the grid's blocks one
-// after another and, inside a block, every CUDA thread on its own std::thread
-// (started once per launch and reused for every block),
-// all at once, with real barriers: __syncthreads is a counting barrier over
-// the block, the warp intrinsics (__shfl_*_sync, __ballot_sync, __syncwarp)
-// exchange values through a per-warp buffer between two barriers over the
-// warp's lanes. A missing barrier is therefore a real race here and can
-// change the result instead of being hidden by running threads in order.
-// Races are timing-dependent, so a race may still go unnoticed on one run;
-// tests that want to see one must make it likely (see CodegenEmitTest.cpp).
+// after another and, inside a block, every CUDA thread as a fiber on the
+// launching thread (x86-64; see "Fibers" below) or, with
+// CUTS_HOST_THREADS=os or on other CPUs, on its own std::thread (started
+// once per launch and reused for every block), with real barriers:
+// __syncthreads is a counting barrier over the block, the warp intrinsics
+// (__shfl_*_sync, __ballot_sync, __syncwarp) exchange values through a
+// per-warp buffer between two barriers over the warp's lanes. A missing
+// barrier is therefore a real race and can change the result instead of
+// being hidden: fibers run in an adversarial order (deterministic); OS
+// threads interleave by timing, so a race may go unnoticed on one run
+// (see CodegenEmitTest.cpp).
 //
 // Supported:
 //  - __global__, __device__, __host__, __forceinline__, __noinline__,
@@ -55,10 +57,11 @@
 //    (the GPU's would be undefined); only dynamic shared memory is poisoned.
 //  - One launch at a time per loaded module (launches serialise).
 //
-// Barrier timeout: CUTS_HOST_BARRIER_TIMEOUT_MS (default 10000) bounds each
-// wait; a barrier that times out is broken (all later waits return at once)
-// and the launch reports the error. A thread stuck in an endless loop still
-// hangs the launch.
+// Barrier timeout (OS threads): CUTS_HOST_BARRIER_TIMEOUT_MS (default 10000)
+// bounds each wait; a barrier that times out is broken (all later waits
+// return at once) and the launch reports the error. Fibers see a deadlock
+// at once and report it the same way. A thread stuck in an endless loop
+// still hangs the launch.
 //
 // The module is meant to be compiled with -fvisibility=hidden (HostCompile
 // does) so that two loaded kernels, or a kernel and a program that includes
@@ -85,6 +88,9 @@
 #include <cstring>
 #include <exception>
 #include <math.h>
+#if defined(__x86_64__)
+#include <sys/mman.h>
+#endif
 #include <memory>
 #include <mutex>
 #include <string>
@@ -333,6 +339,12 @@ struct LaunchState {
   std::mutex errorMutex;
   std::string error;
   std::chrono::milliseconds barrierTimeout{10000};
+  // Fibers: a block's CUDA threads run as fibers on the launching thread
+  // (see runBlockOnFibers); otherwise as std::threads (Team).
+  bool fibers = false;
+  // Fiber mode: bumped by every arrival, release and return, so a round of
+  // the scheduler without a change is a deadlock.
+  unsigned long long progress = 0;
   unsigned char *dynamicShared = nullptr;
   size_t dynamicSharedBytes = 0;
 };
@@ -363,6 +375,10 @@ public:
   // `site` tells apart the __syncthreads calls of the kernel (its line):
   // threads of one phase waiting at different calls is a kernel bug.
   void arriveAndWait(int site) {
+    if (state.fibers) {
+      arriveAndWaitFiber(site);
+      return;
+    }
     std::unique_lock<std::mutex> lock(mutex);
     if (broken)
       return;
@@ -389,17 +405,27 @@ public:
   }
 
   void leave() {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
+    if (!state.fibers)
+      lock.lock();
     --expected;
     if (arrived > 0 && arrived == expected)
       releaseLocked();
   }
 
+  // Fiber mode: a deadlock found by the scheduler breaks every barrier of
+  // the block (later waits return at once, as after a timeout).
+  void breakFiber() { broken = true; }
+
 private:
+  void arriveAndWaitFiber(int site);
+
   void releaseLocked() {
     arrived = 0;
     ++phase;
-    done.notify_all();
+    ++state.progress;
+    if (!state.fibers)
+      done.notify_all();
   }
 
   std::mutex mutex;
@@ -610,6 +636,190 @@ private:
   bool stopping = false;
 };
 
+//===----------------------------------------------------------------------===//
+// Fibers: a block's CUDA threads on the launching thread
+//===----------------------------------------------------------------------===//
+//
+// Whole-model emulation spends nearly all its time in barriers when every
+// CUDA thread is an OS thread (hundreds of threads on a few cores, futex
+// round trips at every __syncthreads). As fibers, a barrier is a switch of
+// stacks: each fiber runs until it waits or returns, then the next one runs;
+// a barrier releases when its last participant arrives. The scheduler visits
+// the fibers in reverse order on even rounds and in order on odd ones, so a
+// value read without the barrier that should order it is, in the first
+// phase, read before any other thread wrote it (shared memory is poisoned):
+// races still show, deterministically. x86-64 only (a six-register switch);
+// elsewhere, and with CUTS_HOST_THREADS=os, threads are std::threads.
+
+#if defined(__x86_64__)
+#define CUTS_HOST_HAS_FIBERS 1
+
+// Saves the callee-saved registers on the current stack, stores its pointer
+// in *from and resumes the stack `to` saved the same way.
+__attribute__((naked, noinline)) inline void switchStack(void **from,
+                                                         void *to) {
+  asm("pushq %rbp\n\t"
+      "pushq %rbx\n\t"
+      "pushq %r12\n\t"
+      "pushq %r13\n\t"
+      "pushq %r14\n\t"
+      "pushq %r15\n\t"
+      "movq %rsp, (%rdi)\n\t"
+      "movq %rsi, %rsp\n\t"
+      "popq %r15\n\t"
+      "popq %r14\n\t"
+      "popq %r13\n\t"
+      "popq %r12\n\t"
+      "popq %rbx\n\t"
+      "popq %rbp\n\t"
+      "ret\n\t");
+}
+
+// A new fiber's first return lands here with its argument in r12 and its
+// entry in rbx (see Fibers::prepare).
+__attribute__((naked, noinline)) inline void fiberTrampoline() {
+  asm("movq %r12, %rdi\n\t"
+      "callq *%rbx\n\t"
+      "ud2\n\t");
+}
+
+struct Fiber {
+  void *sp = nullptr;
+  bool finished = false;
+  unsigned tid = 0;
+  Block *block = nullptr;
+  Invoke invoke = nullptr;
+  const void *closure = nullptr;
+  void *scheduler = nullptr; // the scheduler's saved stack
+};
+
+inline thread_local Fiber *runningFiber = nullptr;
+
+inline void fiberYield() {
+  Fiber *f = runningFiber;
+  switchStack(&f->sp, f->scheduler);
+}
+
+inline void fiberMain(Fiber *f) {
+  runThread(*f->block, f->tid, f->invoke, f->closure);
+  f->finished = true;
+  ++state.progress;
+  for (;;) // never resumed again
+    switchStack(&f->sp, f->scheduler);
+}
+
+// Stacks for a launch's fibers, each above a guard page, in one mapping.
+class Fibers {
+public:
+  static constexpr size_t kStack = size_t(256) << 10;
+  static constexpr size_t kGuard = 4096;
+
+  bool allocate(unsigned threads) {
+    bytes = size_t(threads) * (kStack + kGuard);
+    void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+      recordError("cannot map " + std::to_string(bytes >> 20) +
+                  " MiB of fiber stacks");
+      return false;
+    }
+    base = static_cast<unsigned char *>(m);
+    for (unsigned t = 0; t < threads; ++t)
+      mprotect(base + t * (kStack + kGuard), kGuard, PROT_NONE);
+    fibers.resize(threads);
+    return true;
+  }
+
+  ~Fibers() {
+    if (base)
+      munmap(base, bytes);
+  }
+
+  // Runs every CUDA thread of `block` to its end.
+  void run(Block &block, Invoke invoke, const void *closure) {
+    unsigned n = unsigned(fibers.size());
+    for (unsigned t = 0; t < n; ++t) {
+      Fiber &f = fibers[t];
+      f = Fiber();
+      f.tid = t, f.block = &block, f.invoke = invoke, f.closure = closure;
+      prepare(f, base + t * (kStack + kGuard) + kGuard + kStack);
+    }
+    unsigned live = n;
+    for (unsigned long long round = 0; live > 0; ++round) {
+      unsigned long long before = state.progress;
+      for (unsigned i = 0; i < n; ++i) {
+        Fiber &f = fibers[round % 2 == 0 ? n - 1 - i : i];
+        if (f.finished)
+          continue;
+        runningFiber = &f;
+        switchStack(&f.scheduler, f.sp);
+        runningFiber = nullptr;
+        current = nullptr;
+        if (f.finished)
+          --live;
+      }
+      if (live > 0 && state.progress == before) {
+        // Everyone left waits for someone who never comes.
+        recordError(blockName() + ": deadlock: " + std::to_string(live) +
+                    " thread(s) wait at a barrier the others never reach "
+                    "(they wait at another barrier or returned without it)");
+        block.barrier.breakFiber();
+        for (auto &w : block.warps)
+          w->barrier.breakFiber();
+      }
+    }
+  }
+
+private:
+  // The initial stack: six zeroed registers (r12 the fiber, rbx the entry)
+  // popped by switchStack, whose ret enters the trampoline with the stack
+  // 16-byte aligned as a call expects.
+  static void prepare(Fiber &f, unsigned char *top) {
+    auto *sp = reinterpret_cast<uint64_t *>(
+        reinterpret_cast<uintptr_t>(top) / 16 * 16 - 72);
+    sp[0] = 0;                                            // r15
+    sp[1] = 0;                                            // r14
+    sp[2] = 0;                                            // r13
+    sp[3] = reinterpret_cast<uint64_t>(&f);               // r12
+    sp[4] = reinterpret_cast<uint64_t>(&fiberMain);       // rbx
+    sp[5] = 0;                                            // rbp
+    sp[6] = reinterpret_cast<uint64_t>(&fiberTrampoline); // ret
+    f.sp = sp;
+  }
+
+  unsigned char *base = nullptr;
+  size_t bytes = 0;
+  std::vector<Fiber> fibers;
+};
+
+inline void Barrier::arriveAndWaitFiber(int site) {
+  if (broken)
+    return;
+  if (arrived == 0)
+    phaseSite = site;
+  else if (site != phaseSite)
+    recordError(blockName() + ": threads wait at different " + name +
+                " calls (lines " + std::to_string(phaseSite) + " and " +
+                std::to_string(site) + ") at the same time");
+  ++state.progress;
+  if (++arrived == expected) {
+    releaseLocked();
+    return;
+  }
+  unsigned long long generation = phase;
+  // Other fibers run in between and set the thread-locals to theirs.
+  ThreadContext *self = current;
+  uint3 index = threadIdx;
+  while (phase == generation && !broken) {
+    fiberYield();
+    current = self;
+    threadIdx = index;
+  }
+}
+#else
+inline void Barrier::arriveAndWaitFiber(int) {}
+#endif
+
 inline std::string checkShape(dim3 grid, dim3 block, size_t sharedBytes) {
   unsigned long long threads = 1ull * block.x * block.y * block.z;
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
@@ -645,6 +855,35 @@ inline LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes,
   gridDim = grid;
   blockDim = block;
   unsigned threads = block.x * block.y * block.z;
+  state.fibers = false;
+#if defined(CUTS_HOST_HAS_FIBERS)
+  const char *mode = std::getenv("CUTS_HOST_THREADS");
+  if (!mode || std::strcmp(mode, "os") != 0) {
+    Fibers fibers;
+    if (!fibers.allocate(threads)) {
+      state.dynamicShared = nullptr;
+      return {state.error};
+    }
+    state.fibers = true;
+    Block blk;
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x) {
+          blockIdx = {x, y, z};
+          std::memset(sharedBase, 0xFF, sharedBytes);
+          resetBlock(blk, threads);
+          fibers.run(blk, invoke, closure);
+          if (!state.error.empty()) {
+            state.fibers = false;
+            state.dynamicShared = nullptr;
+            return {state.error};
+          }
+        }
+    state.fibers = false;
+    state.dynamicShared = nullptr;
+    return {};
+  }
+#endif
   Team team(threads, invoke, closure);
   if (!team.start()) {
     state.dynamicShared = nullptr;
