@@ -116,6 +116,8 @@ class Context:
         if not isinstance(e, dict):
             return False
         status = e.get("status", "")
+        if status == "ok" and section == "models" and not os.path.exists(e.get("path", "")):
+            return False  # resumed on another machine: export again
         if status == "ok":
             return True
         # Errors are final unless asked to retry: retrying a model that does not
@@ -409,8 +411,8 @@ def tensor_outputs(model):
             super().__init__()
             self.m = m
 
-        def forward(self, *args):
-            out = self.m(*args)
+        def forward(self, *args, **kwargs):
+            out = self.m(*args, **kwargs)
             if isinstance(out, torch.Tensor):
                 return (out,)
             vals = out.values() if isinstance(out, dict) else out
@@ -452,6 +454,30 @@ def gpu_inputs(ctx, name, batch, prec):
             out.append(a.contiguous())
         ctx.gpu_inputs[key] = tuple(out)
     return ctx.gpu_inputs[key]
+
+
+def capturable_inputs(name, x, prec):
+    """Inputs a CUDA graph can capture the model with. transformers builds
+    its additive attention mask with a host scalar (torch.tensor(0.0, ...)
+    in masking_utils.eager_mask), a host-to-device copy that capture
+    refuses; a 4-D mask is taken as already prepared and used as is. So the
+    transformers get the same mask made 4-D and additive beforehand: BERT's
+    padding mask, GPT-2's causal one. Returns (args, kwargs); other models'
+    inputs are unchanged."""
+    import torch
+    dtype = torch.float16 if prec == "fp16" else torch.float32
+    low = torch.finfo(dtype).min
+    if name == "bert_base":
+        ids, mask = x
+        s = mask.shape[1]
+        add = (1.0 - mask[:, None, None, :].to(dtype)) * low
+        return (ids,), {"attention_mask": add.expand(-1, 1, s, -1).contiguous()}
+    if name == "gpt2":
+        (ids,) = x
+        s = ids.shape[1]
+        causal = torch.full((s, s), low, dtype=dtype, device=ids.device).triu(1)
+        return (ids,), {"attention_mask": causal.expand(ids.shape[0], 1, s, s).contiguous()}
+    return x, {}
 
 
 def rel_err(out, ref):
@@ -560,6 +586,7 @@ def run_eager(ctx, name, batch, prec, key):
 def run_cuda_graph(ctx, name, batch, prec, key):
     import torch
     m, x = gpu_model(ctx, name, prec), gpu_inputs(ctx, name, batch, prec)
+    x, kw = capturable_inputs(name, x, prec)
     with torch.no_grad():
         ref = reference(ctx, name, batch, prec, key)
         # Warm up on a side stream before capture, as torch.cuda.graphs asks.
@@ -567,12 +594,12 @@ def run_cuda_graph(ctx, name, batch, prec, key):
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
             for _ in range(3):
-                m(*x)
+                m(*x, **kw)
         torch.cuda.current_stream().wait_stream(s)
         graph = torch.cuda.CUDAGraph()
         t = time.perf_counter()
         with torch.cuda.graph(graph):
-            out = m(*x)
+            out = m(*x, **kw)
         capture_s = time.perf_counter() - t
         graph.replay()
         torch.cuda.synchronize()
@@ -697,9 +724,16 @@ def run_cuts(ctx, cell, arch):
         tuned = "--tune" in usage
         if cell["precision"] != "fp32" and "--precision" not in usage:
             raise RuntimeError(f"cuts has no --precision: {cell['precision']} is not compiled")
+        if ctx.args.keep:
+            # The artifact and tuning cache stay for inspection (cuts bench
+            # --kernels) and for compiles from the cache without a GPU.
+            out = os.path.join(ctx.args.keep, f"{cell['model']}_b{cell['batch']}_{cell['precision']}")
+            os.makedirs(out, exist_ok=True)
         cmd = [ctx.args.cuts, "compile", model["path"], "--arch", arch, "-o", out]
         if tuned:
             cmd.append("--tune")
+            if ctx.args.keep:
+                cmd += ["--tuning", os.path.join(out, "tuning.json")]
         if "--precision" in usage:
             cmd += ["--precision", cell["precision"]]
         t = time.perf_counter()
@@ -776,6 +810,7 @@ def parse_args(argv=None):
     ap.add_argument("--cuts-estimate", type=float, default=0,
                     help="seconds a cuts cell is expected to take, for the budget check "
                          "(default: 600 with tuning, 120 without)")
+    ap.add_argument("--keep", help="folder where each cuts cell's artifact and tuning cache stay")
     ap.add_argument("--retry-errors", action="store_true")
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="list the units and exit")

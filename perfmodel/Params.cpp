@@ -166,6 +166,28 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
                   forEachCinputAndFormat(d, p, cins, fn);
                 }
         }
+  // Reductions also split rows over lanes: Wb = G lanes of a warp share a
+  // row (G dividing its length), each holding length / G of its elements
+  // in registers and combining them by warp shuffles; Wt = 1. Whole warps
+  // only (every lane takes part in the shuffles), no shared memory.
+  if (d.kind != OpKind::Reduction)
+    return;
+  for (int64_t g = 2; g <= arch.warpSize && g <= d.C; g <<= 1) {
+    if (d.C % g)
+      continue;
+    for (int64_t t0 : pow2UpTo(std::min(caps.ext[0], span[0])))
+      for (int64_t n0 : pow2UpTo(span[0] / t0)) {
+        int64_t threads = n0 * g;
+        if (threads % arch.warpSize || threads > arch.maxThreadsPerBlock)
+          continue;
+        p = TileParams();
+        p.Nt = t0, p.Nb = t0 * n0;
+        p.Wb = g, p.Wt = 1;
+        p.Cin = d.C;
+        p.format = 0;
+        fn(p);
+      }
+  }
 }
 
 int64_t keepCount(int64_t n, const PruneOptions &opts) {
@@ -218,8 +240,10 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
       return;
     Bound b = base;
     b.coefBc = coefBc(d, p, arch);
-    b.smRatio = smRatio(b.compThread, b.nLoad, arch.latShared, b.coefBc,
-                        warpsPerScheduler(d, p, arch));
+    b.smRatio = rowsOverLanes(d, p)
+                    ? 1.0
+                    : smRatio(b.compThread, b.nLoad, arch.latShared, b.coefBc,
+                              warpsPerScheduler(d, p, arch));
     b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
     b.timeLowerBound =
         b.pul > 0 ? d.totalComp() / (b.pul * arch.perfPeakFp32) : INFINITY;

@@ -125,7 +125,13 @@ double compBlock(const OpDesc &d, const TileParams &p) {
 }
 
 double compThread(const OpDesc &d, const TileParams &p) {
-  return compFor(d, threadDims(p));
+  // Lanes sharing a row each take 1/G of it (the shuffles are few).
+  double lanes = rowsOverLanes(d, p) ? double(p.Wb / p.Wt) : 1.0;
+  return compFor(d, threadDims(p)) / lanes;
+}
+
+bool rowsOverLanes(const OpDesc &d, const TileParams &p) {
+  return d.kind == OpKind::Reduction && p.Wb > 1;
 }
 
 double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
@@ -201,8 +207,8 @@ int64_t sharedBytes(const OpDesc &d, const TileParams &p) {
   case OpKind::Elementwise:
     elems = d.inputs * outElems(n, k, h, w);
     break;
-  case OpKind::Reduction:
-    elems = n * double(d.C);
+  case OpKind::Reduction: // rows over lanes keep them in registers
+    elems = rowsOverLanes(d, p) ? 0 : n * double(d.C);
     break;
   }
   return int64_t(elems) * d.elementBytes;
@@ -213,6 +219,8 @@ int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
   // step, and a fixed budget for indices and addresses (an estimate; ptxas
   // reports the truth once kernels are generated).
   int64_t acc = p.Nt * p.Kt * p.Ht * p.Wt;
+  if (rowsOverLanes(d, p)) // a lane's share of its rows, in registers
+    acc = p.Nt * ((d.C + p.Wb - 1) / p.Wb);
   int64_t operands = isComplex(d.kind) || d.kind == OpKind::DepthwiseConv
                          ? p.Nt * p.Ht * p.Wt + p.Kt
                          : 0;
@@ -404,17 +412,23 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   b.oiTB = b.compBlock / (double(d.elementBytes) * T * b.numTrans);
   b.gmRatio = gmOverride >= 0 ? gmOverride : gmRatio(b.oiTB, a.ridgePoint());
   b.coefBc = knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a);
-  b.smRatio = smRatio(b.compThread, b.nLoad, a.latShared, b.coefBc,
-                      warpsPerScheduler(d, p, a));
+  // Rows over lanes read global memory straight into registers: no
+  // shared-memory loads to wait for.
+  b.smRatio = rowsOverLanes(d, p)
+                  ? 1.0
+                  : smRatio(b.compThread, b.nLoad, a.latShared, b.coefBc,
+                            warpsPerScheduler(d, p, a));
   // WBRatio (the thesis's formula is garbled): the fraction of issued block
   // slots that do work, N_TB / (ceil(N_TB / slots) * slots) with slots =
   // NUM_SM x resident blocks per SM, so 1.2 waves gives 0.6. Edge tiles that
   // overhang the output idle in the same way, so their useful fraction
   // multiplies in (the thesis assumes tiles divide the output).
+  // (Lanes sharing a row are not outputs along W.)
+  double blockW = rowsOverLanes(d, p) ? 1.0 : double(p.Wb);
   double useful = double(d.N) * double(d.K) * double(d.H) * double(d.W) *
                   double(d.batch) /
                   (double(b.numBlocks) * double(p.Nb) * double(p.Kb) *
-                   double(p.Hb) * double(p.Wb));
+                   double(p.Hb) * blockW);
   b.wbRatio = wbRatio(b.numBlocks,
                       int64_t(a.numSM) * std::max<int64_t>(b.blocksPerSM, 1)) *
               std::min(1.0, useful);

@@ -94,6 +94,10 @@ struct Bound {
 // The tables, per thread block or thread, for op d with parameters p.
 double compBlock(const OpDesc &d, const TileParams &p);
 double compThread(const OpDesc &d, const TileParams &p);
+/// A reduction whose rows are split over Wb lanes of a warp (Wt = 1): each
+/// lane holds its share in registers, the lanes combine by shuffles, no
+/// shared memory (the code generator's warp-cooperative row kernels).
+bool rowsOverLanes(const OpDesc &d, const TileParams &p);
 double nLoad(const OpDesc &d, const TileParams &p);
 double numTrans(const OpDesc &d, const TileParams &p, int transElements);
 int64_t sharedBytes(const OpDesc &d, const TileParams &p);

@@ -39,7 +39,9 @@
 //     library      string  (optional, "") "" for a generated kernel, else
 //                          the library call that the step makes instead:
 //                          "cudnn.conv", cuDNN's fused convolution
-//                          y = act(conv(x, w) + bias + z). A library kernel
+//                          y = act(conv(x, w) + bias + z), or
+//                          "cublaslt.gemm", cuBLASLt's batched product
+//                          Y = act(alpha A B + bias + Z). A library kernel
 //                          has no source (size 0) and no cubins; grid,
 //                          block and sharedBytes are unused
 //     libraryParams [int]  (optional, []) the call's parameters; for
@@ -51,7 +53,11 @@
 //                          y, all float32 with exactly the bytes the spec
 //                          implies (x N*C*H*W, w K*(C/group)*FH*FW, bias K,
 //                          z and y N*K*OH*OW floats); outputs is [y], whose
-//                          memory no other arg shares
+//                          memory no other arg shares; for "cublaslt.gemm"
+//                          an encoded GemmSpec (runtime/Blas.h): M, N, K,
+//                          batch, transA, transB, batchA, batchB, bias,
+//                          residual, batchZ, relu (0/1), alpha (float
+//                          bits), algo, with args A, B, [bias], [Z], Y
 //     workspaceBytes uint  (optional, 0) device scratch the library call
 //                          needed when tuned (the runtime asks again)
 //   steps     [object] {kernel, from, to}: kernel >= 0 runs that kernel
@@ -65,6 +71,7 @@
 
 #include "cuts/Artifact.h"
 
+#include "Blas.h"
 #include "FileIO.h"
 #include "Library.h"
 
@@ -132,16 +139,6 @@ uint64_t getU64(const std::vector<uint8_t> &b, size_t at) {
 bool allZero(const std::vector<uint8_t> &b, size_t at, size_t n) {
   return std::all_of(b.begin() + at, b.begin() + at + n,
                      [](uint8_t x) { return x == 0; });
-}
-
-/// Bytes per element, 0 for an unknown dtype.
-uint64_t dtypeBytes(const std::string &dtype) {
-  static const std::map<std::string, uint64_t> sizes = {
-      {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"float64", 8},
-      {"int8", 1},    {"uint8", 1},   {"int16", 2},    {"int32", 4},
-      {"int64", 8},   {"bool", 1}};
-  auto it = sizes.find(dtype);
-  return it == sizes.end() ? 0 : it->second;
 }
 
 const char *kindName(TensorKind k) {
@@ -584,28 +581,44 @@ bool validateLibraryKernel(const Manifest &m, const KernelLaunch &k,
     error = "manifest: " + path + ": " + msg;
     return false;
   };
-  if (k.library != kCudnnConv)
-    return fail(join(p, "library"), "unknown library \"" + k.library +
-                                        "\" (this runtime knows \"" +
-                                        kCudnnConv + "\")");
-  std::string why;
-  auto spec = decodeConvSpec(k.libraryParams, why);
-  if (!spec)
-    return fail(join(p, "libraryParams"), why);
-  const ConvSpec &s = *spec;
+  // The args with the bytes the spec implies: x, w, [bias], [z], y for a
+  // convolution, A, B, [bias], [Z], Y for a product.
+  std::vector<std::pair<const char *, uint64_t>> want;
+  std::string why, described;
+  if (k.library == kCudnnConv) {
+    auto spec = decodeConvSpec(k.libraryParams, why);
+    if (!spec)
+      return fail(join(p, "libraryParams"), why);
+    const ConvSpec &s = *spec;
+    described = describeConvSpec(s);
+    want = {{"x", s.xBytes()}, {"w", s.wBytes()}};
+    if (s.bias)
+      want.emplace_back("bias", s.biasBytes());
+    if (s.residual)
+      want.emplace_back("z", s.yBytes());
+    want.emplace_back("y", s.yBytes());
+  } else if (k.library == kCublasGemm) {
+    auto spec = decodeGemmSpec(k.libraryParams, why);
+    if (!spec)
+      return fail(join(p, "libraryParams"), why);
+    const GemmSpec &s = *spec;
+    described = describeGemmSpec(s);
+    want = {{"A", s.aBytes()}, {"B", s.bBytes()}};
+    if (s.bias)
+      want.emplace_back("bias", s.biasBytes());
+    if (s.residual)
+      want.emplace_back("Z", s.zBytes());
+    want.emplace_back("Y", s.yBytes());
+  } else {
+    return fail(join(p, "library"),
+                "unknown library \"" + k.library + "\" (this runtime knows \"" +
+                    kCudnnConv + "\" and \"" + kCublasGemm + "\")");
+  }
   if (k.source.size != 0)
     return fail(join(p, "source"), "a library kernel has no source");
   if (!k.cubins.empty())
     return fail(join(p, "cubins"), "a library kernel has no CUBINs");
 
-  // x, w, [bias], [z], y with the bytes the spec implies.
-  std::vector<std::pair<const char *, uint64_t>> want = {{"x", s.xBytes()},
-                                                         {"w", s.wBytes()}};
-  if (s.bias)
-    want.emplace_back("bias", s.biasBytes());
-  if (s.residual)
-    want.emplace_back("z", s.yBytes());
-  want.emplace_back("y", s.yBytes());
   std::string order;
   for (const auto &[name, bytes] : want)
     order += (order.empty() ? "" : ", ") + std::string(name);
@@ -622,11 +635,10 @@ bool validateLibraryKernel(const Manifest &m, const KernelLaunch &k,
                           tensorLabel(m, k.args[i]) + ", a " + t.dtype +
                           " tensor; " + k.library + " takes float32");
     if (t.bytes() != want[i].second)
-      return fail(pa, std::string(want[i].first) + " is " +
-                          tensorLabel(m, k.args[i]) + " of " +
-                          std::to_string(t.bytes()) + " bytes; the spec (" +
-                          describeConvSpec(s) + ") needs " +
-                          std::to_string(want[i].second));
+      return fail(
+          pa, std::string(want[i].first) + " is " + tensorLabel(m, k.args[i]) +
+                  " of " + std::to_string(t.bytes()) + " bytes; the spec (" +
+                  described + ") needs " + std::to_string(want[i].second));
   }
   int y = k.args.back();
   if (k.outputs != std::vector<int>{y})
@@ -834,6 +846,15 @@ bool validateManifest(const Artifact &a, std::string &error) {
 }
 
 } // namespace
+
+uint64_t dtypeBytes(const std::string &dtype) {
+  static const std::map<std::string, uint64_t> sizes = {
+      {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"float64", 8},
+      {"int8", 1},    {"uint8", 1},   {"int16", 2},    {"int32", 4},
+      {"int64", 8},   {"bool", 1}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
 
 uint64_t Tensor::bytes() const {
   uint64_t b = dtypeBytes(dtype);

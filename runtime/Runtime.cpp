@@ -20,6 +20,8 @@
 
 #include "cuts/cuts.h"
 
+#include "Binding.h"
+#include "Blas.h"
 #include "CudaDriver.h"
 #include "FileIO.h"
 #include "Library.h"
@@ -31,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,6 +142,12 @@ struct ModelImpl {
   std::vector<CUfunction> functions; // per kernel; null for library kernels
   // Per kernel: the cuDNN convolution of a "cudnn.conv" kernel, else null.
   std::vector<std::unique_ptr<CudnnConv>> convs;
+  // Per kernel: the cuBLASLt product of a "cublaslt.gemm" kernel, else
+  // null; one handle serves every session (cuBLASLt handles are
+  // thread-safe and carry no stream).
+  std::vector<std::unique_ptr<CublasLtGemm>> gemms;
+  std::unique_ptr<CublasLtHandle> lt;
+  bool hasConv = false;
   bool hasLibrary = false; // any library kernel
   CUdeviceptr weights = 0;
   uint64_t weightBytes = 0;
@@ -155,6 +164,8 @@ struct ModelImpl {
       return;
     d->cuCtxSetCurrent(ctx);
     convs.clear(); // their zero biases live in the context
+    gemms.clear();
+    lt.reset();
     for (CUmodule mod : modules)
       d->cuModuleUnload(mod);
     if (weights)
@@ -208,6 +219,8 @@ struct cuts_session {
   // Device buffers for run_host, benchmark and profile, made on first use.
   bool haveBuffers = false;
   std::vector<CUdeviceptr> bufIn, bufOut;
+  // Host values of inputs that are not filled by a 32-bit memset.
+  std::vector<std::vector<uint8_t>> fill;
   // Scratch reused by every run.
   std::vector<CUdeviceptr> ptr; // per tensor
   std::vector<CUdeviceptr> argValues;
@@ -245,6 +258,124 @@ struct cuts_session {
   }
 };
 
+//===- Dtypes and bindings (Binding.h) ------------------------------------===//
+
+namespace {
+
+struct DtypeInfo {
+  cuts_dtype api;
+  const char *name;  // the manifest's
+  const char *label; // the enumerator
+};
+
+constexpr DtypeInfo kDtypes[] = {{CUTS_FLOAT32, "float32", "CUTS_FLOAT32"},
+                                 {CUTS_UINT8, "uint8", "CUTS_UINT8"},
+                                 {CUTS_INT8, "int8", "CUTS_INT8"},
+                                 {CUTS_INT16, "int16", "CUTS_INT16"},
+                                 {CUTS_INT32, "int32", "CUTS_INT32"},
+                                 {CUTS_INT64, "int64", "CUTS_INT64"},
+                                 {CUTS_BOOL, "bool", "CUTS_BOOL"},
+                                 {CUTS_FLOAT16, "float16", "CUTS_FLOAT16"},
+                                 {CUTS_FLOAT64, "float64", "CUTS_FLOAT64"},
+                                 {CUTS_BFLOAT16, "bfloat16", "CUTS_BFLOAT16"}};
+
+const DtypeInfo *findDtype(cuts_dtype d) {
+  for (const DtypeInfo &i : kDtypes)
+    if (i.api == d)
+      return &i;
+  return nullptr;
+}
+
+} // namespace
+
+namespace cuts::rt {
+
+std::optional<cuts_dtype> apiDtype(const std::string &dtype) {
+  for (const DtypeInfo &i : kDtypes)
+    if (dtype == i.name)
+      return i.api;
+  return std::nullopt;
+}
+
+std::string describeDtype(cuts_dtype dtype) {
+  if (const DtypeInfo *i = findDtype(dtype))
+    return std::string(i->name) + " (" + i->label + ")";
+  return std::to_string(int(dtype)) + " (not a cuts_dtype)";
+}
+
+bool checkBindings(const Manifest &man, const cuts_binding *b, int n,
+                   bool inputs, std::vector<void *> &data, std::string &error) {
+  const std::vector<int> &ids = inputs ? man.inputs : man.outputs;
+  const char *what = inputs ? "input" : "output";
+  auto failWith = [&](std::string msg) {
+    error = std::move(msg);
+    return false;
+  };
+  std::string names;
+  for (int t : ids)
+    names += (names.empty() ? "\"" : ", \"") + man.tensors[t].name + "\"";
+  if (n < 0 || (n > 0 && !b))
+    return failWith(std::string("the ") + what +
+                    " bindings are NULL or their count is negative");
+  if (size_t(n) != ids.size())
+    return failWith("the model has " + std::to_string(ids.size()) + " " + what +
+                    "s (" + names + "), " + std::to_string(n) + " were bound");
+  data.assign(ids.size(), nullptr);
+  std::vector<bool> seen(ids.size(), false);
+  for (int i = 0; i < n; ++i) {
+    const cuts_binding &x = b[i];
+    if (!x.name)
+      return failWith(std::string(what) + " binding " + std::to_string(i) +
+                      " has no name");
+    size_t j = 0;
+    while (j < ids.size() && man.tensors[ids[j]].name != x.name)
+      ++j;
+    if (j == ids.size())
+      return failWith(std::string("the model has no ") + what + " named \"" +
+                      x.name + "\" (its " + what + "s: " + names + ")");
+    const Tensor &t = man.tensors[ids[j]];
+    std::string label = std::string(what) + " \"" + t.name + "\"";
+    if (seen[j])
+      return failWith(label + " is bound twice");
+    seen[j] = true;
+    auto want = apiDtype(t.dtype);
+    if (!want || x.dtype != *want)
+      return failWith(label + ": dtype " + describeDtype(x.dtype) +
+                      " given, the model's is " +
+                      (want ? describeDtype(*want) : t.dtype));
+    std::string expected = shapeString(t.shape.data(), int(t.shape.size()));
+    if (x.rank < 0 || (x.rank > 0 && !x.shape))
+      return failWith(label + ": rank " + std::to_string(x.rank) +
+                      " with no shape given, expected shape " + expected);
+    if (size_t(x.rank) != t.shape.size() ||
+        !std::equal(t.shape.begin(), t.shape.end(), x.shape))
+      return failWith(label + ": expected shape " + expected + ", given " +
+                      shapeString(x.shape, x.rank));
+    if (!x.data && t.bytes() > 0)
+      return failWith(label + ": data is NULL");
+    data[j] = x.data;
+  }
+  return true;
+}
+
+std::vector<uint8_t> fillElement(const std::string &dtype) {
+  std::vector<uint8_t> one(size_t(dtypeBytes(dtype)), 0);
+  auto put = [&](auto v) { std::memcpy(one.data(), &v, sizeof v); };
+  if (dtype == "float32")
+    put(0.5f);
+  else if (dtype == "float64")
+    put(0.5);
+  else if (dtype == "float16")
+    put(uint16_t(0x3800)); // 0.5
+  else if (dtype == "bfloat16")
+    put(uint16_t(0x3F00)); // 0.5
+  else if (dtype == "bool")
+    one[0] = 1;
+  return one; // integers: 0
+}
+
+} // namespace cuts::rt
+
 namespace {
 
 //===- Loading ------------------------------------------------------------===//
@@ -259,14 +390,14 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   impl->artifact = std::move(*parsed);
   ModelImpl &m = *impl;
   const Manifest &man = m.manifest();
+  // Parsing accepted only dtypes the C API has (cuts_dtype).
   for (const std::vector<int> *list : {&man.inputs, &man.outputs})
     for (int t : *list)
-      if (man.tensors[t].dtype != "float32")
+      if (!apiDtype(man.tensors[t].dtype))
         return fail(CUTS_ERROR_BAD_ARTIFACT,
                     label + ": " + (list == &man.inputs ? "input" : "output") +
                         " \"" + man.tensors[t].name + "\" is " +
-                        man.tensors[t].dtype +
-                        "; the C API binds float32 tensors only");
+                        man.tensors[t].dtype + ", which the C API cannot bind");
 
   int ordinal = options ? options->device : 0;
   if (ordinal < 0)
@@ -379,11 +510,25 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
 
   // cuDNN, only for models that call it (parsing checked the params).
   m.convs.resize(man.kernels.size());
+  m.gemms.resize(man.kernels.size());
   for (size_t k = 0; k < man.kernels.size(); ++k) {
     const KernelLaunch &kl = man.kernels[k];
     if (!kl.isLibrary())
       continue;
     m.hasLibrary = true;
+    if (kl.library == kCublasGemm) {
+      auto spec = decodeGemmSpec(kl.libraryParams, err);
+      if (spec && !m.lt)
+        m.lt = CublasLtHandle::create(err);
+      if (spec && m.lt)
+        m.gemms[k] = CublasLtGemm::create(*spec, *m.lt, err);
+      if (!m.gemms[k])
+        return fail(CUTS_ERROR_CUDA, label + ": kernel " + std::to_string(k) +
+                                         " (\"" + kl.name + "\", " +
+                                         kl.library + "): " + err);
+      continue;
+    }
+    m.hasConv = true;
     auto spec = decodeConvSpec(kl.libraryParams, err);
     if (spec)
       m.convs[k] = CudnnConv::create(*spec, err);
@@ -414,9 +559,9 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     std::vector<cuts_tensor_info> &infos = pass == 0 ? m.inputs : m.outputs;
     for (int t : ids) {
       const Tensor &tensor = man.tensors[t];
-      infos.push_back(cuts_tensor_info{tensor.name.c_str(), CUTS_FLOAT32,
-                                       int(tensor.shape.size()),
-                                       tensor.shape.data()});
+      infos.push_back(
+          cuts_tensor_info{tensor.name.c_str(), *apiDtype(tensor.dtype),
+                           int(tensor.shape.size()), tensor.shape.data()});
     }
   }
   // The file's bytes (weights, CUBINs) are on the device now; a server
@@ -431,62 +576,12 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
 
 //===- Running ------------------------------------------------------------===//
 
-/// Checks caller bindings against the model's inputs (or outputs) and puts
-/// their data pointers in model order into `data`.
+/// checkBindings, failing with CUTS_ERROR_INVALID_ARGUMENT.
 cuts_status bindAll(const ModelImpl &m, const cuts_binding *b, int n,
                     bool inputs, std::vector<void *> &data) {
-  const Manifest &man = m.manifest();
-  const std::vector<int> &ids = inputs ? man.inputs : man.outputs;
-  const char *what = inputs ? "input" : "output";
-  std::string names;
-  for (int t : ids)
-    names += (names.empty() ? "\"" : ", \"") + man.tensors[t].name + "\"";
-  if (n < 0 || (n > 0 && !b))
-    return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                std::string("the ") + what +
-                    " bindings are NULL or their count is negative");
-  if (size_t(n) != ids.size())
-    return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                "the model has " + std::to_string(ids.size()) + " " + what +
-                    "s (" + names + "), " + std::to_string(n) + " were bound");
-  data.assign(ids.size(), nullptr);
-  std::vector<bool> seen(ids.size(), false);
-  for (int i = 0; i < n; ++i) {
-    const cuts_binding &x = b[i];
-    if (!x.name)
-      return fail(CUTS_ERROR_INVALID_ARGUMENT, std::string(what) + " binding " +
-                                                   std::to_string(i) +
-                                                   " has no name");
-    size_t j = 0;
-    while (j < ids.size() && man.tensors[ids[j]].name != x.name)
-      ++j;
-    if (j == ids.size())
-      return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  std::string("the model has no ") + what + " named \"" +
-                      x.name + "\" (its " + what + "s: " + names + ")");
-    const Tensor &t = man.tensors[ids[j]];
-    std::string label = std::string(what) + " \"" + t.name + "\"";
-    if (seen[j])
-      return fail(CUTS_ERROR_INVALID_ARGUMENT, label + " is bound twice");
-    seen[j] = true;
-    if (x.dtype != CUTS_FLOAT32)
-      return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  label + ": dtype " + std::to_string(int(x.dtype)) +
-                      " given, the model's is float32 (CUTS_FLOAT32)");
-    std::string expected = shapeString(t.shape.data(), int(t.shape.size()));
-    if (x.rank < 0 || (x.rank > 0 && !x.shape))
-      return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  label + ": rank " + std::to_string(x.rank) +
-                      " with no shape given, expected shape " + expected);
-    if (size_t(x.rank) != t.shape.size() ||
-        !std::equal(t.shape.begin(), t.shape.end(), x.shape))
-      return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  label + ": expected shape " + expected + ", given " +
-                      shapeString(x.shape, x.rank));
-    if (!x.data && t.bytes() > 0)
-      return fail(CUTS_ERROR_INVALID_ARGUMENT, label + ": data is NULL");
-    data[j] = x.data;
-  }
+  std::string err;
+  if (!checkBindings(m.manifest(), b, n, inputs, data, err))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
   return CUTS_OK;
 }
 
@@ -573,6 +668,22 @@ cuts_status runStep(cuts_session &s, size_t i) {
     return CUTS_OK;
   }
   const KernelLaunch &k = man.kernels[step.kernel];
+  if (const CublasLtGemm *gemm = m.gemms[step.kernel].get()) {
+    // A, B, [bias], [Z], Y (checked against the spec when parsed).
+    const GemmSpec &spec = gemm->spec();
+    size_t a = 0;
+    CUdeviceptr A = s.ptr[k.args[a++]], B = s.ptr[k.args[a++]];
+    CUdeviceptr bias = spec.bias ? s.ptr[k.args[a++]] : 0;
+    CUdeviceptr z = spec.residual ? s.ptr[k.args[a++]] : 0;
+    CUdeviceptr y = s.ptr[k.args[a]];
+    std::string err;
+    if (!gemm->run(*m.lt, s.stream, A, B, bias, z, y, s.workspace,
+                   s.workspaceBytes, err))
+      return fail(CUTS_ERROR_CUDA, "step " + std::to_string(i) + ": kernel \"" +
+                                       k.name + "\" (" + k.library +
+                                       "): " + err);
+    return CUTS_OK;
+  }
   if (const CudnnConv *conv = m.convs[step.kernel].get()) {
     // x, w, [bias], [z], y (checked against the spec when parsed).
     const ConvSpec &spec = conv->spec();
@@ -687,19 +798,40 @@ cuts_status ensureBuffers(cuts_session &s) {
   return CUTS_OK;
 }
 
-/// Fills the session's input buffers with 0.5f (finite, harmless values for
-/// any kernel being timed).
+/// Fills the session's input buffers with fillElement's values (finite,
+/// harmless values for any kernel being timed; integer inputs are often
+/// indices into tables, so 0).
 cuts_status fillInputs(cuts_session &s) {
   const ModelImpl &m = *s.model;
   const Manifest &man = m.manifest();
-  const unsigned halfBits = 0x3F000000u; // 0.5f
+  s.fill.resize(s.bufIn.size());
   for (size_t i = 0; i < s.bufIn.size(); ++i) {
-    uint64_t bytes = man.tensors[man.inputs[i]].bytes();
+    const Tensor &t = man.tensors[man.inputs[i]];
+    uint64_t bytes = t.bytes();
     if (bytes == 0)
       continue;
+    std::vector<uint8_t> one = fillElement(t.dtype);
+    if (one.size() == 4) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, one.data(), 4);
+      if (CUresult r =
+              m.d->cuMemsetD32Async(s.bufIn[i], bits, bytes / 4, s.stream))
+        return cudaFail(r,
+                        "filling input \"" + t.name + "\" (cuMemsetD32Async)");
+      continue;
+    }
+    // Other sizes from a host copy the session keeps (the copy is
+    // asynchronous; the source must outlive it).
+    std::vector<uint8_t> &host = s.fill[i];
+    if (host.size() != bytes) {
+      host.resize(bytes);
+      for (uint64_t at = 0; at + one.size() <= bytes; at += one.size())
+        std::memcpy(host.data() + at, one.data(), one.size());
+    }
     if (CUresult r =
-            m.d->cuMemsetD32Async(s.bufIn[i], halfBits, bytes / 4, s.stream))
-      return cudaFail(r, "filling the inputs (cuMemsetD32Async)");
+            m.d->cuMemcpyHtoDAsync(s.bufIn[i], host.data(), bytes, s.stream))
+      return cudaFail(r,
+                      "filling input \"" + t.name + "\" (cuMemcpyHtoDAsync)");
   }
   return CUTS_OK;
 }
@@ -711,11 +843,17 @@ cuts_status createLibraryState(cuts_session &s) {
   const ModelImpl &m = *s.model;
   const Manifest &man = m.manifest();
   std::string err;
-  s.cudnn = CudnnHandle::create(err);
-  if (!s.cudnn || !s.cudnn->setStream(s.stream, err))
-    return fail(CUTS_ERROR_CUDA, "creating the session's cuDNN handle: " + err);
+  if (m.hasConv) {
+    s.cudnn = CudnnHandle::create(err);
+    if (!s.cudnn || !s.cudnn->setStream(s.stream, err))
+      return fail(CUTS_ERROR_CUDA,
+                  "creating the session's cuDNN handle: " + err);
+  }
   uint64_t bytes = 0;
   for (size_t k = 0; k < man.kernels.size(); ++k) {
+    if (m.gemms[k])
+      bytes = std::max({bytes, uint64_t(m.gemms[k]->workspaceBytes()),
+                        man.kernels[k].workspaceBytes});
     if (!m.convs[k])
       continue;
     auto need = m.convs[k]->workspaceBytes(*s.cudnn, err);
@@ -728,7 +866,7 @@ cuts_status createLibraryState(cuts_session &s) {
     if (CUresult r = m.d->cuMemAlloc(&s.workspace, bytes)) {
       s.workspace = 0;
       return cudaFail(r, "allocating the " + std::to_string(bytes) +
-                             "-byte cuDNN workspace (cuMemAlloc)");
+                             "-byte library workspace (cuMemAlloc)");
     }
     s.workspaceBytes = bytes;
   }
@@ -755,6 +893,16 @@ bool checkModel(const cuts_model *m) {
 int cuts_api_version(void) { return CUTS_API_VERSION; }
 
 const char *cuts_last_error(void) { return lastError.c_str(); }
+
+size_t cuts_dtype_size(cuts_dtype dtype) {
+  const DtypeInfo *i = findDtype(dtype);
+  return i ? size_t(dtypeBytes(i->name)) : 0;
+}
+
+const char *cuts_dtype_name(cuts_dtype dtype) {
+  const DtypeInfo *i = findDtype(dtype);
+  return i ? i->name : "unknown";
+}
 
 const char *cuts_status_name(cuts_status s) {
   switch (s) {

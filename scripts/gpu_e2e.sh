@@ -2,8 +2,12 @@
 # On the GPU host (after scripts/package_gpu.sh here, with .gpu-bin carried):
 # the benchmark's models, peers (PyTorch eager, eager + CUDA graph, fp32, TF32
 # off) and cuts phases (compile --tune, run --compare against ONNX Runtime,
-# bench --graph) for ResNet-50 and MobileNetV2 at batch 1 and 64, in one run.
-# Results go to $OUT/bench/results.json.
+# bench --graph) in one run. MODELS (default: ResNet-50 and MobileNetV2) and
+# BATCHES (small large) choose the cells. Results go to
+# $OUT/bench/results.json, the whole log to $OUT/run.log; each cuts cell's
+# artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
+# (cuts bench --kernels) in kernels.txt. RESUME=results.json starts from an
+# earlier run's results (its units are skipped, failed ones retried).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -13,8 +17,21 @@ cuts=$PWD/.gpu-bin/bin/cuts
 models=${MODELS:-resnet50 mobilenet_v2}
 nvidia-smi -L
 $cuts --version || exit 1
-python3 bench/run.py --out "$OUT/bench" --phases models peers cuts \
-  --models $models --precisions fp32 --peers eager cuda_graph \
-  --cuts "$cuts" --cuts-estimate ${CUTS_ESTIMATE:-150} \
+extra=()
+if [ -n "${RESUME:-}" ]; then
+  mkdir -p "$OUT/bench"
+  cp "$RESUME" "$OUT/bench/results.json"
+  extra=(--retry-errors)
+fi
+python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases models peers cuts \
+  --models $models --batches ${BATCHES:-small large} --precisions fp32 \
+  --peers eager cuda_graph --cuts "$cuts" \
+  --cuts-estimate ${CUTS_ESTIMATE:-150} --keep "$OUT/keep" \
   --budget ${BUDGET:-540} --phase-budget ${BUDGET:-540} \
-  --no-report 2>&1 | grep -v "^$" | tail -30
+  --no-report > "$OUT/run.log" 2>&1
+grep -v "^$" "$OUT/run.log" | tail -40
+for d in "$OUT"/keep/*/; do
+  [ -f "$d/model.cuts" ] || continue
+  $cuts bench "$d/model.cuts" --kernels > "$d/kernels.txt" 2>&1
+  echo "== $d"; head -30 "$d/kernels.txt"
+done

@@ -10,9 +10,29 @@ int Graph::addBuffer(Buffer b) {
   return int(buffers.size()) - 1;
 }
 
+Type resultType(Op op, const std::vector<Type> &in, Type cast) {
+  switch (op) {
+  case Op::Cast:
+    return cast;
+  case Op::Equal:
+  case Op::Less:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Not:
+    return Type::Bool;
+  case Op::Where:
+    return in.size() > 1 ? in[1] : Type::F32;
+  default:
+    return in.empty() ? Type::F32 : in[0];
+  }
+}
+
 int Graph::add(Node n) {
+  if (n.op == Op::Load)
+    n.type = buffers[n.buffer].type;
   if (n.op == Op::Load && n.in.empty()) {
-    auto key = std::make_pair(n.buffer, n.index);
+    auto key = std::make_tuple(n.buffer, n.index, n.indexFrom);
     auto it = loads.find(key);
     if (it != loads.end())
       return it->second;
@@ -24,23 +44,31 @@ int Graph::add(Node n) {
   return int(nodes.size()) - 1;
 }
 
-int Graph::load(int buffer, std::vector<int64_t> index) {
+int Graph::load(int buffer, std::vector<int64_t> index,
+                std::vector<int> indexFrom) {
   Node n{Op::Load, {}};
   n.buffer = buffer;
   n.index = std::move(index);
+  n.indexFrom = std::move(indexFrom);
   return add(std::move(n));
 }
 
-int Graph::op(Op o, std::vector<int> in, double value, double value2) {
+int Graph::op(Op o, std::vector<int> in, double value, double value2,
+              Type cast) {
+  std::vector<Type> types;
+  for (int i : in)
+    types.push_back(nodes[i].type);
   Node n{o, std::move(in)};
   n.value = value;
   n.value2 = value2;
+  n.type = resultType(o, types, cast);
   return add(std::move(n));
 }
 
-int Graph::constant(double v) {
+int Graph::constant(double v, Type type) {
   Node n{Op::Const, {}};
   n.value = v;
+  n.type = type;
   return add(std::move(n));
 }
 
@@ -57,12 +85,16 @@ std::vector<int> Graph::reachedFrom(const std::vector<int> &roots) const {
         continue;
       }
       state[id] = 1;
-      if (next < nodes[id].in.size()) {
+      // A gathered load's index values come before its operands.
+      const auto &in = nodes[id].in;
+      const auto &from = nodes[id].indexFrom;
+      if (next < in.size() + from.size()) {
         // Last operand first: an accumulator chain (Fma's last operand) is
         // then emitted in the order it was built.
-        const auto &in = nodes[id].in;
-        int child = in[in.size() - 1 - next++];
-        if (state[child] == 0)
+        size_t k = next++;
+        int child = k < in.size() ? in[in.size() - 1 - k]
+                                  : from[from.size() - 1 - (k - in.size())];
+        if (child >= 0 && state[child] == 0)
           stack.push_back({child, 0});
         continue;
       }

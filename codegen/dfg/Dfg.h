@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace cuts::dfg {
@@ -30,6 +31,10 @@ namespace cuts::dfg {
 enum OutDim : int { DimN = 0, DimK = 1, DimH = 2, DimW = 3, NoDim = -1 };
 
 enum class Space { Global, Shared };
+
+/// The element type of a buffer and of a node's value. Indices (ONNX int64)
+/// and masks (bool) flow through the same DFGs as the fp32 data they select.
+enum class Type { F32, I64, I32, Bool };
 
 /// How one buffer dimension moves from thread to thread: position =
 /// thread-0 position + coordinate(outDim) x threadExtent(outDim) x scale.
@@ -46,6 +51,7 @@ struct Buffer {
   std::vector<int64_t> extents; // logical extents
   std::vector<int64_t> strides; // element strides of the layout
   std::vector<DimMap> map;      // per dimension
+  Type type = Type::F32;
 };
 
 enum class Op {
@@ -77,8 +83,21 @@ enum class Op {
   HardSwish,
   Gelu,
   GeluTanh,
+  Cast,  // in0 converted to the node's type
+  Equal, // comparisons: bool
+  Less,
+  And, // logical, on bools
+  Or,
+  Xor,
+  Not,
+  Where,   // in0 ? in1 : in2
+  LaneSum, // in0 summed over the `value` lanes that share a row (a warp's
+  LaneMax, // shuffles; every lane gets the result)
   Barrier, // orders the shared-memory accesses before and after it
 };
+
+/// The type of op's value given its operands' types (Cast: `cast`).
+Type resultType(Op op, const std::vector<Type> &in, Type cast = Type::F32);
 
 struct Node {
   explicit Node(Op op, std::vector<int> in = {}) : op(op), in(std::move(in)) {}
@@ -86,6 +105,11 @@ struct Node {
   std::vector<int> in;
   int buffer = -1;            // Load / Store
   std::vector<int64_t> index; // Load / Store: thread-0 position
+  /// Load: per buffer dimension, -1 or the node whose value is the position
+  /// along it (a memory-based index function, thesis §3.4.2: ONNX Gather).
+  /// A negative value counts from the end; one outside the extent reads 0.
+  std::vector<int> indexFrom;
+  Type type = Type::F32;
   double value = 0, value2 = 0;
   std::string name;         // Value / Result
   std::vector<int64_t> out; // Result / Store: the block output position
@@ -101,9 +125,13 @@ public:
   /// are merged (thesis Fig. 3.3), so duplicating an output's DFG over the
   /// block shares the loads the outputs have in common.
   int add(Node n);
-  int load(int buffer, std::vector<int64_t> index);
-  int op(Op op, std::vector<int> in, double value = 0, double value2 = 0);
-  int constant(double v);
+  int load(int buffer, std::vector<int64_t> index,
+           std::vector<int> indexFrom = {});
+  /// An op node; its type follows from its operands' (resultType), `cast`
+  /// is the target of a Cast.
+  int op(Op op, std::vector<int> in, double value = 0, double value2 = 0,
+         Type cast = Type::F32);
+  int constant(double v, Type type = Type::F32);
 
   const Node &node(int id) const { return nodes[id]; }
   int size() const { return int(nodes.size()); }
@@ -119,7 +147,7 @@ public:
 private:
   std::vector<Buffer> buffers;
   std::vector<Node> nodes;
-  std::map<std::pair<int, std::vector<int64_t>>, int> loads;
+  std::map<std::tuple<int, std::vector<int64_t>, std::vector<int>>, int> loads;
 };
 
 /// §3.3.3: the final nodes (stores or results) of thread 0's chunk — those

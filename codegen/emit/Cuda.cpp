@@ -5,8 +5,28 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 namespace cuts::codegen {
+
+const char *typeName(dfg::Type t) {
+  switch (t) {
+  case dfg::Type::I64:
+    return "long long";
+  case dfg::Type::I32:
+    return "int";
+  case dfg::Type::Bool:
+    return "bool";
+  default:
+    return "float";
+  }
+}
+
+std::string paramType(const TensorArg &t) {
+  return std::string(t.output ? "" : "const ") + typeName(t.type) +
+         " *__restrict__";
+}
+
 namespace {
 
 using dfg::Op;
@@ -37,6 +57,19 @@ std::string num(double v) {
   if (s.find_first_of(".eni") == std::string::npos)
     s += ".0";
   return s + "f";
+}
+
+std::string typedNum(double v, dfg::Type t) {
+  switch (t) {
+  case dfg::Type::I64:
+    return std::to_string(int64_t(v)) + "LL";
+  case dfg::Type::I32:
+    return std::to_string(int64_t(v));
+  case dfg::Type::Bool:
+    return v != 0 ? "true" : "false";
+  default:
+    return num(v);
+  }
 }
 
 class Emitter {
@@ -88,6 +121,10 @@ private:
   }
 
   std::string nameOf(const dfg::Graph &g, int id);
+  // The position a gathered load reads along a dimension: the index value
+  // with negative values counted from the end, declared once per value.
+  std::string gatherPosition(const dfg::Graph &g, int value, int64_t extent,
+                             const std::string &indent);
   void emitGraph(const dfg::Graph &g, const std::string &indent);
   enum class FetchMode { Direct, ToRegisters, FromRegisters };
   void emitFetch(const Fetch &f, const std::string &indent,
@@ -99,6 +136,7 @@ private:
   int64_t threadExt[4], blockExt[4];
   std::ostringstream os;
   std::map<std::pair<const dfg::Graph *, int>, std::string> names;
+  std::map<std::tuple<const dfg::Graph *, int, int64_t>, std::string> positions;
   int counter = 0;
 };
 
@@ -147,6 +185,22 @@ std::string opName(Op op) {
     return "gelu";
   case Op::Const:
     return "cst";
+  case Op::Cast:
+    return "cvt";
+  case Op::Equal:
+  case Op::Less:
+    return "cmp";
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Not:
+    return "pred";
+  case Op::Where:
+    return "sel";
+  case Op::LaneSum:
+    return "rowsum";
+  case Op::LaneMax:
+    return "rowmax";
   default:
     return "v";
   }
@@ -161,7 +215,9 @@ std::string Emitter::nameOf(const dfg::Graph &g, int id) {
   std::string name;
   if (n.op == Op::Value || (n.op != Op::Load && !n.name.empty()))
     name = n.name; // a register accumulator, updated in place
-  else if (n.op == Op::Load) {
+  else if (n.op == Op::Load && !n.indexFrom.empty()) {
+    name = g.buffer(n.buffer).name + "_at" + std::to_string(counter++);
+  } else if (n.op == Op::Load) {
     name = g.buffer(n.buffer).name;
     for (int64_t i : n.index)
       name += "_" + std::to_string(i);
@@ -170,6 +226,20 @@ std::string Emitter::nameOf(const dfg::Graph &g, int id) {
   } else
     name = opName(n.op) + std::to_string(counter++);
   names[key] = name;
+  return name;
+}
+
+std::string Emitter::gatherPosition(const dfg::Graph &g, int value,
+                                    int64_t extent, const std::string &ind) {
+  auto key = std::make_tuple(&g, value, extent);
+  auto it = positions.find(key);
+  if (it != positions.end())
+    return it->second;
+  std::string v = nameOf(g, value);
+  std::string name = v + "_pos" + std::to_string(counter++);
+  os << ind << "const long long " << name << " = " << v << " < 0 ? " << v
+     << " + " << extent << "LL : (long long)" << v << ";\n";
+  positions[key] = name;
   return name;
 }
 
@@ -194,10 +264,35 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
       continue;
     case Op::Load: {
       const dfg::Buffer &b = g.buffer(n.buffer);
+      std::string zero = typedNum(0, b.type);
+      if (!n.indexFrom.empty()) {
+        // A gathered load: dynamic positions are checked both ways (an
+        // index outside the extent reads 0 rather than faulting).
+        std::string addr, guard;
+        for (size_t d = 0; d < n.index.size(); ++d) {
+          std::string pos;
+          if (n.indexFrom[d] >= 0) {
+            pos = gatherPosition(g, n.indexFrom[d], b.extents[d], ind);
+            guard += (guard.empty() ? "" : " && ") + std::string("(") + pos +
+                     " >= 0 && " + pos + " < " + std::to_string(b.extents[d]) +
+                     ")";
+          } else {
+            pos = position(b, d, n.index[d]);
+            guard += (guard.empty() ? "" : " && ") + pos + " < " +
+                     std::to_string(b.extents[d]);
+          }
+          addr += (d ? " + " : "") + pos + " * " + std::to_string(b.strides[d]);
+        }
+        os << ind << "const " << typeName(b.type) << " " << nameOf(g, id)
+           << " = (" << guard << ") ? " << b.name << "[" << addr
+           << "] : " << zero << ";\n";
+        continue;
+      }
       std::string a = b.name + "[" + address(b, n.index) + "]";
       if (b.space == dfg::Space::Global)
-        a = "(" + inside(b, n.index) + ") ? " + a + " : 0.0f";
-      os << ind << "const float " << nameOf(g, id) << " = " << a << ";\n";
+        a = "(" + inside(b, n.index) + ") ? " + a + " : " + zero;
+      os << ind << "const " << typeName(b.type) << " " << nameOf(g, id) << " = "
+         << a << ";\n";
       continue;
     }
     case Op::Store: {
@@ -214,7 +309,7 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
       expr = "fmaf(" + x + ", " + in(1) + ", " + in(2) + ")";
       break;
     case Op::Const:
-      expr = num(n.value);
+      expr = typedNum(n.value, n.type);
       break;
     case Op::Add:
       expr = x + " + " + in(1);
@@ -229,11 +324,58 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
       expr = x + " / " + in(1);
       break;
     case Op::Max:
-      expr = "fmaxf(" + x + ", " + in(1) + ")";
+      expr = n.type == dfg::Type::F32
+                 ? "fmaxf(" + x + ", " + in(1) + ")"
+                 : x + " > " + in(1) + " ? " + x + " : " + in(1);
       break;
     case Op::Min:
-      expr = "fminf(" + x + ", " + in(1) + ")";
+      expr = n.type == dfg::Type::F32
+                 ? "fminf(" + x + ", " + in(1) + ")"
+                 : x + " < " + in(1) + " ? " + x + " : " + in(1);
       break;
+    case Op::Cast:
+      expr = std::string("static_cast<") + typeName(n.type) + ">(" + x + ")";
+      break;
+    case Op::Equal:
+      expr = x + " == " + in(1);
+      break;
+    case Op::Less:
+      expr = x + " < " + in(1);
+      break;
+    case Op::And:
+      expr = x + " && " + in(1);
+      break;
+    case Op::Or:
+      expr = x + " || " + in(1);
+      break;
+    case Op::Xor:
+      expr = x + " != " + in(1);
+      break;
+    case Op::Not:
+      expr = "!" + x;
+      break;
+    case Op::Where:
+      expr = x + " ? " + in(1) + " : " + in(2);
+      break;
+    case Op::LaneSum:
+    case Op::LaneMax: {
+      // Butterfly over the lanes sharing a row: after log2(G) exchanges
+      // every lane holds the whole row's result.
+      std::string r = nameOf(g, id);
+      int64_t lanes = int64_t(n.value);
+      std::string shfl =
+          target == Target::Hip
+              ? "__shfl_xor(" + r + ", o, " + std::to_string(lanes) + ")"
+              : "__shfl_xor_sync(0xffffffffu, " + r + ", o, " +
+                    std::to_string(lanes) + ")";
+      os << ind << "float " << r << " = " << x << ";\n"
+         << ind << "for (int o = " << lanes / 2 << "; o > 0; o >>= 1)\n"
+         << ind << "  " << r << " = "
+         << (n.op == Op::LaneSum ? r + " + " + shfl
+                                 : "fmaxf(" + r + ", " + shfl + ")")
+         << ";\n";
+      continue;
+    }
     case Op::Neg:
       expr = "-" + x;
       break;
@@ -286,7 +428,8 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     if (!n.name.empty()) // an accumulator updated in place
       os << ind << n.name << " = " << expr << ";\n";
     else
-      os << ind << "const float " << nameOf(g, id) << " = " << expr << ";\n";
+      os << ind << "const " << typeName(n.type) << " " << nameOf(g, id) << " = "
+         << expr << ";\n";
   }
 }
 
@@ -384,8 +527,8 @@ std::string Emitter::run() {
      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
      << k.name << "(";
   for (size_t i = 0; i < k.tensors.size(); ++i)
-    os << (i ? ", " : "") << (k.tensors[i].output ? "float" : "const float")
-       << " *__restrict__ " << k.tensors[i].name;
+    os << (i ? ", " : "") << paramType(k.tensors[i]) << " "
+       << k.tensors[i].name;
   os << ") {\n"
      << "  constexpr int kThreads = " << threads << ";\n"
      << "  // Thread coordinates (W fastest, then H, K, N) and the block's\n"

@@ -17,6 +17,14 @@ namespace cuts::codegen {
 
 enum class Target { Cuda, Hip };
 
+/// The C type of a DFG element type in emitted code ("float", "long long",
+/// "int", "bool").
+const char *typeName(dfg::Type t);
+
+/// The declaration of kernel parameter t: "const float *__restrict__" for
+/// an input, without const for an output.
+std::string paramType(const TensorArg &t);
+
 struct LaunchShape {
   int64_t blocks = 0;
   int64_t threads = 0;
@@ -24,8 +32,8 @@ struct LaunchShape {
 };
 
 /// The kernel's source: one `extern "C" __global__` function named
-/// kernel.name whose parameters are kernel.tensors in order (float
-/// pointers, outputs non-const).
+/// kernel.name whose parameters are kernel.tensors in order (pointers of
+/// paramType).
 std::string emitSource(const Kernel &kernel, Target target = Target::Cuda);
 
 /// The grid and block the kernel is launched with (one dimension each) and

@@ -6,7 +6,7 @@
 
 namespace cuts::codegen {
 
-bool runOnHost(const Kernel &k, const std::map<std::string, float *> &buffers,
+bool runOnHost(const Kernel &k, const std::map<std::string, void *> &buffers,
                std::string &error) {
   KernelSignature sig{k.name, {}};
   std::vector<KernelArg> args;
@@ -16,8 +16,7 @@ bool runOnHost(const Kernel &k, const std::map<std::string, float *> &buffers,
       error = "no buffer for tensor '" + t.name + "' of kernel " + k.name;
       return false;
     }
-    sig.params.push_back({t.name, t.output ? "float *__restrict__"
-                                           : "const float *__restrict__"});
+    sig.params.push_back({t.name, paramType(t)});
     args.push_back(KernelArg::buffer(it->second));
   }
   auto hk = compileForHost(emitSource(k), sig, error);

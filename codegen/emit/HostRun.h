@@ -18,7 +18,7 @@ namespace cuts::codegen {
 /// Compiles k for the host and runs it once; `buffers` gives every tensor of
 /// k.tensors by name. False with `error` if a buffer is missing, the host
 /// compiler fails or the launch reports a problem (e.g. a barrier deadlock).
-bool runOnHost(const Kernel &k, const std::map<std::string, float *> &buffers,
+bool runOnHost(const Kernel &k, const std::map<std::string, void *> &buffers,
                std::string &error);
 
 } // namespace cuts::codegen

@@ -47,84 +47,121 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
       s[d - 1] = s[d] * shape[d];
     return s;
   };
-  std::vector<int> buffers;
+  // Every input's index function as `follows` (see ElementwiseInput).
+  std::vector<std::vector<int>> follows;
   for (const ElementwiseInput &x : in) {
-    if (x.shape.size() > r) {
-      error = "input '" + x.name + "' has a higher rank than the output";
-      return std::nullopt;
-    }
-    dfg::Buffer b{x.name, dfg::Space::Global, x.shape, stridesOf(x.shape), {}};
-    if (!x.perm.empty()) {
+    std::vector<int> f = x.follows;
+    if (!f.empty()) {
+      bool ok = f.size() == x.shape.size();
+      for (size_t d = 0; ok && d < f.size(); ++d)
+        ok = f[d] == ElementwiseInput::kFixed ||
+             (f[d] == ElementwiseInput::kGathered && x.indices >= 0 &&
+              x.indices < int(in.size()) && in[x.indices].indices < 0) ||
+             (f[d] >= 0 && f[d] < int(r) && x.shape[d] == outShape[f[d]]);
+      if (!ok) {
+        error = "input '" + x.name + "' has an invalid index function";
+        return std::nullopt;
+      }
+    } else if (!x.perm.empty()) {
       // Input axis perm[d] follows output axis d.
       if (x.perm.size() != r || x.shape.size() != r) {
         error = "transposed input '" + x.name + "' needs the output's rank";
         return std::nullopt;
       }
-      b.map.assign(r, {dfg::NoDim, 1});
+      f.assign(r, ElementwiseInput::kFixed);
       for (size_t d = 0; d < r; ++d) {
         int64_t a = x.perm[d];
         if (a < 0 || a >= int64_t(r) || x.shape[a] != outShape[d]) {
           error = "transposed input '" + x.name + "' does not match the output";
           return std::nullopt;
         }
-        b.map[a] = {dims[d], 1};
+        f[a] = int(d);
       }
-      buffers.push_back(k.exit.addBuffer(b));
-      k.tensors.push_back({x.name, x.shape, false});
-      continue;
-    }
-    size_t lead = r - x.shape.size();
-    for (size_t d = 0; d < x.shape.size(); ++d) {
-      int64_t o = outShape[lead + d];
-      if (x.shape[d] != o && x.shape[d] != 1) {
-        error = "input '" + x.name + "' does not broadcast to the output";
+    } else {
+      if (x.shape.size() > r) {
+        error = "input '" + x.name + "' has a higher rank than the output";
         return std::nullopt;
       }
-      // A broadcast axis stays at index 0 for every thread and block.
-      b.map.push_back(
-          {x.shape[d] == 1 && o != 1 ? int(dfg::NoDim) : dims[lead + d], 1});
+      size_t lead = r - x.shape.size();
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        int64_t o = outShape[lead + d];
+        if (x.shape[d] != o && x.shape[d] != 1) {
+          error = "input '" + x.name + "' does not broadcast to the output";
+          return std::nullopt;
+        }
+        // A broadcast axis stays at index 0 for every thread and block.
+        f.push_back(x.shape[d] == 1 && o != 1 ? ElementwiseInput::kFixed
+                                              : int(lead + d));
+      }
     }
-    buffers.push_back(k.exit.addBuffer(b));
-    k.tensors.push_back({x.name, x.shape, false});
+    follows.push_back(std::move(f));
   }
-  int y = k.exit.addBuffer(
-      {"Y", dfg::Space::Global, outShape, stridesOf(outShape), [&] {
-         std::vector<dfg::DimMap> m;
-         for (int d : dims)
-           m.push_back({d, 1});
-         return m;
-       }()});
-  k.tensors.push_back({"Y", outShape, true});
-
-  // Step arguments refer to earlier steps or to inputs.
-  for (size_t i = 0; i < steps.size(); ++i)
-    for (int a : steps[i].args)
+  std::vector<int> buffers;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const ElementwiseInput &x = in[i];
+    dfg::Buffer b{x.name, dfg::Space::Global, x.shape, stridesOf(x.shape), {},
+                  x.type};
+    for (int f : follows[i])
+      b.map.push_back({f >= 0 ? dims[f] : int(dfg::NoDim), 1});
+    buffers.push_back(k.exit.addBuffer(b));
+    k.tensors.push_back({x.name, x.shape, false, x.type});
+  }
+  // The output's type is the last step's.
+  std::vector<dfg::Type> stepTypes;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::vector<dfg::Type> args;
+    for (int a : steps[i].args) {
       if (a >= int(i) || -1 - a >= int(in.size())) {
         error = "step " + std::to_string(i) +
                 " uses a later step or a missing input";
         return std::nullopt;
       }
+      args.push_back(a >= 0 ? stepTypes[a] : in[-1 - a].type);
+    }
+    stepTypes.push_back(dfg::resultType(steps[i].op, args, steps[i].cast));
+  }
+  dfg::Type outType = stepTypes.back();
+  int y =
+      k.exit.addBuffer({"Y", dfg::Space::Global, outShape, stridesOf(outShape),
+                        [&] {
+                          std::vector<dfg::DimMap> m;
+                          for (int d : dims)
+                            m.push_back({d, 1});
+                          return m;
+                        }(),
+                        outType});
+  k.tensors.push_back({"Y", outShape, true, outType});
+
   forEachChunkPosition(p, [&](const int64_t *pos) {
+    // Input i at this output position; a gathered axis first loads its
+    // position from the indices input.
+    auto read = [&](size_t i) {
+      std::vector<int64_t> index;
+      std::vector<int> from;
+      for (size_t d = 0; d < follows[i].size(); ++d) {
+        int f = follows[i][d];
+        index.push_back(f >= 0 ? pos[dims[f]] : 0);
+        from.push_back(-1);
+        if (f == ElementwiseInput::kGathered) {
+          size_t j = size_t(in[i].indices);
+          std::vector<int64_t> at;
+          for (int g : follows[j])
+            at.push_back(g >= 0 ? pos[dims[g]] : 0);
+          from.back() = k.exit.load(buffers[j], at);
+        }
+      }
+      bool gathered = false;
+      for (int v : from)
+        gathered |= v >= 0;
+      return k.exit.load(buffers[i], index,
+                         gathered ? from : std::vector<int>{});
+    };
     std::vector<int> results;
     for (const ElementwiseStep &s : steps) {
       std::vector<int> args;
-      for (int a : s.args) {
-        if (a >= 0) {
-          args.push_back(results[a]);
-          continue;
-        }
-        size_t i = size_t(-1 - a);
-        std::vector<int64_t> index(in[i].shape.size());
-        size_t lead = r - in[i].shape.size();
-        for (size_t d = 0; d < in[i].shape.size(); ++d) {
-          if (!in[i].perm.empty())
-            index[in[i].perm[d]] = pos[dims[d]];
-          else
-            index[d] = in[i].shape[d] == 1 ? 0 : pos[dims[lead + d]];
-        }
-        args.push_back(k.exit.load(buffers[i], index));
-      }
-      results.push_back(k.exit.op(s.op, args, s.value, s.value2));
+      for (int a : s.args)
+        args.push_back(a >= 0 ? results[a] : read(size_t(-1 - a)));
+      results.push_back(k.exit.op(s.op, args, s.value, s.value2, s.cast));
     }
     std::vector<int64_t> index;
     for (int d : dims)

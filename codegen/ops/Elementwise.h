@@ -8,22 +8,31 @@
 
 namespace cuts::codegen {
 
-/// A global input, broadcast to the output's shape (numpy rules). With
-/// `perm` its axes are read transposed: output axis d reads input axis
-/// perm[d] (ONNX Transpose; then the ranks are equal and nothing
-/// broadcasts).
+/// A global input and how an output position reads it (its index function,
+/// thesis §3.4.2). By default it broadcasts to the output's shape (numpy
+/// rules). With `perm` its axes are read transposed: output axis d reads
+/// input axis perm[d] (ONNX Transpose). With `follows`, input axis d reads
+/// the position of output axis follows[d], or 0 for kFixed, or, for
+/// kGathered, the value of input `indices` at the same output position
+/// (memory-based: ONNX Gather, whose indices input has its own `follows`).
 struct ElementwiseInput {
+  static constexpr int kFixed = -1;
+  static constexpr int kGathered = -2;
   std::string name;
   std::vector<int64_t> shape;
   std::vector<int64_t> perm = {};
+  dfg::Type type = dfg::Type::F32;
+  std::vector<int> follows = {};
+  int indices = -1; // the input holding a kGathered axis's positions
 };
 
 /// One scalar op of a fused chain: op(args) where an argument k >= 0 is the
-/// result of step k and -1 - i is input i.
+/// result of step k and -1 - i is input i; a Cast converts to `cast`.
 struct ElementwiseStep {
   dfg::Op op;
   std::vector<int> args;
   double value = 0, value2 = 0;
+  dfg::Type cast = dfg::Type::F32;
 };
 
 /// Y = the last step's result over an output of rank <= 4 (viewed as

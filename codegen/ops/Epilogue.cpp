@@ -52,39 +52,51 @@ bool buildExit(Kernel &k, const std::string &out,
   int y = k.exit.addBuffer(
       {out, dfg::Space::Global, outShape, stridesOf(outShape), outMap});
 
-  // Operands: a per-channel vector follows K; a full tensor the output.
+  // Operands: a scalar stays at index 0 for every thread and block; a
+  // per-channel vector follows K; an operand of the output's rank follows
+  // the output, except along its extent-1 axes, which broadcast.
   int64_t channels = 1;
   for (size_t d = 0; d < outDims.size(); ++d)
     if (outDims[d] == dfg::DimK)
       channels = outShape[d];
-  std::vector<int> operands;
+  struct Operand {
+    int buffer = -1;
+    std::vector<int> follows; // per operand axis: output axis or -1
+  };
+  std::vector<Operand> operands;
   for (const EpilogueOp &e : epilogue) {
+    Operand o;
     if (e.operand.empty()) {
-      operands.push_back(-1);
+      operands.push_back(o);
       continue;
     }
-    bool vector = e.operandShape == std::vector<int64_t>{channels};
-    bool scalar = e.operandShape == std::vector<int64_t>{1};
-    if (!vector && !scalar && e.operandShape != outShape) {
+    const std::vector<int64_t> &os = e.operandShape;
+    dfg::Buffer b{e.operand, dfg::Space::Global, os, stridesOf(os), {}};
+    if (os.size() == outShape.size()) {
+      for (size_t d = 0; d < os.size(); ++d) {
+        if (os[d] != outShape[d] && os[d] != 1) {
+          error = "epilogue operand '" + e.operand +
+                  "' does not broadcast to the output";
+          return false;
+        }
+        o.follows.push_back(os[d] == outShape[d] ? int(d) : -1);
+      }
+    } else if (os == std::vector<int64_t>{1}) {
+      o.follows = {-1};
+    } else if (os == std::vector<int64_t>{channels}) {
+      o.follows = {-2}; // along K
+    } else {
       error = "epilogue operand '" + e.operand +
-              "' is neither a scalar, per-channel nor of the output's shape";
+              "' is neither a scalar, per-channel nor of the output's rank";
       return false;
     }
-    k.tensors.push_back({e.operand, e.operandShape, false});
-    // A scalar stays at index 0 for every thread and block.
-    operands.push_back(k.exit.addBuffer(
-        vector   ? dfg::Buffer{e.operand,
-                             dfg::Space::Global,
-                             {channels},
-                             {1},
-                             {{dfg::DimK, 1}}}
-        : scalar ? dfg::Buffer{e.operand,
-                               dfg::Space::Global,
-                               {1},
-                               {1},
-                               {{dfg::NoDim, 1}}}
-                 : dfg::Buffer{e.operand, dfg::Space::Global, outShape,
-                               stridesOf(outShape), outMap}));
+    for (int f : o.follows)
+      b.map.push_back(f == -2  ? dfg::DimMap{dfg::DimK, 1}
+                      : f >= 0 ? outMap[f]
+                               : dfg::DimMap{dfg::NoDim, 1});
+    k.tensors.push_back({e.operand, os, false});
+    o.buffer = k.exit.addBuffer(b);
+    operands.push_back(o);
   }
   k.tensors.push_back({out, outShape, true});
 
@@ -101,14 +113,13 @@ bool buildExit(Kernel &k, const std::string &out,
       index.push_back(pos[d]);
     for (size_t e = 0; e < epilogue.size(); ++e) {
       std::vector<int> ins{v};
-      const std::vector<int64_t> &os = epilogue[e].operandShape;
-      if (operands[e] >= 0)
-        ins.push_back(k.exit.load(
-            operands[e], os == std::vector<int64_t>{1} && os != outShape
-                             ? std::vector<int64_t>{0}
-                         : os.size() == 1 && os != outShape
-                             ? std::vector<int64_t>{pos[dfg::DimK]}
-                             : index));
+      const Operand &o = operands[e];
+      if (o.buffer >= 0) {
+        std::vector<int64_t> at;
+        for (int f : o.follows)
+          at.push_back(f == -2 ? pos[dfg::DimK] : f >= 0 ? index[f] : 0);
+        ins.push_back(k.exit.load(o.buffer, at));
+      }
       v = k.exit.op(epilogue[e].op, ins, epilogue[e].value, epilogue[e].value2);
     }
     dfg::Node st(dfg::Op::Store, {v});

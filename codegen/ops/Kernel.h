@@ -21,7 +21,13 @@ struct TensorArg {
   std::string name;
   std::vector<int64_t> shape; // row-major in global memory
   bool output = false;
+  dfg::Type type = dfg::Type::F32;
 };
+
+/// Bytes of one element of type t in global memory.
+inline int64_t elementBytes(dfg::Type t) {
+  return t == dfg::Type::I64 ? 8 : t == dfg::Type::Bool ? 1 : 4;
+}
 
 /// One axis of a tile fetch: the tile's local index r along this axis reads
 /// the global position base + offset + r, where base is the block's first

@@ -15,8 +15,145 @@
 
 namespace cuts::codegen {
 
+namespace {
+
+const char *rowOpName(RowOp op) {
+  static const char *names[] = {"softmax", "layer norm", "reduce sum",
+                                "reduce mean", "reduce max"};
+  return names[int(op)];
+}
+
+/// Rows over lanes: G = p.Wb lanes of a warp share each row; lane l holds
+/// elements l, l + G, l + 2G, ... (coalesced across the lanes) in
+/// registers, straight from global memory; LaneSum/LaneMax combine the
+/// lanes' partial results by shuffles. Everything is loop-exit DFG: no
+/// shared memory, no barrier.
+std::optional<Kernel> buildRowOverLanes(const std::string &name,
+                                        const RowShape &s, const TileParams &p,
+                                        std::string &error) {
+  const int64_t L = s.length, G = p.Wb;
+  if (p.Wt != 1 || L % G || (p.Nb / p.Nt * G) % 32) {
+    error = "rows over lanes need Wt = 1, lanes dividing the row and whole "
+            "warps";
+    return std::nullopt;
+  }
+  bool rowsOut = s.op == RowOp::Softmax || s.op == RowOp::LayerNorm;
+  Kernel k;
+  k.name = name;
+  k.params = p;
+  k.params.Cin = L;
+  k.desc.kind = OpKind::Reduction;
+  k.desc.N = s.rows, k.desc.C = L;
+  k.loopExtent = 0;
+  auto &g = k.exit;
+  const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, 1}};
+  int x = g.addBuffer({"X", dfg::Space::Global, {s.rows, L}, {L, 1}, rowMap});
+  k.tensors = {{"X", {s.rows, L}, false}};
+  int scale = -1, bias = -1;
+  if (s.op == RowOp::LayerNorm) {
+    scale =
+        g.addBuffer({"scale", dfg::Space::Global, {L}, {1}, {{dfg::DimW, 1}}});
+    k.tensors.push_back({"scale", {L}, false});
+    if (s.bias) {
+      bias =
+          g.addBuffer({"bias", dfg::Space::Global, {L}, {1}, {{dfg::DimW, 1}}});
+      k.tensors.push_back({"bias", {L}, false});
+    }
+  }
+  int y = g.addBuffer(
+      rowsOut
+          ? dfg::Buffer{"Y", dfg::Space::Global, {s.rows, L}, {L, 1}, rowMap}
+          : dfg::Buffer{
+                "Y", dfg::Space::Global, {s.rows}, {1}, {{dfg::DimN, 1}}});
+  k.tensors.push_back(
+      {"Y",
+       rowsOut ? std::vector<int64_t>{s.rows, L} : std::vector<int64_t>{s.rows},
+       true});
+  auto store = [&](int64_t i, std::vector<int64_t> index, int v) {
+    dfg::Node st(dfg::Op::Store, {v});
+    st.buffer = y;
+    st.index = std::move(index);
+    st.out = {i, 0, 0, 0}; // all of them thread 0's
+    g.add(st);
+  };
+  const int64_t per = L / G;
+  for (int64_t i = 0; i < p.Nt; ++i) {
+    std::vector<int> v; // this lane's elements of row i
+    for (int64_t t = 0; t < per; ++t)
+      v.push_back(g.load(x, {i, t * G}));
+    auto fold = [&](dfg::Op op, auto element) {
+      int acc = element(v[0]);
+      for (int64_t t = 1; t < per; ++t)
+        acc = g.op(op, {acc, element(v[t])});
+      return acc;
+    };
+    auto id = [](int e) { return e; };
+    auto lanes = [&](dfg::Op op, int partial) {
+      return g.op(op, {partial}, double(G));
+    };
+    switch (s.op) {
+    case RowOp::ReduceSum:
+    case RowOp::ReduceMean:
+    case RowOp::ReduceMax: {
+      bool max = s.op == RowOp::ReduceMax;
+      int r = lanes(max ? dfg::Op::LaneMax : dfg::Op::LaneSum,
+                    fold(max ? dfg::Op::Max : dfg::Op::Add, id));
+      if (s.op == RowOp::ReduceMean)
+        r = g.op(dfg::Op::Div, {r, g.constant(double(L))});
+      store(i, {i}, r); // every lane writes the same value
+      break;
+    }
+    case RowOp::Softmax: {
+      int m = lanes(dfg::Op::LaneMax, fold(dfg::Op::Max, id));
+      std::vector<int> e;
+      for (int t : v)
+        e.push_back(g.op(dfg::Op::Exp, {g.op(dfg::Op::Sub, {t, m})}));
+      int sum = e[0];
+      for (int64_t t = 1; t < per; ++t)
+        sum = g.op(dfg::Op::Add, {sum, e[t]});
+      int inv = g.op(dfg::Op::Recip, {lanes(dfg::Op::LaneSum, sum)});
+      for (int64_t t = 0; t < per; ++t)
+        store(i, {i, t * G}, g.op(dfg::Op::Mul, {e[t], inv}));
+      break;
+    }
+    case RowOp::LayerNorm: {
+      int invL = g.constant(1.0 / double(L));
+      int mean = g.op(dfg::Op::Mul,
+                      {lanes(dfg::Op::LaneSum, fold(dfg::Op::Add, id)), invL});
+      std::vector<int> d;
+      for (int t : v)
+        d.push_back(g.op(dfg::Op::Sub, {t, mean}));
+      int sq = g.op(dfg::Op::Mul, {d[0], d[0]});
+      for (int64_t t = 1; t < per; ++t)
+        sq = g.op(dfg::Op::Fma, {d[t], d[t], sq});
+      int var = g.op(dfg::Op::Mul, {lanes(dfg::Op::LaneSum, sq), invL});
+      int rstd =
+          g.op(dfg::Op::Recip,
+               {g.op(dfg::Op::Sqrt,
+                     {g.op(dfg::Op::Add, {var, g.constant(s.epsilon)})})});
+      for (int64_t t = 0; t < per; ++t) {
+        int o = g.op(dfg::Op::Mul, {g.op(dfg::Op::Mul, {d[t], rstd}),
+                                    g.load(scale, {t * G})});
+        if (bias >= 0)
+          o = g.op(dfg::Op::Add, {o, g.load(bias, {t * G})});
+        store(i, {i, t * G}, o);
+      }
+      break;
+    }
+    }
+  }
+  k.summary = std::string(rowOpName(s.op)) + " over rows of " +
+              std::to_string(L) + " (" + std::to_string(s.rows) + " rows, " +
+              std::to_string(G) + " lanes a row)";
+  return k;
+}
+
+} // namespace
+
 std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
                                  const TileParams &p, std::string &error) {
+  if (p.Wb > 1 && p.Nb % p.Nt == 0 && p.Kb == 1 && p.Hb == 1)
+    return buildRowOverLanes(name, s, p, error);
   if (p.Nb % p.Nt || p.Kb != 1 || p.Hb != 1 || p.Wb != 1) {
     error = "row ops tile rows only (Kb = Hb = Wb = 1, Nb a multiple of Nt)";
     return std::nullopt;
@@ -149,9 +286,7 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
     }
     }
   }
-  static const char *names[] = {"softmax", "layer norm", "reduce sum",
-                                "reduce mean", "reduce max"};
-  k.summary = std::string(names[int(s.op)]) + " over rows of " +
+  k.summary = std::string(rowOpName(s.op)) + " over rows of " +
               std::to_string(L) + " (" + std::to_string(s.rows) + " rows)";
   return k;
 }

@@ -41,44 +41,108 @@ std::string opName(mlir::Operation *op) {
   return s;
 }
 
-/// The constant's bytes as fp32, little-endian as the GPU reads them.
-bool constantBytes(ConstantOp c, std::vector<uint8_t> &out,
-                   std::string &error) {
+/// The manifest dtype of an element type ("float32", "int64", "bool", ...);
+/// nullopt for one the artifact has no name for (unsigned wider than 8
+/// bits, complex, ...).
+std::optional<std::string> dtypeOf(mlir::Type t) {
+  if (t.isF32())
+    return "float32";
+  if (t.isF16())
+    return "float16";
+  if (t.isBF16())
+    return "bfloat16";
+  if (t.isF64())
+    return "float64";
+  if (t.isInteger(1))
+    return "bool";
+  if (auto i = llvm::dyn_cast<mlir::IntegerType>(t)) {
+    if (i.isUnsigned())
+      return i.getWidth() == 8 ? std::optional<std::string>("uint8")
+                               : std::nullopt;
+    switch (i.getWidth()) {
+    case 8:
+      return "int8";
+    case 16:
+      return "int16";
+    case 32:
+      return "int32";
+    case 64:
+      return "int64";
+    default:
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string typeText(mlir::Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return os.str();
+}
+
+/// The constant's elements as the GPU reads them: little-endian, packed, of
+/// the manifest dtype's size (bool: one byte, 0 or 1). `what` names the
+/// constant in errors.
+bool constantBytes(ConstantOp c, const std::string &what,
+                   std::vector<uint8_t> &out, std::string &error) {
   auto type = llvm::cast<mlir::RankedTensorType>(c.getType());
-  if (!type.getElementType().isF32()) {
-    error = "a weight is not fp32 (only fp32 models are compiled yet)";
+  mlir::Type et = type.getElementType();
+  auto dtype = dtypeOf(et);
+  if (!dtype) {
+    error = what + " has element type " + typeText(et) +
+            ", which an artifact cannot hold";
     return false;
   }
-  size_t bytes = size_t(type.getNumElements()) * 4;
+  size_t eb = size_t(rt::dtypeBytes(*dtype));
+  size_t n = size_t(type.getNumElements());
+  size_t bytes = n * eb;
   mlir::Attribute attr = c.getValue();
-  if (auto r = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
-    mlir::AsmResourceBlob *blob = r.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != bytes) {
-      error = "a weight's data is missing";
-      return false;
+  // fp32 weights (the bulk of a model) are copied as they are.
+  if (et.isF32())
+    if (auto r = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
+      mlir::AsmResourceBlob *blob = r.getRawHandle().getBlob();
+      if (!blob || blob->getData().size() != bytes) {
+        error = what + ": its data is missing";
+        return false;
+      }
+      auto d = blob->getData();
+      out.assign(d.begin(), d.end());
+      return true;
     }
-    auto d = blob->getData();
-    out.assign(d.begin(), d.end());
-    return true;
-  }
-  if (auto d = llvm::dyn_cast<mlir::DenseElementsAttr>(attr)) {
-    out.resize(bytes);
-    size_t i = 0;
-    for (float v : d.getValues<float>()) {
-      std::memcpy(out.data() + i, &v, 4);
-      i += 4;
-    }
-    return true;
-  }
   auto h = toHost(attr);
-  if (!h) {
-    error = "a weight's data cannot be read";
+  if (!h || size_t(h->numel()) != n) {
+    error = what + " (" + typeText(type) + "): its data cannot be read";
     return false;
   }
-  out.resize(bytes);
-  for (int64_t i = 0; i < h->numel() && size_t(i) * 4 < bytes; ++i) {
-    float v = float(h->getF(i));
-    std::memcpy(out.data() + 4 * i, &v, 4);
+  out.assign(bytes, 0);
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t *p = out.data() + i * eb;
+    if (llvm::isa<mlir::FloatType>(et)) {
+      double v = h->getF(int64_t(i));
+      if (et.isF64()) {
+        std::memcpy(p, &v, 8);
+      } else if (et.isF32()) {
+        float f = float(v);
+        std::memcpy(p, &f, 4);
+      } else {
+        // f16 / bf16: round to the element type, store its bit pattern.
+        llvm::APFloat f(v);
+        bool lost = false;
+        f.convert(llvm::cast<mlir::FloatType>(et).getFloatSemantics(),
+                  llvm::APFloat::rmNearestTiesToEven, &lost);
+        uint16_t bits = uint16_t(f.bitcastToAPInt().getZExtValue());
+        std::memcpy(p, &bits, 2);
+      }
+      continue;
+    }
+    int64_t v = h->getI(int64_t(i));
+    if (et.isInteger(1))
+      v = v != 0;
+    // Little-endian: the low eb bytes of the two's complement value.
+    for (size_t b = 0; b < eb; ++b)
+      p[b] = uint8_t(uint64_t(v) >> (8 * b));
   }
   return true;
 }
@@ -162,6 +226,11 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
         if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
           continue;
         gk->kernel.prefetch = prefetch;
+        // The prefetching variant doubles the tiles; the bound checked one.
+        if (opts.arch.maxSharedPerBlock > 0 &&
+            codegen::launchShape(gk->kernel).sharedBytes >
+                opts.arch.maxSharedPerBlock)
+          continue;
         tune::Candidate tc = tuneCandidate(gk->kernel, arch0, toolkit);
         list.push_back({std::move(*gk), std::move(tc)});
       }
@@ -188,6 +257,29 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
         c.tc.argBytes.push_back(sp.biasBytes());
       if (sp.residual)
         c.tc.argBytes.push_back(sp.yBytes());
+      c.tc.argBytes.push_back(sp.yBytes());
+      c.tc.argOutput.assign(c.tc.argBytes.size(), false);
+      c.tc.argOutput.back() = true;
+      list.push_back(std::move(c));
+    }
+    // cuBLASLt's product, once per algorithm its heuristic offers.
+    auto gemm = opts.library ? cublasGemm(ops, libArgs) : std::nullopt;
+    for (int algo = 0; gemm && algo < rt::kMaxGemmAlgos; ++algo) {
+      rt::GemmSpec sp = *gemm;
+      sp.algo = algo;
+      GroupCandidate c;
+      c.kernel.args = libArgs;
+      c.kernel.family = "cublaslt";
+      c.tc.library = rt::kCublasGemm;
+      c.tc.libraryParams = rt::encodeGemmSpec(sp);
+      c.tc.key =
+          tune::librarySignature(c.tc.library, c.tc.libraryParams, arch0);
+      c.tc.name = "cublaslt_gemm";
+      c.tc.argBytes = {sp.aBytes(), sp.bBytes()};
+      if (sp.bias)
+        c.tc.argBytes.push_back(sp.biasBytes());
+      if (sp.residual)
+        c.tc.argBytes.push_back(sp.zBytes());
       c.tc.argBytes.push_back(sp.yBytes());
       c.tc.argOutput.assign(c.tc.argBytes.size(), false);
       c.tc.argOutput.back() = true;
@@ -286,11 +378,24 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     auto s = llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
     return std::vector<int64_t>(s.begin(), s.end());
   };
+  auto elementOf = [](mlir::Value v) {
+    return llvm::cast<mlir::RankedTensorType>(v.getType()).getElementType();
+  };
+  // A tensor of v's shape and dtype; -1 (with `error`) for an element type
+  // the artifact has no dtype for. `what` names v in that error.
   auto addTensor = [&](mlir::Value v, rt::TensorKind kind,
-                       const std::string &name) {
+                       const std::string &name, const std::string &what) {
+    auto dtype = dtypeOf(elementOf(v));
+    if (!dtype) {
+      error = what + " has element type " + typeText(elementOf(v)) +
+              ", which an artifact cannot hold (float32, float16, bfloat16, "
+              "float64, int8, uint8, int16, int32, int64, bool)";
+      return -1;
+    }
     rt::Tensor t;
     t.name = name;
     t.shape = shapeOf(v);
+    t.dtype = *dtype;
     t.kind = kind;
     m.tensors.push_back(t);
     tensorOf[v] = int(m.tensors.size() - 1);
@@ -298,16 +403,12 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
   };
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     mlir::Value a = func.getArgument(i);
-    if (!llvm::cast<mlir::RankedTensorType>(a.getType())
-             .getElementType()
-             .isF32()) {
-      error = "input " + std::to_string(i) +
-              " is not fp32 (only fp32 inputs are compiled yet)";
-      return std::nullopt;
-    }
     auto n = func.getArgAttrOfType<mlir::StringAttr>(i, "cuts.name");
-    int t = addTensor(a, rt::TensorKind::Input,
-                      n ? n.str() : "input" + std::to_string(i));
+    std::string name = n ? n.str() : "input" + std::to_string(i);
+    int t = addTensor(a, rt::TensorKind::Input, name,
+                      "input " + std::to_string(i) + " (\"" + name + "\")");
+    if (t < 0)
+      return std::nullopt;
     m.tensors[t].index = int(i);
     m.inputs.push_back(t);
   }
@@ -321,11 +422,14 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     if (auto n = llvm::dyn_cast_or_null<mlir::NameLoc>(def->getLoc()))
       name = n.getName().str();
     if (auto c = llvm::dyn_cast<ConstantOp>(def)) {
+      std::string what = "constant \"" + name + "\"";
       std::vector<uint8_t> bytes;
-      if (!constantBytes(c, bytes, error))
+      if (!constantBytes(c, what, bytes, error))
         return -1;
       int t = addTensor(v, rt::TensorKind::Weight,
-                        "weight" + std::to_string(m.tensors.size()));
+                        "weight" + std::to_string(m.tensors.size()), what);
+      if (t < 0)
+        return -1;
       weights.resize((weights.size() + 255) / 256 * 256);
       m.tensors[t].weightOffset = weights.size();
       weights.insert(weights.end(), bytes.begin(), bytes.end());
@@ -335,11 +439,14 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       int root = tensorFor(def->getOperand(0));
       if (root < 0)
         return -1;
-      int t = addTensor(v, rt::TensorKind::View, name);
-      m.tensors[t].viewOf = root;
+      int t = addTensor(v, rt::TensorKind::View, name,
+                        "\"" + name + "\" (" + opName(def) + ")");
+      if (t >= 0)
+        m.tensors[t].viewOf = root;
       return t;
     }
-    return addTensor(v, rt::TensorKind::Intermediate, name);
+    return addTensor(v, rt::TensorKind::Intermediate, name,
+                     "\"" + name + "\" (" + opName(def) + ")");
   };
 
   // Lower every group; identical kernels (same source up to the name) are
@@ -366,16 +473,20 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       const auto &list = candidatesOf(g.operations, g.estimate);
       int best = fastest(list, us);
       if (best >= 0 && !list[best].tc.library.empty()) {
-        // cuDNN was faster: a library kernel, no source, no CUBIN.
+        // cuDNN or cuBLASLt was faster: a library kernel, no source, no
+        // CUBIN.
         const GroupCandidate &c = list[best];
         rt::KernelLaunch launch;
         launch.name = c.tc.name;
         launch.library = c.tc.library;
         launch.libraryParams = c.tc.libraryParams;
         std::string e;
-        launch.summary =
-            ops + ": " +
-            rt::describeConvSpec(*rt::decodeConvSpec(c.tc.libraryParams, e));
+        launch.summary = ops + ": " +
+                         (c.tc.library == rt::kCublasGemm
+                              ? rt::describeGemmSpec(
+                                    *rt::decodeGemmSpec(c.tc.libraryParams, e))
+                              : rt::describeConvSpec(*rt::decodeConvSpec(
+                                    c.tc.libraryParams, e)));
         launch.pulTimeUs = g.estimate.time * 1e6;
         for (mlir::Value v : c.kernel.args) {
           int t = tensorFor(v);
@@ -468,6 +579,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     rt::Tensor out;
     out.name = name;
     out.shape = shapeOf(v);
+    out.dtype = m.tensors[t].dtype;
     out.kind = rt::TensorKind::Output;
     out.index = int(i);
     m.tensors.push_back(out);
@@ -565,6 +677,56 @@ std::vector<std::string> parameterNames(const rt::Manifest &m) {
   return names;
 }
 
+// The C element type (model.h is C and C++) and the cuts_dtype enumerator
+// of a manifest dtype. float16 and bfloat16 are passed as their bit
+// patterns.
+struct CDtype {
+  const char *type, *enumerator;
+};
+CDtype cDtype(const std::string &dtype) {
+  static const std::map<std::string, CDtype> table = {
+      {"float32", {"float", "CUTS_FLOAT32"}},
+      {"float16", {"uint16_t", "CUTS_FLOAT16"}},
+      {"bfloat16", {"uint16_t", "CUTS_BFLOAT16"}},
+      {"float64", {"double", "CUTS_FLOAT64"}},
+      {"int8", {"int8_t", "CUTS_INT8"}},
+      {"uint8", {"uint8_t", "CUTS_UINT8"}},
+      {"int16", {"int16_t", "CUTS_INT16"}},
+      {"int32", {"int32_t", "CUTS_INT32"}},
+      {"int64", {"int64_t", "CUTS_INT64"}},
+      {"bool", {"bool", "CUTS_BOOL"}}};
+  auto it = table.find(dtype);
+  // The driver writes no other dtype; a manifest built by hand with one
+  // still gives a header that compiles.
+  return it == table.end() ? CDtype{"void", "CUTS_FLOAT32"} : it->second;
+}
+
+// The run function's parameter list after the session: "const T *in", ...,
+// "T *out", ...
+std::string runParameters(const rt::Manifest &m,
+                          const std::vector<std::string> &param) {
+  std::string s;
+  size_t ni = m.inputs.size();
+  for (size_t i = 0; i < ni; ++i)
+    s += std::string(", const ") + cDtype(m.tensors[m.inputs[i]].dtype).type +
+         " *" + param[i];
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    s += std::string(", ") + cDtype(m.tensors[m.outputs[i]].dtype).type + " *" +
+         param[ni + i];
+  return s;
+}
+
+// Text for inside a C comment: a "*/" would end it.
+std::string commentText(const std::string &s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += s[i];
+    if (s[i] == '*' && i + 1 < s.size() && s[i + 1] == '/')
+      out += ' ';
+  }
+  return out;
+}
+
 // A C string literal's contents.
 std::string cString(const std::string &s) {
   std::string out;
@@ -593,7 +755,8 @@ std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
      << " * Link lib" << prefix
      << ".so (the artifact is embedded in it) and the CUDA driver. */\n"
      << "#ifndef " << P << "_H\n#define " << P << "_H\n\n"
-     << "#include <cuts/cuts.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n"
+     << "#include <cuts/cuts.h>\n\n#ifndef __cplusplus\n"
+     << "#include <stdbool.h>\n#endif\n\n#ifdef __cplusplus\nextern \"C\" {\n"
      << "#endif\n\n";
   auto shape = [](const rt::Tensor &t) {
     std::string s;
@@ -602,23 +765,23 @@ std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
     return s.empty() ? std::string("scalar") : s;
   };
   std::vector<std::string> param = parameterNames(m);
-  size_t ni = m.inputs.size();
   os << "/* Loads the embedded model (options may be NULL). */\n"
      << "cuts_status " << prefix
      << "_load(const cuts_load_options *options, cuts_model **model);\n\n"
      << "/* One run on the session's stream, device pointers:\n";
-  for (int t : m.inputs)
-    os << " *   " << cIdentifier(m.tensors[t].name) << ": float32 "
-       << shape(m.tensors[t]) << " (input \"" << m.tensors[t].name << "\")\n";
-  for (int t : m.outputs)
-    os << " *   " << cIdentifier(m.tensors[t].name) << ": float32 "
-       << shape(m.tensors[t]) << " (output \"" << m.tensors[t].name << "\")\n";
-  os << " */\ncuts_status " << prefix << "_run(cuts_session *session";
-  for (size_t i = 0; i < ni; ++i)
-    os << ", const float *" << param[i];
-  for (size_t i = 0; i < m.outputs.size(); ++i)
-    os << ", float *" << param[ni + i];
-  os << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  size_t k = 0;
+  for (const std::vector<int> *list : {&m.inputs, &m.outputs})
+    for (int t : *list)
+      os << " *   " << param[k++] << ": " << m.tensors[t].dtype << " "
+         << shape(m.tensors[t]) << " ("
+         << (list == &m.inputs ? "input" : "output") << " \""
+         << commentText(m.tensors[t].name) << "\")\n";
+  if (std::any_of(m.tensors.begin(), m.tensors.end(),
+                  [](const rt::Tensor &t) { return t.dtype == "bool"; }))
+    os << " * A bool element is one byte, 0 or 1.\n";
+  os << " */\ncuts_status " << prefix << "_run(cuts_session *session"
+     << runParameters(m, param) << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n"
+     << "#endif\n";
   return os.str();
 }
 
@@ -647,12 +810,8 @@ std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
       s += (d ? ", " : "") + std::to_string(t.shape[d]);
     return s + (t.shape.empty() ? "0}" : "}");
   };
-  os << "extern \"C\" cuts_status " << prefix << "_run(cuts_session *session";
-  for (size_t i = 0; i < ni; ++i)
-    os << ", const float *" << param[i];
-  for (size_t i = 0; i < m.outputs.size(); ++i)
-    os << ", float *" << param[ni + i];
-  os << ") {\n";
+  os << "extern \"C\" cuts_status " << prefix << "_run(cuts_session *session"
+     << runParameters(m, param) << ") {\n";
   int k = 0;
   for (int t : m.inputs)
     os << "  static const int64_t s" << k++
@@ -663,8 +822,8 @@ std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
   k = 0;
   auto binding = [&](const rt::Tensor &t, const std::string &param) {
     std::ostringstream b;
-    b << "{\"" << cString(t.name) << "\", CUTS_FLOAT32, " << t.shape.size()
-      << ", s" << k++ << ", (void *)" << param << "}";
+    b << "{\"" << cString(t.name) << "\", " << cDtype(t.dtype).enumerator
+      << ", " << t.shape.size() << ", s" << k++ << ", (void *)" << param << "}";
     return b.str();
   };
   os << "  const cuts_binding in[] = {";

@@ -7,6 +7,7 @@
 #include "codegen/ops/MatMul.h"
 #include "codegen/ops/Pool.h"
 #include "codegen/ops/Reduction.h"
+#include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "perfmodel/Describe.h"
 
@@ -37,6 +38,22 @@ int64_t product(llvm::ArrayRef<int64_t> s) {
 }
 bool isF32(mlir::Value v) { return typeOf(v).getElementType().isF32(); }
 
+/// The DFG type of an element type the generator handles.
+std::optional<dfg::Type> dfgType(mlir::Type t) {
+  if (t.isF32())
+    return dfg::Type::F32;
+  if (t.isInteger(64))
+    return dfg::Type::I64;
+  if (t.isInteger(32))
+    return dfg::Type::I32;
+  if (t.isInteger(1))
+    return dfg::Type::Bool;
+  return std::nullopt;
+}
+std::optional<dfg::Type> dfgType(mlir::Value v) {
+  return dfgType(typeOf(v).getElementType());
+}
+
 std::string opName(mlir::Operation *op) {
   std::string s = op->getName().getStringRef().str();
   if (auto n = llvm::dyn_cast<mlir::NameLoc>(op->getLoc()))
@@ -50,9 +67,69 @@ struct ScalarOp {
   Op op;
   double value = 0, value2 = 0;
   bool binary = false;
+  dfg::Type cast = dfg::Type::F32;
 };
 
+/// Ops that take any element type; the others compute on fp32 only.
+bool anyType(Op op) {
+  switch (op) {
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Cast:
+  case Op::Equal:
+  case Op::Less:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Not:
+  case Op::Where:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::optional<ScalarOp> scalarOpOfAnyType(mlir::Operation *op);
+
+/// op as a scalar DFG op, if the generator computes it on its operand types.
 std::optional<ScalarOp> scalarOp(mlir::Operation *op) {
+  auto s = scalarOpOfAnyType(op);
+  if (!s)
+    return std::nullopt;
+  for (mlir::Value v : op->getOperands())
+    if (!dfgType(v) || (!anyType(s->op) && !isF32(v)))
+      return std::nullopt;
+  for (mlir::Value v : op->getResults())
+    if (!dfgType(v))
+      return std::nullopt;
+  return s;
+}
+
+std::optional<ScalarOp> scalarOpOfAnyType(mlir::Operation *op) {
+  if (auto c = llvm::dyn_cast<CastOp>(op)) {
+    auto t = dfgType(c.getResult());
+    if (!t)
+      return std::nullopt;
+    ScalarOp s{Op::Cast};
+    s.cast = *t;
+    return s;
+  }
+  if (llvm::isa<EqualOp>(op))
+    return ScalarOp{Op::Equal, 0, 0, true};
+  if (llvm::isa<LessOp>(op))
+    return ScalarOp{Op::Less, 0, 0, true};
+  if (llvm::isa<AndOp>(op))
+    return ScalarOp{Op::And, 0, 0, true};
+  if (llvm::isa<OrOp>(op))
+    return ScalarOp{Op::Or, 0, 0, true};
+  if (llvm::isa<XorOp>(op))
+    return ScalarOp{Op::Xor, 0, 0, true};
+  if (llvm::isa<NotOp>(op))
+    return ScalarOp{Op::Not};
+  if (llvm::isa<WhereOp>(op))
+    return ScalarOp{Op::Where};
   if (llvm::isa<AddOp>(op))
     return ScalarOp{Op::Add, 0, 0, true};
   if (llvm::isa<SubOp>(op))
@@ -112,6 +189,41 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
   return true;
 }
 
+/// An operand broadcast to `out` as a shape of the kernel's output's rank,
+/// where the kernel's output `kernelOut` merges runs of out's axes (a
+/// batched matmul's leading axes): each run must be all broadcast or all
+/// full in the operand, so that its memory reads the same either way.
+std::optional<std::vector<int64_t>>
+broadcastView(llvm::ArrayRef<int64_t> operand, llvm::ArrayRef<int64_t> out,
+              llvm::ArrayRef<int64_t> kernelOut) {
+  if (!broadcastsTo(operand, out))
+    return std::nullopt;
+  std::vector<int64_t> padded(out.size() - operand.size(), 1);
+  padded.insert(padded.end(), operand.begin(), operand.end());
+  std::vector<int64_t> view;
+  size_t d = 0;
+  for (int64_t extent : kernelOut) {
+    int64_t run = 1;
+    bool full = true, broadcast = true;
+    while (d < out.size() && (run < extent || (extent == 1 && run == 1))) {
+      run *= out[d];
+      full &= padded[d] == out[d];
+      broadcast &= padded[d] == 1;
+      ++d;
+      if (extent == 1)
+        break;
+    }
+    if (run != extent || (!full && !broadcast))
+      return std::nullopt;
+    view.push_back(full ? extent : 1);
+  }
+  // Trailing extent-1 axes of out.
+  for (; d < out.size(); ++d)
+    if (out[d] != 1)
+      return std::nullopt;
+  return view;
+}
+
 /// How an epilogue operand of an anchor's output of shape `out` (channels
 /// along `channelAxis`) is read.
 enum class OperandForm { Scalar, PerChannel, Full, Other };
@@ -149,15 +261,19 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
   Analysis a;
   int escaping = 0;
+  mlir::Operation *nonF32 = nullptr;
   for (mlir::Operation *op : ops) {
     if (isViewOp(op) || !describeOp(op)) {
       why = opName(op) + " is a view or constant inside a kernel";
       return std::nullopt;
     }
     for (mlir::Value v : op->getOperands())
-      if (!isF32(v)) {
-        why = opName(op) + " has a non-fp32 operand";
+      if (!dfgType(v)) {
+        why = opName(op) + " has an operand of a type the generator does "
+                           "not handle (fp32, int64, int32, bool)";
         return std::nullopt;
+      } else if (!isF32(v)) {
+        nonF32 = op;
       }
     bool leaves = false;
     for (mlir::OpResult r : op->getResults()) {
@@ -165,9 +281,12 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
         why = opName(op) + " uses a secondary result";
         return std::nullopt;
       }
-      if (!isF32(r)) {
-        why = opName(op) + " has a non-fp32 result";
+      if (!dfgType(r)) {
+        why = opName(op) + " has a result of a type the generator does not "
+                           "handle (fp32, int64, int32, bool)";
         return std::nullopt;
+      } else if (!isF32(r)) {
+        nonF32 = op;
       }
       for (mlir::Operation *user : r.getUsers())
         if (!group.contains(user))
@@ -197,6 +316,12 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
   }
   if (!a.anchor)
     return a;
+  if (nonF32) {
+    // Integer and bool tensors only flow through elementwise kernels
+    // (indices, masks); tiled ops and their epilogues compute in fp32.
+    why = opName(nonF32) + " has a non-fp32 tensor in a tiled op's kernel";
+    return std::nullopt;
+  }
   // A chain: every op after the anchor reads the previous op's result once.
   mlir::Operation *prev = a.anchor;
   for (mlir::Operation *op : ops.drop_front()) {
@@ -274,10 +399,16 @@ epilogueOf(const Analysis &a, llvm::ArrayRef<int64_t> out, size_t channelAxis,
     case OperandForm::Full:
       e.push_back(EpilogueOp::binary(s.op, b.add("res", other), kernelOut));
       break;
-    case OperandForm::Other:
-      error = opName(op) + " reads an operand that is neither a scalar, "
-                           "per-channel nor full-size";
-      return std::nullopt;
+    case OperandForm::Other: {
+      auto view = broadcastView(os, out, kernelOut);
+      if (!view) {
+        error = opName(op) + " reads an operand that broadcasts to the "
+                             "output in a way the kernel cannot index";
+        return std::nullopt;
+      }
+      e.push_back(EpilogueOp::binary(s.op, b.add("bcast", other), *view));
+      break;
+    }
     }
     prev = op;
   }
@@ -516,11 +647,69 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
     if (shape.empty())
       shape = {1}; // a scalar broadcasts as a one-element vector
     inputs.push_back({b.add("in", v), shape, std::move(perm)});
+    inputs.back().type = *dfgType(v);
     if (inputs.back().perm.empty())
       inputOf[v] = i;
     return -1 - i;
   };
+  // Data movement reads an input of the group through an index function;
+  // its result must reach the output by broadcasting.
+  auto fromOutside = [&](mlir::Operation *op, mlir::Value v) {
+    auto *def = v.getDefiningOp();
+    if (def && stepOf.count(def)) {
+      error = opName(op) + ": data movement of a value computed in the "
+                           "kernel is not fused (only of its inputs)";
+      return false;
+    }
+    return true;
+  };
   for (mlir::Operation *op : ops) {
+    if (auto e = llvm::dyn_cast<ExpandOp>(op)) {
+      // Expand reads its input broadcast: no step of its own.
+      if (!fromOutside(op, e.getInput()) ||
+          !broadcastsTo(shapeOf(e.getOutput()), out))
+        return std::nullopt;
+      stepOf[op] = input(e.getInput(), {});
+      continue;
+    }
+    if (auto g = llvm::dyn_cast<GatherOp>(op)) {
+      // out[..., i..., ...] = data[..., indices[i...], ...] (ONNX Gather):
+      // the data is read at a position loaded from the indices.
+      if (!fromOutside(op, g.getData()) || !fromOutside(op, g.getIndices()))
+        return std::nullopt;
+      auto res = shapeOf(g.getOutput());
+      auto data = shapeOf(g.getData()), idx = shapeOf(g.getIndices());
+      if (!broadcastsTo(res, out)) {
+        error = opName(op) + ": its result does not broadcast to the output";
+        return std::nullopt;
+      }
+      size_t lead = out.size() - res.size();
+      auto outAxis = [&](size_t j) {
+        return res[j] == 1 && out[lead + j] != 1
+                   ? codegen::ElementwiseInput::kFixed
+                   : int(lead + j);
+      };
+      int64_t axis = g.getAxis();
+      codegen::ElementwiseInput ix{b.add("idx", g.getIndices()),
+                                   idx.empty() ? std::vector<int64_t>{1} : idx};
+      ix.type = *dfgType(g.getIndices());
+      ix.follows =
+          idx.empty() ? std::vector<int>{ix.kFixed} : std::vector<int>{};
+      for (size_t e2 = 0; e2 < idx.size(); ++e2)
+        ix.follows.push_back(outAxis(axis + e2));
+      codegen::ElementwiseInput dx{b.add("table", g.getData()), data};
+      dx.type = *dfgType(g.getData());
+      for (size_t d = 0; d < data.size(); ++d)
+        dx.follows.push_back(int64_t(d) < axis ? outAxis(d)
+                             : int64_t(d) == axis
+                                 ? dx.kGathered
+                                 : outAxis(d - 1 + idx.size()));
+      dx.indices = int(inputs.size());
+      inputs.push_back(ix);
+      stepOf[op] = -1 - int(inputs.size());
+      inputs.push_back(dx);
+      continue;
+    }
     if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
       // A transpose reads an input of the group in permuted order.
       auto *def = t.getData().getDefiningOp();
@@ -539,7 +728,7 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
       error = opName(op) + " is not an elementwise op the generator knows";
       return std::nullopt;
     }
-    codegen::ElementwiseStep st{s->op, {}, s->value, s->value2};
+    codegen::ElementwiseStep st{s->op, {}, s->value, s->value2, s->cast};
     for (mlir::Value v : op->getOperands()) {
       auto *def = v.getDefiningOp();
       auto it = def ? stepOf.find(def) : stepOf.end();
@@ -582,7 +771,7 @@ tune::Candidate tuneCandidate(const codegen::Kernel &k, const std::string &arch,
   c.grid = shape.blocks, c.block = shape.threads;
   c.sharedBytes = shape.sharedBytes;
   for (const codegen::TensorArg &t : k.tensors) {
-    uint64_t bytes = 4;
+    uint64_t bytes = uint64_t(codegen::elementBytes(t.type));
     for (int64_t d : t.shape)
       bytes *= uint64_t(d);
     c.argBytes.push_back(bytes);
@@ -680,12 +869,164 @@ std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
   return s;
 }
 
+namespace {
+/// The value of a constant one-element float tensor.
+std::optional<double> scalarConstant(mlir::Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c || product(shapeOf(v)) != 1)
+    return std::nullopt;
+  auto t = toHost(c.getValue());
+  if (!t || !t->isFloat())
+    return std::nullopt;
+  return t->getF(0);
+}
+} // namespace
+
+std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
+                                       std::vector<mlir::Value> &args) {
+  std::string why;
+  auto a = analyse(ops, why);
+  if (!a || !llvm::isa_and_nonnull<MatMulOp, MatMulAddOp, GemmOp>(a->anchor))
+    return std::nullopt;
+  mlir::Operation *op = a->anchor;
+  mlir::Value A = op->getOperand(0), B = op->getOperand(1), C;
+  rt::GemmSpec s;
+  if (auto g = llvm::dyn_cast<GemmOp>(op)) {
+    s.transA = g.getTransA(), s.transB = g.getTransB();
+    C = g.getC();
+    s.alpha = float(g.getAlpha().convertToDouble());
+    if (C && g.getBeta().convertToDouble() != 1.0)
+      return std::nullopt;
+  } else if (auto ma = llvm::dyn_cast<MatMulAddOp>(op)) {
+    C = ma.getC();
+  }
+  auto as = shapeOf(A), bs = shapeOf(B), out = shapeOf(op->getResult(0));
+  if (as.size() < 2 || bs.size() < 2)
+    return std::nullopt;
+  s.K = s.transA ? as[as.size() - 2] : as.back();
+  s.N = s.transB ? bs[bs.size() - 2] : bs.back();
+  if (bs.size() == 2) {
+    // One B for every row of A: A's leading axes are rows.
+    if (s.transA && as.size() != 2)
+      return std::nullopt;
+    s.M = product(as) / s.K;
+    s.batchB = false;
+  } else {
+    // Attention's products: both operands carry the same batch axes.
+    if (as.size() != bs.size() ||
+        !std::equal(as.begin(), as.end() - 2, bs.begin()))
+      return std::nullopt;
+    s.batch = product(llvm::ArrayRef<int64_t>(as).drop_back(2));
+    s.M = s.transA ? as.back() : as[as.size() - 2];
+  }
+  mlir::Value bias, z;
+  // y's axes before the last two are the batch (or rows of a 2-D B).
+  auto addend = [&](mlir::Value v) {
+    auto vs = shapeOf(v);
+    if (!broadcastsTo(vs, out))
+      return false;
+    std::vector<int64_t> padded(out.size() - vs.size(), 1);
+    padded.insert(padded.end(), vs.begin(), vs.end());
+    if (product(vs) == s.N && padded.back() == s.N && !s.bias) {
+      s.bias = true, bias = v;
+      return true;
+    }
+    if (s.residual)
+      return false;
+    bool full = padded == out;
+    bool shared = s.batch > 1 && padded[out.size() - 1] == out.back() &&
+                  padded[out.size() - 2] == out[out.size() - 2] &&
+                  product(padded) == s.M * s.N;
+    if (!full && !shared)
+      return false;
+    s.residual = true, s.batchZ = full, z = v;
+    return true;
+  };
+  if (C && !addend(C))
+    return std::nullopt;
+  mlir::Operation *prev = op;
+  for (mlir::Operation *next : a->chain) {
+    if (s.relu)
+      return std::nullopt; // relu must be last
+    mlir::Value other = next->getNumOperands() < 2 ? mlir::Value()
+                        : next->getOperand(0).getDefiningOp() == prev
+                            ? next->getOperand(1)
+                            : next->getOperand(0);
+    if (llvm::isa<ReluOp>(next)) {
+      s.relu = true;
+    } else if (llvm::isa<MulOp>(next)) {
+      // alpha scales the product only: nothing may have been added yet.
+      auto v = scalarConstant(other);
+      if (!v || s.bias || s.residual)
+        return std::nullopt;
+      s.alpha *= float(*v);
+    } else if (llvm::isa<AddOp>(next)) {
+      if (!addend(other))
+        return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+    prev = next;
+  }
+  std::string error;
+  if (!rt::checkGemmSpec(s, error))
+    return std::nullopt;
+  args = {A, B};
+  if (s.bias)
+    args.push_back(bias);
+  if (s.residual)
+    args.push_back(z);
+  args.push_back(a->last->getResult(0));
+  return s;
+}
+
+namespace {
+/// Whether every operand the chain after the anchor reads can be indexed by
+/// the kernel's exit DFG (as epilogueOf will lower it).
+bool epilogueOperandsFit(const Analysis &a, std::string &why) {
+  mlir::Operation *op = a.anchor;
+  auto out = shapeOf(op->getResult(0));
+  std::vector<int64_t> kernelOut = out;
+  size_t channelAxis = 1;
+  if (llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(op)) {
+    // The generated matmul's output: [batch,] M, N (batch axes merged).
+    channelAxis = out.size() - 1;
+    auto as = shapeOf(op->getOperand(0)), bs = shapeOf(op->getOperand(1));
+    int64_t n = out.back(), m = product(out) / n;
+    int64_t batch = bs.size() > 2 && as.size() >= 2
+                        ? product(llvm::ArrayRef<int64_t>(as).drop_back(2))
+                        : 1;
+    kernelOut = batch > 1 ? std::vector<int64_t>{batch, m / batch, n}
+                          : std::vector<int64_t>{m, n};
+  }
+  mlir::Operation *prev = op;
+  for (mlir::Operation *next : a.chain) {
+    if (next->getNumOperands() == 2) {
+      mlir::Value other = next->getOperand(0).getDefiningOp() == prev
+                              ? next->getOperand(1)
+                              : next->getOperand(0);
+      auto os = shapeOf(other);
+      if (operandForm(os, out, channelAxis) == OperandForm::Other &&
+          !broadcastView(os, out, kernelOut)) {
+        why = opName(next) + " reads an operand that broadcasts to the "
+                             "output in a way the kernel cannot index";
+        return false;
+      }
+    }
+    prev = next;
+  }
+  return true;
+}
+} // namespace
+
 bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
   std::string w;
   auto a = analyse(ops, w);
+  if (a && a->anchor && !epilogueOperandsFit(*a, w))
+    a.reset();
   if (a && !a->anchor)
     for (mlir::Operation *op : ops)
-      if (!scalarOp(op) && !llvm::isa<TransposeOp>(op)) {
+      if (!scalarOp(op) && !llvm::isa<TransposeOp, ExpandOp, GatherOp>(op)) {
         w = opName(op) + " is not an elementwise op the generator knows";
         a.reset();
         break;

@@ -12,6 +12,7 @@
 
 #include "codegen/ops/Kernel.h"
 #include "compiler/driver/Tuner.h"
+#include "runtime/Blas.h"
 #include "runtime/Library.h"
 
 #include "mlir/IR/Operation.h"
@@ -61,6 +62,15 @@ tune::Candidate tuneCandidate(const codegen::Kernel &k, const std::string &arch,
 /// x, w, [bias], [z], y in that order. Nullopt if the group is not one.
 std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
                                       std::vector<mlir::Value> &args);
+
+/// The group as one cuBLASLt product, y = act(alpha * A B + bias + Z): a
+/// matmul, matmul_add or Gemm (both operands batched alike, or B one
+/// matrix), then at most a multiplication by a constant scalar (alpha), a
+/// per-column add (bias), an add of Y's shape or of one matrix shared by
+/// the batch (Z), and a relu last. `args` gets the graph values A, B,
+/// [bias], [Z], y. Nullopt if the group is not one.
+std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
+                                       std::vector<mlir::Value> &args);
 
 } // namespace cuts::driver
 

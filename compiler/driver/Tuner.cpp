@@ -2,6 +2,7 @@
 #include "compiler/driver/Tuner.h"
 
 #include "codegen/emit/Nvrtc.h"
+#include "runtime/Blas.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Library.h"
 
@@ -297,6 +298,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
 
   Progress progress(opts.progress, todo.size());
   std::unique_ptr<rt::CudnnHandle> cudnn; // created for the first library call
+  std::unique_ptr<rt::CublasLtHandle> lt;
   cu::CUdeviceptr workspaceBuf = 0;
   size_t workspaceBytes = 0;
   cu::CUstream stream = nullptr;
@@ -310,12 +312,26 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     const Candidate &c = *todo[i];
     progress.step("timed", i);
     std::unique_ptr<rt::CudnnConv> conv;
+    std::unique_ptr<rt::CublasLtGemm> gemm;
     std::optional<size_t> workspace;
-    if (!c.library.empty()) {
+    if (c.library == rt::kCublasGemm) {
+      std::string why;
+      auto spec = rt::decodeGemmSpec(c.libraryParams, why);
+      if (spec && !lt && !(lt = rt::CublasLtHandle::create(why)))
+        spec.reset();
+      if (spec && (gemm = rt::CublasLtGemm::create(*spec, *lt, why)))
+        workspace = gemm->workspaceBytes();
+      if (!workspace) {
+        cache.put(c.key, {std::nullopt, c.library + ": " + why.substr(0, 300)});
+        continue;
+      }
+    } else if (!c.library.empty()) {
       std::string why;
       auto spec = c.library == rt::kCudnnConv
                       ? rt::decodeConvSpec(c.libraryParams, why)
                       : std::nullopt;
+      if (!spec && why.empty())
+        why = "unknown library";
       if (spec && !cudnn && !(cudnn = rt::CudnnHandle::create(why)))
         spec.reset();
       if (spec && (conv = rt::CudnnConv::create(*spec, why)))
@@ -332,16 +348,17 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     }
     cu::CUmodule mod = nullptr;
     cu::CUfunction fn = nullptr;
-    if (!conv && (d->cuModuleLoadData(&mod, compiled[i]->cubin.data()) !=
-                      cu::CUDA_SUCCESS ||
-                  d->cuModuleGetFunction(&fn, mod, c.name.c_str()) !=
-                      cu::CUDA_SUCCESS)) {
+    bool library = conv || gemm;
+    if (!library && (d->cuModuleLoadData(&mod, compiled[i]->cubin.data()) !=
+                         cu::CUDA_SUCCESS ||
+                     d->cuModuleGetFunction(&fn, mod, c.name.c_str()) !=
+                         cu::CUDA_SUCCESS)) {
       if (mod)
         d->cuModuleUnload(mod);
       cache.put(c.key, {std::nullopt, "the CUBIN does not load"});
       continue;
     }
-    if (conv && *workspace > workspaceBytes) {
+    if (library && *workspace > workspaceBytes) {
       if (workspaceBuf)
         d->cuMemFree(workspaceBuf);
       workspaceBuf = 0;
@@ -393,6 +410,15 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
       }
     }
     auto launch = [&](int k) -> cu::CUresult {
+      if (gemm) {
+        const rt::GemmSpec &sp = gemm->spec();
+        const auto &a = sets[k];
+        std::string why;
+        bool ran = gemm->run(*lt, stream, a[0], a[1], sp.bias ? a[2] : 0,
+                             sp.residual ? a[2 + sp.bias] : 0, a.back(),
+                             workspaceBuf, workspaceBytes, why);
+        return ran ? cu::CUDA_SUCCESS : cu::CUresult(999);
+      }
       if (conv) {
         const rt::ConvSpec &sp = conv->spec();
         const auto &a = sets[k];
@@ -510,6 +536,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   if (workspaceBuf)
     d->cuMemFree(workspaceBuf);
   cudnn.reset();
+  lt.reset();
   if (stream)
     d->cuStreamDestroy(stream);
   return ok;

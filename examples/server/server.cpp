@@ -4,9 +4,11 @@
 // from an in-process queue with N worker threads, each owning a cuts
 // session on its own CUDA stream (a model is shared by all sessions; a
 // session belongs to one thread: cuts.h). Requests are batches of the
-// model's inputs filled with synthetic data; each worker copies a request in,
-// runs, copies the outputs back. At the end: latency percentiles (queueing
-// included) and throughput.
+// model's inputs filled with synthetic data valid for any model (floats a
+// small value, integers 0 - an index into any table - and bools 1, as an
+// attention mask's "attend"); each worker copies a request in, runs, copies
+// the outputs back. At the end: latency percentiles (queueing included) and
+// throughput.
 //
 //   cuts-server MODEL.cuts [--workers N] [--requests R] [--rate R_PER_S]
 //               [--graph]
@@ -20,6 +22,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -71,8 +74,23 @@ private:
 
 struct Tensor {
   std::string name;
+  cuts_dtype dtype = CUTS_FLOAT32;
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  size_t count = 0;            // elements
+  std::vector<uint64_t> words; // the elements' bytes, 8-byte aligned
+
+  void *data() { return words.data(); }
+  /// Synthetic request data: `value` in every element of a float32 or
+  /// float64 tensor; integers stay 0 and bools 1 (set once).
+  void fill(double value) {
+    if (dtype == CUTS_FLOAT32) {
+      float *p = static_cast<float *>(data());
+      std::fill(p, p + count, float(value));
+    } else if (dtype == CUTS_FLOAT64) {
+      double *p = static_cast<double *>(data());
+      std::fill(p, p + count, value);
+    }
+  }
 };
 
 std::vector<Tensor> tensorsOf(const cuts_model *m, bool inputs) {
@@ -83,11 +101,17 @@ std::vector<Tensor> tensorsOf(const cuts_model *m, bool inputs) {
     if ((inputs ? cuts_model_input(m, i, &info)
                 : cuts_model_output(m, i, &info)) != CUTS_OK)
       continue;
-    Tensor t{info.name, {info.shape, info.shape + info.rank}, {}};
-    size_t count = 1;
+    Tensor t;
+    t.name = info.name;
+    t.dtype = info.dtype;
+    t.shape.assign(info.shape, info.shape + info.rank);
+    t.count = 1;
     for (int64_t d : t.shape)
-      count *= size_t(d);
-    t.data.assign(count, 0.f);
+      t.count *= size_t(d);
+    size_t bytes = t.count * cuts_dtype_size(info.dtype);
+    t.words.assign((bytes + 7) / 8, 0);
+    if (info.dtype == CUTS_BOOL && bytes > 0)
+      std::memset(t.data(), 1, bytes);
     out.push_back(std::move(t));
   }
   return out;
@@ -96,8 +120,8 @@ std::vector<Tensor> tensorsOf(const cuts_model *m, bool inputs) {
 std::vector<cuts_binding> bindings(std::vector<Tensor> &ts) {
   std::vector<cuts_binding> b;
   for (Tensor &t : ts)
-    b.push_back({t.name.c_str(), CUTS_FLOAT32, int(t.shape.size()),
-                 t.shape.data(), t.data.data()});
+    b.push_back({t.name.c_str(), t.dtype, int(t.shape.size()), t.shape.data(),
+                 t.data()});
   return b;
 }
 
@@ -163,7 +187,7 @@ int main(int argc, char **argv) {
       Request r;
       while (queue.pop(r)) {
         for (Tensor &t : in) // synthetic request data
-          std::fill(t.data.begin(), t.data.end(), float(r.id % 7) * 0.1f);
+          t.fill((r.id % 7) * 0.1);
         if (cuts_session_run_host(s, bi.data(), int(bi.size()), bo.data(),
                                   int(bo.size())) != CUTS_OK) {
           std::fprintf(stderr, "request %d: %s\n", r.id, cuts_last_error());

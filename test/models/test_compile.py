@@ -111,9 +111,47 @@ def make_attention(path):
                           tm.vi("v", shape)], [tm.vi("y", shape)])
 
 
+def make_embedding(path):
+    """BERT's integer inputs: int64 ids into an embedding table, an int64
+    attention mask made an additive float mask, and a bool output (the
+    padding) computed from the mask."""
+    b = tm.Builder(26)
+    emb = b.node("Gather", [b.w([30, 8], 1.0), "input_ids"], axis=0)
+    m = b.node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    m = b.node("Unsqueeze", [m, b.const(np.array([2], np.int64))])
+    m = b.node("Sub", [b.const(np.array(1.0, np.float32)), m])
+    m = b.node("Mul", [m, b.const(np.array(-100.0, np.float32))])
+    b.node("Add", [emb, m])
+    tm.rename_last(b, "y")
+    b.nodes.append(helper.make_node(
+        "Equal", ["attention_mask", b.const(np.array(0, np.int64))], ["pad"],
+        name="pad"))
+    return b.model(path, [tm.vi("input_ids", [2, 6], TensorProto.INT64),
+                          tm.vi("attention_mask", [2, 6], TensorProto.INT64)],
+                   [tm.vi("y", [2, 6, 8]),
+                    tm.vi("pad", [2, 6], TensorProto.BOOL)])
+
+
 def feeds(shapes, seed):
+    """Per (name, shape[, dtype, high]): float inputs standard normal,
+    integer ones uniform in [0, high), or (high "mask") ones with trailing
+    zeros in every row but the first."""
     r = np.random.default_rng(seed)
-    return {k: r.standard_normal(s).astype(np.float32) for k, s in shapes}
+    out = {}
+    for s in shapes:
+        name, shape = s[0], s[1]
+        dtype = s[2] if len(s) > 2 else np.float32
+        if np.issubdtype(dtype, np.floating):
+            out[name] = r.standard_normal(shape).astype(dtype)
+        elif s[3] == "mask":
+            x = np.ones(shape, dtype)
+            rows = x.reshape(-1, shape[-1])
+            for k in range(1, rows.shape[0]):
+                rows[k, shape[-1] - 1 - k % (shape[-1] - 1):] = 0
+            out[name] = x
+        else:
+            out[name] = r.integers(0, s[3], shape).astype(dtype)
+    return out
 
 
 # name: (builder, input shapes, import args)
@@ -133,6 +171,9 @@ MODELS = {
     "awkward_names": (make_awkward_names, [('in"put', (2, 3))], []),
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
+    "embedding": (make_embedding, [("input_ids", (2, 6), np.int64, 30),
+                                   ("attention_mask", (2, 6), np.int64,
+                                    "mask")], []),
 }
 
 
@@ -197,7 +238,10 @@ def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
     os.makedirs(refdir, exist_ok=True)
     outs = list(ref)
     for n, v in ref.items():
-        np.save(os.path.join(refdir, n + ".npy"), np.asarray(v, np.float32))
+        v = np.asarray(v)  # integer and bool outputs keep their dtype
+        if np.issubdtype(v.dtype, np.floating):
+            v = v.astype(np.float32)
+        np.save(os.path.join(refdir, n + ".npy"), v)
     inputs = save_npy_feeds(d, f)
     art = os.path.join(out, "model.cuts")
     r = runner.run("run", art, "--emulate", "--compare", refdir,
@@ -225,7 +269,7 @@ def check_errors(runner, art, inputs, shapes):
                 "bad.cuts" in r.stderr,
                 "%s artifact: rc %d, %s" % (what, r.returncode, r.stderr))
     # A wrong input shape and an unknown input name are named.
-    name, shape = shapes[0]
+    name, shape = shapes[0][:2]
     wrong = os.path.join(os.path.dirname(art), "wrong.npy")
     np.save(wrong, np.zeros([s + 1 for s in shape], np.float32))
     others = [a for a in inputs if not a.startswith(name + "=")]
@@ -243,10 +287,12 @@ def check_errors(runner, art, inputs, shapes):
             "unknown input: " + r.stderr)
 
 
-def check_tuning_cache(runner, name, path, inputs, refdir):
+def check_tuning_cache(runner, name, path, inputs, refdir,
+                       library="cudnn.conv"):
     """--candidates lists what a cache lacks; a cache of (synthetic) times
-    makes the choice, every kernel chosen by time; two compiles from the same
-    cache give byte-identical artifacts whose outputs still match."""
+    makes the choice, every kernel chosen by time, `library` calls among
+    them (emulated by the CPU); two compiles from the same cache give
+    byte-identical artifacts whose outputs still match."""
     import hashlib
     import json
     d = os.path.join(runner.work, name + "_tuning")
@@ -261,11 +307,12 @@ def check_tuning_cache(runner, name, path, inputs, refdir):
     for x in c:
         h = int(hashlib.sha256(x["key"].encode()).hexdigest()[:8], 16)
         entries[x["key"]] = {"us": 5 + h % 1000 / 10.0, "note": "synthetic"}
-        # cuDNN "wins" its groups, so library kernels (emulated by a CPU
-        # convolution) are in the plan too.
-        if x.get("library"):
+        # The library "wins" its groups, so library kernels (emulated by a
+        # CPU convolution or product) are in the plan too.
+        if x.get("library") == library:
             entries[x["key"]]["us"] = 1 + h % 100 / 100.0
-    require(any(x.get("library") for x in c), "no cuDNN candidates")
+    require(any(x.get("library") == library for x in c),
+            "no %s candidates" % library)
     cache = os.path.join(d, "cache.json")
     json.dump({"format": 1, "entries": entries}, open(cache, "w"))
     arts = []
@@ -278,9 +325,11 @@ def check_tuning_cache(runner, name, path, inputs, refdir):
                       r.stdout)
         require(m and m.group(1) == m.group(2), "not all chosen by time: " +
                 r.stdout)
-        require(re.search(r"\(([1-9]\d*) of them cuDNN", r.stdout),
-                "no cuDNN kernel chosen: " + r.stdout)
-        arts.append(open(os.path.join(out, "model.cuts"), "rb").read())
+        require(re.search(r"\(([1-9]\d*) of them library", r.stdout),
+                "no library kernel chosen: " + r.stdout)
+        art = open(os.path.join(out, "model.cuts"), "rb").read()
+        require(library.encode() in art, "no %s kernel in the plan" % library)
+        arts.append(art)
     require(arts[0] == arts[1], "two compiles from one cache differ")
     r = runner.run("run", os.path.join(d, "b", "model.cuts"), "--emulate",
                    "--compare", refdir, *inputs)
@@ -319,6 +368,31 @@ def check_validate(runner, path):
                          for x in rows), "report: %s" % rows)
 
 
+def check_integer_inputs(runner, art):
+    """An int64 input takes an int32 file (converted) but refuses a float
+    one, naming the input; outputs are written in their dtype."""
+    d = os.path.dirname(os.path.dirname(art))
+    ids = np.load(os.path.join(d, "input_ids.npy"))
+    mask = os.path.join(d, "attention_mask.npy")
+    p32 = os.path.join(d, "ids32.npy")
+    np.save(p32, ids.astype(np.int32))
+    r = runner.run("run", art, "--emulate", "--input", "input_ids=" + p32,
+                   "--input", "attention_mask=" + mask, "--compare",
+                   os.path.join(d, "ref"))
+    require(r.returncode == 0, "int32 ids: " + r.stdout + r.stderr)
+    pf = os.path.join(d, "idsf.npy")
+    np.save(pf, ids.astype(np.float32))
+    r = runner.run("run", art, "--emulate", "--input", "input_ids=" + pf,
+                   "--input", "attention_mask=" + mask)
+    require(r.returncode != 0 and "input 'input_ids'" in r.stderr and
+            "float32" in r.stderr and "int64" in r.stderr,
+            "float ids: " + r.stderr)
+    pad = np.load(os.path.join(d, "pad.npy"))
+    require(pad.dtype == np.bool_ and np.array_equal(
+        pad, np.load(os.path.join(d, "ref", "pad.npy"))),
+            "pad.npy: %s %s" % (pad.dtype, pad))
+
+
 def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
@@ -354,8 +428,12 @@ def main():
         def go():
             result["art"] = compile_and_emulate(runner, name, path,
                                                 import_args, shapes, a.gpu)
-        if runner.check("compile+emulate " + name, go) and first is None:
-            first = (result["art"], shapes)
+        if runner.check("compile+emulate " + name, go):
+            if first is None:
+                first = (result["art"], shapes)
+            if name == "embedding":
+                runner.check("integer inputs", check_integer_inputs, runner,
+                             result["art"][0])
     runner.gpu = a.gpu
     if first and not a.k:
         p = os.path.join(a.work, "mobilenet_block.onnx")
@@ -366,6 +444,12 @@ def main():
                      "mobilenet_block", p,
                      ["--input", "x=" + os.path.join(d, "x.npy")],
                      os.path.join(d, "ref"))
+        d = os.path.join(runner.work, "attention")
+        runner.check("tuning cache (cuBLASLt)", check_tuning_cache, runner,
+                     "attention", os.path.join(runner.work, "attention.onnx"),
+                     [a for n in ("q", "k", "v") for a in
+                      ("--input", n + "=" + os.path.join(d, n + ".npy"))],
+                     os.path.join(d, "ref"), "cublaslt.gemm")
     if first:
         (art, inputs), shapes = first
         runner.check("bad artifacts and inputs", check_errors, runner, art,

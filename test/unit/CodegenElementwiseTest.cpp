@@ -1,5 +1,6 @@
 // Fused elementwise chains with broadcasting, generated from DFGs and run on
 // the CPU against a double-precision reference.
+#include "CodegenTestUtil.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostRun.h"
 #include "codegen/ops/Elementwise.h"
@@ -73,7 +74,7 @@ TEST_CASE("a fused elementwise chain with broadcasting matches the reference",
         v = dist(rng);
     }
     std::vector<float> y(numel(out), std::numeric_limits<float>::quiet_NaN());
-    std::map<std::string, float *> buffers{{"Y", y.data()}};
+    std::map<std::string, void *> buffers{{"Y", y.data()}};
     for (size_t i = 0; i < in.size(); ++i)
       buffers[in[i].name] = data[i].data();
     bool ran = runOnHost(*k, buffers, err);
@@ -134,4 +135,91 @@ TEST_CASE("elementwise inputs that do not broadcast are rejected",
   CHECK(!buildElementwise("bad", {4, 5}, {{"x", {3}}}, {{dfg::Op::Relu, {-1}}},
                           p, err));
   CHECK(err.find("does not broadcast") != std::string::npos);
+}
+
+TEST_CASE("a gather through int64 indices fused with an add", "[codegen]") {
+  // y[b, s, h] = table[ids[b, s], h] + pos[s, h]: BERT's embedding lookup,
+  // a memory-based index function (thesis §3.4.2). A negative index counts
+  // from the end, as in ONNX; one out of range reads 0 instead of faulting.
+  const int64_t V = 11, B = 2, S = 5, H = 6;
+  std::vector<int64_t> out{B, S, H};
+  ElementwiseInput ids{"ids", {B, S}};
+  ids.type = dfg::Type::I64;
+  ids.follows = {0, 1};
+  ElementwiseInput table{"table", {V, H}};
+  table.follows = {ElementwiseInput::kGathered, 2};
+  table.indices = 0;
+  std::vector<ElementwiseInput> in{ids, table, {"pos", {S, H}}};
+  std::vector<ElementwiseStep> steps{{dfg::Op::Add, {-2, -3}}};
+  TileParams p;
+  p.Kb = 2, p.Hb = 2, p.Wb = 4, p.Ht = 1, p.Wt = 2;
+  std::string err;
+  auto k = buildElementwise("embed", out, in, steps, p, err);
+  INFO(err);
+  REQUIRE(k);
+  std::string src = emitSource(*k);
+  CHECK(src.find("const long long *__restrict__ ids") != std::string::npos);
+  std::mt19937 rng(4);
+  std::vector<int64_t> idx{3, 0, 10, -1, 7, 2, -11, 5, 9, 100};
+  auto tab = test::randomVector(rng, V * H),
+       pos = test::randomVector(rng, S * H);
+  auto y = test::poisoned(B * S * H);
+  bool ran = runOnHost(*k,
+                       {{"ids", idx.data()},
+                        {"table", tab.data()},
+                        {"pos", pos.data()},
+                        {"Y", y.data()}},
+                       err);
+  INFO(err);
+  REQUIRE(ran);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < H; ++h) {
+        int64_t i = idx[b * S + s];
+        i = i < 0 ? i + V : i;
+        float row = i >= 0 && i < V ? tab[i * H + h] : 0.0f;
+        CHECK(y[(b * S + s) * H + h] == row + pos[s * H + h]);
+      }
+}
+
+TEST_CASE("an attention mask from int64 through bool to fp32", "[codegen]") {
+  // y = where(cast<bool>(mask) broadcast over rows, 0, -3.4e38): BERT's
+  // padding mask, with a bool intermediate kernel output in between.
+  const int64_t B = 2, S = 6;
+  std::vector<int64_t> mask{1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0};
+  ElementwiseInput m{"mask", {B, S}};
+  m.type = dfg::Type::I64;
+  ElementwiseStep cast{dfg::Op::Cast, {-1}};
+  cast.cast = dfg::Type::Bool;
+  TileParams p;
+  p.Hb = 2, p.Wb = 2;
+  std::string err;
+  auto k1 = buildElementwise("to_bool", {B, S}, {m}, {cast}, p, err);
+  INFO(err);
+  REQUIRE(k1);
+  CHECK(k1->tensors.back().type == dfg::Type::Bool);
+  bool flags[B * S];
+  std::fill(flags, flags + B * S, false);
+  REQUIRE(runOnHost(*k1, {{"mask", mask.data()}, {"Y", flags}}, err));
+  for (int64_t i = 0; i < B * S; ++i)
+    CHECK(flags[i] == (mask[i] != 0));
+
+  ElementwiseInput c{"cond", {B, 1, 1, S}};
+  c.type = dfg::Type::Bool;
+  std::vector<ElementwiseInput> in{c, {"zero", {1}}, {"low", {1}}};
+  std::vector<ElementwiseStep> steps{{dfg::Op::Not, {-1}},
+                                     {dfg::Op::Where, {0, -3, -2}}};
+  p.Kb = 1, p.Hb = 4, p.Wb = 4, p.Wt = 2;
+  auto k2 = buildElementwise("mask", {B, 1, S, S}, in, steps, p, err);
+  INFO(err);
+  REQUIRE(k2);
+  float zero = 0.0f, low = -3.4e38f;
+  auto y = test::poisoned(B * S * S);
+  REQUIRE(runOnHost(
+      *k2, {{"cond", flags}, {"zero", &zero}, {"low", &low}, {"Y", y.data()}},
+      err));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t q = 0; q < S; ++q)
+      for (int64_t kv = 0; kv < S; ++kv)
+        CHECK(y[(b * S + q) * S + kv] == (mask[b * S + kv] ? 0.0f : low));
 }

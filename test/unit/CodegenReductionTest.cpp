@@ -22,7 +22,9 @@ TEST_CASE("generated row ops match the reference on the CPU", "[codegen]") {
     for (int64_t L : {24, 64}) {
       RowShape s;
       s.rows = 10, s.length = L, s.op = op, s.epsilon = 1e-5;
-      for (const char *format : {"NCHW", "CNHW"}) {
+      // Whole rows per thread in two shared layouts, and rows over 8 or
+      // 32 lanes (warp shuffles, registers only).
+      for (const char *format : {"NCHW", "CNHW", "lanes8", "lanes32"}) {
         // The transposed layout once per op is enough (host compiles cost).
         if (std::string(format) == "CNHW" && L != 64)
           continue;
@@ -31,6 +33,13 @@ TEST_CASE("generated row ops match the reference on the CPU", "[codegen]") {
         for (size_t f = 0; f < sharedFormats().size(); ++f)
           if (formatName(int(f)) == format)
             p.format = int(f);
+        if (std::string(format) == "lanes8")
+          p.Wb = 8;
+        if (std::string(format) == "lanes32") {
+          if (L % 32)
+            continue;
+          p.Nb = 2, p.Nt = 2, p.Wb = 32;
+        }
         std::string err;
         auto k = buildRowOp("row_test", s, p, err);
         INFO(err);
@@ -45,10 +54,10 @@ TEST_CASE("generated row ops match the reference on the CPU", "[codegen]") {
         bool rowsOut = op == RowOp::Softmax || op == RowOp::LayerNorm;
         std::vector<float> y(rowsOut ? s.rows * L : s.rows,
                              std::numeric_limits<float>::quiet_NaN());
-        std::map<std::string, float *> bufs{{"X", x.data()},
-                                            {"Y", y.data()},
-                                            {"scale", scale.data()},
-                                            {"bias", bias.data()}};
+        std::map<std::string, void *> bufs{{"X", x.data()},
+                                           {"Y", y.data()},
+                                           {"scale", scale.data()},
+                                           {"bias", bias.data()}};
         bool ran = runOnHost(*k, bufs, err);
         INFO(err);
         REQUIRE(ran);

@@ -89,7 +89,7 @@ TEST_CASE("a lowered conv + bias + relu group runs on the CPU", "[lower]") {
   std::vector<float> x(4 * 36), w(8 * 4 * 9, 0.25f), b(8, 0.5f), y(8 * 36, NAN);
   for (float &v : x)
     v = u(rng);
-  std::map<std::string, float *> buffers;
+  std::map<std::string, void *> buffers;
   for (size_t i = 0; i < gk->kernel.tensors.size(); ++i) {
     mlir::Value v = gk->args[i];
     const std::string &n = gk->kernel.tensors[i].name;
@@ -119,4 +119,140 @@ TEST_CASE("a lowered conv + bias + relu group runs on the CPU", "[lower]") {
         maxErr = std::max(maxErr, std::fabs(ref - y[k * 36 + h * 6 + wi]));
       }
   CHECK(maxErr < 1e-5);
+}
+
+namespace {
+// Attention's scores: a batched product scaled by a constant and masked by
+// a matrix shared across heads; a linear layer with bias, residual and
+// relu; an embedding gather from int64 ids; a cast of an int64 mask.
+const char *kAttention = R"mlir(
+func.func @main(%q: tensor<1x2x4x3xf32>, %k: tensor<1x2x3x4xf32>, %mask: tensor<1x1x4x4xf32>, %x: tensor<1x4x3xf32>, %r: tensor<1x4x5xf32>, %ids: tensor<1x4xi64>, %m: tensor<1x4xi64>) -> (tensor<1x2x4x4xf32>, tensor<1x4x5xf32>, tensor<1x4x6xf32>, tensor<1x4xi1>) {
+  %s = cuts.constant {value = dense<0.5> : tensor<f32>} : tensor<f32>
+  %w = cuts.constant {value = dense<0.25> : tensor<3x5xf32>} : tensor<3x5xf32>
+  %b = cuts.constant {value = dense<0.5> : tensor<5xf32>} : tensor<5xf32>
+  %t = cuts.constant {value = dense<1.5> : tensor<7x6xf32>} : tensor<7x6xf32>
+  %0 = cuts.matmul %q, %k : (tensor<1x2x4x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x4x4xf32>
+  %1 = cuts.mul %0, %s : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %2 = cuts.add %1, %mask : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %3 = cuts.matmul_add %x, %w, %b : (tensor<1x4x3xf32>, tensor<3x5xf32>, tensor<5xf32>) -> tensor<1x4x5xf32>
+  %4 = cuts.add %3, %r : (tensor<1x4x5xf32>, tensor<1x4x5xf32>) -> tensor<1x4x5xf32>
+  %5 = cuts.relu %4 : (tensor<1x4x5xf32>) -> tensor<1x4x5xf32>
+  %6 = cuts.gather %t, %ids {axis = 0 : i64} : (tensor<7x6xf32>, tensor<1x4xi64>) -> tensor<1x4x6xf32>
+  %7 = cuts.cast %m {to = i1} : (tensor<1x4xi64>) -> tensor<1x4xi1>
+  return %2, %5, %6, %7 : tensor<1x2x4x4xf32>, tensor<1x4x5xf32>, tensor<1x4x6xf32>, tensor<1x4xi1>
+}
+)mlir";
+} // namespace
+
+TEST_CASE("cublasGemm: attention scores and a linear layer as cuBLASLt "
+          "products",
+          "[lower]") {
+  Graph g(kAttention);
+  // ops: 0 matmul, 1 mul, 2 add, 3 matmul_add, 4 add, 5 relu, 6 gather,
+  // 7 cast
+  std::vector<mlir::Value> args;
+  auto s = driver::cublasGemm(g.pick({0, 1, 2}), args);
+  REQUIRE(s);
+  CHECK(s->batch == 2);
+  CHECK((s->M == 4 && s->N == 4 && s->K == 3));
+  CHECK(s->alpha == 0.5f);
+  CHECK((s->residual && !s->batchZ && !s->bias));
+  CHECK(args.size() == 4);
+  auto l = driver::cublasGemm(g.pick({3, 4, 5}), args);
+  REQUIRE(l);
+  CHECK((l->M == 4 && l->N == 5 && l->K == 3 && l->batch == 1));
+  CHECK((l->bias && l->residual && l->batchZ && l->relu && !l->batchB));
+  CHECK(args.size() == 5);
+  // A scale after the bias would scale the bias too: refused.
+  CHECK_FALSE(driver::cublasGemm(g.pick({0, 2, 1}), args));
+  // Integer tensors flow only through elementwise kernels.
+  std::string why;
+  CHECK(driver::canGenerate(g.pick({6}), &why));
+  CHECK(driver::canGenerate(g.pick({7}), &why));
+}
+
+TEST_CASE("a lowered embedding gather and a masked score run on the CPU",
+          "[lower]") {
+  Graph g(kAttention);
+  std::string err;
+  TileParams p;
+  p.Hb = 2, p.Wb = 6, p.Wt = 2;
+  auto gk = driver::lowerGroup(g.pick({6}), p, "embed", err);
+  INFO(err);
+  REQUIRE(gk);
+  std::vector<int64_t> ids{6, 0, -1, 3};
+  std::vector<float> t(42, 1.5f), y(24, NAN);
+  for (int i = 0; i < 42; ++i)
+    t[i] = float(i);
+  std::map<std::string, void *> buffers;
+  for (size_t i = 0; i < gk->kernel.tensors.size(); ++i) {
+    const auto &tn = gk->kernel.tensors[i];
+    buffers[tn.name] = tn.output                   ? (void *)y.data()
+                       : tn.type == dfg::Type::I64 ? (void *)ids.data()
+                                                   : (void *)t.data();
+  }
+  REQUIRE(codegen::runOnHost(gk->kernel, buffers, err));
+  for (int s = 0; s < 4; ++s)
+    for (int h = 0; h < 6; ++h)
+      CHECK(y[s * 6 + h] == float(((ids[s] + 7) % 7) * 6 + h));
+
+  // The scores with a mask shared by the heads: the epilogue broadcasts.
+  p = TileParams();
+  p.Nb = 4, p.Kb = 4, p.Nt = 1, p.Kt = 2, p.Cin = 3;
+  auto ops = g.pick({0, 1, 2});
+  auto sk = driver::lowerGroup(ops, p, "scores", err);
+  INFO(err);
+  REQUIRE(sk);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> q(24), k(24), mask(16), sc(32, NAN);
+  for (auto *v : {&q, &k, &mask})
+    for (float &x : *v)
+      x = u(rng);
+  float half = 0.5f;
+  buffers.clear();
+  for (size_t i = 0; i < sk->kernel.tensors.size(); ++i) {
+    mlir::Value v = sk->args[i];
+    void *d = v == ops[0]->getOperand(0)   ? (void *)q.data()
+              : v == ops[0]->getOperand(1) ? (void *)k.data()
+              : v == ops[2]->getResult(0)  ? (void *)sc.data()
+              : v == ops[1]->getOperand(1) ? (void *)&half
+                                           : (void *)mask.data();
+    buffers[sk->kernel.tensors[i].name] = d;
+  }
+  REQUIRE(codegen::runOnHost(sk->kernel, buffers, err));
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double acc = 0;
+        for (int c = 0; c < 3; ++c)
+          acc += double(q[(h * 4 + i) * 3 + c]) * k[(h * 3 + c) * 4 + j];
+        CHECK(std::fabs(sc[(h * 4 + i) * 4 + j] -
+                        (0.5 * acc + mask[i * 4 + j])) < 1e-5);
+      }
+}
+
+TEST_CASE("canGenerate refuses an epilogue operand the kernel cannot index",
+          "[lower]") {
+  // BERT at batch 2: the mask is per sequence, broadcast over the heads,
+  // but the generated kernel merges (batch, heads) into one axis.
+  Graph g(R"mlir(
+func.func @main(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x5x4xf32>, %mask: tensor<2x1x4x4xf32>, %m1: tensor<1x1x4x4xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
+  %0 = cuts.matmul %q, %k : (tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32>) -> tensor<2x3x4x4xf32>
+  %1 = cuts.add %0, %mask : (tensor<2x3x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x3x4x4xf32>
+  %2 = cuts.matmul %q, %k : (tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32>) -> tensor<2x3x4x4xf32>
+  %3 = cuts.add %2, %m1 : (tensor<2x3x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x4x4xf32>
+  return %1, %3 : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+}
+)mlir");
+  std::string why;
+  CHECK_FALSE(driver::canGenerate(g.pick({0, 1}), &why));
+  CHECK(why.find("cannot index") != std::string::npos);
+  CHECK(driver::canGenerate(g.pick({0}), &why));
+  CHECK(driver::canGenerate(g.pick({2, 3}), &why));
+  std::vector<mlir::Value> args;
+  CHECK_FALSE(driver::cublasGemm(g.pick({0, 1}), args));
+  auto s = driver::cublasGemm(g.pick({2, 3}), args);
+  REQUIRE(s);
+  CHECK((s->batch == 6 && s->residual && !s->batchZ));
 }

@@ -11,17 +11,26 @@
 
 #include "cuts/Artifact.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace cuts {
 
-/// inputs[i] holds the model's input i (manifest.inputs order), outputs[i]
-/// receives output i. `progress` (if set) is told each step as it starts.
+/// inputs[i] holds the bytes of the model's input i (manifest.inputs
+/// order) in its dtype; outputs[i] receives output i's bytes. With
+/// `verbose`, each kernel's host compile and run time go to stderr.
 bool emulateArtifact(const rt::Artifact &a,
-                     const std::vector<std::vector<float>> &inputs,
-                     std::vector<std::vector<float>> &outputs,
+                     const std::vector<std::vector<uint8_t>> &inputs,
+                     std::vector<std::vector<uint8_t>> &outputs,
                      std::string &error, bool verbose = false);
+
+/// The C type a generated kernel's parameter of a manifest dtype points to
+/// ("float" for float32, "long long" for int64, "int" for int32, "bool"
+/// for bool, ...): what the code generator declares (codegen::typeName),
+/// since the host compile checks the kernel's exact parameter types.
+/// Nullptr for a dtype without one.
+const char *kernelElementType(const std::string &dtype);
 
 } // namespace cuts
 

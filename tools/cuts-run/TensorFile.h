@@ -1,9 +1,22 @@
 //===- TensorFile.h - .npy and ONNX TensorProto (.pb) files -----*- C++ -*-===//
 //
 // What `cuts run` reads inputs and references from and writes outputs to:
-// NumPy .npy (v1-3, little-endian float32/float64/int64, C order) and ONNX
-// TensorProto .pb files as the ONNX test data sets hold them (parsed from
-// the protobuf wire format directly, so the runner needs no protobuf).
+// NumPy .npy (v1-3, little-endian, C order) and ONNX TensorProto .pb files
+// as the ONNX test data sets hold them (parsed from the protobuf wire format
+// directly, so the runner needs no protobuf). Arrays keep their element
+// type, named as the artifact names dtypes (rt::dtypeBytes):
+//
+//   dtype     .npy descr      TensorProto data_type (fields read)
+//   float32   <f4             FLOAT 1     (float_data, raw_data)
+//   float64   <f8             DOUBLE 11   (double_data, raw_data)
+//   float16   <f2             FLOAT16 10  (int32_data bits, raw_data)
+//   bfloat16  -               BFLOAT16 16 (int32_data bits, raw_data)
+//   int64     <i8             INT64 7     (int64_data, raw_data)
+//   int32     <i4             INT32 6     (int32_data, raw_data)
+//   int16     <i2             INT16 5     (int32_data, raw_data)
+//   int8      |i1             INT8 3      (int32_data, raw_data)
+//   uint8     |u1             UINT8 2     (int32_data, raw_data)
+//   bool      |b1             BOOL 9      (int32_data, raw_data)
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_TOOLS_CUTS_RUN_TENSORFILE_H
@@ -19,7 +32,23 @@ namespace cuts {
 struct HostArray {
   std::string name; // a .pb's name field, else empty
   std::vector<int64_t> shape;
-  std::vector<float> data; // converted to fp32
+  std::string dtype = "float32"; // see above
+  std::vector<uint8_t> bytes;    // the elements, little-endian, packed;
+                                 // bool: one byte each, 0 or 1
+
+  size_t size() const; // elements
+  bool isFloat() const;
+  /// Element i as a double (exact except for int64 beyond 2^53).
+  double value(size_t i) const;
+  /// Element i of an integer or bool array.
+  int64_t integer(size_t i) const;
+
+  /// An array of `dtype` holding `values` (rounded to it).
+  static HostArray fromDoubles(std::vector<int64_t> shape,
+                               const std::string &dtype,
+                               const std::vector<double> &values);
+  static HostArray fromFloats(std::vector<int64_t> shape,
+                              const std::vector<float> &values);
 };
 
 std::optional<HostArray> parseNpy(const std::string &bytes, std::string &error);
@@ -28,7 +57,18 @@ std::optional<HostArray> parseTensorProto(const std::string &bytes,
 /// By extension: .npy or .pb; `error` names the file.
 std::optional<HostArray> readTensorFile(const std::string &path,
                                         std::string &error);
+/// Writes `a` in its dtype (bfloat16, which NumPy lacks, as float32).
 bool writeNpy(const std::string &path, const HostArray &a, std::string &error);
+
+/// `a` as an array of `dtype` where no value changes beyond rounding
+/// between floating-point types: any floating-point type to another
+/// (float64 to float32 rounds), integers and bools to a wider or equal
+/// integer type, or to a narrower one or bool when every value fits, and to
+/// a floating-point type when every value is exact in it. A floating-point
+/// array never becomes an integer or bool one. Otherwise nullopt, and
+/// `error` says why (without naming the array: the caller does).
+std::optional<HostArray>
+convertArray(const HostArray &a, const std::string &dtype, std::string &error);
 
 } // namespace cuts
 

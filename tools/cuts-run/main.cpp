@@ -43,7 +43,9 @@ const char *kUsage =
     "      the CPU); inputs and references are .npy or ONNX TensorProto .pb\n"
     "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
-    "      (fails above T, default 1e-5)\n"
+    "      (fails above T, default 1e-5); integer and bool outputs must\n"
+    "      match exactly. Input files of another dtype than the input's are\n"
+    "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
     "           [--json]\n"
     "      median and p99 latency and throughput; --kernels times every\n"
@@ -65,17 +67,26 @@ std::string shapeText(const std::vector<int64_t> &s) {
   return t + "]";
 }
 
-double relativeL2(const std::vector<float> &got,
-                  const std::vector<float> &ref) {
+/// The relative L2 error of got against ref (equal sizes), in double.
+double relativeL2(const cuts::HostArray &got, const cuts::HostArray &ref) {
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    double d = double(got[i]) - double(ref[i]);
+    double g = got.value(i), r = ref.value(i), d = g - r;
     num += d * d;
-    den += double(ref[i]) * double(ref[i]);
+    den += r * r;
   }
   if (std::isnan(num))
     return NAN;
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+/// Elements of got (integer or bool) that differ from ref (equal sizes).
+size_t mismatches(const cuts::HostArray &got, const cuts::HostArray &ref) {
+  size_t n = 0;
+  for (size_t i = 0; i < ref.size(); ++i)
+    n += ref.isFloat() ? double(got.integer(i)) != ref.value(i)
+                       : got.integer(i) != ref.integer(i);
+  return n;
 }
 
 int cmdRun(const std::vector<std::string> &args) {
@@ -130,8 +141,9 @@ int cmdRun(const std::vector<std::string> &args) {
     return error("", err);
   const cuts::rt::Manifest &m = art->manifest;
 
-  // Inputs: every model input exactly once, with its shape.
-  std::vector<std::vector<float>> inputs;
+  // Inputs: every model input exactly once, with its shape, converted to
+  // its dtype where that is exact (convertArray).
+  std::vector<std::vector<uint8_t>> inputs;
   for (int t : m.inputs) {
     const cuts::rt::Tensor &x = m.tensors[t];
     auto it = inputFiles.find(x.name);
@@ -145,14 +157,18 @@ int cmdRun(const std::vector<std::string> &args) {
       return error(it->second, "input '" + x.name + "' has shape " +
                                    shapeText(arr->shape) +
                                    ", the model takes " + shapeText(x.shape));
-    inputs.push_back(std::move(arr->data));
+    auto typed = cuts::convertArray(*arr, x.dtype, err);
+    if (!typed)
+      return error(it->second, "input '" + x.name + "' (" + x.dtype + " " +
+                                   shapeText(x.shape) + "): " + err);
+    inputs.push_back(std::move(typed->bytes));
     inputFiles.erase(it);
   }
   if (!inputFiles.empty())
     return error(model,
                  "the model has no input '" + inputFiles.begin()->first + "'");
 
-  std::vector<std::vector<float>> outputs;
+  std::vector<std::vector<uint8_t>> outputs;
   if (emulate) {
     if (!cuts::emulateArtifact(*art, inputs, outputs, err, verbose))
       return error(model, "emulation failed: " + err);
@@ -166,17 +182,23 @@ int cmdRun(const std::vector<std::string> &args) {
       cuts_model_free(cm);
       return error(model, e);
     }
+    // Bound with the dtypes the runtime reports (the manifest's).
     std::vector<cuts_binding> in, out;
     for (size_t i = 0; i < m.inputs.size(); ++i) {
       const cuts::rt::Tensor &x = m.tensors[m.inputs[i]];
-      in.push_back({x.name.c_str(), CUTS_FLOAT32, int(x.shape.size()),
+      cuts_tensor_info info{};
+      cuts_model_input(cm, int(i), &info);
+      in.push_back({x.name.c_str(), info.dtype, int(x.shape.size()),
                     x.shape.data(), inputs[i].data()});
     }
     outputs.resize(m.outputs.size());
     for (size_t i = 0; i < m.outputs.size(); ++i) {
       const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
-      outputs[i].assign(size_t(x.bytes() / 4), NAN);
-      out.push_back({x.name.c_str(), CUTS_FLOAT32, int(x.shape.size()),
+      cuts_tensor_info info{};
+      cuts_model_output(cm, int(i), &info);
+      // All ones: NaN as floats, so an element never written fails.
+      outputs[i].assign(size_t(x.bytes()), 0xff);
+      out.push_back({x.name.c_str(), info.dtype, int(x.shape.size()),
                      x.shape.data(), outputs[i].data()});
     }
     cuts_status st = cuts_session_run_host(s, in.data(), int(in.size()),
@@ -191,11 +213,10 @@ int cmdRun(const std::vector<std::string> &args) {
   int failed = 0;
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
-    if (!outDir.empty()) {
-      cuts::HostArray a{x.name, x.shape, outputs[i]};
-      if (!cuts::writeNpy(outDir + "/" + x.name + ".npy", a, err))
-        return error("", err);
-    }
+    cuts::HostArray got{x.name, x.shape, x.dtype, std::move(outputs[i])};
+    if (!outDir.empty() &&
+        !cuts::writeNpy(outDir + "/" + x.name + ".npy", got, err))
+      return error("", err);
     if (compareDir.empty())
       continue;
     std::string ref;
@@ -211,11 +232,20 @@ int cmdRun(const std::vector<std::string> &args) {
     auto r = cuts::readTensorFile(ref, err);
     if (!r)
       return error("", err);
-    if (r->data.size() != outputs[i].size())
-      return error(ref, "reference has " + std::to_string(r->data.size()) +
+    if (r->size() != got.size())
+      return error(ref, "reference has " + std::to_string(r->size()) +
                             " elements, output '" + x.name + "' " +
-                            std::to_string(outputs[i].size()));
-    double e = relativeL2(outputs[i], r->data);
+                            std::to_string(got.size()));
+    if (!got.isFloat()) {
+      // Integers and bools compare exactly.
+      size_t bad = mismatches(got, *r);
+      failed += bad != 0;
+      std::printf("%-24s %-18s %s, %zu of %zu elements differ  %s\n",
+                  x.name.c_str(), shapeText(x.shape).c_str(), x.dtype.c_str(),
+                  bad, got.size(), bad ? "FAIL" : "ok");
+      continue;
+    }
+    double e = relativeL2(got, *r);
     bool ok = e <= tolerance; // NaN fails
     failed += !ok;
     std::printf("%-24s %-18s relative L2 %.3e  %s\n", x.name.c_str(),

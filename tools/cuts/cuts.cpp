@@ -553,7 +553,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                << " (" << bytes.size() / 1024 << " KiB, weights "
                << weightBytes / 1024 << " KiB), " << header << ", " << lib
                << "\n";
-  char times[256];
+  char times[512];
   std::snprintf(times, sizeof times,
                 "  time %.2f s: search %.2f s, codegen %.2f s, NVRTC %.2f s, "
                 "library %.2f s\n",
@@ -563,7 +563,8 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (copts.cost != cuts::driver::CostSource::Model) {
     std::snprintf(times, sizeof times,
                   "  tuning: %d round(s), %d candidates measured now, %d of "
-                  "%d kernels chosen by measured time (%d of them cuDNN; "
+                  "%d kernels chosen by measured time (%d of them library "
+                  "calls: cuDNN or cuBLASLt; "
                   "%.1f us measured, %.1f us bound), %d candidates "
                   "unmeasured, %.1f s\n",
                   result->tuneRounds, result->measured, result->chosenByTime,

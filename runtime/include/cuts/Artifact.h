@@ -36,10 +36,15 @@ constexpr uint32_t kArtifactVersion = 1;
 
 enum class TensorKind { Input, Output, Weight, Intermediate, View };
 
+/// Bytes per element of a manifest dtype: "float32" "float16" "bfloat16"
+/// "float64" "int8" "uint8" "int16" "int32" "int64" "bool" (one byte, 0 or
+/// 1); 0 for any other string.
+uint64_t dtypeBytes(const std::string &dtype);
+
 struct Tensor {
   std::string name; // the ONNX value name
   std::vector<int64_t> shape;
-  std::string dtype = "float32";
+  std::string dtype = "float32"; // one dtypeBytes knows
   TensorKind kind = TensorKind::Intermediate;
   int index = -1;            // Input/Output: position among the model's I/O
   uint64_t weightOffset = 0; // Weight: offset in the weights section

@@ -25,7 +25,11 @@
 extern "C" {
 #endif
 
-#define CUTS_API_VERSION 1
+/* 1: float32 tensors only.
+ * 2: every dtype of cuts_dtype binds (cuts_tensor_info reports the model's),
+ *    cuts_dtype_size and cuts_dtype_name. Callers of version 1 are
+ *    unaffected: CUTS_FLOAT32 keeps its value. */
+#define CUTS_API_VERSION 2
 
 typedef enum cuts_status {
   CUTS_OK = 0,
@@ -38,7 +42,22 @@ typedef enum cuts_status {
   CUTS_ERROR_IO = 7                /* reading the file */
 } cuts_status;
 
-typedef enum cuts_dtype { CUTS_FLOAT32 = 1 } cuts_dtype;
+/* The element type of an input or output. The values are ONNX's
+ * TensorProto.DataType values and never change. Elements are little-endian
+ * and packed; CUTS_BOOL is one byte per element holding 0 or 1 (C's bool,
+ * C++'s bool); CUTS_FLOAT16 and CUTS_BFLOAT16 are 16-bit patterns. */
+typedef enum cuts_dtype {
+  CUTS_FLOAT32 = 1,
+  CUTS_UINT8 = 2,
+  CUTS_INT8 = 3,
+  CUTS_INT16 = 5,
+  CUTS_INT32 = 6,
+  CUTS_INT64 = 7,
+  CUTS_BOOL = 9,
+  CUTS_FLOAT16 = 10,
+  CUTS_FLOAT64 = 11,
+  CUTS_BFLOAT16 = 16
+} cuts_dtype;
 
 typedef struct cuts_model cuts_model;
 typedef struct cuts_session cuts_session;
@@ -53,8 +72,10 @@ typedef struct cuts_tensor_info {
 } cuts_tensor_info;
 
 /* A caller's buffer for one input or output, by name. `data` is device
- * memory for cuts_session_run and host memory for cuts_session_run_host.
- * rank/shape/dtype must match the model's (they are checked). */
+ * memory for cuts_session_run and host memory for cuts_session_run_host,
+ * and holds the product of the shape times cuts_dtype_size(dtype) bytes.
+ * rank/shape/dtype must match the model's (they are checked; no dtype is
+ * converted). */
 typedef struct cuts_binding {
   const char *name;
   cuts_dtype dtype;
@@ -70,6 +91,12 @@ typedef struct cuts_load_options {
 int cuts_api_version(void);
 const char *cuts_last_error(void);
 const char *cuts_status_name(cuts_status s);
+/* Bytes of one element (CUTS_BOOL: 1), 0 for a value that is no
+ * cuts_dtype. */
+size_t cuts_dtype_size(cuts_dtype dtype);
+/* "float32", "int64", "bool", ... (the artifact's names), "unknown" for a
+ * value that is no cuts_dtype. */
+const char *cuts_dtype_name(cuts_dtype dtype);
 
 /* Loads and validates an artifact, creates the kernels and uploads the
  * weights. options may be NULL. A model with library kernels loads cuDNN 9
@@ -115,7 +142,9 @@ cuts_status cuts_session_run_host(cuts_session *session,
 cuts_status cuts_session_synchronize(cuts_session *session);
 /* Times `iters` runs with CUDA events after `warmup` runs, using
  * internally allocated inputs and outputs; writes each run's milliseconds
- * to times_ms[0..iters). */
+ * to times_ms[0..iters). The inputs hold values valid for any model:
+ * floating-point 0.5, integers 0 (an index into any table), bools 1 (true,
+ * as an attention mask's "attend"). */
 cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
                                    float *times_ms);
 

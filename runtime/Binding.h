@@ -1,0 +1,44 @@
+//===- Binding.h - checking a caller's bindings against a model -*- C++ -*-===//
+//
+// What cuts_session_run and cuts_session_run_host check before touching the
+// device: every input (or output) bound once by name, with the model's
+// dtype, rank and shape, and data where there are bytes. Kept apart from
+// the device code so that the checks are testable on a machine without a
+// GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_RUNTIME_BINDING_H
+#define CUTS_RUNTIME_BINDING_H
+
+#include "cuts/Artifact.h"
+#include "cuts/cuts.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuts::rt {
+
+/// The C API's dtype of a manifest dtype ("int64" -> CUTS_INT64); nullopt
+/// for a string the artifact does not know.
+std::optional<cuts_dtype> apiDtype(const std::string &dtype);
+
+/// "int64 (CUTS_INT64)"; for a value that is no cuts_dtype, "42 (not a
+/// cuts_dtype)".
+std::string describeDtype(cuts_dtype dtype);
+
+/// Checks bindings `b[0..n)` against the model's inputs (or outputs) and
+/// puts their data pointers, in the model's order, into `data`. On a
+/// mismatch false, and `error` names the tensor and what differs.
+bool checkBindings(const Manifest &m, const cuts_binding *b, int n, bool inputs,
+                   std::vector<void *> &data, std::string &error);
+
+/// One element of the values benchmark and profile runs fill an input of
+/// `dtype` with, as its bytes: 0.5 for floating point, 0 for integers (an
+/// index valid in any table), 1 for bool. Empty for an unknown dtype.
+std::vector<uint8_t> fillElement(const std::string &dtype);
+
+} // namespace cuts::rt
+
+#endif // CUTS_RUNTIME_BINDING_H

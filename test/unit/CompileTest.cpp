@@ -1,0 +1,108 @@
+// The compile driver's artifact for a graph with integer and bool tensors
+// (BERT's input_ids and attention_mask): each tensor's dtype from its
+// element type, integer constants in the weights at their real size, and
+// model.h / libmodel.so with typed parameters. No CUBINs (no archs), so no
+// NVRTC is needed.
+#include "compiler/driver/Compile.h"
+#include "GraphTestUtil.h"
+#include "perfmodel/Arch.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace cuts;
+
+namespace {
+
+const char *kTyped = R"mlir(
+func.func @main(%ids: tensor<2x4xi64> {cuts.name = "input_ids"}, %m: tensor<2x4xi64> {cuts.name = "attention_mask"}) -> (tensor<2x4x6xf32> {cuts.name = "y"}, tensor<2x4xi1> {cuts.name = "keep"}) {
+  %t = cuts.constant {value = dense<1.5> : tensor<7x6xf32>} : tensor<7x6xf32>
+  %c = cuts.constant {value = dense<[0, 1, -2, 3]> : tensor<4xi64>} : tensor<4xi64>
+  %0 = cuts.add %ids, %c : (tensor<2x4xi64>, tensor<4xi64>) -> tensor<2x4xi64>
+  %1 = cuts.gather %t, %0 {axis = 0 : i64} : (tensor<7x6xf32>, tensor<2x4xi64>) -> tensor<2x4x6xf32>
+  %2 = cuts.cast %m {to = i1} : (tensor<2x4xi64>) -> tensor<2x4xi1>
+  return %1, %2 : tensor<2x4x6xf32>, tensor<2x4xi1>
+}
+)mlir";
+
+const rt::Tensor *find(const rt::Manifest &m, const std::string &dtype,
+                       rt::TensorKind kind) {
+  for (const rt::Tensor &t : m.tensors)
+    if (t.dtype == dtype && t.kind == kind)
+      return &t;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("compile: int64 and bool tensors keep their dtypes", "[driver]") {
+  test::Graph g(kTyped);
+  driver::CompileOptions opts;
+  opts.arch = *findArch("h100");
+  opts.jobs = 1;
+  std::string error;
+  auto res = driver::compileModule(*g.module, opts, error);
+  INFO(error);
+  REQUIRE(res);
+  const rt::Manifest &m = res->contents.manifest;
+  REQUIRE(m.inputs.size() == 2);
+  for (int t : m.inputs) {
+    CHECK(m.tensors[t].dtype == "int64");
+    CHECK(m.tensors[t].bytes() == 2 * 4 * 8);
+  }
+  REQUIRE(m.outputs.size() == 2);
+  CHECK(m.tensors[m.outputs[0]].dtype == "float32");
+  CHECK(m.tensors[m.outputs[1]].dtype == "bool");
+  CHECK(m.tensors[m.outputs[1]].bytes() == 8);
+
+  // The int64 constant: 8 bytes an element, little-endian two's complement.
+  const rt::Tensor *c = find(m, "int64", rt::TensorKind::Weight);
+  REQUIRE(c);
+  CHECK(c->shape == std::vector<int64_t>{4});
+  const std::vector<uint8_t> &w = res->contents.weights;
+  REQUIRE(c->weightOffset + 32 <= w.size());
+  int64_t v[4];
+  std::memcpy(v, w.data() + c->weightOffset, 32);
+  CHECK((v[0] == 0 && v[1] == 1 && v[2] == -2 && v[3] == 3));
+  const rt::Tensor *t = find(m, "float32", rt::TensorKind::Weight);
+  REQUIRE(t);
+  float f;
+  std::memcpy(&f, w.data() + t->weightOffset, 4);
+  CHECK(f == 1.5f);
+
+  // The artifact parses: every weight's range fits the section.
+  std::string perr;
+  CHECK(rt::parseArtifact(rt::serializeArtifact(res->contents), perr));
+  INFO(perr);
+
+  std::string h = driver::modelHeader(m, "bert");
+  CHECK(h.find("cuts_status bert_run(cuts_session *session, const int64_t "
+               "*input_ids, const int64_t *attention_mask, float *y, bool "
+               "*keep);") != std::string::npos);
+  CHECK(h.find("input_ids: int64 2x4 (input \"input_ids\")") !=
+        std::string::npos);
+  CHECK(h.find("keep: bool 2x4 (output \"keep\")") != std::string::npos);
+  CHECK(h.find("#include <stdbool.h>") != std::string::npos);
+  std::string lib = driver::modelLibrarySource(m, "bert", "/x/model.cuts");
+  CHECK(lib.find("{\"input_ids\", CUTS_INT64, 2, s0, (void *)input_ids}") !=
+        std::string::npos);
+  CHECK(lib.find("{\"keep\", CUTS_BOOL, 2, s3, (void *)keep}") !=
+        std::string::npos);
+  CHECK(lib.find("{\"y\", CUTS_FLOAT32, 3, s2, (void *)y}") !=
+        std::string::npos);
+}
+
+TEST_CASE("compile: an element type an artifact cannot hold is named",
+          "[driver]") {
+  test::Graph g(R"mlir(
+func.func @main(%x: tensor<4xui32> {cuts.name = "x"}) -> (tensor<4xui32>) {
+  return %x : tensor<4xui32>
+}
+)mlir");
+  driver::CompileOptions opts;
+  opts.arch = *findArch("h100");
+  std::string error;
+  CHECK_FALSE(driver::compileModule(*g.module, opts, error));
+  CHECK(error.rfind("input 0 (\"x\") has element type ui32", 0) == 0);
+}
