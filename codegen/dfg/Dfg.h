@@ -68,6 +68,7 @@ enum class Op {
   Max,
   Min,
   Fma, // binary (Fma: in0 * in1 + in2)
+  Pow, // in0 ^ in1
   Neg,
   Relu,
   Exp,

@@ -187,6 +187,8 @@ std::string opName(Op op) {
     return "cst";
   case Op::Cast:
     return "cvt";
+  case Op::Pow:
+    return "pw";
   case Op::Equal:
   case Op::Less:
     return "cmp";
@@ -335,6 +337,9 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
       break;
     case Op::Cast:
       expr = std::string("static_cast<") + typeName(n.type) + ">(" + x + ")";
+      break;
+    case Op::Pow:
+      expr = "powf(" + x + ", " + in(1) + ")";
       break;
     case Op::Equal:
       expr = x + " == " + in(1);

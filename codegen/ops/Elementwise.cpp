@@ -52,12 +52,21 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
   for (const ElementwiseInput &x : in) {
     std::vector<int> f = x.follows;
     if (!f.empty()) {
-      bool ok = f.size() == x.shape.size();
-      for (size_t d = 0; ok && d < f.size(); ++d)
-        ok = f[d] == ElementwiseInput::kFixed ||
-             (f[d] == ElementwiseInput::kGathered && x.indices >= 0 &&
-              x.indices < int(in.size()) && in[x.indices].indices < 0) ||
-             (f[d] >= 0 && f[d] < int(r) && x.shape[d] == outShape[f[d]]);
+      bool ok = f.size() == x.shape.size() &&
+                (x.start.empty() || x.start.size() == f.size()) &&
+                (x.step.empty() || x.step.size() == f.size());
+      for (size_t d = 0; ok && d < f.size(); ++d) {
+        int64_t a = x.start.empty() ? 0 : x.start[d];
+        int64_t st = x.step.empty() ? 1 : x.step[d];
+        // The last output position must read inside the input.
+        ok = a >= 0 && st > 0 &&
+             (f[d] == ElementwiseInput::kFixed ? a < x.shape[d]
+              : f[d] == ElementwiseInput::kGathered
+                  ? x.indices >= 0 && x.indices < int(in.size()) &&
+                        in[x.indices].indices < 0
+                  : f[d] >= 0 && f[d] < int(r) &&
+                        a + (outShape[f[d]] - 1) * st < x.shape[d]);
+      }
       if (!ok) {
         error = "input '" + x.name + "' has an invalid index function";
         return std::nullopt;
@@ -101,8 +110,11 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
     const ElementwiseInput &x = in[i];
     dfg::Buffer b{x.name, dfg::Space::Global, x.shape, stridesOf(x.shape), {},
                   x.type};
-    for (int f : follows[i])
-      b.map.push_back({f >= 0 ? dims[f] : int(dfg::NoDim), 1});
+    for (size_t d = 0; d < follows[i].size(); ++d) {
+      int f = follows[i][d];
+      b.map.push_back(
+          {f >= 0 ? dims[f] : int(dfg::NoDim), x.step.empty() ? 1 : x.step[d]});
+    }
     buffers.push_back(k.exit.addBuffer(b));
     k.tensors.push_back({x.name, x.shape, false, x.type});
   }
@@ -140,7 +152,9 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
       std::vector<int> from;
       for (size_t d = 0; d < follows[i].size(); ++d) {
         int f = follows[i][d];
-        index.push_back(f >= 0 ? pos[dims[f]] : 0);
+        int64_t a = in[i].start.empty() ? 0 : in[i].start[d];
+        int64_t st = in[i].step.empty() ? 1 : in[i].step[d];
+        index.push_back(f >= 0 ? a + pos[dims[f]] * st : a);
         from.push_back(-1);
         if (f == ElementwiseInput::kGathered) {
           size_t j = size_t(in[i].indices);

@@ -24,6 +24,9 @@ struct ElementwiseInput {
   dfg::Type type = dfg::Type::F32;
   std::vector<int> follows = {};
   int indices = -1; // the input holding a kGathered axis's positions
+  /// With `follows`: input axis d reads start[d] + step[d] x the output
+  /// position (ONNX Slice; steps > 0). Empty: 0 and 1.
+  std::vector<int64_t> start = {}, step = {};
 };
 
 /// One scalar op of a fused chain: op(args) where an argument k >= 0 is the

@@ -138,6 +138,8 @@ std::optional<ScalarOp> scalarOpOfAnyType(mlir::Operation *op) {
     return ScalarOp{Op::Mul, 0, 0, true};
   if (llvm::isa<DivOp>(op))
     return ScalarOp{Op::Div, 0, 0, true};
+  if (llvm::isa<PowOp>(op))
+    return ScalarOp{Op::Pow, 0, 0, true};
   if (llvm::isa<ReluOp>(op))
     return ScalarOp{Op::Relu};
   if (llvm::isa<NegOp>(op))
@@ -649,7 +651,7 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
     inputs.push_back({b.add("in", v), shape, std::move(perm)});
     inputs.back().type = *dfgType(v);
     if (inputs.back().perm.empty())
-      inputOf[v] = i;
+      inputOf[v] = -1 - i; // a step argument, like the return value
     return -1 - i;
   };
   // Data movement reads an input of the group through an index function;
@@ -670,6 +672,34 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
           !broadcastsTo(shapeOf(e.getOutput()), out))
         return std::nullopt;
       stepOf[op] = input(e.getInput(), {});
+      continue;
+    }
+    if (auto sl = llvm::dyn_cast<SliceOp>(op)) {
+      // A slice reads its input at start + step x position.
+      if (!fromOutside(op, sl.getData()))
+        return std::nullopt;
+      auto res = shapeOf(sl.getOutput()), data = shapeOf(sl.getData());
+      if (!broadcastsTo(res, out) || res.size() != data.size()) {
+        error = opName(op) + ": its result does not broadcast to the output";
+        return std::nullopt;
+      }
+      size_t lead = out.size() - res.size();
+      codegen::ElementwiseInput dx{b.add("in", sl.getData()), data};
+      dx.type = *dfgType(sl.getData());
+      for (size_t d = 0; d < data.size(); ++d) {
+        if (sl.getSteps()[d] <= 0) {
+          error = opName(op) + ": slices with negative steps are not "
+                               "generated yet";
+          return std::nullopt;
+        }
+        dx.follows.push_back(res[d] == 1 && out[lead + d] != 1
+                                 ? codegen::ElementwiseInput::kFixed
+                                 : int(lead + d));
+        dx.start.push_back(sl.getStarts()[d]);
+        dx.step.push_back(sl.getSteps()[d]);
+      }
+      stepOf[op] = -1 - int(inputs.size());
+      inputs.push_back(dx);
       continue;
     }
     if (auto g = llvm::dyn_cast<GatherOp>(op)) {
@@ -1026,7 +1056,8 @@ bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
     a.reset();
   if (a && !a->anchor)
     for (mlir::Operation *op : ops)
-      if (!scalarOp(op) && !llvm::isa<TransposeOp, ExpandOp, GatherOp>(op)) {
+      if (!scalarOp(op) &&
+          !llvm::isa<TransposeOp, ExpandOp, GatherOp, SliceOp>(op)) {
         w = opName(op) + " is not an elementwise op the generator knows";
         a.reset();
         break;

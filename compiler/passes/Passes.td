@@ -39,7 +39,7 @@ def FuseMatMulAdd : Pass<"cuts-fuse-matmul-add", "mlir::func::FuncOp"> {
 
 def SimplifyDataMovement
     : Pass<"cuts-simplify-data-movement", "mlir::func::FuncOp"> {
-  let summary = "Rewrite gather_nd / and / or that only reshape or broadcast";
+  let summary = "Rewrite gather_nd / and / or that only reshape or broadcast, split as slices";
   let description = [{
     Exporters spell plain reshapes and broadcasts in roundabout ways (the
     PyTorch dynamo exporter builds BERT's attention mask as
@@ -54,6 +54,8 @@ def SimplifyDataMovement
       F an all-false constant, into x, or expand(x) to the result shape.
     * and(x, F) into a constant false and or(x, T) into a constant true of
       the result type.
+    * split(x) into one slice of x per result (GPT-2's query/key/value):
+      kernels have one result each.
 
     A cast to the type its input already has is left to the cast folder
     (cuts-fold-constants).

@@ -188,18 +188,43 @@ bool simplifyGatherND(GatherNDOp op) {
   return true;
 }
 
+/// split(x) with N results: N slices of x along the axis, one per result
+/// (kernels take one result each; a slice of a kernel's input is read in
+/// place by the elementwise kernel that uses it).
+bool splitToSlices(SplitOp op) {
+  auto type = llvm::cast<mlir::RankedTensorType>(op.getInput().getType());
+  int64_t r = type.getRank(), axis = op.getAxis();
+  mlir::OpBuilder b(op);
+  int64_t begin = 0;
+  for (auto [i, extent] : llvm::enumerate(op.getSplit())) {
+    llvm::SmallVector<int64_t> starts(r, 0), ends(type.getShape());
+    starts[axis] = begin, ends[axis] = begin + extent;
+    begin += extent;
+    mlir::Value result = op.getResult(i);
+    auto slice = b.create<SliceOp>(
+        op.getLoc(), result.getType(), op.getInput(),
+        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+        b.getDenseI64ArrayAttr(llvm::SmallVector<int64_t>(r, 1)));
+    result.replaceAllUsesWith(slice.getResult());
+  }
+  op->erase();
+  return true;
+}
+
 struct SimplifyDataMovementPass
     : impl::SimplifyDataMovementBase<SimplifyDataMovementPass> {
   void runOnOperation() override {
     // In program order, so that a rewritten op's users see its replacement.
     llvm::SmallVector<mlir::Operation *> ops;
     getOperation().walk([&](mlir::Operation *op) {
-      if (llvm::isa<GatherNDOp, AndOp, OrOp>(op))
+      if (llvm::isa<GatherNDOp, AndOp, OrOp, SplitOp>(op))
         ops.push_back(op);
     });
     for (mlir::Operation *op : ops) {
       if (auto g = llvm::dyn_cast<GatherNDOp>(op))
         (void)simplifyGatherND(g);
+      else if (auto sp = llvm::dyn_cast<SplitOp>(op))
+        (void)splitToSlices(sp);
       else
         (void)simplifyLogic(op, /*neutral=*/llvm::isa<AndOp>(op));
     }

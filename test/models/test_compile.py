@@ -111,6 +111,26 @@ def make_attention(path):
                           tm.vi("v", shape)], [tm.vi("y", shape)])
 
 
+def make_gelu_tanh(path):
+    """GPT-2's GELU as its exporter writes it: x used by three ops of one
+    elementwise chain (an input read once, referenced thrice), Pow included;
+    and a Split whose parts are combined."""
+    b = tm.Builder(27)
+
+    def c(v):
+        return b.const(np.array(v, np.float32))
+    b.nodes.append(helper.make_node("Split", ["x"], ["s0", "s1"], axis=2,
+                                    num_outputs=2))
+    x = b.node("Add", ["s0", "s1"])
+    half = b.node("Mul", [x, c(0.5)])
+    p = b.node("Mul", [b.node("Pow", [x, c(3.0)]), c(0.044715)])
+    t = b.node("Tanh", [b.node("Mul", [b.node("Add", [x, p]), c(0.7978846)])])
+    b.node("Mul", [half, b.node("Add", [t, c(1.0)])])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 5, 24])], [tm.vi("y", [2, 5, 12])],
+                   opset=18)
+
+
 def make_embedding(path):
     """BERT's integer inputs: int64 ids into an embedding table, an int64
     attention mask made an additive float mask, and a bool output (the
@@ -171,6 +191,7 @@ MODELS = {
     "awkward_names": (make_awkward_names, [('in"put', (2, 3))], []),
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
+    "gelu_tanh": (make_gelu_tanh, [("x", (2, 5, 24))], []),
     "embedding": (make_embedding, [("input_ids", (2, 6), np.int64, 30),
                                    ("attention_mask", (2, 6), np.int64,
                                     "mask")], []),

@@ -256,3 +256,34 @@ func.func @main(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x5x4xf32>, %mask: tensor<
   REQUIRE(s);
   CHECK((s->batch == 6 && s->residual && !s->batchZ));
 }
+
+TEST_CASE("a slice (GPT-2's split) lowers to an in-place read", "[lower]") {
+  Graph g(R"mlir(
+func.func @main(%x: tensor<2x4x9xf32>) -> tensor<2x4x3xf32> {
+  %0 = cuts.slice %x {ends = array<i64: 2, 4, 9>, starts = array<i64: 0, 0, 3>, steps = array<i64: 1, 1, 2>} : (tensor<2x4x9xf32>) -> tensor<2x4x3xf32>
+  %1 = cuts.relu %0 : (tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+  return %1 : tensor<2x4x3xf32>
+}
+)mlir");
+  std::string err;
+  REQUIRE(driver::canGenerate(g.pick({0, 1}), &err));
+  for (int64_t wb : {1, 2, 4}) {
+    TileParams p;
+    p.Kb = 2, p.Hb = 2, p.Wb = wb;
+    auto gk = driver::lowerGroup(g.pick({0, 1}), p, "slice_relu", err);
+    INFO(err);
+    REQUIRE(gk);
+    std::vector<float> x(72), y(24, NAN);
+    for (int i = 0; i < 72; ++i)
+      x[i] = float(i % 7) - 3.0f;
+    REQUIRE(codegen::runOnHost(gk->kernel,
+                               {{gk->kernel.tensors[0].name, x.data()},
+                                {gk->kernel.tensors[1].name, y.data()}},
+                               err));
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 4; ++b)
+        for (int c = 0; c < 3; ++c)
+          CHECK(y[(a * 4 + b) * 3 + c] ==
+                std::max(0.0f, x[(a * 4 + b) * 9 + 3 + 2 * c]));
+  }
+}

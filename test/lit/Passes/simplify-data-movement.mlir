@@ -241,3 +241,13 @@ func.func @mixed_blob(%x: tensor<1x4xi1>) -> tensor<4x4xi1> {
     }
   }
 #-}
+
+// Split becomes one slice per result.
+// CHECK-LABEL: func.func @split_to_slices
+// CHECK-NOT: cuts.split
+// CHECK: cuts.slice %arg0 {ends = array<i64: 1, 4, 3>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>}
+// CHECK: cuts.slice %arg0 {ends = array<i64: 1, 4, 9>, starts = array<i64: 0, 0, 3>, steps = array<i64: 1, 1, 1>}
+func.func @split_to_slices(%x: tensor<1x4x9xf32>) -> (tensor<1x4x3xf32>, tensor<1x4x6xf32>) {
+  %0:2 = cuts.split %x {axis = 2 : i64, split = array<i64: 3, 6>} : (tensor<1x4x9xf32>) -> (tensor<1x4x3xf32>, tensor<1x4x6xf32>)
+  return %0#0, %0#1 : tensor<1x4x3xf32>, tensor<1x4x6xf32>
+}
