@@ -146,7 +146,7 @@ class Context:
             value = {"status": "ok", **value}
         except Exception as e:  # one unit's failure must not stop the others
             msg = f"{type(e).__name__}: {e}".strip().splitlines()
-            value = {"status": "error: " + (msg[0] if msg else "?")[:300]}
+            value = {"status": "error: " + (msg[0] if msg else "?")[:600]}
             traceback.print_exc(limit=-4)  # the innermost frames say what failed
         self.current = None
         self.store(section, key, name, value)
@@ -774,8 +774,10 @@ def run_cuts(ctx, cell, arch):
 def run_checked(cmd, timeout):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:2])}: exit {p.returncode}: "
-                           f"{(p.stderr or p.stdout).strip()[-300:]}")
+        # stdout first: cuts run --compare prints each output's error there.
+        said = (p.stdout.strip()[-400:] + " | " + p.stderr.strip()[-300:]).strip(" |")
+        said = " / ".join(x.strip() for x in said.splitlines())
+        raise RuntimeError(f"{' '.join(cmd[:2])}: exit {p.returncode}: {said}")
     return p.stdout
 
 

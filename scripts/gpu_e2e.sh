@@ -3,7 +3,8 @@
 # the benchmark's models, peers (PyTorch eager, eager + CUDA graph, fp32, TF32
 # off) and cuts phases (compile --tune, run --compare against ONNX Runtime,
 # bench --graph) in one run. MODELS (default: ResNet-50 and MobileNetV2) and
-# BATCHES (small large) choose the cells. Results go to
+# BATCHES (small large) choose the cells, PHASES the phases (default models
+# peers cuts). Results go to
 # $OUT/bench/results.json, the whole log to $OUT/run.log; each cuts cell's
 # artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
 # (cuts bench --kernels) in kernels.txt. RESUME=results.json starts from an
@@ -23,7 +24,7 @@ if [ -n "${RESUME:-}" ]; then
   cp "$RESUME" "$OUT/bench/results.json"
   extra=(--retry-errors)
 fi
-python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases models peers cuts \
+python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models peers cuts} \
   --models $models --batches ${BATCHES:-small large} --precisions fp32 \
   --peers eager cuda_graph --cuts "$cuts" \
   --cuts-estimate ${CUTS_ESTIMATE:-150} --keep "$OUT/keep" \
