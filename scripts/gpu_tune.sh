@@ -5,6 +5,7 @@
 # against ONNX Runtime (CPU) with `cuts run --compare`, time it with
 # `cuts bench` (plain and CUDA graph) and list its kernels; then compile it
 # again from the cache alone and check that the artifact is byte-identical.
+# EMULATE=1 also runs each batch-1 artifact with --emulate and compares.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -26,6 +27,12 @@ for c in $cells; do
     --tune --tuning $OUT/cache.json --jobs 16 2>&1 | tail -4
   python3 scripts/reference.py "$f" $d/in $d/ref > $d/inputs.txt || continue
   $cuts run $d/out/model.cuts $(cat $d/inputs.txt) --compare $d/ref | tail -2
+  if [ -n "${EMULATE:-}" ] && [ "$b" = 1 ]; then
+    # The same artifact on the CPU: every kernel's own source, library
+    # calls as CPU convolutions and products.
+    /usr/bin/time -f "emulated in %e s" $cuts run $d/out/model.cuts \
+      $(cat $d/inputs.txt) --compare $d/ref --emulate 2>&1 | tail -3
+  fi
   $cuts bench $d/out/model.cuts --iters 200 --graph | head -1
   $cuts bench $d/out/model.cuts --iters 50 --kernels > $OUT/$m-b$b.kernels.txt 2>&1
   $cuts compile "$f" --arch sm_90 -o $d/again --tuning $OUT/cache.json --jobs 16 | tail -1
