@@ -234,56 +234,57 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
         tune::Candidate tc = tuneCandidate(gk->kernel, arch0, toolkit);
         list.push_back({std::move(*gk), std::move(tc)});
       }
-    // cuDNN's fused convolution, once per forward algorithm.
+    // A library call as a candidate: its graph values, its params, and the
+    // bytes of its args (the output last).
     std::vector<mlir::Value> libArgs;
+    auto library = [&](const char *lib, const char *family,
+                       std::vector<int64_t> params,
+                       std::vector<uint64_t> argBytes) {
+      GroupCandidate c;
+      c.kernel.args = libArgs;
+      c.kernel.family = family;
+      c.tc.library = lib;
+      c.tc.libraryParams = std::move(params);
+      c.tc.key =
+          tune::librarySignature(c.tc.library, c.tc.libraryParams, arch0);
+      c.tc.name = std::string(family) +
+                  (c.tc.library == rt::kCublasGemm ? "_gemm" : "_conv");
+      c.tc.argBytes = std::move(argBytes);
+      c.tc.argOutput.assign(c.tc.argBytes.size(), false);
+      c.tc.argOutput.back() = true;
+      list.push_back(std::move(c));
+    };
+    // Each present one of the optional args (bias, residual).
+    auto optional = [](std::vector<uint64_t> bytes, bool bias,
+                       uint64_t biasBytes, bool residual, uint64_t zBytes,
+                       uint64_t yBytes) {
+      if (bias)
+        bytes.push_back(biasBytes);
+      if (residual)
+        bytes.push_back(zBytes);
+      bytes.push_back(yBytes);
+      return bytes;
+    };
+    // cuDNN's fused convolution, once per forward algorithm.
     auto spec = opts.library ? cudnnConv(ops, libArgs) : std::nullopt;
     for (int algo :
          spec ? rt::CudnnConv::forwardAlgorithms() : std::vector<int>{}) {
       rt::ConvSpec sp = *spec;
       sp.algo = algo;
       std::string why;
-      if (!rt::checkConvSpec(sp, why))
-        continue;
-      GroupCandidate c;
-      c.kernel.args = libArgs;
-      c.kernel.family = "cudnn";
-      c.tc.library = rt::kCudnnConv;
-      c.tc.libraryParams = rt::encodeConvSpec(sp);
-      c.tc.key =
-          tune::librarySignature(c.tc.library, c.tc.libraryParams, arch0);
-      c.tc.name = "cudnn_conv";
-      c.tc.argBytes = {sp.xBytes(), sp.wBytes()};
-      if (sp.bias)
-        c.tc.argBytes.push_back(sp.biasBytes());
-      if (sp.residual)
-        c.tc.argBytes.push_back(sp.yBytes());
-      c.tc.argBytes.push_back(sp.yBytes());
-      c.tc.argOutput.assign(c.tc.argBytes.size(), false);
-      c.tc.argOutput.back() = true;
-      list.push_back(std::move(c));
+      if (rt::checkConvSpec(sp, why))
+        library(rt::kCudnnConv, "cudnn", rt::encodeConvSpec(sp),
+                optional({sp.xBytes(), sp.wBytes()}, sp.bias, sp.biasBytes(),
+                         sp.residual, sp.yBytes(), sp.yBytes()));
     }
     // cuBLASLt's product, once per algorithm its heuristic offers.
     auto gemm = opts.library ? cublasGemm(ops, libArgs) : std::nullopt;
     for (int algo = 0; gemm && algo < rt::kMaxGemmAlgos; ++algo) {
       rt::GemmSpec sp = *gemm;
       sp.algo = algo;
-      GroupCandidate c;
-      c.kernel.args = libArgs;
-      c.kernel.family = "cublaslt";
-      c.tc.library = rt::kCublasGemm;
-      c.tc.libraryParams = rt::encodeGemmSpec(sp);
-      c.tc.key =
-          tune::librarySignature(c.tc.library, c.tc.libraryParams, arch0);
-      c.tc.name = "cublaslt_gemm";
-      c.tc.argBytes = {sp.aBytes(), sp.bBytes()};
-      if (sp.bias)
-        c.tc.argBytes.push_back(sp.biasBytes());
-      if (sp.residual)
-        c.tc.argBytes.push_back(sp.zBytes());
-      c.tc.argBytes.push_back(sp.yBytes());
-      c.tc.argOutput.assign(c.tc.argBytes.size(), false);
-      c.tc.argOutput.back() = true;
-      list.push_back(std::move(c));
+      library(rt::kCublasGemm, "cublaslt", rt::encodeGemmSpec(sp),
+              optional({sp.aBytes(), sp.bBytes()}, sp.bias, sp.biasBytes(),
+                       sp.residual, sp.zBytes(), sp.yBytes()));
     }
     return memo.emplace(key, std::move(list)).first->second;
   };
