@@ -11,7 +11,8 @@ and the outputs are compared with ONNX Runtime's (relative L2 <= 1e-5).
 The artifact, model.h and libmodel.so must exist, --emit-source must write
 readable kernels, and the error paths must fail cleanly: a corrupted or
 truncated artifact, a wrong input shape or name, and (without a GPU) a run
-on the GPU. With --gpu the same models also run on the GPU and must match.
+on the GPU. A 2-layer BERT as PyTorch's dynamo exporter writes it is
+compiled and emulated too. With --gpu the same models also run on the GPU and must match.
 With --exported, MobileNetV2 (PyTorch export, batch 1) is compiled and
 emulated too (slow: minutes).
 
@@ -414,6 +415,32 @@ def check_integer_inputs(runner, art):
             "pad.npy: %s %s" % (pad.dtype, pad))
 
 
+def check_exported_bert(runner):
+    """BERT as the PyTorch dynamo exporter writes it (a 2-layer config,
+    structure from test/models/exported, random weights): int64 ids and a
+    padded mask, Gather, the mask's Cast/GatherND/And/Where, batched matmuls,
+    LayerNorm and softmax over warp lanes; emulated against ONNX Runtime."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = os.path.join(runner.work, "bert_small")
+    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
+                    os.path.join(here, "exported", "bert_small_s128_dyn20.onnx"),
+                    d], check=True, capture_output=True)
+    model = os.path.join(d, "bert_small_s128_dyn20.onnx")
+    r = runner.run("compile", model, "--arch", "sm_90", "-o",
+                   os.path.join(d, "out"))
+    require(r.returncode == 0, "compile: " + r.stderr)
+    ref = subprocess.run(
+        [sys.executable, os.path.join(here, "..", "..", "scripts",
+                                      "reference.py"), model,
+         os.path.join(d, "in"), os.path.join(d, "ref")],
+        capture_output=True, text=True)
+    require(ref.returncode == 0, "reference.py: " + ref.stderr)
+    r = runner.run("run", os.path.join(d, "out", "model.cuts"), "--emulate",
+                   "--compare", os.path.join(d, "ref"),
+                   *ref.stdout.split())
+    require(r.returncode == 0, "emulated BERT differs: " + r.stdout + r.stderr)
+
+
 def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
@@ -471,6 +498,8 @@ def main():
                      [a for n in ("q", "k", "v") for a in
                       ("--input", n + "=" + os.path.join(d, n + ".npy"))],
                      os.path.join(d, "ref"), "cublaslt.gemm")
+    if not a.k or "bert" in a.k:
+        runner.check("exported BERT (2 layers)", check_exported_bert, runner)
     if first:
         (art, inputs), shapes = first
         runner.check("bad artifacts and inputs", check_errors, runner, art,
