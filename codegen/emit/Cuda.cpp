@@ -113,10 +113,14 @@ private:
   // The guard of a global access: every position inside the tensor.
   std::string inside(const dfg::Buffer &b,
                      const std::vector<int64_t> &idx) const {
+    // Positions only grow from thread 0's, so a lower bound is needed only
+    // where thread 0's is negative (an input read shifted, as Concat's).
     std::string s;
-    for (size_t d = 0; d < idx.size(); ++d)
-      s += (d ? " && " : "") + position(b, d, idx[d]) + " < " +
-           std::to_string(b.extents[d]);
+    for (size_t d = 0; d < idx.size(); ++d) {
+      std::string pos = position(b, d, idx[d]);
+      s += (d ? " && " : "") + (idx[d] < 0 ? pos + " >= 0 && " : "") + pos +
+           " < " + std::to_string(b.extents[d]);
+    }
     return s;
   }
 
@@ -221,8 +225,8 @@ std::string Emitter::nameOf(const dfg::Graph &g, int id) {
     name = g.buffer(n.buffer).name + "_at" + std::to_string(counter++);
   } else if (n.op == Op::Load) {
     name = g.buffer(n.buffer).name;
-    for (int64_t i : n.index)
-      name += "_" + std::to_string(i);
+    for (int64_t i : n.index) // a negative position reads "m3"
+      name += "_" + (i < 0 ? "m" + std::to_string(-i) : std::to_string(i));
     if (!n.in.empty()) // a re-read in a later pass
       name += "_again" + std::to_string(counter++);
   } else

@@ -59,6 +59,10 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
         int64_t a = x.start.empty() ? 0 : x.start[d];
         int64_t st = x.step.empty() ? 1 : x.step[d];
         // The last output position must read inside the input.
+        if (x.outsideReadsZero) {
+          ok = st > 0 && f[d] != ElementwiseInput::kGathered;
+          continue;
+        }
         ok = a >= 0 && st > 0 &&
              (f[d] == ElementwiseInput::kFixed ? a < x.shape[d]
               : f[d] == ElementwiseInput::kGathered

@@ -27,6 +27,10 @@ struct ElementwiseInput {
   /// With `follows`: input axis d reads start[d] + step[d] x the output
   /// position (ONNX Slice; steps > 0). Empty: 0 and 1.
   std::vector<int64_t> start = {}, step = {};
+  /// Positions outside the input read 0 instead of being an error (Concat:
+  /// each input shifted by -its offset along the axis, the outputs it does
+  /// not cover reading 0).
+  bool outsideReadsZero = false;
 };
 
 /// One scalar op of a fused chain: op(args) where an argument k >= 0 is the

@@ -674,6 +674,42 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
       stepOf[op] = input(e.getInput(), {});
       continue;
     }
+    if (auto cat = llvm::dyn_cast<ConcatOp>(op)) {
+      // out = the sum over the inputs, each read shifted back by its offset
+      // along the axis; where an input does not cover a position it reads
+      // 0, so exactly one term is not 0.
+      auto res = shapeOf(cat.getResult());
+      if (res != out) {
+        error = opName(op) + ": a concat is fused only as the kernel's output";
+        return std::nullopt;
+      }
+      int64_t axis = cat.getAxis(), offset = 0;
+      std::optional<int> sum; // a step argument: -1 is input 0
+      for (mlir::Value v : cat.getInputs()) {
+        if (!fromOutside(op, v))
+          return std::nullopt;
+        auto shape = shapeOf(v);
+        codegen::ElementwiseInput x{b.add("part", v), shape};
+        x.type = *dfgType(v);
+        x.outsideReadsZero = true;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          x.follows.push_back(int(d));
+          x.start.push_back(int64_t(d) == axis ? -offset : 0);
+          x.step.push_back(1);
+        }
+        offset += shape[axis];
+        int arg = -1 - int(inputs.size());
+        inputs.push_back(x);
+        if (!sum) {
+          sum = arg;
+          continue;
+        }
+        steps.push_back({Op::Add, {*sum, arg}, 0, 0});
+        sum = int(steps.size()) - 1;
+      }
+      stepOf[op] = *sum;
+      continue;
+    }
     if (auto sl = llvm::dyn_cast<SliceOp>(op)) {
       // A slice reads its input at start + step x position.
       if (!fromOutside(op, sl.getData()))
@@ -1057,7 +1093,7 @@ bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
   if (a && !a->anchor)
     for (mlir::Operation *op : ops)
       if (!scalarOp(op) &&
-          !llvm::isa<TransposeOp, ExpandOp, GatherOp, SliceOp>(op)) {
+          !llvm::isa<TransposeOp, ExpandOp, GatherOp, SliceOp, ConcatOp>(op)) {
         w = opName(op) + " is not an elementwise op the generator knows";
         a.reset();
         break;

@@ -61,12 +61,46 @@ bool fold(BatchNormalizationOp bn) {
   return true;
 }
 
+// A batch normalization no conv absorbs (DenseNet's, after a concat):
+// x * s + t with s = scale / sqrt(var + eps), t = B - mean * s, both
+// per-channel constants of shape [C, 1, ...] (channels on axis 1), which
+// the code generator fuses like any elementwise chain.
+bool toScaleShift(BatchNormalizationOp bn) {
+  auto scale = constant(bn.getScale()), beta = constant(bn.getB());
+  auto mean = constant(bn.getMean()), var = constant(bn.getVar());
+  auto type = llvm::cast<mlir::RankedTensorType>(bn.getX().getType());
+  if (!scale || !beta || !mean || !var || type.getRank() < 2 ||
+      !llvm::isa<mlir::FloatType>(type.getElementType()))
+    return false;
+  int64_t c = type.getDimSize(1);
+  llvm::SmallVector<int64_t> shape(type.getRank() - 1, 1);
+  shape[0] = c;
+  auto vt = mlir::RankedTensorType::get(shape, type.getElementType());
+  HostTensor s(vt), t(vt);
+  double eps = bn.getEpsilon().convertToDouble();
+  for (int64_t k = 0; k < c; ++k) {
+    double sk = scale->getF(k) / std::sqrt(var->getF(k) + eps);
+    s.set(k, sk);
+    t.set(k, beta->getF(k) - mean->getF(k) * sk);
+  }
+  mlir::OpBuilder b(bn);
+  auto loc = bn.getLoc();
+  mlir::Value sv = b.create<ConstantOp>(loc, vt, toAttr(s, "bn_scale"));
+  mlir::Value tv = b.create<ConstantOp>(loc, vt, toAttr(t, "bn_shift"));
+  mlir::Value y = b.create<MulOp>(loc, type, bn.getX(), sv);
+  y = b.create<AddOp>(loc, type, y, tv);
+  bn.getY().replaceAllUsesWith(y);
+  bn->erase();
+  return true;
+}
+
 struct FoldBatchNormPass : impl::FoldBatchNormBase<FoldBatchNormPass> {
   void runOnOperation() override {
     llvm::SmallVector<BatchNormalizationOp> bns;
     getOperation().walk([&](BatchNormalizationOp bn) { bns.push_back(bn); });
     for (auto bn : bns)
-      (void)fold(bn);
+      if (!fold(bn))
+        (void)toScaleShift(bn);
   }
 };
 } // namespace

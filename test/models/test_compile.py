@@ -132,6 +132,26 @@ def make_gelu_tanh(path):
                    opset=18)
 
 
+def make_dense_block(path):
+    """DenseNet's and Inception's data movement: a concat of the input and
+    two convolutions' outputs, a batch normalization no conv absorbs (after
+    the concat: a per-channel scale and shift), relu, and a 1x1 conv."""
+    b = tm.Builder(28)
+    a = b.node("Relu", [b.conv("x", 4, 3, 3, pads=[1, 1, 1, 1])])
+    c = b.node("Relu", [b.conv("x", 4, 5, 1)])
+    cat = b.node("Concat", ["x", a, c], axis=1)
+    rng = np.random.default_rng(3)
+    bn = b.node("BatchNormalization", [
+        cat, b.const(rng.uniform(0.5, 1.5, 12).astype(np.float32)),
+        b.const(rng.normal(0, 0.1, 12).astype(np.float32)),
+        b.const(rng.normal(0, 0.1, 12).astype(np.float32)),
+        b.const(rng.uniform(0.5, 1.5, 12).astype(np.float32))])
+    h = b.node("Relu", [bn])
+    b.conv(h, 12, 6, 1)
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [1, 4, 7, 7])], [tm.vi("y", [1, 6, 7, 7])])
+
+
 def make_embedding(path):
     """BERT's integer inputs: int64 ids into an embedding table, an int64
     attention mask made an additive float mask, and a bool output (the
@@ -193,6 +213,7 @@ MODELS = {
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
     "gelu_tanh": (make_gelu_tanh, [("x", (2, 5, 24))], []),
+    "dense_block": (make_dense_block, [("x", (1, 4, 7, 7))], []),
     "embedding": (make_embedding, [("input_ids", (2, 6), np.int64, 30),
                                    ("attention_mask", (2, 6), np.int64,
                                     "mask")], []),

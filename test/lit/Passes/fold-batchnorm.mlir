@@ -89,12 +89,17 @@ func.func @large_weight(%x: tensor<1x1x5x5xf32>) -> tensor<1x2x3x3xf32> {
   return %1 : tensor<1x2x3x3xf32>
 }
 
-// A conv with another user is not folded (the fold would change it).
+// A conv with another user is not folded (the fold would change it): the
+// normalization becomes a per-channel scale and shift (s = 4/2, 1/4;
+// t = 0.5 - 1 * s, 1 - 2 * s).
 // CHECK-LABEL: func.func @conv_two_users(
 // CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<1x2x3x3xf32>
 // CHECK: %[[W:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[\[\[}}1.000000e+00]], {{\[\[}}2.000000e+00]]], {{\[\[\[}}3.000000e+00]], {{\[\[}}-4.000000e+00]]]]> : tensor<2x2x1x1xf32>}
 // CHECK: %[[C:[a-z0-9_]+]] = cuts.conv %[[X]], %[[W]] {
-// CHECK: %[[N:[a-z0-9_]+]] = cuts.batch_normalization %[[C]],
+// CHECK: %[[S:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[\[}}2.000000e+00]], {{\[\[}}2.500000e-01]]]> : tensor<2x1x1xf32>}
+// CHECK: %[[T:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[\[}}-1.500000e+00]], {{\[\[}}5.000000e-01]]]> : tensor<2x1x1xf32>}
+// CHECK: %[[M:[a-z0-9_]+]] = cuts.mul %[[C]], %[[S]]
+// CHECK: %[[N:[a-z0-9_]+]] = cuts.add %[[M]], %[[T]]
 // CHECK: %[[R:[a-z0-9_]+]] = cuts.relu %[[C]]
 // CHECK: return %[[N]], %[[R]]
 func.func @conv_two_users(%x: tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) {
@@ -109,10 +114,14 @@ func.func @conv_two_users(%x: tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>, tens
   return %1, %2 : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>
 }
 
-// A batch_normalization not fed by a conv is left alone.
+// A batch_normalization not fed by a conv becomes a per-channel scale and
+// shift.
 // CHECK-LABEL: func.func @bn_without_conv(
 // CHECK: %[[R:[a-z0-9_]+]] = cuts.relu
-// CHECK: %[[N:[a-z0-9_]+]] = cuts.batch_normalization %[[R]],
+// CHECK: %[[S:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[\[}}2.000000e+00]], {{\[\[}}2.500000e-01]]]> : tensor<2x1x1xf32>}
+// CHECK: %[[T:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[\[}}-1.500000e+00]], {{\[\[}}5.000000e-01]]]> : tensor<2x1x1xf32>}
+// CHECK: %[[M:[a-z0-9_]+]] = cuts.mul %[[R]], %[[S]]
+// CHECK: %[[N:[a-z0-9_]+]] = cuts.add %[[M]], %[[T]]
 // CHECK: return %[[N]]
 func.func @bn_without_conv(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32> {
   %scale = cuts.constant {value = dense<[4.0, 1.0]> : tensor<2xf32>} : tensor<2xf32>
@@ -128,7 +137,10 @@ func.func @bn_without_conv(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32> {
 // CHECK-LABEL: func.func @weight_not_constant(
 // CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<1x2x3x3xf32>, %[[W:[a-z0-9_]+]]: tensor<2x2x1x1xf32>
 // CHECK: %[[C:[a-z0-9_]+]] = cuts.conv %[[X]], %[[W]] {
-// CHECK: %[[N:[a-z0-9_]+]] = cuts.batch_normalization %[[C]],
+// CHECK: %[[S:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[\[}}2.000000e+00]], {{\[\[}}2.500000e-01]]]> : tensor<2x1x1xf32>}
+// CHECK: %[[T:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[\[}}-1.500000e+00]], {{\[\[}}5.000000e-01]]]> : tensor<2x1x1xf32>}
+// CHECK: %[[M:[a-z0-9_]+]] = cuts.mul %[[C]], %[[S]]
+// CHECK: %[[N:[a-z0-9_]+]] = cuts.add %[[M]], %[[T]]
 // CHECK: return %[[N]]
 func.func @weight_not_constant(%x: tensor<1x2x3x3xf32>, %w: tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xf32> {
   %scale = cuts.constant {value = dense<[4.0, 1.0]> : tensor<2xf32>} : tensor<2xf32>
