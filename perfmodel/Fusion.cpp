@@ -89,7 +89,6 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
   g.predecessorDesc = dp;
   g.enumerated = sr.enumerated;
   g.kept = int64_t(sr.kept.size());
-  g.time = INFINITY;
   for (const Candidate &c : sr.kept) {
     const TileParams &q = c.params;
     // The predecessor's block: the successor's input tile.
@@ -97,10 +96,11 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     if (windowed) {
       block.Nb = q.Nb;
       block.Kb = ds.kind == OpKind::Conv ? dp.K : q.Kb; // C_input = C
+      // All of the tile, also where it overhangs the image (those
+      // positions hold the padding): the block computes what the
+      // successor's fetch would read.
       block.Hb = (q.Hb - 1) * ds.SH + (ds.FH - 1) * ds.DH + 1;
       block.Wb = (q.Wb - 1) * ds.SW + (ds.FW - 1) * ds.DW + 1;
-      block.Hb = std::min(block.Hb, dp.H);
-      block.Wb = std::min(block.Wb, dp.W);
     } else {
       block.Nb = q.Nb;
       block.Kb = dp.K; // whole rows
@@ -126,14 +126,30 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     double predPul = pc.bound.pul * c.bound.wbRatio;
     double t =
         predWork / (predPul * arch.perfPeakFp32) + c.bound.timeLowerBound;
-    if (t < g.time) {
-      g.time = t;
-      g.best = c;
-      g.predecessorBest = pc;
-    }
+    Candidate fused = c;
+    fused.bound.timeLowerBound = t;
+    g.ranked.push_back(fused);
+    g.rankedPredecessor.push_back(pc);
   }
-  if (!std::isfinite(g.time))
+  if (g.ranked.empty())
     return std::nullopt;
+  // Best first, the predecessors kept alongside.
+  std::vector<size_t> order(g.ranked.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return g.ranked[x].bound.timeLowerBound < g.ranked[y].bound.timeLowerBound;
+  });
+  std::vector<Candidate> ranked, preds;
+  for (size_t i : order) {
+    ranked.push_back(g.ranked[i]);
+    preds.push_back(g.rankedPredecessor[i]);
+  }
+  g.ranked = std::move(ranked);
+  g.rankedPredecessor = std::move(preds);
+  g.best = g.ranked.front();
+  g.predecessorBest = g.rankedPredecessor.front();
+  g.time = g.best.bound.timeLowerBound;
   return g;
 }
 

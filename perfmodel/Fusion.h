@@ -45,10 +45,12 @@ struct GroupEstimate {
   std::vector<Candidate> ranked; // every kept set, best bound first
   double time = 0;               // lower-bound time of the group, seconds
   // Shared-memory-level fusion: the predecessor stage's anchor and its
-  // parameters (its block computes the anchor's input tile).
+  // parameters (its block computes the anchor's input tile), for the best
+  // set and for each of `ranked`.
   mlir::Operation *predecessor = nullptr;
   OpDesc predecessorDesc;
   Candidate predecessorBest;
+  std::vector<Candidate> rankedPredecessor;
 };
 
 class FusionModel {

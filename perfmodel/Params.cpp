@@ -289,6 +289,10 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
           int64_t tiles = p.threads();
           double rounds = std::ceil(double(tiles) / double(threads));
           double roundEff = double(tiles) / (rounds * double(threads));
+          // Each round keeps its own accumulators in registers.
+          if (registersPerThread(d, p) + int64_t(rounds - 1) * t0 * t1 * t2 * t3 >
+              arch.maxRegsPerThread)
+            continue;
           forEachCinputAndFormat(d, p, cins, [&](const TileParams &q) {
             Bound b = evaluateBound(d, q, arch);
             // The grid and the residency are the successor's: the caller

@@ -63,7 +63,8 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
 /// tile must be its successor's input tile. Its bound's WBRatio is the
 /// efficiency of those rounds and COEF_r is left to the caller (the grid,
 /// residency and shared memory are the fused kernel's). Empty when no thread
-/// tiling divides the block.
+/// tiling divides the block with its accumulators (one set per round) in
+/// registers.
 std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
                                       const TileParams &block, int64_t threads);
 

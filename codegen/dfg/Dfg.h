@@ -121,6 +121,9 @@ public:
   int addBuffer(Buffer b);
   const Buffer &buffer(int id) const { return buffers[id]; }
   const std::vector<Buffer> &allBuffers() const { return buffers; }
+  void renameBuffer(int id, std::string name) {
+    buffers[id].name = std::move(name);
+  }
 
   /// Adds a node; loads without predecessors of the same buffer and index
   /// are merged (thesis Fig. 3.3), so duplicating an output's DFG over the

@@ -72,31 +72,55 @@ std::string typedNum(double v, dfg::Type t) {
   }
 }
 
+// Infinities are spelled by their bits (no math header needed in NVRTC).
+std::string floatLiteral(double v) {
+  if (std::isinf(v))
+    return v < 0 ? "-__uint_as_float(0x7f800000u)"
+                 : "__uint_as_float(0x7f800000u)";
+  return num(v);
+}
+
 class Emitter {
 public:
-  Emitter(const Kernel &k, Target t) : k(k), target(t) {
-    const TileParams &p = k.params;
-    threadExt[0] = p.Nt, threadExt[1] = p.Kt, threadExt[2] = p.Ht,
-    threadExt[3] = p.Wt;
-    blockExt[0] = p.Nb, blockExt[1] = p.Kb, blockExt[2] = p.Hb,
-    blockExt[3] = p.Wb;
-  }
+  Emitter(const Kernel &k, Target t) : top(k), target(t) {}
 
   std::string run();
 
 private:
+  // What differs between the phases of a kernel: a shared-memory-level
+  // producer (Kernel::producer) has its own tiles, thread tiles, block
+  // origin and accumulators, and stores its output into the consumer's tile.
+  struct Phase {
+    const Kernel *k = nullptr;
+    int64_t threadExt[4] = {1, 1, 1, 1};
+    std::string base[4];  // the block's first output along n, k, h, w
+    std::string coord[4]; // this thread's tile coordinates
+    // A producer's tile starts before the tensor (a halo): every global
+    // position gets a lower-bound check.
+    bool negativeBases = false;
+    int64_t smemOffset = 0; // floats of cuts_smem before its tiles
+    std::string suffix;     // of its accumulators: one set per round
+    int skipFetch = -1;     // the fetch a producer fills
+    // A producer's output stores go to the consumer's tile (`tile`: shared,
+    // the producer's output map, the tile's strides); positions outside the
+    // tensor get `outside`, as the fetch would have read there.
+    std::string storeTensor;
+    dfg::Buffer tile;
+    double outside = 0;
+  };
+
+  void setPhase(const Kernel &k, const std::string &coordPrefix,
+                const std::string &basePrefix);
   // Position along buffer dimension d of thread 0's index `i`, for this
   // thread (and block, for global buffers).
   std::string position(const dfg::Buffer &b, size_t d, int64_t i) const {
     const dfg::DimMap &m = b.map[d];
     std::string s;
     if (m.outDim != dfg::NoDim) {
-      char l = kDimLetter[m.outDim];
       if (b.space == dfg::Space::Global)
-        s += "base_" + std::string(1, l) + " * " + std::to_string(m.scale) +
-             " + ";
-      s += "t_" + std::string(1, l) + " * " +
-           std::to_string(threadExt[m.outDim] * m.scale) + " + ";
+        s += ph.base[m.outDim] + " * " + std::to_string(m.scale) + " + ";
+      s += ph.coord[m.outDim] + " * " +
+           std::to_string(ph.threadExt[m.outDim] * m.scale) + " + ";
     }
     return "(" + s + std::to_string(i) + ")";
   }
@@ -114,12 +138,15 @@ private:
   std::string inside(const dfg::Buffer &b,
                      const std::vector<int64_t> &idx) const {
     // Positions only grow from thread 0's, so a lower bound is needed only
-    // where thread 0's is negative (an input read shifted, as Concat's).
+    // where thread 0's is negative (an input read shifted, as Concat's) or
+    // the block's origin may be (a producer's halo).
     std::string s;
     for (size_t d = 0; d < idx.size(); ++d) {
       std::string pos = position(b, d, idx[d]);
-      s += (d ? " && " : "") + (idx[d] < 0 ? pos + " >= 0 && " : "") + pos +
-           " < " + std::to_string(b.extents[d]);
+      bool lower =
+          idx[d] < 0 || (ph.negativeBases && b.map[d].outDim != dfg::NoDim);
+      s += (d ? " && " : "") + (lower ? pos + " >= 0 && " : "") + pos + " < " +
+           std::to_string(b.extents[d]);
     }
     return s;
   }
@@ -133,11 +160,23 @@ private:
   enum class FetchMode { Direct, ToRegisters, FromRegisters };
   void emitFetch(const Fetch &f, const std::string &indent,
                  const std::string &loopBase, FetchMode mode, int fetchIndex);
+  void emitFetches(const std::string &indent, const std::string &loopBase,
+                   FetchMode mode);
   void declareTiles(const std::string &indent, const std::string &stage);
+  // The phase's accumulators, loop and exit; its tile coordinates are those
+  // of `tiles` thread tiles swept by the block's threads in rounds (the
+  // consumer: one round of one tile each, coordinates set up already).
+  void emitPhase(const std::string &indent, int64_t tiles, bool prefetch,
+                 bool tilesDeclared);
+  // Emits fn(indent) once per round, each in a scope that sets the round's
+  // tile coordinates and skips tiles past `tiles`.
+  template <typename Fn>
+  void forRounds(const std::string &indent, int64_t tiles, Fn fn);
+  void emitProducer();
 
-  const Kernel &k;
+  const Kernel &top;
   Target target;
-  int64_t threadExt[4], blockExt[4];
+  Phase ph;
   std::ostringstream os;
   std::map<std::pair<const dfg::Graph *, int>, std::string> names;
   std::map<std::tuple<const dfg::Graph *, int, int64_t>, std::string> positions;
@@ -220,7 +259,7 @@ std::string Emitter::nameOf(const dfg::Graph &g, int id) {
   const dfg::Node &n = g.node(id);
   std::string name;
   if (n.op == Op::Value || (n.op != Op::Load && !n.name.empty()))
-    name = n.name; // a register accumulator, updated in place
+    name = n.name + ph.suffix; // a register accumulator, updated in place
   else if (n.op == Op::Load && !n.indexFrom.empty()) {
     name = g.buffer(n.buffer).name + "_at" + std::to_string(counter++);
   } else if (n.op == Op::Load) {
@@ -255,7 +294,7 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   std::vector<int> finals = g.nodesWith(Op::Store);
   for (int r : g.nodesWith(Op::Result))
     finals.push_back(r);
-  std::vector<int> chunk = dfg::threadZeroChunk(g, finals, threadExt);
+  std::vector<int> chunk = dfg::threadZeroChunk(g, finals, ph.threadExt);
   for (int id : g.reachedFrom(chunk)) {
     const dfg::Node &n = g.node(id);
     auto in = [&](int i) { return nameOf(g, n.in[i]); };
@@ -303,6 +342,14 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     }
     case Op::Store: {
       const dfg::Buffer &b = g.buffer(n.buffer);
+      if (b.space == dfg::Space::Global && b.name == ph.storeTensor) {
+        // A producer's output: into the consumer's tile, which holds the
+        // fetch's `outside` value where the tile overhangs the tensor.
+        os << ind << ph.tile.name << "[" << address(ph.tile, n.index) << "] = ("
+           << inside(b, n.index) << ") ? " << x << " : "
+           << floatLiteral(ph.outside) << ";\n";
+        continue;
+      }
       std::string a = b.name + "[" + address(b, n.index) + "] = " + x + ";";
       if (b.space == dfg::Space::Global)
         os << ind << "if (" << inside(b, n.index) << ")\n"
@@ -435,7 +482,7 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
       break;
     }
     if (!n.name.empty()) // an accumulator updated in place
-      os << ind << n.name << " = " << expr << ";\n";
+      os << ind << nameOf(g, id) << " = " << expr << ";\n";
     else
       os << ind << "const " << typeName(n.type) << " " << nameOf(g, id) << " = "
          << expr << ";\n";
@@ -445,12 +492,12 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
 void Emitter::emitFetch(const Fetch &f, const std::string &ind,
                         const std::string &loopBase, FetchMode mode,
                         int fetchIndex) {
-  const TensorArg &t = k.tensors[f.tensor];
+  const Kernel &k = *ph.k;
   const dfg::Buffer &b = k.body.buffer(f.buffer);
   int64_t total = 1;
   for (const FetchDim &d : f.dims)
     total *= d.extent;
-  int64_t threads = k.params.threads();
+  int64_t threads = top.params.threads();
   int64_t rounds = (total + threads - 1) / threads;
   std::string reg = "staged" + std::to_string(fetchIndex);
   std::string in = ind + "  ";
@@ -476,11 +523,10 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
          << ";\n";
       rest = "q" + std::to_string(i);
     }
-    std::string base = d.fromLoop ? loopBase
-                       : d.outDim == dfg::NoDim
-                           ? "0"
-                           : "base_" + std::string(1, kDimLetter[d.outDim]) +
-                                 " * " + std::to_string(d.scale);
+    std::string base = d.fromLoop               ? loopBase
+                       : d.outDim == dfg::NoDim ? "0"
+                                                : ph.base[d.outDim] + " * " +
+                                                      std::to_string(d.scale);
     std::string g = "g" + std::to_string(i);
     if (mode != FetchMode::FromRegisters)
       os << in << "const long long " << g << " = " << base << " + " << d.offset
@@ -492,12 +538,10 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
     shared = r + " * " + std::to_string(d.sharedStride) +
              (shared.empty() ? "" : " + " + shared);
   }
-  std::string inside = f.mask ? "1.0f" : t.name + "[" + global + "]";
-  std::string outside = std::isinf(f.outside)
-                            ? (f.outside < 0 ? "-__uint_as_float(0x7f800000u)"
-                                             : "__uint_as_float(0x7f800000u)")
-                            : num(f.outside);
-  std::string value = "(" + guard + ") ? " + inside + " : " + outside;
+  std::string inside =
+      f.mask ? "1.0f" : k.tensors[f.tensor].name + "[" + global + "]";
+  std::string value =
+      "(" + guard + ") ? " + inside + " : " + floatLiteral(f.outside);
   if (mode == FetchMode::Direct)
     os << in << b.name << "[" << shared << "] = " << value << ";\n";
   else if (mode == FetchMode::ToRegisters)
@@ -507,9 +551,16 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
   os << ind << "}\n";
 }
 
+void Emitter::emitFetches(const std::string &ind, const std::string &loopBase,
+                          FetchMode mode) {
+  for (size_t i = 0; i < ph.k->fetches.size(); ++i)
+    if (int(i) != ph.skipFetch)
+      emitFetch(ph.k->fetches[i], ind, loopBase, mode, int(i));
+}
+
 void Emitter::declareTiles(const std::string &ind, const std::string &stage) {
-  int64_t offset = 0;
-  for (const dfg::Buffer &b : k.body.allBuffers())
+  int64_t offset = ph.smemOffset;
+  for (const dfg::Buffer &b : ph.k->body.allBuffers())
     if (b.space == dfg::Space::Shared) {
       os << ind << "float *const " << b.name << " = cuts_smem + " << stage
          << offset << ";\n";
@@ -517,27 +568,193 @@ void Emitter::declareTiles(const std::string &ind, const std::string &stage) {
     }
 }
 
-std::string Emitter::run() {
+void Emitter::setPhase(const Kernel &k, const std::string &coordPrefix,
+                       const std::string &basePrefix) {
+  ph = Phase();
+  ph.k = &k;
   const TileParams &p = k.params;
+  const int64_t t[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
+  for (int d = 0; d < 4; ++d) {
+    ph.threadExt[d] = t[d];
+    ph.coord[d] = coordPrefix + kDimLetter[d];
+    ph.base[d] = basePrefix + kDimLetter[d];
+  }
+  names.clear();
+  positions.clear();
+}
+
+template <typename Fn>
+void Emitter::forRounds(const std::string &ind, int64_t tiles, Fn fn) {
+  int64_t threads = top.params.threads();
+  if (ph.k == &top) { // the consumer: one tile a thread, coordinates set up
+    fn(ind);
+    return;
+  }
+  const TileParams &p = ph.k->params;
+  int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
+  int64_t rounds = (tiles + threads - 1) / threads;
+  for (int64_t r = 0; r < rounds; ++r) {
+    std::string in = ind + "  ";
+    os << ind << "{\n"
+       << in << "const int tile = tid"
+       << (r ? " + " + std::to_string(r * threads) : "") << ";\n";
+    if ((r + 1) * threads > tiles) {
+      os << in << "if (tile < " << tiles << ") {\n";
+      in += "  ";
+    }
+    os << in << "const int " << ph.coord[3] << " = tile % " << cnt[3] << ";\n"
+       << in << "const int " << ph.coord[2] << " = (tile / " << cnt[3] << ") % "
+       << cnt[2] << ";\n"
+       << in << "const int " << ph.coord[1] << " = (tile / " << cnt[3] * cnt[2]
+       << ") % " << cnt[1] << ";\n"
+       << in << "const int " << ph.coord[0] << " = tile / "
+       << cnt[3] * cnt[2] * cnt[1] << ";\n";
+    ph.suffix = rounds > 1 ? "_r" + std::to_string(r) : "";
+    names.clear(); // this scope's values are its own
+    positions.clear();
+    fn(in);
+    if ((r + 1) * threads > tiles)
+      os << ind << "  }\n";
+    os << ind << "}\n";
+  }
+  ph.suffix.clear();
+}
+
+void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
+                        bool tilesDeclared) {
+  const Kernel &k = *ph.k;
+  const TileParams &p = k.params;
+  int64_t threads = top.params.threads();
+  int64_t rounds = ph.k == &top ? 1 : (tiles + threads - 1) / threads;
+  if (!prefetch && !tilesDeclared)
+    declareTiles(ind, "");
+  std::string init = floatLiteral(k.accumulatorInit);
+  for (int64_t r = 0; r < rounds; ++r)
+    for (const std::string &a : k.accumulators)
+      os << ind << "float " << a << (rounds > 1 ? "_r" + std::to_string(r) : "")
+         << " = " << init << ";\n";
+  auto compute = [&](const std::string &in) {
+    os << in << "// Compute: this thread's sub-DFG in reverse post-order.\n";
+    forRounds(in, tiles, [&](const std::string &i2) { emitGraph(k.body, i2); });
+  };
+  std::string in = ind + "  ";
+  if (k.loopExtent > 0 && !prefetch) {
+    os << "\n"
+       << ind << "for (long long c0 = 0; c0 < " << k.loopExtent
+       << "; c0 += " << p.Cin << ") {\n"
+       << in << "// Fetch: global -> shared, all threads cooperating.\n";
+    emitFetches(in, "c0", FetchMode::Direct);
+    os << in << "__syncthreads();\n";
+    compute(in);
+    os << in << "__syncthreads();\n" << ind << "}\n\n";
+  } else if (k.loopExtent > 0) {
+    // §3.4.1's prefetching variant: the next slice's global loads are
+    // issued before this slice's compute and land in the other stage after
+    // it, so their latency hides behind the compute; one barrier a slice.
+    std::string stage = std::to_string(sharedFloats(k));
+    os << "\n"
+       << ind << "{\n"
+       << in << "// Prologue: the first slice into stage 0.\n";
+    declareTiles(in, "");
+    emitFetches(in, "0LL", FetchMode::Direct);
+    os << ind << "}\n"
+       << ind << "__syncthreads();\n"
+       << ind << "for (long long c0 = 0; c0 < " << k.loopExtent
+       << "; c0 += " << p.Cin << ") {\n"
+       << in << "const int stage = int(c0 / " << p.Cin << ") & 1;\n"
+       << in << "const bool more = c0 + " << p.Cin << " < " << k.loopExtent
+       << ";\n"
+       << in << "// Prefetch the next slice into registers.\n";
+    emitFetches(in, "(c0 + " + std::to_string(p.Cin) + ")",
+                FetchMode::ToRegisters);
+    os << in << "{\n";
+    declareTiles(in + "  ", "stage * " + stage + " + ");
+    compute(in + "  ");
+    os << in << "}\n" << in << "if (more) {\n";
+    declareTiles(in + "  ", "(stage ^ 1) * " + stage + " + ");
+    emitFetches(in + "  ", "", FetchMode::FromRegisters);
+    os << in << "}\n" << in << "__syncthreads();\n" << ind << "}\n\n";
+  }
+  os << ind << "// Loop exit: epilogue and stores.\n";
+  forRounds(ind, tiles, [&](const std::string &i2) { emitGraph(k.exit, i2); });
+}
+
+void Emitter::emitProducer() {
+  const Kernel &pk = *top.producer;
+  const Fetch &f = top.fetches[top.producedFetch];
+  const dfg::Buffer &tile = top.body.buffer(f.buffer);
+  // The producer's output tensor and the map its exit stores it with.
+  const TensorArg *out = nullptr;
+  for (const TensorArg &t : pk.tensors)
+    if (t.output)
+      out = &t;
+  const dfg::Buffer *y = nullptr;
+  for (const dfg::Buffer &b : pk.exit.allBuffers())
+    if (b.space == dfg::Space::Global && b.name == out->name)
+      y = &b;
+  // The producer's block starts where the consumer's tile does, axis by
+  // axis of its output (fuseShared checked they line up).
+  std::string origin[4] = {"0", "0", "0", "0"};
+  for (size_t i = 0; i < f.dims.size(); ++i) {
+    const FetchDim &d = f.dims[i];
+    std::string o = d.fromLoop || d.outDim == dfg::NoDim
+                        ? "0"
+                        : ph.base[d.outDim] + " * " + std::to_string(d.scale);
+    origin[y->map[i].outDim] = o + " + " + std::to_string(d.offset);
+  }
+  const TileParams &p = pk.params;
+  os << "  {\n"
+     << "    // Phase 1 (shared-memory-level fusion): " << pk.summary << ",\n"
+     << "    // block " << p.Nb << "x" << p.Kb << "x" << p.Hb << "x" << p.Wb
+     << " = the tile of " << tile.name << ", computed into it.\n";
+  setPhase(pk, "pre_t_", "pre_base_");
+  for (int d = 0; d < 4; ++d)
+    os << "    const long long " << ph.base[d] << " = " << origin[d] << ";\n";
+  ph.negativeBases = true;
+  ph.smemOffset = sharedFloats(top);
+  ph.storeTensor = out->name;
+  ph.tile = tile;
+  ph.tile.map = y->map;
+  ph.tile.extents = y->extents;
+  ph.tile.strides.clear();
+  for (const FetchDim &d : f.dims)
+    ph.tile.strides.push_back(d.sharedStride);
+  ph.outside = f.outside;
+  emitPhase("    ", p.threads(), top.prefetch, false);
+  os << "  }\n"
+     << "  __syncthreads(); // the tile is complete\n\n";
+}
+
+std::string Emitter::run() {
+  const TileParams &p = top.params;
   int64_t threads = p.threads();
   int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
-  int64_t dims[4] = {k.desc.N, k.desc.K, k.desc.H, k.desc.W};
-  os << "// " << k.name << ": " << k.summary << "\n"
-     << "// block " << p.Nb << "x" << p.Kb << "x" << p.Hb << "x" << p.Wb
-     << ", thread " << p.Nt << "x" << p.Kt << "x" << p.Ht << "x" << p.Wt
-     << " (N x K x H x W), C_input " << p.Cin << ", FORMAT_shared "
-     << formatName(p.format) << ", " << threads << " threads";
-  if (k.pul > 0)
-    os << ", PUL " << k.pul;
+  int64_t dims[4] = {top.desc.N, top.desc.K, top.desc.H, top.desc.W};
+  int64_t blockExt[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
+  auto params = [&](const TileParams &q) {
+    os << "block " << q.Nb << "x" << q.Kb << "x" << q.Hb << "x" << q.Wb
+       << ", thread " << q.Nt << "x" << q.Kt << "x" << q.Ht << "x" << q.Wt
+       << " (N x K x H x W), C_input " << q.Cin << ", FORMAT_shared "
+       << formatName(q.format);
+  };
+  os << "// " << top.name << ": " << top.summary << "\n// ";
+  params(p);
+  os << ", " << threads << " threads";
+  if (top.pul > 0)
+    os << ", PUL " << top.pul;
+  if (top.producer) {
+    os << "\n// phase 1: ";
+    params(top.producer->params);
+  }
   os << "\n// generated by cuts; do not edit\n";
   if (target == Target::Hip)
     os << "#include <hip/hip_runtime.h>\n";
   os << "\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
-     << k.name << "(";
-  for (size_t i = 0; i < k.tensors.size(); ++i)
-    os << (i ? ", " : "") << paramType(k.tensors[i]) << " "
-       << k.tensors[i].name;
+     << top.name << "(";
+  for (size_t i = 0; i < top.tensors.size(); ++i)
+    os << (i ? ", " : "") << paramType(top.tensors[i]) << " "
+       << top.tensors[i].name;
   os << ") {\n"
      << "  constexpr int kThreads = " << threads << ";\n"
      << "  // Thread coordinates (W fastest, then H, K, N) and the block's\n"
@@ -559,58 +776,19 @@ std::string Emitter::run() {
   // Shared tiles live in dynamic shared memory: a block may use more than
   // the 48 KB static limit (up to the GPU's opt-in maximum). The
   // prefetching variant keeps two stages of them.
-  if (sharedFloats(k) > 0)
+  if (launchShape(top).sharedBytes > 0)
     os << "  extern __shared__ float cuts_smem[];\n";
-  if (!k.prefetch)
+  setPhase(top, "t_", "base_");
+  if (!top.producer) {
+    emitPhase("  ", threads, top.prefetch, false);
+  } else {
+    // The consumer's tiles first: the producer stores into one of them.
     declareTiles("  ", "");
-  std::string init =
-      std::isinf(k.accumulatorInit)
-          ? (k.accumulatorInit < 0 ? "-__uint_as_float(0x7f800000u)"
-                                   : "__uint_as_float(0x7f800000u)")
-          : num(k.accumulatorInit);
-  for (const std::string &a : k.accumulators)
-    os << "  float " << a << " = " << init << ";\n";
-  if (k.loopExtent > 0 && !k.prefetch) {
-    os << "\n  for (long long c0 = 0; c0 < " << k.loopExtent
-       << "; c0 += " << p.Cin << ") {\n"
-       << "    // Fetch: global -> shared, all threads cooperating.\n";
-    for (size_t i = 0; i < k.fetches.size(); ++i)
-      emitFetch(k.fetches[i], "    ", "c0", FetchMode::Direct, int(i));
-    os << "    __syncthreads();\n"
-       << "    // Compute: this thread's sub-DFG in reverse post-order.\n";
-    emitGraph(k.body, "    ");
-    os << "    __syncthreads();\n  }\n\n";
-  } else if (k.loopExtent > 0) {
-    // §3.4.1's prefetching variant: the next slice's global loads are
-    // issued before this slice's compute and land in the other stage after
-    // it, so their latency hides behind the compute; one barrier a slice.
-    std::string stage = std::to_string(sharedFloats(k));
-    os << "\n  {\n    // Prologue: the first slice into stage 0.\n";
-    declareTiles("    ", "");
-    for (size_t i = 0; i < k.fetches.size(); ++i)
-      emitFetch(k.fetches[i], "    ", "0LL", FetchMode::Direct, int(i));
-    os << "  }\n  __syncthreads();\n"
-       << "  for (long long c0 = 0; c0 < " << k.loopExtent
-       << "; c0 += " << p.Cin << ") {\n"
-       << "    const int stage = int(c0 / " << p.Cin << ") & 1;\n"
-       << "    const bool more = c0 + " << p.Cin << " < " << k.loopExtent
-       << ";\n"
-       << "    // Prefetch the next slice into registers.\n";
-    for (size_t i = 0; i < k.fetches.size(); ++i)
-      emitFetch(k.fetches[i], "    ", "(c0 + " + std::to_string(p.Cin) + ")",
-                FetchMode::ToRegisters, int(i));
-    os << "    {\n";
-    declareTiles("      ", "stage * " + stage + " + ");
-    os << "      // Compute: this thread's sub-DFG in reverse post-order.\n";
-    emitGraph(k.body, "      ");
-    os << "    }\n    if (more) {\n";
-    declareTiles("      ", "(stage ^ 1) * " + stage + " + ");
-    for (size_t i = 0; i < k.fetches.size(); ++i)
-      emitFetch(k.fetches[i], "      ", "", FetchMode::FromRegisters, int(i));
-    os << "    }\n    __syncthreads();\n  }\n\n";
+    emitProducer();
+    setPhase(top, "t_", "base_");
+    ph.skipFetch = top.producedFetch;
+    emitPhase("  ", threads, false, true);
   }
-  os << "  // Loop exit: epilogue and stores.\n";
-  emitGraph(k.exit, "  ");
   os << "}\n";
   return os.str();
 }
@@ -622,8 +800,14 @@ std::string emitSource(const Kernel &kernel, Target target) {
 }
 
 LaunchShape launchShape(const Kernel &k) {
+  // The prefetching variant doubles the tiles of the looped phase: the
+  // producer's where there is one (the consumer then runs one iteration).
+  int64_t stages = k.prefetch ? 2 : 1;
+  int64_t floats = k.producer
+                       ? sharedFloats(k) + sharedFloats(*k.producer) * stages
+                       : sharedFloats(k) * stages;
   return {numBlocks(k.desc, k.params), k.params.threads(),
-          sharedFloats(k) * int64_t(sizeof(float)) * (k.prefetch ? 2 : 1)};
+          floats * int64_t(sizeof(float))};
 }
 
 } // namespace cuts::codegen

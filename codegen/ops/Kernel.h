@@ -12,6 +12,7 @@
 #include "codegen/dfg/Dfg.h"
 #include "perfmodel/Roofline.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,7 @@ inline FetchDim fetchDim(int64_t extent, int outDim, int64_t scale,
 /// the last axis varies fastest across threads, so when it is the global
 /// tensor's innermost axis the reads coalesce.
 struct Fetch {
-  int tensor = 0; // index into Kernel::tensors
+  int tensor = 0; // index into Kernel::tensors (-1: none, see Kernel::producer)
   int buffer = 0; // shared buffer in the body graph
   std::vector<FetchDim> dims;
   double outside = 0; // what positions outside the tensor read
@@ -99,9 +100,16 @@ struct Kernel {
   std::vector<std::string> accumulators;
   double accumulatorInit = 0;
   /// Emit the prefetching (double-buffered) variant of the loop (§3.4.1);
-  /// tuning picks the faster of the two.
+  /// tuning picks the faster of the two. With a producer, its loop's.
   bool prefetch = false;
   double pul = 0;
+  /// Shared-memory-level fusion (§3.3.2, Fig. 3.4(d)): a first phase that
+  /// computes, in every block, the tile that fetch `producedFetch` would read
+  /// from global memory and stores it straight into that fetch's shared
+  /// buffer; a barrier; then this kernel's own loop without that fetch. The
+  /// producer's tensors (its output excepted) are among this kernel's.
+  std::shared_ptr<const Kernel> producer;
+  int producedFetch = -1;
 };
 
 /// Builds k.exit: for every output of the block, the accumulator

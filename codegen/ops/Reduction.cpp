@@ -44,11 +44,27 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   k.params.Cin = L;
   k.desc.kind = OpKind::Reduction;
   k.desc.N = s.rows, k.desc.C = L;
-  k.loopExtent = 0;
-  auto &g = k.exit;
+  k.loopExtent = s.sharedInput ? 1 : 0;
+  // From shared memory the row pass is the body of one fetch-and-compute
+  // iteration; from global memory it is all loop exit.
+  auto &g = s.sharedInput ? k.body : k.exit;
   const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, 1}};
-  int x = g.addBuffer({"X", dfg::Space::Global, {s.rows, L}, {L, 1}, rowMap});
   k.tensors = {{"X", {s.rows, L}, false}};
+  int x;
+  if (s.sharedInput) {
+    // The block's rows, each padded by G words when a row spans whole bank
+    // cycles, so the 32 / G rows a warp reads fall in distinct banks.
+    int64_t stride = L % 32 == 0 && G < 32 ? L + G : L;
+    x = g.addBuffer(
+        {"Xs", dfg::Space::Shared, {p.Nb, L}, {stride, 1}, rowMap});
+    k.fetches.push_back(
+        {0,
+         x,
+         {fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.rows, L, stride),
+          fetchDim(L, dfg::NoDim, 1, 0, false, L, 1, 1)}});
+  } else {
+    x = g.addBuffer({"X", dfg::Space::Global, {s.rows, L}, {L, 1}, rowMap});
+  }
   int scale = -1, bias = -1;
   if (s.op == RowOp::LayerNorm) {
     scale =
@@ -144,7 +160,8 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   }
   k.summary = std::string(rowOpName(s.op)) + " over rows of " +
               std::to_string(L) + " (" + std::to_string(s.rows) + " rows, " +
-              std::to_string(G) + " lanes a row)";
+              std::to_string(G) + " lanes a row" +
+              (s.sharedInput ? ", through shared memory)" : ")");
   return k;
 }
 

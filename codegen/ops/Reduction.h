@@ -21,6 +21,10 @@ struct RowShape {
   RowOp op = RowOp::Softmax;
   double epsilon = 1e-5;
   bool bias = true; // LayerNorm's B
+  /// Rows over lanes read X through a shared tile of the block's rows (a
+  /// fetch a shared-memory-level producer can fill) instead of straight
+  /// into registers.
+  bool sharedInput = false;
 };
 
 /// Thread tiles own whole rows (p.Nt rows per thread, p.Nb per block; the

@@ -83,13 +83,21 @@ TEST_CASE("shared-memory-level fusion: the successor reads shared memory",
   // NUM_trans of the successor is 0: GMRatio = 1; C_input = C.
   CHECK(e->best.bound.gmRatio == 1.0);
   CHECK(e->best.params.Cin == 64);
-  // The predecessor's block is the successor's input tile (3x3 halo) with
-  // every channel.
+  // The predecessor's block is the successor's input tile (3x3 halo, also
+  // where it overhangs the image) with every channel, for every ranked set.
   const TileParams &s = e->best.params, &p = e->predecessorBest.params;
   CHECK(p.Nb == s.Nb);
   CHECK(p.Kb == 64);
-  CHECK(p.Hb == std::min<int64_t>(s.Hb + 2, 28));
-  CHECK(p.Wb == std::min<int64_t>(s.Wb + 2, 28));
+  CHECK(p.Hb == s.Hb + 2);
+  CHECK(p.Wb == s.Wb + 2);
+  REQUIRE(e->ranked.size() == e->rankedPredecessor.size());
+  for (size_t i = 0; i < e->ranked.size(); ++i) {
+    CHECK(e->rankedPredecessor[i].params.Hb == e->ranked[i].params.Hb + 2);
+    if (i > 0)
+      CHECK(e->ranked[i - 1].bound.timeLowerBound <=
+            e->ranked[i].bound.timeLowerBound);
+  }
+  CHECK(e->time == e->ranked.front().bound.timeLowerBound);
   CHECK(e->predecessorBest.bound.sharedBytes + e->best.bound.sharedBytes <=
         h100().maxSharedPerBlock);
   CHECK(std::isfinite(e->time));
