@@ -62,8 +62,13 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt;
   int fromGroup = 0;
   for (mlir::Value v : S->getOperands())
-    if (auto *def = v.getDefiningOp(); def && group.contains(def))
+    if (auto *def = v.getDefiningOp(); def && group.contains(def)) {
       ++fromGroup;
+      // The hand-over stays on chip: nothing else reads it.
+      for (mlir::Operation *user : v.getUsers())
+        if (user != S)
+          return std::nullopt;
+    }
   if (fromGroup != 1)
     return std::nullopt;
   for (mlir::Operation *op : real)

@@ -29,6 +29,14 @@
 namespace cuts::driver {
 namespace {
 
+/// The predecessor's parameters of a shared-memory-level estimate's i-th
+/// ranked set; null for other groups.
+const TileParams *predecessorOf(const GroupEstimate &e, size_t i) {
+  return e.predecessor && i < e.rankedPredecessor.size()
+             ? &e.rankedPredecessor[i].params
+             : nullptr;
+}
+
 double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
       .count();
@@ -222,7 +230,8 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     for (int i = 0; i < n; ++i)
       for (bool prefetch : {false, true}) {
         std::string why;
-        auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why);
+        auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why,
+                             predecessorOf(e, size_t(i)));
         if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
           continue;
         gk->kernel.prefetch = prefetch;
@@ -306,7 +315,18 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
   };
   std::vector<tune::Candidate> pending;
   std::map<std::string, bool> pendingKeys;
-  if (opts.cost != CostSource::Model)
+  if (opts.cost == CostSource::Model)
+    // The lower bound; a shared-memory-level pair only where its best sets
+    // line up as one kernel (the model checks shapes, not tile layouts).
+    eo.cost = [](llvm::ArrayRef<mlir::Operation *> ops,
+                 const GroupEstimate &e) -> double {
+      std::string why;
+      if (e.predecessor && !lowerGroup(ops, e.best.params, "cuts_kernel", why,
+                                       &e.predecessorBest.params))
+        return INFINITY;
+      return e.time;
+    };
+  else
     eo.cost = [&](llvm::ArrayRef<mlir::Operation *> ops,
                   const GroupEstimate &e) -> double {
       const auto &list = candidatesOf(ops, e);
@@ -513,8 +533,15 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       }
     }
     if (!gk)
-      gk = lowerGroup(g.operations, g.estimate.best.params, "cuts_kernel", why);
-    if (!gk)
+      gk =
+          lowerGroup(g.operations, g.estimate.best.params, "cuts_kernel", why,
+                     g.estimate.predecessor ? &g.estimate.predecessorBest.params
+                                            : nullptr);
+    for (size_t i = 0;
+         !gk && g.estimate.predecessor && i < g.estimate.ranked.size(); ++i)
+      gk = lowerGroup(g.operations, g.estimate.ranked[i].params, "cuts_kernel",
+                      why, predecessorOf(g.estimate, i));
+    if (!gk && !g.estimate.predecessor)
       for (const Candidate &c :
            searchParams(g.estimate.anchorDesc, opts.arch, opts.prune).kept)
         if ((gk = lowerGroup(g.operations, c.params, "cuts_kernel", why)))

@@ -7,6 +7,7 @@
 #include "codegen/ops/MatMul.h"
 #include "codegen/ops/Pool.h"
 #include "codegen/ops/Reduction.h"
+#include "codegen/ops/SharedFusion.h"
 #include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "perfmodel/Describe.h"
@@ -300,8 +301,8 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
     }
     if (isAnchorOp(op)) {
       if (a.anchor) {
-        why = "two tiled ops in one kernel (shared-memory-level fusion is not "
-              "generated yet)";
+        why = "a third tiled op in one kernel (shared-memory-level fusion "
+              "joins two)";
         return std::nullopt;
       }
       if (op != ops.front()) {
@@ -357,6 +358,88 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
     prev = op;
   }
   return a;
+}
+
+/// The index of the second anchor of `ops`, or 0 when there is none.
+size_t secondAnchor(llvm::ArrayRef<mlir::Operation *> ops) {
+  int anchors = 0;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (isAnchorOp(ops[i]) && ++anchors == 2)
+      return i;
+  return 0;
+}
+
+bool isMatMulOp(mlir::Operation *op) {
+  return llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(op);
+}
+
+/// A shared-memory-level group: the producer's anchored chain (ops before
+/// the second anchor) and the consumer's (the rest).
+struct SharedAnalysis {
+  Analysis producer, consumer;
+  size_t split = 0;
+};
+
+std::optional<SharedAnalysis>
+analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
+  SharedAnalysis sa;
+  sa.split = secondAnchor(ops);
+  auto first = analyse(ops.take_front(sa.split), why);
+  if (!first)
+    return std::nullopt;
+  auto second = analyse(ops.drop_front(sa.split), why);
+  if (!second)
+    return std::nullopt;
+  if (!first->anchor) {
+    why = "a shared-memory-level group starts with its producer's anchor";
+    return std::nullopt;
+  }
+  mlir::Operation *P = first->anchor, *S = second->anchor;
+  // The intermediate lives in shared memory only: the consumer's anchor is
+  // its one reader, through the input it tiles.
+  mlir::Value mid = first->last->getResult(0);
+  for (mlir::Operation *user : mid.getUsers())
+    if (user != S) {
+      why = opName(first->last) + "'s result is read outside the kernel";
+      return std::nullopt;
+    }
+  for (unsigned i = 0; i < S->getNumOperands(); ++i)
+    if ((S->getOperand(i) == mid) != (i == 0)) {
+      why = opName(S) + " reads the producer's result as other than its "
+                        "tiled input";
+      return std::nullopt;
+    }
+  auto batched = [](mlir::Operation *op) {
+    return shapeOf(op->getOperand(1)).size() > 2;
+  };
+  bool windowed = llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(S) &&
+                  llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(P);
+  bool rows =
+      (isMatMulOp(S) || llvm::isa<SoftmaxOp, LayerNormalizationOp, ReduceMeanOp,
+                                  ReduceSumOp, ReduceMaxOp>(S)) &&
+      isMatMulOp(P);
+  if (!windowed && !rows) {
+    why = "shared-memory-level fusion takes a conv or pooling after a conv "
+          "or pooling, or a matmul or row op after a matmul (not " +
+          opName(S) + " after " + opName(P) + ")";
+    return std::nullopt;
+  }
+  auto g = llvm::dyn_cast<GemmOp>(S);
+  if (rows &&
+      (batched(P) || (isMatMulOp(S) && batched(S)) || (g && g.getTransA()))) {
+    why = "shared-memory-level fusion of matmuls needs one product each and "
+          "the consumer's A untransposed";
+    return std::nullopt;
+  }
+  if (auto conv = llvm::dyn_cast<ConvOp>(S);
+      conv && conv.getGroup() != 1 &&
+      int64_t(conv.getGroup()) != shapeOf(conv.getX())[1]) {
+    why = opName(S) + ": a grouped consumer reads channel slices";
+    return std::nullopt;
+  }
+  sa.producer = *first;
+  sa.consumer = *second;
+  return sa;
 }
 
 /// Collects the graph values of a kernel's tensors by name.
@@ -438,7 +521,8 @@ std::optional<GroupKernel> finish(std::optional<codegen::Kernel> k,
 
 std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
                                          const std::string &name,
-                                         std::string &error) {
+                                         std::string &error,
+                                         bool rowsFromShared = false) {
   mlir::Operation *op = a.anchor;
   mlir::Value result = a.last->getResult(0);
   auto out = shapeOf(op->getResult(0));
@@ -574,6 +658,7 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
     return std::nullopt;
   }
   codegen::RowShape s;
+  s.sharedInput = rowsFromShared;
   mlir::Value X = op->getOperand(0);
   auto x = shapeOf(X);
   b.values["X"] = X;
@@ -819,6 +904,42 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
   }
   return finish(codegen::buildElementwise(name, out, inputs, steps, p, error),
                 b, "ew", error);
+}
+
+std::optional<GroupKernel> lowerShared(llvm::ArrayRef<mlir::Operation *> ops,
+                                       const TileParams &p,
+                                       const TileParams &predecessor,
+                                       const std::string &name,
+                                       std::string &error) {
+  auto sa = analyseShared(ops, error);
+  if (!sa)
+    return std::nullopt;
+  auto pre = lowerAnchored(sa->producer, predecessor, "pre", error);
+  if (!pre)
+    return std::nullopt;
+  auto post = lowerAnchored(sa->consumer, p, name, error, true);
+  if (!post)
+    return std::nullopt;
+  std::string input = isMatMulOp(sa->consumer.anchor) ? "A" : "X";
+  auto k = codegen::fuseShared(pre->kernel, post->kernel, input, error);
+  if (!k)
+    return std::nullopt;
+  // Each tensor's graph value, from the phase it came from.
+  auto valueOf = [](const GroupKernel &g, const std::string &n) {
+    for (size_t i = 0; i < g.kernel.tensors.size(); ++i)
+      if (g.kernel.tensors[i].name == n)
+        return g.args[i];
+    return mlir::Value();
+  };
+  GroupKernel g;
+  g.family = "fused";
+  std::string prefix = codegen::kProducerPrefix;
+  for (const codegen::TensorArg &t : k->tensors)
+    g.args.push_back(t.name.compare(0, prefix.size(), prefix) == 0
+                         ? valueOf(*pre, t.name.substr(prefix.size()))
+                         : valueOf(*post, t.name));
+  g.kernel = std::move(*k);
+  return g;
 }
 
 } // namespace
@@ -1087,6 +1208,16 @@ bool epilogueOperandsFit(const Analysis &a, std::string &why) {
 
 bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
   std::string w;
+  if (secondAnchor(ops)) {
+    auto sa = analyseShared(ops, w);
+    bool ok = sa && epilogueOperandsFit(sa->producer, w) &&
+              epilogueOperandsFit(sa->consumer, w) &&
+              canGenerate(ops.take_front(sa->split), &w) &&
+              canGenerate(ops.drop_front(sa->split), &w);
+    if (!ok && why)
+      *why = w;
+    return ok;
+  }
   auto a = analyse(ops, w);
   if (a && a->anchor && !epilogueOperandsFit(*a, w))
     a.reset();
@@ -1114,7 +1245,15 @@ bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
 std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const TileParams &p,
                                       const std::string &name,
-                                      std::string &error) {
+                                      std::string &error,
+                                      const TileParams *predecessor) {
+  if (secondAnchor(ops)) {
+    if (!predecessor) {
+      error = "a shared-memory-level group needs its predecessor's parameters";
+      return std::nullopt;
+    }
+    return lowerShared(ops, p, *predecessor, name, error);
+  }
   auto a = analyse(ops, error);
   if (!a)
     return std::nullopt;

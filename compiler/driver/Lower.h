@@ -27,23 +27,30 @@ namespace cuts::driver {
 struct GroupKernel {
   codegen::Kernel kernel;
   std::vector<mlir::Value> args; // the graph value of each kernel.tensors[i]
-  std::string family;            // "conv", "matmul", "pool", "row", "ew"
+  std::string family; // "conv", "matmul", "pool", "row", "ew", "fused"
 };
 
 /// True when `ops` (program order, no views) can be one generated kernel:
 /// one anchor (conv, matmul/gemm, pooling, a row op) first and a chain of
 /// elementwise ops after it reading scalars, per-channel vectors or
-/// full-size tensors from outside; or elementwise ops only (transposes of
-/// the group's inputs included). One result leaves the group; every tensor
-/// is fp32. Otherwise false, with the reason in `why` if given.
+/// full-size tensors from outside; or two such anchored chains where the
+/// second anchor reads the first chain's result as its tiled input and
+/// nothing else does (shared-memory-level fusion: a conv or pooling after a
+/// conv or pooling, a matmul or row op after a matmul); or elementwise ops
+/// only (transposes of the group's inputs included). One result leaves the
+/// group; a tiled op's tensors are fp32. Otherwise false, with the reason
+/// in `why` if given.
 bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops,
                  std::string *why = nullptr);
 
-/// The kernel `name` computing `ops` with the anchor's tile parameters p.
+/// The kernel `name` computing `ops` with the anchor's tile parameters p
+/// and, for a shared-memory-level group, the predecessor's (the perfmodel's
+/// GroupEstimate::rankedPredecessor).
 std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const TileParams &p,
                                       const std::string &name,
-                                      std::string &error);
+                                      std::string &error,
+                                      const TileParams *predecessor = nullptr);
 
 /// An emitted kernel's code without its header comment (which names the
 /// group's ops and PUL): what identical kernels share, and what tuning keys

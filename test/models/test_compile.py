@@ -173,6 +173,36 @@ def make_embedding(path):
                     tm.vi("pad", [2, 6], TensorProto.BOOL)])
 
 
+def make_shared_conv(path):
+    """Two tiled ops in one kernel (shared-memory-level fusion): a 1x1 conv
+    + relu feeding a 3x3 stride-2 conv, whose tiles start before the image
+    and overhang it; the next pair is a conv feeding a max pool."""
+    b = tm.Builder(29)
+    h = b.node("Relu", [b.conv("x", 3, 8, 1)])
+    h = b.node("Relu", [b.conv(h, 8, 8, 3, strides=[2, 2], pads=[1, 1, 1, 1])])
+    h = b.conv(h, 8, 8, 3, pads=[1, 1, 1, 1])
+    b.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2],
+           pads=[1, 1, 1, 1])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [1, 3, 13, 13])],
+                   [tm.vi("y", [1, 8, 4, 4])])
+
+
+def make_shared_layernorm(path):
+    """BERT's output projection as one kernel: the product + bias +
+    residual computed into shared memory, then layer-normalised by rows
+    over warp lanes."""
+    b = tm.Builder(30)
+    h = b.node("MatMul", ["x", b.w([32, 64])])
+    h = b.node("Add", [h, b.w([64])])
+    h = b.node("Add", [h, "r"])
+    b.node("LayerNormalization", [h, b.w([64]), b.w([64])], axis=-1,
+           epsilon=1e-5)
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [1, 48, 32]), tm.vi("r", [1, 48, 64])],
+                   [tm.vi("y", [1, 48, 64])], opset=18)
+
+
 def feeds(shapes, seed):
     """Per (name, shape[, dtype, high]): float inputs standard normal,
     integer ones uniform in [0, high), or (high "mask") ones with trailing
@@ -217,7 +247,12 @@ MODELS = {
     "embedding": (make_embedding, [("input_ids", (2, 6), np.int64, 30),
                                    ("attention_mask", (2, 6), np.int64,
                                     "mask")], []),
+    "shared_conv": (make_shared_conv, [("x", (1, 3, 13, 13))], []),
+    "shared_layernorm": (make_shared_layernorm, [("x", (1, 48, 32)),
+                                                 ("r", (1, 48, 64))], []),
 }
+# Models the compile must make a shared-memory-level fused kernel of.
+SHARED = ("shared_conv", "shared_layernorm")
 
 
 class Runner:
@@ -272,6 +307,10 @@ def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
             text = open(os.path.join(out, "kernels", k)).read()
             require("__global__" in text and "// ptxas:" in text,
                     k + " lacks its kernel or ptxas report")
+    if name in SHARED:
+        require(any(k.startswith("fused_") and k.endswith(".cu")
+                    for k in kernels), "no shared-memory-level fused kernel: "
+                + " ".join(sorted(kernels)))
     header = open(os.path.join(out, "model.h")).read()
     require("model_run(cuts_session *session" in header, "model.h: no run()")
 

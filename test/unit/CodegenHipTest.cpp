@@ -5,6 +5,8 @@
 #include "codegen/ops/Elementwise.h"
 #include "codegen/ops/MatMul.h"
 #include "codegen/ops/Pool.h"
+#include "codegen/ops/Reduction.h"
+#include "codegen/ops/SharedFusion.h"
 
 #include <catch2/catch.hpp>
 
@@ -50,6 +52,19 @@ TEST_CASE("HIP emission compiles with hipcc for gfx90a", "[codegen][hip]") {
   TileParams pp;
   pp.Kb = 8, pp.Hb = 4, pp.Wb = 4, pp.Kt = 2;
   kernels.push_back(*buildPool("hip_max_pool", ps, pp, {}, err));
+  // Shared-memory-level fusion: a matmul's rows layer-normalised over lanes.
+  TileParams rows, pre;
+  rows.Nb = 4, rows.Wb = 32, rows.Cin = 64;
+  pre.Nb = 4, pre.Kb = 64, pre.Kt = 2, pre.Cin = 16; // 128 tiles: 1 round
+  RowShape rs;
+  rs.rows = 48, rs.length = 64, rs.op = RowOp::LayerNorm;
+  rs.sharedInput = true;
+  auto fused = fuseShared(*buildMatMul("pre", 48, 32, 64, pre, {}, err),
+                          *buildRowOp("hip_matmul_layernorm", rs, rows, err),
+                          "X", err);
+  INFO(err);
+  REQUIRE(fused);
+  kernels.push_back(*fused);
   char dir[] = "/tmp/cuts-hip-XXXXXX";
   REQUIRE(mkdtemp(dir));
   for (const Kernel &k : kernels) {
