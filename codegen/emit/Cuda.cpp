@@ -527,6 +527,9 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
                        : d.outDim == dfg::NoDim ? "0"
                                                 : ph.base[d.outDim] + " * " +
                                                       std::to_string(d.scale);
+    if (d.groupK > 0)
+      base = "(" + base + " + " + ph.base[dfg::DimK] + " / " +
+             std::to_string(d.groupK) + " * " + std::to_string(d.groupC) + ")";
     std::string g = "g" + std::to_string(i);
     if (mode != FetchMode::FromRegisters)
       os << in << "const long long " << g << " = " << base << " + " << d.offset

@@ -1,4 +1,4 @@
-//===- Conv.cpp - direct and depthwise convolution kernels ----------------===//
+//===- Conv.cpp - direct, grouped and depthwise convolution kernels -------===//
 //
 // The baseline DFG of one output (thesis Fig. 3.3(b)) is a chain of
 // multiply-adds over the C_input x FH x FW window of the input tile and the
@@ -41,15 +41,22 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
                                 const TileParams &p,
                                 const std::vector<EpilogueOp> &epilogue,
                                 std::string &error) {
-  bool depthwise = s.group > 1;
-  if (depthwise && (s.group != s.C || s.K != s.C)) {
-    error = "only group = 1 and depthwise (group = C = K) convolutions are "
-            "generated";
+  // Depthwise: one input channel per output (group = C = K); other groups
+  // sum over their own C / group inputs for K / group outputs each.
+  bool depthwise = s.group > 1 && s.group == s.C && s.K == s.C;
+  if (s.group < 1 || s.C % s.group || s.K % s.group) {
+    error = "the group count must divide the input and output channels";
     return std::nullopt;
   }
-  if (!threadsTileBlock(p) || (!depthwise && (p.Cin < 1 || s.C % p.Cin))) {
+  int64_t cg = s.C / s.group, kg = s.K / s.group;
+  if (!threadsTileBlock(p) || (!depthwise && (p.Cin < 1 || cg % p.Cin))) {
     error = "parameters do not tile the convolution (block extents must be "
-            "multiples of thread extents, C_input must divide C)";
+            "multiples of thread extents, C_input must divide C / group)";
+    return std::nullopt;
+  }
+  if (!depthwise && s.group > 1 && kg % p.Kb) {
+    error = "a block's output channels must lie in one group (Kb dividing "
+            "K / group)";
     return std::nullopt;
   }
   Kernel k;
@@ -58,15 +65,15 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
   if (depthwise)
     k.params.Cin = 1;
   k.desc.kind = depthwise ? OpKind::DepthwiseConv : OpKind::Conv;
-  k.desc.N = s.N, k.desc.C = depthwise ? 1 : s.C, k.desc.K = s.K;
+  k.desc.N = s.N, k.desc.C = depthwise ? 1 : cg, k.desc.K = s.K;
   k.desc.H = s.OH, k.desc.W = s.OW;
   k.desc.FH = s.FH, k.desc.FW = s.FW, k.desc.SH = s.SH, k.desc.SW = s.SW;
   k.desc.PH = s.PH, k.desc.PW = s.PW, k.desc.DH = s.DH, k.desc.DW = s.DW;
-  k.loopExtent = depthwise ? 1 : s.C;
+  k.loopExtent = depthwise ? 1 : cg;
   int64_t cin = k.params.Cin;
   int64_t inH = (p.Hb - 1) * s.SH + (s.FH - 1) * s.DH + 1;
   int64_t inW = (p.Wb - 1) * s.SW + (s.FW - 1) * s.DW + 1;
-  int64_t cw = depthwise ? 1 : s.C; // weight's channels per output
+  int64_t cw = cg; // weight's channels per output
   k.tensors = {{"X", {s.N, s.C, s.H, s.W}, false},
                {"Wt", {s.K, cw, s.FH, s.FW}, false}};
 
@@ -91,13 +98,16 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
        ws,
        {{dfg::DimK, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}}});
   int64_t hw = s.H * s.W;
+  FetchDim channels =
+      depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, hw, is[1])
+                : fetchDim(ext[1], dfg::NoDim, 1, 0, true, s.C, hw, is[1]);
+  if (!depthwise && s.group > 1)
+    channels.groupK = kg, channels.groupC = cg;
   k.fetches.push_back(
       {0,
        in,
        {fetchDim(ext[0], dfg::DimN, 1, 0, false, s.N, s.C * hw, is[0]),
-        depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, hw, is[1])
-                  : fetchDim(ext[1], dfg::NoDim, 1, 0, true, s.C, hw, is[1]),
-        fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, s.W, is[2]),
+        channels, fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, s.W, is[2]),
         fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, 1, is[3])}});
   int64_t fhw = s.FH * s.FW;
   k.fetches.push_back(
@@ -136,7 +146,9 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
   if (!buildExit(k, "Y", {s.N, s.K, s.OH, s.OW},
                  {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue, error))
     return std::nullopt;
-  k.summary = std::string(depthwise ? "depthwise conv " : "conv ") +
+  k.summary = (depthwise     ? std::string("depthwise conv ")
+               : s.group > 1 ? std::to_string(s.group) + "-group conv "
+                             : std::string("conv ")) +
               std::to_string(s.FH) + "x" + std::to_string(s.FW) + " stride " +
               std::to_string(s.SH) + " on " + std::to_string(s.N) + "x" +
               std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +

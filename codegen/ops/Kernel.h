@@ -43,6 +43,10 @@ struct FetchDim {
   int64_t globalExtent = 1;
   int64_t globalStride = 1; // element stride in the global tensor
   int64_t sharedStride = 1; // element stride in the shared tile
+  /// A grouped convolution's input channels (> 0): the block's outputs
+  /// from base_k on lie in group base_k / groupK, whose groupC input
+  /// channels start at that times groupC.
+  int64_t groupK = 0, groupC = 0;
 };
 
 inline FetchDim fetchDim(int64_t extent, int outDim, int64_t scale,

@@ -55,8 +55,7 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     // The block's rows, each padded by G words when a row spans whole bank
     // cycles, so the 32 / G rows a warp reads fall in distinct banks.
     int64_t stride = L % 32 == 0 && G < 32 ? L + G : L;
-    x = g.addBuffer(
-        {"Xs", dfg::Space::Shared, {p.Nb, L}, {stride, 1}, rowMap});
+    x = g.addBuffer({"Xs", dfg::Space::Shared, {p.Nb, L}, {stride, 1}, rowMap});
     k.fetches.push_back(
         {0,
          x,

@@ -188,6 +188,16 @@ def make_shared_conv(path):
                    [tm.vi("y", [1, 8, 4, 4])])
 
 
+def make_grouped_conv(path):
+    """ResNeXt's grouped 3x3 conv (4 groups) + relu, then a depthwise conv
+    with a channel multiplier of 2 (8 groups of one input, two outputs)."""
+    b = tm.Builder(31)
+    h = b.node("Relu", [b.conv("x", 8, 8, 3, group=4, pads=[1, 1, 1, 1])])
+    b.conv(h, 8, 16, 3, group=8, strides=[2, 2])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 8, 9, 9])], [tm.vi("y", [2, 16, 4, 4])])
+
+
 def make_shared_layernorm(path):
     """BERT's output projection as one kernel: the product + bias +
     residual computed into shared memory, then layer-normalised by rows
@@ -247,6 +257,7 @@ MODELS = {
     "embedding": (make_embedding, [("input_ids", (2, 6), np.int64, 30),
                                    ("attention_mask", (2, 6), np.int64,
                                     "mask")], []),
+    "grouped_conv": (make_grouped_conv, [("x", (2, 8, 9, 9))], []),
     "shared_conv": (make_shared_conv, [("x", (1, 3, 13, 13))], []),
     "shared_layernorm": (make_shared_layernorm, [("x", (1, 48, 32)),
                                                  ("r", (1, 48, 64))], []),

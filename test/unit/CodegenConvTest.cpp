@@ -38,8 +38,7 @@ ConvShape shape(int64_t n, int64_t c, int64_t hw, int64_t k, int64_t f,
 
 double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   const ConvShape &s = c.s;
-  bool dw = s.group > 1;
-  int64_t cw = dw ? 1 : s.C;
+  int64_t cw = s.C / s.group, kg = s.K / s.group;
   std::mt19937 rng(seed);
   auto fill = [&](size_t n) { return test::randomVector(rng, n); };
   size_t outN = size_t(s.N * s.K * s.OH * s.OW);
@@ -72,7 +71,7 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
                 int64_t iw = q * s.SW - s.PW + fw * s.DW;
                 if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W)
                   continue;
-                int64_t ic = dw ? o : c;
+                int64_t ic = o / kg * cw + c;
                 v += double(x[((n * s.C + ic) * s.H + ih) * s.W + iw]) *
                      double(w[((o * cw + c) * s.FH + fh) * s.FW + fw]);
               }
@@ -92,10 +91,14 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
 
 // The cheapest-to-run parameter set the model keeps for this conv.
 TileParams keptParams(const ConvShape &s) {
+  // As perfmodel/Describe does: a grouped conv is `group` convs of K /
+  // group outputs over C / group inputs.
   OpDesc d;
-  bool dw = s.group > 1;
+  bool dw = s.group > 1 && s.group == s.C && s.K == s.C;
   d.kind = dw ? OpKind::DepthwiseConv : OpKind::Conv;
-  d.N = s.N, d.C = dw ? 1 : s.C, d.K = s.K, d.H = s.OH, d.W = s.OW;
+  d.N = s.N, d.C = dw ? 1 : s.C / s.group, d.K = dw ? s.K : s.K / s.group;
+  d.batch = dw ? 1 : s.group;
+  d.H = s.OH, d.W = s.OW;
   d.FH = s.FH, d.FW = s.FW, d.SH = s.SH, d.SW = s.SW, d.PH = s.PH;
   d.PW = s.PW, d.DH = s.DH, d.DW = s.DW;
   PruneOptions opts;
@@ -137,6 +140,11 @@ TEST_CASE("generated convolution kernels match the reference on the CPU",
       {shape(1, 8, 9, 8, 3, 2, 1, 1, 8),
        {EpilogueOp::binary(dfg::Op::Add, "bias", {8}),
         EpilogueOp::unary(dfg::Op::Clip, 0.0, 6.0)}},
+      // 2 groups of 4 inputs and 8 outputs, + bias (ResNeXt's 3x3)
+      {shape(2, 8, 7, 16, 3, 1, 1, 1, 2),
+       {EpilogueOp::binary(dfg::Op::Add, "bias", {16})}},
+      // a channel multiplier: 4 groups of one input and two outputs
+      {shape(1, 4, 6, 8, 3, 1, 1, 1, 4), {}},
   };
   uint32_t seed = 7;
   for (const Case &c : cases) {
@@ -146,7 +154,9 @@ TEST_CASE("generated convolution kernels match the reference on the CPU",
     TileParams t;
     t.Nb = 1, t.Kb = 4, t.Hb = 4, t.Wb = 4;
     t.Nt = 1, t.Kt = 2, t.Ht = 2, t.Wt = 2;
-    t.Cin = c.s.group > 1 ? 1 : std::min<int64_t>(2, c.s.C);
+    t.Cin = std::min<int64_t>(2, c.s.C / c.s.group);
+    t.Kb = std::min<int64_t>(4, c.s.K / c.s.group);
+    t.Kt = std::min<int64_t>(2, t.Kb);
     t.format = formatIndex("HWCN");
     params.push_back(t);
     for (const TileParams &p : params) {
@@ -202,8 +212,11 @@ TEST_CASE("convolutions the generator does not cover are rejected",
           "[codegen]") {
   std::string err;
   TileParams p;
-  CHECK(!buildConv("grouped", shape(1, 8, 8, 8, 3, 1, 1, 1, 2), p, {}, err));
-  CHECK(err.find("depthwise") != std::string::npos);
+  // A block straddling two groups' output channels.
+  p.Kb = 4;
+  CHECK(!buildConv("grouped", shape(1, 8, 8, 12, 3, 1, 1, 1, 2), p, {}, err));
+  CHECK(err.find("one group") != std::string::npos);
+  p.Kb = 1;
   p.Cin = 3;
   CHECK(!buildConv("cin", shape(1, 8, 8, 8, 3, 1, 1), p, {}, err));
 }
