@@ -1,9 +1,12 @@
 //===- Cuda.cpp - CUDA / HIP source from a kernel's DFGs ------------------===//
 #include "codegen/emit/Cuda.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -33,13 +36,14 @@ using dfg::Op;
 
 const char *kDimLetter = "nkhw";
 
-// Elements a shared buffer spans: the last element's offset plus one
-// (padding included).
+// Elements a shared buffer takes: the last element's offset plus one
+// (padding included), rounded up to 16 bytes so every tile (and stage)
+// starts where a 128-bit load may.
 int64_t bufferFloats(const dfg::Buffer &b) {
   int64_t size = 1;
   for (size_t d = 0; d < b.extents.size(); ++d)
     size += (b.extents[d] - 1) * b.strides[d];
-  return size;
+  return (size + 3) / 4 * 4;
 }
 
 int64_t sharedFloats(const Kernel &k) {
@@ -157,6 +161,12 @@ private:
   std::string gatherPosition(const dfg::Graph &g, int value, int64_t extent,
                              const std::string &indent);
   void emitGraph(const dfg::Graph &g, const std::string &indent);
+  // Runs of four fp32 loads of one shared tile, at consecutive words of its
+  // unit-stride axis starting at a multiple of four, with every thread's
+  // address 16-byte aligned and the same ordering operands: the first of
+  // each run (in `order`) maps to the four.
+  std::map<int, std::array<int, 4>>
+  vectorLoads(const dfg::Graph &g, const std::vector<int> &order) const;
   enum class FetchMode { Direct, ToRegisters, FromRegisters };
   void emitFetch(const Fetch &f, const std::string &indent,
                  const std::string &loopBase, FetchMode mode, int fetchIndex);
@@ -288,6 +298,56 @@ std::string Emitter::gatherPosition(const dfg::Graph &g, int value,
   return name;
 }
 
+std::map<int, std::array<int, 4>>
+Emitter::vectorLoads(const dfg::Graph &g, const std::vector<int> &order) const {
+  // Loads by (buffer, ordering operands, index but the last), then last.
+  using Key = std::tuple<int, std::vector<int>, std::vector<int64_t>>;
+  std::map<Key, std::map<int64_t, int>> runs;
+  for (int id : order) {
+    const dfg::Node &n = g.node(id);
+    if (n.op != Op::Load || !n.indexFrom.empty() || n.index.empty())
+      continue;
+    const dfg::Buffer &b = g.buffer(n.buffer);
+    if (b.space != dfg::Space::Shared || b.type != dfg::Type::F32)
+      continue;
+    std::vector<int64_t> head(n.index.begin(), n.index.end() - 1);
+    runs[Key{n.buffer, n.in, head}][n.index.back()] = id;
+  }
+  std::map<int, std::array<int, 4>> quads;
+  std::map<int, size_t> rank;
+  for (size_t i = 0; i < order.size(); ++i)
+    rank[order[i]] = i;
+  for (const auto &[key, byLast] : runs) {
+    const dfg::Buffer &b = g.buffer(std::get<0>(key));
+    size_t last = b.strides.size() - 1;
+    // Every thread's address a multiple of four words: the unit-stride
+    // axis last, the other strides and the per-thread step multiples of 4.
+    bool aligned = b.strides[last] == 1;
+    for (size_t d = 0; d < last; ++d)
+      aligned &= b.strides[d] % 4 == 0;
+    const dfg::DimMap &m = b.map[last];
+    if (m.outDim != dfg::NoDim)
+      aligned &= ph.threadExt[m.outDim] * m.scale % 4 == 0;
+    if (!aligned)
+      continue;
+    for (const auto &[i, id] : byLast) {
+      if (i % 4 != 0)
+        continue;
+      std::array<int, 4> q{id, -1, -1, -1};
+      for (int j = 1; j < 4; ++j) {
+        auto it = byLast.find(i + j);
+        q[j] = it == byLast.end() ? -1 : it->second;
+      }
+      if (std::find(q.begin(), q.end(), -1) != q.end())
+        continue;
+      int first = *std::min_element(
+          q.begin(), q.end(), [&](int x, int y) { return rank[x] < rank[y]; });
+      quads[first] = q;
+    }
+  }
+  return quads;
+}
+
 void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   // §3.3.3: thread 0's chunk of the final stores and results, and what it
   // reaches; every thread runs the same code shifted by its coordinates.
@@ -295,8 +355,27 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   for (int r : g.nodesWith(Op::Result))
     finals.push_back(r);
   std::vector<int> chunk = dfg::threadZeroChunk(g, finals, ph.threadExt);
-  for (int id : g.reachedFrom(chunk)) {
+  std::vector<int> order = g.reachedFrom(chunk);
+  std::map<int, std::array<int, 4>> quads = vectorLoads(g, order);
+  std::set<int> loaded; // by an earlier 128-bit load
+  for (int id : order) {
     const dfg::Node &n = g.node(id);
+    if (loaded.count(id))
+      continue;
+    if (auto q = quads.find(id); q != quads.end()) {
+      // §3.4.1's 128-bit shared-memory load: four consecutive words.
+      const dfg::Node &head = g.node(q->second[0]);
+      const dfg::Buffer &b = g.buffer(head.buffer);
+      std::string v = nameOf(g, q->second[0]) + "_x4";
+      os << ind << "const float4 " << v
+         << " = *reinterpret_cast<const float4 *>(&" << b.name << "["
+         << address(b, head.index) << "]);\n";
+      for (int j = 0; j < 4; ++j) {
+        names[{&g, q->second[j]}] = v + "." + "xyzw"[j];
+        loaded.insert(q->second[j]);
+      }
+      continue;
+    }
     auto in = [&](int i) { return nameOf(g, n.in[i]); };
     std::string x = n.in.empty() ? "" : in(0);
     std::string expr;
@@ -780,7 +859,7 @@ std::string Emitter::run() {
   // the 48 KB static limit (up to the GPU's opt-in maximum). The
   // prefetching variant keeps two stages of them.
   if (launchShape(top).sharedBytes > 0)
-    os << "  extern __shared__ float cuts_smem[];\n";
+    os << "  extern __shared__ __align__(16) float cuts_smem[];\n";
   setPhase(top, "t_", "base_");
   if (!top.producer) {
     emitPhase("  ", threads, top.prefetch, false);

@@ -21,17 +21,21 @@ std::string accName2(int64_t i, int64_t j) {
 }
 
 // Shared-tile strides for a 2-D tile (rows follow `rowLetter` of the
-// FORMAT_shared order, columns `colLetter`), padded by one word when the
-// inner extent is a multiple of the bank count (bank-conflict-aware padding,
-// §3.4.2).
+// FORMAT_shared order, columns `colLetter`), the inner extent padded when it
+// is a multiple of the bank count (bank-conflict-aware padding, §3.4.2): by
+// four words where a thread reads the inner axis in runs of four (`rowRun`,
+// `colRun`: consecutive elements a thread reads along each axis), so the
+// emitter's 128-bit loads stay aligned and conflict-free, else by one.
 std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
-                                 char colLetter, int64_t rows, int64_t cols) {
+                                 char colLetter, int64_t rows, int64_t cols,
+                                 int64_t rowRun, int64_t colRun) {
   auto pos = [&](char c) {
     return std::find(f.begin(), f.end(), c) - f.begin();
   };
   bool rowsOuter = pos(rowLetter) < pos(colLetter);
   int64_t inner = rowsOuter ? cols : rows;
-  int64_t padded = inner % 32 == 0 ? inner + 1 : inner;
+  int64_t run = rowsOuter ? colRun : rowRun;
+  int64_t padded = inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
   return rowsOuter ? std::vector<int64_t>{padded, 1}
                    : std::vector<int64_t>{1, padded};
 }
@@ -75,13 +79,14 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
   dfg::Buffer as{"As",
                  dfg::Space::Shared,
                  {p.Nb, p.Cin},
-                 tileStrides(f, 'N', 'C', p.Nb, p.Cin),
+                 tileStrides(f, 'N', 'C', p.Nb, p.Cin, p.Nt, p.Cin),
                  {{dfg::DimN, 1}, {dfg::NoDim, 1}}};
-  dfg::Buffer bs{"Bs",
-                 dfg::Space::Shared,
-                 {p.Cin, p.Kb},
-                 tileStrides({'C', 'K', 'H', 'W'}, 'C', 'K', p.Cin, p.Kb),
-                 {{dfg::NoDim, 1}, {dfg::DimK, 1}}};
+  dfg::Buffer bs{
+      "Bs",
+      dfg::Space::Shared,
+      {p.Cin, p.Kb},
+      tileStrides({'C', 'K', 'H', 'W'}, 'C', 'K', p.Cin, p.Kb, p.Cin, p.Kt),
+      {{dfg::NoDim, 1}, {dfg::DimK, 1}}};
   int a = k.body.addBuffer(as), b = k.body.addBuffer(bs);
   // Each tile is fetched with the operand's contiguous global axis last,
   // so consecutive threads read consecutive words (a transposed operand

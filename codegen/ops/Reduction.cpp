@@ -189,8 +189,10 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
   const SharedFormat &f = sharedFormats()[p.format];
   bool rowsOuter =
       std::find(f.begin(), f.end(), 'N') < std::find(f.begin(), f.end(), 'C');
-  int64_t inner = rowsOuter ? L : p.Nb;
-  int64_t padded = inner % 32 == 0 ? inner + 1 : inner;
+  // Padded by four words where a thread reads the inner axis in runs of
+  // four (128-bit loads stay aligned), else by one.
+  int64_t inner = rowsOuter ? L : p.Nb, run = rowsOuter ? L : p.Nt;
+  int64_t padded = inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
   std::vector<int64_t> strides = rowsOuter ? std::vector<int64_t>{padded, 1}
                                            : std::vector<int64_t>{1, padded};
   int xs = k.body.addBuffer({"Xs",

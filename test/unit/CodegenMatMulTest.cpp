@@ -155,16 +155,22 @@ TEST_CASE("generated matmul kernels compile with NVRTC for sm_80 and sm_90",
     CHECK(res->registers > 0);
     CHECK(res->spillStoreBytes == 0);
     // The tiles are dynamic shared memory: A's 32 x 16 tile and B's
-    // 16 x (64 + 1) padded tile, in floats; none is static.
+    // 16 x (64 + 4) tile, padded by one 128-bit access since each thread
+    // reads 4 consecutive columns (as float4); none is static.
     CHECK(res->sharedBytes == 0);
-    CHECK(launchShape(*k).sharedBytes == (32 * 16 + 15 * 65 + 64) * 4);
+    CHECK(launchShape(*k).sharedBytes == (32 * 16 + 15 * 68 + 64) * 4);
   }
+  // A thread's 4 columns of B and its row of A's 16 columns: 128-bit loads.
+  CHECK(src.find("const float4 Bs_0_0_x4 = *reinterpret_cast<const float4 "
+                 "*>(&Bs[(0) * 68 + (t_k * 4 + 0) * 1]);") !=
+        std::string::npos);
+  CHECK(src.find("const float4 As_0_0_x4") != std::string::npos);
   // The prefetching variant: two stages of tiles.
   k->prefetch = true;
   auto r = compileWithNvrtc(emitSource(*k), "sm_90", err);
   INFO(err);
   REQUIRE(r);
-  CHECK(launchShape(*k).sharedBytes == 2 * (32 * 16 + 15 * 65 + 64) * 4);
+  CHECK(launchShape(*k).sharedBytes == 2 * (32 * 16 + 15 * 68 + 64) * 4);
 }
 
 TEST_CASE("Gemm's transposed operands", "[codegen]") {
