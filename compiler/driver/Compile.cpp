@@ -15,6 +15,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -170,6 +172,22 @@ template <typename Fn> void parallelFor(size_t n, int jobs, Fn fn) {
 }
 
 } // namespace
+
+std::string timingsJson(const CompileResult &r, const std::string &arch) {
+  nlohmann::json groups = nlohmann::json::array();
+  auto us = [](double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nullptr;
+  };
+  for (const GroupTiming &t : r.timings)
+    groups.push_back({{"ops", t.ops},
+                      {"fusion", t.fusion},
+                      {"boundUs", us(t.boundUs)},
+                      {"generatedUs", us(t.generatedUs)},
+                      {"libraryUs", us(t.libraryUs)},
+                      {"library", t.library},
+                      {"chosen", t.chosenLibrary ? "library" : "generated"}});
+  return nlohmann::json({{"arch", arch}, {"groups", groups}}).dump(1) + "\n";
+}
 
 std::string cIdentifier(const std::string &name) {
   std::string s;
@@ -493,6 +511,21 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     if (opts.cost != CostSource::Model) {
       const auto &list = candidatesOf(g.operations, g.estimate);
       int best = fastest(list, us);
+      GroupTiming gt;
+      gt.ops = ops;
+      gt.fusion = g.estimate.fusion;
+      gt.boundUs = g.estimate.time * 1e6;
+      for (const GroupCandidate &c : list)
+        if (const tune::Cache::Entry *en = cache.find(c.tc.key); en && en->us) {
+          if (c.tc.library.empty()) {
+            gt.generatedUs = std::min(gt.generatedUs, *en->us);
+          } else if (*en->us < gt.libraryUs) {
+            gt.libraryUs = *en->us;
+            gt.library = c.tc.library;
+          }
+        }
+      gt.chosenLibrary = best >= 0 && !list[best].tc.library.empty();
+      res.timings.push_back(gt);
       if (best >= 0 && !list[best].tc.library.empty()) {
         // cuDNN or cuBLASLt was faster: a library kernel, no source, no
         // CUBIN.

@@ -16,6 +16,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,18 @@ struct KernelSource {
   std::string ptxas;  // resource report per arch, one line each
 };
 
+/// A chosen group's measurements (tuning): its fastest generated kernel
+/// and its fastest library call next to the bound (INFINITY where none was
+/// measured).
+struct GroupTiming {
+  std::string ops;    // "conv(name) + relu(name)"
+  std::string fusion; // as `cuts explain` names it
+  double boundUs = 0; // the performance model's lower bound
+  double generatedUs = INFINITY, libraryUs = INFINITY;
+  std::string library; // the fastest library call's ("cudnn.conv", ...)
+  bool chosenLibrary = false;
+};
+
 struct CompileResult {
   rt::ArtifactContents contents;
   std::vector<KernelSource> sources; // distinct kernels
@@ -64,7 +77,11 @@ struct CompileResult {
   int libraryKernels = 0; // groups given to cuDNN
   double tuneSeconds = 0;
   double predictedUs = 0, measuredUs = 0; // sums over the chosen kernels
+  std::vector<GroupTiming> timings;       // per chosen group, when tuning
 };
+
+/// The timings as JSON (`cuts compile` writes it to DIR/tuning.json).
+std::string timingsJson(const CompileResult &r, const std::string &arch);
 
 /// Compiles `module`'s @main. Fails with `error` naming the op or kernel.
 std::optional<CompileResult> compileModule(mlir::ModuleOp module,

@@ -426,6 +426,20 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
                 "no library kernel chosen: " + r.stdout)
         art = open(os.path.join(out, "model.cuts"), "rb").read()
         require(library.encode() in art, "no %s kernel in the plan" % library)
+        # tuning.json: each group's fastest generated and library times,
+        # and which one the plan took.
+        t = json.load(open(os.path.join(out, "tuning.json")))["groups"]
+        require(t and all((g["chosen"] == "library") ==
+                          (g["libraryUs"] is not None and
+                           (g["generatedUs"] is None or
+                            g["libraryUs"] <= g["generatedUs"])) for g in t),
+                "tuning.json: %s" % t)
+        here = os.path.dirname(os.path.abspath(__file__))
+        rep = subprocess.run([sys.executable, os.path.join(
+            here, "..", "..", "scripts", "tuning_report.py"),
+            os.path.join(out, "tuning.json")], capture_output=True, text=True)
+        require(rep.returncode == 0 and "with a library alternative" in
+                rep.stdout, "tuning_report.py: " + rep.stdout + rep.stderr)
         arts.append(art)
     require(arts[0] == arts[1], "two compiles from one cache differ")
     r = runner.run("run", os.path.join(d, "b", "model.cuts"), "--emulate",

@@ -478,6 +478,12 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   std::string header = outDir + "/" + name + ".h";
   if (!writeText(header, cuts::driver::modelHeader(m, name)))
     return error(header, "cannot write");
+  if (copts.cost != cuts::driver::CostSource::Model) {
+    // Each group's fastest generated kernel next to its fastest library call.
+    std::string path = outDir + "/tuning.json";
+    if (!writeText(path, cuts::driver::timingsJson(*result, copts.arch.name)))
+      return error(path, "cannot write");
+  }
   if (emitSource) {
     std::string dir = outDir + "/kernels";
     if (auto ec = llvm::sys::fs::create_directories(dir))
