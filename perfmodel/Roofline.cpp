@@ -134,9 +134,18 @@ bool rowsOverLanes(const OpDesc &d, const TileParams &p) {
   return d.kind == OpKind::Reduction && p.Wb > 1;
 }
 
+// Loads per word where a thread reads a tile's unit-stride axis in aligned
+// runs of four: one 128-bit load for four words (the emitter's vector
+// loads), else one each.
+double perWord(bool runsOfFour) { return runsOfFour ? 0.25 : 1.0; }
+
 double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
   double n = double(p.Nt), k = double(p.Kt), h = double(p.Ht), w = double(p.Wt);
   double c = double(d.C), f = double(d.FH * d.FW);
+  // Which of N and C is innermost in FORMAT_shared (A's tile, a row tile).
+  const SharedFormat &fmt = sharedFormats()[p.format];
+  bool cInner = std::find(fmt.begin(), fmt.end(), 'N') <
+                std::find(fmt.begin(), fmt.end(), 'C');
   double inH = inExtent(h, d.FH, d.SH, d.DH),
          inW = inExtent(w, d.FW, d.SW, d.DW);
   switch (d.kind) {
@@ -145,15 +154,18 @@ double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
   case OpKind::DepthwiseConv:
     return n * k * inH * inW + k * f;
   case OpKind::MatMul:
-    return n * c + c * k;
+    // Table 3.6's n C + C k, in 128-bit loads where the runs allow: A's
+    // C_input columns (or its Nt rows) and B's Kt columns.
+    return n * c * perWord(cInner ? p.Cin % 4 == 0 : p.Nt % 4 == 0) +
+           c * k * perWord(p.Kt % 4 == 0);
   case OpKind::BatchNorm:
     return outElems(n, k, h, w) + 3 * k;
   case OpKind::Pool:
     return outElems(n, k, h, w) * f;
   case OpKind::Elementwise:
     return d.inputs * outElems(n, k, h, w);
-  case OpKind::Reduction:
-    return n * c;
+  case OpKind::Reduction: // whole rows (or a thread's Nt rows) in runs
+    return n * c * perWord(cInner ? d.C % 4 == 0 : p.Nt % 4 == 0);
   }
   return 1;
 }

@@ -59,6 +59,10 @@ def main():
                 "best_us": best[1], "best_rank": best[0]["rank"],
                 "best_kept": best[0]["kept"],
                 "best_kept_us": best_kept[1] if best_kept else None,
+                "best_params": best[0].get("params"),
+                "best_kept_params": best_kept[0].get("params")
+                if best_kept else None,
+                "best_kept_rank": best_kept[0]["rank"] if best_kept else None,
                 "spearman": rho})
         json.dump(rows, open(os.path.join(d, "report.json"), "w"), indent=1)
     print("%-10s %5s %5s %8s %9s %9s %6s %8s  %s" % (
@@ -71,6 +75,11 @@ def main():
             "%.2f" % r["best_kept_us"] if r["best_kept_us"] else "-",
             r["best_rank"], r["spearman"],
             "" if r["best_kept"] else "PRUNED WINNER: ", r["op"][:90]))
+    for r in rows:
+        if not r["best_kept"]:
+            print("  %s: fastest %s (rank %d), fastest kept %s (rank %s)" % (
+                r["op"][:60], r["best_params"], r["best_rank"],
+                r["best_kept_params"], r["best_kept_rank"]))
     pruned = sum(not r["best_kept"] for r in rows)
     print("%d ops, measured fastest kept in %d; median Spearman %.2f" % (
         len(rows), len(rows) - pruned,

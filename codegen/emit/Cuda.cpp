@@ -161,8 +161,8 @@ private:
   std::string gatherPosition(const dfg::Graph &g, int value, int64_t extent,
                              const std::string &indent);
   void emitGraph(const dfg::Graph &g, const std::string &indent);
-  // Runs of four fp32 loads of one shared tile, at consecutive words of its
-  // unit-stride axis starting at a multiple of four, with every thread's
+  // Runs of four fp32 loads of one shared tile at consecutive words of its
+  // unit-stride axis, starting at a multiple of four, with every thread's
   // address 16-byte aligned and the same ordering operands: the first of
   // each run (in `order`) maps to the four.
   std::map<int, std::array<int, 4>>
@@ -300,7 +300,16 @@ std::string Emitter::gatherPosition(const dfg::Graph &g, int value,
 
 std::map<int, std::array<int, 4>>
 Emitter::vectorLoads(const dfg::Graph &g, const std::vector<int> &order) const {
-  // Loads by (buffer, ordering operands, index but the last), then last.
+  // The axis of a tile whose consecutive positions are consecutive words,
+  // if any (an axis of extent 1 is no run).
+  auto unitAxis = [](const dfg::Buffer &b) {
+    for (size_t d = 0; d < b.strides.size(); ++d)
+      if (b.strides[d] == 1 && b.extents[d] > 1)
+        return int(d);
+    return -1;
+  };
+  // Loads by (buffer, ordering operands, index off the unit axis), then
+  // their position along it.
   using Key = std::tuple<int, std::vector<int>, std::vector<int64_t>>;
   std::map<Key, std::map<int64_t, int>> runs;
   for (int id : order) {
@@ -308,40 +317,43 @@ Emitter::vectorLoads(const dfg::Graph &g, const std::vector<int> &order) const {
     if (n.op != Op::Load || !n.indexFrom.empty() || n.index.empty())
       continue;
     const dfg::Buffer &b = g.buffer(n.buffer);
-    if (b.space != dfg::Space::Shared || b.type != dfg::Type::F32)
+    int u = unitAxis(b);
+    if (b.space != dfg::Space::Shared || b.type != dfg::Type::F32 || u < 0)
       continue;
-    std::vector<int64_t> head(n.index.begin(), n.index.end() - 1);
-    runs[Key{n.buffer, n.in, head}][n.index.back()] = id;
+    std::vector<int64_t> rest = n.index;
+    rest[u] = 0;
+    runs[Key{n.buffer, n.in, rest}][n.index[u]] = id;
   }
   std::map<int, std::array<int, 4>> quads;
   std::map<int, size_t> rank;
   for (size_t i = 0; i < order.size(); ++i)
     rank[order[i]] = i;
-  for (const auto &[key, byLast] : runs) {
+  for (const auto &[key, byPos] : runs) {
     const dfg::Buffer &b = g.buffer(std::get<0>(key));
-    size_t last = b.strides.size() - 1;
-    // Every thread's address a multiple of four words: the unit-stride
-    // axis last, the other strides and the per-thread step multiples of 4.
-    bool aligned = b.strides[last] == 1;
-    for (size_t d = 0; d < last; ++d)
-      aligned &= b.strides[d] % 4 == 0;
-    const dfg::DimMap &m = b.map[last];
+    int u = unitAxis(b);
+    // Every thread's address a multiple of four words: the other strides
+    // and the per-thread step along the unit axis multiples of 4.
+    bool aligned = true;
+    for (size_t d = 0; d < b.strides.size(); ++d)
+      aligned &= int(d) == u || b.strides[d] % 4 == 0;
+    const dfg::DimMap &m = b.map[u];
     if (m.outDim != dfg::NoDim)
       aligned &= ph.threadExt[m.outDim] * m.scale % 4 == 0;
     if (!aligned)
       continue;
-    for (const auto &[i, id] : byLast) {
+    for (const auto &[i, id] : byPos) {
       if (i % 4 != 0)
         continue;
       std::array<int, 4> q{id, -1, -1, -1};
       for (int j = 1; j < 4; ++j) {
-        auto it = byLast.find(i + j);
-        q[j] = it == byLast.end() ? -1 : it->second;
+        auto it = byPos.find(i + j);
+        q[j] = it == byPos.end() ? -1 : it->second;
       }
       if (std::find(q.begin(), q.end(), -1) != q.end())
         continue;
-      int first = *std::min_element(
-          q.begin(), q.end(), [&](int x, int y) { return rank[x] < rank[y]; });
+      int first = *std::min_element(q.begin(), q.end(), [&](int x, int y) {
+        return rank[x] < rank[y];
+      });
       quads[first] = q;
     }
   }

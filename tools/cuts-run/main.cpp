@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -50,7 +51,8 @@ const char *kUsage =
     "           [--json]\n"
     "      median and p99 latency and throughput; --kernels times every\n"
     "      kernel and sets it against the performance model's bound\n"
-    "  cuts tune DIR --cache CACHE [--jobs N] [--target-ms T]\n"
+    "  cuts tune DIR --cache CACHE [--jobs N] [--target-ms T] "
+    "[--max-seconds S]\n"
     "      times DIR/candidates.json (written by cuts compile --candidates) "
     "on\n"
     "      GPU 0 and adds the times to CACHE (created if missing)\n";
@@ -381,6 +383,7 @@ int cmdBench(const std::vector<std::string> &args) {
 
 int cmdTune(const std::vector<std::string> &args) {
   std::string dir, cachePath;
+  double maxSeconds = 0; // 0: no limit
   cuts::tune::MeasureOptions mo;
   mo.progress = isatty(2);
   for (size_t k = 0; k < args.size(); ++k) {
@@ -395,6 +398,10 @@ int cmdTune(const std::vector<std::string> &args) {
       mo.targetMs = std::atof(args[++k].c_str());
       if (!(mo.targetMs > 0))
         return error("", "--target-ms needs a positive number");
+    } else if (a == "--max-seconds" && k + 1 < args.size()) {
+      maxSeconds = std::atof(args[++k].c_str());
+      if (!(maxSeconds > 0))
+        return error("", "--max-seconds needs a positive number");
     } else if (!a.empty() && a[0] == '-') {
       return error("", "tune: unknown option '" + a + "'");
     } else if (dir.empty()) {
@@ -419,12 +426,34 @@ int cmdTune(const std::vector<std::string> &args) {
   if (!cache.load(cachePath, err))
     return error("", err);
   size_t before = cache.size();
-  bool ok = cuts::tune::measure(cands, arch, cache, mo, err);
-  std::string saveErr;
-  if (!cache.save(cachePath, saveErr))
-    return error("", saveErr);
+  // In slices, the cache saved after each: a run cut short (a device call's
+  // limit, --max-seconds) keeps what it measured, and the next run resumes.
+  const size_t slice = 64;
+  auto t0 = std::chrono::steady_clock::now();
+  bool ok = true;
+  size_t done = 0;
+  for (; done < cands.size() && ok; done += slice) {
+    double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    if (maxSeconds > 0 && done > 0 && spent > maxSeconds)
+      break;
+    std::vector<cuts::tune::Candidate> part(
+        cands.begin() + done,
+        cands.begin() + std::min(cands.size(), done + slice));
+    ok = cuts::tune::measure(part, arch, cache, mo, err);
+    std::string saveErr;
+    if (!cache.save(cachePath, saveErr))
+      return error("", saveErr);
+  }
   if (!ok)
     return error(path, err);
+  if (done < cands.size()) {
+    std::printf("stopped after %.0f s (--max-seconds) with %zu of %zu "
+                "candidates gone through: run again to resume from %s\n",
+                maxSeconds, done, cands.size(), cachePath.c_str());
+    return 0;
+  }
   std::printf("tuned %zu candidates for %s: %zu new entries in %s\n",
               cands.size(), arch.c_str(), cache.size() - before,
               cachePath.c_str());
