@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# On the GPU host (after scripts/package_gpu.sh here, with .gpu-bin and
+# .gpu-inc carried): issue 4's GPU check of the code generator.
+#  1. test_compile.py --gpu: every small test model (shared-memory-level
+#     fused, grouped, rows over lanes, ...) compiled, emulated on the CPU and
+#     run on the GPU, each against ONNX Runtime;
+#  2. compute-sanitizer memcheck and racecheck on the shared-memory-level
+#     fused artifacts (the producer phase's stores and barriers);
+#  3. tools/cuts-kernel-check: generated GEMMs (BERT-base shapes, kept and
+#     pruned sets) against cuBLAS SGEMM, JSON in $OUT/gemm.json.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/gpu_env.sh
+OUT=${OUT:-/tmp/codegen-check}
+mkdir -p "$OUT"
+b=$PWD/.gpu-bin
+w=/tmp/tc
+echo "== test_compile --gpu"
+python3 test/models/test_compile.py --gpu --cuts $b/bin/cuts --work $w \
+  2>&1 | tee $OUT/test_compile.txt | grep -v "^ok" | tail -15
+cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
+for m in shared_conv shared_layernorm grouped_conv; do
+  ins=""
+  for f in $w/$m/*.npy; do
+    n=$(basename $f .npy)
+    [ -f $w/$m/ref/$n.npy ] || ins="$ins --input $n=$f"
+  done
+  for tool in memcheck racecheck; do
+    printf "== %s %s: " $tool $m
+    $cs --tool $tool --error-exitcode 9 $b/bin/cuts-run run $w/$m/out/model.cuts \
+      $ins --compare $w/$m/ref > $OUT/sanitize-$tool-$m.txt 2>&1
+    echo "rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/sanitize-$tool-$m.txt)"
+  done
+done
+echo "== generated GEMMs vs cuBLAS"
+scripts/kernel_check.sh .gpu-inc --arch h200 --kept ${KEPT:-24} \
+  --pruned ${PRUNED:-12} --json $OUT/gemm.json 2>&1 | tee $OUT/gemm-summary.txt | tail -9
