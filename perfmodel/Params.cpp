@@ -210,7 +210,7 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
   // Min-heap of the best k by PUL: the root is the worst kept set, so a set
   // is dropped only in favour of one with a higher PUL.
   auto worse = [](const Candidate &a, const Candidate &b) {
-    return a.bound.pul > b.bound.pul;
+    return betterBound(a.bound, b.bound);
   };
   std::priority_queue<Candidate, std::vector<Candidate>, decltype(worse)> heap(
       worse);
@@ -236,20 +236,14 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
     }
     last = p;
     bool full = int64_t(heap.size()) >= k;
-    if (full && base.pul <= heap.top().bound.pul)
+    // COEF_bc = 1 bounds PUL and headroom from above.
+    if (full && !betterBound(base, heap.top().bound))
       return;
     Bound b = base;
-    b.coefBc = coefBc(d, p, arch);
-    b.smRatio = rowsOverLanes(d, p)
-                    ? 1.0
-                    : smRatio(b.compThread, b.nLoad, arch.latShared, b.coefBc,
-                              warpsPerScheduler(d, p, arch));
-    b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
-    b.timeLowerBound =
-        b.pul > 0 ? d.totalComp() / (b.pul * arch.perfPeakFp32) : INFINITY;
+    setCoefBc(b, coefBc(d, p, arch), d, p, arch);
     if (!full)
       heap.push({p, b});
-    else if (b.pul > heap.top().bound.pul) {
+    else if (betterBound(b, heap.top().bound)) {
       heap.pop();
       heap.push({p, b});
     }
@@ -290,7 +284,8 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
           double rounds = std::ceil(double(tiles) / double(threads));
           double roundEff = double(tiles) / (rounds * double(threads));
           // Each round keeps its own accumulators in registers.
-          if (registersPerThread(d, p) + int64_t(rounds - 1) * t0 * t1 * t2 * t3 >
+          if (registersPerThread(d, p) +
+                  int64_t(rounds - 1) * t0 * t1 * t2 * t3 >
               arch.maxRegsPerThread)
             continue;
           forEachCinputAndFormat(d, p, cins, [&](const TileParams &q) {
@@ -301,7 +296,7 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
             b.wbRatio = roundEff;
             b.coefR = 1;
             b.pul = b.gmRatio * b.smRatio * b.wbRatio;
-            if (!best || b.pul > best->bound.pul)
+            if (!best || betterBound(b, best->bound))
               best = Candidate{q, b};
           });
         }

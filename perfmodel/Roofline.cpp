@@ -365,10 +365,15 @@ double gmRatio(double oiTB, double ridgePoint) {
   return std::min(1.0, oiTB / ridgePoint);
 }
 
+double latencyRatio(double compThread, double nLoad, double latShared,
+                    double coefBc, double warpsPerScheduler) {
+  return (compThread / nLoad) * warpsPerScheduler / (latShared * coefBc);
+}
+
 double smRatio(double compThread, double nLoad, double latShared, double coefBc,
                double warpsPerScheduler) {
-  return std::min(1.0, (compThread / nLoad) * warpsPerScheduler /
-                           (latShared * coefBc));
+  return std::min(1.0, latencyRatio(compThread, nLoad, latShared, coefBc,
+                                    warpsPerScheduler));
 }
 
 double warpsPerScheduler(const OpDesc &d, const TileParams &p,
@@ -423,13 +428,7 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   // OI_TB = COMP_block / (SIZE_element * TRANS_global * NUM_trans)
   b.oiTB = b.compBlock / (double(d.elementBytes) * T * b.numTrans);
   b.gmRatio = gmOverride >= 0 ? gmOverride : gmRatio(b.oiTB, a.ridgePoint());
-  b.coefBc = knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a);
-  // Rows over lanes read global memory straight into registers: no
-  // shared-memory loads to wait for.
-  b.smRatio = rowsOverLanes(d, p)
-                  ? 1.0
-                  : smRatio(b.compThread, b.nLoad, a.latShared, b.coefBc,
-                            warpsPerScheduler(d, p, a));
+  b.gmRaw = gmOverride >= 0 ? INFINITY : b.oiTB / a.ridgePoint();
   // WBRatio (the thesis's formula is garbled): the fraction of issued block
   // slots that do work, N_TB / (ceil(N_TB / slots) * slots) with slots =
   // NUM_SM x resident blocks per SM, so 1.2 waves gives 0.6. Edge tiles that
@@ -451,9 +450,25 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
              b.registers <= a.maxRegsPerThread && b.blocksPerSM > 0)
                 ? 1.0
                 : 0.0;
-  b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
-  b.timeLowerBound = b.pul > 0 ? total / (b.pul * a.perfPeakFp32) : INFINITY;
+  b.totalComp = total;
+  setCoefBc(b, knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a), d, p, a);
   return b;
+}
+
+void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
+               const TileParams &p, const GpuArch &a) {
+  b.coefBc = coefBcValue;
+  // Rows over lanes read global memory straight into registers: no
+  // shared-memory loads to wait for.
+  bool lanes = rowsOverLanes(d, p);
+  double smRaw = lanes ? INFINITY
+                       : latencyRatio(b.compThread, b.nLoad, a.latShared,
+                                      b.coefBc, warpsPerScheduler(d, p, a));
+  b.smRatio = std::min(1.0, smRaw);
+  b.headroom = std::min(b.gmRaw, smRaw);
+  b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
+  b.timeLowerBound =
+      b.pul > 0 ? b.totalComp / (b.pul * a.perfPeakFp32) : INFINITY;
 }
 
 } // namespace cuts

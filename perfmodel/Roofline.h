@@ -19,6 +19,7 @@
 #include "perfmodel/Arch.h"
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -86,10 +87,22 @@ struct Bound {
   double coefBc = 1;
   double gmRatio = 0, smRatio = 0, wbRatio = 0, coefR = 0;
   double pul = 0;
+  /// The binding one of GMRatio and SMRatio before they are clamped at 1:
+  /// how far the set is from being memory- or latency-bound. PUL cannot tell
+  /// apart sets where both are clamped (large GEMMs: hundreds of sets at
+  /// the same PUL); this ranks them (betterBound).
+  double headroom = 0;
+  double gmRaw = INFINITY; // OI_TB / ridge (infinite for on-chip input)
   int64_t numBlocks = 0, blocksPerSM = 0, sharedBytes = 0, registers = 0;
   /// Lower bound of the run time in seconds: total work at PUL x peak.
   double timeLowerBound = 0;
+  double totalComp = 0; // the work timeLowerBound divides
 };
+
+/// The ranking of parameter sets: higher PUL first, then more headroom.
+inline bool betterBound(const Bound &a, const Bound &b) {
+  return a.pul > b.pul || (a.pul == b.pul && a.headroom > b.headroom);
+}
 
 // The tables, per thread block or thread, for op d with parameters p.
 double compBlock(const OpDesc &d, const TileParams &p);
@@ -122,6 +135,9 @@ double gmRatio(double oiTB, double ridgePoint);
 /// where the one-warp form pruned them), so the ratio is multiplied by it.
 double smRatio(double compThread, double nLoad, double latShared, double coefBc,
                double warpsPerScheduler = 1);
+/// SMRatio before it is clamped at 1.
+double latencyRatio(double compThread, double nLoad, double latShared,
+                    double coefBc, double warpsPerScheduler = 1);
 
 /// Warps each scheduler of an SM can interleave for p (4 schedulers per SM
 /// on every GPU we model: Volta to Hopper, CDNA's 4 SIMDs per CU).
@@ -141,6 +157,12 @@ struct FusedExtra {
   double compBlock = 0, compThread = 0, compTotal = 0;
   double numTrans = 0, nLoad = 0;
 };
+
+/// Sets COEF_bc and what follows from it (SMRatio, headroom, PUL, the time
+/// bound) in a bound whose other factors are computed: the search computes
+/// them once per layout group and this per FORMAT_shared.
+void setCoefBc(Bound &b, double coefBc, const OpDesc &d, const TileParams &p,
+               const GpuArch &arch);
 
 /// Every factor and PUL. `gmOverride` (used for a shared-memory-level fused
 /// successor, whose inputs are already on chip) forces GMRatio.

@@ -1,34 +1,38 @@
 #!/usr/bin/env bash
 # On the GPU host (with .gpu-bin carried): issue 3's validation of the
-# performance model. For BERT-base's GEMMs, MobileNetV2's depthwise convs and
-# ResNet-50's convs (batch 1), `cuts validate` samples 200 parameter sets per
-# distinct op (every kept one, the rest spread over the pruned ranking),
-# `cuts tune` times them, and scripts/validate_report.py reports per op
-# whether the fastest was kept and the Spearman correlation of PUL with
-# measured throughput. Reports go to $OUT/<model>.json.
+# performance model. For each of $MODELS (bert: BERT-base's GEMMs;
+# mobilenetv2: MobileNetV2's depthwise convs; resnet50: ResNet-50's convs,
+# the ops named in $RESNET_OPS; batch 1, random weights), `cuts validate`
+# samples $SAMPLES (200) parameter sets per distinct op (half kept, half
+# spread over the pruned ranking), `cuts tune` times them, and
+# scripts/validate_report.py reports per op whether the fastest was kept, the
+# fastest and fastest kept sets' parameters, and the Spearman correlation of
+# PUL with measured throughput. Reports and caches go to $OUT/<model>.
+# Resumable across calls: with $RESUME holding <model>/cache.json from an
+# earlier call, only what it lacks is timed; $MAX_SECONDS bounds each tune.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
 OUT=${OUT:-/tmp/validate}
 mkdir -p "$OUT"
 cuts=$PWD/.gpu-bin/bin/cuts
-python3 bench/run.py --out /tmp/exp --phases models --models resnet50 mobilenet_v2 \
-  --batches small --precisions fp32 --no-report >/dev/null 2>&1
-python3 test/models/inflate.py test/models/exported/bert_base_s128_dyn20.onnx /tmp/bert >/dev/null
 w=/tmp/val
-specs=""
+ops=${RESNET_OPS:-layer1.0/conv1,layer1.0/conv2,layer2.1/conv2,layer3.1/conv2,layer3.1/conv3,layer4.1/conv2}
 for m in ${MODELS:-bert mobilenetv2 resnet50}; do
   case $m in
-    bert) specs="$specs bert:/tmp/bert/bert_base_s128_dyn20.onnx:matmul" ;;
-    mobilenetv2) specs="$specs mobilenetv2:$(ls bench/models/mobilenet_v2_b1_*.onnx | head -1):depthwise" ;;
-    resnet50) specs="$specs resnet50:$(ls bench/models/resnet50_b1_*.onnx | head -1):conv,matmul" ;;
+    bert) src=bert_base_s128_dyn20; args="--kinds matmul" ;;
+    mobilenetv2) src=mobilenetv2_b1_ts17; args="--kinds depthwise" ;;
+    resnet50) src=resnet50_b1_ts17; args="--kinds conv --ops $ops" ;;
+    *) echo "unknown model $m"; continue ;;
   esac
-done
-for spec in $specs; do
-  IFS=: read name model kinds <<< "$spec"
-  $cuts validate "$model" --arch h200 -o $w/$name --kinds $kinds --samples ${SAMPLES:-200}
-  /usr/bin/time -f "$name: tuned in %e s" $cuts tune $w/$name --cache $w/$name/cache.json \
-    --target-ms ${TARGET_MS:-2} | tail -1
-  python3 scripts/validate_report.py $w/$name | tail -40
-  cp $w/$name/report.json $OUT/$name.json
+  python3 test/models/inflate.py test/models/exported/$src.onnx /tmp/$src >/dev/null
+  mkdir -p $w/$m $OUT/$m
+  [ -n "${RESUME:-}" ] && [ -f $RESUME/$m/cache.json ] && cp $RESUME/$m/cache.json $w/$m/
+  $cuts validate /tmp/$src/$src.onnx --arch h200 -o $w/$m $args \
+    --samples ${SAMPLES:-200} | tail -1
+  /usr/bin/time -f "$m: tuned in %e s" $cuts tune $w/$m --cache $w/$m/cache.json \
+    --target-ms ${TARGET_MS:-1} --max-seconds ${MAX_SECONDS:-100000} | tail -2
+  cp $w/$m/cache.json $w/$m/validation.json $OUT/$m/
+  python3 scripts/validate_report.py $w/$m | tail -30
+  cp $w/$m/report.json $OUT/$m/
 done

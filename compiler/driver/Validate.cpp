@@ -19,7 +19,7 @@ std::optional<std::vector<ValidationSample>>
 sampleForValidation(mlir::ModuleOp module, const GpuArch &arch,
                     const std::string &computeArch, const PruneOptions &prune,
                     int samples, const std::vector<OpKind> &kinds,
-                    std::string &error) {
+                    const std::vector<std::string> &names, std::string &error) {
   auto func = module.lookupSymbol<mlir::func::FuncOp>("main");
   if (!func) {
     error = "the module has no @main function";
@@ -34,6 +34,13 @@ sampleForValidation(mlir::ModuleOp module, const GpuArch &arch,
       continue;
     if (!canGenerate({&op}))
       continue;
+    auto loc = llvm::dyn_cast<mlir::NameLoc>(op.getLoc());
+    std::string node = loc ? loc.getName().str() : "";
+    if (!names.empty() &&
+        std::none_of(names.begin(), names.end(), [&](const std::string &n) {
+          return node.find(n) != std::string::npos;
+        }))
+      continue;
     // One op of each shape: the model's repeated layers are one sample.
     if (!seen.insert(d->key()).second)
       continue;
@@ -44,7 +51,7 @@ sampleForValidation(mlir::ModuleOp module, const GpuArch &arch,
     });
     std::stable_sort(all.begin(), all.end(),
                      [](const Candidate &a, const Candidate &b) {
-                       return a.bound.pul > b.bound.pul;
+                       return betterBound(a.bound, b.bound);
                      });
     int64_t n = int64_t(all.size());
     int64_t kept = keepCount(n, prune);

@@ -33,14 +33,15 @@ struct ValidationSample {
   tune::Candidate candidate;
 };
 
-/// Up to `samples` sets per distinct op of @main whose kind is in `kinds`:
+/// Up to `samples` sets per distinct op of @main whose kind is in `kinds`
+/// (and whose node name contains one of `names`, unless that is empty):
 /// every kept set, the rest drawn evenly over the pruned ranking
 /// (deterministic).
 std::optional<std::vector<ValidationSample>>
 sampleForValidation(mlir::ModuleOp module, const GpuArch &arch,
                     const std::string &computeArch, const PruneOptions &prune,
                     int samples, const std::vector<OpKind> &kinds,
-                    std::string &error);
+                    const std::vector<std::string> &names, std::string &error);
 
 /// The samples as JSON (op, rank, kept, PUL, key), for validate_report.py.
 std::string validationJson(const std::vector<ValidationSample> &s,

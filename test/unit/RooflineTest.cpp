@@ -167,6 +167,34 @@ TEST_CASE("pruning never drops a set whose PUL beats a kept one",
   }
 }
 
+TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
+          "above a kept one is dropped",
+          "[roofline]") {
+  // BERT's batch-32 FFN GEMM: PUL saturates (GMRatio = SMRatio = 1) for
+  // far more sets than the top 1 % keeps.
+  const GpuArch &arch = *findArch("h200");
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.N = 4096, d.C = 768, d.K = 3072;
+  SearchResult r = searchParams(d, arch);
+  REQUIRE(r.kept.size() > 8);
+  const Bound &worst = r.kept.back().bound;
+  CHECK(r.kept.front().bound.pul == worst.pul); // a tie over the kept sets
+  for (size_t i = 1; i < r.kept.size(); ++i)
+    REQUIRE(!betterBound(r.kept[i].bound, r.kept[i - 1].bound));
+  int64_t tied = 0, better = 0;
+  forEachParams(d, arch, [&](const TileParams &p) {
+    Bound b = evaluateBound(d, p, arch);
+    tied += b.pul == worst.pul;
+    better += betterBound(b, worst);
+  });
+  CHECK(tied > int64_t(r.kept.size())); // PUL alone cannot choose
+  CHECK(better < int64_t(r.kept.size()));
+  // Headroom is the binding unclamped factor: at least 1 where both are 1.
+  CHECK(r.kept.front().bound.headroom >= worst.headroom);
+  CHECK(worst.headroom >= 1.0);
+}
+
 TEST_CASE("keep T percent but never fewer than K", "[roofline]") {
   PruneOptions opts; // 1 %, K = 8
   CHECK(keepCount(100000, opts) == 1000);

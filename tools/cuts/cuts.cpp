@@ -74,7 +74,7 @@ void usage(llvm::raw_ostream &os) {
         "  bench MODEL.cuts [--iters N] [--graph] [--kernels] [--json]\n"
         "      run and time a compiled model (see cuts run --help)\n"
         "  validate MODEL.onnx --arch ARCH -o DIR [--samples N]\n"
-        "                    [--kinds conv,depthwise,matmul]\n"
+        "                    [--kinds conv,depthwise,matmul] [--ops NAME,...]\n"
         "      samples N (200) parameter sets of every distinct conv and\n"
         "      matmul, kept and pruned, as kernels for cuts tune DIR; then\n"
         "      scripts/validate_report.py DIR checks the model's pruning\n"
@@ -586,6 +586,7 @@ int cmdValidate(const std::vector<std::string> &args) {
   int samples = 200;
   cuts::ImportOptions opts;
   cuts::PruneOptions prune;
+  std::vector<std::string> ops; // node-name substrings (--ops)
   std::vector<cuts::OpKind> kinds{
       cuts::OpKind::Conv, cuts::OpKind::DepthwiseConv, cuts::OpKind::MatMul};
   for (size_t k = 0; k < args.size(); ++k) {
@@ -613,6 +614,11 @@ int cmdValidate(const std::vector<std::string> &args) {
         else
           return error("", "--kinds takes conv, depthwise, matmul");
       }
+    } else if (a == "--ops" && k + 1 < args.size()) {
+      llvm::SmallVector<llvm::StringRef> names;
+      llvm::StringRef(args[++k]).split(names, ',', -1, false);
+      for (llvm::StringRef n : names)
+        ops.push_back(n.str());
     } else if (int r = parsePruneOption(args, k, prune)) {
       if (r < 0)
         return 1;
@@ -629,7 +635,8 @@ int cmdValidate(const std::vector<std::string> &args) {
   }
   if (model.empty() || outDir.empty() || archName.empty())
     return error("", "validate: usage: cuts validate MODEL.onnx --arch ARCH "
-                     "-o DIR [--samples N] [--kinds conv,depthwise,matmul]");
+                     "-o DIR [--samples N] [--kinds conv,depthwise,matmul] "
+                     "[--ops NAME,...]");
   auto arch = cuts::findArch(archName);
   if (!arch)
     return error("", "unknown --arch '" + archName + "' (known: " + archList() +
@@ -640,7 +647,7 @@ int cmdValidate(const std::vector<std::string> &args) {
     return 1;
   std::string err;
   auto s = cuts::driver::sampleForValidation(*module, *arch, arch->computeArch,
-                                             prune, samples, kinds, err);
+                                             prune, samples, kinds, ops, err);
   if (!s)
     return error(model, err);
   if (auto ec = llvm::sys::fs::create_directories(outDir))
