@@ -379,7 +379,13 @@ double smRatio(double compThread, double nLoad, double latShared, double coefBc,
 double warpsPerScheduler(const OpDesc &d, const TileParams &p,
                          const GpuArch &a) {
   int64_t warps = (p.threads() + a.warpSize - 1) / a.warpSize;
-  return std::max(1.0, double(blocksPerSM(d, p, a) * warps) / 4.0);
+  return std::max(1.0, double(residentBlocks(d, p, a) * warps) / 4.0);
+}
+
+int64_t residentBlocks(const OpDesc &d, const TileParams &p,
+                       const GpuArch &a) {
+  int64_t perSM = (numBlocks(d, p) + a.numSM - 1) / a.numSM;
+  return std::max<int64_t>(1, std::min(blocksPerSM(d, p, a), perSM));
 }
 
 double wbRatio(int64_t blocks, int64_t slots) {
@@ -440,9 +446,9 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
                   double(d.batch) /
                   (double(b.numBlocks) * double(p.Nb) * double(p.Kb) *
                    double(p.Hb) * blockW);
-  b.wbRatio = wbRatio(b.numBlocks,
-                      int64_t(a.numSM) * std::max<int64_t>(b.blocksPerSM, 1)) *
-              std::min(1.0, useful);
+  b.wbRatio =
+      wbRatio(b.numBlocks, int64_t(a.numSM) * residentBlocks(d, p, a)) *
+      std::min(1.0, useful);
   // COEF_r: the block must fit (the thesis writes strict '<'; a block of
   // exactly MAX_thread threads or MAX_shared bytes is legal on every GPU).
   b.coefR = (p.threads() <= a.maxThreadsPerBlock &&

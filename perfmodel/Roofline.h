@@ -140,9 +140,19 @@ double latencyRatio(double compThread, double nLoad, double latShared,
                     double coefBc, double warpsPerScheduler = 1);
 
 /// Warps each scheduler of an SM can interleave for p (4 schedulers per SM
-/// on every GPU we model: Volta to Hopper, CDNA's 4 SIMDs per CU).
+/// on every GPU we model: Volta to Hopper, CDNA's 4 SIMDs per CU): those of
+/// the blocks actually resident (residentBlocks).
 double warpsPerScheduler(const OpDesc &d, const TileParams &p,
                          const GpuArch &arch);
+
+/// Blocks resident on a busy SM: as many as fit (blocksPerSM), but no more
+/// than the grid gives each SM. A grid under one wave leaves block slots
+/// empty without leaving SMs idle; WBRatio and the warps that hide latency
+/// count the blocks there are (our extension: measured on an H200, BERT's
+/// batch-1 GEMMs ran fastest with 256-thread blocks, 1 or 2 an SM, which
+/// the capacity-based form ranked below 1024-thread blocks).
+int64_t residentBlocks(const OpDesc &d, const TileParams &p,
+                       const GpuArch &arch);
 
 /// WBRatio: blocks over the slots of the waves they occupy.
 double wbRatio(int64_t numBlocks, int64_t slotsPerWave);
