@@ -3,7 +3,8 @@
 # for each MODEL:BATCH in $CELLS, export it (bench/run.py's models phase),
 # `cuts compile --tune` it with a tuning cache in $OUT, check the outputs
 # against ONNX Runtime (CPU) with `cuts run --compare`, time it with
-# `cuts bench` (plain and CUDA graph) and list its kernels; then compile it
+# `cuts bench` (plain and CUDA graph) and list its kernels, keep its
+# tuning.json (each layer: fastest generated kernel and library call); then compile it
 # again from the cache alone and check that the artifact is byte-identical.
 # EMULATE=1 also runs each batch-1 artifact with --emulate and compares.
 set -uo pipefail
@@ -33,6 +34,9 @@ for c in $cells; do
     /usr/bin/time -f "emulated in %e s" $cuts run $d/out/model.cuts \
       $(cat $d/inputs.txt) --compare $d/ref --emulate 2>&1 | tail -3
   fi
+  # Each layer's fastest generated kernel next to its fastest library call.
+  cp $d/out/tuning.json $OUT/$m-b$b.tuning.json
+  python3 scripts/tuning_report.py $d/out/tuning.json | tail -1
   $cuts bench $d/out/model.cuts --iters 200 --graph | head -1
   $cuts bench $d/out/model.cuts --iters 50 --kernels > $OUT/$m-b$b.kernels.txt 2>&1
   $cuts compile "$f" --arch sm_90 -o $d/again --tuning $OUT/cache.json --jobs 16 | tail -1
