@@ -428,7 +428,7 @@ int cmdTune(const std::vector<std::string> &args) {
   size_t before = cache.size();
   // In slices, the cache saved after each: a run cut short (a device call's
   // limit, --max-seconds) keeps what it measured, and the next run resumes.
-  const size_t slice = 64;
+  const size_t slice = 16;
   auto t0 = std::chrono::steady_clock::now();
   bool ok = true;
   size_t done = 0;
