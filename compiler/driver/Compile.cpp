@@ -173,6 +173,11 @@ template <typename Fn> void parallelFor(size_t n, int jobs, Fn fn) {
 
 } // namespace
 
+bool notCoveredYet(const std::string &error) {
+  return error.find(" cannot be compiled yet: ") != std::string::npos ||
+         error.find(", which an artifact cannot hold") != std::string::npos;
+}
+
 std::string timingsJson(const CompileResult &r, const std::string &arch) {
   nlohmann::json groups = nlohmann::json::array();
   auto us = [](double v) {
@@ -498,6 +503,12 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       ++res.views;
       continue;
     }
+    // An empty result (a slice past the end, a reduction keeping an empty
+    // axis) has nothing to compute: no kernel.
+    if (llvm::cast<mlir::ShapedType>(
+            g.operations.back()->getResult(0).getType())
+            .getNumElements() == 0)
+      continue;
     // The fastest measured candidate; else the best parameter set by the
     // bound, then the anchor's other kept sets, in case the generator
     // refuses a set the model allows.

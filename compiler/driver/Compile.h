@@ -80,6 +80,12 @@ struct CompileResult {
   std::vector<GroupTiming> timings;       // per chosen group, when tuning
 };
 
+/// Whether a compileModule error says the model uses something the compiler
+/// does not cover yet (an op or shape the code generator has no kernel for,
+/// an element type an artifact cannot hold) rather than that compiling
+/// failed.
+bool notCoveredYet(const std::string &error);
+
 /// The timings as JSON (`cuts compile` writes it to DIR/tuning.json).
 std::string timingsJson(const CompileResult &r, const std::string &arch);
 

@@ -2,10 +2,13 @@
 """ctest driver of the ONNX node-test conformance run.
 
 Generates the node tests of the installed onnx package (cached per onnx
-version), runs cuts-conformance on them and checks that
+version), runs cuts-conformance on them (with --numeric: every test whose
+shapes pass is also compiled and run on the CPU, each output compared with the
+test's) and checks that
   - at least 95 % of the tests whose ops and element types cuts covers pass,
   - every failure is listed in expected_failures.txt (no regressions),
-  - every listed failure still fails (the list stays honest).
+  - every listed failure still fails (the list stays honest),
+and the same for the numeric results against expected_numeric_failures.txt.
 """
 import argparse
 import json
@@ -29,7 +32,8 @@ def main():
                         data + ".tmp"], check=True)
         os.rename(data + ".tmp", data)
     report = os.path.join(a.work, "conformance.json")
-    run = subprocess.run([a.runner, data, "--json", report],
+    run = subprocess.run([a.runner, data, "--json", report, "--numeric",
+                          "--jobs", str(os.cpu_count() or 1)],
                          capture_output=True, text=True)
     sys.stdout.write(run.stdout)
     sys.stderr.write(run.stderr)
@@ -37,21 +41,40 @@ def main():
         print("cuts-conformance exited with", run.returncode)
         return 1
     results = json.load(open(report))
-    expected = {}
-    for line in open(os.path.join(HERE, "expected_failures.txt")):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            name, _, why = line.partition(" ")
-            expected[name] = why.strip()
+
+    def listed(fname):
+        out = {}
+        for line in open(os.path.join(HERE, fname)):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, why = line.partition(" ")
+                out[name] = why.strip()
+        return out
+
+    def against(expected, failed, passed, fname, what):
+        good = True
+        for name in sorted(failed - set(expected)):
+            print(f"REGRESSION: {name} fails {what}and is not listed in "
+                  f"{fname}")
+            good = False
+        for name in sorted(set(expected) & passed):
+            print(f"NOW PASSING: {name}: remove it from {fname}")
+            good = False
+        return good
+
     failed = {r["name"] for r in results if r["status"] == "failed"}
     passed = {r["name"] for r in results if r["status"] == "passed"}
-    ok = True
-    for name in sorted(failed - set(expected)):
-        print(f"REGRESSION: {name} fails and is not an expected failure")
-        ok = False
-    for name in sorted(set(expected) & passed):
-        print(f"NOW PASSING: {name}: remove it from expected_failures.txt")
-        ok = False
+    ok = against(listed("expected_failures.txt"), failed, passed,
+                 "expected_failures.txt", "")
+    num = {k: {r["name"] for r in results if r.get("numeric") == k}
+           for k in ("passed", "failed", "skipped")}
+    ok &= against(listed("expected_numeric_failures.txt"), num["failed"],
+                  num["passed"], "expected_numeric_failures.txt",
+                  "numerically ")
+    print(f"conformance, numeric: {len(num['passed'])} of the "
+          f"{len(passed)} passing node tests compiled, ran on the CPU and "
+          f"matched their outputs, {len(num['failed'])} did not, "
+          f"{len(num['skipped'])} are not compiled yet")
     covered = len(passed) + len(failed)
     rate = len(passed) / covered if covered else 0.0
     print(f"conformance: {len(passed)}/{covered} covered node tests pass "

@@ -11,11 +11,24 @@
 // bound to their test-data values: with static shapes they are compile-time
 // constants, as --input-shape makes the data inputs' shapes.
 //
+// With --numeric, every test whose shapes pass is also compiled (the whole
+// pipeline, no NVRTC) and its artifact run on the CPU (every generated
+// kernel's own CUDA source, cuts run --emulate's path) on the test's inputs;
+// each output must match output_K.pb: fp32 within relative L2 1e-5,
+// integers and bools exactly. Tests the compiler does not cover yet are
+// numeric-skipped with its reason. --jobs N runs N tests at a time.
+//
 //===----------------------------------------------------------------------===//
+#include "compiler/driver/Compile.h"
 #include "compiler/onnx/OnnxImporter.h"
+#include "compiler/passes/Passes.h"
+#include "perfmodel/Arch.h"
+#include "tools/cuts-run/Emulate.h"
+#include "tools/cuts-run/TensorFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -26,16 +39,28 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
 
 struct Result {
   std::string name, status, reason;
+  // --numeric: "passed", "failed", "skipped" (not compiled yet) or empty.
+  std::string numeric, numericReason;
 };
+
+Result verdict(std::string name, std::string status, std::string reason) {
+  Result r;
+  r.name = std::move(name), r.status = std::move(status);
+  r.reason = std::move(reason);
+  return r;
+}
 
 bool readFile(const std::string &path, std::string &out) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -87,13 +112,110 @@ std::string shapeStr(const std::vector<int64_t> &s) {
   return out + "]";
 }
 
-Result runTest(const std::string &dir, const std::set<std::string> &covered) {
+// Compiles the imported module, runs it on the CPU on the test's inputs and
+// compares with its outputs; sets r.numeric and r.numericReason.
+void numericCheck(mlir::ModuleOp module, const std::string &data, Result &r) {
+  // What `cuts compile` runs: the clean-up passes, then the compiler.
+  mlir::PassManager pm(module.getContext());
+  cuts::buildCleanupPipeline(pm);
+  if (failed(pm.run(module))) {
+    r.numeric = "failed";
+    r.numericReason = "the clean-up passes failed";
+    return;
+  }
+  cuts::driver::CompileOptions co;
+  co.arch = *cuts::findArch("h100");
+  co.jobs = 1; // tests run in parallel instead
+  std::string err;
+  auto compiled = cuts::driver::compileModule(module, co, err);
+  if (!compiled) {
+    // An op or type the compiler does not cover is not a failure.
+    r.numeric = cuts::driver::notCoveredYet(err) ? "skipped" : "failed";
+    r.numericReason = "compile: " + err;
+    return;
+  }
+  auto art = cuts::rt::parseArtifact(
+      cuts::rt::serializeArtifact(compiled->contents), err);
+  if (!art) {
+    r.numeric = "failed";
+    r.numericReason = "artifact: " + err;
+    return;
+  }
+  // The test's inputs by name (input_K.pb holds graph input K's name).
+  std::map<std::string, cuts::HostArray> given;
+  for (int k = 0;; ++k) {
+    std::string path = data + "/input_" + std::to_string(k) + ".pb";
+    if (!llvm::sys::fs::exists(path))
+      break;
+    auto a = cuts::readTensorFile(path, err);
+    if (!a) {
+      r.numeric = "failed";
+      r.numericReason = err;
+      return;
+    }
+    given[a->name] = std::move(*a);
+  }
+  const cuts::rt::Manifest &m = art->manifest;
+  std::vector<std::vector<uint8_t>> inputs, outputs;
+  for (int t : m.inputs) {
+    const cuts::rt::Tensor &x = m.tensors[t];
+    auto it = given.find(x.name);
+    auto typed = it == given.end()
+                     ? std::nullopt
+                     : cuts::convertArray(it->second, x.dtype, err);
+    if (!typed) {
+      r.numeric = "failed";
+      r.numericReason = "input '" + x.name + "': " +
+                        (it == given.end() ? "not in the test data" : err);
+      return;
+    }
+    inputs.push_back(std::move(typed->bytes));
+  }
+  if (!cuts::emulateArtifact(*art, inputs, outputs, err)) {
+    r.numeric = "failed";
+    r.numericReason = "emulation: " + err;
+    return;
+  }
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
+    std::string path = data + "/output_" + std::to_string(i) + ".pb";
+    auto want = cuts::readTensorFile(path, err);
+    if (!want ||
+        want->size() != size_t(x.bytes() / cuts::rt::dtypeBytes(x.dtype))) {
+      r.numeric = "failed";
+      r.numericReason = want ? path + " has another element count" : err;
+      return;
+    }
+    cuts::HostArray got{x.name, x.shape, x.dtype, std::move(outputs[i])};
+    std::string what;
+    bool ok;
+    if (got.isFloat()) {
+      double e = cuts::relativeL2(got, *want);
+      ok = e <= 1e-5; // NaN fails
+      what = "relative L2 " + std::to_string(e);
+    } else {
+      size_t bad = cuts::mismatches(got, *want);
+      ok = bad == 0;
+      what = std::to_string(bad) + " elements differ";
+    }
+    if (!ok) {
+      r.numeric = "failed";
+      r.numericReason =
+          "output " + std::to_string(i) + " ('" + x.name + "'): " + what;
+      return;
+    }
+  }
+  r.numeric = "passed";
+}
+
+Result runTest(const std::string &dir, const std::set<std::string> &covered,
+               bool numeric) {
   Result r;
   r.name = llvm::sys::path::filename(dir).str();
   std::string bytes;
   onnx::ModelProto model;
   if (!readFile(dir + "/model.onnx", bytes) || !model.ParseFromString(bytes))
-    return {r.name, "failed", "model.onnx does not parse"};
+    return verdict(r.name, "failed", "model.onnx does not parse");
   std::set<std::string> missing;
   for (const auto &n : model.graph().node()) {
     bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
@@ -104,11 +226,11 @@ Result runTest(const std::string &dir, const std::set<std::string> &covered) {
     std::string s;
     for (const auto &m : missing)
       s += (s.empty() ? "" : ", ") + m;
-    return {r.name, "skipped", "op not covered: " + s};
+    return verdict(r.name, "skipped", "op not covered: " + s);
   }
   for (const auto &in : model.graph().input())
     if (!in.type().has_tensor_type())
-      return {r.name, "skipped", "non-tensor input '" + in.name() + "'"};
+      return verdict(r.name, "skipped", "non-tensor input '" + in.name() + "'");
   // Coverage is per op and element type: tests of types cuts does not
   // compile (float8, int4, strings, ...) are skipped like uncovered ops.
   auto typeCovered = [](int32_t t) {
@@ -117,16 +239,16 @@ Result runTest(const std::string &dir, const std::set<std::string> &covered) {
   for (const auto *list : {&model.graph().input(), &model.graph().output()})
     for (const auto &v : *list)
       if (!typeCovered(v.type().tensor_type().elem_type()))
-        return {r.name, "skipped",
-                "element type " +
-                    std::to_string(v.type().tensor_type().elem_type()) +
-                    " of '" + v.name() + "' not covered"};
+        return verdict(r.name, "skipped",
+                       "element type " +
+                           std::to_string(v.type().tensor_type().elem_type()) +
+                           " of '" + v.name() + "' not covered");
   for (const auto &n : model.graph().node())
     for (const auto &a : n.attribute())
       if (n.op_type() == "Cast" && a.name() == "to" && !typeCovered(a.i()))
-        return {r.name, "skipped",
-                "Cast to element type " + std::to_string(a.i()) +
-                    " not covered"};
+        return verdict(r.name, "skipped",
+                       "Cast to element type " + std::to_string(a.i()) +
+                           " not covered");
 
   // Test data: inputs give shapes (and shape-deciding values), outputs the
   // expected types.
@@ -139,7 +261,7 @@ Result runTest(const std::string &dir, const std::set<std::string> &covered) {
       break;
     onnx::TensorProto t;
     if (!readFile(path, bytes) || !t.ParseFromString(bytes))
-      return {r.name, "failed", "cannot read " + path};
+      return verdict(r.name, "failed", "cannot read " + path);
     std::string name = k < model.graph().input_size()
                            ? model.graph().input(k).name()
                            : t.name();
@@ -153,7 +275,7 @@ Result runTest(const std::string &dir, const std::set<std::string> &covered) {
       break;
     onnx::TensorProto t;
     if (!readFile(path, bytes) || !t.ParseFromString(bytes))
-      return {r.name, "failed", "cannot read " + path};
+      return verdict(r.name, "failed", "cannot read " + path);
     outputs.push_back(t);
   }
   mlir::MLIRContext ctx;
@@ -161,13 +283,14 @@ Result runTest(const std::string &dir, const std::set<std::string> &covered) {
   std::string err;
   auto module = cuts::importOnnxFile(ctx, dir + "/model.onnx", opts, err);
   if (!module)
-    return {r.name, "failed", "import: " + err};
+    return verdict(r.name, "failed", "import: " + err);
   auto func = module->lookupSymbol<mlir::func::FuncOp>("main");
   auto results = func.getFunctionType().getResults();
   if (results.size() != outputs.size())
-    return {r.name, "failed",
-            "imported " + std::to_string(results.size()) +
-                " outputs, the test has " + std::to_string(outputs.size())};
+    return verdict(r.name, "failed",
+                   "imported " + std::to_string(results.size()) +
+                       " outputs, the test has " +
+                       std::to_string(outputs.size()));
   for (size_t k = 0; k < outputs.size(); ++k) {
     auto t = llvm::cast<mlir::RankedTensorType>(results[k]);
     std::vector<int64_t> want(outputs[k].dims().begin(),
@@ -178,29 +301,38 @@ Result runTest(const std::string &dir, const std::set<std::string> &covered) {
     os << t.getElementType();
     std::string wantType = mlirElementName(outputs[k].data_type());
     if (got != want || os.str() != wantType)
-      return {r.name, "failed",
-              "output " + std::to_string(k) + ": inferred " + shapeStr(got) +
-                  " " + os.str() + ", expected " + shapeStr(want) + " " +
-                  wantType};
+      return verdict(r.name, "failed",
+                     "output " + std::to_string(k) + ": inferred " +
+                         shapeStr(got) + " " + os.str() + ", expected " +
+                         shapeStr(want) + " " + wantType);
   }
-  return {r.name, "passed", ""};
+  r.status = "passed";
+  if (numeric)
+    numericCheck(*module, data, r);
+  return r;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   std::string dir, jsonPath, filter;
+  bool numeric = false;
+  int jobs = 1;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
     if (a == "--json" && k + 1 < argc)
       jsonPath = argv[++k];
     else if (a == "--filter" && k + 1 < argc)
       filter = argv[++k];
+    else if (a == "--numeric")
+      numeric = true;
+    else if (a == "--jobs" && k + 1 < argc && std::atoi(argv[k + 1]) > 0)
+      jobs = std::atoi(argv[++k]);
     else if (dir.empty() && a[0] != '-')
       dir = a;
     else {
       llvm::errs() << "usage: cuts-conformance DIR [--json OUT] "
-                      "[--filter SUBSTR]\n";
+                      "[--filter SUBSTR] [--numeric] [--jobs N]\n";
       return 1;
     }
   }
@@ -220,10 +352,24 @@ int main(int argc, char **argv) {
   auto ops = cuts::supportedOnnxOps();
   std::set<std::string> covered(ops.begin(), ops.end());
 
+  // Each test has its own MLIR context: they run on `jobs` threads.
+  std::vector<Result> results(tests.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < tests.size();)
+      results[i] = runTest(tests[i], covered, numeric);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < jobs; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+
   int passed = 0, failed = 0, skipped = 0;
+  std::map<std::string, int> num;
   nlohmann::json report = nlohmann::json::array();
-  for (const auto &t : tests) {
-    Result r = runTest(t, covered);
+  for (const Result &r : results) {
     if (r.status == "passed")
       ++passed;
     else if (r.status == "failed") {
@@ -231,13 +377,27 @@ int main(int argc, char **argv) {
       llvm::outs() << "FAIL " << r.name << ": " << r.reason << "\n";
     } else
       ++skipped;
-    report.push_back(
-        {{"name", r.name}, {"status", r.status}, {"reason", r.reason}});
+    if (r.numeric == "failed")
+      llvm::outs() << "NUMERIC FAIL " << r.name << ": " << r.numericReason
+                   << "\n";
+    if (!r.numeric.empty())
+      ++num[r.numeric];
+    nlohmann::json j = {
+        {"name", r.name}, {"status", r.status}, {"reason", r.reason}};
+    if (!r.numeric.empty()) {
+      j["numeric"] = r.numeric;
+      j["numericReason"] = r.numericReason;
+    }
+    report.push_back(j);
   }
   if (!jsonPath.empty()) {
     std::ofstream out(jsonPath);
     out << report.dump(1) << "\n";
   }
+  if (numeric)
+    llvm::outs() << "numeric: " << num["passed"] << " passed, " << num["failed"]
+                 << " failed, " << num["skipped"]
+                 << " skipped (not compiled yet)\n";
   llvm::outs() << passed << " passed, " << failed << " failed, " << skipped
                << " skipped\n";
   return 0;

@@ -682,4 +682,24 @@ bool writeNpy(const std::string &path, const HostArray &in,
   return true;
 }
 
+double relativeL2(const HostArray &got, const HostArray &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double g = got.value(i), r = ref.value(i), d = g - r;
+    num += d * d;
+    den += r * r;
+  }
+  if (std::isnan(num))
+    return NAN;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+size_t mismatches(const HostArray &got, const HostArray &ref) {
+  size_t n = 0;
+  for (size_t i = 0; i < ref.size(); ++i)
+    n += ref.isFloat() ? double(got.integer(i)) != ref.value(i)
+                       : got.integer(i) != ref.integer(i);
+  return n;
+}
+
 } // namespace cuts

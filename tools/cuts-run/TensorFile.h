@@ -57,6 +57,12 @@ std::optional<HostArray> parseTensorProto(const std::string &bytes,
 /// By extension: .npy or .pb; `error` names the file.
 std::optional<HostArray> readTensorFile(const std::string &path,
                                         std::string &error);
+/// The relative L2 error of got against ref (equal sizes), in double; NaN
+/// when an element is NaN.
+double relativeL2(const HostArray &got, const HostArray &ref);
+/// Elements of got (integer or bool) that differ from ref (equal sizes).
+size_t mismatches(const HostArray &got, const HostArray &ref);
+
 /// Writes `a` in its dtype (bfloat16, which NumPy lacks, as float32).
 bool writeNpy(const std::string &path, const HostArray &a, std::string &error);
 

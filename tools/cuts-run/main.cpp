@@ -69,28 +69,6 @@ std::string shapeText(const std::vector<int64_t> &s) {
   return t + "]";
 }
 
-/// The relative L2 error of got against ref (equal sizes), in double.
-double relativeL2(const cuts::HostArray &got, const cuts::HostArray &ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double g = got.value(i), r = ref.value(i), d = g - r;
-    num += d * d;
-    den += r * r;
-  }
-  if (std::isnan(num))
-    return NAN;
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-/// Elements of got (integer or bool) that differ from ref (equal sizes).
-size_t mismatches(const cuts::HostArray &got, const cuts::HostArray &ref) {
-  size_t n = 0;
-  for (size_t i = 0; i < ref.size(); ++i)
-    n += ref.isFloat() ? double(got.integer(i)) != ref.value(i)
-                       : got.integer(i) != ref.integer(i);
-  return n;
-}
-
 int cmdRun(const std::vector<std::string> &args) {
   std::string model, outDir, compareDir;
   std::map<std::string, std::string> inputFiles;
@@ -240,14 +218,14 @@ int cmdRun(const std::vector<std::string> &args) {
                             std::to_string(got.size()));
     if (!got.isFloat()) {
       // Integers and bools compare exactly.
-      size_t bad = mismatches(got, *r);
+      size_t bad = cuts::mismatches(got, *r);
       failed += bad != 0;
       std::printf("%-24s %-18s %s, %zu of %zu elements differ  %s\n",
                   x.name.c_str(), shapeText(x.shape).c_str(), x.dtype.c_str(),
                   bad, got.size(), bad ? "FAIL" : "ok");
       continue;
     }
-    double e = relativeL2(got, *r);
+    double e = cuts::relativeL2(got, *r);
     bool ok = e <= tolerance; // NaN fails
     failed += !ok;
     std::printf("%-24s %-18s relative L2 %.3e  %s\n", x.name.c_str(),
