@@ -180,6 +180,22 @@ void compilesWithNvrtc(const Kernel &k) {
   }
 }
 
+// Fuses `pre` into `post` in place of its fetch of X, runs the fused kernel
+// on the CPU against `want` and compiles it with NVRTC; returns it.
+Kernel checkFused(const std::optional<Kernel> &pre,
+                  const std::optional<Kernel> &post,
+                  std::map<std::string, void *> buffers, const Tensor &want) {
+  REQUIRE(pre);
+  REQUIRE(post);
+  std::string error;
+  auto k = fuseShared(*pre, *post, "X", error);
+  INFO(error);
+  REQUIRE(k);
+  CHECK(runFused(*k, std::move(buffers), want) <= 1e-5);
+  compilesWithNvrtc(*k);
+  return *k;
+}
+
 } // namespace
 
 TEST_CASE("conv -> conv fused at the shared-memory level", "[codegen]") {
@@ -208,23 +224,16 @@ TEST_CASE("conv -> conv fused at the shared-memory level", "[codegen]") {
                            {EpilogueOp::binary(dfg::Op::Add, "bias", {16}),
                             EpilogueOp::unary(dfg::Op::Relu)},
                            error);
-      auto post = buildConv("fused", s2, q, {}, error);
-      REQUIRE(pre);
-      REQUIRE(post);
-      auto k = fuseShared(*pre, *post, "X", error);
-      INFO(error);
-      REQUIRE(k);
-      CHECK(k->tensors.size() == 5); // Wt, pre_X, pre_Wt, pre_bias, Y
       INFO("stride " << stride << ", consumer block " << q.Nb << "x" << q.Kb
                      << "x" << q.Hb << "x" << q.Wb << ", producer threads "
                      << pp->threads() << " vs " << q.threads());
-      CHECK(runFused(*k,
-                     {{"pre_X", x.data()},
-                      {"pre_Wt", w1.data()},
-                      {"pre_bias", b1.data()},
-                      {"Wt", w2.data()}},
-                     want) <= 1e-5);
-      compilesWithNvrtc(*k);
+      Kernel k = checkFused(pre, buildConv("fused", s2, q, {}, error),
+                            {{"pre_X", x.data()},
+                             {"pre_Wt", w1.data()},
+                             {"pre_bias", b1.data()},
+                             {"Wt", w2.data()}},
+                            want);
+      CHECK(k.tensors.size() == 5); // Wt, pre_X, pre_Wt, pre_bias, Y
     }
   }
   CHECK(built > 0);
@@ -242,25 +251,18 @@ TEST_CASE("a producer whose thread tiles outnumber the threads runs in rounds",
   pp.Cin = 4;
   std::string error;
   auto pre = buildConv("pre", s1, pp, {}, error);
-  auto post = buildConv("fused", s2, q, {}, error);
   REQUIRE(pre);
-  REQUIRE(post);
+  std::mt19937 rng(5);
+  auto x = test::randomVector(rng, 4 * 81);
+  auto w1 = test::randomVector(rng, 8 * 4),
+       w2 = test::randomVector(rng, 4 * 72);
+  Tensor want = convRef(convRef(toDouble(x), s1, w1, {}), s2, w2, {});
   for (bool prefetch : {false, true}) {
-    pre->prefetch = prefetch;
-    auto k = fuseShared(*pre, *post, "X", error);
-    INFO(error);
-    REQUIRE(k);
-    CHECK(emitSource(*k).find("acc_0_0_0_0_r3") != std::string::npos);
-    std::mt19937 rng(5);
-    auto x = test::randomVector(rng, 4 * 81);
-    auto w1 = test::randomVector(rng, 8 * 4),
-         w2 = test::randomVector(rng, 4 * 72);
-    Tensor want = convRef(convRef(toDouble(x), s1, w1, {}), s2, w2, {});
-    CHECK(runFused(
-              *k,
-              {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"Wt", w2.data()}},
-              want) <= 1e-5);
-    compilesWithNvrtc(*k);
+    pre->prefetch = prefetch; // the producer's loop
+    Kernel k = checkFused(
+        pre, buildConv("fused", s2, q, {}, error),
+        {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"Wt", w2.data()}}, want);
+    CHECK(emitSource(k).find("acc_0_0_0_0_r3") != std::string::npos);
   }
 }
 
@@ -286,24 +288,17 @@ TEST_CASE("conv -> depthwise conv + clip fused at the shared-memory level",
       continue;
     ++built;
     std::string error;
-    auto pre = buildConv("pre", s1, *pp,
-                         {EpilogueOp::unary(dfg::Op::Clip, 0, 6)}, error);
-    auto post = buildConv("fused", s2, q,
-                          {EpilogueOp::binary(dfg::Op::Add, "bias", {16}),
-                           EpilogueOp::unary(dfg::Op::Clip, 0, 6)},
-                          error);
-    REQUIRE(pre);
-    REQUIRE(post);
-    auto k = fuseShared(*pre, *post, "X", error);
-    INFO(error);
-    REQUIRE(k);
-    CHECK(runFused(*k,
-                   {{"pre_X", x.data()},
-                    {"pre_Wt", w1.data()},
-                    {"Wt", w2.data()},
-                    {"bias", b2.data()}},
-                   want) <= 1e-5);
-    compilesWithNvrtc(*k);
+    checkFused(buildConv("pre", s1, *pp,
+                         {EpilogueOp::unary(dfg::Op::Clip, 0, 6)}, error),
+               buildConv("fused", s2, q,
+                         {EpilogueOp::binary(dfg::Op::Add, "bias", {16}),
+                          EpilogueOp::unary(dfg::Op::Clip, 0, 6)},
+                         error),
+               {{"pre_X", x.data()},
+                {"pre_Wt", w1.data()},
+                {"Wt", w2.data()},
+                {"bias", b2.data()}},
+               want);
   }
   CHECK(built > 0);
 }
@@ -333,19 +328,12 @@ TEST_CASE("conv -> max pool fused: the tile's halo holds -inf", "[codegen]") {
       continue;
     ++built;
     std::string error;
-    auto pre = buildConv(
-        "pre", s1, *pp, {EpilogueOp::binary(dfg::Op::Add, "bias", {8})}, error);
-    auto post = buildPool("fused", ps, q, {}, error);
-    REQUIRE(pre);
-    REQUIRE(post);
-    auto k = fuseShared(*pre, *post, "X", error);
-    INFO(error);
-    REQUIRE(k);
-    CHECK(runFused(*k,
-                   {{"pre_X", x.data()},
-                    {"pre_Wt", w1.data()},
-                    {"pre_bias", b1.data()}},
-                   want) <= 1e-5);
+    checkFused(
+        buildConv("pre", s1, *pp,
+                  {EpilogueOp::binary(dfg::Op::Add, "bias", {8})}, error),
+        buildPool("fused", ps, q, {}, error),
+        {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"pre_bias", b1.data()}},
+        want);
   }
   CHECK(built > 0);
 }
@@ -397,25 +385,18 @@ TEST_CASE("matmul + bias + residual -> layer norm fused at the shared-memory "
     ++built;
     lanes += q.Wb > 1; // rows over lanes, reading the tile
     std::string error;
-    auto pre = buildMatMul("pre", M, K, N, *pp,
+    checkFused(buildMatMul("pre", M, K, N, *pp,
                            {EpilogueOp::binary(dfg::Op::Add, "bias", {N}),
                             EpilogueOp::binary(dfg::Op::Add, "res", {M, N})},
-                           error);
-    auto post = buildRowOp("fused", rs, q, error);
-    REQUIRE(pre);
-    REQUIRE(post);
-    auto k = fuseShared(*pre, *post, "X", error);
-    INFO(error);
-    REQUIRE(k);
-    CHECK(runFused(*k,
-                   {{"pre_A", a.data()},
-                    {"pre_B", b.data()},
-                    {"pre_bias", bias.data()},
-                    {"pre_res", res.data()},
-                    {"scale", gamma.data()},
-                    {"bias", beta.data()}},
-                   want) <= 1e-5);
-    compilesWithNvrtc(*k);
+                           error),
+               buildRowOp("fused", rs, q, error),
+               {{"pre_A", a.data()},
+                {"pre_B", b.data()},
+                {"pre_bias", bias.data()},
+                {"pre_res", res.data()},
+                {"scale", gamma.data()},
+                {"bias", beta.data()}},
+               want);
   }
   CHECK(built > 0);
   CHECK(lanes > 0);
