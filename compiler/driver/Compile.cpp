@@ -576,15 +576,14 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
         res.measuredUs += us;
       }
     }
-    if (!gk)
-      gk =
-          lowerGroup(g.operations, g.estimate.best.params, "cuts_kernel", why,
-                     g.estimate.predecessor ? &g.estimate.predecessorBest.params
-                                            : nullptr);
+    // A shared-memory-level pair: its ranked (successor, predecessor) sets,
+    // best first.
     for (size_t i = 0;
          !gk && g.estimate.predecessor && i < g.estimate.ranked.size(); ++i)
       gk = lowerGroup(g.operations, g.estimate.ranked[i].params, "cuts_kernel",
                       why, predecessorOf(g.estimate, i));
+    if (!gk && !g.estimate.predecessor)
+      gk = lowerGroup(g.operations, g.estimate.best.params, "cuts_kernel", why);
     if (!gk && !g.estimate.predecessor)
       for (const Candidate &c :
            searchParams(g.estimate.anchorDesc, opts.arch, opts.prune).kept)
