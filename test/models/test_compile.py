@@ -203,16 +203,14 @@ def make_shared_layernorm(path):
     residual computed into shared memory, then layer-normalised by rows
     over warp lanes."""
     b = tm.Builder(30)
-    h = b.node("MatMul", ["x", b.w([32, 32])])
-    h = b.node("Add", [h, b.w([32])])
+    h = b.node("MatMul", ["x", b.w([32, 64])])
+    h = b.node("Add", [h, b.w([64])])
     h = b.node("Add", [h, "r"])
-    b.node("LayerNormalization", [h, b.w([32]), b.w([32])], axis=-1,
+    b.node("LayerNormalization", [h, b.w([64]), b.w([64])], axis=-1,
            epsilon=1e-5)
     tm.rename_last(b, "y")
-    # Sizes where the model predicts the fused kernel faster (short rows:
-    # a block computes few outputs per row before normalising).
-    return b.model(path, [tm.vi("x", [1, 128, 32]), tm.vi("r", [1, 128, 32])],
-                   [tm.vi("y", [1, 128, 32])], opset=18)
+    return b.model(path, [tm.vi("x", [1, 48, 32]), tm.vi("r", [1, 48, 64])],
+                   [tm.vi("y", [1, 48, 64])], opset=18)
 
 
 def feeds(shapes, seed):
@@ -261,10 +259,11 @@ MODELS = {
                                     "mask")], []),
     "grouped_conv": (make_grouped_conv, [("x", (2, 8, 9, 9))], []),
     "shared_conv": (make_shared_conv, [("x", (1, 3, 13, 13))], []),
-    "shared_layernorm": (make_shared_layernorm, [("x", (1, 128, 32)),
-                                                 ("r", (1, 128, 32))], []),
+    "shared_layernorm": (make_shared_layernorm, [("x", (1, 48, 32)),
+                                                 ("r", (1, 48, 64))], []),
 }
-# Models the compile must make a shared-memory-level fused kernel of.
+# Models the compile must make a shared-memory-level fused kernel of (with a
+# synthetic tuning cache that favours one: favour_shared).
 SHARED = ("shared_conv", "shared_layernorm")
 
 
@@ -304,10 +303,34 @@ def save_npy_feeds(d, f):
     return args
 
 
+def favour_shared(runner, path, d, import_args):
+    """A synthetic tuning cache in which the shared-memory-level fused
+    candidates are the fastest: the compile then takes the fused group,
+    whatever the model's bound prefers at the test's small sizes."""
+    import hashlib
+    import json
+    cands = os.path.join(d, "candidates.json")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o",
+                   os.path.join(d, "listing"), "--candidates", cands,
+                   *import_args)
+    require(r.returncode == 0, "compile --candidates: " + r.stderr)
+    entries = {}
+    for x in json.load(open(cands))["candidates"]:
+        h = int(hashlib.sha256(x["key"].encode()).hexdigest()[:8], 16)
+        fused = "shared-memory-level fusion" in x.get("source", "")
+        entries[x["key"]] = {"us": (1 if fused else 50) + h % 100 / 100.0,
+                             "note": "synthetic"}
+    cache = os.path.join(d, "favour-shared.json")
+    json.dump({"format": 1, "entries": entries}, open(cache, "w"))
+    return ["--tuning", cache]
+
+
 def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
     d = os.path.join(runner.work, name)
     os.makedirs(d, exist_ok=True)
     out = os.path.join(d, "out")
+    if name in SHARED:
+        import_args = import_args + favour_shared(runner, path, d, import_args)
     r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
                    "--emit-source", *import_args)
     require(r.returncode == 0, "compile failed: " + r.stderr)
