@@ -303,10 +303,10 @@ def save_npy_feeds(d, f):
     return args
 
 
-def favour_shared(runner, path, d, import_args):
-    """A synthetic tuning cache in which the shared-memory-level fused
-    candidates are the fastest: the compile then takes the fused group,
-    whatever the model's bound prefers at the test's small sizes."""
+def synthetic_cache(runner, path, d, import_args, us):
+    """`compile --candidates` into d, then d/cache.json giving each
+    candidate x the synthetic time us(x, h), h a hash of its key; returns
+    the candidates and the cache's path."""
     import hashlib
     import json
     cands = os.path.join(d, "candidates.json")
@@ -314,14 +314,27 @@ def favour_shared(runner, path, d, import_args):
                    os.path.join(d, "listing"), "--candidates", cands,
                    *import_args)
     require(r.returncode == 0, "compile --candidates: " + r.stderr)
+    c = json.load(open(cands))["candidates"]
     entries = {}
-    for x in json.load(open(cands))["candidates"]:
+    for x in c:
         h = int(hashlib.sha256(x["key"].encode()).hexdigest()[:8], 16)
-        fused = "shared-memory-level fusion" in x.get("source", "")
-        entries[x["key"]] = {"us": (1 if fused else 50) + h % 100 / 100.0,
-                             "note": "synthetic"}
-    cache = os.path.join(d, "favour-shared.json")
+        entries[x["key"]] = {"us": us(x, h), "note": "synthetic"}
+    cache = os.path.join(d, "cache.json")
     json.dump({"format": 1, "entries": entries}, open(cache, "w"))
+    return c, cache
+
+
+def is_fused(candidate):
+    return "shared-memory-level fusion" in candidate.get("source", "")
+
+
+def favour_shared(runner, path, d, import_args):
+    """A synthetic tuning cache in which the shared-memory-level fused
+    candidates are the fastest: the compile then takes the fused group,
+    whatever the model's bound prefers at the test's small sizes."""
+    _, cache = synthetic_cache(
+        runner, path, d, import_args,
+        lambda x, h: (1 if is_fused(x) else 50) + h % 100 / 100.0)
     return ["--tuning", cache]
 
 
@@ -411,32 +424,22 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
     makes the choice, every kernel chosen by time, `library` calls among
     them (emulated by the CPU); two compiles from the same cache give
     byte-identical artifacts whose outputs still match."""
-    import hashlib
     import json
     d = os.path.join(runner.work, name + "_tuning")
     os.makedirs(d, exist_ok=True)
-    cands = os.path.join(d, "candidates.json")
-    r = runner.run("compile", path, "--arch", "sm_90", "-o",
-                   os.path.join(d, "a"), "--candidates", cands)
-    require(r.returncode == 0, "compile --candidates: " + r.stderr)
-    c = json.load(open(cands))["candidates"]
-    require(len(c) > 3, "only %d candidates" % len(c))
-    entries = {}
-    for x in c:
-        h = int(hashlib.sha256(x["key"].encode()).hexdigest()[:8], 16)
-        entries[x["key"]] = {"us": 5 + h % 1000 / 10.0, "note": "synthetic"}
+
+    def us(x, h):
         # The library "wins" its groups, so library kernels (emulated by a
-        # CPU convolution or product) are in the plan too.
+        # CPU convolution or product) are in the plan too; two convolutions
+        # fused at the shared-memory level hold no library call: they lose,
+        # so the groups the library serves stay.
         if x.get("library") == library:
-            entries[x["key"]]["us"] = 1 + h % 100 / 100.0
-        # Two convolutions fused at the shared-memory level hold no library
-        # call: make them lose, so the groups the library serves stay.
-        if "shared-memory-level fusion" in x.get("source", ""):
-            entries[x["key"]]["us"] += 1000
+            return 1 + h % 100 / 100.0
+        return 5 + h % 1000 / 10.0 + (1000 if is_fused(x) else 0)
+    c, cache = synthetic_cache(runner, path, d, [], us)
+    require(len(c) > 3, "only %d candidates" % len(c))
     require(any(x.get("library") == library for x in c),
             "no %s candidates" % library)
-    cache = os.path.join(d, "cache.json")
-    json.dump({"format": 1, "entries": entries}, open(cache, "w"))
     arts = []
     for k in ("b", "c"):
         out = os.path.join(d, k)
