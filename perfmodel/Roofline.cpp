@@ -376,16 +376,15 @@ double smRatio(double compThread, double nLoad, double latShared, double coefBc,
                                     warpsPerScheduler));
 }
 
-double warpsPerScheduler(const OpDesc &d, const TileParams &p,
+double warpsPerScheduler(const TileParams &p, int64_t resident,
                          const GpuArch &a) {
   int64_t warps = (p.threads() + a.warpSize - 1) / a.warpSize;
-  return std::max(1.0, double(residentBlocks(d, p, a) * warps) / 4.0);
+  return std::max(1.0, double(resident * warps) / 4.0);
 }
 
-int64_t residentBlocks(const OpDesc &d, const TileParams &p,
-                       const GpuArch &a) {
-  int64_t perSM = (numBlocks(d, p) + a.numSM - 1) / a.numSM;
-  return std::max<int64_t>(1, std::min(blocksPerSM(d, p, a), perSM));
+int64_t residentBlocks(int64_t blocks, int64_t perSM, const GpuArch &a) {
+  int64_t given = (blocks + a.numSM - 1) / a.numSM;
+  return std::max<int64_t>(1, std::min(perSM, given));
 }
 
 double wbRatio(int64_t blocks, int64_t slots) {
@@ -422,6 +421,7 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   b.registers = registersPerThread(d, p);
   b.numBlocks = numBlocks(d, p);
   b.blocksPerSM = blocksPerSM(d, p, a);
+  b.residentBlocks = residentBlocks(b.numBlocks, b.blocksPerSM, a);
   double total = d.totalComp();
   if (extra) {
     b.compBlock += extra->compBlock;
@@ -446,9 +446,8 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
                   double(d.batch) /
                   (double(b.numBlocks) * double(p.Nb) * double(p.Kb) *
                    double(p.Hb) * blockW);
-  b.wbRatio =
-      wbRatio(b.numBlocks, int64_t(a.numSM) * residentBlocks(d, p, a)) *
-      std::min(1.0, useful);
+  b.wbRatio = wbRatio(b.numBlocks, int64_t(a.numSM) * b.residentBlocks) *
+              std::min(1.0, useful);
   // COEF_r: the block must fit (the thesis writes strict '<'; a block of
   // exactly MAX_thread threads or MAX_shared bytes is legal on every GPU).
   b.coefR = (p.threads() <= a.maxThreadsPerBlock &&
@@ -467,9 +466,10 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
   // Rows over lanes read global memory straight into registers: no
   // shared-memory loads to wait for.
   bool lanes = rowsOverLanes(d, p);
-  double smRaw = lanes ? INFINITY
-                       : latencyRatio(b.compThread, b.nLoad, a.latShared,
-                                      b.coefBc, warpsPerScheduler(d, p, a));
+  double smRaw =
+      lanes ? INFINITY
+            : latencyRatio(b.compThread, b.nLoad, a.latShared, b.coefBc,
+                           warpsPerScheduler(p, b.residentBlocks, a));
   b.smRatio = std::min(1.0, smRaw);
   b.headroom = std::min(b.gmRaw, smRaw);
   b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;

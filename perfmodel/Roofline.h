@@ -94,6 +94,7 @@ struct Bound {
   double headroom = 0;
   double gmRaw = INFINITY; // OI_TB / ridge (infinite for on-chip input)
   int64_t numBlocks = 0, blocksPerSM = 0, sharedBytes = 0, registers = 0;
+  int64_t residentBlocks = 0; // on a busy SM (residentBlocks())
   /// Lower bound of the run time in seconds: total work at PUL x peak.
   double timeLowerBound = 0;
   double totalComp = 0; // the work timeLowerBound divides
@@ -139,20 +140,19 @@ double smRatio(double compThread, double nLoad, double latShared, double coefBc,
 double latencyRatio(double compThread, double nLoad, double latShared,
                     double coefBc, double warpsPerScheduler = 1);
 
-/// Warps each scheduler of an SM can interleave for p (4 schedulers per SM
-/// on every GPU we model: Volta to Hopper, CDNA's 4 SIMDs per CU): those of
-/// the blocks actually resident (residentBlocks).
-double warpsPerScheduler(const OpDesc &d, const TileParams &p,
+/// Warps each scheduler of an SM can interleave for p's blocks, `resident`
+/// of them on the SM (4 schedulers per SM on every GPU we model: Volta to
+/// Hopper, CDNA's 4 SIMDs per CU).
+double warpsPerScheduler(const TileParams &p, int64_t resident,
                          const GpuArch &arch);
 
-/// Blocks resident on a busy SM: as many as fit (blocksPerSM), but no more
-/// than the grid gives each SM. A grid under one wave leaves block slots
-/// empty without leaving SMs idle; WBRatio and the warps that hide latency
-/// count the blocks there are (our extension: measured on an H200, BERT's
-/// batch-1 GEMMs ran fastest with 256-thread blocks, 1 or 2 an SM, which
-/// the capacity-based form ranked below 1024-thread blocks).
-int64_t residentBlocks(const OpDesc &d, const TileParams &p,
-                       const GpuArch &arch);
+/// Blocks resident on a busy SM: as many as fit (`perSM`, blocksPerSM), but
+/// no more than a grid of `blocks` gives each SM. A grid under one wave
+/// leaves block slots empty without leaving SMs idle; WBRatio and the warps
+/// that hide latency count the blocks there are (our extension: measured on
+/// an H200, BERT's batch-1 GEMMs ran fastest with 256-thread blocks, 1 or 2
+/// an SM, which the capacity-based form ranked below 1024-thread blocks).
+int64_t residentBlocks(int64_t blocks, int64_t perSM, const GpuArch &arch);
 
 /// WBRatio: blocks over the slots of the waves they occupy.
 double wbRatio(int64_t numBlocks, int64_t slotsPerWave);
