@@ -54,6 +54,16 @@ std::string formatName(int format) {
   return std::string(f.begin(), f.end());
 }
 
+std::string paramsText(const TileParams &p) {
+  auto x4 = [](int64_t a, int64_t b, int64_t c, int64_t d) {
+    return std::to_string(a) + "x" + std::to_string(b) + "x" +
+           std::to_string(c) + "x" + std::to_string(d);
+  };
+  return "block " + x4(p.Nb, p.Kb, p.Hb, p.Wb) + ", thread " +
+         x4(p.Nt, p.Kt, p.Ht, p.Wt) + " (N x K x H x W), C_input " +
+         std::to_string(p.Cin) + ", FORMAT_shared " + formatName(p.format);
+}
+
 namespace {
 
 double ceilDiv(double a, double b) { return std::ceil(a / b); }

@@ -80,6 +80,10 @@ struct TileParams {
   }
 };
 
+/// "block 32x16x1x1, thread 2x1x1x1 (N x K x H x W), C_input 64,
+/// FORMAT_shared CHNW": how kernel headers and validation samples name p.
+std::string paramsText(const TileParams &p);
+
 /// The factors of the bound, and what they were computed from.
 struct Bound {
   double compBlock = 0, compThread = 0, nLoad = 0, numTrans = 0;

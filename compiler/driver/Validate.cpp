@@ -82,12 +82,7 @@ sampleForValidation(mlir::ModuleOp module, const GpuArch &arch,
       s.kept = r < kept;
       s.pul = all[r].bound.pul;
       s.timeLowerBoundUs = all[r].bound.timeLowerBound * 1e6;
-      const TileParams &q = all[r].params;
-      s.params = std::to_string(q.Nb) + "x" + std::to_string(q.Kb) + "x" +
-                 std::to_string(q.Hb) + "x" + std::to_string(q.Wb) + "/" +
-                 std::to_string(q.Nt) + "x" + std::to_string(q.Kt) + "x" +
-                 std::to_string(q.Ht) + "x" + std::to_string(q.Wt) + " Cin " +
-                 std::to_string(q.Cin) + " " + formatName(q.format);
+      s.params = paramsText(all[r].params);
       s.candidate = tuneCandidate(gk->kernel, computeArch, toolkit);
       out.push_back(std::move(s));
     }

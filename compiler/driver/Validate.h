@@ -29,7 +29,7 @@ struct ValidationSample {
   int64_t rank;       // 0 = best PUL
   bool kept;          // inside the top T % (at least K)
   double pul, timeLowerBoundUs;
-  std::string params; // "NbxKbxHbxWb/NtxKtxHtxWt Cin C FORMAT"
+  std::string params; // paramsText
   tune::Candidate candidate;
 };
 
