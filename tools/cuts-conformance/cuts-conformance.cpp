@@ -188,17 +188,7 @@ void numericCheck(mlir::ModuleOp module, const std::string &data, Result &r) {
     }
     cuts::HostArray got{x.name, x.shape, x.dtype, std::move(outputs[i])};
     std::string what;
-    bool ok;
-    if (got.isFloat()) {
-      double e = cuts::relativeL2(got, *want);
-      ok = e <= 1e-5; // NaN fails
-      what = "relative L2 " + std::to_string(e);
-    } else {
-      size_t bad = cuts::mismatches(got, *want);
-      ok = bad == 0;
-      what = std::to_string(bad) + " elements differ";
-    }
-    if (!ok) {
+    if (!cuts::matchesReference(got, *want, 1e-5, what)) {
       r.numeric = "failed";
       r.numericReason =
           "output " + std::to_string(i) + " ('" + x.name + "'): " + what;

@@ -2,6 +2,7 @@
 #include "TensorFile.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -682,24 +683,31 @@ bool writeNpy(const std::string &path, const HostArray &in,
   return true;
 }
 
-double relativeL2(const HostArray &got, const HostArray &ref) {
+bool matchesReference(const HostArray &got, const HostArray &ref,
+                      double tolerance, std::string &detail) {
+  char text[128];
+  if (!got.isFloat()) {
+    size_t bad = 0;
+    for (size_t i = 0; i < ref.size(); ++i)
+      bad += ref.isFloat() ? double(got.integer(i)) != ref.value(i)
+                           : got.integer(i) != ref.integer(i);
+    std::snprintf(text, sizeof text, "%s, %zu of %zu elements differ",
+                  got.dtype.c_str(), bad, got.size());
+    detail = text;
+    return bad == 0;
+  }
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     double g = got.value(i), r = ref.value(i), d = g - r;
     num += d * d;
     den += r * r;
   }
-  if (std::isnan(num))
-    return NAN;
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-size_t mismatches(const HostArray &got, const HostArray &ref) {
-  size_t n = 0;
-  for (size_t i = 0; i < ref.size(); ++i)
-    n += ref.isFloat() ? double(got.integer(i)) != ref.value(i)
-                       : got.integer(i) != ref.integer(i);
-  return n;
+  double e = std::isnan(num) ? NAN
+             : den > 0       ? std::sqrt(num / den)
+                             : std::sqrt(num);
+  std::snprintf(text, sizeof text, "relative L2 %.3e", e);
+  detail = text;
+  return e <= tolerance; // NaN fails
 }
 
 } // namespace cuts

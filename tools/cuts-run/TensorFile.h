@@ -57,11 +57,12 @@ std::optional<HostArray> parseTensorProto(const std::string &bytes,
 /// By extension: .npy or .pb; `error` names the file.
 std::optional<HostArray> readTensorFile(const std::string &path,
                                         std::string &error);
-/// The relative L2 error of got against ref (equal sizes), in double; NaN
-/// when an element is NaN.
-double relativeL2(const HostArray &got, const HostArray &ref);
-/// Elements of got (integer or bool) that differ from ref (equal sizes).
-size_t mismatches(const HostArray &got, const HostArray &ref);
+/// Whether got matches ref (equal sizes): a floating-point array within
+/// `tolerance` of relative L2 error (NaN fails), integers and bools exactly.
+/// `detail` says by how much ("relative L2 1.234e-07", "int64, 2 of 12
+/// elements differ").
+bool matchesReference(const HostArray &got, const HostArray &ref,
+                      double tolerance, std::string &detail);
 
 /// Writes `a` in its dtype (bfloat16, which NumPy lacks, as float32).
 bool writeNpy(const std::string &path, const HostArray &a, std::string &error);

@@ -216,20 +216,11 @@ int cmdRun(const std::vector<std::string> &args) {
       return error(ref, "reference has " + std::to_string(r->size()) +
                             " elements, output '" + x.name + "' " +
                             std::to_string(got.size()));
-    if (!got.isFloat()) {
-      // Integers and bools compare exactly.
-      size_t bad = cuts::mismatches(got, *r);
-      failed += bad != 0;
-      std::printf("%-24s %-18s %s, %zu of %zu elements differ  %s\n",
-                  x.name.c_str(), shapeText(x.shape).c_str(), x.dtype.c_str(),
-                  bad, got.size(), bad ? "FAIL" : "ok");
-      continue;
-    }
-    double e = cuts::relativeL2(got, *r);
-    bool ok = e <= tolerance; // NaN fails
+    std::string detail;
+    bool ok = cuts::matchesReference(got, *r, tolerance, detail);
     failed += !ok;
-    std::printf("%-24s %-18s relative L2 %.3e  %s\n", x.name.c_str(),
-                shapeText(x.shape).c_str(), e, ok ? "ok" : "FAIL");
+    std::printf("%-24s %-18s %s  %s\n", x.name.c_str(),
+                shapeText(x.shape).c_str(), detail.c_str(), ok ? "ok" : "FAIL");
   }
   if (failed)
     return error(model, std::to_string(failed) +
