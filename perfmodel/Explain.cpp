@@ -123,7 +123,8 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
 std::string explainTable(const ExplainReport &r) {
   std::ostringstream os;
   os << "target " << r.arch << ", top " << r.options.prune.topPercent
-     << " % (at least " << r.options.prune.minKeep << ") of parameter sets"
+     << " % (at least " << r.options.prune.minKeep << ", at most "
+     << r.options.prune.maxKeep << ") of parameter sets"
      << (r.options.fusion ? "" : ", no fusion") << "\n";
   os << "  #  fusion    enum     kept   PUL     GM     SM     WB     COEF_r  "
         "t_lb(us)  ops\n";
@@ -215,6 +216,7 @@ std::string explainJson(const ExplainReport &r) {
   json out = {{"arch", r.arch},
               {"topPercent", r.options.prune.topPercent},
               {"minKeep", r.options.prune.minKeep},
+              {"maxKeep", r.options.prune.maxKeep},
               {"fusion", r.options.fusion},
               {"groups", groups},
               {"totals",

@@ -192,6 +192,7 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
 
 int64_t keepCount(int64_t n, const PruneOptions &opts) {
   int64_t k = int64_t(std::ceil(double(n) * opts.topPercent / 100.0));
+  k = std::min<int64_t>(std::max<int64_t>(k, opts.minKeep), opts.maxKeep);
   return std::min(n, std::max<int64_t>(k, opts.minKeep));
 }
 

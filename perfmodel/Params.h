@@ -21,6 +21,13 @@ namespace cuts {
 struct PruneOptions {
   double topPercent = 1.0; // T: keep the best T % by PUL
   int minKeep = 8;         // K: but never fewer than this many
+  /// M: and never more than this many. T % of a large op's space is huge
+  /// (ResNet-50's convs at batch 64: 11M sets, so 112k kept), yet only the
+  /// best few are ever lowered or timed, and keeping, scoring and fusing
+  /// them all made the search 50x slower. A cap keeps the same best sets,
+  /// in the same order (the pruning is a top-k); it does not bind at batch 1
+  /// on the bundled models (at most 3115 kept there).
+  int64_t maxKeep = 4096;
 };
 
 struct Candidate {

@@ -318,17 +318,53 @@ int64_t sharedAddress(const SharedFormat &f, const int64_t ext[4],
 
 } // namespace
 
-double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
-  int64_t lanes = std::min<int64_t>(arch.warpSize, p.threads());
-  const SharedFormat &f = sharedFormats()[p.format];
+namespace {
+
+// What COEF_bc needs that does not depend on FORMAT_shared: each lane's
+// index into the data tile, the tile's extents, the weight tile's conflict
+// degree and its loads. The search walks the 24 formats innermost, so
+// this is computed once per format group (the last one is remembered per
+// thread) instead of once per format.
+struct ConflictInputs {
+  // The key: what the rest was computed from.
+  OpKind kind = OpKind::Elementwise;
+  int64_t C = 0, FH = 0, FW = 0, SH = 0, SW = 0, DH = 0, DW = 0;
+  int64_t P[9] = {};
+  int banks = 0;
+  // The values.
+  int lanes = 0;
+  int64_t ext[4] = {};
+  int64_t idx[64][4] = {};
+  bool hasWeights = false;
+  double degW = 1, nW = 0;
+
+  bool matches(const OpDesc &d, const TileParams &p, int b) const {
+    const int64_t q[9] = {p.Nb, p.Kb, p.Hb, p.Wb, p.Nt,
+                          p.Kt, p.Ht, p.Wt, p.Cin};
+    return kind == d.kind && C == d.C && FH == d.FH && FW == d.FW &&
+           SH == d.SH && SW == d.SW && DH == d.DH && DW == d.DW && banks == b &&
+           std::equal(q, q + 9, P);
+  }
+};
+
+void computeConflictInputs(ConflictInputs &ci, const OpDesc &d,
+                           const TileParams &p, const GpuArch &arch) {
+  ci.kind = d.kind, ci.C = d.C, ci.FH = d.FH, ci.FW = d.FW, ci.SH = d.SH;
+  ci.SW = d.SW, ci.DH = d.DH, ci.DW = d.DW, ci.banks = arch.sharedBanks;
+  const int64_t q[9] = {p.Nb, p.Kb, p.Hb, p.Wb, p.Nt, p.Kt, p.Ht, p.Wt, p.Cin};
+  std::copy(q, q + 9, ci.P);
+  ci.lanes =
+      int(std::min<int64_t>(std::min<int64_t>(arch.warpSize, p.threads()), 64));
   int64_t inH = int64_t(inExtent(double(p.Hb), d.FH, d.SH, d.DH));
   int64_t inW = int64_t(inExtent(double(p.Wb), d.FW, d.SW, d.DW));
   // The data tile: what each thread reads first in the compute phase.
   int64_t ext[4] = {p.Nb, 1, inH, inW};
-  std::vector<int64_t> data, weights;
-  for (int64_t l = 0; l < lanes; ++l) {
+  std::vector<int64_t> weights;
+  for (int l = 0; l < ci.lanes; ++l) {
     ThreadPos t = threadPos(p, l);
-    int64_t idx[4] = {t.n * p.Nt, 0, t.h * p.Ht * d.SH, t.w * p.Wt * d.SW};
+    int64_t *idx = ci.idx[l];
+    idx[0] = t.n * p.Nt, idx[1] = 0, idx[2] = t.h * p.Ht * d.SH;
+    idx[3] = t.w * p.Wt * d.SW;
     switch (d.kind) {
     case OpKind::Conv:
       ext[1] = p.Cin;
@@ -357,18 +393,33 @@ double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
       idx[2] = t.h * p.Ht;
       idx[3] = t.w * p.Wt;
     }
-    data.push_back(sharedAddress(f, ext, idx));
   }
-  double degData = warpConflictDegree(data, arch.sharedBanks);
-  if (weights.empty())
-    return degData;
-  double degW = warpConflictDegree(weights, arch.sharedBanks);
+  std::copy(ext, ext + 4, ci.ext);
+  ci.hasWeights = !weights.empty();
+  if (!ci.hasWeights)
+    return;
+  ci.degW = warpConflictDegree(weights, arch.sharedBanks);
   // Weight by how many loads of each kind a thread issues (Table 3.6 terms).
-  double nW = double(p.Kt) * double(d.FH * d.FW) *
-              (d.kind == OpKind::DepthwiseConv ? 1.0 : double(d.C));
-  double nAll = nLoad(d, p);
-  double nData = std::max(0.0, nAll - nW);
-  return (degData * nData + degW * nW) / std::max(1.0, nData + nW);
+  ci.nW = double(p.Kt) * double(d.FH * d.FW) *
+          (d.kind == OpKind::DepthwiseConv ? 1.0 : double(d.C));
+}
+
+} // namespace
+
+double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
+  thread_local ConflictInputs ci;
+  if (!ci.matches(d, p, arch.sharedBanks))
+    computeConflictInputs(ci, d, p, arch);
+  const SharedFormat &f = sharedFormats()[p.format];
+  std::vector<int64_t> data(size_t(ci.lanes));
+  for (int l = 0; l < ci.lanes; ++l)
+    data[size_t(l)] = sharedAddress(f, ci.ext, ci.idx[l]);
+  double degData = warpConflictDegree(data, arch.sharedBanks);
+  if (!ci.hasWeights)
+    return degData;
+  // N_load depends on the format (its 128-bit runs), the weights' share not.
+  double nData = std::max(0.0, nLoad(d, p) - ci.nW);
+  return (degData * nData + ci.degW * ci.nW) / std::max(1.0, nData + ci.nW);
 }
 
 double gmRatio(double oiTB, double ridgePoint) {

@@ -4,7 +4,8 @@
 # off) and cuts phases (compile --tune, run --compare against ONNX Runtime,
 # bench --graph) in one run. MODELS (default: ResNet-50 and MobileNetV2) and
 # BATCHES (small large) choose the cells, PHASES the phases (default models
-# peers cuts). Results go to
+# peers cuts), PRECISIONS (fp32) and PEERS (eager cuda_graph) the peers'
+# cells. Results go to
 # $OUT/bench/results.json, the whole log to $OUT/run.log; each cuts cell's
 # artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
 # (cuts bench --kernels) in kernels.txt. RESUME=results.json starts from an
@@ -25,8 +26,8 @@ if [ -n "${RESUME:-}" ]; then
   extra=(--retry-errors)
 fi
 python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models peers cuts} \
-  --models $models --batches ${BATCHES:-small large} --precisions fp32 \
-  --peers eager cuda_graph --cuts "$cuts" \
+  --models $models --batches ${BATCHES:-small large} --precisions ${PRECISIONS:-fp32} \
+  --peers ${PEERS:-eager cuda_graph} --cuts "$cuts" \
   --cuts-estimate ${CUTS_ESTIMATE:-150} --keep "$OUT/keep" \
   --budget ${BUDGET:-540} --phase-budget ${BUDGET:-540} \
   --no-report > "$OUT/run.log" 2>&1

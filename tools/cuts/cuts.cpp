@@ -47,12 +47,14 @@ void usage(llvm::raw_ostream &os) {
         "  import --list-ops\n"
         "      the ONNX operators cuts covers\n"
         "  explain MODEL.onnx --arch ARCH [--json] [--input-shape ...]\n"
-        "                    [--top-percent T] [--min-keep K] [--no-fusion]\n"
+        "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
+        "                    [--no-fusion]\n"
         "      the kernels the performance model groups the graph into, with\n"
         "      candidates enumerated and kept, the best PUL and its factors\n"
         "  compile MODEL.onnx --arch ARCH[,ARCH...] -o DIR [--emit-source]\n"
         "                    [--name NAME] [--input-shape ...] [--no-fusion]\n"
-        "                    [--top-percent T] [--min-keep K] [--jobs N]\n"
+        "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
+        "                    [--jobs N]\n"
         "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
         "                    [--candidates FILE] [--no-library]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
@@ -241,9 +243,9 @@ bool numberAt(const std::vector<std::string> &args, size_t &k, double &out,
          out <= hi;
 }
 
-// Parses --top-percent T / --min-keep K (the pruning of explain, compile and
-// validate) at args[k]; returns 0 when it is neither, 1 when handled, -1 on
-// error (printed).
+// Parses --top-percent T / --min-keep K / --max-keep M (the pruning of explain,
+// compile and validate) at args[k]; returns 0 when it is neither, 1 when
+// handled, -1 on error (printed).
 int parsePruneOption(const std::vector<std::string> &args, size_t &k,
                      cuts::PruneOptions &prune) {
   double v = 0;
@@ -261,6 +263,14 @@ int parsePruneOption(const std::vector<std::string> &args, size_t &k,
       return -1;
     }
     prune.minKeep = int(v);
+    return 1;
+  }
+  if (args[k] == "--max-keep") {
+    if (!numberAt(args, k, v, 1, 1e9)) {
+      error("", "--max-keep needs a count >= 1");
+      return -1;
+    }
+    prune.maxKeep = int64_t(v);
     return 1;
   }
   return 0;
