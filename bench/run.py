@@ -262,12 +262,14 @@ def dry_run(args, cells):
     print(f"{len(cells)} cells")
 
 
-def peer_order(cells, peer):
+def small_first(cells):
     """Compiles go batch 1 first: if the budget runs out, the cheap small
     cells are the ones measured and the large batches the ones skipped."""
-    if peer.startswith("compile"):
-        return sorted(cells, key=lambda c: c["batch"] != 1)
-    return cells
+    return sorted(cells, key=lambda c: c["batch"] != 1)
+
+
+def peer_order(cells, peer):
+    return small_first(cells) if peer.startswith("compile") else cells
 
 
 # ---------------------------------------------------------------- environment
@@ -700,7 +702,7 @@ def phase_cuts(ctx, cells):
     arch = f"sm_{p.major}{p.minor}"
     usage = subprocess.run([ctx.args.cuts, "--help"], capture_output=True, text=True,
                            timeout=60).stdout
-    for c in cells:
+    for c in small_first(cells):
         # compile + tune may take up to 10 minutes (issue 6); without tuning
         # compile, reference, check and timing take a minute or two.
         est = ctx.args.cuts_estimate or (600 if "--tune" in usage else 120)
@@ -737,7 +739,7 @@ def run_cuts(ctx, cell, arch):
         if "--precision" in usage:
             cmd += ["--precision", cell["precision"]]
         t = time.perf_counter()
-        run_checked(cmd, 900)
+        compile_out = run_checked(cmd, 900)
         compile_s = time.perf_counter() - t
         artifact = os.path.join(out, "model.cuts")
         # Reference: ONNX Runtime on the CPU, same inputs as the export.
@@ -766,7 +768,9 @@ def run_cuts(ctx, cell, arch):
         if median is None:
             raise RuntimeError(f"cuts bench --json printed no median_ms: {bench[:200]}")
         return {"median_ms": median, "compile_s": compile_s, "tuned": tuned,
-                "compare": check.strip()[-2000:], "bench": stats}
+                "compare": check.strip()[-2000:], "bench": stats,
+                # Its summary: kernels, the time per step, tuning rounds.
+                "compile": compile_out.strip()[-1500:]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
