@@ -330,7 +330,7 @@ struct ConflictInputs {
   OpKind kind = OpKind::Elementwise;
   int64_t C = 0, FH = 0, FW = 0, SH = 0, SW = 0, DH = 0, DW = 0;
   int64_t P[9] = {};
-  int banks = 0;
+  int banks = 0, warpSize = 0;
   // The values.
   int lanes = 0;
   int64_t ext[4] = {};
@@ -338,11 +338,12 @@ struct ConflictInputs {
   bool hasWeights = false;
   double degW = 1, nW = 0;
 
-  bool matches(const OpDesc &d, const TileParams &p, int b) const {
+  bool matches(const OpDesc &d, const TileParams &p, const GpuArch &a) const {
     const int64_t q[9] = {p.Nb, p.Kb, p.Hb, p.Wb, p.Nt,
                           p.Kt, p.Ht, p.Wt, p.Cin};
     return kind == d.kind && C == d.C && FH == d.FH && FW == d.FW &&
-           SH == d.SH && SW == d.SW && DH == d.DH && DW == d.DW && banks == b &&
+           SH == d.SH && SW == d.SW && DH == d.DH && DW == d.DW &&
+           banks == a.sharedBanks && warpSize == a.warpSize &&
            std::equal(q, q + 9, P);
   }
 };
@@ -351,6 +352,7 @@ void computeConflictInputs(ConflictInputs &ci, const OpDesc &d,
                            const TileParams &p, const GpuArch &arch) {
   ci.kind = d.kind, ci.C = d.C, ci.FH = d.FH, ci.FW = d.FW, ci.SH = d.SH;
   ci.SW = d.SW, ci.DH = d.DH, ci.DW = d.DW, ci.banks = arch.sharedBanks;
+  ci.warpSize = arch.warpSize;
   const int64_t q[9] = {p.Nb, p.Kb, p.Hb, p.Wb, p.Nt, p.Kt, p.Ht, p.Wt, p.Cin};
   std::copy(q, q + 9, ci.P);
   ci.lanes =
@@ -408,7 +410,7 @@ void computeConflictInputs(ConflictInputs &ci, const OpDesc &d,
 
 double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
   thread_local ConflictInputs ci;
-  if (!ci.matches(d, p, arch.sharedBanks))
+  if (!ci.matches(d, p, arch))
     computeConflictInputs(ci, d, p, arch);
   const SharedFormat &f = sharedFormats()[p.format];
   std::vector<int64_t> data(size_t(ci.lanes));

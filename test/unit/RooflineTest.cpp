@@ -195,11 +195,58 @@ TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
   CHECK(worst.headroom >= 1.0);
 }
 
-TEST_CASE("keep T percent but never fewer than K", "[roofline]") {
-  PruneOptions opts; // 1 %, K = 8
+TEST_CASE("a capped search keeps the best of the uncapped one, in order",
+          "[roofline]") {
+  const GpuArch &arch = *findArch("h100");
+  OpDesc d = conv(1, 64, 64, 56, 3, 1);
+  PruneOptions all, capped;
+  capped.maxKeep = 16;
+  SearchResult r = searchParams(d, arch, all);
+  SearchResult c = searchParams(d, arch, capped);
+  REQUIRE(r.kept.size() > 16);
+  REQUIRE(c.kept.size() == 16);
+  CHECK(c.enumerated == r.enumerated);
+  for (size_t i = 0; i < c.kept.size(); ++i) {
+    CHECK(c.kept[i].bound.pul == r.kept[i].bound.pul);
+    CHECK(c.kept[i].bound.headroom == r.kept[i].bound.headroom);
+  }
+}
+
+TEST_CASE("COEF_bc does not depend on what was asked before", "[roofline]") {
+  // coefBc remembers the last format group's lanes; interleaved questions
+  // about other ops, tiles and GPUs must get the answers fresh ones get.
+  const GpuArch &h100 = *findArch("h100"), &mi300 = *findArch("mi300x");
+  OpDesc a = conv(1, 64, 64, 56, 3, 1), b = conv(1, 256, 512, 14, 1, 2);
+  std::vector<std::pair<OpDesc, TileParams>> qs;
+  forEachParams(a, h100, [&](const TileParams &p) {
+    if (qs.size() < 200 && p.threads() >= 32)
+      qs.push_back({a, p});
+  });
+  forEachParams(b, h100, [&](const TileParams &p) {
+    if (qs.size() < 400 && p.threads() >= 32)
+      qs.push_back({b, p});
+  });
+  std::vector<double> first;
+  for (auto &[d, p] : qs)
+    first.push_back(coefBc(d, p, h100));
+  for (size_t i = qs.size(); i-- > 0;) {
+    CHECK(coefBc(qs[i].first, qs[i].second, h100) == first[i]);
+    coefBc(qs[(i * 7) % qs.size()].first, qs[(i * 7) % qs.size()].second,
+           mi300);
+  }
+}
+
+TEST_CASE("keep T percent but never fewer than K nor more than M",
+          "[roofline]") {
+  PruneOptions opts; // 1 %, K = 8, M = 4096
   CHECK(keepCount(100000, opts) == 1000);
   CHECK(keepCount(100, opts) == 8);
   CHECK(keepCount(5, opts) == 5);
+  CHECK(keepCount(11000000, opts) == 4096);
   opts.topPercent = 10;
   CHECK(keepCount(1000, opts) == 100);
+  opts.maxKeep = 50;
+  CHECK(keepCount(1000, opts) == 50);
+  opts.maxKeep = 4; // K wins over M
+  CHECK(keepCount(1000, opts) == 8);
 }
