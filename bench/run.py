@@ -734,6 +734,8 @@ def run_cuts(ctx, cell, arch):
         cmd = [ctx.args.cuts, "compile", model["path"], "--arch", arch, "-o", out]
         if tuned:
             cmd.append("--tune")
+            if ctx.args.cuts_tune_seconds:
+                cmd += ["--tune-seconds", str(ctx.args.cuts_tune_seconds)]
             if ctx.args.keep:
                 cmd += ["--tuning", os.path.join(out, "tuning.json")]
         if "--precision" in usage:
@@ -768,6 +770,7 @@ def run_cuts(ctx, cell, arch):
         if median is None:
             raise RuntimeError(f"cuts bench --json printed no median_ms: {bench[:200]}")
         return {"median_ms": median, "compile_s": compile_s, "tuned": tuned,
+                "tune_seconds": ctx.args.cuts_tune_seconds if tuned else None,
                 "compare": check.strip()[-2000:], "bench": stats,
                 # Its summary: kernels, the time per step, tuning rounds.
                 "compile": compile_out.strip()[-1500:]}
@@ -816,6 +819,8 @@ def parse_args(argv=None):
     ap.add_argument("--cuts-estimate", type=float, default=0,
                     help="seconds a cuts cell is expected to take, for the budget check "
                          "(default: 600 with tuning, 120 without)")
+    ap.add_argument("--cuts-tune-seconds", type=float, default=0,
+                    help="cuts compile --tune-seconds S (default: none, tune everything)")
     ap.add_argument("--keep", help="folder where each cuts cell's artifact and tuning cache stay")
     ap.add_argument("--retry-errors", action="store_true")
     ap.add_argument("--no-report", action="store_true")

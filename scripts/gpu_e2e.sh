@@ -5,7 +5,7 @@
 # bench --graph) in one run. MODELS (default: ResNet-50 and MobileNetV2) and
 # BATCHES (small large) choose the cells, PHASES the phases (default models
 # peers cuts), PRECISIONS (fp32) and PEERS (eager cuda_graph) the peers'
-# cells. Results go to
+# cells, TUNE_SECONDS cuts compile's --tune-seconds. Results go to
 # $OUT/bench/results.json, the whole log to $OUT/run.log; each cuts cell's
 # artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
 # (cuts bench --kernels) in kernels.txt. RESUME=results.json starts from an
@@ -29,6 +29,7 @@ python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models 
   --models $models --batches ${BATCHES:-small large} --precisions ${PRECISIONS:-fp32} \
   --peers ${PEERS:-eager cuda_graph} --cuts "$cuts" \
   --cuts-estimate ${CUTS_ESTIMATE:-150} --keep "$OUT/keep" \
+  --cuts-tune-seconds ${TUNE_SECONDS:-0} \
   --budget ${BUDGET:-540} --phase-budget ${BUDGET:-540} \
   --no-report > "$OUT/run.log" 2>&1
 grep -v "^$" "$OUT/run.log" | tail -40

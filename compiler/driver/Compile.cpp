@@ -249,6 +249,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     if (it != memo.end())
       return it->second;
     std::vector<GroupCandidate> list;
+    const int group = int(memo.size());
     int n = std::min<int>(opts.tuneCandidates, int(e.ranked.size()));
     for (int i = 0; i < n; ++i)
       for (bool prefetch : {false, true}) {
@@ -264,6 +265,8 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
                 opts.arch.maxSharedPerBlock)
           continue;
         tune::Candidate tc = tuneCandidate(gk->kernel, arch0, toolkit);
+        tc.group = group;
+        tc.level = 2 * i + prefetch;
         list.push_back({std::move(*gk), std::move(tc)});
       }
     // A library call as a candidate: its graph values, its params, and the
@@ -284,6 +287,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       c.tc.argBytes = std::move(argBytes);
       c.tc.argOutput.assign(c.tc.argBytes.size(), false);
       c.tc.argOutput.back() = true;
+      c.tc.group = group; // level 0: no NVRTC, and often the fastest
       list.push_back(std::move(c));
     };
     // Each present one of the optional args (bias, residual).
@@ -384,17 +388,29 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     res.searchSeconds += report->searchSeconds;
     res.tuneRounds = round + 1;
     if (pending.empty() || opts.cost != CostSource::Measure ||
-        round + 1 == maxRounds)
+        round + 1 == maxRounds || res.tuneBudgetSpent)
       break;
     tune::MeasureOptions mo;
     mo.jobs = opts.jobs;
     mo.progress = opts.progress;
+    if (opts.tuneSeconds > 0) {
+      mo.maxSeconds = opts.tuneSeconds - secondsSince(tuneStart);
+      if (mo.maxSeconds <= 0) {
+        res.tuneBudgetSpent = true;
+        break;
+      }
+    }
     if (opts.progress)
       std::fprintf(stderr, "tuning round %d: %zu candidates\n", round + 1,
                    pending.size());
     if (!tune::measure(pending, arch0, cache, mo, error))
       return std::nullopt;
-    res.measured += int(pending.size());
+    int measured = 0;
+    for (const tune::Candidate &c : pending)
+      measured += cache.find(c.key) != nullptr;
+    res.measured += measured;
+    if (measured < int(pending.size()))
+      res.tuneBudgetSpent = true; // measure() stopped at maxSeconds
     if (!opts.tuningCache.empty() && !cache.save(opts.tuningCache, error))
       return std::nullopt;
   }

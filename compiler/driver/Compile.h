@@ -40,6 +40,7 @@ struct CompileOptions {
   CostSource cost = CostSource::Model;
   std::string tuningCache;   // read, and written after measuring
   int tuneCandidates = 8;    // best-bound parameter sets timed per group
+  double tuneSeconds = 0;    // stop measuring after this long; 0: no limit
   std::string candidatesOut; // write the unmeasured candidates here
   bool progress = false;     // progress lines on stderr (a terminal)
   bool library = true; // tuning also times cuDNN for the groups it can run
@@ -76,6 +77,7 @@ struct CompileResult {
   int tuneRounds = 0, measured = 0, unmeasured = 0, chosenByTime = 0;
   int libraryKernels = 0; // groups given to cuDNN
   double tuneSeconds = 0;
+  bool tuneBudgetSpent = false;           // --tune-seconds ran out
   double predictedUs = 0, measuredUs = 0; // sums over the chosen kernels
   std::vector<GroupTiming> timings;       // per chosen group, when tuning
 };

@@ -208,7 +208,9 @@ std::string candidatesToJson(const std::vector<Candidate> &cs,
                     {"argBytes", c.argBytes},
                     {"argOutput", outs},
                     {"library", c.library},
-                    {"libraryParams", c.libraryParams}});
+                    {"libraryParams", c.libraryParams},
+                    {"group", c.group},
+                    {"level", c.level}});
   }
   return json({{"format", 1}, {"arch", arch}, {"candidates", list}}).dump(1) +
          "\n";
@@ -232,6 +234,8 @@ bool candidatesFromJson(const std::string &text, std::vector<Candidate> &cs,
         c.argOutput.push_back(o != 0);
       c.library = x.value("library", "");
       c.libraryParams = x.value("libraryParams", std::vector<int64_t>{});
+      c.group = x.value("group", -1);
+      c.level = x.value("level", 0);
       if (c.argOutput.size() != c.argBytes.size() || c.grid < 1 ||
           c.block < 1 || c.sharedBytes < 0) {
         error = "candidate " + c.name + " is malformed";
@@ -246,18 +250,34 @@ bool candidatesFromJson(const std::string &text, std::vector<Candidate> &cs,
   return true;
 }
 
+std::vector<const Candidate *> measureOrder(const std::vector<Candidate> &all,
+                                            const Cache &cache) {
+  std::vector<const Candidate *> todo;
+  std::map<std::string, bool> seen;
+  for (const Candidate &c : all)
+    if (!cache.find(c.key) && seen.emplace(c.key, true).second)
+      todo.push_back(&c);
+  std::stable_sort(todo.begin(), todo.end(),
+                   [](const Candidate *a, const Candidate *b) {
+                     return a->level < b->level;
+                   });
+  return todo;
+}
+
 bool measure(const std::vector<Candidate> &all, const std::string &arch,
              Cache &cache, const MeasureOptions &opts, std::string &error) {
-  // Each signature once, and only what the cache lacks.
-  std::vector<const Candidate *> todo;
-  {
-    std::map<std::string, bool> seen;
-    for (const Candidate &c : all)
-      if (!cache.find(c.key) && seen.emplace(c.key, true).second)
-        todo.push_back(&c);
-  }
+  std::vector<const Candidate *> todo = measureOrder(all, cache);
   if (todo.empty())
     return true;
+  auto start = std::chrono::steady_clock::now();
+  auto overTime = [&] {
+    return opts.maxSeconds > 0 && std::chrono::duration<double>(
+                                      std::chrono::steady_clock::now() - start)
+                                          .count() > opts.maxSeconds;
+  };
+  std::atomic<bool> stop{false};
+  // The fastest median so far of each group.
+  std::map<int, double> groupBest;
   const cu::Driver *d = cu::driver(error);
   if (!d)
     return false;
@@ -284,6 +304,11 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   for (int t = 0; t < jobs; ++t)
     pool.emplace_back([&] {
       for (size_t i; (i = next++) < todo.size();) {
+        if (stop || overTime()) {
+          stop = true;
+          ready[i] = true; // not compiled, and not timed
+          continue;
+        }
         if (!todo[i]->library.empty()) { // nothing to compile
           ready[i] = true;
           continue;
@@ -309,6 +334,10 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   for (size_t i = 0; i < todo.size() && ok; ++i) {
     while (!ready[i])
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (stop || overTime()) {
+      stop = true; // the rest stay unmeasured
+      break;
+    }
     const Candidate &c = *todo[i];
     progress.step("timed", i);
     std::unique_ptr<rt::CudnnConv> conv;
@@ -463,7 +492,16 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     r = timeOne(0, first);
     std::vector<float> times;
     const char *how = "launches";
-    if (r == cu::CUDA_SUCCESS) {
+    auto best = groupBest.find(c.group);
+    double firstUs = double(first) * 1e3;
+    bool slow = r == cu::CUDA_SUCCESS && c.group >= 0 && opts.slowFactor > 0 &&
+                best != groupBest.end() && firstUs > opts.slowMinUs &&
+                firstUs > opts.slowFactor * best->second;
+    if (slow) {
+      times.push_back(first);
+      how = "launch, too slow to win (over the slow factor times its group's "
+            "fastest)";
+    } else if (r == cu::CUDA_SUCCESS) {
       int iters = int(std::clamp(opts.targetMs / std::max(first, 1e-3f), 3.0,
                                  double(opts.maxIters)));
       // Replayed as a CUDA graph of `iters` launches, the time is the GPU's
@@ -523,7 +561,9 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     }
     std::sort(times.begin(), times.end());
     double us = double(times[times.size() / 2]) * 1e3;
-    char note[128];
+    if (c.group >= 0 && !slow && (best == groupBest.end() || us < best->second))
+      groupBest[c.group] = us;
+    char note[192];
     std::snprintf(note, sizeof note, "median of %zu %s, %d buffer sets",
                   times.size(), how, copies);
     cache.put(c.key, {us, note});

@@ -36,6 +36,13 @@ struct Candidate {
   /// source): "cudnn.conv" with an encoded rt::ConvSpec.
   std::string library;
   std::vector<int64_t> libraryParams;
+  /// The group (fused subset) it is a candidate of, and its level there:
+  /// 0 for the best-bound set and the library calls, then one per
+  /// parameter set and loop variant down the ranking. The tuner times level
+  /// by level, so every group has a time before any has its eighth, and
+  /// cuts short a candidate far slower than its group's fastest.
+  int group = -1;
+  int level = 0;
 };
 
 /// The cache key of a library call: its parameters on one arch (not the
@@ -87,18 +94,34 @@ std::string candidatesToJson(const std::vector<Candidate> &c,
 bool candidatesFromJson(const std::string &text, std::vector<Candidate> &c,
                         std::string &arch, std::string &error);
 
+/// What measure() times, in its order: each signature once, only what the
+/// cache lacks, by level, else in the given order.
+std::vector<const Candidate *> measureOrder(const std::vector<Candidate> &all,
+                                            const Cache &cache);
+
 struct MeasureOptions {
   int jobs = 0;          // NVRTC threads; 0: one per core
   int warmup = 2;        // launches before timing
   int maxIters = 20;     // timed launches (fewer for slow kernels)
   double targetMs = 20;  // timed milliseconds to aim for per candidate
   bool progress = false; // a progress line with ETA on stderr
+  /// A candidate whose first timed launch is this many times its group's
+  /// fastest median so far is recorded with that one launch: it cannot
+  /// win, and at batch 64 a poor conv tiling runs for milliseconds, times
+  /// the 15 launches of a full measurement. 0: always measure in full.
+  /// Only launches over slowMinUs: below, one launch's time is mostly
+  /// launch latency, which the graph-replayed medians do not include.
+  double slowFactor = 3;
+  double slowMinUs = 100;
+  /// Stop compiling and timing new candidates after this many seconds
+  /// (those left are not recorded, so a later run measures them). 0: none.
+  double maxSeconds = 0;
 };
 
 /// Compiles and times every candidate not in `cache` on GPU 0, adding each
-/// result. Fails (with `error`) only when there is no GPU or a kernel
-/// corrupts the context; a kernel that does not compile or launch is
-/// recorded as failed.
+/// result, by level (Candidate::level) and then in the given order. Fails (with
+/// `error`) only when there is no GPU or a kernel corrupts the context; a
+/// kernel that does not compile or launch is recorded as failed.
 bool measure(const std::vector<Candidate> &candidates, const std::string &arch,
              Cache &cache, const MeasureOptions &opts, std::string &error);
 

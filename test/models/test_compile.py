@@ -440,6 +440,13 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
     require(len(c) > 3, "only %d candidates" % len(c))
     require(any(x.get("library") == library for x in c),
             "no %s candidates" % library)
+    # Each candidate names its group; every group has a level-0 one (timed
+    # first, so a budget never leaves a group with no time at all).
+    groups = {x["group"] for x in c}
+    require(min(groups) >= 0 and
+            groups == {x["group"] for x in c if x["level"] == 0},
+            "groups without a level-0 candidate: %s" %
+            sorted({(x["group"], x["level"]) for x in c}))
     arts = []
     for k in ("b", "c"):
         out = os.path.join(d, k)

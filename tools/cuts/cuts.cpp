@@ -16,6 +16,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -56,6 +57,7 @@ void usage(llvm::raw_ostream &os) {
         "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
         "                    [--jobs N]\n"
         "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
+        "                    [--tune-seconds S]\n"
         "                    [--candidates FILE] [--no-library]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
@@ -66,7 +68,9 @@ void usage(llvm::raw_ostream &os) {
         "      every group the partition search considers on this machine's\n"
         "      GPU and choose by measured time; --tuning CACHE: read (and\n"
         "      with --tune, update) measured times, so a machine without a\n"
-        "      GPU chooses the same; --candidates FILE: write what CACHE\n"
+        "      GPU chooses the same; --tune-seconds S: stop measuring after S\n"
+        "      seconds (level by level: every group's best-bound set and\n"
+        "      library calls first); --candidates FILE: write what CACHE\n"
         "      lacks, for cuts tune; --no-library: never cuDNN (tuning times\n"
         "      it against the generated kernels where it can run a group)\n"
         "  tune DIR --cache CACHE\n"
@@ -418,6 +422,10 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       if (!numberAt(args, k, v, 1, 1000))
         return error("", "--tune-candidates needs a count >= 1");
       copts.tuneCandidates = int(v);
+    } else if (a == "--tune-seconds") {
+      if (!numberAt(args, k, v, 0, 1e7))
+        return error("", "--tune-seconds needs a number of seconds >= 0");
+      copts.tuneSeconds = v;
     } else if (a == "--candidates") {
       if (!value(copts.candidatesOut))
         return error("", "--candidates needs a file name");
@@ -587,6 +595,10 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                   result->kernels, result->libraryKernels, result->measuredUs,
                   result->predictedUs, result->unmeasured, result->tuneSeconds);
     llvm::outs() << times;
+    if (result->tuneBudgetSpent)
+      llvm::outs() << "  tuning stopped at --tune-seconds "
+                   << llvm::format("%.0f", copts.tuneSeconds)
+                   << ": the groups left unmeasured were chosen by the bound\n";
   }
   return 0;
 }

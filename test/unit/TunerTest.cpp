@@ -1,0 +1,68 @@
+//===- TunerTest.cpp - the tuner's order and its candidate files ----------===//
+//
+// measure() needs a GPU; what it times, and in which order, does not.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/driver/Tuner.h"
+
+#include <catch2/catch.hpp>
+
+using namespace cuts::tune;
+
+namespace {
+Candidate candidate(std::string key, int group, int level) {
+  Candidate c;
+  c.key = key;
+  c.name = "cuts_kernel";
+  c.source = "extern \"C\" __global__ void cuts_kernel() {}";
+  c.argBytes = {16};
+  c.argOutput = {true};
+  c.group = group;
+  c.level = level;
+  return c;
+}
+} // namespace
+
+TEST_CASE("the tuner times level by level, each signature once, only what "
+          "the cache lacks",
+          "[tuner]") {
+  // Two groups, as a compile lists them: group by group, best set first.
+  std::vector<Candidate> all = {candidate("a0", 0, 0), candidate("a1", 0, 1),
+                                candidate("a2", 0, 2), candidate("b0", 1, 0),
+                                candidate("b1", 1, 1), candidate("a1", 2, 0),
+                                candidate("c0", 2, 0)};
+  Cache cache;
+  cache.put("b1", {12.0, "measured before"});
+  std::vector<std::string> keys;
+  for (const Candidate *c : measureOrder(all, cache))
+    keys.push_back(c->key);
+  // Every group's level 0 first (a1 once, at its first listing's level),
+  // then level 1, then 2; b1 is in the cache.
+  CHECK(keys == std::vector<std::string>{"a0", "b0", "c0", "a1", "a2"});
+}
+
+TEST_CASE("candidate files keep each candidate's group and level", "[tuner]") {
+  std::vector<Candidate> out = {candidate("k0", 3, 0), candidate("k1", 3, 5)};
+  out[1].library = "cudnn.conv";
+  out[1].libraryParams = {1, 2, 3};
+  std::string arch, error;
+  std::vector<Candidate> in;
+  REQUIRE(candidatesFromJson(candidatesToJson(out, "sm_90"), in, arch, error));
+  CHECK(arch == "sm_90");
+  REQUIRE(in.size() == 2);
+  CHECK(in[0].group == 3);
+  CHECK(in[0].level == 0);
+  CHECK(in[1].level == 5);
+  CHECK(in[1].library == "cudnn.conv");
+  CHECK(in[1].libraryParams == std::vector<int64_t>{1, 2, 3});
+  // Files written before groups and levels existed read as one level.
+  std::vector<Candidate> old;
+  REQUIRE(candidatesFromJson(
+      R"({"format": 1, "arch": "sm_80", "candidates": [{"key": "x",
+          "name": "k", "source": "", "grid": 1, "block": 32,
+          "sharedBytes": 0, "argBytes": [4], "argOutput": [1]}]})",
+      old, arch, error));
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].group == -1);
+  CHECK(old[0].level == 0);
+}
