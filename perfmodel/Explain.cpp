@@ -67,7 +67,10 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
       }
   r.numOps = graph.numNodes;
 
-  FusionModel model(arch, opts.prune, opts.fusion);
+  std::optional<FusionModel> own;
+  if (!opts.model)
+    own.emplace(arch, opts.prune, opts.fusion);
+  FusionModel &model = opts.model ? *opts.model : *own;
   // Every op's own parameter search, in parallel: the bulk of the work.
   std::vector<OpDesc> descs;
   for (mlir::Operation *op : nodes)

@@ -30,6 +30,10 @@ struct ExplainOptions {
   /// generator's rules; `cuts explain` alone leaves it empty).
   std::function<bool(llvm::ArrayRef<mlir::Operation *>)> canFuse;
   int jobs = 0; // threads for the parameter searches; 0: one per core
+  /// A model kept across calls on one graph (tuning's rounds of search),
+  /// so each op's parameter search runs once; built with the same arch,
+  /// prune and fusion. Null: a model of this call's own.
+  FusionModel *model = nullptr;
   /// Evaluate's cost source (§3.1): given a group and its estimate, the cost
   /// the partition search uses; empty means the lower-bound time. Tuning
   /// passes the measured time of the group's fastest candidate.

@@ -228,6 +228,10 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
   eo.prune = opts.prune;
   eo.fusion = opts.fusion;
   eo.jobs = opts.jobs;
+  // The rounds of search below share one model: the parameter searches do
+  // not depend on the costs (at batch 64 they are most of a search).
+  FusionModel model(opts.arch, opts.prune, opts.fusion);
+  eo.model = &model;
   eo.canFuse = [](llvm::ArrayRef<mlir::Operation *> ops) {
     return canGenerate(ops);
   };
