@@ -63,6 +63,11 @@ const std::pair<const char *, Member> kNumericFields[] = {
     {"clockGHz", &GpuArch::clockGHz},
 };
 
+/// Numeric fields a descriptor may leave out (0 then).
+const std::pair<const char *, double GpuArch::*> kOptionalFields[] = {
+    {"latIterCycles", &GpuArch::latIterCycles},
+};
+
 const char *const kStringFields[] = {"name", "aliases", "vendor",
                                      "computeArch"};
 
@@ -71,6 +76,9 @@ bool isField(const std::string &key) {
     if (key == f)
       return true;
   for (const auto &[f, member] : kNumericFields)
+    if (key == f)
+      return true;
+  for (const auto &[f, member] : kOptionalFields)
     if (key == f)
       return true;
   return false;
@@ -105,6 +113,12 @@ template <typename T> std::string readPositive(const Json &value, T &out) {
   if (!(out > 0))
     return "must be positive";
   return "";
+}
+
+/// The descriptor's "sources" object, if it has one.
+const Json *sourcesOf(const Json &root) {
+  auto it = root.find("sources");
+  return it == root.end() || !it->is_object() ? nullptr : &*it;
 }
 
 std::optional<GpuArch> parseArch(const std::string &text, std::string &error,
@@ -164,6 +178,18 @@ std::optional<GpuArch> parseArch(const std::string &text, std::string &error,
         std::visit([&](auto m) { return readPositive(*it, arch.*m); }, member);
     if (!problem.empty())
       return fail(field, problem);
+  }
+
+  for (const auto &[field, member] : kOptionalFields) {
+    auto it = root.find(field);
+    if (it == root.end())
+      continue;
+    std::string problem = readPositive(*it, arch.*member);
+    if (!problem.empty())
+      return fail(field, problem);
+    if (requireSources &&
+        (sourcesOf(root) == nullptr || !sourcesOf(root)->contains(field)))
+      return fail("sources", std::string("has no entry for \"") + field + "\"");
   }
 
   // Cross-field checks: the occupancy model divides one by the other.
@@ -255,6 +281,9 @@ archToJson(const GpuArch &arch,
   out["computeArch"] = arch.computeArch;
   for (const auto &[field, member] : kNumericFields)
     std::visit([&, field = field](auto m) { out[field] = arch.*m; }, member);
+  for (const auto &[field, member] : kOptionalFields)
+    if (arch.*member > 0)
+      out[field] = arch.*member;
   out["sources"] = nlohmann::ordered_json::object();
   for (const auto &[field, source] : sources)
     out["sources"][field] = source;

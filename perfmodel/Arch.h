@@ -39,6 +39,11 @@ struct GpuArch {
   int sharedBanks = 0; // banks of 4 bytes
   long long l2Bytes = 0;
   double clockGHz = 0; // boost clock the peaks are computed at
+  /// LAT_iter, cycles: the least time one iteration of a tiled kernel's
+  /// C_input loop takes (a global load into shared memory, two barriers),
+  /// measured on the GPU; 0 where not measured (the bound then has no
+  /// latency term). Optional in the JSON.
+  double latIterCycles = 0;
 
   /// R_peak / BW_global: the roofline's ridge point in FLOP per byte.
   double ridgePoint() const { return perfPeakFp32 / bwGlobal; }

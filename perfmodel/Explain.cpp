@@ -206,6 +206,7 @@ std::string explainJson(const ExplainReport &r) {
                        {"smRatio", b.smRatio},
                        {"wbRatio", b.wbRatio},
                        {"coefR", b.coefR},
+                       {"latRatio", b.latRatio},
                        {"coefBc", b.coefBc},
                        {"oiTB", b.oiTB},
                        {"blocks", b.numBlocks},

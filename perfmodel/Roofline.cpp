@@ -519,6 +519,18 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
                 ? 1.0
                 : 0.0;
   b.totalComp = total;
+  // The latency chain: a block's C_input iterations run one after another,
+  // each waiting for its global loads and two barriers (at least
+  // LAT_iter, measured), and an SM runs its blocks in waves of the resident
+  // ones. Only complex ops loop over C in C_input steps.
+  if (a.latIterCycles > 0 && isComplex(d.kind) && p.Cin > 0) {
+    double iterations = std::ceil(double(d.C) / double(p.Cin));
+    int64_t perSM = (b.numBlocks + a.numSM - 1) / a.numSM;
+    double waves = std::ceil(double(perSM) /
+                             double(std::max<int64_t>(1, b.residentBlocks)));
+    b.latencyChainSeconds =
+        waves * iterations * a.latIterCycles / (a.clockGHz * 1e9);
+  }
   setCoefBc(b, knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a), d, p, a);
   return b;
 }
@@ -535,7 +547,16 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
                            warpsPerScheduler(p, b.residentBlocks, a));
   b.smRatio = std::min(1.0, smRaw);
   b.headroom = std::min(b.gmRaw, smRaw);
-  b.pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
+  double pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
+  // LATRatio caps the performance at the total work over the latency chain:
+  // the time bound becomes max(work at PUL, chain). It falls as COEF_bc
+  // rises (PUL does), so COEF_bc = 1 still bounds a format group.
+  b.latRatio = 1;
+  if (pul > 0 && b.latencyChainSeconds > 0) {
+    double tWork = b.totalComp / (pul * a.perfPeakFp32);
+    b.latRatio = std::min(1.0, tWork / b.latencyChainSeconds);
+  }
+  b.pul = pul * b.latRatio;
   b.timeLowerBound =
       b.pul > 0 ? b.totalComp / (b.pul * a.perfPeakFp32) : INFINITY;
 }

@@ -90,6 +90,13 @@ struct Bound {
   double oiTB = 0;
   double coefBc = 1;
   double gmRatio = 0, smRatio = 0, wbRatio = 0, coefR = 0;
+  /// LATRatio: 1, or less where the chain of C_input iterations an SM runs
+  /// one after another (each at least LAT_iter, latencyChainSeconds) is
+  /// longer than the work at GMRatio x SMRatio x WBRatio x COEF_r of peak.
+  /// Not in the thesis: BERT's batch-1 GEMMs showed C_input 4 sets 3.4x
+  /// slower than C_input 64 ones of equal PUL (issue 3's validation).
+  double latRatio = 1;
+  double latencyChainSeconds = 0;
   double pul = 0;
   /// The binding one of GMRatio and SMRatio before they are clamped at 1:
   /// how far the set is from being memory- or latency-bound. PUL cannot tell

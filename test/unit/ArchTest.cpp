@@ -144,7 +144,23 @@ TEST_CASE("parseArchJson round-trips archToJson", "[arch]") {
     CHECK(back->sharedBanks == arch.sharedBanks);
     CHECK(back->l2Bytes == arch.l2Bytes);
     CHECK(back->clockGHz == arch.clockGHz);
+    CHECK(back->latIterCycles == arch.latIterCycles);
   }
+}
+
+TEST_CASE("latIterCycles is optional, positive where given", "[arch]") {
+  auto j = h100Json();
+  REQUIRE(j.contains("latIterCycles"));
+  j.erase("latIterCycles");
+  std::string error;
+  auto arch = parseArchJson(j.dump(), error);
+  REQUIRE(arch);
+  CHECK(arch->latIterCycles == 0);
+  CHECK(archToJson(*arch).find("latIterCycles") == std::string::npos);
+  j["latIterCycles"] = -5;
+  CHECK(parseError(j).find("latIterCycles") != std::string::npos);
+  j["latIterCycles"] = "496";
+  CHECK(parseError(j).find("latIterCycles") != std::string::npos);
 }
 
 TEST_CASE("archToJson writes sources in the given order", "[arch]") {

@@ -195,6 +195,44 @@ TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
   CHECK(worst.headroom >= 1.0);
 }
 
+TEST_CASE("LATRatio: the C_input iterations' latency chain bounds the time",
+          "[roofline]") {
+  // BERT's projection at batch 1 (128x768 * 768x768): 96 blocks of 32x32,
+  // one wave. C_input 4 means 192 iterations of at least LAT_iter each.
+  GpuArch h200 = *findArch("h200");
+  REQUIRE(h200.latIterCycles > 0);
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.N = 128, d.C = 768, d.K = 768;
+  TileParams p;
+  p.Nb = 32, p.Kb = 32;
+  p.Cin = 4;
+  Bound narrow = evaluateBound(d, p, h200);
+  p.Cin = 64;
+  Bound wide = evaluateBound(d, p, h200);
+  double chain4 = 192 * h200.latIterCycles / (h200.clockGHz * 1e9);
+  CHECK(narrow.latencyChainSeconds == Approx(chain4));
+  CHECK(wide.latencyChainSeconds == Approx(chain4 / 16));
+  CHECK(narrow.timeLowerBound == Approx(chain4));
+  CHECK(narrow.latRatio < 1);
+  CHECK(wide.latRatio == 1);
+  CHECK(narrow.pul < wide.pul);
+  for (const Bound &b : {narrow, wide}) {
+    CHECK(b.latRatio >= 0);
+    CHECK(b.timeLowerBound >=
+          Approx(std::max(b.latencyChainSeconds,
+                          b.totalComp / (b.gmRatio * b.smRatio * b.wbRatio *
+                                         b.coefR * h200.perfPeakFp32))));
+  }
+  // Without a measured LAT_iter the bound is the thesis's.
+  h200.latIterCycles = 0;
+  p.Cin = 4;
+  Bound thesis = evaluateBound(d, p, h200);
+  CHECK(thesis.latRatio == 1);
+  CHECK(thesis.pul == Approx(thesis.gmRatio * thesis.smRatio * thesis.wbRatio *
+                             thesis.coefR));
+}
+
 TEST_CASE("a capped search keeps the best of the uncapped one, in order",
           "[roofline]") {
   const GpuArch &arch = *findArch("h100");

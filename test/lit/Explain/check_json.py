@@ -15,9 +15,10 @@ for g in r["groups"]:
     if g["fusion"] == "view":
         continue
     b = g["best"]
-    for f in ("pul", "gmRatio", "smRatio", "wbRatio", "coefR"):
+    for f in ("pul", "gmRatio", "smRatio", "wbRatio", "coefR", "latRatio"):
         assert 0 <= b[f] <= 1, (f, b[f])
-    assert abs(b["pul"] - b["gmRatio"] * b["smRatio"] * b["wbRatio"] * b["coefR"]) < 1e-12
+    assert abs(b["pul"] - b["gmRatio"] * b["smRatio"] * b["wbRatio"] * b["coefR"] *
+               b["latRatio"]) < 1e-12
     assert 0 < g["kept"] <= g["enumerated"], g
     p = b["params"]
     assert p["Nb"] % p["Nt"] == 0 and p["Kb"] % p["Kt"] == 0

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Issue 3: re-ranks an earlier validation run's timed parameter sets under
+the current performance model, without a GPU.
+
+The sets' bounds come from a dump of every parameter set of the model's
+convs and matmuls with the current model:
+
+  EXP_MODEL=model.onnx EXP_OUT=sets.tsv build/test/cuts-unit-tests "[.dump]"
+
+Then, for each op that DIR (a scripts/gpu_validate.sh folder:
+validation.json and cache.json) timed, this script prints:
+- the measured fastest set's rank under the current model;
+- whether it is kept (top 1 %, at least 8);
+- how much slower the fastest kept timed set is;
+- how many timed sets ran faster than their bound allows.
+
+usage: validate_rerank.py DIR sets.tsv
+"""
+import collections
+import json
+import math
+import re
+import sys
+
+
+def norm_old(s):  # "32x16x1x1/2x1x1x1 Cin 64 CHNW" (samples before paramsText)
+    m = re.match(r"(\d+)x(\d+)x(\d+)x(\d+)/(\d+)x(\d+)x(\d+)x(\d+) Cin (\d+) (\w+)", s)
+    return tuple(int(x) for x in m.groups()[:9]) + (m.group(10),) if m else None
+
+
+def norm_new(s):  # paramsText: "block 32x16x1x1, thread 2x1x1x1 (N x K x H x W), ..."
+    m = re.match(r"block (\d+)x(\d+)x(\d+)x(\d+), thread (\d+)x(\d+)x(\d+)x(\d+) "
+                 r"\(N x K x H x W\), C_input (\d+), FORMAT_shared (\w+)", s)
+    return tuple(int(x) for x in m.groups()[:9]) + (m.group(10),) if m else None
+
+
+def main():
+    folder, tsv = sys.argv[1], sys.argv[2]
+    samples = json.load(open(folder + "/validation.json"))["samples"]
+    cache = json.load(open(folder + "/cache.json"))["entries"]
+    meas = collections.defaultdict(dict)
+    for s in samples:
+        e = cache.get(s["key"])
+        if e and e.get("us") is not None:
+            p = norm_old(s["params"]) or norm_new(s["params"])
+            meas[s["op"].split(":")[0]][p] = e["us"]
+    rows = collections.defaultdict(dict)
+    with open(tsv) as f:
+        hdr = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            x = line.rstrip("\n").split("\t")
+            if x[0] in meas:
+                rows[x[0]][norm_new(x[1])] = {k: float(v) for k, v in zip(hdr[2:], x[2:])}
+    kept_total = 0
+    for op, m in meas.items():
+        sets = rows[op]
+        n = len(sets)
+        k = min(n, max(8, math.ceil(n * 0.01)))
+        order = sorted(sets, key=lambda p: (sets[p]["pul"], sets[p]["headroom"]), reverse=True)
+        rank = {p: i for i, p in enumerate(order)}
+        best = min(m, key=m.get)
+        kept = [p for p in m if rank[p] < k]
+        bk = min(kept, key=m.get) if kept else None
+        over = sum(sets[p]["tlb"] > us for p, us in m.items())
+        kept_total += rank[best] < k
+        print(f"{op[:60]:60s} sets {n:7d} timed {len(m):4d} fastest at rank {rank[best]:6d} "
+              f"({'kept' if rank[best] < k else 'pruned'}); fastest kept "
+              f"{'%.3fx' % (m[bk] / m[best]) if bk else 'none timed'}; bound above measured {over}")
+    print(f"measured fastest kept in {kept_total} of {len(meas)} ops")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+//===- ModelDumpTest.cpp - every parameter set's bound, for offline study -===//
+//
+// Not a test (hidden: it runs only when asked for by its tag): dumps every
+// parameter set of a model's distinct convs and matmuls with the bound's
+// factors, so scripts/validate_rerank.py can re-rank an earlier GPU
+// validation's timed sets under the current model without a GPU.
+//
+//   EXP_MODEL=model.onnx EXP_OUT=sets.tsv [EXP_ARCH=h200] (then)
+//     build/test/cuts-unit-tests "[.dump]"
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxImporter.h"
+#include "compiler/passes/Passes.h"
+#include "cuts/Dialect/Cuts/CutsDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "perfmodel/Arch.h"
+#include "perfmodel/Describe.h"
+#include "perfmodel/Params.h"
+#include "perfmodel/Roofline.h"
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+using namespace cuts;
+
+TEST_CASE("dump every parameter set of a model's convs and matmuls",
+          "[.dump]") {
+  const char *path = std::getenv("EXP_MODEL");
+  const char *outPath = std::getenv("EXP_OUT");
+  if (!path || !outPath)
+    return; // run by hand only
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<CutsDialect, mlir::func::FuncDialect>();
+  std::string err;
+  ImportOptions io;
+  auto module = importOnnxFile(ctx, path, io, err);
+  REQUIRE(module);
+  mlir::PassManager pm(&ctx);
+  buildCleanupPipeline(pm);
+  REQUIRE(succeeded(pm.run(*module)));
+  const GpuArch &arch =
+      *findArch(std::getenv("EXP_ARCH") ? std::getenv("EXP_ARCH") : "h200");
+  FILE *f = std::fopen(outPath, "w");
+  REQUIRE(f);
+  std::fprintf(f, "op\tparams\tthreads\tblocks\tresident\tperSM\tpul\tgm\tsm\tw"
+                  "b\tcoefR\tcoefBc\tnLoad\tcompThread\tcompBlock\tnumTrans\toi"
+                  "TB\theadroom\ttlb\tregs\tsmem\tC\n");
+  std::set<std::string> seen;
+  module->walk([&](mlir::Operation *op) {
+    auto d = describeOp(op);
+    if (!d ||
+        !(d->kind == OpKind::MatMul || d->kind == OpKind::Conv ||
+          d->kind == OpKind::DepthwiseConv) ||
+        !seen.insert(d->key()).second)
+      return;
+    std::string name = op->getName().getStringRef().str();
+    if (auto l = llvm::dyn_cast<mlir::NameLoc>(op->getLoc()))
+      name += " (" + l.getName().str() + ")";
+    forEachParams(*d, arch, [&](const TileParams &p) {
+      Bound b = evaluateBound(*d, p, arch);
+      std::fprintf(f,
+                   "%s\t%s\t%lld\t%lld\t%lld\t%lld\t%g\t%g\t%g\t%g\t%g\t%g\t%"
+                   "g\t%g\t%g\t%g\t%g\t%g\t%g\t%lld\t%lld\t%lld\n",
+                   name.c_str(), paramsText(p).c_str(), (long long)p.threads(),
+                   (long long)b.numBlocks, (long long)b.residentBlocks,
+                   (long long)b.blocksPerSM, b.pul, b.gmRatio, b.smRatio,
+                   b.wbRatio, b.coefR, b.coefBc, b.nLoad, b.compThread,
+                   b.compBlock, b.numTrans, b.oiTB, b.headroom,
+                   b.timeLowerBound * 1e6, (long long)b.registers,
+                   (long long)b.sharedBytes, (long long)d->C);
+    });
+  });
+  std::fclose(f);
+}
