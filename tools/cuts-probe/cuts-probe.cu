@@ -7,6 +7,10 @@
 //   PERF_peak   an FMA-chain kernel at full occupancy (2 FLOP per FMA);
 //   LAT_shared  a single-thread pointer chase through shared memory, in
 //               clock64() cycles per load;
+//   LAT_iter    one block per SM running the C_input loop of a generated
+//               kernel at C_input 1 (a global load into shared memory, a
+//               barrier, a shared read and an FMA, a barrier), in clock64()
+//               cycles per iteration;
 // and reads the rest from cudaGetDeviceProperties. Standalone on purpose: it
 // needs nvcc only, so it builds on a bare GPU machine (scripts/probe_gpu.sh).
 //
@@ -182,6 +186,69 @@ int measureSharedLatency() {
   return int(median(perLoad) + 0.5);
 }
 
+constexpr int kIterThreads = 256;   // a generated kernel's usual block
+constexpr int kIterations = 4096;   // C_input iterations timed
+constexpr int kIterWords = 1 << 18; // 1 MiB: stays in L2, as tiles re-read
+
+/// The skeleton of a generated kernel's C_input loop at C_input 1: each
+/// iteration loads one word per thread from global memory (L2; the load is
+/// volatile, so it cannot be hoisted over the barriers), stores it to the
+/// shared tile, waits, reads another thread's word and accumulates, waits.
+/// Thread 0 of each block records the cycles of the whole loop.
+__global__ void iterationLatencyKernel(const float *in, long long *cycles,
+                                       float *sink) {
+  __shared__ float tile[kIterThreads];
+  const int t = threadIdx.x;
+  float acc = 0;
+  long long start = clock64();
+  for (int i = 0; i < kIterations; ++i) {
+    const float *p =
+        in + ((i * kIterThreads + t + blockIdx.x * 4099) & (kIterWords - 1));
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+    tile[t] = v;
+    __syncthreads();
+    acc = fmaf(tile[(t + 1) % kIterThreads], 1.0001f, acc);
+    __syncthreads();
+  }
+  long long stop = clock64();
+  if (t == 0)
+    cycles[blockIdx.x] = stop - start;
+  sink[blockIdx.x * kIterThreads + t] = acc;
+}
+
+/// Cycles per C_input iteration: the median over the SMs (one block each)
+/// of the median of 5 runs, after one warm-up run.
+double measureIterationLatency(const cudaDeviceProp &prop) {
+  const int blocks = prop.multiProcessorCount;
+  float *in = nullptr, *sink = nullptr;
+  long long *cycles = nullptr;
+  check(cudaMalloc(&in, kIterWords * sizeof(float)), "cudaMalloc");
+  check(cudaMemset(in, 0, kIterWords * sizeof(float)), "cudaMemset");
+  check(cudaMalloc(&sink, size_t(blocks) * kIterThreads * sizeof(float)),
+        "cudaMalloc");
+  check(cudaMalloc(&cycles, blocks * sizeof(long long)), "cudaMalloc");
+  std::vector<double> runs;
+  std::vector<long long> c(blocks);
+  for (int r = 0; r < 6; ++r) {
+    iterationLatencyKernel<<<blocks, kIterThreads>>>(in, cycles, sink);
+    check(cudaGetLastError(), "iterationLatencyKernel launch");
+    check(cudaMemcpy(c.data(), cycles, blocks * sizeof(long long),
+                     cudaMemcpyDeviceToHost),
+          "iterationLatencyKernel");
+    if (r == 0)
+      continue; // warm-up: the buffer is not in L2 yet
+    std::vector<double> perBlock;
+    for (long long v : c)
+      perBlock.push_back(double(v) / kIterations);
+    runs.push_back(median(perBlock));
+  }
+  cudaFree(in);
+  cudaFree(sink);
+  cudaFree(cycles);
+  return median(runs);
+}
+
 //===----------------------------------------------------------------------===//
 // Output
 //===----------------------------------------------------------------------===//
@@ -265,10 +332,11 @@ int main(int argc, char **argv) {
   const double bw = measureBandwidth();
   const double fp32 = measureFp32Peak(prop);
   const int lat = measureSharedLatency();
+  const double latIter = measureIterationLatency(prop);
   std::fprintf(stderr,
                "cuts-probe: BW_global %.3g B/s, PERF_peak %.3g FLOP/s, "
-               "LAT_shared %d cycles\n",
-               bw, fp32, lat);
+               "LAT_shared %d cycles, LAT_iter %.0f cycles\n",
+               bw, fp32, lat, latIter);
 
   char date[16];
   const std::time_t now = std::time(nullptr);
@@ -311,6 +379,7 @@ int main(int argc, char **argv) {
       {"sharedBanks", "32"},
       {"l2Bytes", std::to_string(prop.l2CacheSize)},
       {"clockGHz", num(clockGHz)},
+      {"latIterCycles", num(latIter)},
   };
   std::vector<std::pair<std::string, std::string>> sources = {
       {"numSM", props},
@@ -339,6 +408,11 @@ int main(int argc, char **argv) {
       {"sharedBanks", "CUDA C++ Programming Guide: 32 banks of 4 bytes"},
       {"l2Bytes", props + " (l2CacheSize)"},
       {"clockGHz", "cudaDevAttrClockRate (maximum SM clock)"},
+      {"latIterCycles",
+       measured + ": one 256-thread block per SM looping over a global load "
+                  "(L2) into shared memory, a barrier, a shared read and "
+                  "FMA, a barrier; clock64 cycles per iteration, median over "
+                  "the SMs and of 5 runs"},
   };
 
   std::string json = "{\n  \"name\": " + jsonString(name) +
