@@ -569,6 +569,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     cache.put(c.key, {us, note});
   }
   progress.step("timed", todo.size());
+  stop = true; // after an error, or at maxSeconds: compile nothing more
   for (std::thread &t : pool)
     t.join();
   if (slab)
