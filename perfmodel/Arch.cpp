@@ -115,12 +115,6 @@ template <typename T> std::string readPositive(const Json &value, T &out) {
   return "";
 }
 
-/// The descriptor's "sources" object, if it has one.
-const Json *sourcesOf(const Json &root) {
-  auto it = root.find("sources");
-  return it == root.end() || !it->is_object() ? nullptr : &*it;
-}
-
 std::optional<GpuArch> parseArch(const std::string &text, std::string &error,
                                  bool requireSources) {
   const Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -187,9 +181,6 @@ std::optional<GpuArch> parseArch(const std::string &text, std::string &error,
     std::string problem = readPositive(*it, arch.*member);
     if (!problem.empty())
       return fail(field, problem);
-    if (requireSources &&
-        (sourcesOf(root) == nullptr || !sourcesOf(root)->contains(field)))
-      return fail("sources", std::string("has no entry for \"") + field + "\"");
   }
 
   // Cross-field checks: the occupancy model divides one by the other.
@@ -215,6 +206,12 @@ std::optional<GpuArch> parseArch(const std::string &text, std::string &error,
   if (requireSources) {
     for (const auto &[field, member] : kNumericFields)
       if (sources == root.end() || !sources->contains(field))
+        return fail("sources",
+                    std::string("has no entry for \"") + field + "\"");
+    // An optional field, where given, too.
+    for (const auto &[field, member] : kOptionalFields)
+      if (root.contains(field) &&
+          (sources == root.end() || !sources->contains(field)))
         return fail("sources",
                     std::string("has no entry for \"") + field + "\"");
   }
