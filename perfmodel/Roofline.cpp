@@ -325,36 +325,45 @@ namespace {
 // degree and its loads. The search walks the 24 formats innermost, so
 // this is computed once per format group (the last one is remembered per
 // thread) instead of once per format.
+using ConflictKey = std::array<int64_t, 19>;
+
+/// What the format-independent part of COEF_bc is computed from.
+ConflictKey conflictKey(const OpDesc &d, const TileParams &p,
+                        const GpuArch &a) {
+  return {int64_t(d.kind),
+          d.C,
+          d.FH,
+          d.FW,
+          d.SH,
+          d.SW,
+          d.DH,
+          d.DW,
+          p.Nb,
+          p.Kb,
+          p.Hb,
+          p.Wb,
+          p.Nt,
+          p.Kt,
+          p.Ht,
+          p.Wt,
+          p.Cin,
+          a.sharedBanks,
+          a.warpSize};
+}
+
 struct ConflictInputs {
-  // The key: what the rest was computed from.
-  OpKind kind = OpKind::Elementwise;
-  int64_t C = 0, FH = 0, FW = 0, SH = 0, SW = 0, DH = 0, DW = 0;
-  int64_t P[9] = {};
-  int banks = 0, warpSize = 0;
-  // The values.
+  ConflictKey key{}; // what the rest was computed from
   int lanes = 0;
   int64_t ext[4] = {};
   int64_t idx[64][4] = {};
   bool hasWeights = false;
   double degW = 1, nW = 0;
-
-  bool matches(const OpDesc &d, const TileParams &p, const GpuArch &a) const {
-    const int64_t q[9] = {p.Nb, p.Kb, p.Hb, p.Wb, p.Nt,
-                          p.Kt, p.Ht, p.Wt, p.Cin};
-    return kind == d.kind && C == d.C && FH == d.FH && FW == d.FW &&
-           SH == d.SH && SW == d.SW && DH == d.DH && DW == d.DW &&
-           banks == a.sharedBanks && warpSize == a.warpSize &&
-           std::equal(q, q + 9, P);
-  }
+  std::vector<int64_t> data; // each lane's data-tile address (per format)
 };
 
 void computeConflictInputs(ConflictInputs &ci, const OpDesc &d,
                            const TileParams &p, const GpuArch &arch) {
-  ci.kind = d.kind, ci.C = d.C, ci.FH = d.FH, ci.FW = d.FW, ci.SH = d.SH;
-  ci.SW = d.SW, ci.DH = d.DH, ci.DW = d.DW, ci.banks = arch.sharedBanks;
-  ci.warpSize = arch.warpSize;
-  const int64_t q[9] = {p.Nb, p.Kb, p.Hb, p.Wb, p.Nt, p.Kt, p.Ht, p.Wt, p.Cin};
-  std::copy(q, q + 9, ci.P);
+  ci.key = conflictKey(d, p, arch);
   ci.lanes =
       int(std::min<int64_t>(std::min<int64_t>(arch.warpSize, p.threads()), 64));
   int64_t inH = int64_t(inExtent(double(p.Hb), d.FH, d.SH, d.DH));
@@ -410,13 +419,13 @@ void computeConflictInputs(ConflictInputs &ci, const OpDesc &d,
 
 double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
   thread_local ConflictInputs ci;
-  if (!ci.matches(d, p, arch))
+  if (ci.key != conflictKey(d, p, arch))
     computeConflictInputs(ci, d, p, arch);
   const SharedFormat &f = sharedFormats()[p.format];
-  std::vector<int64_t> data(size_t(ci.lanes));
+  ci.data.resize(size_t(ci.lanes));
   for (int l = 0; l < ci.lanes; ++l)
-    data[size_t(l)] = sharedAddress(f, ci.ext, ci.idx[l]);
-  double degData = warpConflictDegree(data, arch.sharedBanks);
+    ci.data[size_t(l)] = sharedAddress(f, ci.ext, ci.idx[l]);
+  double degData = warpConflictDegree(ci.data, arch.sharedBanks);
   if (!ci.hasWeights)
     return degData;
   // N_load depends on the format (its 128-bit runs), the weights' share not.
