@@ -37,17 +37,22 @@ def spearman(x, y):
     return cov / (vx * vy) if vx and vy else float("nan")
 
 
+def timed(d):
+    """DIR's timed samples by op: [(sample, measured us)]."""
+    v = json.load(open(os.path.join(d, "validation.json")))
+    cache = json.load(open(os.path.join(d, "cache.json")))["entries"]
+    ops = {}
+    for s in v["samples"]:
+        e = cache.get(s["key"])
+        if e and e.get("us") is not None:
+            ops.setdefault(s["op"], []).append((s, e["us"]))
+    return ops
+
+
 def main():
     rows = []
     for d in sys.argv[1:]:
-        v = json.load(open(os.path.join(d, "validation.json")))
-        cache = json.load(open(os.path.join(d, "cache.json")))["entries"]
-        ops = {}
-        for s in v["samples"]:
-            e = cache.get(s["key"])
-            if e and e.get("us") is not None:
-                ops.setdefault(s["op"], []).append((s, e["us"]))
-        for op, xs in ops.items():
+        for op, xs in timed(d).items():
             best = min(xs, key=lambda t: t[1])
             kept = [t for t in xs if t[0]["kept"]]
             best_kept = min(kept, key=lambda t: t[1]) if kept else None

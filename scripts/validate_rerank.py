@@ -17,10 +17,13 @@ validation.json and cache.json) timed, this script prints:
 usage: validate_rerank.py DIR sets.tsv
 """
 import collections
-import json
 import math
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from validate_report import timed  # noqa: E402
 
 
 def norm_old(s):  # "32x16x1x1/2x1x1x1 Cin 64 CHNW" (samples before paramsText)
@@ -36,14 +39,11 @@ def norm_new(s):  # paramsText: "block 32x16x1x1, thread 2x1x1x1 (N x K x H x W)
 
 def main():
     folder, tsv = sys.argv[1], sys.argv[2]
-    samples = json.load(open(folder + "/validation.json"))["samples"]
-    cache = json.load(open(folder + "/cache.json"))["entries"]
     meas = collections.defaultdict(dict)
-    for s in samples:
-        e = cache.get(s["key"])
-        if e and e.get("us") is not None:
+    for op, xs in timed(folder).items():
+        for s, us in xs:
             p = norm_old(s["params"]) or norm_new(s["params"])
-            meas[s["op"].split(":")[0]][p] = e["us"]
+            meas[op.split(":")[0]][p] = us
     rows = collections.defaultdict(dict)
     with open(tsv) as f:
         hdr = f.readline().rstrip("\n").split("\t")
