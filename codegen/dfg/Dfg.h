@@ -43,6 +43,9 @@ enum class Type { F32, I64, I32, Bool };
 struct DimMap {
   int outDim = NoDim;
   int64_t scale = 1;
+  /// The dimension also moves with the body's channel loop (see
+  /// codegen::Kernel::bodyStep): position += the loop's channel.
+  bool inner = false;
 };
 
 struct Buffer {

@@ -126,6 +126,8 @@ private:
       s += ph.coord[m.outDim] + " * " +
            std::to_string(ph.threadExt[m.outDim] * m.scale) + " + ";
     }
+    if (m.inner)
+      s += "ci + "; // the body loop's channel (Kernel::bodyStep)
     return "(" + s + std::to_string(i) + ")";
   }
 
@@ -339,6 +341,8 @@ Emitter::vectorLoads(const dfg::Graph &g, const std::vector<int> &order) const {
     const dfg::DimMap &m = b.map[u];
     if (m.outDim != dfg::NoDim)
       aligned &= ph.threadExt[m.outDim] * m.scale % 4 == 0;
+    if (m.inner)
+      aligned &= ph.k->bodyStep % 4 == 0;
     if (!aligned)
       continue;
     for (const auto &[i, id] : byPos) {
@@ -728,7 +732,17 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
          << " = " << init << ";\n";
   auto compute = [&](const std::string &in) {
     os << in << "// Compute: this thread's sub-DFG in reverse post-order.\n";
-    forRounds(in, tiles, [&](const std::string &i2) { emitGraph(k.body, i2); });
+    forRounds(in, tiles, [&](const std::string &i2) {
+      if (k.bodyStep <= 0)
+        return emitGraph(k.body, i2);
+      // Not unrolled: the point is a source NVRTC compiles quickly, and a
+      // chunk of kMaxUnrolledFma FMAs has ILP enough.
+      os << i2 << "#pragma unroll 1\n"
+         << i2 << "for (int ci = 0; ci < " << p.Cin << "; ci += " << k.bodyStep
+         << ") {\n";
+      emitGraph(k.body, i2 + "  ");
+      os << i2 << "}\n";
+    });
   };
   std::string in = ind + "  ";
   if (k.loopExtent > 0 && !prefetch) {

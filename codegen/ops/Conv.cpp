@@ -81,22 +81,29 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
   // inH x inW in FORMAT_shared; the filter tile row-major.
   const int64_t ext[4] = {p.Nb, depthwise ? p.Kb : cin, inH, inW};
   std::vector<int64_t> is = formatStrides(sharedFormats()[p.format], ext);
+  int64_t wc = depthwise ? 1 : cin;
+  // A body past kMaxUnrolledFma covers `step` channels and loops.
+  int64_t step = innerChunk(wc, p.Nt * p.Kt * p.Ht * p.Wt * s.FH * s.FW);
+  bool loop = step < wc;
+  if (loop)
+    k.bodyStep = step;
   int in = k.body.addBuffer({"Xs",
                              dfg::Space::Shared,
                              {ext[0], ext[1], ext[2], ext[3]},
                              is,
                              {{dfg::DimN, 1},
-                              {depthwise ? dfg::DimK : dfg::NoDim, 1},
+                              {depthwise ? dfg::DimK : dfg::NoDim, 1, loop},
                               {dfg::DimH, s.SH},
                               {dfg::DimW, s.SW}}});
-  int64_t wc = depthwise ? 1 : cin;
   std::vector<int64_t> ws{wc * s.FH * s.FW, s.FH * s.FW, s.FW, 1};
-  int wt = k.body.addBuffer(
-      {"Ws",
-       dfg::Space::Shared,
-       {p.Kb, wc, s.FH, s.FW},
-       ws,
-       {{dfg::DimK, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}}});
+  int wt = k.body.addBuffer({"Ws",
+                             dfg::Space::Shared,
+                             {p.Kb, wc, s.FH, s.FW},
+                             ws,
+                             {{dfg::DimK, 1},
+                              {dfg::NoDim, 1, loop},
+                              {dfg::NoDim, 1},
+                              {dfg::NoDim, 1}}});
   int64_t hw = s.H * s.W;
   FetchDim channels =
       depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, hw, is[1])
@@ -128,7 +135,7 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
     dfg::Node v(dfg::Op::Value);
     v.name = accName(local);
     int acc = k.body.add(v);
-    for (int64_t c = 0; c < wc; ++c)
+    for (int64_t c = 0; c < step; ++c)
       for (int64_t fh = 0; fh < s.FH; ++fh)
         for (int64_t fw = 0; fw < s.FW; ++fw) {
           int x = k.body.load(in, {pos[0], depthwise ? pos[1] : c,

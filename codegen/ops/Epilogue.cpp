@@ -17,6 +17,13 @@ std::string accName(const int64_t local[4]) {
   return s;
 }
 
+int64_t innerChunk(int64_t channels, int64_t fmaPerChannel) {
+  for (int64_t step = channels; step > 1; --step)
+    if (channels % step == 0 && step * fmaPerChannel <= kMaxUnrolledFma)
+      return step;
+  return 1;
+}
+
 void declareAccumulators(Kernel &k) {
   const TileParams &p = k.params;
   int64_t local[4];

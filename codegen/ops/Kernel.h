@@ -98,7 +98,11 @@ struct Kernel {
   std::vector<Fetch> fetches;
   int64_t loopExtent = 0; // the reduction extent C iterated in C_input steps
   dfg::Graph body;        // one iteration's compute (shared -> registers)
-  dfg::Graph exit;        // after the loop (registers -> global)
+  /// When > 0, `body` covers only channels [0, bodyStep) of the C_input
+  /// slice and runs in a loop over the slice in bodyStep steps, shifting the
+  /// buffer dimensions marked DimMap::inner (see innerChunk).
+  int64_t bodyStep = 0;
+  dfg::Graph exit; // after the loop (registers -> global)
   /// Register accumulators the body carries across iterations, and their
   /// initial value (0 for sums, -inf for a max).
   std::vector<std::string> accumulators;
@@ -115,6 +119,18 @@ struct Kernel {
   std::shared_ptr<const Kernel> producer;
   int producedFetch = -1;
 };
+
+/// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's
+/// time grows with the source: a fused ResNet-50 conv with C_input 64 and
+/// 4608 FMAs a thread was 600 KB and 11 s, and a batch-64 tuning round
+/// compiles a thousand candidates. Past this, the C_input slice is swept by
+/// a loop over chunks of this many FMAs, still wide enough for ILP.
+constexpr int64_t kMaxUnrolledFma = 1024;
+
+/// Channels of one body chunk: the largest divisor of `channels` whose
+/// chunk has at most kMaxUnrolledFma FMAs (`fmaPerChannel` each), at least
+/// 1; `channels` itself (no loop) when the whole slice fits.
+int64_t innerChunk(int64_t channels, int64_t fmaPerChannel);
 
 /// Builds k.exit: for every output of the block, the accumulator
 /// `accName(thread-local position)`, the epilogue, and the store into the

@@ -76,17 +76,22 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
   // Shared tiles: A's in FORMAT_shared (N = rows, C = columns), B's
   // row-major (C x K).
   const SharedFormat &f = sharedFormats()[p.format];
+  // A body past kMaxUnrolledFma covers `step` columns of the slice and loops.
+  int64_t step = innerChunk(p.Cin, p.Nt * p.Kt);
+  bool loop = step < p.Cin;
+  if (loop)
+    k.bodyStep = step;
   dfg::Buffer as{"As",
                  dfg::Space::Shared,
                  {p.Nb, p.Cin},
                  tileStrides(f, 'N', 'C', p.Nb, p.Cin, p.Nt, p.Cin),
-                 {{dfg::DimN, 1}, {dfg::NoDim, 1}}};
+                 {{dfg::DimN, 1}, {dfg::NoDim, 1, loop}}};
   dfg::Buffer bs{
       "Bs",
       dfg::Space::Shared,
       {p.Cin, p.Kb},
       tileStrides({'C', 'K', 'H', 'W'}, 'C', 'K', p.Cin, p.Kb, p.Cin, p.Kt),
-      {{dfg::NoDim, 1}, {dfg::DimK, 1}}};
+      {{dfg::NoDim, 1, loop}, {dfg::DimK, 1}}};
   int a = k.body.addBuffer(as), b = k.body.addBuffer(bs);
   // Each tile is fetched with the operand's contiguous global axis last,
   // so consecutive threads read consecutive words (a transposed operand
@@ -118,7 +123,7 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
       dfg::Node in{dfg::Op::Value, {}};
       in.name = accName2(i % p.Nt, j % p.Kt);
       int acc = k.body.add(in);
-      for (int64_t c = 0; c < p.Cin; ++c) {
+      for (int64_t c = 0; c < step; ++c) {
         int x = k.body.load(a, {i, c});
         int y = k.body.load(b, {c, j});
         dfg::Node fma{dfg::Op::Fma, {x, y, acc}};

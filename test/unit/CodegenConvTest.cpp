@@ -177,6 +177,39 @@ TEST_CASE("generated convolution kernels match the reference on the CPU",
   }
 }
 
+TEST_CASE("a body past kMaxUnrolledFma loops over its C_input slice",
+          "[codegen]") {
+  // 16-channel slices; 32 outputs a thread x 9 taps is 288 FMAs a channel:
+  // 2-channel chunks; 8 outputs: 8-channel chunks, which with C innermost
+  // (NHWC, 16 words unpadded) are 128-bit loads along the loop's axis.
+  Case c{shape(1, 64, 8, 8, 3, 1, 1),
+         {EpilogueOp::binary(dfg::Op::Add, "bias", {8})}};
+  uint32_t seed = 40;
+  for (int64_t ht : {4, 1})
+    for (const char *format : {"NCHW", "NHWC"}) {
+      TileParams p;
+      p.Nb = 1, p.Kb = 4, p.Hb = 4, p.Wb = 8;
+      p.Nt = 1, p.Kt = 4, p.Ht = ht, p.Wt = 2;
+      p.Cin = 16;
+      p.format = formatIndex(format);
+      std::string err;
+      auto k = buildConv("conv_chunks", c.s, p, c.epilogue, err);
+      INFO(err << " Ht " << ht << " format " << format);
+      REQUIRE(k);
+      int64_t fma = p.Nt * p.Kt * p.Ht * p.Wt * 9;
+      CHECK(k->bodyStep == (ht == 4 ? 2 : 8));
+      CHECK(k->bodyStep * fma <= kMaxUnrolledFma);
+      std::string src = emitSource(*k);
+      CHECK(src.find("for (int ci = 0; ci < 16; ci += " +
+                     std::to_string(k->bodyStep) + ")") != std::string::npos);
+      if (ht == 1 && std::string(format) == "NHWC")
+        CHECK(src.find("const float4 Xs_") != std::string::npos);
+      CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+      k->prefetch = true;
+      CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+    }
+}
+
 TEST_CASE("a ResNet-50 3x3 conv compiles with NVRTC", "[codegen]") {
   ConvShape s = shape(1, 64, 56, 64, 3, 1, 1);
   TileParams p;

@@ -131,6 +131,25 @@ TEST_CASE("generated matmul kernels match the reference on the CPU",
   }
 }
 
+TEST_CASE("a matmul body past kMaxUnrolledFma loops over its slice",
+          "[codegen]") {
+  // 8 x 8 outputs a thread, C_input 64: 4096 FMAs unrolled; in 16-column
+  // chunks, 1024.
+  Case c{64, 128, 64, {EpilogueOp::binary(dfg::Op::Add, "bias", {64})}};
+  TileParams p;
+  p.Nb = 32, p.Kb = 32, p.Nt = 8, p.Kt = 8, p.Cin = 64;
+  std::string err;
+  auto k = buildMatMul("matmul_chunks", c.M, c.K, c.N, p, c.epilogue, err);
+  INFO(err);
+  REQUIRE(k);
+  CHECK(k->bodyStep == 16);
+  CHECK(emitSource(*k).find("for (int ci = 0; ci < 64; ci += 16)") !=
+        std::string::npos);
+  CHECK(runAndCompare(*k, c, 90) <= 1e-5);
+  k->prefetch = true;
+  CHECK(runAndCompare(*k, c, 91) <= 1e-5);
+}
+
 TEST_CASE("generated matmul kernels compile with NVRTC for sm_80 and sm_90",
           "[codegen]") {
   TileParams p;
