@@ -293,6 +293,11 @@ def environment(args):
     if l2:
         env["gpu_l2_mib"] = round(l2 / 2**20, 1)
     env.update(nvidia_smi())
+    try:  # max-autotune compiles its Triton choices on this many threads
+        import torch._inductor.config as inductor
+        env["inductor_compile_threads"] = inductor.compile_threads
+    except Exception as e:
+        env["inductor_compile_threads"] = f"unknown: {type(e).__name__}"
     env.update(cudnn_benchmark=torch.backends.cudnn.benchmark,
                tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
                tf32_cudnn=torch.backends.cudnn.allow_tf32)
