@@ -703,8 +703,8 @@ def phase_cuts(ctx, cells):
         log(ctx, f"cuts: {why}")
         return
     import torch
-    p = torch.cuda.get_device_properties(0)
-    arch = f"sm_{p.major}{p.minor}"
+    arch = cuts_arch(ctx, torch.cuda.get_device_properties(0))
+    log(ctx, f"cuts: --arch {arch}")
     usage = subprocess.run([ctx.args.cuts, "--help"], capture_output=True, text=True,
                            timeout=60).stdout
     for c in small_first(cells):
@@ -712,6 +712,25 @@ def phase_cuts(ctx, cells):
         # compile, reference, check and timing take a minute or two.
         est = ctx.args.cuts_estimate or (600 if "--tune" in usage else 120)
         ctx.unit("cuts", c["key"], None, lambda c=c: run_cuts(ctx, c, arch), est)
+
+
+def cuts_arch(ctx, prop):
+    """The descriptor cuts models this GPU with: the one whose name (H200,
+    H100-SXM -> H100) is in the device's and whose compute arch is its
+    capability; else the capability itself (sm_90 is the H100's descriptor,
+    whose bandwidth an H200 exceeds by 43%)."""
+    cc = f"sm_{prop.major}{prop.minor}"
+    try:
+        archs = json.loads(subprocess.run([ctx.args.cuts, "arch", "--json"], capture_output=True,
+                                          text=True, timeout=60).stdout)
+    except (ValueError, OSError, subprocess.SubprocessError):
+        return cc
+    dev = prop.name.upper()
+    for a in sorted(archs, key=lambda a: -len(a.get("name", ""))):
+        base = a.get("name", "").split("-")[0].upper()
+        if base and base in dev and a.get("computeArch") == cc and a.get("aliases"):
+            return a["aliases"][0]
+    return cc
 
 
 def run_cuts(ctx, cell, arch):

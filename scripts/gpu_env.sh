@@ -6,7 +6,8 @@ if ! ldconfig -p | grep -q libcudnn.so.9; then
   d=$(python3 -c "import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], 'lib'))" 2>/dev/null)
   [ -n "$d" ] && export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
 fi
-# Inductor's max-autotune precompiles its Triton choices on a thread pool;
-# left to itself it ran them one at a time here (7-80 s per GEMM or conv
-# shape, run2.log of bench/results/h200-2026-11-23).
+# Inductor's max-autotune precompiles its Triton choices on this many
+# threads (recorded in results.json's env). On the H200 its autotuning
+# benchmarks, not these compiles, took the time (90-235 s a cell):
+# bench/results/h200-2026-11-23/README.md.
 export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-$(nproc)}

@@ -11,6 +11,7 @@
 #ifndef CUTS_COMPILER_DRIVER_COMPILE_H
 #define CUTS_COMPILER_DRIVER_COMPILE_H
 
+#include "compiler/driver/Tuner.h"
 #include "cuts/Artifact.h"
 #include "perfmodel/Explain.h"
 
@@ -77,7 +78,11 @@ struct CompileResult {
   int tuneRounds = 0, measured = 0, unmeasured = 0, chosenByTime = 0;
   int libraryKernels = 0; // groups given to cuDNN
   double tuneSeconds = 0;
-  bool tuneBudgetSpent = false;           // --tune-seconds ran out
+  bool tuneBudgetSpent = false; // --tune-seconds ran out
+  /// When the last search left groups unmeasured: the fraction of its bound
+  /// each was priced at (the worst a measured group achieved), else 0.
+  double unmeasuredPricedAt = 0;
+  tune::MeasureStats measureStats;        // where the measuring time went
   double predictedUs = 0, measuredUs = 0; // sums over the chosen kernels
   std::vector<GroupTiming> timings;       // per chosen group, when tuning
 };

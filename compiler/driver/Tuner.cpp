@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -264,8 +265,32 @@ std::vector<const Candidate *> measureOrder(const std::vector<Candidate> &all,
   return todo;
 }
 
+void MeasureStats::add(const MeasureStats &o) {
+  waitNvrtc += o.waitNvrtc;
+  setup += o.setup;
+  timing += o.timing;
+  finish += o.finish;
+  if (o.slowest > slowest) {
+    slowest = o.slowest;
+    slowestName = o.slowestName;
+  }
+}
+
 bool measure(const std::vector<Candidate> &all, const std::string &arch,
              Cache &cache, const MeasureOptions &opts, std::string &error) {
+  MeasureStats stats;
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  struct Report { // adds `stats` to opts.stats on every return
+    const MeasureOptions &o;
+    MeasureStats &s;
+    ~Report() {
+      if (o.stats)
+        o.stats->add(s);
+    }
+  } report{opts, stats};
   std::vector<const Candidate *> todo = measureOrder(all, cache);
   if (todo.empty())
     return true;
@@ -331,14 +356,35 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   cu::CUdeviceptr slab = 0;
   size_t slabBytes = 0;
   bool ok = true;
+  Clock::time_point candidateStart, timingStart;
+  // Closes candidate i's accounting: set-up up to the first launch, timing
+  // after it (`timingStart` unset: no launch).
+  auto account = [&](const Candidate &c) {
+    double total = since(candidateStart);
+    double timed = timingStart == Clock::time_point() ? 0 : since(timingStart);
+    stats.timing += timed;
+    stats.setup += total - timed;
+    if (total > stats.slowest) {
+      stats.slowest = total;
+      stats.slowestName = c.name + (c.library.empty() ? "" : " " + c.library);
+    }
+  };
   for (size_t i = 0; i < todo.size() && ok; ++i) {
+    auto waitStart = Clock::now();
     while (!ready[i])
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    stats.waitNvrtc += since(waitStart);
     if (stop || overTime()) {
       stop = true; // the rest stay unmeasured
       break;
     }
     const Candidate &c = *todo[i];
+    candidateStart = Clock::now();
+    timingStart = Clock::time_point();
+    struct Close { // accounts for candidate i however its iteration ends
+      std::function<void()> fn;
+      ~Close() { fn(); }
+    } close{[&] { account(c); }};
     progress.step("timed", i);
     std::unique_ptr<rt::CudnnConv> conv;
     std::unique_ptr<rt::CublasLtGemm> gemm;
@@ -465,6 +511,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
                                params.data(), nullptr);
     };
     cu::CUresult r = cu::CUDA_SUCCESS;
+    timingStart = Clock::now();
     for (int w = 0; w < opts.warmup && r == cu::CUDA_SUCCESS; ++w)
       r = launch(w % copies);
     if (r != cu::CUDA_SUCCESS) {
@@ -570,8 +617,10 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   }
   progress.step("timed", todo.size());
   stop = true; // after an error, or at maxSeconds: compile nothing more
+  auto finishStart = Clock::now();
   for (std::thread &t : pool)
     t.join();
+  stats.finish = since(finishStart);
   if (slab)
     d->cuMemFree(slab);
   if (workspaceBuf)

@@ -99,6 +99,17 @@ bool candidatesFromJson(const std::string &text, std::vector<Candidate> &c,
 std::vector<const Candidate *> measureOrder(const std::vector<Candidate> &all,
                                             const Cache &cache);
 
+/// Where measure()'s wall time went, so a slow tuning run says why.
+struct MeasureStats {
+  double waitNvrtc = 0; // the GPU idle, waiting for the next compile
+  double setup = 0;     // library plans, module loads, buffers
+  double timing = 0;    // warm-up and timed launches
+  double finish = 0;    // compiles in flight when measuring stopped
+  double slowest = 0;   // the longest one candidate took to set up and time
+  std::string slowestName;
+  void add(const MeasureStats &o);
+};
+
 struct MeasureOptions {
   int jobs = 0;          // NVRTC threads; 0: one per core
   int warmup = 2;        // launches before timing
@@ -116,6 +127,7 @@ struct MeasureOptions {
   /// Stop compiling and timing new candidates after this many seconds
   /// (those left are not recorded, so a later run measures them). 0: none.
   double maxSeconds = 0;
+  MeasureStats *stats = nullptr; // accumulated into, when set
 };
 
 /// Compiles and times every candidate not in `cache` on GPU 0, adding each

@@ -418,6 +418,41 @@ def check_errors(runner, art, inputs, shapes):
             "unknown input: " + r.stderr)
 
 
+def check_unmeasured_fusion(runner, path):
+    """A cache that measured every candidate but the shared-memory-level
+    fused ones (as when --tune-seconds runs out): the last search prices
+    those at the worst fraction of its bound a measured group achieved, so
+    the slow measured kernels stay (priced at their bound, the unmeasured
+    fused pairs would win), and a second compile chooses the same."""
+    d = os.path.join(runner.work, "unmeasured_fusion")
+    os.makedirs(d, exist_ok=True)
+    c, cache = synthetic_cache(
+        runner, path, d, [],
+        lambda x, h: None if is_fused(x) else 1000 + h % 100 / 100.0)
+    require(any(is_fused(x) for x in c), "no fused candidates")
+    import json
+    e = json.load(open(cache))
+    e["entries"] = {k: v for k, v in e["entries"].items() if v["us"]}
+    json.dump(e, open(cache, "w"))
+    arts = []
+    for k in ("a", "b"):
+        out = os.path.join(d, k)
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       "--tuning", cache, "--emit-source")
+        require(r.returncode == 0, "compile --tuning: " + r.stderr)
+        m = re.search(r"(\d+) of (\d+) kernels chosen by measured time",
+                      r.stdout)
+        require(m and m.group(1) == m.group(2),
+                "an unmeasured group was chosen: " + r.stdout)
+        require("groups left unmeasured were priced at" in r.stdout,
+                "no pricing reported: " + r.stdout)
+        require(not any(f.startswith("fused_") for f in
+                        os.listdir(os.path.join(out, "kernels"))),
+                "an unmeasured fused kernel was chosen")
+        arts.append(open(os.path.join(out, "model.cuts"), "rb").read())
+    require(arts[0] == arts[1], "two compiles from one cache differ")
+
+
 def check_tuning_cache(runner, name, path, inputs, refdir,
                        library="cudnn.conv"):
     """--candidates lists what a cache lacks; a cache of (synthetic) times
@@ -616,6 +651,8 @@ def main():
                      "mobilenet_block", p,
                      ["--input", "x=" + os.path.join(d, "x.npy")],
                      os.path.join(d, "ref"))
+        runner.check("unmeasured fusion", check_unmeasured_fusion, runner,
+                     os.path.join(runner.work, "shared_conv.onnx"))
         d = os.path.join(runner.work, "attention")
         runner.check("tuning cache (cuBLASLt)", check_tuning_cache, runner,
                      "attention", os.path.join(runner.work, "attention.onnx"),

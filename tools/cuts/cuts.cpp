@@ -595,10 +595,24 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                   result->kernels, result->libraryKernels, result->measuredUs,
                   result->predictedUs, result->unmeasured, result->tuneSeconds);
     llvm::outs() << times;
+    const cuts::tune::MeasureStats &ms = result->measureStats;
+    if (result->measured > 0) {
+      std::snprintf(times, sizeof times,
+                    "  measuring: %.1f s waiting for NVRTC, %.1f s set-up "
+                    "(library plans, modules), %.1f s launches, %.1f s "
+                    "finishing compiles; slowest candidate %.2f s (%s)\n",
+                    ms.waitNvrtc, ms.setup, ms.timing, ms.finish, ms.slowest,
+                    ms.slowestName.c_str());
+      llvm::outs() << times;
+    }
     if (result->tuneBudgetSpent)
       llvm::outs() << "  tuning stopped at --tune-seconds "
-                   << llvm::format("%.0f", copts.tuneSeconds)
-                   << ": the groups left unmeasured were chosen by the bound\n";
+                   << llvm::format("%.0f", copts.tuneSeconds) << "\n";
+    if (result->unmeasuredPricedAt > 0)
+      llvm::outs() << "  groups left unmeasured were priced at "
+                   << llvm::format("%.3g", 100 * result->unmeasuredPricedAt)
+                   << "% of their bound (the worst a measured group "
+                      "achieved)\n";
   }
   return 0;
 }
