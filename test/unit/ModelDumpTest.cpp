@@ -47,7 +47,7 @@ TEST_CASE("dump every parameter set of a model's convs and matmuls",
   REQUIRE(f);
   std::fprintf(f, "op\tparams\tthreads\tblocks\tresident\tperSM\tpul\tgm\tsm\tw"
                   "b\tcoefR\tcoefBc\tnLoad\tcompThread\tcompBlock\tnumTrans\toi"
-                  "TB\theadroom\ttlb\tregs\tsmem\tC\n");
+                  "TB\theadroom\ttlb\tregs\tsmem\tC\tlat\n");
   std::set<std::string> seen;
   module->walk([&](mlir::Operation *op) {
     auto d = describeOp(op);
@@ -63,14 +63,14 @@ TEST_CASE("dump every parameter set of a model's convs and matmuls",
       Bound b = evaluateBound(*d, p, arch);
       std::fprintf(f,
                    "%s\t%s\t%lld\t%lld\t%lld\t%lld\t%g\t%g\t%g\t%g\t%g\t%g\t%"
-                   "g\t%g\t%g\t%g\t%g\t%g\t%g\t%lld\t%lld\t%lld\n",
+                   "g\t%g\t%g\t%g\t%g\t%g\t%g\t%lld\t%lld\t%lld\t%g\n",
                    name.c_str(), paramsText(p).c_str(), (long long)p.threads(),
                    (long long)b.numBlocks, (long long)b.residentBlocks,
                    (long long)b.blocksPerSM, b.pul, b.gmRatio, b.smRatio,
                    b.wbRatio, b.coefR, b.coefBc, b.nLoad, b.compThread,
                    b.compBlock, b.numTrans, b.oiTB, b.headroom,
                    b.timeLowerBound * 1e6, (long long)b.registers,
-                   (long long)b.sharedBytes, (long long)d->C);
+                   (long long)b.sharedBytes, (long long)d->C, b.latRatio);
     });
   });
   std::fclose(f);
