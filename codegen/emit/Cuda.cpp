@@ -174,6 +174,9 @@ private:
                  const std::string &loopBase, FetchMode mode, int fetchIndex);
   void emitFetches(const std::string &indent, const std::string &loopBase,
                    FetchMode mode);
+  // Registers a thread needs to stage one iteration's fetches: the rounds
+  // of each (ToRegisters).
+  int64_t stagedFloats() const;
   void declareTiles(const std::string &indent, const std::string &stage);
   // The phase's accumulators, loop and exit; its tile coordinates are those
   // of `tiles` thread tiles swept by the block's threads in rounds (the
@@ -601,7 +604,9 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
   } else {
     if (mode == FetchMode::ToRegisters)
       os << ind << "float " << reg << "[" << rounds << "];\n";
-    os << ind << "for (int round = 0; round < " << rounds << "; ++round) {\n"
+    // Unrolled, so the staged values live in registers.
+    os << ind << "#pragma unroll\n"
+       << ind << "for (int round = 0; round < " << rounds << "; ++round) {\n"
        << in << "const int e = tid + round * kThreads;\n"
        << in << "if (e >= " << total << ")\n"
        << in << "  break;\n";
@@ -646,6 +651,18 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
   else
     os << in << b.name << "[" << shared << "] = " << reg << "[round];\n";
   os << ind << "}\n";
+}
+
+int64_t Emitter::stagedFloats() const {
+  int64_t n = 0, threads = top.params.threads();
+  for (size_t i = 0; i < ph.k->fetches.size(); ++i)
+    if (int(i) != ph.skipFetch) {
+      int64_t total = 1;
+      for (const FetchDim &d : ph.k->fetches[i].dims)
+        total *= d.extent;
+      n += (total + threads - 1) / threads;
+    }
+  return n;
 }
 
 void Emitter::emitFetches(const std::string &ind, const std::string &loopBase,
@@ -750,7 +767,15 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
        << ind << "for (long long c0 = 0; c0 < " << k.loopExtent
        << "; c0 += " << p.Cin << ") {\n"
        << in << "// Fetch: global -> shared, all threads cooperating.\n";
-    emitFetches(in, "c0", FetchMode::Direct);
+    if (stagedFloats() <= kMaxStagedFetch) {
+      // Every global load first, then the shared stores (kMaxStagedFetch).
+      os << in << "{\n";
+      emitFetches(in + "  ", "c0", FetchMode::ToRegisters);
+      emitFetches(in + "  ", "", FetchMode::FromRegisters);
+      os << in << "}\n";
+    } else {
+      emitFetches(in, "c0", FetchMode::Direct);
+    }
     os << in << "__syncthreads();\n";
     compute(in);
     os << in << "__syncthreads();\n" << ind << "}\n\n";

@@ -127,6 +127,14 @@ struct Kernel {
 /// a loop over chunks of this many FMAs, still wide enough for ILP.
 constexpr int64_t kMaxUnrolledFma = 1024;
 
+/// The most floats a thread stages in registers for one iteration's fetch
+/// (every fetch's rounds together). Up to this, the loop's fetch issues all
+/// its global loads before its first shared store, so their latencies
+/// overlap; a fetch loop storing as it loads had nvcc wait for each group
+/// of four loads in turn (SASS of a BERT projection on sm_90). Past it the
+/// registers would cost occupancy: the loop stores as it loads.
+constexpr int64_t kMaxStagedFetch = 16;
+
 /// Channels of one body chunk: the largest divisor of `channels` whose
 /// chunk has at most kMaxUnrolledFma FMAs (`fmaPerChannel` each), at least
 /// 1; `channels` itself (no loop) when the whole slice fits.

@@ -179,6 +179,11 @@ TEST_CASE("generated matmul kernels compile with NVRTC for sm_80 and sm_90",
     CHECK(res->sharedBytes == 0);
     CHECK(launchShape(*k).sharedBytes == (32 * 16 + 15 * 68 + 64) * 4);
   }
+  // 4 + 8 floats a thread per slice (kMaxStagedFetch): every global load
+  // of the fetch into registers, then the shared stores.
+  CHECK(src.find("float staged0[4];") != std::string::npos);
+  CHECK(src.find("float staged1[8];") != std::string::npos);
+  CHECK(src.find("for (int e = tid;") == std::string::npos);
   // A thread's 4 columns of B and its row of A's 16 columns: 128-bit loads.
   CHECK(src.find("const float4 Bs_0_0_x4 = *reinterpret_cast<const float4 "
                  "*>(&Bs[(0) * 68 + (t_k * 4 + 0) * 1]);") !=
