@@ -46,6 +46,14 @@ int64_t bufferFloats(const dfg::Buffer &b) {
   return (size + 3) / 4 * 4;
 }
 
+// Elements one fetch copies per iteration: its tile.
+int64_t fetchElements(const Fetch &f) {
+  int64_t total = 1;
+  for (const FetchDim &d : f.dims)
+    total *= d.extent;
+  return total;
+}
+
 int64_t sharedFloats(const Kernel &k) {
   int64_t n = 0;
   for (const dfg::Buffer &b : k.body.allBuffers())
@@ -591,9 +599,7 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
                         int fetchIndex) {
   const Kernel &k = *ph.k;
   const dfg::Buffer &b = k.body.buffer(f.buffer);
-  int64_t total = 1;
-  for (const FetchDim &d : f.dims)
-    total *= d.extent;
+  int64_t total = fetchElements(f);
   int64_t threads = top.params.threads();
   int64_t rounds = (total + threads - 1) / threads;
   std::string reg = "staged" + std::to_string(fetchIndex);
@@ -656,12 +662,8 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
 int64_t Emitter::stagedFloats() const {
   int64_t n = 0, threads = top.params.threads();
   for (size_t i = 0; i < ph.k->fetches.size(); ++i)
-    if (int(i) != ph.skipFetch) {
-      int64_t total = 1;
-      for (const FetchDim &d : ph.k->fetches[i].dims)
-        total *= d.extent;
-      n += (total + threads - 1) / threads;
-    }
+    if (int(i) != ph.skipFetch)
+      n += (fetchElements(ph.k->fetches[i]) + threads - 1) / threads;
   return n;
 }
 

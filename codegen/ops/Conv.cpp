@@ -83,10 +83,8 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
   std::vector<int64_t> is = formatStrides(sharedFormats()[p.format], ext);
   int64_t wc = depthwise ? 1 : cin;
   // A body past kMaxUnrolledFma covers `step` channels and loops.
-  int64_t step = innerChunk(wc, p.Nt * p.Kt * p.Ht * p.Wt * s.FH * s.FW);
-  bool loop = step < wc;
-  if (loop)
-    k.bodyStep = step;
+  int64_t step = innerChunk(k, wc, p.Nt * p.Kt * p.Ht * p.Wt * s.FH * s.FW);
+  bool loop = k.bodyStep > 0;
   int in = k.body.addBuffer({"Xs",
                              dfg::Space::Shared,
                              {ext[0], ext[1], ext[2], ext[3]},

@@ -17,11 +17,14 @@ std::string accName(const int64_t local[4]) {
   return s;
 }
 
-int64_t innerChunk(int64_t channels, int64_t fmaPerChannel) {
-  for (int64_t step = channels; step > 1; --step)
-    if (channels % step == 0 && step * fmaPerChannel <= kMaxUnrolledFma)
-      return step;
-  return 1;
+int64_t innerChunk(Kernel &k, int64_t channels, int64_t fmaPerChannel) {
+  int64_t step = channels;
+  while (step > 1 &&
+         (channels % step != 0 || step * fmaPerChannel > kMaxUnrolledFma))
+    --step;
+  if (step < channels)
+    k.bodyStep = step;
+  return step;
 }
 
 void declareAccumulators(Kernel &k) {

@@ -137,8 +137,9 @@ constexpr int64_t kMaxStagedFetch = 16;
 
 /// Channels of one body chunk: the largest divisor of `channels` whose
 /// chunk has at most kMaxUnrolledFma FMAs (`fmaPerChannel` each), at least
-/// 1; `channels` itself (no loop) when the whole slice fits.
-int64_t innerChunk(int64_t channels, int64_t fmaPerChannel);
+/// 1; `channels` itself when the whole slice fits. A smaller chunk is also
+/// set as k.bodyStep (the body loops).
+int64_t innerChunk(Kernel &k, int64_t channels, int64_t fmaPerChannel);
 
 /// Builds k.exit: for every output of the block, the accumulator
 /// `accName(thread-local position)`, the epilogue, and the store into the

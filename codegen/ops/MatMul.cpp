@@ -77,10 +77,8 @@ std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
   // row-major (C x K).
   const SharedFormat &f = sharedFormats()[p.format];
   // A body past kMaxUnrolledFma covers `step` columns of the slice and loops.
-  int64_t step = innerChunk(p.Cin, p.Nt * p.Kt);
-  bool loop = step < p.Cin;
-  if (loop)
-    k.bodyStep = step;
+  int64_t step = innerChunk(k, p.Cin, p.Nt * p.Kt);
+  bool loop = k.bodyStep > 0;
   dfg::Buffer as{"As",
                  dfg::Space::Shared,
                  {p.Nb, p.Cin},

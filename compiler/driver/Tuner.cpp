@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -276,29 +275,32 @@ void MeasureStats::add(const MeasureStats &o) {
   }
 }
 
+namespace {
+// Runs fn when the scope ends, however it ends.
+template <typename Fn> struct OnExit {
+  Fn fn;
+  ~OnExit() { fn(); }
+};
+template <typename Fn> OnExit(Fn) -> OnExit<Fn>;
+} // namespace
+
 bool measure(const std::vector<Candidate> &all, const std::string &arch,
              Cache &cache, const MeasureOptions &opts, std::string &error) {
   MeasureStats stats;
+  OnExit report{[&] {
+    if (opts.stats)
+      opts.stats->add(stats);
+  }};
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
-  struct Report { // adds `stats` to opts.stats on every return
-    const MeasureOptions &o;
-    MeasureStats &s;
-    ~Report() {
-      if (o.stats)
-        o.stats->add(s);
-    }
-  } report{opts, stats};
   std::vector<const Candidate *> todo = measureOrder(all, cache);
   if (todo.empty())
     return true;
-  auto start = std::chrono::steady_clock::now();
+  auto start = Clock::now();
   auto overTime = [&] {
-    return opts.maxSeconds > 0 && std::chrono::duration<double>(
-                                      std::chrono::steady_clock::now() - start)
-                                          .count() > opts.maxSeconds;
+    return opts.maxSeconds > 0 && since(start) > opts.maxSeconds;
   };
   std::atomic<bool> stop{false};
   // The fastest median so far of each group.
@@ -381,10 +383,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     const Candidate &c = *todo[i];
     candidateStart = Clock::now();
     timingStart = Clock::time_point();
-    struct Close { // accounts for candidate i however its iteration ends
-      std::function<void()> fn;
-      ~Close() { fn(); }
-    } close{[&] { account(c); }};
+    OnExit close{[&] { account(c); }}; // however the iteration ends
     progress.step("timed", i);
     std::unique_ptr<rt::CudnnConv> conv;
     std::unique_ptr<rt::CublasLtGemm> gemm;
