@@ -66,6 +66,8 @@ const std::pair<const char *, Member> kNumericFields[] = {
 /// Numeric fields a descriptor may leave out (0 then).
 const std::pair<const char *, double GpuArch::*> kOptionalFields[] = {
     {"latIterCycles", &GpuArch::latIterCycles},
+    {"launchSeconds", &GpuArch::launchSeconds},
+    {"bwL2", &GpuArch::bwL2},
 };
 
 const char *const kStringFields[] = {"name", "aliases", "vendor",

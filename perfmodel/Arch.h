@@ -44,6 +44,13 @@ struct GpuArch {
   /// measured on the GPU; 0 where not measured (the bound then has no
   /// latency term). Optional in the JSON.
   double latIterCycles = 0;
+  /// Seconds a kernel occupies in a CUDA graph of back-to-back launches
+  /// even when it does nothing, measured (cuts-probe); 0 where not
+  /// measured. Optional in the JSON.
+  double launchSeconds = 0;
+  /// Bytes/s a full-occupancy grid reads from L2, measured (cuts-probe); 0
+  /// where not measured. Optional in the JSON.
+  double bwL2 = 0;
 
   /// R_peak / BW_global: the roofline's ridge point in FLOP per byte.
   double ridgePoint() const { return perfPeakFp32 / bwGlobal; }

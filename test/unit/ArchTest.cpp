@@ -145,22 +145,38 @@ TEST_CASE("parseArchJson round-trips archToJson", "[arch]") {
     CHECK(back->l2Bytes == arch.l2Bytes);
     CHECK(back->clockGHz == arch.clockGHz);
     CHECK(back->latIterCycles == arch.latIterCycles);
+    CHECK(back->launchSeconds == arch.launchSeconds);
+    CHECK(back->bwL2 == arch.bwL2);
   }
 }
 
-TEST_CASE("latIterCycles is optional, positive where given", "[arch]") {
-  auto j = h100Json();
-  REQUIRE(j.contains("latIterCycles"));
-  j.erase("latIterCycles");
-  std::string error;
-  auto arch = parseArchJson(j.dump(), error);
-  REQUIRE(arch);
-  CHECK(arch->latIterCycles == 0);
-  CHECK(archToJson(*arch).find("latIterCycles") == std::string::npos);
-  j["latIterCycles"] = -5;
-  CHECK(parseError(j).find("latIterCycles") != std::string::npos);
-  j["latIterCycles"] = "496";
-  CHECK(parseError(j).find("latIterCycles") != std::string::npos);
+TEST_CASE("the measured-only fields are optional, positive where given",
+          "[arch]") {
+  const std::pair<const char *, double GpuArch::*> fields[] = {
+      {"latIterCycles", &GpuArch::latIterCycles},
+      {"launchSeconds", &GpuArch::launchSeconds},
+      {"bwL2", &GpuArch::bwL2}};
+  for (const auto &[field, member] : fields) {
+    INFO(field);
+    auto j = h100Json();
+    j[field] = 2.5e-6;
+    std::string error;
+    auto arch = parseArchJson(j.dump(), error);
+    REQUIRE(arch);
+    CHECK((*arch).*member == 2.5e-6);
+    auto back = parseArchJson(archToJson(*arch), error);
+    REQUIRE(back);
+    CHECK((*back).*member == 2.5e-6);
+    j.erase(field);
+    arch = parseArchJson(j.dump(), error);
+    REQUIRE(arch);
+    CHECK((*arch).*member == 0);
+    CHECK(archToJson(*arch).find(field) == std::string::npos);
+    j[field] = -5;
+    CHECK(parseError(j).find(field) != std::string::npos);
+    j[field] = "496";
+    CHECK(parseError(j).find(field) != std::string::npos);
+  }
 }
 
 TEST_CASE("archToJson writes sources in the given order", "[arch]") {

@@ -11,6 +11,8 @@
 //               kernel at C_input 1 (a global load into shared memory, a
 //               barrier, a shared read and an FMA, a barrier), in clock64()
 //               cycles per iteration;
+//   launch      the time per kernel of a CUDA graph of empty kernels;
+//   BW_L2       a full-occupancy read of a buffer that stays in L2;
 // and reads the rest from cudaGetDeviceProperties. Standalone on purpose: it
 // needs nvcc only, so it builds on a bare GPU machine (scripts/probe_gpu.sh).
 //
@@ -250,6 +252,112 @@ double measureIterationLatency(const cudaDeviceProp &prop) {
 }
 
 //===----------------------------------------------------------------------===//
+// Launch cost and L2 bandwidth
+//===----------------------------------------------------------------------===//
+
+constexpr int kGraphKernels = 512; // kernel nodes in the timed graph
+
+__global__ void emptyKernel(float *sink) {
+  if (threadIdx.x == 1024) // never: keeps the argument live
+    sink[blockIdx.x] = 0;
+}
+
+/// Seconds one kernel occupies in a CUDA graph of back-to-back launches (a
+/// grid of one 256-thread block per SM that does nothing): the floor under
+/// every kernel's time as `cuts tune` and `cuts bench --graph` measure it,
+/// and the saving per kernel that fusion buys beyond memory traffic. The
+/// median of 5 replays after one upload replay.
+double measureLaunchSeconds(const cudaDeviceProp &prop) {
+  float *sink = nullptr;
+  check(cudaMalloc(&sink, prop.multiProcessorCount * sizeof(float)),
+        "cudaMalloc");
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+        "cudaStreamCreate");
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture");
+  for (int i = 0; i < kGraphKernels; ++i)
+    emptyKernel<<<prop.multiProcessorCount, 256, 0, stream>>>(sink);
+  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> seconds;
+  for (int i = 0; i <= 5; ++i) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "emptyKernel graph");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i > 0) // The first replay uploads the graph.
+      seconds.push_back(ms * 1e-3 / kGraphKernels);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  cudaFree(sink);
+  return median(seconds);
+}
+
+constexpr int kL2Passes = 16;
+
+/// Each thread sums float4s strided over the whole buffer, kL2Passes times;
+/// the buffer is a quarter of L2, so after the first pass every load hits.
+__global__ void l2ReadKernel(const float4 *in, size_t n, float *sink) {
+  float acc = 0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (int pass = 0; pass < kL2Passes; ++pass)
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+         i += stride) {
+      float4 v = __ldcg(in + i); // cached in L2 only, as tile loads are
+      acc += v.x + v.y + v.z + v.w;
+    }
+  if (acc == -1.0f)
+    sink[0] = acc;
+}
+
+/// Bytes per second read from L2 by a full-occupancy grid: what re-read
+/// tiles (halos, the operand every block column shares) stream at.
+double measureL2Bandwidth(const cudaDeviceProp &prop) {
+  const size_t bytes = size_t(prop.l2CacheSize) / 4 / 16 * 16;
+  const size_t n = bytes / sizeof(float4);
+  float4 *in = nullptr;
+  float *sink = nullptr;
+  check(cudaMalloc(&in, bytes), "cudaMalloc");
+  check(cudaMemset(in, 0, bytes), "cudaMemset");
+  check(cudaMalloc(&sink, sizeof(float)), "cudaMalloc");
+  const int block = 512;
+  const int blocks =
+      prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / block);
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> seconds;
+  for (int i = 0; i <= 5; ++i) {
+    check(cudaEventRecord(start), "cudaEventRecord");
+    l2ReadKernel<<<blocks, block>>>(in, n, sink);
+    check(cudaGetLastError(), "l2ReadKernel launch");
+    check(cudaEventRecord(stop), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "l2ReadKernel");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i > 0) // The first run brings the buffer into L2.
+      seconds.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(in);
+  cudaFree(sink);
+  return double(bytes) * kL2Passes / median(seconds);
+}
+
+//===----------------------------------------------------------------------===//
 // Output
 //===----------------------------------------------------------------------===//
 
@@ -333,10 +441,13 @@ int main(int argc, char **argv) {
   const double fp32 = measureFp32Peak(prop);
   const int lat = measureSharedLatency();
   const double latIter = measureIterationLatency(prop);
+  const double launch = measureLaunchSeconds(prop);
+  const double bwL2 = measureL2Bandwidth(prop);
   std::fprintf(stderr,
                "cuts-probe: BW_global %.3g B/s, PERF_peak %.3g FLOP/s, "
-               "LAT_shared %d cycles, LAT_iter %.0f cycles\n",
-               bw, fp32, lat, latIter);
+               "LAT_shared %d cycles, LAT_iter %.0f cycles, launch %.3g s, "
+               "BW_L2 %.3g B/s\n",
+               bw, fp32, lat, latIter, launch, bwL2);
 
   char date[16];
   const std::time_t now = std::time(nullptr);
@@ -380,6 +491,8 @@ int main(int argc, char **argv) {
       {"l2Bytes", std::to_string(prop.l2CacheSize)},
       {"clockGHz", num(clockGHz)},
       {"latIterCycles", num(latIter)},
+      {"launchSeconds", num(launch)},
+      {"bwL2", num(bwL2)},
   };
   std::vector<std::pair<std::string, std::string>> sources = {
       {"numSM", props},
@@ -413,6 +526,15 @@ int main(int argc, char **argv) {
                   "(L2) into shared memory, a barrier, a shared read and "
                   "FMA, a barrier; clock64 cycles per iteration, median over "
                   "the SMs and of 5 runs"},
+      {"launchSeconds",
+       measured + ": a CUDA graph of " + std::to_string(kGraphKernels) +
+           " launches of an empty kernel (one 256-thread block per SM), "
+           "time per launch, median of 5 replays"},
+      {"bwL2", measured +
+                   ": a full-occupancy grid reading a buffer of a "
+                   "quarter of L2 " +
+                   std::to_string(kL2Passes) +
+                   " times (ld.global.cg float4), median of 5"},
   };
 
   std::string json = "{\n  \"name\": " + jsonString(name) +
