@@ -45,15 +45,22 @@ def main():
             p = norm_old(s["params"]) or norm_new(s["params"])
             meas[op.split(":")[0]][p] = us
     rows = collections.defaultdict(dict)
+    alias = {}  # op -> the op of the same shape whose rows the dump wrote
+    with open(tsv) as f:
+        for line in f:
+            if line.startswith("#alias\t"):
+                x = line.rstrip("\n").split("\t")
+                alias[x[1]] = x[2]
+    wanted = set(meas) | {alias[op] for op in meas if op in alias}
     with open(tsv) as f:
         hdr = f.readline().rstrip("\n").split("\t")
         for line in f:
             x = line.rstrip("\n").split("\t")
-            if x[0] in meas:
+            if x[0] in wanted:
                 rows[x[0]][norm_new(x[1])] = {k: float(v) for k, v in zip(hdr[2:], x[2:])}
     kept_total = 0
     for op, m in meas.items():
-        sets = rows[op]
+        sets = rows[op] or rows[alias.get(op, op)]
         n = len(sets)
         k = min(n, max(8, math.ceil(n * 0.01)))
         order = sorted(sets, key=lambda p: (sets[p]["pul"], sets[p]["headroom"]), reverse=True)

@@ -3,7 +3,8 @@
 // Not a test (hidden: it runs only when asked for by its tag): dumps every
 // parameter set of a model's distinct convs and matmuls with the bound's
 // factors, so scripts/validate_rerank.py can re-rank an earlier GPU
-// validation's timed sets under the current model without a GPU.
+// validation's timed sets under the current model without a GPU. An op of
+// a shape dumped before gets one "#alias<TAB>op<TAB>first op" line.
 //
 //   EXP_MODEL=model.onnx EXP_OUT=sets.tsv [EXP_ARCH=h200] (then)
 //     build/test/cuts-unit-tests "[.dump]"
@@ -22,7 +23,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
+#include <map>
 
 using namespace cuts;
 
@@ -47,30 +48,36 @@ TEST_CASE("dump every parameter set of a model's convs and matmuls",
   REQUIRE(f);
   std::fprintf(f, "op\tparams\tthreads\tblocks\tresident\tperSM\tpul\tgm\tsm\tw"
                   "b\tcoefR\tcoefBc\tnLoad\tcompThread\tcompBlock\tnumTrans\toi"
-                  "TB\theadroom\ttlb\tregs\tsmem\tC\tlat\n");
-  std::set<std::string> seen;
+                  "TB\theadroom\ttlb\tregs\tsmem\tC\tlat\tchain\twork\n");
+  std::map<std::string, std::string> seen; // op key -> the first op's name
   module->walk([&](mlir::Operation *op) {
     auto d = describeOp(op);
-    if (!d ||
-        !(d->kind == OpKind::MatMul || d->kind == OpKind::Conv ||
-          d->kind == OpKind::DepthwiseConv) ||
-        !seen.insert(d->key()).second)
+    if (!d || !(d->kind == OpKind::MatMul || d->kind == OpKind::Conv ||
+                d->kind == OpKind::DepthwiseConv))
       return;
     std::string name = op->getName().getStringRef().str();
     if (auto l = llvm::dyn_cast<mlir::NameLoc>(op->getLoc()))
       name += " (" + l.getName().str() + ")";
+    // An op of a shape already dumped: one line naming the op whose rows
+    // it shares, so a validation that timed this op finds them.
+    auto [it, fresh] = seen.emplace(d->key(), name);
+    if (!fresh) {
+      std::fprintf(f, "#alias\t%s\t%s\n", name.c_str(), it->second.c_str());
+      return;
+    }
     forEachParams(*d, arch, [&](const TileParams &p) {
       Bound b = evaluateBound(*d, p, arch);
       std::fprintf(f,
                    "%s\t%s\t%lld\t%lld\t%lld\t%lld\t%g\t%g\t%g\t%g\t%g\t%g\t%"
-                   "g\t%g\t%g\t%g\t%g\t%g\t%g\t%lld\t%lld\t%lld\t%g\n",
+                   "g\t%g\t%g\t%g\t%g\t%g\t%g\t%lld\t%lld\t%lld\t%g\t%g\t%g\n",
                    name.c_str(), paramsText(p).c_str(), (long long)p.threads(),
                    (long long)b.numBlocks, (long long)b.residentBlocks,
                    (long long)b.blocksPerSM, b.pul, b.gmRatio, b.smRatio,
                    b.wbRatio, b.coefR, b.coefBc, b.nLoad, b.compThread,
                    b.compBlock, b.numTrans, b.oiTB, b.headroom,
                    b.timeLowerBound * 1e6, (long long)b.registers,
-                   (long long)b.sharedBytes, (long long)d->C, b.latRatio);
+                   (long long)b.sharedBytes, (long long)d->C, b.latRatio,
+                   b.latencyChainSeconds * 1e6, b.totalComp);
     });
   });
   std::fclose(f);

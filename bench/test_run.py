@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Checks run.py's bookkeeping without a GPU or PyTorch: a unit skipped for
+time keeps the seconds of the attempts the watchdog stopped, and such a unit
+is resumed (estimate lowered) only where Inductor's cache was carried.
+
+usage: python3 bench/test_run.py
+"""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402
+
+
+def context(folder, budget):
+    ctx = run.Context(run.parse_args(["--out", folder, "--budget", str(budget)]))
+    ctx.path = os.path.join(folder, "results.json")
+    return ctx
+
+
+def main():
+    with tempfile.TemporaryDirectory() as folder:
+        ctx = context(folder, 100)
+        stopped = {"status": "skipped: time budget (stopped after 566 s)",
+                   "stopped_after_s": 566.0}
+        ctx.store("peers", "m/b1/fp32", "compile_max_autotune", stopped)
+        assert run.earlier_attempts(stopped) == [566.0]
+        assert run.earlier_attempts({"status": "ok"}) == []
+        assert run.earlier_attempts({"stopped_after_s": 9, "attempts_s": [4, 5]}) == [4, 5]
+
+        # Over budget: skipped again, the attempt's seconds kept.
+        ran = []
+        ctx.unit("peers", "m/b1/fp32", "compile_max_autotune", lambda: ran.append(1), 1e9)
+        e = ctx.entry("peers", "m/b1/fp32", "compile_max_autotune")
+        assert not ran and e["status"] == "skipped: time budget", e
+        assert e["attempts_s"] == [566.0] and e["stopped_after_s"] == 566.0, e
+
+        os.environ.pop("BENCH_INDUCTOR_CACHE_CARRIED", None)
+        assert not run.resumable(ctx, e)
+        os.environ["BENCH_INDUCTOR_CACHE_CARRIED"] = "1"
+        assert run.resumable(ctx, e)
+        assert not run.resumable(ctx, {"status": "skipped: time budget", "needed_s": 9})
+
+        # A unit that was never stopped has no attempts to carry.
+        ctx.unit("peers", "m/b8/fp32", "compile_max_autotune", lambda: {}, 1e9)
+        assert "attempts_s" not in ctx.entry("peers", "m/b8/fp32", "compile_max_autotune")
+    print("bench run.py bookkeeping: ok")
+
+
+if __name__ == "__main__":
+    main()
