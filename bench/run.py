@@ -23,6 +23,10 @@ Each phase stops starting units when its budget (--phase-budget) or the
 run's (--budget) would be exceeded, and records them as "skipped: time
 budget"; a watchdog ends the process if a unit overruns the run's budget by
 more than --grace seconds. At the end report.py writes report.md and plots.
+A compile the watchdog stopped keeps its attempts' seconds; where the next
+call brings Inductor's cache back (BENCH_INDUCTOR_CACHE_CARRIED, set by
+scripts/gpu_e2e.sh), it resumes from the autotuning already done and its
+compile time is the sum of its attempts.
 
 usage: run.py [--out DIR] [--phases P ...] [--models M ...] [--precisions fp32 fp16]
               [--batches small large] [--budget S] [--cuts PATH] [--dry-run]
@@ -57,6 +61,13 @@ PEERS = tuple(name for name, _ in report.PEERS)
 # Compile time guesses (s) for the budget check until a model has been
 # compiled once in this results file; then its measured time is used.
 COMPILE_GUESS_S = {"compile_default": 60, "compile_max_autotune": 240}
+# The least time left for which a stopped compile is resumed from the carried
+# Inductor cache (scripts/gpu_e2e.sh INDUCTOR_CACHE).
+RESUME_MIN_S = 90
+
+
+def resumable(ctx, entry):
+    return bool(earlier_attempts(entry)) and bool(os.environ.get("BENCH_INDUCTOR_CACHE_CARRIED"))
 NOT_AVAILABLE = "not available (cuts compile not implemented yet)"
 
 
@@ -136,6 +147,9 @@ class Context:
         if estimate_s > self.remaining():
             value = {"status": "skipped: time budget",
                      "needed_s": round(estimate_s), "left_s": round(max(0, self.remaining()))}
+            attempts = earlier_attempts(self.entry(section, key, name))
+            if attempts:  # kept for the call that resumes it
+                value.update(stopped_after_s=sum(attempts), attempts_s=attempts)
             self.store(section, key, name, value)
             log(self, f"{label}: skipped (needs ~{estimate_s:.0f} s, "
                       f"{max(0, self.remaining()):.0f} s left)")
@@ -176,12 +190,23 @@ def watchdog(ctx):
         if time.time() < hard or ctx.current is None:
             continue
         section, key, name, started = ctx.current
-        took = time.time() - started
+        # Earlier calls' attempts at this unit count too: with Inductor's
+        # autotune cache carried between calls, each attempt resumes the last.
+        attempts = earlier_attempts(ctx.entry(section, key, name)) + [time.time() - started]
+        took = sum(attempts)
         ctx.store(section, key, name, {"status": f"skipped: time budget (stopped after "
-                                                  f"{took:.0f} s)", "stopped_after_s": took})
+                                                  f"{took:.0f} s)", "stopped_after_s": took,
+                                       "attempts_s": attempts})
         log(ctx, f"watchdog: stopped {section} {key} {name or ''}: run budget exceeded")
         finish(ctx)
         os._exit(3)
+
+
+def earlier_attempts(entry):
+    """Seconds spent by earlier calls' stopped attempts at a unit."""
+    if not isinstance(entry, dict) or "stopped_after_s" not in entry:
+        return []
+    return list(entry.get("attempts_s", [entry["stopped_after_s"]]))
 
 
 def finish(ctx):
@@ -565,6 +590,10 @@ def phase_peers(ctx, cells):
                         if k.split("/")[0] == name and isinstance(p.get(peer), dict)]
                 seen = [t for t in seen if t is not None]
                 est = (max(seen) * 1.15 if seen else COMPILE_GUESS_S[peer]) + 5
+                if resumable(ctx, ctx.entry("peers", key, peer)):
+                    # Stopped before, and its autotune cache came along: it
+                    # resumes where it stopped, so any minute left helps.
+                    est = min(est, RESUME_MIN_S)
             fn = {"eager": run_eager, "cuda_graph": run_cuda_graph,
                   "compile_default": lambda *a: run_compile(*a, mode="reduce-overhead"),
                   "compile_max_autotune": lambda *a: run_compile(*a, mode="max-autotune")}[peer]
@@ -616,6 +645,9 @@ def run_cuda_graph(ctx, name, batch, prec, key):
     return {**r, "rel_err": err, "capture_s": capture_s}
 
 
+PEER_OF_MODE = {"reduce-overhead": "compile_default", "max-autotune": "compile_max_autotune"}
+
+
 def run_compile(ctx, name, batch, prec, key, mode):
     import torch
     m, x = gpu_model(ctx, name, prec), gpu_inputs(ctx, name, batch, prec)
@@ -626,7 +658,11 @@ def run_compile(ctx, name, batch, prec, key, mode):
         t = time.perf_counter()
         out = compiled(*x)  # compiles (and autotunes) on the first call
         torch.cuda.synchronize()
-        compile_s = time.perf_counter() - t
+        attempts = [time.perf_counter() - t]
+        if resumable(ctx, ctx.entry("peers", key, PEER_OF_MODE[mode])):
+            # Resumed: the compile time is every attempt's, not this one's.
+            attempts = earlier_attempts(ctx.entry("peers", key, PEER_OF_MODE[mode])) + attempts
+        compile_s = sum(attempts)
         err = rel_err(out, ref)
         del out
 
@@ -637,7 +673,8 @@ def run_compile(ctx, name, batch, prec, key, mode):
             compiled(*x)
         r = measure(ctx, step)
     torch._dynamo.reset()
-    return {**r, "compile_s": compile_s, "rel_err": err, "mode": mode}
+    extra = {"compile_attempts_s": attempts} if len(attempts) > 1 else {}
+    return {**r, "compile_s": compile_s, "rel_err": err, "mode": mode, **extra}
 
 
 # ---------------------------------------------------------------- models (ONNX)

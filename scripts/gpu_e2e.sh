@@ -10,6 +10,10 @@
 # artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
 # (cuts bench --kernels) in kernels.txt. RESUME=results.json starts from an
 # earlier run's results (its units are skipped, failed ones retried).
+# Inductor's caches live in /tmp/inductor; they are packed (without compiled
+# kernels) into $OUT/inductor.tgz, and INDUCTOR_CACHE=that file (carried)
+# brings them back, so a max-autotune compile the watchdog stopped resumes
+# from the autotuning it had done (its compile time is all attempts' sum).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -20,6 +24,12 @@ models=${MODELS:-resnet50 mobilenet_v2}
 nvidia-smi -L
 $cuts --version || exit 1
 extra=()
+export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor
+mkdir -p $TORCHINDUCTOR_CACHE_DIR
+if [ -n "${INDUCTOR_CACHE:-}" ] && [ -f "$INDUCTOR_CACHE" ]; then
+  tar xzf "$INDUCTOR_CACHE" -C $TORCHINDUCTOR_CACHE_DIR
+  export BENCH_INDUCTOR_CACHE_CARRIED=1
+fi
 if [ -n "${RESUME:-}" ]; then
   mkdir -p "$OUT/bench"
   cp "$RESUME" "$OUT/bench/results.json"
@@ -33,6 +43,11 @@ python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models 
   --budget ${BUDGET:-540} --phase-budget ${BUDGET:-540} \
   --no-report > "$OUT/run.log" 2>&1
 grep -v "^$" "$OUT/run.log" | tail -40
+# Autotuning results and generated sources only: compiled kernels (Triton's
+# cache, shared objects) are large and are rebuilt from them.
+(cd $TORCHINDUCTOR_CACHE_DIR && find . -type f ! -path './triton/*' ! -name '*.so' \
+  ! -name '*.cubin' -size -2M -print0 | tar czf "$OUT/inductor.tgz" --null -T -)
+ls -la "$OUT/inductor.tgz"
 for d in "$OUT"/keep/*/; do
   [ -f "$d/model.cuts" ] || continue
   $cuts bench "$d/model.cuts" --kernels > "$d/kernels.txt" 2>&1
