@@ -344,9 +344,14 @@ def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
     out = os.path.join(d, "out")
     if name in SHARED:
         import_args = import_args + favour_shared(runner, path, d, import_args)
+    # A kernel source an earlier compile left must not survive this one.
+    os.makedirs(os.path.join(out, "kernels"), exist_ok=True)
+    stale = os.path.join(out, "kernels", "stale_99.cu")
+    open(stale, "w").write("// an earlier compile's kernel\n")
     r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
                    "--emit-source", *import_args)
     require(r.returncode == 0, "compile failed: " + r.stderr)
+    require(not os.path.exists(stale), "an earlier compile's kernel remains")
     for f in ("model.cuts", "model.h", "libmodel.so"):
         require(os.path.getsize(os.path.join(out, f)) > 0, f + " missing")
     kernels = os.listdir(os.path.join(out, "kernels"))

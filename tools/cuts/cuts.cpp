@@ -506,6 +506,18 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     std::string dir = outDir + "/kernels";
     if (auto ec = llvm::sys::fs::create_directories(dir))
       return error(dir, "cannot create (" + ec.message() + ")");
+    // An earlier compile's kernels would pass for this one's.
+    std::error_code ec;
+    std::vector<std::string> stale;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      llvm::StringRef p = it->path();
+      if (p.ends_with(".cu") || p.ends_with(".hip.cpp"))
+        stale.push_back(p.str());
+    }
+    for (const std::string &p : stale)
+      if (llvm::sys::fs::remove(p))
+        return error(p, "cannot remove an earlier compile's kernel source");
     for (const auto &s : result->sources) {
       std::string text = s.source;
       if (!s.ptxas.empty()) {
