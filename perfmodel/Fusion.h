@@ -43,7 +43,7 @@ struct GroupEstimate {
   int64_t kept = 0;              // after pruning
   Candidate best;                // the best kept set, with the group's bound
   std::vector<Candidate> ranked; // every kept set, best bound first
-  double time = 0;               // lower-bound time of the group, seconds
+  double time = 0; // lower-bound time of the group plus a launch, seconds
   // Shared-memory-level fusion: the predecessor stage's anchor and its
   // parameters (its block computes the anchor's input tile), for the best
   // set and for each of `ranked`.
@@ -72,6 +72,9 @@ public:
   const GpuArch &target() const { return arch; }
 
 private:
+  /// The estimate without the launch time.
+  std::optional<GroupEstimate>
+  estimateKernel(llvm::ArrayRef<mlir::Operation *> ops);
   std::optional<GroupEstimate>
   estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
                  llvm::ArrayRef<mlir::Operation *> real,

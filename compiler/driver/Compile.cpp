@@ -361,6 +361,9 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
   // current search; unmeasured groups are priced by `pricedAt` (a fraction
   // of the bound), or at the bound when it is 0.
   double worstAchieved = INFINITY, pricedAt = 0;
+  // Both scale the work above a kernel's launch, which is known: the
+  // launch is added back, not scaled.
+  const double launch = opts.arch.launchSeconds;
   if (opts.cost != CostSource::Model)
     eo.cost = [&](llvm::ArrayRef<mlir::Operation *> ops,
                   const GroupEstimate &e) -> double {
@@ -379,11 +382,12 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
         // unmeasured fusion (a ResNet-50 b64 3x3+1x1 pair: bound 323 us,
         // measured later 3815 us) does not displace measured kernels
         // merely for being unknown.
-        return pricedAt > 0 ? e.time / pricedAt : e.time;
+        return pricedAt > 0 ? launch + (e.time - launch) / pricedAt : e.time;
       double us;
       fastest(list, us);
-      if (std::isfinite(us) && us > 0)
-        worstAchieved = std::min(worstAchieved, e.time * 1e6 / us);
+      if (std::isfinite(us) && us * 1e-6 > launch)
+        worstAchieved =
+            std::min(worstAchieved, (e.time - launch) / (us * 1e-6 - launch));
       return us * 1e-6; // +inf if every candidate failed
     };
 

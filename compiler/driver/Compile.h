@@ -80,7 +80,8 @@ struct CompileResult {
   double tuneSeconds = 0;
   bool tuneBudgetSpent = false; // --tune-seconds ran out
   /// When the last search left groups unmeasured: the fraction of its bound
-  /// each was priced at (the worst a measured group achieved), else 0.
+  /// (the part above the launch) each was priced at (the worst a measured
+  /// group achieved), else 0.
   double unmeasuredPricedAt = 0;
   tune::MeasureStats measureStats;        // where the measuring time went
   double predictedUs = 0, measuredUs = 0; // sums over the chosen kernels

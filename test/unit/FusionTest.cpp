@@ -70,6 +70,31 @@ TEST_CASE("register-level fusion: the anchor's traffic, the summed work",
                        model.estimate({g.ops[1]})->time);
 }
 
+TEST_CASE("each kernel costs a launch; a fused group saves one", "[fusion]") {
+  Graph g(kConvChain);
+  GpuArch noLaunch = h100();
+  REQUIRE(noLaunch.launchSeconds > 0);
+  noLaunch.launchSeconds = 0;
+  FusionModel with(h100(), {}, true), without(noLaunch, {}, true);
+  for (auto ops : {std::vector<mlir::Operation *>{g.ops[0]},
+                   std::vector<mlir::Operation *>{g.ops[0], g.ops[1]}}) {
+    auto a = with.estimate(ops), b = without.estimate(ops);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->time == Approx(b->time + h100().launchSeconds).epsilon(1e-12));
+  }
+  // The relu alone: one more launch than inside the conv's kernel.
+  auto relu = with.estimate({g.ops[1]}),
+       reluBare = without.estimate({g.ops[1]});
+  REQUIRE(relu);
+  CHECK(relu->time - reluBare->time == Approx(h100().launchSeconds));
+  // A view launches nothing.
+  auto view = with.estimate({g.ops[5]});
+  REQUIRE(view);
+  CHECK(view->fusion == "view");
+  CHECK(view->time == 0);
+}
+
 TEST_CASE("shared-memory-level fusion: the successor reads shared memory",
           "[fusion]") {
   Graph g(kConvChain);
@@ -97,7 +122,8 @@ TEST_CASE("shared-memory-level fusion: the successor reads shared memory",
       CHECK(e->ranked[i - 1].bound.timeLowerBound <=
             e->ranked[i].bound.timeLowerBound);
   }
-  CHECK(e->time == e->ranked.front().bound.timeLowerBound);
+  CHECK(e->time == Approx(e->ranked.front().bound.timeLowerBound +
+                          h100().launchSeconds));
   CHECK(e->predecessorBest.bound.sharedBytes + e->best.bound.sharedBytes <=
         h100().maxSharedPerBlock);
   CHECK(std::isfinite(e->time));
