@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Issue 3: scores variants of the bound against earlier GPU validations,
+without a GPU, so a model change can be tried before it is written in C++.
+
+Each argument pairs a scripts/gpu_validate.sh folder with a dump of every
+parameter set's factors under the current model (test/unit/ModelDumpTest.cpp):
+
+  EXP_MODEL=model.onnx EXP_OUT=sets.tsv build/test/cuts-unit-tests "[.dump]"
+  scripts/validate_variants.py DIR:sets.tsv [DIR:sets.tsv ...]
+
+For each variant (a time bound computed from the dumped factors) and each
+folder it prints: in how many ops the measured fastest set is kept (top 1 %,
+at least 8), how much slower the fastest kept set is at worst, and the share
+of timed sets that ran faster than their bound allows. A folder whose name
+has "mobilenet" holds depthwise convs (their per-step loads differ).
+Parsing a dump is slow (a minute for ResNet-50); it is cached next to it.
+VERBOSE=1 prints each op; ONLY=a,b picks variants.
+"""
+import collections
+import hashlib
+import math
+import os
+import pickle
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from validate_report import timed  # noqa: E402
+from validate_rerank import norm_new, norm_old  # noqa: E402
+
+PEAK = 66.9e12  # the H200 descriptor's FP32 peak, as the dump's bounds use
+LAT_SHARED = 23
+NUM_SM = 132
+RIDGE = PEAK / 4.8e12
+LAUNCH_US = 0.549
+
+
+def load(folder, tsv):
+    meas = collections.defaultdict(dict)
+    for op, xs in timed(folder).items():
+        for s, us in xs:
+            meas[op.split(":")[0]][norm_old(s["params"]) or norm_new(s["params"])] = us
+    alias = {}
+    with open(tsv) as f:
+        for line in f:
+            if line.startswith("#alias\t"):
+                x = line.rstrip("\n").split("\t")
+                alias[x[1]] = x[2]
+    wanted = set(meas) | {alias[o] for o in meas if o in alias}
+    rows = collections.defaultdict(dict)
+    with open(tsv) as f:
+        hdr = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            if line.split("\t", 1)[0] not in wanted:
+                continue
+            x = line.rstrip("\n").split("\t")
+            r = {k: float(v) for k, v in zip(hdr[2:], x[2:])}
+            r["params"] = norm_new(x[1])
+            rows[x[0]][r["params"]] = r
+    return {op: (m, rows[op] or rows[alias.get(op, op)]) for op, m in meas.items()}
+
+
+def score(data, bound, verbose):
+    kept_ops, worst, over, timed_n = 0, 1.0, 0, 0
+    for op, (m, sets) in data.items():
+        n = len(sets)
+        k = min(n, max(8, math.ceil(n * 0.01)))
+        t = {p: bound(r) for p, r in sets.items()}
+        order = sorted(sets, key=lambda p: (t[p], -sets[p]["headroom"]))
+        rank = {p: i for i, p in enumerate(order)}
+        m = {p: us for p, us in m.items() if p in rank}
+        best = min(m, key=m.get)
+        kept = [p for p in m if rank[p] < k]
+        slower = min(m[p] for p in kept) / m[best] if kept else math.inf
+        kept_ops += rank[best] < k
+        worst = max(worst, slower)
+        over += sum(t[p] > us for p, us in m.items())
+        timed_n += len(m)
+        if verbose:
+            print(f"  {op[:50]:50s} fastest at rank {rank[best]:6d} of {n}; "
+                  f"fastest kept {slower:.3f}x; bound {t[best]:.1f} us, measured {m[best]:.1f}")
+    return f"{kept_ops}/{len(data)} kept, worst {worst:.3f}x, {over / timed_n:.0%} beat their bound"
+
+
+def variants():
+    def with_factors(combine):
+        """The dumped bound with GMRatio x SMRatio replaced by combine(row)."""
+        def bound(r):
+            if r["coefR"] == 0 or r["wb"] == 0:
+                return math.inf
+            return max(r["work"] / (combine(r) * r["wb"] * PEAK) * 1e6, r["chain"])
+        return bound
+
+    def warps_per_scheduler(r):
+        return max(1.0, r["resident"] * math.ceil(r["threads"] / 32) / 4)
+
+    def loads_per_step(r):  # one channel (and tap) of a thread's tile
+        _, _, _, _, nt, kt, ht, wt, _, _ = r["params"]
+        return kt + (kt if r.get("depthwise") else 1) * nt * ht * wt
+
+    def sm_pipelined(r):
+        # A step's loads are independent: in flight together, their latency
+        # is paid once per step, not once per load.
+        if r["sm"] >= 1:
+            return 1.0
+        loads = loads_per_step(r)
+        fma = loads * r["compThread"] / r["nLoad"]
+        return min(1.0, warps_per_scheduler(r) * fma /
+                   (loads * r["coefBc"] + LAT_SHARED + fma))
+
+    def gm_active(r):
+        # A grid that leaves SMs idle leaves their bandwidth to the others.
+        active = min(NUM_SM, r["blocks"])
+        return min(1.0, r["oiTB"] / RIDGE * NUM_SM / active)
+
+    return {
+        "current": lambda r: r["tlb"],
+        # A kernel's graph launch (the descriptor's launchSeconds), which the
+        # group estimate adds: ranks the same, bounds tighter.
+        "current + launch": lambda r: r["tlb"] + LAUNCH_US,
+        "min(GM, SM)": with_factors(lambda r: min(r["gm"], r["sm"])),
+        "sqrt(GM x SM)": with_factors(lambda r: math.sqrt(r["gm"] * r["sm"])),
+        "GM x SM pipelined": with_factors(lambda r: r["gm"] * sm_pipelined(r)),
+        "GM over active SMs": with_factors(lambda r: gm_active(r) * r["sm"]),
+    }
+
+
+def main():
+    folders = []
+    for arg in sys.argv[1:]:
+        folder, tsv = arg.split(":")
+        tag = hashlib.md5(os.path.abspath(folder).encode()).hexdigest()[:8]
+        cache = f"{tsv}.{tag}.pkl"
+        if os.path.exists(cache) and os.path.getmtime(cache) > os.path.getmtime(tsv):
+            with open(cache, "rb") as f:
+                data = pickle.load(f)
+        else:
+            data = load(folder, tsv)
+            with open(cache, "wb") as f:
+                pickle.dump(data, f)
+        if "mobilenet" in folder:
+            for _, sets in data.values():
+                for r in sets.values():
+                    r["depthwise"] = True
+        folders.append((os.path.basename(os.path.normpath(folder)), data))
+    only = os.environ.get("ONLY")
+    for name, bound in variants().items():
+        if only and name not in only.split(","):
+            continue
+        print(name)
+        for folder, data in folders:
+            print(f" {folder}: {score(data, bound, bool(os.environ.get('VERBOSE')))}")
+
+
+if __name__ == "__main__":
+    main()
