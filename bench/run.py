@@ -26,7 +26,8 @@ more than --grace seconds. At the end report.py writes report.md and plots.
 A compile the watchdog stopped keeps its attempts' seconds; where the next
 call brings Inductor's cache back (BENCH_INDUCTOR_CACHE_CARRIED, set by
 scripts/gpu_e2e.sh), it resumes from the autotuning already done and its
-compile time is the sum of its attempts.
+compile time is the sum of its attempts; with the cache carried, compiles
+start whenever 90 s are left.
 
 usage: run.py [--out DIR] [--phases P ...] [--models M ...] [--precisions fp32 fp16]
               [--batches small large] [--budget S] [--cuts PATH] [--dry-run]
@@ -61,8 +62,8 @@ PEERS = tuple(name for name, _ in report.PEERS)
 # Compile time guesses (s) for the budget check until a model has been
 # compiled once in this results file; then its measured time is used.
 COMPILE_GUESS_S = {"compile_default": 60, "compile_max_autotune": 240}
-# The least time left for which a stopped compile is resumed from the carried
-# Inductor cache (scripts/gpu_e2e.sh INDUCTOR_CACHE).
+# The least time left for which a compile is started when Inductor's cache
+# is carried between calls (scripts/gpu_e2e.sh INDUCTOR_CACHE).
 RESUME_MIN_S = 90
 
 
@@ -580,26 +581,31 @@ def phase_peers(ctx, cells):
     for peer in ctx.args.peers:
         for c in peer_order(cells, peer):
             name, batch, prec, key = c["model"], c["batch"], c["precision"], c["key"]
-            if peer in ("eager", "cuda_graph"):
-                est = 8
-            else:
-                # This model's slowest compile so far (or how long one ran before the
-                # watchdog stopped it) predicts the next one better than a guess.
-                seen = [p[peer].get("compile_s", p[peer].get("stopped_after_s"))
-                        for k, p in ctx.results.get("peers", {}).items()
-                        if k.split("/")[0] == name and isinstance(p.get(peer), dict)]
-                seen = [t for t in seen if t is not None]
-                est = (max(seen) * 1.15 if seen else COMPILE_GUESS_S[peer]) + 5
-                if resumable(ctx, ctx.entry("peers", key, peer)):
-                    # Stopped before, and its autotune cache came along: it
-                    # resumes where it stopped, so any minute left helps.
-                    est = min(est, RESUME_MIN_S)
+            est = peer_estimate(ctx, name, peer)
             fn = {"eager": run_eager, "cuda_graph": run_cuda_graph,
                   "compile_default": lambda *a: run_compile(*a, mode="reduce-overhead"),
                   "compile_max_autotune": lambda *a: run_compile(*a, mode="max-autotune")}[peer]
             ctx.unit("peers", key, peer, lambda: fn(ctx, name, batch, prec, key), est)
         if peer.startswith("compile"):
             torch._dynamo.reset()
+
+
+def peer_estimate(ctx, name, peer):
+    """Seconds a peer's unit is expected to take, for the budget check."""
+    if peer in ("eager", "cuda_graph"):
+        return 8
+    # This model's slowest compile so far (or how long one ran before the
+    # watchdog stopped it) predicts the next one better than a guess.
+    seen = [p[peer].get("compile_s", p[peer].get("stopped_after_s"))
+            for k, p in ctx.results.get("peers", {}).items()
+            if k.split("/")[0] == name and isinstance(p.get(peer), dict)]
+    seen = [t for t in seen if t is not None]
+    est = (max(seen) * 1.15 if seen else COMPILE_GUESS_S[peer]) + 5
+    if os.environ.get("BENCH_INDUCTOR_CACHE_CARRIED"):
+        # Inductor's cache goes on to the next call: a compile the watchdog
+        # stops resumes there, so any minute and a half left is worth it.
+        est = min(est, RESUME_MIN_S)
+    return est
 
 
 def reference(ctx, name, batch, prec, key):

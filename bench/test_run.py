@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks run.py's bookkeeping without a GPU or PyTorch: a unit skipped for
 time keeps the seconds of the attempts the watchdog stopped, and such a unit
-is resumed (estimate lowered) only where Inductor's cache was carried.
+is resumed only where Inductor's cache was carried, and with it carried any
+compile is started whenever 90 s are left.
 
 usage: python3 bench/test_run.py
 """
@@ -41,6 +42,16 @@ def main():
         os.environ["BENCH_INDUCTOR_CACHE_CARRIED"] = "1"
         assert run.resumable(ctx, e)
         assert not run.resumable(ctx, {"status": "skipped: time budget", "needed_s": 9})
+
+        # Estimates: this model's slowest compile (or stopped attempt), but
+        # with the cache carried any compile starts with 90 s left.
+        os.environ.pop("BENCH_INDUCTOR_CACHE_CARRIED", None)
+        assert run.peer_estimate(ctx, "m", "compile_max_autotune") > 566
+        assert run.peer_estimate(ctx, "other", "compile_max_autotune") == \
+            run.COMPILE_GUESS_S["compile_max_autotune"] + 5
+        assert run.peer_estimate(ctx, "m", "eager") == 8
+        os.environ["BENCH_INDUCTOR_CACHE_CARRIED"] = "1"
+        assert run.peer_estimate(ctx, "m", "compile_max_autotune") == run.RESUME_MIN_S
 
         # A unit that was never stopped has no attempts to carry.
         ctx.unit("peers", "m/b8/fp32", "compile_max_autotune", lambda: {}, 1e9)
