@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -85,7 +86,9 @@ void usage(llvm::raw_ostream &os) {
         "      matmul, kept and pruned, as kernels for cuts tune DIR; then\n"
         "      scripts/validate_report.py DIR checks the model's pruning\n"
         "  arch [--json] | arch --probe [-o FILE.json]\n"
-        "      the known GPU descriptors; --probe measures the local GPU\n";
+        "      the known GPU descriptors; --probe measures the local GPU\n"
+        "      and writes a descriptor: every --arch takes a name above\n"
+        "      or such a FILE.json\n";
 }
 
 // "1x3x224x224" -> {1, 3, 224, 224}; a scalar is the empty string.
@@ -287,6 +290,30 @@ std::string archList() {
   return s;
 }
 
+/// --arch: a built-in descriptor's name or alias, or the path of a
+/// descriptor file (what `cuts arch --probe -o FILE.json` writes). On
+/// failure prints the error (naming the file) and returns nullopt.
+std::optional<cuts::GpuArch> resolveArch(const std::string &name) {
+  if (!llvm::StringRef(name).ends_with(".json")) {
+    if (auto arch = cuts::findArch(name))
+      return arch;
+    error("", "unknown --arch '" + name + "' (known: " + archList() +
+                  ", or a descriptor FILE.json)");
+    return std::nullopt;
+  }
+  auto buf = llvm::MemoryBuffer::getFile(name);
+  if (!buf) {
+    error(name,
+          "cannot read the GPU descriptor (" + buf.getError().message() + ")");
+    return std::nullopt;
+  }
+  std::string why;
+  auto arch = cuts::parseArchJson((*buf)->getBuffer().str(), why);
+  if (!arch)
+    error(name, "not a GPU descriptor: " + why);
+  return arch;
+}
+
 int cmdExplain(const std::vector<std::string> &args) {
   std::string model, archName;
   bool json = false;
@@ -321,10 +348,9 @@ int cmdExplain(const std::vector<std::string> &args) {
                      "--arch h100)");
   if (archName.empty())
     return error("", "explain: --arch is required (" + archList() + ")");
-  auto arch = cuts::findArch(archName);
+  auto arch = resolveArch(archName);
   if (!arch)
-    return error("", "unknown --arch '" + archName + "' (known: " + archList() +
-                         ")");
+    return 1;
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
   if (!module)
@@ -457,10 +483,9 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   llvm::SmallVector<llvm::StringRef> names;
   llvm::StringRef(archNames).split(names, ',');
   for (llvm::StringRef n : names) {
-    auto arch = cuts::findArch(n.str());
+    auto arch = resolveArch(n.str());
     if (!arch)
-      return error("", "unknown --arch '" + n.str() +
-                           "' (known: " + archList() + ")");
+      return 1;
     if (arch->vendor != "nvidia")
       return error("", "--arch " + n.str() +
                            ": artifacts for AMD GPUs are not built yet "
@@ -685,10 +710,9 @@ int cmdValidate(const std::vector<std::string> &args) {
     return error("", "validate: usage: cuts validate MODEL.onnx --arch ARCH "
                      "-o DIR [--samples N] [--kinds conv,depthwise,matmul] "
                      "[--ops NAME,...]");
-  auto arch = cuts::findArch(archName);
+  auto arch = resolveArch(archName);
   if (!arch)
-    return error("", "unknown --arch '" + archName + "' (known: " + archList() +
-                         ")");
+    return 1;
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
   if (!module)
