@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a fuzzer with clang + libFuzzer + ASan and runs it: the importer's
-# (CUTS_FUZZ_TARGET=import, the default) or the artifact / tensor-file
-# parsers' (CUTS_FUZZ_TARGET=artifact).
+# (CUTS_FUZZ_TARGET=import, the default), the artifact / tensor-file
+# parsers' (CUTS_FUZZ_TARGET=artifact) or the GPU descriptor parser's
+# (CUTS_FUZZ_TARGET=arch).
 #   scripts/fuzz.sh [SECONDS] [extra libFuzzer args...]
 # The seed corpus is the covered ONNX node tests' models plus the small test
 # models; new inputs found go to build-fuzz/corpus (not committed).
@@ -16,6 +17,13 @@ if [ ! -f build-fuzz/build.ninja ]; then
 fi
 target=${CUTS_FUZZ_TARGET:-import}
 ninja -C build-fuzz cuts-fuzz-$target
+if [ "$target" = arch ]; then
+  # Seeds: the built-in descriptors.
+  mkdir -p build-fuzz/corpus-arch
+  exec build-fuzz/tools/fuzz/cuts-fuzz-arch build-fuzz/corpus-arch perfmodel/arch \
+    -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=16384 \
+    -print_final_stats=1 "$@"
+fi
 if [ "$target" = artifact ]; then
   # Seeds: a compiled small model (first byte 0 selects the artifact
   # parser), a .npy and a TensorProto (1 and 2), written by the main build.

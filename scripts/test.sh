@@ -2,8 +2,8 @@
 # README command (b): set up, build, run every test. CI runs this.
 #   unit (Catch2), lit (FileCheck), models (ONNX helper + PyTorch exports),
 #   conformance (ONNX node tests), compile (cuts compile + run --emulate),
-#   install (the installed package), then the importer's and the artifact
-#   parsers' fuzzers for a bounded time each.
+#   install (the installed package), then the importer's, the artifact
+#   parsers' and the GPU descriptor parser's fuzzers for a bounded time each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -25,4 +25,13 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
     exit 1
   }
   grep -E "stat::number_of_executed_units|Done" build/fuzz-artifact.log | tail -2
+  ARCH_SECONDS=$(((FUZZ_SECONDS + 2) / 3))
+  echo "fuzz: running the GPU descriptor fuzzer for ${ARCH_SECONDS}s"
+  CUTS_FUZZ_TARGET=arch scripts/fuzz.sh "$ARCH_SECONDS" \
+    >build/fuzz-arch.log 2>&1 || {
+    tail -40 build/fuzz-arch.log
+    echo "fuzz: the descriptor fuzzer failed (log: build/fuzz-arch.log)"
+    exit 1
+  }
+  grep -E "stat::number_of_executed_units|Done" build/fuzz-arch.log | tail -2
 fi
