@@ -9,29 +9,19 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 (cd build && ctest --output-on-failure)
 FUZZ_SECONDS=${CUTS_FUZZ_SECONDS:-60}
+# fuzz TARGET SECONDS WHAT: one fuzzer (scripts/fuzz.sh), its log in build/.
+fuzz() {
+  local log=build/fuzz-$1.log
+  echo "fuzz: running the $3 fuzzer for $2s"
+  CUTS_FUZZ_TARGET=$1 scripts/fuzz.sh "$2" >"$log" 2>&1 || {
+    tail -40 "$log"
+    echo "fuzz: the $3 fuzzer failed (log: $log)"
+    exit 1
+  }
+  grep -E "stat::number_of_executed_units|Done" "$log" | tail -2
+}
 if [ "$FUZZ_SECONDS" != 0 ]; then
-  echo "fuzz: running the importer fuzzer for ${FUZZ_SECONDS}s"
-  scripts/fuzz.sh "$FUZZ_SECONDS" >build/fuzz.log 2>&1 || {
-    tail -40 build/fuzz.log
-    echo "fuzz: the importer fuzzer failed (log: build/fuzz.log)"
-    exit 1
-  }
-  grep -E "stat::number_of_executed_units|Done" build/fuzz.log | tail -2
-  echo "fuzz: running the artifact / tensor-file fuzzer for ${FUZZ_SECONDS}s"
-  CUTS_FUZZ_TARGET=artifact scripts/fuzz.sh "$FUZZ_SECONDS" \
-    >build/fuzz-artifact.log 2>&1 || {
-    tail -40 build/fuzz-artifact.log
-    echo "fuzz: the artifact fuzzer failed (log: build/fuzz-artifact.log)"
-    exit 1
-  }
-  grep -E "stat::number_of_executed_units|Done" build/fuzz-artifact.log | tail -2
-  ARCH_SECONDS=$(((FUZZ_SECONDS + 2) / 3))
-  echo "fuzz: running the GPU descriptor fuzzer for ${ARCH_SECONDS}s"
-  CUTS_FUZZ_TARGET=arch scripts/fuzz.sh "$ARCH_SECONDS" \
-    >build/fuzz-arch.log 2>&1 || {
-    tail -40 build/fuzz-arch.log
-    echo "fuzz: the descriptor fuzzer failed (log: build/fuzz-arch.log)"
-    exit 1
-  }
-  grep -E "stat::number_of_executed_units|Done" build/fuzz-arch.log | tail -2
+  fuzz import "$FUZZ_SECONDS" importer
+  fuzz artifact "$FUZZ_SECONDS" "artifact / tensor-file"
+  fuzz arch $(((FUZZ_SECONDS + 2) / 3)) "GPU descriptor"
 fi

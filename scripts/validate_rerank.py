@@ -37,14 +37,13 @@ def norm_new(s):  # paramsText: "block 32x16x1x1, thread 2x1x1x1 (N x K x H x W)
     return tuple(int(x) for x in m.groups()[:9]) + (m.group(10),) if m else None
 
 
-def main():
-    folder, tsv = sys.argv[1], sys.argv[2]
+def load(folder, tsv):
+    """{op: (its timed sets' {params: us}, the dump's {params: row})} for
+    each op the validation folder timed."""
     meas = collections.defaultdict(dict)
     for op, xs in timed(folder).items():
         for s, us in xs:
-            p = norm_old(s["params"]) or norm_new(s["params"])
-            meas[op.split(":")[0]][p] = us
-    rows = collections.defaultdict(dict)
+            meas[op.split(":")[0]][norm_old(s["params"]) or norm_new(s["params"])] = us
     alias = {}  # op -> the op of the same shape whose rows the dump wrote
     with open(tsv) as f:
         for line in f:
@@ -52,15 +51,23 @@ def main():
                 x = line.rstrip("\n").split("\t")
                 alias[x[1]] = x[2]
     wanted = set(meas) | {alias[op] for op in meas if op in alias}
+    rows = collections.defaultdict(dict)
     with open(tsv) as f:
         hdr = f.readline().rstrip("\n").split("\t")
         for line in f:
+            if line.split("\t", 1)[0] not in wanted:
+                continue
             x = line.rstrip("\n").split("\t")
-            if x[0] in wanted:
-                rows[x[0]][norm_new(x[1])] = {k: float(v) for k, v in zip(hdr[2:], x[2:])}
+            r = {k: float(v) for k, v in zip(hdr[2:], x[2:])}
+            r["params"] = norm_new(x[1])
+            rows[x[0]][r["params"]] = r
+    return {op: (m, rows[op] or rows[alias.get(op, op)]) for op, m in meas.items()}
+
+
+def main():
+    data = load(sys.argv[1], sys.argv[2])
     kept_total = 0
-    for op, m in meas.items():
-        sets = rows[op] or rows[alias.get(op, op)]
+    for op, (m, sets) in data.items():
         n = len(sets)
         k = min(n, max(8, math.ceil(n * 0.01)))
         order = sorted(sets, key=lambda p: (sets[p]["pul"], sets[p]["headroom"]), reverse=True)
@@ -81,7 +88,7 @@ def main():
               f"({'kept' if rank[best] < k else 'pruned'}); fastest kept "
               f"{'%.3fx' % (m[bk] / m[best]) if bk else 'none timed'}; bound above measured {over}"
               + (f"; {len(gone)} timed sets not enumerated now" if gone else ""))
-    print(f"measured fastest kept in {kept_total} of {len(meas)} ops")
+    print(f"measured fastest kept in {kept_total} of {len(data)} ops")
 
 
 if __name__ == "__main__":

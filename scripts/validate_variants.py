@@ -16,7 +16,6 @@ has "mobilenet" holds depthwise convs (their per-step loads differ).
 Parsing a dump is slow (a minute for ResNet-50); it is cached next to it.
 VERBOSE=1 prints each op; ONLY=a,b picks variants.
 """
-import collections
 import hashlib
 import math
 import os
@@ -24,39 +23,13 @@ import pickle
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from validate_report import timed  # noqa: E402
-from validate_rerank import norm_new, norm_old  # noqa: E402
+from validate_rerank import load  # noqa: E402
 
 PEAK = 66.9e12  # the H200 descriptor's FP32 peak, as the dump's bounds use
 LAT_SHARED = 23
 NUM_SM = 132
 RIDGE = PEAK / 4.8e12
 LAUNCH_US = 0.549
-
-
-def load(folder, tsv):
-    meas = collections.defaultdict(dict)
-    for op, xs in timed(folder).items():
-        for s, us in xs:
-            meas[op.split(":")[0]][norm_old(s["params"]) or norm_new(s["params"])] = us
-    alias = {}
-    with open(tsv) as f:
-        for line in f:
-            if line.startswith("#alias\t"):
-                x = line.rstrip("\n").split("\t")
-                alias[x[1]] = x[2]
-    wanted = set(meas) | {alias[o] for o in meas if o in alias}
-    rows = collections.defaultdict(dict)
-    with open(tsv) as f:
-        hdr = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            if line.split("\t", 1)[0] not in wanted:
-                continue
-            x = line.rstrip("\n").split("\t")
-            r = {k: float(v) for k, v in zip(hdr[2:], x[2:])}
-            r["params"] = norm_new(x[1])
-            rows[x[0]][r["params"]] = r
-    return {op: (m, rows[op] or rows[alias.get(op, op)]) for op, m in meas.items()}
 
 
 def score(data, bound, verbose):

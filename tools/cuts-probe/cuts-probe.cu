@@ -46,6 +46,31 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+/// Seconds `run` takes on `stream` by CUDA events: the median of `runs`
+/// after one untimed warm-up (module load, clocks, caches, graph upload).
+template <typename Run>
+double timedMedian(int runs, const char *what, Run run,
+                   cudaStream_t stream = nullptr) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> seconds;
+  for (int i = 0; i <= runs; ++i) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    run();
+    check(cudaGetLastError(), what);
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), what);
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i > 0)
+      seconds.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return median(seconds);
+}
+
 //===----------------------------------------------------------------------===//
 // BW_global
 //===----------------------------------------------------------------------===//
@@ -61,25 +86,12 @@ double measureBandwidth() {
   check(cudaMalloc(&src, bytes), "cudaMalloc");
   check(cudaMalloc(&dst, bytes), "cudaMalloc");
   check(cudaMemset(src, 1, bytes), "cudaMemset");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> seconds;
-  for (int i = 0; i <= repeats; ++i) {
-    check(cudaEventRecord(start), "cudaEventRecord");
+  const double seconds = timedMedian(repeats, "cudaMemcpy", [&] {
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
-    check(cudaEventRecord(stop), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i > 0) // The first copy is a warm-up (page mapping, clocks).
-      seconds.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  });
   cudaFree(src);
   cudaFree(dst);
-  return 2.0 * double(bytes) / median(seconds);
+  return 2.0 * double(bytes) / seconds;
 }
 
 //===----------------------------------------------------------------------===//
@@ -118,26 +130,12 @@ double measureFp32Peak(const cudaDeviceProp &prop) {
       prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / kFmaBlock);
   float *out = nullptr;
   check(cudaMalloc(&out, blocks * sizeof(float)), "cudaMalloc");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> seconds;
-  for (int i = 0; i <= 5; ++i) {
-    check(cudaEventRecord(start), "cudaEventRecord");
+  const double seconds = timedMedian(5, "fmaKernel", [&] {
     fmaKernel<<<blocks, kFmaBlock>>>(out, 0.999f, 0.001f);
-    check(cudaGetLastError(), "fmaKernel launch");
-    check(cudaEventRecord(stop), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "fmaKernel");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i > 0) // The first launch is a warm-up (module load, clocks).
-      seconds.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  });
   cudaFree(out);
   const double flop = 2.0 * double(blocks) * kFmaBlock * kChains * kFmaIters;
-  return flop / median(seconds);
+  return flop / seconds;
 }
 
 //===----------------------------------------------------------------------===//
@@ -282,27 +280,14 @@ double measureLaunchSeconds(const cudaDeviceProp &prop) {
     emptyKernel<<<prop.multiProcessorCount, 256, 0, stream>>>(sink);
   check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
   check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> seconds;
-  for (int i = 0; i <= 5; ++i) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "emptyKernel graph");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i > 0) // The first replay uploads the graph.
-      seconds.push_back(ms * 1e-3 / kGraphKernels);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  const double seconds = timedMedian(
+      5, "emptyKernel graph",
+      [&] { check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"); }, stream);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
   cudaFree(sink);
-  return median(seconds);
+  return seconds / kGraphKernels;
 }
 
 constexpr int kL2Passes = 16;
@@ -335,26 +320,12 @@ double measureL2Bandwidth(const cudaDeviceProp &prop) {
   const int block = 512;
   const int blocks =
       prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / block);
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> seconds;
-  for (int i = 0; i <= 5; ++i) {
-    check(cudaEventRecord(start), "cudaEventRecord");
-    l2ReadKernel<<<blocks, block>>>(in, n, sink);
-    check(cudaGetLastError(), "l2ReadKernel launch");
-    check(cudaEventRecord(stop), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "l2ReadKernel");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i > 0) // The first run brings the buffer into L2.
-      seconds.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  // The warm-up run brings the buffer into L2.
+  const double seconds = timedMedian(
+      5, "l2ReadKernel", [&] { l2ReadKernel<<<blocks, block>>>(in, n, sink); });
   cudaFree(in);
   cudaFree(sink);
-  return double(bytes) * kL2Passes / median(seconds);
+  return double(bytes) * kL2Passes / seconds;
 }
 
 //===----------------------------------------------------------------------===//
