@@ -4,13 +4,17 @@ each sampled parameter set's op, PUL rank, kept flag and kernel key) with the
 times `cuts tune DIR --cache DIR/cache.json` measured, and prints per op: sets
 timed, whether the measured fastest set was kept (inside the top T %), the
 fastest kept set's time against the fastest overall, and the Spearman rank
-correlation between PUL and measured throughput. Writes DIR/report.json.
+correlation between PUL and measured throughput; last, in how many ops the
+fastest was kept and in how many a kept set came within 5 % of it. Writes
+DIR/report.json.
 
 usage: validate_report.py DIR [DIR ...]
 """
 import json
 import os
 import sys
+
+NEAR = 1.05  # "close to the fastest": the spread between two machines' runs
 
 
 def ranks(values):
@@ -86,9 +90,14 @@ def main():
                 r["op"][:60], r["best_params"], r["best_rank"],
                 r["best_kept_params"], r["best_kept_rank"]))
     pruned = sum(not r["best_kept"] for r in rows)
-    print("%d ops, measured fastest kept in %d; median Spearman %.2f" % (
-        len(rows), len(rows) - pruned,
-        sorted(r["spearman"] for r in rows)[len(rows) // 2] if rows else 0))
+    # Kernels within a few per cent of each other swap places from one
+    # machine to the next: how often a kept set is that close, too.
+    near = sum(r["best_kept_us"] is not None and
+               r["best_kept_us"] <= NEAR * r["best_us"] for r in rows)
+    print("%d ops, measured fastest kept in %d, a kept set within %d %% of it "
+          "in %d; median Spearman %.2f" % (
+              len(rows), len(rows) - pruned, round(100 * (NEAR - 1)), near,
+              sorted(r["spearman"] for r in rows)[len(rows) // 2] if rows else 0))
 
 
 if __name__ == "__main__":

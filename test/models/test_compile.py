@@ -552,6 +552,8 @@ def check_validate(runner, path):
     rows = json.load(open(os.path.join(d, "report.json")))
     require(rows and all(x["best_kept"] and x["spearman"] > 0.99
                          for x in rows), "report: %s" % rows)
+    require("a kept set within 5 %% of it in %d;" % len(rows) in r.stdout,
+            "validate_report: " + r.stdout)
 
 
 def check_integer_inputs(runner, art):
