@@ -18,7 +18,10 @@ otherwise:
 Every result is merged into OUT/results.json as soon as it is measured, so a
 run that stops (time budget, crash) loses at most the unit in flight, and a
 second run with the same --out skips what is already there (a unit that
-failed is retried with --retry-errors; one skipped for time always is).
+failed is retried with --retry-errors; one skipped for time always is; a
+section named by --redo is measured again where its units predate
+--redo-after, e.g. the cuts cells after a code generator change, so that
+every call of that session skips what it already redid).
 Each phase stops starting units when its budget (--phase-budget) or the
 run's (--budget) would be exceeded, and records them as "skipped: time
 budget"; a watchdog ends the process if a unit overruns the run's budget by
@@ -127,6 +130,8 @@ class Context:
         e = self.entry(section, key, name)
         if not isinstance(e, dict):
             return False
+        if self.redone(section, name) and e.get("at", "") < self.args.redo_after:
+            return False  # measured before the change --redo is for
         status = e.get("status", "")
         if status == "ok" and section == "models" and not os.path.exists(e.get("path", "")):
             return False  # resumed on another machine: export again
@@ -135,6 +140,10 @@ class Context:
         # Errors are final unless asked to retry: retrying a model that does not
         # export or compile would spend the budget on the same failure.
         return status.startswith("error") and not self.args.retry_errors
+
+    def redone(self, section, name):
+        """Whether --redo names this unit's section (or section/name)."""
+        return any(r == section or r == f"{section}/{name}" for r in self.args.redo)
 
     def remaining(self):
         return min(self.deadline, self.phase_deadline) - time.time()
@@ -164,6 +173,7 @@ class Context:
             value = {"status": "error: " + (msg[0] if msg else "?")[:600]}
             traceback.print_exc(limit=-4)  # the innermost frames say what failed
         self.current = None
+        value["at"] = now_iso()
         self.store(section, key, name, value)
         shown = {k: v for k, v in value.items() if k in ("status", "median_ms", "compile_s",
                                                          "flops_per_s", "bytes_per_s", "flops")}
@@ -197,7 +207,7 @@ def watchdog(ctx):
         took = sum(attempts)
         ctx.store(section, key, name, {"status": f"skipped: time budget (stopped after "
                                                   f"{took:.0f} s)", "stopped_after_s": took,
-                                       "attempts_s": attempts})
+                                       "attempts_s": attempts, "at": now_iso()})
         log(ctx, f"watchdog: stopped {section} {key} {name or ''}: run budget exceeded")
         finish(ctx)
         os._exit(3)
@@ -890,6 +900,12 @@ def parse_args(argv=None):
                     help="cuts compile --tune-seconds S (default: none, tune everything)")
     ap.add_argument("--keep", help="folder where each cuts cell's artifact and tuning cache stay")
     ap.add_argument("--retry-errors", action="store_true")
+    ap.add_argument("--redo", nargs="*", default=[], metavar="SECTION[/NAME]",
+                    help="measure again the units of these sections (cuts, "
+                         "peers/compile_max_autotune, ...) measured before --redo-after")
+    ap.add_argument("--redo-after", default="", metavar="ISO-TIME",
+                    help="with --redo: units measured before this UTC time "
+                         "(2026-11-25 or 2026-11-25T10:00) are measured again")
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="list the units and exit")
     return ap.parse_args(argv)
@@ -897,6 +913,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.redo and not args.redo_after:
+        sys.exit("run.py: --redo needs --redo-after TIME (units measured before it are redone)")
     cells = plan(args)
     if args.dry_run:
         dry_run(args, cells)

@@ -2,7 +2,8 @@
 """Checks run.py's bookkeeping without a GPU or PyTorch: a unit skipped for
 time keeps the seconds of the attempts the watchdog stopped, and such a unit
 is resumed only where Inductor's cache was carried, and with it carried any
-compile is started whenever 90 s are left.
+compile is started whenever 90 s are left; --redo measures again what
+predates --redo-after, and only that.
 
 usage: python3 bench/test_run.py
 """
@@ -56,6 +57,30 @@ def main():
         # A unit that was never stopped has no attempts to carry.
         ctx.unit("peers", "m/b8/fp32", "compile_max_autotune", lambda: {}, 1e9)
         assert "attempts_s" not in ctx.entry("peers", "m/b8/fp32", "compile_max_autotune")
+    # --redo: units of the named sections measured before --redo-after are
+    # measured again; what this session measured is not.
+    with tempfile.TemporaryDirectory() as folder:
+        ctx = context(folder, 100)
+        ctx.args.redo, ctx.args.redo_after = ["cuts", "peers/eager"], "2026-11-25"
+        old = {"status": "ok", "median_ms": 1.0, "at": "2026-11-24T10:00:00+00:00"}
+        new = dict(old, at="2026-11-25T01:00:00+00:00")
+        ctx.store("cuts", "m/b1/fp32", None, old)
+        ctx.store("cuts", "m/b8/fp32", None, new)
+        ctx.store("cuts", "m/b16/fp32", None, {"status": "ok"})  # before "at"
+        ctx.store("peers", "m/b1/fp32", "eager", old)
+        ctx.store("peers", "m/b1/fp32", "cuda_graph", old)
+        assert not ctx.done("cuts", "m/b1/fp32") and ctx.done("cuts", "m/b8/fp32")
+        assert not ctx.done("cuts", "m/b16/fp32")
+        assert not ctx.done("peers", "m/b1/fp32", "eager")
+        assert ctx.done("peers", "m/b1/fp32", "cuda_graph")
+        ctx.unit("cuts", "m/b1/fp32", None, lambda: {"median_ms": 0.5}, 1)
+        e = ctx.entry("cuts", "m/b1/fp32")
+        assert e["median_ms"] == 0.5 and e["at"] >= "2026-11-24", e
+    try:
+        run.main(["--redo", "cuts"])
+        raise AssertionError("--redo without --redo-after must fail")
+    except SystemExit as e:
+        assert "--redo-after" in str(e.code), e.code
     print("bench run.py bookkeeping: ok")
 
 

@@ -9,7 +9,10 @@
 # $OUT/bench/results.json, the whole log to $OUT/run.log; each cuts cell's
 # artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
 # (cuts bench --kernels) in kernels.txt. RESUME=results.json starts from an
-# earlier run's results (its units are skipped, failed ones retried).
+# earlier run's results (its units are skipped, failed ones retried);
+# REDO="cuts" REDO_AFTER=2026-11-25 measures again the cuts cells measured
+# before that UTC time (after a code generator change; every call of the
+# session passes the same time, so none redoes another's work).
 # Inductor's caches live in /tmp/inductor; they are packed (without compiled
 # kernels) into $OUT/inductor.tgz, and INDUCTOR_CACHE=that file (carried)
 # brings them back, so a max-autotune compile the watchdog stopped resumes
@@ -34,6 +37,9 @@ if [ -n "${RESUME:-}" ]; then
   mkdir -p "$OUT/bench"
   cp "$RESUME" "$OUT/bench/results.json"
   extra=(--retry-errors)
+fi
+if [ -n "${REDO:-}" ]; then
+  extra+=(--redo $REDO --redo-after "${REDO_AFTER:?REDO needs REDO_AFTER}")
 fi
 python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models peers cuts} \
   --models $models --batches ${BATCHES:-small large} --precisions ${PRECISIONS:-fp32} \
