@@ -122,8 +122,8 @@ TEST_CASE("shared-memory-level fusion: the successor reads shared memory",
       CHECK(e->ranked[i - 1].bound.timeLowerBound <=
             e->ranked[i].bound.timeLowerBound);
   }
-  CHECK(e->time == Approx(e->ranked.front().bound.timeLowerBound +
-                          h100().launchSeconds));
+  CHECK(e->time ==
+        Approx(e->ranked.front().bound.timeLowerBound + h100().launchSeconds));
   CHECK(e->predecessorBest.bound.sharedBytes + e->best.bound.sharedBytes <=
         h100().maxSharedPerBlock);
   CHECK(std::isfinite(e->time));
