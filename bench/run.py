@@ -68,10 +68,6 @@ COMPILE_GUESS_S = {"compile_default": 60, "compile_max_autotune": 240}
 # The least time left for which a compile is started when Inductor's cache
 # is carried between calls (scripts/gpu_e2e.sh INDUCTOR_CACHE).
 RESUME_MIN_S = 90
-
-
-def resumable(ctx, entry):
-    return bool(earlier_attempts(entry)) and bool(os.environ.get("BENCH_INDUCTOR_CACHE_CARRIED"))
 NOT_AVAILABLE = "not available (cuts compile not implemented yet)"
 
 
@@ -218,6 +214,12 @@ def earlier_attempts(entry):
     if not isinstance(entry, dict) or "stopped_after_s" not in entry:
         return []
     return list(entry.get("attempts_s", [entry["stopped_after_s"]]))
+
+
+def resumable(ctx, entry):
+    """Whether a unit resumes earlier stopped attempts: it has some, and
+    Inductor's cache came along with this call."""
+    return bool(earlier_attempts(entry)) and bool(os.environ.get("BENCH_INDUCTOR_CACHE_CARRIED"))
 
 
 def finish(ctx):
@@ -674,10 +676,10 @@ def run_compile(ctx, name, batch, prec, key, mode):
         t = time.perf_counter()
         out = compiled(*x)  # compiles (and autotunes) on the first call
         torch.cuda.synchronize()
-        attempts = [time.perf_counter() - t]
-        if resumable(ctx, ctx.entry("peers", key, PEER_OF_MODE[mode])):
-            # Resumed: the compile time is every attempt's, not this one's.
-            attempts = earlier_attempts(ctx.entry("peers", key, PEER_OF_MODE[mode])) + attempts
+        # Resumed: the compile time is every attempt's, not this one's.
+        before = ctx.entry("peers", key, PEER_OF_MODE[mode])
+        attempts = (earlier_attempts(before) if resumable(ctx, before) else []) + \
+            [time.perf_counter() - t]
         compile_s = sum(attempts)
         err = rel_err(out, ref)
         del out

@@ -64,14 +64,19 @@ def load(folder, tsv):
     return {op: (m, rows[op] or rows[alias.get(op, op)]) for op, m in meas.items()}
 
 
+def ranking(sets, key):
+    """Each set's rank under `key` (best first; ties keep the dump's order)
+    and how many of them the model keeps: the top 1 %, at least 8."""
+    rank = {p: i for i, p in enumerate(sorted(sets, key=key))}
+    return rank, min(len(sets), max(8, math.ceil(len(sets) * 0.01)))
+
+
 def main():
     data = load(sys.argv[1], sys.argv[2])
     kept_total = 0
     for op, (m, sets) in data.items():
         n = len(sets)
-        k = min(n, max(8, math.ceil(n * 0.01)))
-        order = sorted(sets, key=lambda p: (sets[p]["pul"], sets[p]["headroom"]), reverse=True)
-        rank = {p: i for i, p in enumerate(order)}
+        rank, k = ranking(sets, lambda p: (-sets[p]["pul"], -sets[p]["headroom"]))
         # Sets the current enumeration no longer produces (its rules changed
         # since the run) have no rank: left out, and counted.
         gone = [p for p in m if p not in rank]

@@ -23,7 +23,7 @@ import pickle
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from validate_rerank import load  # noqa: E402
+from validate_rerank import load, ranking  # noqa: E402
 
 PEAK = 66.9e12  # the H200 descriptor's FP32 peak, as the dump's bounds use
 LAT_SHARED = 23
@@ -36,10 +36,8 @@ def score(data, bound, verbose):
     kept_ops, worst, over, timed_n = 0, 1.0, 0, 0
     for op, (m, sets) in data.items():
         n = len(sets)
-        k = min(n, max(8, math.ceil(n * 0.01)))
         t = {p: bound(r) for p, r in sets.items()}
-        order = sorted(sets, key=lambda p: (t[p], -sets[p]["headroom"]))
-        rank = {p: i for i, p in enumerate(order)}
+        rank, k = ranking(sets, lambda p: (t[p], -sets[p]["headroom"]))
         m = {p: us for p, us in m.items() if p in rank}
         best = min(m, key=m.get)
         kept = [p for p in m if rank[p] < k]
