@@ -196,6 +196,77 @@ int64_t keepCount(int64_t n, const PruneOptions &opts) {
   return std::min(n, std::max<int64_t>(k, opts.minKeep));
 }
 
+namespace {
+
+// The sets that differ only in FORMAT_shared. A format changes COEF_bc and,
+// for matmuls and rows, N_load (its 128-bit runs); nothing else in the bound.
+struct FormatGroup {
+  TileParams p;       // the set of its first format
+  Bound base;         // COEF_bc = 1 at p's N_load
+  Bound optimistic;   // COEF_bc = 1 at the group's least N_load
+  uint32_t formats{}; // bit f: format f is in the group
+  int64_t first = 0;  // the enumeration index of its first set
+};
+
+bool sameGroup(const TileParams &a, const TileParams &b) {
+  return a.Nb == b.Nb && a.Kb == b.Kb && a.Hb == b.Hb && a.Wb == b.Wb &&
+         a.Nt == b.Nt && a.Kt == b.Kt && a.Ht == b.Ht && a.Wt == b.Wt &&
+         a.Cin == b.Cin;
+}
+
+/// Calls fn once per format group of the sets `allowed` lets through, in
+/// enumeration order, with the count of sets before it.
+template <typename Allowed, typename Fn>
+void forEachFormatGroup(const OpDesc &d, const GpuArch &arch, double gm,
+                        Allowed &&allowed, Fn &&fn) {
+  FormatGroup g;
+  double leastNLoad = 0;
+  int64_t index = 0;
+  bool open = false;
+  const bool byFormat = nLoadByFormat(d.kind);
+  auto finish = [&] {
+    g.optimistic = g.base;
+    if (leastNLoad < g.base.nLoad) {
+      g.optimistic.nLoad = leastNLoad;
+      setCoefBc(g.optimistic, 1.0, d, g.p, arch);
+    }
+    fn(g);
+  };
+  forEachParams(d, arch, [&](const TileParams &p) {
+    if (!allowed(p))
+      return;
+    if (open && sameGroup(g.p, p)) {
+      g.formats |= 1u << p.format;
+      if (byFormat)
+        leastNLoad = std::min(leastNLoad, nLoad(d, p));
+    } else {
+      if (open)
+        finish();
+      g.p = p;
+      g.base = evaluateBound(d, p, arch, gm, nullptr, /*knownCoefBc=*/1.0);
+      g.formats = 1u << p.format;
+      g.first = index;
+      leastNLoad = g.base.nLoad;
+      open = true;
+    }
+    ++index;
+  });
+  if (open)
+    finish();
+}
+
+// A total order on candidates: the better bound, then the earlier set, so
+// the kept sets do not depend on the order they are scored in.
+struct Ranked {
+  Candidate c;
+  int64_t index;
+};
+bool better(const Bound &a, int64_t ia, const Bound &b, int64_t ib) {
+  return betterBound(a, b) || (!betterBound(b, a) && ia < ib);
+}
+
+} // namespace
+
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                           const PruneOptions &opts, InputFrom input) {
   SearchResult r;
@@ -205,54 +276,93 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
   auto allowed = [&](const TileParams &p) {
     return !onChip || !isComplex(d.kind) || p.Cin == d.C;
   };
-  forEachParams(d, arch,
-                [&](const TileParams &p) { r.enumerated += allowed(p); });
-  int64_t k = keepCount(r.enumerated, opts);
-  // Min-heap of the best k by PUL: the root is the worst kept set, so a set
-  // is dropped only in favour of one with a higher PUL.
-  auto worse = [](const Candidate &a, const Candidate &b) {
-    return betterBound(a.bound, b.bound);
+  // Counting bank conflicts (COEF_bc) is most of the cost of scoring a set,
+  // and COEF_bc = 1 bounds every format of a group from above. So the groups
+  // are scored best-first by that bound, and a group is counted only while
+  // it can still beat the worst kept set. Pass 1 keeps the G best groups by
+  // their bound (G: as many as sets can be kept) and what the best of the
+  // rest could reach; pass 2, over every group again, runs only when that
+  // could still enter the kept sets. The kept sets are exactly the top k of
+  // scoring every set.
+  auto groupWorse = [](const FormatGroup &a, const FormatGroup &b) {
+    return better(a.optimistic, a.first, b.optimistic, b.first);
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, decltype(worse)> heap(
-      worse);
-  // Formats are the innermost loop and only change COEF_bc, so the rest of
-  // the bound is computed once per format group; with COEF_bc = 1 it bounds
-  // every format's PUL, and groups that cannot beat the worst kept set skip
-  // the bank-conflict count (the kept set is the same as scoring them all).
-  TileParams last;
-  bool haveLast = false;
-  Bound base;
-  forEachParams(d, arch, [&](const TileParams &p) {
-    if (k == 0 || !allowed(p))
-      return;
-    TileParams key = p;
-    key.format = last.format;
-    bool same = haveLast && key.Nb == last.Nb && key.Kb == last.Kb &&
-                key.Hb == last.Hb && key.Wb == last.Wb && key.Nt == last.Nt &&
-                key.Kt == last.Kt && key.Ht == last.Ht && key.Wt == last.Wt &&
-                key.Cin == last.Cin;
-    if (!same) {
-      base = evaluateBound(d, p, arch, gm, nullptr, /*knownCoefBc=*/1.0);
-      haveLast = true;
-    }
-    last = p;
-    bool full = int64_t(heap.size()) >= k;
-    // COEF_bc = 1 bounds PUL and headroom from above.
-    if (full && !betterBound(base, heap.top().bound))
-      return;
-    Bound b = base;
-    setCoefBc(b, coefBc(d, p, arch), d, p, arch);
-    if (!full)
-      heap.push({p, b});
-    else if (betterBound(b, heap.top().bound)) {
-      heap.pop();
-      heap.push({p, b});
+  const size_t G = size_t(std::min<int64_t>(
+      std::max<int64_t>(opts.maxKeep, opts.minKeep), int64_t(1) << 16));
+  std::priority_queue<FormatGroup, std::vector<FormatGroup>,
+                      decltype(groupWorse)>
+      best(groupWorse);
+  std::optional<FormatGroup> cut; // the best group left out of `best`
+  auto leaveOut = [&](const FormatGroup &g) {
+    if (!cut || groupWorse(g, *cut))
+      cut = g;
+  };
+  forEachFormatGroup(d, arch, gm, allowed, [&](const FormatGroup &g) {
+    r.enumerated = g.first + __builtin_popcount(g.formats);
+    if (G == 0)
+      return leaveOut(g);
+    if (best.size() < G) {
+      best.push(g);
+    } else if (groupWorse(g, best.top())) {
+      leaveOut(best.top());
+      best.pop();
+      best.push(g);
+    } else {
+      leaveOut(g);
     }
   });
-  while (!heap.empty()) {
-    r.kept.push_back(heap.top());
-    heap.pop();
+  int64_t k = keepCount(r.enumerated, opts);
+  if (k == 0)
+    return r;
+
+  // Min-heap of the best k sets: the root is the worst kept one.
+  auto worse = [](const Ranked &a, const Ranked &b) {
+    return better(a.c.bound, a.index, b.c.bound, b.index);
+  };
+  std::priority_queue<Ranked, std::vector<Ranked>, decltype(worse)> heap(worse);
+  // Whether a group whose bound is `g.optimistic` can still enter the heap.
+  auto canEnter = [&](const FormatGroup &g) {
+    return int64_t(heap.size()) < k ||
+           better(g.optimistic, g.first, heap.top().c.bound, heap.top().index);
+  };
+  auto score = [&](const FormatGroup &g) {
+    int64_t index = g.first;
+    for (int f = 0; f < 32; ++f) {
+      if (!(g.formats >> f & 1))
+        continue;
+      TileParams q = g.p;
+      q.format = f;
+      Bound b = g.base;
+      if (nLoadByFormat(d.kind))
+        b.nLoad = nLoad(d, q);
+      setCoefBc(b, coefBc(d, q, arch), d, q, arch);
+      Ranked c{{q, b}, index++};
+      if (int64_t(heap.size()) < k) {
+        heap.push(c);
+      } else if (worse(c, heap.top())) {
+        heap.pop();
+        heap.push(c);
+      }
+    }
+  };
+  std::vector<FormatGroup> order;
+  order.reserve(best.size());
+  for (; !best.empty(); best.pop())
+    order.push_back(best.top());
+  std::vector<int64_t> scored; // their first indices, ascending
+  for (auto it = order.rbegin(); it != order.rend() && canEnter(*it); ++it) {
+    score(*it);
+    scored.push_back(it->first);
   }
+  std::sort(scored.begin(), scored.end());
+  if (cut && canEnter(*cut))
+    forEachFormatGroup(d, arch, gm, allowed, [&](const FormatGroup &g) {
+      if (canEnter(g) &&
+          !std::binary_search(scored.begin(), scored.end(), g.first))
+        score(g);
+    });
+  for (; !heap.empty(); heap.pop())
+    r.kept.push_back(heap.top().c);
   std::reverse(r.kept.begin(), r.kept.end());
   return r;
 }
@@ -289,17 +399,45 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
                   int64_t(rounds - 1) * t0 * t1 * t2 * t3 >
               arch.maxRegsPerThread)
             continue;
-          forEachCinputAndFormat(d, p, cins, [&](const TileParams &q) {
-            Bound b = evaluateBound(d, q, arch);
+          // As in searchParams: COEF_bc = 1 bounds a format group, so only
+          // a group that could beat the best so far counts bank conflicts.
+          auto asPredecessor = [&](Bound &b) {
             // The grid and the residency are the successor's: the caller
             // multiplies its WBRatio in and checks the shared memory of
             // both phases together.
             b.wbRatio = roundEff;
             b.coefR = 1;
             b.pul = b.gmRatio * b.smRatio * b.wbRatio;
-            if (!best || betterBound(b, best->bound))
-              best = Candidate{q, b};
-          });
+          };
+          for (int64_t cin : cins) {
+            p.Cin = cin;
+            int64_t ext[4];
+            tileExtents(d, p, ext);
+            const std::vector<int> &formats = distinctFormats(ext);
+            TileParams q = p;
+            q.format = formats.front();
+            Bound base = evaluateBound(d, q, arch, -1.0, nullptr, 1.0);
+            Bound optimistic = base;
+            for (int f : formats) {
+              q.format = f;
+              if (nLoadByFormat(d.kind))
+                optimistic.nLoad = std::min(optimistic.nLoad, nLoad(d, q));
+            }
+            setCoefBc(optimistic, 1.0, d, q, arch);
+            asPredecessor(optimistic);
+            if (best && !betterBound(optimistic, best->bound))
+              continue;
+            for (int f : formats) {
+              q.format = f;
+              Bound b = base;
+              if (nLoadByFormat(d.kind))
+                b.nLoad = nLoad(d, q);
+              setCoefBc(b, coefBc(d, q, arch), d, q, arch);
+              asPredecessor(b);
+              if (!best || betterBound(b, best->bound))
+                best = Candidate{q, b};
+            }
+          }
         }
   return best;
 }

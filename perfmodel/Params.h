@@ -58,8 +58,10 @@ enum class InputFrom {
                // C_input = C (its whole input is on chip)
 };
 
-/// Scores every parameter set and keeps the top T % (at least K), best
-/// first. Every dropped set has a PUL no higher than every kept one.
+/// Keeps the top T % (at least K, at most M) of the parameter sets by their
+/// bound, best first; of sets with equal bounds, the earlier enumerated.
+/// Every dropped set has a PUL no higher than every kept one. Bank
+/// conflicts are counted only for the sets that can still be kept.
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                           const PruneOptions &opts = {},
                           InputFrom input = InputFrom::Global);

@@ -149,6 +149,10 @@ bool rowsOverLanes(const OpDesc &d, const TileParams &p) {
 // loads), else one each.
 double perWord(bool runsOfFour) { return runsOfFour ? 0.25 : 1.0; }
 
+bool nLoadByFormat(OpKind kind) {
+  return kind == OpKind::MatMul || kind == OpKind::Reduction;
+}
+
 double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
   double n = double(p.Nt), k = double(p.Kt), h = double(p.Ht), w = double(p.Wt);
   double c = double(d.C), f = double(d.FH * d.FW);

@@ -124,6 +124,9 @@ double compThread(const OpDesc &d, const TileParams &p);
 /// shared memory (the code generator's warp-cooperative row kernels).
 bool rowsOverLanes(const OpDesc &d, const TileParams &p);
 double nLoad(const OpDesc &d, const TileParams &p);
+/// Whether FORMAT_shared changes nLoad for this kind of op (its 128-bit
+/// runs follow which axis is innermost); otherwise only COEF_bc depends on it.
+bool nLoadByFormat(OpKind kind);
 double numTrans(const OpDesc &d, const TileParams &p, int transElements);
 int64_t sharedBytes(const OpDesc &d, const TileParams &p);
 int64_t registersPerThread(const OpDesc &d, const TileParams &p);
