@@ -443,19 +443,25 @@ double gmRatio(double oiTB, double ridgePoint) {
 
 double latencyRatio(double compThread, double nLoad, double latShared,
                     double coefBc, double warpsPerScheduler) {
-  return (compThread / nLoad) * warpsPerScheduler / (latShared * coefBc);
+  return (compThread / nLoad) * std::max(1.0, warpsPerScheduler) /
+         (latShared * coefBc);
 }
 
 double smRatio(double compThread, double nLoad, double latShared, double coefBc,
                double warpsPerScheduler) {
   return std::min(1.0, latencyRatio(compThread, nLoad, latShared, coefBc,
-                                    warpsPerScheduler));
+                                    warpsPerScheduler)) *
+         busySchedulers(warpsPerScheduler);
+}
+
+double busySchedulers(double warpsPerScheduler) {
+  return std::min(1.0, warpsPerScheduler);
 }
 
 double warpsPerScheduler(const TileParams &p, int64_t resident,
                          const GpuArch &a) {
   int64_t warps = (p.threads() + a.warpSize - 1) / a.warpSize;
-  return std::max(1.0, double(resident * warps) / 4.0);
+  return double(resident * warps) / 4.0;
 }
 
 int64_t residentBlocks(int64_t blocks, int64_t perSM, const GpuArch &a) {
@@ -554,12 +560,14 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
   // Rows over lanes read global memory straight into registers: no
   // shared-memory loads to wait for.
   bool lanes = rowsOverLanes(d, p);
-  double smRaw =
+  double wps = warpsPerScheduler(p, b.residentBlocks, a);
+  double perScheduler =
       lanes ? INFINITY
-            : latencyRatio(b.compThread, b.nLoad, a.latShared, b.coefBc,
-                           warpsPerScheduler(p, b.residentBlocks, a));
-  b.smRatio = std::min(1.0, smRaw);
-  b.headroom = std::min(b.gmRaw, smRaw);
+            : latencyRatio(b.compThread, b.nLoad, a.latShared, b.coefBc, wps);
+  // An SM's schedulers each issue only their own warps: with fewer warps
+  // than schedulers on the SM, the others idle, whatever the ratio.
+  b.smRatio = std::min(1.0, perScheduler) * busySchedulers(wps);
+  b.headroom = std::min(b.gmRaw, perScheduler * busySchedulers(wps));
   double pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
   // LATRatio caps the performance at the total work over the latency chain:
   // the time bound becomes max(work at PUL, chain). It falls as COEF_bc

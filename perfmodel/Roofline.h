@@ -148,15 +148,21 @@ double gmRatio(double oiTB, double ridgePoint);
 /// the other resident warps' operations also hide the latency (our
 /// extension: measured on an H200, small thread tiles with many warps win
 /// where the one-warp form pruned them), so the ratio is multiplied by it.
+/// With fewer warps than schedulers on the SM (`warpsPerScheduler` < 1) the
+/// idle schedulers' share is lost: the ratio is multiplied by
+/// busySchedulers (measured: one-warp blocks topped the ranking of
+/// ResNet-50's 3x3 convs at batch 1 and ran 3-8x slower than the fastest).
 double smRatio(double compThread, double nLoad, double latShared, double coefBc,
                double warpsPerScheduler = 1);
-/// SMRatio before it is clamped at 1.
+/// SMRatio of a busy scheduler before it is clamped at 1.
 double latencyRatio(double compThread, double nLoad, double latShared,
                     double coefBc, double warpsPerScheduler = 1);
+/// The share of an SM's schedulers that have a warp to issue.
+double busySchedulers(double warpsPerScheduler);
 
 /// Warps each scheduler of an SM can interleave for p's blocks, `resident`
 /// of them on the SM (4 schedulers per SM on every GPU we model: Volta to
-/// Hopper, CDNA's 4 SIMDs per CU).
+/// Hopper, CDNA's 4 SIMDs per CU); below 1 when schedulers idle.
 double warpsPerScheduler(const TileParams &p, int64_t resident,
                          const GpuArch &arch);
 

@@ -35,6 +35,40 @@ TEST_CASE("SMRatio: 10 operations per load, 20-cycle latency -> 0.5",
   CHECK(smRatio(40, 1, 20, 1) == 1.0);
   // A 2-way conflict doubles the cycles to hide.
   CHECK(smRatio(10, 1, 20, 2) == Approx(0.25));
+  // One warp on an SM keeps one of its four schedulers busy: a quarter,
+  // however well that warp hides its latency.
+  CHECK(smRatio(40, 1, 20, 1, 0.25) == Approx(0.25));
+  CHECK(smRatio(10, 1, 20, 1, 0.5) == Approx(0.25));
+  CHECK(busySchedulers(8) == 1.0);
+}
+
+TEST_CASE("a block of one warp leaves three of an SM's schedulers idle",
+          "[roofline]") {
+  // ResNet-50's layer3 3x3 conv at batch 1 on the H200: 64 blocks, one per
+  // SM. Measured (bench/results/h200-2026-11-24-validation-staged): 32
+  // threads of 2x4x4 outputs took 289.5 us, 1024 threads of 1x1x4 took
+  // 84.9 us; the model without the idle schedulers ranked the first on top.
+  const GpuArch &h200 = *findArch("h200");
+  OpDesc d = conv(1, 256, 256, 14, 3, 1);
+  TileParams one;
+  one.Kb = 8, one.Hb = 8, one.Wb = 16;
+  one.Kt = 2, one.Ht = 4, one.Wt = 4;
+  one.Cin = 4;
+  const auto &formats = sharedFormats();
+  one.format = int(std::find(formats.begin(), formats.end(),
+                             SharedFormat{'C', 'N', 'W', 'H'}) -
+                   formats.begin()); // both measured sets' layout
+  REQUIRE(size_t(one.format) < formats.size());
+  TileParams many = one;
+  many.Kb = 16, many.Hb = 4;
+  many.Kt = many.Ht = many.Wt = 1;
+  REQUIRE(one.threads() == 32);
+  REQUIRE(many.threads() == 1024);
+  Bound b1 = evaluateBound(d, one, h200), b32 = evaluateBound(d, many, h200);
+  REQUIRE(b1.numBlocks == b32.numBlocks);
+  CHECK(warpsPerScheduler(one, b1.residentBlocks, h200) == 0.25);
+  CHECK(b1.smRatio <= 0.25);
+  CHECK(b32.pul > b1.pul);
 }
 
 TEST_CASE("WBRatio: 1.2 waves -> 0.6", "[roofline]") {
