@@ -27,6 +27,13 @@ OpDesc conv(int64_t n, int64_t c, int64_t k, int64_t hw, int64_t f, int64_t s) {
   return d;
 }
 
+OpDesc matmul(int64_t n, int64_t c, int64_t k) {
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.N = n, d.C = c, d.K = k;
+  return d;
+}
+
 } // namespace
 
 TEST_CASE("SMRatio: 10 operations per load, 20-cycle latency -> 0.5",
@@ -210,9 +217,7 @@ TEST_CASE("the best-first search keeps exactly the top k of scoring every "
   // and rows cover N_load that changes with the format; the small caps
   // force the second pass over the groups left out of the first.
   const GpuArch &arch = *findArch("h200");
-  OpDesc mm;
-  mm.kind = OpKind::MatMul;
-  mm.N = 128, mm.C = 768, mm.K = 96;
+  OpDesc mm = matmul(128, 768, 96);
   OpDesc rows;
   rows.kind = OpKind::Reduction;
   rows.N = 512, rows.C = 768, rows.K = 1;
@@ -255,9 +260,7 @@ TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
   // BERT's batch-32 FFN GEMM: PUL saturates (GMRatio = SMRatio = 1) for
   // far more sets than the top 1 % keeps.
   const GpuArch &arch = *findArch("h200");
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 4096, d.C = 768, d.K = 3072;
+  OpDesc d = matmul(4096, 768, 3072);
   SearchResult r = searchParams(d, arch);
   REQUIRE(r.kept.size() > 8);
   const Bound &worst = r.kept.back().bound;
