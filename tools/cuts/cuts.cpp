@@ -283,11 +283,12 @@ int parsePruneOption(const std::vector<std::string> &args, size_t &k,
   return 0;
 }
 
+/// What --arch takes, for error messages: the built-in names, or a file.
 std::string archList() {
   std::string s;
   for (const auto &a : cuts::knownArchs())
     s += (s.empty() ? "" : ", ") + a.aliases.front();
-  return s;
+  return s + ", or a descriptor FILE.json";
 }
 
 /// --arch: a built-in descriptor's name or alias, or the path of a
@@ -297,8 +298,7 @@ std::optional<cuts::GpuArch> resolveArch(const std::string &name) {
   if (!llvm::StringRef(name).ends_with(".json")) {
     if (auto arch = cuts::findArch(name))
       return arch;
-    error("", "unknown --arch '" + name + "' (known: " + archList() +
-                  ", or a descriptor FILE.json)");
+    error("", "unknown --arch '" + name + "' (known: " + archList() + ")");
     return std::nullopt;
   }
   auto buf = llvm::MemoryBuffer::getFile(name);
