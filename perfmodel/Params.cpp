@@ -267,6 +267,21 @@ bool better(const Bound &a, int64_t ia, const Bound &b, int64_t ib) {
 
 } // namespace
 
+std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
+                                         size_t n) {
+  n = std::min(n, ranked.size());
+  std::vector<size_t> picked, later;
+  for (size_t i = 0; i < ranked.size() && picked.size() < n; ++i) {
+    bool seen = false;
+    for (size_t j : picked)
+      seen = seen || sameGroup(ranked[j].params, ranked[i].params);
+    (seen ? later : picked).push_back(i);
+  }
+  for (size_t i = 0; picked.size() < n; ++i)
+    picked.push_back(later[i]);
+  return picked;
+}
+
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                           const PruneOptions &opts, InputFrom input) {
   SearchResult r;

@@ -77,6 +77,15 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
 std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
                                       const TileParams &block, int64_t threads);
 
+/// The first n indices of `ranked` (best first) to time: the best set of
+/// each tiling (all but FORMAT_shared) in rank order, then the other formats
+/// in rank order if fewer tilings than n are kept. Formats of one tiling
+/// differ in COEF_bc only: on the H200 their times were a median 2-7 %
+/// apart, the tilings' several-fold (bench/results/h200-2026-11-24-validation-
+/// staged), and equal-bound formats fill the top ranks in pairs.
+std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
+                                         size_t n);
+
 /// The number of sets to keep out of n.
 int64_t keepCount(int64_t n, const PruneOptions &opts);
 

@@ -254,12 +254,15 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       return it->second;
     std::vector<GroupCandidate> list;
     const int group = int(memo.size());
-    int n = std::min<int>(opts.tuneCandidates, int(e.ranked.size()));
-    for (int i = 0; i < n; ++i)
+    // One set of each tiling before a second format of any.
+    std::vector<size_t> order = distinctTilingsFirst(
+        e.ranked, size_t(std::max(0, opts.tuneCandidates)));
+    for (int l = 0; l < int(order.size()); ++l)
       for (bool prefetch : {false, true}) {
         std::string why;
+        size_t i = order[size_t(l)];
         auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why,
-                             predecessorOf(e, size_t(i)));
+                             predecessorOf(e, i));
         if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
           continue;
         gk->kernel.prefetch = prefetch;
@@ -270,7 +273,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
           continue;
         tune::Candidate tc = tuneCandidate(gk->kernel, arch0, toolkit);
         tc.group = group;
-        tc.level = 2 * i + prefetch;
+        tc.level = 2 * l + prefetch;
         list.push_back({std::move(*gk), std::move(tc)});
       }
     // A library call as a candidate: its graph values, its params, and the

@@ -254,6 +254,23 @@ TEST_CASE("the best-first search keeps exactly the top k of scoring every "
       }
 }
 
+TEST_CASE("the tuner times one set of each tiling before a second format",
+          "[roofline]") {
+  auto set = [](int64_t kb, int format) {
+    TileParams p;
+    p.Kb = kb;
+    p.format = format;
+    return Candidate{p, Bound{}};
+  };
+  // Ranked: A/0, A/1, B/0, C/0, B/1.
+  std::vector<Candidate> ranked = {set(8, 0), set(8, 1), set(16, 0), set(32, 0),
+                                   set(16, 1)};
+  CHECK(distinctTilingsFirst(ranked, 3) == std::vector<size_t>{0, 2, 3});
+  CHECK(distinctTilingsFirst(ranked, 4) == std::vector<size_t>{0, 2, 3, 1});
+  CHECK(distinctTilingsFirst(ranked, 9) == std::vector<size_t>{0, 2, 3, 1, 4});
+  CHECK(distinctTilingsFirst(ranked, 0).empty());
+}
+
 TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
           "above a kept one is dropped",
           "[roofline]") {
