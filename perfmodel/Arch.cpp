@@ -68,6 +68,7 @@ const std::pair<const char *, double GpuArch::*> kOptionalFields[] = {
     {"latIterCycles", &GpuArch::latIterCycles},
     {"launchSeconds", &GpuArch::launchSeconds},
     {"bwL2", &GpuArch::bwL2},
+    {"bwL2PerSM", &GpuArch::bwL2PerSM},
 };
 
 const char *const kStringFields[] = {"name", "aliases", "vendor",

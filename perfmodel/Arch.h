@@ -51,6 +51,10 @@ struct GpuArch {
   /// Bytes/s a full-occupancy grid reads from L2, measured (cuts-probe); 0
   /// where not measured. Optional in the JSON.
   double bwL2 = 0;
+  /// Bytes/s one SM alone reads from L2 (one block of the most threads),
+  /// measured (cuts-probe); 0 where not measured. Optional in the JSON;
+  /// recorded for the model's known gap (a grid on few SMs), not used yet.
+  double bwL2PerSM = 0;
 
   /// R_peak / BW_global: the roofline's ridge point in FLOP per byte.
   double ridgePoint() const { return perfPeakFp32 / bwGlobal; }

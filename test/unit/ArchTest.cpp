@@ -147,6 +147,7 @@ TEST_CASE("parseArchJson round-trips archToJson", "[arch]") {
     CHECK(back->latIterCycles == arch.latIterCycles);
     CHECK(back->launchSeconds == arch.launchSeconds);
     CHECK(back->bwL2 == arch.bwL2);
+    CHECK(back->bwL2PerSM == arch.bwL2PerSM);
   }
 }
 
@@ -155,7 +156,8 @@ TEST_CASE("the measured-only fields are optional, positive where given",
   const std::pair<const char *, double GpuArch::*> fields[] = {
       {"latIterCycles", &GpuArch::latIterCycles},
       {"launchSeconds", &GpuArch::launchSeconds},
-      {"bwL2", &GpuArch::bwL2}};
+      {"bwL2", &GpuArch::bwL2},
+      {"bwL2PerSM", &GpuArch::bwL2PerSM}};
   for (const auto &[field, member] : fields) {
     INFO(field);
     auto j = h100Json();

@@ -328,6 +328,25 @@ double measureL2Bandwidth(const cudaDeviceProp &prop) {
   return double(bytes) * kL2Passes / seconds;
 }
 
+/// Bytes per second one SM draws from L2 when it reads alone: one block of
+/// the most threads a block may have, over the same L2-resident buffer. A
+/// grid of few blocks (a GEMV at batch 1) is limited by this, not by bwL2.
+double measureL2BandwidthPerSM(const cudaDeviceProp &prop) {
+  const size_t bytes = size_t(prop.l2CacheSize) / 4 / 16 * 16;
+  const size_t n = bytes / sizeof(float4);
+  float4 *in = nullptr;
+  float *sink = nullptr;
+  check(cudaMalloc(&in, bytes), "cudaMalloc");
+  check(cudaMemset(in, 0, bytes), "cudaMemset");
+  check(cudaMalloc(&sink, sizeof(float)), "cudaMalloc");
+  const double seconds = timedMedian(5, "l2ReadKernel (one SM)", [&] {
+    l2ReadKernel<<<1, prop.maxThreadsPerBlock>>>(in, n, sink);
+  });
+  cudaFree(in);
+  cudaFree(sink);
+  return double(bytes) * kL2Passes / seconds;
+}
+
 //===----------------------------------------------------------------------===//
 // Output
 //===----------------------------------------------------------------------===//
@@ -414,11 +433,12 @@ int main(int argc, char **argv) {
   const double latIter = measureIterationLatency(prop);
   const double launch = measureLaunchSeconds(prop);
   const double bwL2 = measureL2Bandwidth(prop);
+  const double bwL2PerSM = measureL2BandwidthPerSM(prop);
   std::fprintf(stderr,
                "cuts-probe: BW_global %.3g B/s, PERF_peak %.3g FLOP/s, "
                "LAT_shared %d cycles, LAT_iter %.0f cycles, launch %.3g s, "
-               "BW_L2 %.3g B/s\n",
-               bw, fp32, lat, latIter, launch, bwL2);
+               "BW_L2 %.3g B/s, BW_L2 of one SM %.3g B/s\n",
+               bw, fp32, lat, latIter, launch, bwL2, bwL2PerSM);
 
   char date[16];
   const std::time_t now = std::time(nullptr);
@@ -464,6 +484,7 @@ int main(int argc, char **argv) {
       {"latIterCycles", num(latIter)},
       {"launchSeconds", num(launch)},
       {"bwL2", num(bwL2)},
+      {"bwL2PerSM", num(bwL2PerSM)},
   };
   std::vector<std::pair<std::string, std::string>> sources = {
       {"numSM", props},
@@ -506,6 +527,9 @@ int main(int argc, char **argv) {
                    "quarter of L2 " +
                    std::to_string(kL2Passes) +
                    " times (ld.global.cg float4), median of 5"},
+      {"bwL2PerSM", measured + ": the same read by one block of " +
+                        std::to_string(prop.maxThreadsPerBlock) +
+                        " threads (one SM), median of 5"},
   };
 
   std::string json = "{\n  \"name\": " + jsonString(name) +
