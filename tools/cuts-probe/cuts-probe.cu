@@ -307,9 +307,10 @@ __global__ void l2ReadKernel(const float4 *in, size_t n, float *sink) {
     sink[0] = acc;
 }
 
-/// Bytes per second read from L2 by a full-occupancy grid: what re-read
-/// tiles (halos, the operand every block column shares) stream at.
-double measureL2Bandwidth(const cudaDeviceProp &prop) {
+/// Bytes per second a grid of `blocks` x `threads` reads from L2 (the
+/// buffer is a quarter of L2; the warm-up run brings it in).
+double l2ReadBandwidth(const cudaDeviceProp &prop, int blocks, int threads,
+                       const char *what) {
   const size_t bytes = size_t(prop.l2CacheSize) / 4 / 16 * 16;
   const size_t n = bytes / sizeof(float4);
   float4 *in = nullptr;
@@ -317,34 +318,29 @@ double measureL2Bandwidth(const cudaDeviceProp &prop) {
   check(cudaMalloc(&in, bytes), "cudaMalloc");
   check(cudaMemset(in, 0, bytes), "cudaMemset");
   check(cudaMalloc(&sink, sizeof(float)), "cudaMalloc");
-  const int block = 512;
-  const int blocks =
-      prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / block);
-  // The warm-up run brings the buffer into L2.
   const double seconds = timedMedian(
-      5, "l2ReadKernel", [&] { l2ReadKernel<<<blocks, block>>>(in, n, sink); });
+      5, what, [&] { l2ReadKernel<<<blocks, threads>>>(in, n, sink); });
   cudaFree(in);
   cudaFree(sink);
   return double(bytes) * kL2Passes / seconds;
 }
 
+/// Bytes per second read from L2 by a full-occupancy grid: what re-read
+/// tiles (halos, the operand every block column shares) stream at.
+double measureL2Bandwidth(const cudaDeviceProp &prop) {
+  const int block = 512;
+  return l2ReadBandwidth(prop,
+                         prop.multiProcessorCount *
+                             (prop.maxThreadsPerMultiProcessor / block),
+                         block, "l2ReadKernel");
+}
+
 /// Bytes per second one SM draws from L2 when it reads alone: one block of
-/// the most threads a block may have, over the same L2-resident buffer. A
-/// grid of few blocks (a GEMV at batch 1) is limited by this, not by bwL2.
+/// the most threads a block may have. A grid of few blocks (a GEMV at batch
+/// 1) is limited by this, not by bwL2.
 double measureL2BandwidthPerSM(const cudaDeviceProp &prop) {
-  const size_t bytes = size_t(prop.l2CacheSize) / 4 / 16 * 16;
-  const size_t n = bytes / sizeof(float4);
-  float4 *in = nullptr;
-  float *sink = nullptr;
-  check(cudaMalloc(&in, bytes), "cudaMalloc");
-  check(cudaMemset(in, 0, bytes), "cudaMemset");
-  check(cudaMalloc(&sink, sizeof(float)), "cudaMalloc");
-  const double seconds = timedMedian(5, "l2ReadKernel (one SM)", [&] {
-    l2ReadKernel<<<1, prop.maxThreadsPerBlock>>>(in, n, sink);
-  });
-  cudaFree(in);
-  cudaFree(sink);
-  return double(bytes) * kL2Passes / seconds;
+  return l2ReadBandwidth(prop, 1, prop.maxThreadsPerBlock,
+                         "l2ReadKernel (one SM)");
 }
 
 //===----------------------------------------------------------------------===//
