@@ -265,6 +265,16 @@ bool better(const Bound &a, int64_t ia, const Bound &b, int64_t ib) {
   return betterBound(a, b) || (!betterBound(b, a) && ia < ib);
 }
 
+/// The bound of format q.format of a group whose bound with COEF_bc = 1 is
+/// `base`: its own N_load where the format changes it, and its COEF_bc.
+Bound withFormat(const OpDesc &d, Bound b, const TileParams &q,
+                 const GpuArch &arch) {
+  if (nLoadByFormat(d.kind))
+    b.nLoad = nLoad(d, q);
+  setCoefBc(b, coefBc(d, q, arch), d, q, arch);
+  return b;
+}
+
 } // namespace
 
 std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
@@ -304,9 +314,7 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
   };
   const size_t G = size_t(std::min<int64_t>(
       std::max<int64_t>(opts.maxKeep, opts.minKeep), int64_t(1) << 16));
-  std::priority_queue<FormatGroup, std::vector<FormatGroup>,
-                      decltype(groupWorse)>
-      best(groupWorse);
+  std::vector<FormatGroup> best;  // a heap whose front is the worst
   std::optional<FormatGroup> cut; // the best group left out of `best`
   auto leaveOut = [&](const FormatGroup &g) {
     if (!cut || groupWorse(g, *cut))
@@ -317,14 +325,15 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
     if (G == 0)
       return leaveOut(g);
     if (best.size() < G) {
-      best.push(g);
-    } else if (groupWorse(g, best.top())) {
-      leaveOut(best.top());
-      best.pop();
-      best.push(g);
+      best.push_back(g);
+    } else if (groupWorse(g, best.front())) {
+      std::pop_heap(best.begin(), best.end(), groupWorse);
+      leaveOut(best.back());
+      best.back() = g;
     } else {
-      leaveOut(g);
+      return leaveOut(g);
     }
+    std::push_heap(best.begin(), best.end(), groupWorse);
   });
   int64_t k = keepCount(r.enumerated, opts);
   if (k == 0)
@@ -347,11 +356,7 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
         continue;
       TileParams q = g.p;
       q.format = f;
-      Bound b = g.base;
-      if (nLoadByFormat(d.kind))
-        b.nLoad = nLoad(d, q);
-      setCoefBc(b, coefBc(d, q, arch), d, q, arch);
-      Ranked c{{q, b}, index++};
+      Ranked c{{q, withFormat(d, g.base, q, arch)}, index++};
       if (int64_t(heap.size()) < k) {
         heap.push(c);
       } else if (worse(c, heap.top())) {
@@ -360,14 +365,13 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
       }
     }
   };
-  std::vector<FormatGroup> order;
-  order.reserve(best.size());
-  for (; !best.empty(); best.pop())
-    order.push_back(best.top());
+  std::sort(best.begin(), best.end(), groupWorse); // best first
   std::vector<int64_t> scored; // their first indices, ascending
-  for (auto it = order.rbegin(); it != order.rend() && canEnter(*it); ++it) {
-    score(*it);
-    scored.push_back(it->first);
+  for (const FormatGroup &g : best) {
+    if (!canEnter(g))
+      break;
+    score(g);
+    scored.push_back(g.first);
   }
   std::sort(scored.begin(), scored.end());
   if (cut && canEnter(*cut))
@@ -444,10 +448,7 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
               continue;
             for (int f : formats) {
               q.format = f;
-              Bound b = base;
-              if (nLoadByFormat(d.kind))
-                b.nLoad = nLoad(d, q);
-              setCoefBc(b, coefBc(d, q, arch), d, q, arch);
+              Bound b = withFormat(d, base, q, arch);
               asPredecessor(b);
               if (!best || betterBound(b, best->bound))
                 best = Candidate{q, b};
