@@ -34,6 +34,18 @@ std::string describeDtype(cuts_dtype dtype);
 bool checkBindings(const Manifest &m, const cuts_binding *b, int n, bool inputs,
                    std::vector<void *> &data, std::string &error);
 
+/// Generated kernels read and write fp32 tensors up to 16 bytes at a time
+/// (codegen's vector runs), so device buffers a caller binds start on a
+/// kBindingAlign boundary; cudaMalloc's are 256-byte aligned, the arena's
+/// and the weights' offsets are too.
+constexpr uintptr_t kBindingAlign = 16;
+
+/// Checks that every binding with bytes (`data` in the model's order, as
+/// checkBindings puts it) is kBindingAlign-aligned. On failure false, and
+/// `error` names the tensor and its address.
+bool checkAlignment(const Manifest &m, const std::vector<void *> &data,
+                    bool inputs, std::string &error);
+
 /// One element of the values benchmark and profile runs fill an input of
 /// `dtype` with, as its bytes: 0.5 for floating point, 0 for integers (an
 /// index valid in any table), 1 for bool. Empty for an unknown dtype.

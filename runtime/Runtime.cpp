@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -354,6 +355,25 @@ bool checkBindings(const Manifest &man, const cuts_binding *b, int n,
     if (!x.data && t.bytes() > 0)
       return failWith(label + ": data is NULL");
     data[j] = x.data;
+  }
+  return true;
+}
+
+bool checkAlignment(const Manifest &man, const std::vector<void *> &data,
+                    bool inputs, std::string &error) {
+  const std::vector<int> &ids = inputs ? man.inputs : man.outputs;
+  for (size_t i = 0; i < data.size() && i < ids.size(); ++i) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(data[i]);
+    if (man.tensors[ids[i]].bytes() == 0 || p % kBindingAlign == 0)
+      continue;
+    char address[32];
+    std::snprintf(address, sizeof address, "%#llx",
+                  static_cast<unsigned long long>(p));
+    error = std::string(inputs ? "input" : "output") + " \"" +
+            man.tensors[ids[i]].name + "\": data " + address + " is not " +
+            std::to_string(kBindingAlign) +
+            "-byte aligned (device buffers must be; cudaMalloc's are)";
+    return false;
   }
   return true;
 }
@@ -1094,6 +1114,10 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
       return st;
     if (cuts_status st = bindAll(*s.model, outputs, num_outputs, false, out))
       return st;
+    std::string err;
+    if (!checkAlignment(s.model->manifest(), in, true, err) ||
+        !checkAlignment(s.model->manifest(), out, false, err))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
     std::vector<CUdeviceptr> din = devicePointers(in),
                              dout = devicePointers(out);
     if (cuts_status st = checkNoAliasing(*s.model, din, dout))

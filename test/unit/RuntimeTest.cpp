@@ -1386,6 +1386,21 @@ TEST_CASE("bindings are checked against the model's dtypes", "[runtime]") {
   }
 }
 
+TEST_CASE("device bindings must be 16-byte aligned", "[runtime]") {
+  ArtifactContents c = typedContents();
+  const Manifest &m = c.manifest;
+  alignas(16) float y[64 + 4];
+  alignas(16) bool pad[32];
+  std::string error;
+  CHECK(checkAlignment(m, {y, pad}, false, error));
+  CHECK(checkAlignment(m, {y + 4, pad + 16}, false, error));
+  CHECK_FALSE(checkAlignment(m, {y + 1, pad}, false, error));
+  CHECK(error.find("output \"y\": data 0x") == 0);
+  CHECK(error.find("is not 16-byte aligned") != std::string::npos);
+  CHECK_FALSE(checkAlignment(m, {y, pad + 8}, false, error));
+  CHECK(error.find("output \"pad\"") == 0);
+}
+
 TEST_CASE("benchmark inputs hold values valid for any model", "[runtime]") {
   auto as = [](const std::vector<uint8_t> &b, auto v) {
     REQUIRE(b.size() == sizeof v);

@@ -73,7 +73,9 @@ typedef struct cuts_tensor_info {
 
 /* A caller's buffer for one input or output, by name. `data` is device
  * memory for cuts_session_run and host memory for cuts_session_run_host,
- * and holds the product of the shape times cuts_dtype_size(dtype) bytes.
+ * and holds the product of the shape times cuts_dtype_size(dtype) bytes;
+ * device memory starts 16-byte aligned (as cudaMalloc's does), since the
+ * kernels move up to 16 bytes at a time.
  * rank/shape/dtype must match the model's (they are checked; no dtype is
  * converted). */
 typedef struct cuts_binding {
