@@ -171,12 +171,25 @@ private:
   std::string gatherPosition(const dfg::Graph &g, int value, int64_t extent,
                              const std::string &indent);
   void emitGraph(const dfg::Graph &g, const std::string &indent);
-  // Runs of four fp32 loads of one shared tile at consecutive words of its
-  // unit-stride axis, starting at a multiple of four, with every thread's
-  // address 16-byte aligned and the same ordering operands: the first of
-  // each run (in `order`) maps to the four.
-  std::map<int, std::array<int, 4>>
-  vectorLoads(const dfg::Graph &g, const std::vector<int> &order) const;
+  // A run of fp32 accesses at consecutive words of a buffer's unit-stride
+  // axis whose first word every thread reaches is `width`-aligned, so one
+  // 8- or 16-byte access does them all (`ids` by position).
+  struct VectorRun {
+    std::vector<int> ids;
+    bool store = false;
+  };
+  // The runs of `order`, keyed by the node whose place emits them: a load
+  // run at its first member, a store run at its last (its values are
+  // computed by then). Shared tiles get 128-bit loads (§3.4.1); global
+  // tensors 128- or 64-bit loads and stores, which rely on the runtime's
+  // contract that every tensor starts 16-byte aligned.
+  std::map<int, VectorRun> vectorRuns(const dfg::Graph &g,
+                                      const std::vector<int> &order) const;
+  // Whether every thread's (and block's) position along unit axis u of b,
+  // from thread 0's multiple of `width`, stays a multiple of it.
+  bool widthAligned(const dfg::Buffer &b, int u, int64_t width) const;
+  void emitVectorRun(const dfg::Graph &g, const VectorRun &r,
+                     const std::string &indent);
   enum class FetchMode { Direct, ToRegisters, FromRegisters };
   void emitFetch(const Fetch &f, const std::string &indent,
                  const std::string &loopBase, FetchMode mode, int fetchIndex);
@@ -311,67 +324,170 @@ std::string Emitter::gatherPosition(const dfg::Graph &g, int value,
   return name;
 }
 
-std::map<int, std::array<int, 4>>
-Emitter::vectorLoads(const dfg::Graph &g, const std::vector<int> &order) const {
-  // The axis of a tile whose consecutive positions are consecutive words,
-  // if any (an axis of extent 1 is no run).
-  auto unitAxis = [](const dfg::Buffer &b) {
-    for (size_t d = 0; d < b.strides.size(); ++d)
-      if (b.strides[d] == 1 && b.extents[d] > 1)
-        return int(d);
-    return -1;
-  };
-  // Loads by (buffer, ordering operands, index off the unit axis), then
-  // their position along it.
-  using Key = std::tuple<int, std::vector<int>, std::vector<int64_t>>;
+// The axis of a buffer whose consecutive positions are consecutive words,
+// if any (an axis of extent 1 is no run).
+int unitAxis(const dfg::Buffer &b) {
+  for (size_t d = 0; d < b.strides.size(); ++d)
+    if (b.strides[d] == 1 && b.extents[d] > 1)
+      return int(d);
+  return -1;
+}
+
+bool Emitter::widthAligned(const dfg::Buffer &b, int u, int64_t width) const {
+  // The other axes' offsets: multiples of width (an axis of extent 1 is
+  // always at 0 where the access happens: shared tiles by construction,
+  // global tensors behind their guard).
+  for (size_t d = 0; d < b.strides.size(); ++d)
+    if (int(d) != u && b.strides[d] % width != 0 && b.extents[d] != 1)
+      return false;
+  const dfg::DimMap &m = b.map[u];
+  if (m.outDim != dfg::NoDim) {
+    if (ph.threadExt[m.outDim] * m.scale % width != 0)
+      return false;
+    if (b.space == dfg::Space::Global) {
+      const TileParams &p = ph.k->params;
+      const int64_t block[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
+      if (block[m.outDim] * m.scale % width != 0)
+        return false;
+    }
+  }
+  return !m.inner || ph.k->bodyStep % width == 0;
+}
+
+std::map<int, Emitter::VectorRun>
+Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
+  // A global tensor both read and written here keeps its scalar accesses:
+  // a run moves a store later and a load earlier. A producer phase's
+  // global accesses too: its block origin need not be aligned.
+  std::set<std::string> loaded, stored;
+  for (int id : order) {
+    const dfg::Node &n = g.node(id);
+    if (n.op == Op::Load || n.op == Op::Store)
+      (n.op == Op::Load ? loaded : stored).insert(g.buffer(n.buffer).name);
+  }
+  // Accesses by (store?, buffer, ordering operands, index off the unit
+  // axis), then their position along it.
+  using Key = std::tuple<bool, int, std::vector<int>, std::vector<int64_t>>;
   std::map<Key, std::map<int64_t, int>> runs;
   for (int id : order) {
     const dfg::Node &n = g.node(id);
-    if (n.op != Op::Load || !n.indexFrom.empty() || n.index.empty())
+    bool store = n.op == Op::Store;
+    if ((n.op != Op::Load && !store) || !n.indexFrom.empty() ||
+        n.index.empty())
       continue;
     const dfg::Buffer &b = g.buffer(n.buffer);
     int u = unitAxis(b);
-    if (b.space != dfg::Space::Shared || b.type != dfg::Type::F32 || u < 0)
+    if (b.type != dfg::Type::F32 || u < 0 || n.index[u] < 0)
+      continue;
+    if (b.space == dfg::Space::Global &&
+        (ph.k != &top || (loaded.count(b.name) && stored.count(b.name))))
+      continue;
+    if (b.space == dfg::Space::Shared && store)
       continue;
     std::vector<int64_t> rest = n.index;
     rest[u] = 0;
-    runs[Key{n.buffer, n.in, rest}][n.index[u]] = id;
+    runs[Key{store, n.buffer, store ? std::vector<int>{} : n.in, rest}]
+        [n.index[u]] = id;
   }
-  std::map<int, std::array<int, 4>> quads;
   std::map<int, size_t> rank;
   for (size_t i = 0; i < order.size(); ++i)
     rank[order[i]] = i;
+  auto byRank = [&](int x, int y) { return rank[x] < rank[y]; };
+  std::map<int, VectorRun> result;
+  std::set<int> inRun;
   for (const auto &[key, byPos] : runs) {
-    const dfg::Buffer &b = g.buffer(std::get<0>(key));
+    const dfg::Buffer &b = g.buffer(std::get<1>(key));
+    bool store = std::get<0>(key);
     int u = unitAxis(b);
-    // Every thread's address a multiple of four words: the other strides
-    // and the per-thread step along the unit axis multiples of 4.
-    bool aligned = true;
-    for (size_t d = 0; d < b.strides.size(); ++d)
-      aligned &= int(d) == u || b.strides[d] % 4 == 0;
-    const dfg::DimMap &m = b.map[u];
-    if (m.outDim != dfg::NoDim)
-      aligned &= ph.threadExt[m.outDim] * m.scale % 4 == 0;
-    if (m.inner)
-      aligned &= ph.k->bodyStep % 4 == 0;
-    if (!aligned)
-      continue;
-    for (const auto &[i, id] : byPos) {
-      if (i % 4 != 0)
+    // Shared tiles: 128-bit loads only; global tensors: 128 or 64 bits.
+    std::vector<int64_t> widths{4};
+    if (b.space == dfg::Space::Global)
+      widths.push_back(2);
+    for (int64_t w : widths) {
+      if (!widthAligned(b, u, w))
         continue;
-      std::array<int, 4> q{id, -1, -1, -1};
-      for (int j = 1; j < 4; ++j) {
-        auto it = byPos.find(i + j);
-        q[j] = it == byPos.end() ? -1 : it->second;
+      for (auto it = byPos.begin(); it != byPos.end();) {
+        int64_t i = it->first;
+        VectorRun r{{}, store};
+        for (int64_t j = 0; j < w && i % w == 0; ++j) {
+          auto at = byPos.find(i + j);
+          if (at == byPos.end())
+            break;
+          r.ids.push_back(at->second);
+        }
+        bool taken = false;
+        for (int id : r.ids)
+          taken |= inRun.count(id) > 0;
+        if (int64_t(r.ids.size()) != w || taken) {
+          ++it;
+          continue;
+        }
+        int at = store ? *std::max_element(r.ids.begin(), r.ids.end(), byRank)
+                       : *std::min_element(r.ids.begin(), r.ids.end(), byRank);
+        inRun.insert(r.ids.begin(), r.ids.end());
+        result[at] = std::move(r);
+        std::advance(it, w);
       }
-      if (std::find(q.begin(), q.end(), -1) != q.end())
-        continue;
-      int first = *std::min_element(
-          q.begin(), q.end(), [&](int x, int y) { return rank[x] < rank[y]; });
-      quads[first] = q;
     }
   }
-  return quads;
+  return result;
+}
+
+void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
+                            const std::string &ind) {
+  const dfg::Node &head = g.node(r.ids.front());
+  const dfg::Node &last = g.node(r.ids.back());
+  const dfg::Buffer &b = g.buffer(head.buffer);
+  size_t w = r.ids.size();
+  std::string vec = w == 4 ? "float4" : "float2";
+  std::string ptr = "reinterpret_cast<" + std::string(r.store ? "" : "const ") +
+                    vec + " *>(&" + b.name + "[" + address(b, head.index) +
+                    "])";
+  const char *lane = "xyzw";
+  if (b.space == dfg::Space::Shared) {
+    // §3.4.1's 128-bit shared-memory load: four consecutive words.
+    std::string v = nameOf(g, r.ids[0]) + "_x4";
+    os << ind << "const float4 " << v << " = *" << ptr << ";\n";
+    for (size_t j = 0; j < w; ++j)
+      names[{&g, r.ids[j]}] = v + "." + lane[j];
+    return;
+  }
+  // Global: the whole run inside the tensor, or (where the unit axis's
+  // extent is no multiple of the width, a ragged end) each word checked.
+  int u = unitAxis(b);
+  bool ragged = b.extents[u] % int64_t(w) != 0;
+  std::string all = inside(b, ragged ? last.index : head.index);
+  auto scalar = [&](size_t j) {
+    const dfg::Node &n = g.node(r.ids[j]);
+    return b.name + "[" + address(b, n.index) + "]";
+  };
+  if (r.store) {
+    std::string values;
+    for (size_t j = 0; j < w; ++j)
+      values += (j ? ", " : "") + nameOf(g, g.node(r.ids[j]).in[0]);
+    os << ind << "if (" << all << ")\n"
+       << ind << "  *" << ptr << " = make_" << vec << "(" << values << ");\n";
+    if (ragged) {
+      os << ind << "else {\n";
+      for (size_t j = 0; j < w; ++j)
+        os << ind << "  if (" << inside(b, g.node(r.ids[j]).index) << ")\n"
+           << ind << "    " << scalar(j) << " = "
+           << nameOf(g, g.node(r.ids[j]).in[0]) << ";\n";
+      os << ind << "}\n";
+    }
+    return;
+  }
+  std::string v = nameOf(g, r.ids[0]) + "_x" + std::to_string(w);
+  std::string rest;
+  for (size_t j = 0; j < w; ++j)
+    rest += (j ? ", " : "") +
+            (ragged ? "(" + inside(b, g.node(r.ids[j]).index) + ") ? " +
+                          scalar(j) + " : 0.0f"
+                    : std::string("0.0f"));
+  os << ind << "const " << vec << " " << v << " = (" << all << ") ? *" << ptr
+     << " : make_" << vec << "(" << rest << ");\n";
+  for (size_t j = 0; j < w; ++j)
+    names[{&g, r.ids[j]}] = v + "." + lane[j];
 }
 
 void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
@@ -382,24 +498,18 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     finals.push_back(r);
   std::vector<int> chunk = dfg::threadZeroChunk(g, finals, ph.threadExt);
   std::vector<int> order = g.reachedFrom(chunk);
-  std::map<int, std::array<int, 4>> quads = vectorLoads(g, order);
-  std::set<int> loaded; // by an earlier 128-bit load
+  std::map<int, VectorRun> runs = vectorRuns(g, order);
+  std::set<int> inRun; // emitted with their run, at another node's place
+  for (const auto &[at, r] : runs)
+    for (int id : r.ids)
+      if (id != at)
+        inRun.insert(id);
   for (int id : order) {
     const dfg::Node &n = g.node(id);
-    if (loaded.count(id))
+    if (inRun.count(id))
       continue;
-    if (auto q = quads.find(id); q != quads.end()) {
-      // §3.4.1's 128-bit shared-memory load: four consecutive words.
-      const dfg::Node &head = g.node(q->second[0]);
-      const dfg::Buffer &b = g.buffer(head.buffer);
-      std::string v = nameOf(g, q->second[0]) + "_x4";
-      os << ind << "const float4 " << v
-         << " = *reinterpret_cast<const float4 *>(&" << b.name << "["
-         << address(b, head.index) << "]);\n";
-      for (int j = 0; j < 4; ++j) {
-        names[{&g, q->second[j]}] = v + "." + "xyzw"[j];
-        loaded.insert(q->second[j]);
-      }
+    if (auto r = runs.find(id); r != runs.end()) {
+      emitVectorRun(g, r->second, ind);
       continue;
     }
     auto in = [&](int i) { return nameOf(g, n.in[i]); };

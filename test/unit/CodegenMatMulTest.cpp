@@ -33,7 +33,10 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   auto fill = [&](size_t n) { return test::randomVector(rng, n); };
   std::vector<float> a = fill(c.M * c.K), b = fill(c.K * c.N);
   std::vector<float> bias = fill(c.N), res = fill(c.M * c.N);
-  std::vector<float> y = test::poisoned(c.M * c.N);
+  // Past Y's end, a guard that must stay NaN: a wide store at a ragged
+  // end must not overrun the tensor.
+  constexpr size_t kGuard = 8;
+  std::vector<float> y = test::poisoned(c.M * c.N + kGuard);
 
   std::string err;
   bool ran = runOnHost(k,
@@ -46,6 +49,9 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
   INFO(err);
   REQUIRE(ran);
 
+  for (size_t i = 0; i < kGuard; ++i)
+    if (!std::isnan(y[c.M * c.N + i]))
+      return INFINITY;
   test::RelativeL2 error;
   for (int64_t i = 0; i < c.M; ++i)
     for (int64_t j = 0; j < c.N; ++j) {
@@ -128,6 +134,54 @@ TEST_CASE("generated matmul kernels match the reference on the CPU",
         CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
       }
     }
+  }
+}
+
+TEST_CASE("global stores and epilogue loads go 64 or 128 bits wide where "
+          "every thread's run is aligned",
+          "[codegen]") {
+  // A thread's 4 consecutive columns of Y (and of the residual): one float4
+  // where the row stride keeps every row 16-byte aligned, float2 where it
+  // keeps 8 bytes, scalars otherwise; a row of 30 columns alone (M = 1) is
+  // ragged: the last run of each row is checked word by word.
+  struct Wide {
+    int64_t M, N;
+    const char *store; // the store Y gets, nullptr: scalar
+    bool ragged;
+  };
+  const Wide cases[] = {{6, 32, "float4", false},
+                        {6, 30, "float2", false},
+                        {1, 30, "float4", true},
+                        {6, 31, nullptr, false}};
+  uint32_t seed = 200;
+  for (const Wide &w : cases) {
+    Case c{w.M,
+           8,
+           w.N,
+           {EpilogueOp::binary(dfg::Op::Add, "res", {w.M, w.N}),
+            EpilogueOp::unary(dfg::Op::Relu)}};
+    TileParams p;
+    p.Nb = w.M == 1 ? 1 : 2, p.Kb = 16, p.Nt = 1, p.Kt = 4, p.Cin = 8;
+    std::string err;
+    auto k = buildMatMul("matmul_wide", c.M, c.K, c.N, p, c.epilogue, err);
+    INFO(err);
+    REQUIRE(k);
+    std::string src = emitSource(*k);
+    INFO("M " << w.M << " N " << w.N << "\n" << src);
+    for (const char *vec : {"float4", "float2"}) {
+      bool want = w.store && std::string(vec) == w.store;
+      CHECK((src.find(std::string("reinterpret_cast<") + vec + " *>(&Y[") !=
+             std::string::npos) == want);
+      CHECK((src.find(std::string("reinterpret_cast<const ") + vec +
+                      " *>(&res[") != std::string::npos) == want);
+    }
+    CHECK((src.find("else {") != std::string::npos) == w.ragged);
+    CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+    auto r = compileWithNvrtc(src, "sm_90", err);
+    if (!r && err.find("built without NVRTC") != std::string::npos)
+      continue;
+    INFO(err);
+    CHECK(r);
   }
 }
 
