@@ -372,8 +372,7 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
   for (int id : order) {
     const dfg::Node &n = g.node(id);
     bool store = n.op == Op::Store;
-    if ((n.op != Op::Load && !store) || !n.indexFrom.empty() ||
-        n.index.empty())
+    if ((n.op != Op::Load && !store) || !n.indexFrom.empty() || n.index.empty())
       continue;
     const dfg::Buffer &b = g.buffer(n.buffer);
     int u = unitAxis(b);
@@ -480,10 +479,10 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
   std::string v = nameOf(g, r.ids[0]) + "_x" + std::to_string(w);
   std::string rest;
   for (size_t j = 0; j < w; ++j)
-    rest += (j ? ", " : "") +
-            (ragged ? "(" + inside(b, g.node(r.ids[j]).index) + ") ? " +
-                          scalar(j) + " : 0.0f"
-                    : std::string("0.0f"));
+    rest +=
+        (j ? ", " : "") + (ragged ? "(" + inside(b, g.node(r.ids[j]).index) +
+                                        ") ? " + scalar(j) + " : 0.0f"
+                                  : std::string("0.0f"));
   os << ind << "const " << vec << " " << v << " = (" << all << ") ? *" << ptr
      << " : make_" << vec << "(" << rest << ");\n";
   for (size_t j = 0; j < w; ++j)
