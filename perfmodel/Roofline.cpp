@@ -458,6 +458,12 @@ double busySchedulers(double warpsPerScheduler) {
   return std::min(1.0, warpsPerScheduler);
 }
 
+double sharedThroughputRatio(double compThread, double nLoad, double coefBc,
+                             const GpuArch &a) {
+  double flopsPerCycle = a.perfPeakFp32 / (a.numSM * a.clockGHz * 1e9);
+  return compThread * a.sharedBanks / (nLoad * coefBc * flopsPerCycle);
+}
+
 double warpsPerScheduler(const TileParams &p, int64_t resident,
                          const GpuArch &a) {
   int64_t warps = (p.threads() + a.warpSize - 1) / a.warpSize;
@@ -566,8 +572,20 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
             : latencyRatio(b.compThread, b.nLoad, a.latShared, b.coefBc, wps);
   // An SM's schedulers each issue only their own warps: with fewer warps
   // than schedulers on the SM, the others idle, whatever the ratio.
+  double latency = perScheduler * busySchedulers(wps);
   b.smRatio = std::min(1.0, perScheduler) * busySchedulers(wps);
-  b.headroom = std::min(b.gmRaw, perScheduler * busySchedulers(wps));
+  // And however many warps hide the latency, the SM's shared memory serves
+  // a bounded number of loads a cycle: a roof of its own over GMRatio x
+  // SMRatio (a roofline takes the least of its ceilings; multiplied in, a
+  // GEMV's memory bound would count twice). Complex ops only: the others
+  // are memory-bound (MobileNetV2's depthwise convs ranked worse with it).
+  double throughput =
+      !lanes && isComplex(d.kind)
+          ? sharedThroughputRatio(b.compThread, b.nLoad, b.coefBc, a)
+          : INFINITY;
+  if (b.gmRatio > 0 && b.gmRatio * b.smRatio > throughput)
+    b.smRatio = throughput / b.gmRatio;
+  b.headroom = std::min({b.gmRaw, latency, throughput});
   double pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
   // LATRatio caps the performance at the total work over the latency chain:
   // the time bound becomes max(work at PUL, chain). It falls as COEF_bc

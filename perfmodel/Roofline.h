@@ -98,6 +98,9 @@ struct Bound {
   double latRatio = 1;
   double latencyChainSeconds = 0;
   double pul = 0;
+  /// SMRatio is the latency term x busySchedulers; for complex ops (conv,
+  /// matmul) GMRatio x SMRatio is further capped by sharedThroughputRatio
+  /// (SMRatio lowered so that the product is the cap).
   /// The binding one of GMRatio and SMRatio before they are clamped at 1:
   /// how far the set is from being memory- or latency-bound. PUL cannot tell
   /// apart sets where both are clamped (large GEMMs: hundreds of sets at
@@ -159,6 +162,19 @@ double latencyRatio(double compThread, double nLoad, double latShared,
                     double coefBc, double warpsPerScheduler = 1);
 /// The share of an SM's schedulers that have a warp to issue.
 double busySchedulers(double warpsPerScheduler);
+/// The shared-memory roofline (not in the thesis, whose SMRatio bounds only
+/// the latency of shared loads): an SM's shared memory serves one word per
+/// bank a cycle (CUDA C++ Programming Guide: each bank has a bandwidth of
+/// 32 bits per clock cycle), so a warp-wide load takes warpSize / banks
+/// cycles per conflict degree, while the SM does PERF_peak / (NUM_SM clock)
+/// FLOPs a cycle. The share of peak a thread's COMP_thread FLOPs per N_load
+/// loads leave: COMP_thread banks / (N_load COEF_bc FLOPs a cycle), not
+/// clamped. A 128-bit load counts as one load (N_load's count), so the
+/// bound stays optimistic. Measured on an H200: ResNet-50's batch-1 3x3
+/// convs ran one output a thread (two shared loads an FMA) 1.65x slower
+/// than four along H, which the latency term ranked worse (fewer warps).
+double sharedThroughputRatio(double compThread, double nLoad, double coefBc,
+                             const GpuArch &arch);
 
 /// Warps each scheduler of an SM can interleave for p's blocks, `resident`
 /// of them on the SM (4 schedulers per SM on every GPU we model: Volta to

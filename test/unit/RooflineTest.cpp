@@ -55,7 +55,7 @@ TEST_CASE("a block of one warp leaves three of an SM's schedulers idle",
   // SM. Measured (bench/results/h200-2026-11-24-validation-staged): 32
   // threads of 2x4x4 outputs took 289.5 us, 1024 threads of 1x1x4 took
   // 84.9 us; the model without the idle schedulers ranked the first on top.
-  const GpuArch &h200 = *findArch("h200");
+  const GpuArch h200 = *findArch("h200");
   OpDesc d = conv(1, 256, 256, 14, 3, 1);
   TileParams one;
   one.Kb = 8, one.Hb = 8, one.Wb = 16;
@@ -76,6 +76,74 @@ TEST_CASE("a block of one warp leaves three of an SM's schedulers idle",
   CHECK(warpsPerScheduler(one, b1.residentBlocks, h200) == 0.25);
   CHECK(b1.smRatio <= 0.25);
   CHECK(b32.pul > b1.pul);
+}
+
+TEST_CASE("the shared-memory roofline: loads an SM serves a cycle",
+          "[roofline]") {
+  // H200: 32 banks, 66.9 TFLOP/s over 132 SMs at 1.98 GHz = 256 FLOPs (128
+  // FMA lanes) a cycle, so 4 FMAs (8 FLOPs) per shared load keep up; one
+  // FMA per two loads, an eighth.
+  const GpuArch h200 = *findArch("h200");
+  CHECK(sharedThroughputRatio(72, 72, 1, h200) == Approx(0.125).epsilon(1e-3));
+  CHECK(sharedThroughputRatio(8, 1, 1, h200) == Approx(1).epsilon(1e-3));
+  // A 2-way conflict serves half the loads.
+  CHECK(sharedThroughputRatio(8, 1, 2, h200) == Approx(0.5).epsilon(1e-3));
+  // V100: 64 FMA lanes an SM, so 2 FMAs per load keep up.
+  CHECK(sharedThroughputRatio(4, 1, 1, v100()) == Approx(1).epsilon(0.01));
+}
+
+TEST_CASE("one output a thread is bound by shared loads, not latency",
+          "[roofline]") {
+  // ResNet-50's layer3.1 3x3 conv at batch 1 on the H200, both with 64
+  // blocks of 1x16x4x16 outputs (bench/results/h200-2026-11-24-validation-
+  // staged): 1024 threads of one output (C_input 4, CNWH) took 84.9 us,
+  // 256 threads of 4 along H (C_input 8, NCHW) 51.4 us, the fastest of the
+  // 192 sets timed. The latency term alone ranked the first on top (more
+  // warps); its two shared loads an FMA cap it at an eighth of peak.
+  const GpuArch h200 = *findArch("h200");
+  OpDesc d = conv(1, 256, 256, 14, 3, 1);
+  const auto &formats = sharedFormats();
+  auto format = [&](SharedFormat f) {
+    return int(std::find(formats.begin(), formats.end(), f) - formats.begin());
+  };
+  TileParams one;
+  one.Kb = 16, one.Hb = 4, one.Wb = 16;
+  one.Cin = 4;
+  one.format = format({'C', 'N', 'W', 'H'});
+  TileParams four = one;
+  four.Ht = 4;
+  four.Cin = 8;
+  four.format = format({'N', 'C', 'H', 'W'});
+  REQUIRE(one.threads() == 1024);
+  REQUIRE(four.threads() == 256);
+  Bound b1 = evaluateBound(d, one, h200), b4 = evaluateBound(d, four, h200);
+  REQUIRE(b1.numBlocks == 64);
+  REQUIRE(b4.numBlocks == 64);
+  CHECK(b1.gmRatio * b1.smRatio == Approx(0.125).epsilon(0.01));
+  CHECK(b4.gmRatio * b4.smRatio > b1.gmRatio * b1.smRatio);
+  CHECK(b4.pul > b1.pul);
+}
+
+TEST_CASE("the shared roof is a ceiling of its own, not a factor",
+          "[roofline]") {
+  // ResNet-50's layer3.1 1x1 conv (256 -> 1024 channels, 14x14) at batch 1
+  // on the H200: its fastest timed set (15.0 us) is partly memory-bound
+  // (GMRatio 0.57), its latency term clears the shared roof, and GMRatio x
+  // SMRatio stays under that roof: the bound is not charged both limits.
+  const GpuArch h200 = *findArch("h200");
+  OpDesc d = conv(1, 256, 1024, 14, 1, 1);
+  TileParams p;
+  p.Kb = 64, p.Hb = 2, p.Wb = 16;
+  p.Kt = 2, p.Wt = 2;
+  p.Cin = 16;
+  Bound b = evaluateBound(d, p, h200);
+  double roof = sharedThroughputRatio(b.compThread, b.nLoad, b.coefBc, h200);
+  double latency = smRatio(b.compThread, b.nLoad, h200.latShared, b.coefBc,
+                           warpsPerScheduler(p, b.residentBlocks, h200));
+  REQUIRE(b.gmRatio < 1);
+  REQUIRE(roof < latency);
+  REQUIRE(b.gmRatio * latency < roof);
+  CHECK(b.smRatio == Approx(latency));
 }
 
 TEST_CASE("WBRatio: 1.2 waves -> 0.6", "[roofline]") {
@@ -188,7 +256,7 @@ TEST_CASE("every factor lies in [0, 1] for random ops and parameters",
 
 TEST_CASE("pruning never drops a set whose PUL beats a kept one",
           "[roofline]") {
-  const GpuArch &arch = *findArch("h100");
+  const GpuArch arch = *findArch("h100");
   for (OpDesc d : {conv(1, 64, 64, 56, 3, 1), conv(1, 256, 512, 14, 1, 2)}) {
     PruneOptions opts;
     SearchResult r = searchParams(d, arch, opts);
@@ -216,7 +284,7 @@ TEST_CASE("the best-first search keeps exactly the top k of scoring every "
   // then earlier set) must keep the same sets in the same order. Matmuls
   // and rows cover N_load that changes with the format; the small caps
   // force the second pass over the groups left out of the first.
-  const GpuArch &arch = *findArch("h200");
+  const GpuArch arch = *findArch("h200");
   OpDesc mm = matmul(128, 768, 96);
   OpDesc rows;
   rows.kind = OpKind::Reduction;
@@ -276,7 +344,7 @@ TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
           "[roofline]") {
   // BERT's batch-32 FFN GEMM: PUL saturates (GMRatio = SMRatio = 1) for
   // far more sets than the top 1 % keeps.
-  const GpuArch &arch = *findArch("h200");
+  const GpuArch arch = *findArch("h200");
   OpDesc d = matmul(4096, 768, 3072);
   SearchResult r = searchParams(d, arch);
   REQUIRE(r.kept.size() > 8);
@@ -337,7 +405,7 @@ TEST_CASE("LATRatio: the C_input iterations' latency chain bounds the time",
 
 TEST_CASE("a capped search keeps the best of the uncapped one, in order",
           "[roofline]") {
-  const GpuArch &arch = *findArch("h100");
+  const GpuArch arch = *findArch("h100");
   OpDesc d = conv(1, 64, 64, 56, 3, 1);
   PruneOptions all, capped;
   capped.maxKeep = 16;
@@ -355,7 +423,7 @@ TEST_CASE("a capped search keeps the best of the uncapped one, in order",
 TEST_CASE("COEF_bc does not depend on what was asked before", "[roofline]") {
   // coefBc remembers the last format group's lanes; interleaved questions
   // about other ops, tiles and GPUs must get the answers fresh ones get.
-  const GpuArch &h100 = *findArch("h100"), &mi300 = *findArch("mi300x");
+  const GpuArch h100 = *findArch("h100"), &mi300 = *findArch("mi300x");
   OpDesc a = conv(1, 64, 64, 56, 3, 1), b = conv(1, 256, 512, 14, 1, 2);
   std::vector<std::pair<OpDesc, TileParams>> qs;
   forEachParams(a, h100, [&](const TileParams &p) {
