@@ -34,6 +34,7 @@ LAUNCH_US = 0.549
 
 def score(data, bound, verbose):
     kept_ops, worst, over, timed_n = 0, 1.0, 0, 0
+    top8, rho = [], []
     for op, (m, sets) in data.items():
         n = len(sets)
         t = {p: bound(r) for p, r in sets.items()}
@@ -46,10 +47,41 @@ def score(data, bound, verbose):
         worst = max(worst, slower)
         over += sum(t[p] > us for p, us in m.items())
         timed_n += len(m)
+        # What the tuner times: the best set of each of the first 8
+        # distinct tilings (FORMAT_shared aside), best bound first.
+        tilings = []
+        for p in sorted(m, key=lambda p: rank[p]):
+            if p[:9] not in [q[:9] for q in tilings]:
+                tilings.append(p)
+            if len(tilings) == 8:
+                break
+        top8.append(min(m[p] for p in tilings) / m[best])
+        rho.append(spearman([t[p] for p in m], [m[p] for p in m]))
         if verbose:
             print(f"  {op[:50]:50s} fastest at rank {rank[best]:6d} of {n}; "
                   f"fastest kept {slower:.3f}x; bound {t[best]:.1f} us, measured {m[best]:.1f}")
-    return f"{kept_ops}/{len(data)} kept, worst {worst:.3f}x, {over / timed_n:.0%} beat their bound"
+    top8.sort()
+    rho.sort()
+    return (f"{kept_ops}/{len(data)} kept, worst {worst:.3f}x, {over / timed_n:.0%} beat their bound; "
+            f"first 8 tilings: median {top8[len(top8) // 2]:.3f}x, worst {top8[-1]:.3f}x; "
+            f"median Spearman {rho[len(rho) // 2]:.2f}")
+
+
+def spearman(xs, ys):
+    """Rank correlation of bound times and measured times (1: same order)."""
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        for k, i in enumerate(order):
+            r[i] = k
+        return r
+    a, b = ranks(xs), ranks(ys)
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+    va = sum((x - ma) ** 2 for x in a) ** 0.5
+    vb = sum((y - mb) ** 2 for y in b) ** 0.5
+    return cov / (va * vb) if va and vb else 0.0
 
 
 def variants():
@@ -78,6 +110,25 @@ def variants():
         return min(1.0, warps_per_scheduler(r) * fma /
                    (loads * r["coefBc"] + LAT_SHARED + fma))
 
+    def sm_throughput(r):
+        # The shared-memory roofline: an SM serves one 128-byte wavefront
+        # of shared loads a cycle and issues 4 warp FMAs; a load costs
+        # COEF_bc wavefronts.
+        # (COMP_thread counts FLOPs: an H200 SM does 256 a cycle.) Complex
+        # ops only: depthwise convs are memory-bound.
+        if r.get("depthwise"):
+            return math.inf
+        return r["compThread"] / (8 * r["nLoad"] * r["coefBc"])
+
+    def sm_throughput_words(r):
+        # As sm_throughput, with a matmul's 128-bit B loads (lanes at
+        # distinct columns) costing 4 wavefronts each.
+        _, _, _, _, nt, kt, _, _, _, _ = r["params"]
+        if r.get("matmul") and kt % 4 == 0:
+            extra = r["C"] * kt * 0.75  # words beyond the instructions
+            return r["compThread"] / (8 * (r["nLoad"] + extra) * r["coefBc"])
+        return sm_throughput(r)
+
     def gm_active(r):
         # A grid that leaves SMs idle leaves their bandwidth to the others.
         active = min(NUM_SM, r["blocks"])
@@ -92,6 +143,12 @@ def variants():
         "sqrt(GM x SM)": with_factors(lambda r: math.sqrt(r["gm"] * r["sm"])),
         "GM x SM pipelined": with_factors(lambda r: r["gm"] * sm_pipelined(r)),
         "GM over active SMs": with_factors(lambda r: gm_active(r) * r["sm"]),
+        "SM capped by shared words": with_factors(
+            lambda r: r["gm"] * min(r["sm"], sm_throughput_words(r))),
+        "shared throughput as its own roof": with_factors(
+            lambda r: min(r["gm"] * r["sm"], sm_throughput(r))),
+        "SM capped by shared throughput": with_factors(
+            lambda r: r["gm"] * min(r["sm"], sm_throughput(r))),
     }
 
 
@@ -108,6 +165,10 @@ def main():
             data = load(folder, tsv)
             with open(cache, "wb") as f:
                 pickle.dump(data, f)
+        if "bert" in folder:
+            for _, sets in data.values():
+                for r in sets.values():
+                    r["matmul"] = True
         if "mobilenet" in folder:
             for _, sets in data.values():
                 for r in sets.values():
