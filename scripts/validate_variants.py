@@ -120,6 +120,13 @@ def variants():
             return math.inf
         return r["compThread"] / (8 * r["nLoad"] * r["coefBc"])
 
+    def gm_per_sm(r):
+        # Busy SMs share BW_global, each drawing at most what one SM alone
+        # draws (bwL2PerSM, measured by cuts-probe on the H200: 95.2 GB/s).
+        active = min(NUM_SM, r["blocks"])
+        share = min(NUM_SM / active, 95.2e9 / (4.8e12 / NUM_SM))
+        return min(1.0, r["oiTB"] / RIDGE * share)
+
     def sm_throughput_words(r):
         # As sm_throughput, with a matmul's 128-bit B loads (lanes at
         # distinct columns) costing 4 wavefronts each.
@@ -143,6 +150,8 @@ def variants():
         "sqrt(GM x SM)": with_factors(lambda r: math.sqrt(r["gm"] * r["sm"])),
         "GM x SM pipelined": with_factors(lambda r: r["gm"] * sm_pipelined(r)),
         "GM over active SMs": with_factors(lambda r: gm_active(r) * r["sm"]),
+        "GM per-SM cap + shared roof": with_factors(
+            lambda r: min(gm_per_sm(r) * r["sm"], sm_throughput(r))),
         "SM capped by shared words": with_factors(
             lambda r: r["gm"] * min(r["sm"], sm_throughput_words(r))),
         "shared throughput as its own roof": with_factors(
