@@ -323,6 +323,9 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   std::vector<std::optional<NvrtcResult>> compiled(todo.size());
   std::vector<std::string> compileErrors(todo.size());
   std::vector<std::atomic<bool>> ready(todo.size());
+  // Past maxSeconds, compiles not yet started are skipped (left
+  // unmeasured, not recorded as failures).
+  std::vector<char> skipped(todo.size(), 0);
   std::atomic<size_t> next{0};
   int jobs = opts.jobs > 0
                  ? opts.jobs
@@ -333,7 +336,8 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
       for (size_t i; (i = next++) < todo.size();) {
         if (stop || overTime()) {
           stop = true;
-          ready[i] = true; // not compiled, and not timed
+          skipped[i] = 1; // published by `ready`
+          ready[i] = true;
           continue;
         }
         if (!todo[i]->library.empty()) { // nothing to compile
@@ -376,11 +380,16 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     while (!ready[i])
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     stats.waitNvrtc += since(waitStart);
-    if (stop || overTime()) {
-      stop = true; // the rest stay unmeasured
-      break;
-    }
     const Candidate &c = *todo[i];
+    if (skipped[i])
+      continue;
+    // Past maxSeconds no compile starts, but those under way finish anyway:
+    // their kernels are timed (milliseconds each), library calls are not.
+    if (overTime()) {
+      stop = true;
+      if (!c.library.empty())
+        continue;
+    }
     candidateStart = Clock::now();
     timingStart = Clock::time_point();
     OnExit close{[&] { account(c); }}; // however the iteration ends
