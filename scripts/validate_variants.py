@@ -24,6 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from validate_rerank import load, ranking  # noqa: E402
+from validate_report import spearman  # noqa: E402
 
 PEAK = 66.9e12  # the H200 descriptor's FP32 peak, as the dump's bounds use
 LAT_SHARED = 23
@@ -66,22 +67,6 @@ def score(data, bound, verbose):
             f"first 8 tilings: median {top8[len(top8) // 2]:.3f}x, worst {top8[-1]:.3f}x; "
             f"median Spearman {rho[len(rho) // 2]:.2f}")
 
-
-def spearman(xs, ys):
-    """Rank correlation of bound times and measured times (1: same order)."""
-    def ranks(v):
-        order = sorted(range(len(v)), key=lambda i: v[i])
-        r = [0.0] * len(v)
-        for k, i in enumerate(order):
-            r[i] = k
-        return r
-    a, b = ranks(xs), ranks(ys)
-    n = len(a)
-    ma, mb = sum(a) / n, sum(b) / n
-    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
-    va = sum((x - ma) ** 2 for x in a) ** 0.5
-    vb = sum((y - mb) ** 2 for y in b) ** 0.5
-    return cov / (va * vb) if va and vb else 0.0
 
 
 def variants():

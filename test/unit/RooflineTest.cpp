@@ -27,6 +27,15 @@ OpDesc conv(int64_t n, int64_t c, int64_t k, int64_t hw, int64_t f, int64_t s) {
   return d;
 }
 
+// The index of FORMAT_shared f among sharedFormats().
+int formatIndex(SharedFormat f) {
+  const auto &formats = sharedFormats();
+  size_t i =
+      size_t(std::find(formats.begin(), formats.end(), f) - formats.begin());
+  REQUIRE(i < formats.size());
+  return int(i);
+}
+
 OpDesc matmul(int64_t n, int64_t c, int64_t k) {
   OpDesc d;
   d.kind = OpKind::MatMul;
@@ -61,11 +70,7 @@ TEST_CASE("a block of one warp leaves three of an SM's schedulers idle",
   one.Kb = 8, one.Hb = 8, one.Wb = 16;
   one.Kt = 2, one.Ht = 4, one.Wt = 4;
   one.Cin = 4;
-  const auto &formats = sharedFormats();
-  one.format = int(std::find(formats.begin(), formats.end(),
-                             SharedFormat{'C', 'N', 'W', 'H'}) -
-                   formats.begin()); // both measured sets' layout
-  REQUIRE(size_t(one.format) < formats.size());
+  one.format = formatIndex({'C', 'N', 'W', 'H'}); // both measured sets'
   TileParams many = one;
   many.Kb = 16, many.Hb = 4;
   many.Kt = many.Ht = many.Wt = 1;
@@ -102,18 +107,14 @@ TEST_CASE("one output a thread is bound by shared loads, not latency",
   // warps); its two shared loads an FMA cap it at an eighth of peak.
   const GpuArch h200 = *findArch("h200");
   OpDesc d = conv(1, 256, 256, 14, 3, 1);
-  const auto &formats = sharedFormats();
-  auto format = [&](SharedFormat f) {
-    return int(std::find(formats.begin(), formats.end(), f) - formats.begin());
-  };
   TileParams one;
   one.Kb = 16, one.Hb = 4, one.Wb = 16;
   one.Cin = 4;
-  one.format = format({'C', 'N', 'W', 'H'});
+  one.format = formatIndex({'C', 'N', 'W', 'H'});
   TileParams four = one;
   four.Ht = 4;
   four.Cin = 8;
-  four.format = format({'N', 'C', 'H', 'W'});
+  four.format = formatIndex({'N', 'C', 'H', 'W'});
   REQUIRE(one.threads() == 1024);
   REQUIRE(four.threads() == 256);
   Bound b1 = evaluateBound(d, one, h200), b4 = evaluateBound(d, four, h200);
