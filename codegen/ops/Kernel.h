@@ -127,6 +127,12 @@ struct Kernel {
 /// a loop over chunks of this many FMAs, still wide enough for ILP.
 constexpr int64_t kMaxUnrolledFma = 1024;
 
+/// The most rounds of thread tiles a shared-memory-level producer is
+/// emitted with as copies in the source; past this, a producer of one
+/// C_input slice loops over its rounds at run time (its source and NVRTC
+/// time grow with each copy).
+constexpr int64_t kMaxUnrolledRounds = 4;
+
 /// The most floats a thread stages in registers for one iteration's fetch
 /// (every fetch's rounds together). Up to this, the loop's fetch issues all
 /// its global loads before its first shared store, so their latencies
