@@ -863,12 +863,18 @@ void Emitter::emitRoundsLoop(const std::string &ind, int64_t tiles) {
   std::string in = ind + "  ";
   if (k.loopExtent > 0) {
     os << ind << "{\n" << in << "const long long c0 = 0;\n";
-    emitFetches(in, "c0", FetchMode::Direct);
+    if (stagedFloats() <= kMaxStagedFetch) { // as emitPhase's loop does
+      emitFetches(in, "c0", FetchMode::ToRegisters);
+      emitFetches(in, "", FetchMode::FromRegisters);
+    } else {
+      emitFetches(in, "c0", FetchMode::Direct);
+    }
     os << ind << "}\n" << ind << "__syncthreads();\n";
   }
   os << ind << "#pragma unroll 1\n"
-     << ind << "for (int round = 0; round < " << rounds << "; ++round) {\n"
-     << in << "const int tile = tid + round * " << threads << ";\n";
+     << ind << "for (int tileRound = 0; tileRound < " << rounds
+     << "; ++tileRound) {\n"
+     << in << "const int tile = tid + tileRound * " << threads << ";\n";
   if (rounds * threads > tiles)
     os << in << "if (tile >= " << tiles << ")\n" << in << "  break;\n";
   tileCoordinates(in);

@@ -270,20 +270,10 @@ TEST_CASE("a one-slice producer of many rounds loops over them at run time",
           "[codegen]") {
   // MobileNetV2's depthwise conv + clip feeding its 1x1 projection: the
   // producer (one C_input slice, nothing carried between slices) has 8
-  // rounds of thread tiles for 64 threads, emitted as one loop, not 8
-  // copies.
+  // rounds of thread tiles, emitted as one loop, not 8 copies; its fetch
+  // goes through registers where it is small enough (kMaxStagedFetch).
   ConvShape s1 = convShape(16, 9, 16, 3, 1, 1, true);
   ConvShape s2 = convShape(16, 9, 8, 1, 1, 0);
-  TileParams q;
-  q.Nb = 1, q.Kb = 8, q.Hb = 4, q.Wb = 8, q.Nt = 1, q.Kt = 2, q.Ht = 1,
-  q.Wt = 2, q.Cin = 16;                          // 64 threads
-  TileParams pp = windowTile(s2, q, true, 16);   // 1 x 16 x 4 x 8
-  pp.Nt = pp.Kt = pp.Ht = pp.Wt = 1, pp.Cin = 1; // 512 tiles: 8 rounds
-  std::string error;
-  auto pre =
-      buildConv("pre", s1, pp, {EpilogueOp::unary(dfg::Op::Clip, 0, 6)}, error);
-  REQUIRE(pre);
-  REQUIRE(pre->loopExtent <= pre->params.Cin);
   std::mt19937 rng(9);
   auto x = test::randomVector(rng, 16 * 81);
   auto w1 = test::randomVector(rng, 16 * 9),
@@ -291,15 +281,32 @@ TEST_CASE("a one-slice producer of many rounds loops over them at run time",
   Tensor mid = convRef(toDouble(x), s1, w1, {});
   apply(mid, relu6);
   Tensor want = convRef(mid, s2, w2, {});
-  for (bool prefetch : {false, true}) {
-    pre->prefetch = prefetch; // no effect on one slice
-    Kernel k = checkFused(
-        pre, buildConv("fused", s2, q, {}, error),
-        {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"Wt", w2.data()}}, want);
-    std::string src = emitSource(k);
-    CHECK(src.find("for (int round = 0; round < 8; ++round)") !=
-          std::string::npos);
-    CHECK(src.find("_r1") == std::string::npos);
+  for (bool staged : {false, true}) {
+    TileParams q;
+    q.Nb = 1, q.Kb = 8, q.Wb = 8, q.Nt = 1, q.Ht = 1, q.Cin = 16;
+    if (staged) // 128 threads, a 16 x 10 x 10 input tile: 15 floats each
+      q.Hb = 8, q.Kt = 4, q.Wt = 1;
+    else // 64 threads, a 16 x 6 x 10 input tile: 18 floats each
+      q.Hb = 4, q.Kt = 2, q.Wt = 2;
+    TileParams pp = windowTile(s2, q, true, 16);
+    pp.Nt = pp.Kt = pp.Ht = pp.Wt = 1, pp.Cin = 1; // 8 rounds of tiles
+    std::string error;
+    auto pre = buildConv("pre", s1, pp,
+                         {EpilogueOp::unary(dfg::Op::Clip, 0, 6)}, error);
+    REQUIRE(pre);
+    REQUIRE(pre->loopExtent <= pre->params.Cin);
+    for (bool prefetch : {false, true}) {
+      pre->prefetch = prefetch; // no effect on one slice
+      Kernel k = checkFused(
+          pre, buildConv("fused", s2, q, {}, error),
+          {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"Wt", w2.data()}},
+          want);
+      std::string src = emitSource(k);
+      CHECK(src.find("for (int tileRound = 0; tileRound < 8; ++tileRound)") !=
+            std::string::npos);
+      CHECK(src.find("_r1") == std::string::npos);
+      CHECK((src.find("staged0") != std::string::npos) == staged);
+    }
   }
 }
 
