@@ -50,10 +50,23 @@ python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models 
   --no-report > "$OUT/run.log" 2>&1
 grep -v "^$" "$OUT/run.log" | tail -40
 # Autotuning results and generated sources only: compiled kernels (Triton's
-# cache, shared objects) are large and are rebuilt from them.
-(cd $TORCHINDUCTOR_CACHE_DIR && find . -type f ! -path './triton/*' ! -name '*.so' \
-  ! -name '*.cubin' -size -2M -print0 | tar czf "$OUT/inductor.tgz" --null -T -)
+# cache, shared objects) are large and are rebuilt from them. Files up to
+# 8 MiB: find's -size rounds up to whole units, so the -2M used until
+# session 9 kept files up to 1 MiB only, and DenseNet-121's max-autotune,
+# whose caches are larger, did not resume across calls. INDUCTOR_PACK_TRITON=1
+# packs Triton's cache too. The tarball must stay under 16 MiB to come back.
+triton=(! -path './triton/*')
+[ "${INDUCTOR_PACK_TRITON:-0}" = 1 ] && triton=()
+(cd $TORCHINDUCTOR_CACHE_DIR && find . -type f "${triton[@]}" ! -name '*.so' \
+  ! -name '*.cubin' -size -$((8 * 1024 * 1024 + 1))c -print0 |
+  tar czf "$OUT/inductor.tgz" --null -T -)
 ls -la "$OUT/inductor.tgz"
+[ "$(stat -c %s "$OUT/inductor.tgz")" -gt $((15 * 1024 * 1024)) ] &&
+  echo "warning: inductor.tgz is over 15 MiB and may not come back"
+# What the tarball leaves out, for the resumption question.
+(cd $TORCHINDUCTOR_CACHE_DIR && du -sh -- * 2>/dev/null | sort -h | tail -8;
+ echo "files over 8 MiB (not packed):"
+ find . -type f -size +$((8 * 1024 * 1024))c -printf '%s %p\n' | sort -n | tail -8)
 for d in "$OUT"/keep/*/; do
   [ -f "$d/model.cuts" ] || continue
   $cuts bench "$d/model.cuts" --kernels > "$d/kernels.txt" 2>&1
