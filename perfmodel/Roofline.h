@@ -89,6 +89,9 @@ struct Bound {
   double compBlock = 0, compThread = 0, nLoad = 0, numTrans = 0;
   double oiTB = 0;
   double coefBc = 1;
+  /// SMRatio is the latency term x busySchedulers; for complex ops (conv,
+  /// matmul) GMRatio x SMRatio is further capped by sharedThroughputRatio
+  /// (SMRatio lowered so that the product is the cap).
   double gmRatio = 0, smRatio = 0, wbRatio = 0, coefR = 0;
   /// LATRatio: 1, or less where the chain of C_input iterations an SM runs
   /// one after another (each at least LAT_iter, latencyChainSeconds) is
@@ -98,9 +101,6 @@ struct Bound {
   double latRatio = 1;
   double latencyChainSeconds = 0;
   double pul = 0;
-  /// SMRatio is the latency term x busySchedulers; for complex ops (conv,
-  /// matmul) GMRatio x SMRatio is further capped by sharedThroughputRatio
-  /// (SMRatio lowered so that the product is the cap).
   /// The binding one of GMRatio and SMRatio before they are clamped at 1:
   /// how far the set is from being memory- or latency-bound. PUL cannot tell
   /// apart sets where both are clamped (large GEMMs: hundreds of sets at

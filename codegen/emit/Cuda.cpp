@@ -210,6 +210,11 @@ private:
   void forRounds(const std::string &indent, int64_t tiles, Fn fn);
   // Declares this thread's tile coordinates from the int `tile`.
   void tileCoordinates(const std::string &indent);
+  // One C_input slice's fetches from `loopBase`: every global load first,
+  // then the shared stores, where that fits kMaxStagedFetch.
+  void emitSliceFetch(const std::string &indent, const std::string &loopBase);
+  // The loop body's DFG, in chunks of bodyStep channels where it has them.
+  void emitBody(const std::string &indent);
   // A producer whose loop runs one C_input slice: its fetch, then one
   // runtime loop over the rounds, each computing and storing its tiles.
   void emitRoundsLoop(const std::string &indent, int64_t tiles);
@@ -854,21 +859,38 @@ void Emitter::tileCoordinates(const std::string &in) {
      << cnt[3] * cnt[2] * cnt[1] << ";\n";
 }
 
+void Emitter::emitSliceFetch(const std::string &in,
+                             const std::string &loopBase) {
+  if (stagedFloats() > kMaxStagedFetch)
+    return emitFetches(in, loopBase, FetchMode::Direct);
+  os << in << "{\n";
+  emitFetches(in + "  ", loopBase, FetchMode::ToRegisters);
+  emitFetches(in + "  ", "", FetchMode::FromRegisters);
+  os << in << "}\n";
+}
+
+void Emitter::emitBody(const std::string &in) {
+  const Kernel &k = *ph.k;
+  if (k.bodyStep <= 0)
+    return emitGraph(k.body, in);
+  // Not unrolled: the point is a source NVRTC compiles quickly, and a
+  // chunk of kMaxUnrolledFma FMAs has ILP enough.
+  os << in << "#pragma unroll 1\n"
+     << in << "for (int ci = 0; ci < " << k.params.Cin
+     << "; ci += " << k.bodyStep << ") {\n";
+  emitGraph(k.body, in + "  ");
+  os << in << "}\n";
+}
+
 void Emitter::emitRoundsLoop(const std::string &ind, int64_t tiles) {
   const Kernel &k = *ph.k;
-  const TileParams &p = k.params;
   int64_t threads = top.params.threads();
   int64_t rounds = (tiles + threads - 1) / threads;
   declareTiles(ind, "");
   std::string in = ind + "  ";
   if (k.loopExtent > 0) {
     os << ind << "{\n" << in << "const long long c0 = 0;\n";
-    if (stagedFloats() <= kMaxStagedFetch) { // as emitPhase's loop does
-      emitFetches(in, "c0", FetchMode::ToRegisters);
-      emitFetches(in, "", FetchMode::FromRegisters);
-    } else {
-      emitFetches(in, "c0", FetchMode::Direct);
-    }
+    emitSliceFetch(in, "c0");
     os << ind << "}\n" << ind << "__syncthreads();\n";
   }
   os << ind << "#pragma unroll 1\n"
@@ -884,15 +906,7 @@ void Emitter::emitRoundsLoop(const std::string &ind, int64_t tiles) {
   for (const std::string &a : k.accumulators)
     os << in << "float " << a << " = " << floatLiteral(k.accumulatorInit)
        << ";\n";
-  if (k.bodyStep <= 0) {
-    emitGraph(k.body, in);
-  } else {
-    os << in << "#pragma unroll 1\n"
-       << in << "for (int ci = 0; ci < " << p.Cin << "; ci += " << k.bodyStep
-       << ") {\n";
-    emitGraph(k.body, in + "  ");
-    os << in << "}\n";
-  }
+  emitBody(in);
   names.clear(); // the exit's loads are its own
   positions.clear();
   emitGraph(k.exit, in);
@@ -921,17 +935,7 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
          << " = " << init << ";\n";
   auto compute = [&](const std::string &in) {
     os << in << "// Compute: this thread's sub-DFG in reverse post-order.\n";
-    forRounds(in, tiles, [&](const std::string &i2) {
-      if (k.bodyStep <= 0)
-        return emitGraph(k.body, i2);
-      // Not unrolled: the point is a source NVRTC compiles quickly, and a
-      // chunk of kMaxUnrolledFma FMAs has ILP enough.
-      os << i2 << "#pragma unroll 1\n"
-         << i2 << "for (int ci = 0; ci < " << p.Cin << "; ci += " << k.bodyStep
-         << ") {\n";
-      emitGraph(k.body, i2 + "  ");
-      os << i2 << "}\n";
-    });
+    forRounds(in, tiles, [&](const std::string &i2) { emitBody(i2); });
   };
   std::string in = ind + "  ";
   if (k.loopExtent > 0 && !prefetch) {
@@ -939,15 +943,7 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
        << ind << "for (long long c0 = 0; c0 < " << k.loopExtent
        << "; c0 += " << p.Cin << ") {\n"
        << in << "// Fetch: global -> shared, all threads cooperating.\n";
-    if (stagedFloats() <= kMaxStagedFetch) {
-      // Every global load first, then the shared stores (kMaxStagedFetch).
-      os << in << "{\n";
-      emitFetches(in + "  ", "c0", FetchMode::ToRegisters);
-      emitFetches(in + "  ", "", FetchMode::FromRegisters);
-      os << in << "}\n";
-    } else {
-      emitFetches(in, "c0", FetchMode::Direct);
-    }
+    emitSliceFetch(in, "c0");
     os << in << "__syncthreads();\n";
     compute(in);
     os << in << "__syncthreads();\n" << ind << "}\n\n";
