@@ -50,11 +50,12 @@ python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models 
   --no-report > "$OUT/run.log" 2>&1
 grep -v "^$" "$OUT/run.log" | tail -40
 # Autotuning results and generated sources only: compiled kernels (Triton's
-# cache, shared objects) are large and are rebuilt from them. Files up to
-# 8 MiB: find's -size rounds up to whole units, so the -2M used until
-# session 9 kept files up to 1 MiB only, and DenseNet-121's max-autotune,
-# whose caches are larger, did not resume across calls. INDUCTOR_PACK_TRITON=1
-# packs Triton's cache too. The tarball must stay under 16 MiB to come back.
+# cache, shared objects) are large and are rebuilt from them. The autotuning
+# results (cache/, one JSON file for all models, 0.8 MB after 19 cells) are
+# what lets a stopped compile resume. Files up to 8 MiB (find's -size rounds
+# up to whole units: the -2M used until session 9 kept files up to 1 MiB);
+# INDUCTOR_PACK_TRITON=1 packs Triton's cache too. The tarball must stay
+# under 16 MiB to come back.
 triton=(! -path './triton/*')
 [ "${INDUCTOR_PACK_TRITON:-0}" = 1 ] && triton=()
 (cd $TORCHINDUCTOR_CACHE_DIR && find . -type f "${triton[@]}" ! -name '*.so' \
