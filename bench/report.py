@@ -101,6 +101,10 @@ def fmt_status(entry, notes):
     if ok(entry):
         return fmt_ms(entry["median_ms"])
     status = entry.get("status", "?")
+    if status.startswith("skipped") and entry.get("attempts_s"):
+        # Ran and was stopped at the call's limit: it resumes from the
+        # carried Inductor cache, and the seconds spent so far say how far.
+        return f"stopped ({sum(entry['attempts_s']):.0f} s)"
     if status.startswith("skipped"):
         return "skipped"
     if status.startswith("not available"):
@@ -236,7 +240,9 @@ def write_report(results, out_dir, plots):
     if notes:
         lines += [""] + [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
     lines += ["", "'skipped': not run within the phase's time budget; a later run "
-              "with the same --out resumes there.", "", "## Roofline floor and % of floor", ""]
+              "with the same --out resumes there. 'stopped (N s)': a compile stopped at "
+              "the run's budget after N s in all; with Inductor's cache carried, the next "
+              "run resumes it.", "", "## Roofline floor and % of floor", ""]
     lines += floor_table(results, derived)
     lines += ["", "## torch.compile wall time and agreement with eager", ""]
     lines += compile_table(results)

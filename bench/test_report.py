@@ -29,6 +29,9 @@ def synthetic():
             "compile_max_autotune": {"status": "skipped: time budget"},
         }
     peers["toy/b8/fp16"]["compile_default"] = {"status": "error: RuntimeError: boom"}
+    peers["toy/b8/fp32"]["compile_max_autotune"] = {
+        "status": "skipped: time budget (stopped after 387 s)", "stopped_after_s": 387.1,
+        "attempts_s": [500.2, 387.1]}
     return {
         "schema": 1,
         "env": {"gpu_name": "Toy GPU", "date": "2000-01-01", "driver": "0", "torch": "0"},
@@ -65,6 +68,7 @@ def main():
         assert fp16["bound"] == "memory" and abs(fp16["floor_ms"] - 0.05) < 1e-9, fp16
         md = open(os.path.join(d, "report.md")).read()
         assert "| toy | 1 | fp32 | 2.00 | 1.00 | 1.50 | skipped |" in md, md
+        assert "| toy | 8 | fp32 | 16.0 | 8.00 | 12.0 | stopped (887 s) |" in md, md
         assert "error [1]" in md and "[1] error: RuntimeError: boom" in md
         assert "| N/A | N/A |" in md
         text = open(readme).read()
