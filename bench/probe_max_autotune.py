@@ -36,8 +36,8 @@ def main():
     torch.manual_seed(0)
     dtype = torch.float16 if prec == "fp16" else torch.float32
     m = getattr(torchvision.models, name)().cuda().eval().to(dtype)
-    x = torch.randn(batch, 3, 299 if "inception" in name else 224,
-                    299 if "inception" in name else 224, device="cuda", dtype=dtype)
+    size = 299 if "inception" in name else 224
+    x = torch.randn(batch, 3, size, size, device="cuda", dtype=dtype)
     with torch.no_grad():
         torch.compile(m, mode="max-autotune")(x)
         torch.cuda.synchronize()
