@@ -161,6 +161,7 @@ class Context:
                       f"{max(0, self.remaining()):.0f} s left)")
             return value
         self.current = (section, key, name, time.time())
+        GPU_LOCK.update(wait_s=0.0, timings=0)
         try:
             value = fn()
             value = {"status": "ok", **value}
@@ -199,11 +200,17 @@ def watchdog(ctx):
         section, key, name, started = ctx.current
         # Earlier calls' attempts at this unit count too: with Inductor's
         # autotune cache carried between calls, each attempt resumes the last.
-        attempts = earlier_attempts(ctx.entry(section, key, name)) + [time.time() - started]
+        # Time spent waiting for the GPU lock (warm_parallel.py) is not compiling.
+        before = ctx.entry(section, key, name)
+        attempts = earlier_attempts(before) + [time.time() - started - GPU_LOCK["wait_s"]]
         took = sum(attempts)
-        ctx.store(section, key, name, {"status": f"skipped: time budget (stopped after "
-                                                  f"{took:.0f} s)", "stopped_after_s": took,
-                                       "attempts_s": attempts, "at": now_iso()})
+        value = {"status": f"skipped: time budget (stopped after {took:.0f} s)",
+                 "stopped_after_s": took, "attempts_s": attempts, "at": now_iso()}
+        if GPU_LOCK["installed"]:
+            value.update(gpu_lock_wait_s=GPU_LOCK["wait_s"], gpu_lock_timings=GPU_LOCK["timings"])
+        if isinstance(before, dict) and "warm_parallel" in before:
+            value["warm_parallel"] = before["warm_parallel"]
+        ctx.store(section, key, name, value)
         log(ctx, f"watchdog: stopped {section} {key} {name or ''}: run budget exceeded")
         finish(ctx)
         os._exit(3)
@@ -665,11 +672,52 @@ def run_cuda_graph(ctx, name, batch, prec, key):
 
 PEER_OF_MODE = {"reduce-overhead": "compile_default", "max-autotune": "compile_max_autotune"}
 
+# Seconds this process waited for BENCH_GPU_LOCK since the unit in flight
+# began, and how many timings took it.
+GPU_LOCK = {"wait_s": 0.0, "timings": 0, "installed": False}
+
+
+def install_gpu_lock(path):
+    """Serialises Inductor's GPU timings among processes that autotune at
+    once (bench/warm_parallel.py). Each timing's callable is run once outside
+    the lock (its first call compiles the kernel: ptxas on the CPU, the slow
+    part that the processes share out), then timed holding an flock on path,
+    so no two processes' timings overlap. The wait is left out of the
+    compile time."""
+    import fcntl
+    import torch
+    from torch._inductor.runtime import benchmarking
+    cls = type(benchmarking.benchmarker)
+    original = cls.benchmark_gpu
+
+    held = threading.local()
+
+    def benchmark_gpu(self, _callable, *args, **kwargs):
+        if getattr(held, "lock", False):  # nested: a second flock would wait on the first
+            return original(self, _callable, *args, **kwargs)
+        _callable()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        with open(path, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            GPU_LOCK["wait_s"] += time.perf_counter() - t
+            GPU_LOCK["timings"] += 1
+            held.lock = True
+            try:
+                return original(self, _callable, *args, **kwargs)
+            finally:
+                held.lock = False
+                fcntl.flock(f, fcntl.LOCK_UN)
+    cls.benchmark_gpu = benchmark_gpu
+    GPU_LOCK["installed"] = True
+
 
 def run_compile(ctx, name, batch, prec, key, mode):
     import torch
     m, x = gpu_model(ctx, name, prec), gpu_inputs(ctx, name, batch, prec)
     torch._dynamo.reset()
+    if os.environ.get("BENCH_GPU_LOCK") and not GPU_LOCK["installed"]:
+        install_gpu_lock(os.environ["BENCH_GPU_LOCK"])
     with torch.no_grad():
         ref = reference(ctx, name, batch, prec, key)
         compiled = torch.compile(m, mode=mode)
@@ -679,8 +727,19 @@ def run_compile(ctx, name, batch, prec, key, mode):
         # Resumed: the compile time is every attempt's, not this one's.
         before = ctx.entry("peers", key, PEER_OF_MODE[mode])
         attempts = (earlier_attempts(before) if resumable(ctx, before) else []) + \
-            [time.perf_counter() - t]
+            [time.perf_counter() - t - GPU_LOCK["wait_s"]]
         compile_s = sum(attempts)
+        # Autotuned alongside other cells (warm_parallel.py): said in every
+        # later entry of the cell, since its compile time includes that.
+        parallel = {k: before[k] for k in ("warm_parallel",) if isinstance(before, dict) and
+                    k in before and resumable(ctx, before)}
+        if ctx.args.warm_only:
+            del out
+            torch._dynamo.reset()
+            return {"status": "skipped: autotuned only (--warm-only), measured in a later call",
+                    "stopped_after_s": compile_s, "attempts_s": attempts,
+                    "gpu_lock_wait_s": GPU_LOCK["wait_s"], "gpu_lock_timings": GPU_LOCK["timings"],
+                    **parallel}
         err = rel_err(out, ref)
         del out
 
@@ -692,7 +751,7 @@ def run_compile(ctx, name, batch, prec, key, mode):
         r = measure(ctx, step)
     torch._dynamo.reset()
     extra = {"compile_attempts_s": attempts} if len(attempts) > 1 else {}
-    return {**r, "compile_s": compile_s, "rel_err": err, "mode": mode, **extra}
+    return {**r, "compile_s": compile_s, "rel_err": err, "mode": mode, **extra, **parallel}
 
 
 # ---------------------------------------------------------------- models (ONNX)
@@ -908,6 +967,9 @@ def parse_args(argv=None):
     ap.add_argument("--redo-after", default="", metavar="ISO-TIME",
                     help="with --redo: units measured before this UTC time "
                          "(2026-11-25 or 2026-11-25T10:00) are measured again")
+    ap.add_argument("--warm-only", action="store_true",
+                    help="compile peers only autotune (into Inductor's cache) and record "
+                         "the attempt; a later run measures them (bench/warm_parallel.py)")
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="list the units and exit")
     return ap.parse_args(argv)

@@ -54,6 +54,14 @@ def main():
         os.environ["BENCH_INDUCTOR_CACHE_CARRIED"] = "1"
         assert run.peer_estimate(ctx, "m", "compile_max_autotune") == run.RESUME_MIN_S
 
+        # Autotuned by warm_parallel.py (run.py --warm-only): not measured, so
+        # the next call resumes it, with the attempt's seconds.
+        warm = {"status": "skipped: autotuned only (--warm-only), measured in a later call",
+                "stopped_after_s": 400.0, "attempts_s": [400.0], "warm_parallel": {"cells": 5}}
+        ctx.store("peers", "m/b4/fp32", "compile_max_autotune", warm)
+        assert not ctx.done("peers", "m/b4/fp32", "compile_max_autotune")
+        assert run.resumable(ctx, warm) and run.earlier_attempts(warm) == [400.0]
+
         # A unit that was never stopped has no attempts to carry.
         ctx.unit("peers", "m/b8/fp32", "compile_max_autotune", lambda: {}, 1e9)
         assert "attempts_s" not in ctx.entry("peers", "m/b8/fp32", "compile_max_autotune")

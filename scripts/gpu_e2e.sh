@@ -17,6 +17,8 @@
 # kernels) into $OUT/inductor.tgz, and INDUCTOR_CACHE=that file (carried)
 # brings them back, so a max-autotune compile the watchdog stopped resumes
 # from the autotuning it had done (its compile time is all attempts' sum).
+# WARM_PARALLEL=1 autotunes the max-autotune cells of MODELS x BATCHES x
+# PRECISIONS side by side (bench/warm_parallel.py) without measuring them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -41,6 +43,17 @@ fi
 if [ -n "${REDO:-}" ]; then
   extra+=(--redo $REDO --redo-after "${REDO_AFTER:?REDO needs REDO_AFTER}")
 fi
+if [ "${WARM_PARALLEL:-0}" = 1 ]; then
+  # Max-autotune's cells autotuned side by side, one process each, and only
+  # that: the next call (without WARM_PARALLEL) measures each alone.
+  python3 bench/warm_parallel.py --out "$OUT/bench" --cache $TORCHINDUCTOR_CACHE_DIR \
+    --models $models --batches ${BATCHES:-small large} --precisions ${PRECISIONS:-fp32} \
+    --budget ${BUDGET:-540} > "$OUT/run.log" 2>&1
+  for f in "$OUT"/bench/warm/*/run.log; do
+    echo "== $f" >> "$OUT/run.log"
+    grep -v "^$" "$f" | tail -15 >> "$OUT/run.log"
+  done
+else
 python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models peers cuts} \
   --models $models --batches ${BATCHES:-small large} --precisions ${PRECISIONS:-fp32} \
   --peers ${PEERS:-eager cuda_graph} --cuts "$cuts" \
@@ -48,6 +61,7 @@ python3 bench/run.py "${extra[@]}" --out "$OUT/bench" --phases ${PHASES:-models 
   --cuts-tune-seconds ${TUNE_SECONDS:-0} \
   --budget ${BUDGET:-540} --phase-budget ${BUDGET:-540} \
   --no-report > "$OUT/run.log" 2>&1
+fi
 grep -v "^$" "$OUT/run.log" | tail -40
 # Autotuning results and generated sources only: compiled kernels (Triton's
 # cache, shared objects) are large and are rebuilt from them. The autotuning
