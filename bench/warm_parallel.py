@@ -147,6 +147,7 @@ def main(argv=None):
     lock = os.path.join(work, "gpu.lock")
     children = []
     started = now_iso()
+    threads = max(1, (os.cpu_count() or 1) // len(cells))
     for c in cells:
         d = os.path.join(work, slug(c["key"]))
         cache = os.path.join(d, "inductor")
@@ -156,7 +157,10 @@ def main(argv=None):
             shutil.copytree(args.cache, cache, symlinks=True)
         if os.path.exists(path):
             shutil.copy2(path, os.path.join(d, "results.json"))
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, BENCH_GPU_LOCK=lock)
+        # Inductor's compile pool has a worker per core in every process;
+        # the cores are shared out instead (it changes no choice, only speed).
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, BENCH_GPU_LOCK=lock,
+                   TORCHINDUCTOR_COMPILE_THREADS=str(threads))
         cmd = [sys.executable, os.path.join(HERE, "run.py"), "--out", d, "--phases", "peers",
                "--peers", PEER, "--models", c["model"],
                "--batches", "small" if c["batch"] == 1 else "large",
@@ -168,13 +172,20 @@ def main(argv=None):
                                                        stderr=subprocess.STDOUT)))
     # Each child's watchdog ends it within its budget + grace; this is the backstop.
     deadline = time.time() + args.budget + 90
-    for c, d, _, p in children:
-        try:
-            p.wait(timeout=max(1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    note = {"cells": len(cells), "gpu_lock": True}
+    t0 = time.time()
+    while any(p.poll() is None for *_, p in children):
+        if time.time() > deadline:
+            for *_, p in children:
+                p.kill()
+            break
+        time.sleep(5)
+        if int(time.time() - t0) % 60 < 5:  # how busy the cores are, once a minute
+            print(f"  [{time.time() - t0:4.0f} s] load {os.getloadavg()[0]:.1f} on "
+                  f"{os.cpu_count()} cores, {sum(p.poll() is None for *_, p in children)} "
+                  f"running", flush=True)
+    for *_, p in children:
+        p.wait()
+    note = {"cells": len(cells), "gpu_lock": True, "compile_threads": threads}
     for c, d, _, p in children:
         try:
             child = json.load(open(os.path.join(d, "results.json")))
