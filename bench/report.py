@@ -101,6 +101,9 @@ def fmt_status(entry, notes):
     if ok(entry):
         return fmt_ms(entry["median_ms"])
     status = entry.get("status", "?")
+    if status.startswith("skipped: autotuned only"):
+        # Compiled by bench/warm_parallel.py; the next call times it alone.
+        return f"autotuned ({sum(entry['attempts_s']):.0f} s)"
     if status.startswith("skipped") and entry.get("attempts_s"):
         # Ran and was stopped at the call's limit: it resumes from the
         # carried Inductor cache, and the seconds spent so far say how far.
@@ -171,7 +174,9 @@ def compile_table(results):
         row = [c["model"], str(c["batch"]), c["precision"]]
         for name in ("compile_default", "compile_max_autotune"):
             e = peers.get(name)
-            row.append(f"{e['compile_s']:.1f}" if ok(e) else "—")
+            # *: autotuned alongside other cells (warm_parallel.py), see below.
+            mark = "*" if ok(e) and e.get("warm_parallel") else ""
+            row.append(f"{e['compile_s']:.1f}{mark}" if ok(e) else "—")
         errs = [e["rel_err"] for e in peers.values() if ok(e) and e.get("rel_err") is not None]
         if any(math.isnan(e) for e in errs) or (ok(peers.get("eager"))
                                                 and peers["eager"].get("output_finite") is False):
@@ -242,10 +247,15 @@ def write_report(results, out_dir, plots):
     lines += ["", "'skipped': not run within the phase's time budget; a later run "
               "with the same --out resumes there. 'stopped (N s)': a compile stopped at "
               "the run's budget after N s in all; with Inductor's cache carried, the next "
-              "run resumes it.", "", "## Roofline floor and % of floor", ""]
+              "run resumes it. 'autotuned (N s)': compiled by bench/warm_parallel.py in N s, to "
+              "be timed alone by the next run.", "", "## Roofline floor and % of floor", ""]
     lines += floor_table(results, derived)
     lines += ["", "## torch.compile wall time and agreement with eager", ""]
     lines += compile_table(results)
+    if any("*" in r for r in compile_table(results)[2:]):
+        lines += ["", "\\* Autotuned by bench/warm_parallel.py, several cells at once, each "
+                  "process with its share of the cores and GPU timings taken one at a time: "
+                  "the wall time is longer than the same compile run alone would take."]
     lines += ["", "## Ceilings", ""] + ceilings_lines(results)
     lines += ["", "## ONNX exports (for the cuts phase)", ""] + models_lines(results)
     lines += ["", "## Environment", ""] + env_lines(results)

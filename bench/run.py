@@ -671,6 +671,19 @@ def run_cuda_graph(ctx, name, batch, prec, key):
 
 
 PEER_OF_MODE = {"reduce-overhead": "compile_default", "max-autotune": "compile_max_autotune"}
+WARMED = "skipped: autotuned only (--warm-only), measured in a later call"
+
+
+def compile_seconds(ctx, before, this_s):
+    """(attempts, compile_s, extra fields) of a compile that took this_s now.
+    A resumed compile adds its earlier attempts; one that --warm-only already
+    completed (autotuned and compiled, only not measured) is that run's time,
+    and this one's, from the cache, is kept apart as compile_cached_s."""
+    earlier = earlier_attempts(before) if resumable(ctx, before) else []
+    if earlier and before.get("status") == WARMED:
+        return earlier, sum(earlier), {"compile_cached_s": this_s}
+    attempts = earlier + [this_s]
+    return attempts, sum(attempts), {}
 
 # Seconds this process waited for BENCH_GPU_LOCK since the unit in flight
 # began, and how many timings took it.
@@ -726,9 +739,8 @@ def run_compile(ctx, name, batch, prec, key, mode):
         torch.cuda.synchronize()
         # Resumed: the compile time is every attempt's, not this one's.
         before = ctx.entry("peers", key, PEER_OF_MODE[mode])
-        attempts = (earlier_attempts(before) if resumable(ctx, before) else []) + \
-            [time.perf_counter() - t - GPU_LOCK["wait_s"]]
-        compile_s = sum(attempts)
+        attempts, compile_s, cached = compile_seconds(
+            ctx, before, time.perf_counter() - t - GPU_LOCK["wait_s"])
         # Autotuned alongside other cells (warm_parallel.py): said in every
         # later entry of the cell, since its compile time includes that.
         parallel = {k: before[k] for k in ("warm_parallel",) if isinstance(before, dict) and
@@ -736,8 +748,7 @@ def run_compile(ctx, name, batch, prec, key, mode):
         if ctx.args.warm_only:
             del out
             torch._dynamo.reset()
-            return {"status": "skipped: autotuned only (--warm-only), measured in a later call",
-                    "stopped_after_s": compile_s, "attempts_s": attempts,
+            return {"status": WARMED, "stopped_after_s": compile_s, "attempts_s": attempts,
                     "gpu_lock_wait_s": GPU_LOCK["wait_s"], "gpu_lock_timings": GPU_LOCK["timings"],
                     **parallel}
         err = rel_err(out, ref)
@@ -751,7 +762,8 @@ def run_compile(ctx, name, batch, prec, key, mode):
         r = measure(ctx, step)
     torch._dynamo.reset()
     extra = {"compile_attempts_s": attempts} if len(attempts) > 1 else {}
-    return {**r, "compile_s": compile_s, "rel_err": err, "mode": mode, **extra, **parallel}
+    return {**r, "compile_s": compile_s, "rel_err": err, "mode": mode, **extra, **cached,
+            **parallel}
 
 
 # ---------------------------------------------------------------- models (ONNX)

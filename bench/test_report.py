@@ -32,6 +32,12 @@ def synthetic():
     peers["toy/b8/fp32"]["compile_max_autotune"] = {
         "status": "skipped: time budget (stopped after 387 s)", "stopped_after_s": 387.1,
         "attempts_s": [500.2, 387.1]}
+    peers["toy/b1/fp16"]["compile_max_autotune"] = {
+        "status": "skipped: autotuned only (--warm-only), measured in a later call",
+        "stopped_after_s": 700.0, "attempts_s": [500.0, 200.0]}
+    peers["toy/b8/fp16"]["compile_max_autotune"] = {
+        **ok, "median_ms": 3.0, "compile_s": 950.0, "compile_cached_s": 40.0,
+        "warm_parallel": {"cells": 3}}
     return {
         "schema": 1,
         "env": {"gpu_name": "Toy GPU", "date": "2000-01-01", "driver": "0", "torch": "0"},
@@ -69,6 +75,9 @@ def main():
         md = open(os.path.join(d, "report.md")).read()
         assert "| toy | 1 | fp32 | 2.00 | 1.00 | 1.50 | skipped |" in md, md
         assert "| toy | 8 | fp32 | 16.0 | 8.00 | 12.0 | stopped (887 s) |" in md, md
+        assert "| toy | 1 | fp16 | 1.00 | 0.500 | 0.750 | autotuned (700 s) |" in md, md
+        assert "| toy | 8 | fp16 | — | 950.0* |" in md, md
+        assert "\\* Autotuned by bench/warm_parallel.py" in md
         assert "error [1]" in md and "[1] error: RuntimeError: boom" in md
         assert "| N/A | N/A |" in md
         text = open(readme).read()

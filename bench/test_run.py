@@ -56,11 +56,20 @@ def main():
 
         # Autotuned by warm_parallel.py (run.py --warm-only): not measured, so
         # the next call resumes it, with the attempt's seconds.
-        warm = {"status": "skipped: autotuned only (--warm-only), measured in a later call",
-                "stopped_after_s": 400.0, "attempts_s": [400.0], "warm_parallel": {"cells": 5}}
+        warm = {"status": run.WARMED, "stopped_after_s": 700.0, "attempts_s": [500.0, 200.0],
+                "warm_parallel": {"cells": 5}}
         ctx.store("peers", "m/b4/fp32", "compile_max_autotune", warm)
         assert not ctx.done("peers", "m/b4/fp32", "compile_max_autotune")
-        assert run.resumable(ctx, warm) and run.earlier_attempts(warm) == [400.0]
+        assert run.resumable(ctx, warm) and run.earlier_attempts(warm) == [500.0, 200.0]
+        # Its compile completed there: this call's, from the cache, is apart.
+        assert run.compile_seconds(ctx, warm, 40.0) == \
+            ([500.0, 200.0], 700.0, {"compile_cached_s": 40.0})
+        # A stopped one goes on here: its attempts and this one add up.
+        assert run.compile_seconds(ctx, stopped, 40.0) == ([566.0, 40.0], 606.0, {})
+        assert run.compile_seconds(ctx, None, 40.0) == ([40.0], 40.0, {})
+        os.environ.pop("BENCH_INDUCTOR_CACHE_CARRIED", None)  # cache lost: starts over
+        assert run.compile_seconds(ctx, warm, 900.0) == ([900.0], 900.0, {})
+        os.environ["BENCH_INDUCTOR_CACHE_CARRIED"] = "1"
 
         # A unit that was never stopped has no attempts to carry.
         ctx.unit("peers", "m/b8/fp32", "compile_max_autotune", lambda: {}, 1e9)

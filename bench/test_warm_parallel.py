@@ -24,8 +24,9 @@ def write(path, data):
 
 
 def main():
-    cells = [{"key": k} for k in ("a/b1/fp32", "a/b1/fp16", "b/b1/fp32")]
+    cells = [{"key": k} for k in ("a/b1/fp32", "a/b1/fp16", "b/b1/fp32", "b/b1/fp16")]
     results = {"peers": {"a/b1/fp32": {wp.PEER: {"status": "ok"}},
+                         "b/b1/fp16": {wp.PEER: {"status": wp.run.WARMED}},
                          "a/b1/fp16": {wp.PEER: {"status": "skipped: time budget",
                                                  "stopped_after_s": 300}}}}
     assert [c["key"] for c in wp.pending(results, cells)] == ["a/b1/fp16", "b/b1/fp32"]

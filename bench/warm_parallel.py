@@ -42,11 +42,12 @@ PEER = "compile_max_autotune"
 
 
 def pending(results, cells):
-    """Cells whose max-autotune unit is not measured yet."""
+    """Cells whose max-autotune compile has not completed yet (neither
+    measured nor autotuned by an earlier --warm-only run)."""
     out = []
     for c in cells:
         e = results.get("peers", {}).get(c["key"], {}).get(PEER)
-        if not (isinstance(e, dict) and e.get("status") == "ok"):
+        if not (isinstance(e, dict) and e.get("status") in ("ok", run.WARMED)):
             out.append(c)
     return out
 
