@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <queue>
 #include <thread>
 
 namespace cuts {
@@ -36,6 +37,12 @@ bool reaches(mlir::Operation *from, mlir::Operation *to,
   return false;
 }
 
+// Which successors take their input tile from a predecessor block: a
+// window of an NCHW tile, or whole rows.
+bool windowedSuccessor(OpKind k) {
+  return k == OpKind::Conv || k == OpKind::DepthwiseConv || k == OpKind::Pool;
+}
+
 } // namespace
 
 const SearchResult &FusionModel::searchOnChip(const OpDesc &d) {
@@ -43,9 +50,17 @@ const SearchResult &FusionModel::searchOnChip(const OpDesc &d) {
   auto it = memoOnChip.find(key);
   if (it != memoOnChip.end())
     return it->second;
-  return memoOnChip
-      .emplace(key, searchParams(d, arch, prune, InputFrom::SharedMemory))
-      .first->second;
+  // The predecessor block a set asks for (as estimateShared derives it).
+  bool windowed = windowedSuccessor(d.kind);
+  auto blockKey = [&](const TileParams &q) -> BlockKey {
+    if (windowed)
+      return {q.Nb, d.kind == OpKind::Conv ? 0 : q.Kb, q.Hb, q.Wb, q.threads()};
+    return {q.Nb, 0, 0, 0, q.threads()};
+  };
+  SearchResult r;
+  r.kept = bestPerBlockKey(d, arch, InputFrom::SharedMemory, blockKey,
+                           &r.enumerated);
+  return memoOnChip.emplace(key, std::move(r)).first->second;
 }
 
 std::optional<GroupEstimate>
@@ -75,8 +90,7 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     if (op != P && !reaches(P, op, group))
       return std::nullopt; // a prologue of P: not modelled
   // Which successors can take their input tile from a predecessor block.
-  bool windowed = ds.kind == OpKind::Conv || ds.kind == OpKind::DepthwiseConv ||
-                  ds.kind == OpKind::Pool;
+  bool windowed = windowedSuccessor(ds.kind);
   bool rows = ds.kind == OpKind::MatMul || ds.kind == OpKind::Reduction;
   bool predNCHW = dp.kind == OpKind::Conv || dp.kind == OpKind::DepthwiseConv ||
                   dp.kind == OpKind::Pool || dp.kind == OpKind::BatchNorm;
@@ -93,10 +107,8 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
   g.predecessor = P;
   g.predecessorDesc = dp;
   g.enumerated = sr.enumerated;
-  g.kept = int64_t(sr.kept.size());
-  for (const Candidate &c : sr.kept) {
-    const TileParams &q = c.params;
-    // The predecessor's block: the successor's input tile.
+  // The predecessor's block for a successor set: its input tile.
+  auto blockFor = [&](const TileParams &q) {
     TileParams block;
     if (windowed) {
       block.Nb = q.Nb;
@@ -110,8 +122,47 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
       block.Nb = q.Nb;
       block.Kb = dp.K; // whole rows
     }
-    if ((windowed && block.Kb > dp.K) || block.Nb > dp.N)
+    return block;
+  };
+  // Branch and bound over the successor's sets (one per block): a pair
+  // takes at least the successor's time plus the predecessor's block work
+  // on the successor's grid at PUL = GMRatio x WBRatio (both fixed by the
+  // block and the grid; SMRatio and the rounds' efficiency are <= 1), so
+  // sets are fused in the order of that bound until it cannot enter the
+  // best k pairs (the top T % of the blocks, at least K).
+  struct Item {
+    double lowerBound;
+    const Candidate *c;
+    TileParams block;
+  };
+  std::vector<Item> items;
+  const int trans = std::max(1, arch.transGlobalElements(dp.elementBytes));
+  for (const Candidate &c : sr.kept) {
+    TileParams block = blockFor(c.params);
+    if ((windowed && block.Kb > dp.K) || block.Nb > dp.N ||
+        c.bound.wbRatio <= 0)
       continue;
+    // Its GMRatio is the block's own (its loads come from global memory).
+    double comp = compBlock(dp, block);
+    double oi =
+        comp / (double(dp.elementBytes) * trans * numTrans(dp, block, trans));
+    double predPulMax = gmRatio(oi, arch.ridgePoint()) * c.bound.wbRatio;
+    items.push_back(
+        {comp * double(c.bound.numBlocks) / (predPulMax * arch.perfPeakFp32) +
+             c.bound.timeLowerBound,
+         &c, block});
+  }
+  std::stable_sort(
+      items.begin(), items.end(),
+      [](const Item &a, const Item &b) { return a.lowerBound < b.lowerBound; });
+  const size_t k = size_t(keepCount(int64_t(items.size()), prune));
+  std::priority_queue<double> worstKept; // the k best pair times so far
+  for (const Item &item : items) {
+    if (worstKept.size() == k && item.lowerBound >= worstKept.top())
+      break;
+    const Candidate &c = *item.c;
+    const TileParams &q = c.params;
+    const TileParams &block = item.block;
     std::string key =
         dp.key() + "|" + std::to_string(block.Nb) + "," +
         std::to_string(block.Kb) + "," + std::to_string(block.Hb) + "," +
@@ -135,6 +186,9 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     fused.bound.timeLowerBound = t;
     g.ranked.push_back(fused);
     g.rankedPredecessor.push_back(pc);
+    worstKept.push(t);
+    if (worstKept.size() > k)
+      worstKept.pop();
   }
   if (g.ranked.empty())
     return std::nullopt;
@@ -150,8 +204,12 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     ranked.push_back(g.ranked[i]);
     preds.push_back(g.rankedPredecessor[i]);
   }
+  // The best k pairs.
+  ranked.resize(std::min(ranked.size(), k));
+  preds.resize(ranked.size());
   g.ranked = std::move(ranked);
   g.rankedPredecessor = std::move(preds);
+  g.kept = int64_t(g.ranked.size());
   g.best = g.ranked.front();
   g.predecessorBest = g.rankedPredecessor.front();
   g.time = g.best.bound.timeLowerBound;

@@ -79,6 +79,8 @@ private:
   estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
                  llvm::ArrayRef<mlir::Operation *> real,
                  llvm::ArrayRef<OpDesc> descs, int pred, int succ);
+  /// A shared-memory-level successor's sets: the best of each block its
+  /// predecessor could be asked to compute (bestPerBlockKey), memoised.
   const SearchResult &searchOnChip(const OpDesc &d);
 
   GpuArch arch;

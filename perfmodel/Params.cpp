@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <queue>
 #include <string>
 
@@ -384,6 +385,60 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
     r.kept.push_back(heap.top().c);
   std::reverse(r.kept.begin(), r.kept.end());
   return r;
+}
+
+std::vector<Candidate>
+bestPerBlockKey(const OpDesc &d, const GpuArch &arch, InputFrom input,
+                const std::function<BlockKey(const TileParams &)> &key,
+                int64_t *enumerated) {
+  bool onChip = input == InputFrom::SharedMemory;
+  double gm = onChip ? 1.0 : -1.0;
+  auto allowed = [&](const TileParams &p) {
+    return !onChip || !isComplex(d.kind) || p.Cin == d.C;
+  };
+  // Every group, by key; then per key the groups best-first by their
+  // COEF_bc = 1 bound, formats scored only while a group can still win.
+  std::map<BlockKey, std::vector<FormatGroup>> groups;
+  int64_t n = 0;
+  forEachFormatGroup(d, arch, gm, allowed, [&](const FormatGroup &g) {
+    n = g.first + __builtin_popcount(g.formats);
+    groups[key(g.p)].push_back(g);
+  });
+  if (enumerated)
+    *enumerated = n;
+  auto groupWorse = [](const FormatGroup &a, const FormatGroup &b) {
+    return better(a.optimistic, a.first, b.optimistic, b.first);
+  };
+  std::vector<Ranked> best;
+  for (auto &entry : groups) {
+    std::vector<FormatGroup> &gs = entry.second;
+    std::sort(gs.begin(), gs.end(), groupWorse);
+    std::optional<Ranked> top;
+    for (const FormatGroup &g : gs) {
+      if (top && !better(g.optimistic, g.first, top->c.bound, top->index))
+        break;
+      int64_t index = g.first;
+      for (int f = 0; f < 32; ++f) {
+        if (!(g.formats >> f & 1))
+          continue;
+        TileParams q = g.p;
+        q.format = f;
+        Ranked c{{q, withFormat(d, g.base, q, arch)}, index++};
+        if (!top || better(c.c.bound, c.index, top->c.bound, top->index))
+          top = c;
+      }
+    }
+    if (top)
+      best.push_back(*top);
+  }
+  std::sort(best.begin(), best.end(), [](const Ranked &a, const Ranked &b) {
+    return better(a.c.bound, a.index, b.c.bound, b.index);
+  });
+  std::vector<Candidate> out;
+  out.reserve(best.size());
+  for (const Ranked &r : best)
+    out.push_back(r.c);
+  return out;
 }
 
 std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,

@@ -11,6 +11,7 @@
 
 #include "perfmodel/Roofline.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -65,6 +66,21 @@ enum class InputFrom {
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                           const PruneOptions &opts = {},
                           InputFrom input = InputFrom::Global);
+
+/// What a shared-memory-level predecessor must produce for a successor set:
+/// its block's extents and thread count (see FusionModel::estimateShared).
+using BlockKey = std::array<int64_t, 5>;
+
+/// The best set (by its bound) of each distinct BlockKey among op d's sets,
+/// best first, and the number of sets enumerated. A fused pair's time
+/// depends on the predecessor's block, which the successor's own top k can
+/// miss: MobileNetV2's expansion conv and depthwise conv at batch 64 fuse
+/// only beyond the depthwise conv's 4096 best sets. Within a key the tiles,
+/// and so the grid and the predecessor's work, are the same.
+std::vector<Candidate>
+bestPerBlockKey(const OpDesc &d, const GpuArch &arch, InputFrom input,
+                const std::function<BlockKey(const TileParams &)> &key,
+                int64_t *enumerated = nullptr);
 
 /// The best parameter set of op d whose thread block computes exactly
 /// `block` (Nb, Kb, Hb, Wb) with `threads` threads sweeping its thread-tiles

@@ -4,6 +4,7 @@
 #include "cuts/Dialect/Cuts/CutsDialect.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "perfmodel/Describe.h"
+#include "perfmodel/Params.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -12,7 +13,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 using namespace cuts;
 
@@ -127,6 +130,77 @@ TEST_CASE("shared-memory-level fusion: the successor reads shared memory",
   CHECK(e->predecessorBest.bound.sharedBytes + e->best.bound.sharedBytes <=
         h100().maxSharedPerBlock);
   CHECK(std::isfinite(e->time));
+}
+
+TEST_CASE("a successor's best set per predecessor block: every block, "
+          "each its best",
+          "[fusion]") {
+  Graph g(kConvChain);
+  OpDesc ds = *describeOp(g.ops[2]);
+  auto key = [](const TileParams &q) -> BlockKey {
+    return {q.Nb, 0, q.Hb, q.Wb, q.threads()};
+  };
+  int64_t n = 0;
+  std::vector<Candidate> best =
+      bestPerBlockKey(ds, h100(), InputFrom::SharedMemory, key, &n);
+  // Brute force: every set ranked; a key's first is its best.
+  PruneOptions all;
+  all.topPercent = 100;
+  all.maxKeep = int64_t(1) << 40;
+  SearchResult every = searchParams(ds, h100(), all, InputFrom::SharedMemory);
+  CHECK(n == every.enumerated);
+  std::map<BlockKey, const Candidate *> first;
+  for (const Candidate &c : every.kept)
+    first.emplace(key(c.params), &c);
+  REQUIRE(best.size() == first.size());
+  for (size_t i = 0; i < best.size(); ++i) {
+    const Candidate &ref = *first.at(key(best[i].params));
+    CHECK(best[i].bound.pul == ref.bound.pul);
+    if (i > 0)
+      CHECK(!betterBound(best[i].bound, best[i - 1].bound));
+  }
+}
+
+TEST_CASE("shared-memory-level fusion keeps the best pairs over every "
+          "predecessor block",
+          "[fusion]") {
+  // Branch and bound against fusing every block's best successor set.
+  Graph g(kConvChain);
+  const GpuArch &a = h100();
+  PruneOptions prune;
+  FusionModel model(a, prune, true);
+  auto e = model.estimate({g.ops[0], g.ops[1], g.ops[2]});
+  REQUIRE(e);
+  REQUIRE(e->fusion == "shared");
+  OpDesc dp = *describeOp(g.ops[0]), ds = *describeOp(g.ops[2]);
+  auto key = [](const TileParams &q) -> BlockKey {
+    return {q.Nb, 0, q.Hb, q.Wb, q.threads()};
+  };
+  std::vector<double> times;
+  int64_t blocks = 0;
+  for (const Candidate &c :
+       bestPerBlockKey(ds, a, InputFrom::SharedMemory, key)) {
+    TileParams block;
+    block.Nb = c.params.Nb, block.Kb = dp.K;
+    block.Hb = c.params.Hb + 2, block.Wb = c.params.Wb + 2;
+    if (block.Nb > dp.N || c.bound.wbRatio <= 0)
+      continue;
+    ++blocks;
+    auto pc = bestForBlock(dp, a, block, c.params.threads());
+    if (!pc || pc->bound.pul <= 0 ||
+        pc->bound.sharedBytes + c.bound.sharedBytes > a.maxSharedPerBlock)
+      continue;
+    times.push_back(pc->bound.compBlock * double(c.bound.numBlocks) /
+                        (pc->bound.pul * c.bound.wbRatio * a.perfPeakFp32) +
+                    c.bound.timeLowerBound);
+  }
+  std::sort(times.begin(), times.end());
+  size_t k = std::min(times.size(), size_t(keepCount(blocks, prune)));
+  REQUIRE(k >= size_t(prune.minKeep));
+  REQUIRE(e->ranked.size() == k);
+  CHECK(e->kept == int64_t(k));
+  for (size_t i = 0; i < k; ++i)
+    CHECK(e->ranked[i].bound.timeLowerBound == Approx(times[i]));
 }
 
 TEST_CASE("fusion rules that forbid a group", "[fusion]") {
