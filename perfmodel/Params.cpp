@@ -276,6 +276,21 @@ Bound withFormat(const OpDesc &d, Bound b, const TileParams &q,
   return b;
 }
 
+/// Calls fn with each format of group g scored (its COEF_bc counted), as a
+/// Ranked numbered from the group's first set.
+template <typename Fn>
+void forEachScored(const OpDesc &d, const GpuArch &arch, const FormatGroup &g,
+                   Fn &&fn) {
+  int64_t index = g.first;
+  for (int f = 0; f < 32; ++f) {
+    if (!(g.formats >> f & 1))
+      continue;
+    TileParams q = g.p;
+    q.format = f;
+    fn(Ranked{{q, withFormat(d, g.base, q, arch)}, index++});
+  }
+}
+
 } // namespace
 
 std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
@@ -351,20 +366,14 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
            better(g.optimistic, g.first, heap.top().c.bound, heap.top().index);
   };
   auto score = [&](const FormatGroup &g) {
-    int64_t index = g.first;
-    for (int f = 0; f < 32; ++f) {
-      if (!(g.formats >> f & 1))
-        continue;
-      TileParams q = g.p;
-      q.format = f;
-      Ranked c{{q, withFormat(d, g.base, q, arch)}, index++};
+    forEachScored(d, arch, g, [&](const Ranked &c) {
       if (int64_t(heap.size()) < k) {
         heap.push(c);
       } else if (worse(c, heap.top())) {
         heap.pop();
         heap.push(c);
       }
-    }
+    });
   };
   std::sort(best.begin(), best.end(), groupWorse); // best first
   std::vector<int64_t> scored; // their first indices, ascending
@@ -417,16 +426,10 @@ bestPerBlockKey(const OpDesc &d, const GpuArch &arch, InputFrom input,
     for (const FormatGroup &g : gs) {
       if (top && !better(g.optimistic, g.first, top->c.bound, top->index))
         break;
-      int64_t index = g.first;
-      for (int f = 0; f < 32; ++f) {
-        if (!(g.formats >> f & 1))
-          continue;
-        TileParams q = g.p;
-        q.format = f;
-        Ranked c{{q, withFormat(d, g.base, q, arch)}, index++};
+      forEachScored(d, arch, g, [&](const Ranked &c) {
         if (!top || better(c.c.bound, c.index, top->c.bound, top->index))
           top = c;
-      }
+      });
     }
     if (top)
       best.push_back(*top);
