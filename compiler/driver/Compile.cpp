@@ -435,6 +435,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       break;
     tune::MeasureOptions mo;
     mo.jobs = opts.jobs;
+    mo.nvrtcWorker = opts.nvrtcWorker;
     mo.progress = opts.progress;
     mo.stats = &res.measureStats;
     if (opts.tuneSeconds > 0)

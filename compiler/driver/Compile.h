@@ -38,6 +38,9 @@ struct CompileOptions {
   PruneOptions prune;
   bool fusion = true;
   int jobs = 0; // NVRTC threads; 0: one per core
+  /// Tuning compiles in worker processes of this executable (it serves
+  /// `--nvrtc-worker`, NvrtcWorker.h); "": in this process's threads.
+  std::string nvrtcWorker;
   CostSource cost = CostSource::Model;
   std::string tuningCache;   // read, and written after measuring
   int tuneCandidates = 8;    // best-bound parameter sets timed per group

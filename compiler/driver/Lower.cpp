@@ -1167,7 +1167,6 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
   return s;
 }
 
-
 bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
   std::string w;
   bool ok;

@@ -1,5 +1,6 @@
 //===- Tuner.cpp - measure candidate kernels on the GPU; the tuning cache -===//
 #include "compiler/driver/Tuner.h"
+#include "compiler/driver/NvrtcWorker.h"
 
 #include "codegen/emit/Nvrtc.h"
 #include "runtime/Blas.h"
@@ -282,6 +283,39 @@ template <typename Fn> struct OnExit {
   ~OnExit() { fn(); }
 };
 template <typename Fn> OnExit(Fn) -> OnExit<Fn>;
+
+/// Idle NVRTC workers, kept for the process's next measure() (`cuts tune`
+/// measures in slices of 16 candidates).
+class WorkerPool {
+public:
+  std::unique_ptr<NvrtcWorker> acquire(const std::string &exe,
+                                       std::string &error) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      if (!idle.empty()) {
+        std::unique_ptr<NvrtcWorker> w = std::move(idle.back());
+        idle.pop_back();
+        return w;
+      }
+    }
+    return NvrtcWorker::start(exe, error);
+  }
+  void release(std::unique_ptr<NvrtcWorker> w) {
+    if (!w || !w->alive())
+      return;
+    std::lock_guard<std::mutex> lock(m);
+    idle.push_back(std::move(w));
+  }
+
+private:
+  std::mutex m;
+  std::vector<std::unique_ptr<NvrtcWorker>> idle;
+};
+
+WorkerPool &workerPool() {
+  static WorkerPool pool;
+  return pool;
+}
 } // namespace
 
 bool measure(const std::vector<Candidate> &all, const std::string &arch,
@@ -319,7 +353,8 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   int l2 = 0;
   d->cuDeviceGetAttribute(&l2, 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */, dev);
 
-  // NVRTC on every core while the GPU times what is ready.
+  // NVRTC on every core while the GPU times what is ready, each thread
+  // through a worker process where there is one (NvrtcWorker.h).
   std::vector<std::optional<NvrtcResult>> compiled(todo.size());
   std::vector<std::string> compileErrors(todo.size());
   std::vector<std::atomic<bool>> ready(todo.size());
@@ -333,6 +368,8 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   std::vector<std::thread> pool;
   for (int t = 0; t < jobs; ++t)
     pool.emplace_back([&] {
+      std::unique_ptr<NvrtcWorker> worker;
+      bool inProcess = opts.nvrtcWorker.empty();
       for (size_t i; (i = next++) < todo.size();) {
         if (stop || overTime()) {
           stop = true;
@@ -346,10 +383,23 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
         }
         NvrtcOptions no;
         no.sourceName = todo[i]->name + ".cu";
-        compiled[i] =
-            compileWithNvrtc(todo[i]->source, arch, compileErrors[i], no);
+        if (!inProcess && !worker) {
+          std::string why;
+          worker = workerPool().acquire(opts.nvrtcWorker, why);
+          inProcess = !worker; // it cannot start: compile here
+        }
+        if (worker) {
+          compiled[i] =
+              worker->compile(todo[i]->source, arch, compileErrors[i], no);
+          if (!worker->alive())
+            worker.reset(); // it died on this source: failed; a new one next
+        } else {
+          compiled[i] =
+              compileWithNvrtc(todo[i]->source, arch, compileErrors[i], no);
+        }
         ready[i] = true;
       }
+      workerPool().release(std::move(worker));
     });
 
   Progress progress(opts.progress, todo.size());

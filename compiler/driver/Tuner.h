@@ -111,7 +111,10 @@ struct MeasureStats {
 };
 
 struct MeasureOptions {
-  int jobs = 0;          // NVRTC threads; 0: one per core
+  int jobs = 0; // NVRTC threads; 0: one per core
+  /// An executable that serves `--nvrtc-worker` (NvrtcWorker.h): each NVRTC
+  /// thread compiles in a child process of it. "": in this process.
+  std::string nvrtcWorker;
   int warmup = 2;        // launches before timing
   int maxIters = 20;     // timed launches (fewer for slow kernels)
   double targetMs = 20;  // timed milliseconds to aim for per candidate

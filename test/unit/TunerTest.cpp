@@ -4,6 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Tuner.h"
+#include "codegen/emit/Nvrtc.h"
+#include "compiler/driver/NvrtcWorker.h"
+
+#include <csignal>
+#include <memory>
+
+#include <signal.h>
 
 #include <catch2/catch.hpp>
 
@@ -65,4 +72,66 @@ TEST_CASE("candidate files keep each candidate's group and level", "[tuner]") {
   REQUIRE(old.size() == 1);
   CHECK(old[0].group == -1);
   CHECK(old[0].level == 0);
+}
+
+namespace {
+const char *kWorkerSource = R"cuda(
+extern "C" __global__ void scale(float *x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    x[i] *= a;
+}
+)cuda";
+} // namespace
+
+TEST_CASE("NVRTC workers compile what the process would, and a dead one is "
+          "reported",
+          "[tuner]") {
+  std::string error;
+  if (!cuts::nvrtcAvailable()) {
+    WARN("built without NVRTC: worker checks skipped");
+    return;
+  }
+  // The cuts executable serves --nvrtc-worker (CUTS_EXE: the built tool).
+  std::unique_ptr<NvrtcWorker> w = NvrtcWorker::start(CUTS_EXE, error);
+  INFO(error);
+  REQUIRE(w);
+  CHECK(w->alive());
+  std::string e1, e2;
+  cuts::NvrtcOptions no;
+  no.sourceName = "scale.cu";
+  std::optional<cuts::NvrtcResult> here =
+      cuts::compileWithNvrtc(kWorkerSource, "sm_90", e1, no);
+  std::optional<cuts::NvrtcResult> there =
+      w->compile(kWorkerSource, "sm_90", e2, no);
+  INFO(e1 << e2);
+  REQUIRE(here);
+  REQUIRE(there);
+  CHECK(there->arch == "sm_90");
+  CHECK(there->cubin == here->cubin);
+  // The logs differ only in ptxas's "Compile time" line.
+  CHECK(there->log.find("Compiling entry function 'scale' for 'sm_90'") !=
+        std::string::npos);
+  REQUIRE(there->kernels.size() == 1);
+  CHECK(there->kernels[0].registers == here->kernels[0].registers);
+
+  // A compile error comes back as compileWithNvrtc's, and the worker goes on.
+  no.sourceName = "broken.cu";
+  no.extraOptions = {"-DBROKEN=1"};
+  CHECK_FALSE(w->compile("__global__ void k(float *x) { x[0] = BROKEN }\n",
+                         "sm_90", e2, no));
+  CHECK(e2.find("broken.cu(1): error") != std::string::npos);
+  CHECK(w->alive());
+  no = {};
+  CHECK(w->compile(kWorkerSource, "sm_80", e2, no));
+
+  // Killed: the next compile says so, and the worker is not reused.
+  REQUIRE(::kill(w->pid(), SIGKILL) == 0);
+  CHECK_FALSE(w->compile(kWorkerSource, "sm_90", e2, no));
+  CHECK(e2.find("is gone") != std::string::npos);
+  CHECK_FALSE(w->alive());
+
+  // An executable that is not there: no worker, the reason named.
+  CHECK_FALSE(NvrtcWorker::start("/nonexistent/cuts", error));
+  CHECK(error.find("/nonexistent/cuts") != std::string::npos);
 }

@@ -9,6 +9,7 @@
 #include "Emulate.h"
 #include "TensorFile.h"
 
+#include "compiler/driver/NvrtcWorker.h"
 #include "compiler/driver/Tuner.h"
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
@@ -355,6 +356,7 @@ int cmdTune(const std::vector<std::string> &args) {
   double maxSeconds = 0; // 0: no limit
   cuts::tune::MeasureOptions mo;
   mo.progress = isatty(2);
+  mo.nvrtcWorker = cuts::tune::selfExecutable();
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string &a = args[k];
     if (a == "--cache" && k + 1 < args.size()) {
@@ -439,6 +441,8 @@ int main(int argc, char **argv) {
   }
   std::string cmd = args[0];
   args.erase(args.begin());
+  if (cmd == cuts::tune::kNvrtcWorkerArg) // the tuner's compile processes
+    return cuts::tune::nvrtcWorkerMain();
   if (cmd == "run")
     return cmdRun(args);
   if (cmd == "bench")

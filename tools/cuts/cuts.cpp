@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
+#include "compiler/driver/NvrtcWorker.h"
 #include "compiler/driver/Validate.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
@@ -442,6 +443,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       copts.jobs = int(v);
     } else if (a == "--tune") {
       copts.cost = cuts::driver::CostSource::Measure;
+      copts.nvrtcWorker = cuts::tune::selfExecutable();
     } else if (a == "--tuning") {
       if (!value(copts.tuningCache))
         return error("", "--tuning needs a cache file (JSON)");
@@ -800,6 +802,8 @@ int main(int argc, char **argv) {
   }
   std::string cmd = args[0];
   args.erase(args.begin());
+  if (cmd == cuts::tune::kNvrtcWorkerArg) // the tuner's compile processes
+    return cuts::tune::nvrtcWorkerMain();
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     usage(llvm::outs());
     return 0;
