@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -69,6 +70,11 @@ std::string selfExecutable() {
   std::vector<char> buf(4096);
   ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
   return n > 0 ? std::string(buf.data(), size_t(n)) : std::string();
+}
+
+std::string nvrtcWorkerExecutable() {
+  const char *v = std::getenv("CUTS_NVRTC_IN_PROCESS");
+  return v && std::string(v) == "1" ? std::string() : selfExecutable();
 }
 
 std::unique_ptr<NvrtcWorker> NvrtcWorker::start(const std::string &exe,

@@ -64,6 +64,11 @@ int nvrtcWorkerMain();
 /// This process's executable ("" where /proc/self/exe cannot be read).
 std::string selfExecutable();
 
+/// The worker executable the cuts tools tune with: this one, unless the
+/// environment sets CUTS_NVRTC_IN_PROCESS=1 ("": compile in threads, as
+/// before the workers, to compare the two or to rule the workers out).
+std::string nvrtcWorkerExecutable();
+
 } // namespace cuts::tune
 
 #endif // CUTS_COMPILER_DRIVER_NVRTCWORKER_H

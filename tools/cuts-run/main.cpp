@@ -356,7 +356,7 @@ int cmdTune(const std::vector<std::string> &args) {
   double maxSeconds = 0; // 0: no limit
   cuts::tune::MeasureOptions mo;
   mo.progress = isatty(2);
-  mo.nvrtcWorker = cuts::tune::selfExecutable();
+  mo.nvrtcWorker = cuts::tune::nvrtcWorkerExecutable();
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string &a = args[k];
     if (a == "--cache" && k + 1 < args.size()) {

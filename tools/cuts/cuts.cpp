@@ -443,7 +443,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       copts.jobs = int(v);
     } else if (a == "--tune") {
       copts.cost = cuts::driver::CostSource::Measure;
-      copts.nvrtcWorker = cuts::tune::selfExecutable();
+      copts.nvrtcWorker = cuts::tune::nvrtcWorkerExecutable();
     } else if (a == "--tuning") {
       if (!value(copts.tuningCache))
         return error("", "--tuning needs a cache file (JSON)");
