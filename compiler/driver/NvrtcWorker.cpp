@@ -36,18 +36,24 @@ bool writeAll(int fd, const void *data, size_t n, bool socket) {
   return true;
 }
 
-bool readAll(int fd, void *data, size_t n) {
+// 1: read all n bytes; 0: the end of input before the first; -1: an error
+// or the end of input part way (a broken stream).
+int readOrEnd(int fd, void *data, size_t n) {
   char *p = static_cast<char *>(data);
-  while (n > 0) {
-    ssize_t r = ::read(fd, p, n);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::read(fd, p + got, n - got);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
-      return false;
-    p += r;
-    n -= size_t(r);
+      return r == 0 && got == 0 ? 0 : -1;
+    got += size_t(r);
   }
-  return true;
+  return 1;
+}
+
+bool readAll(int fd, void *data, size_t n) {
+  return n == 0 || readOrEnd(fd, data, n) == 1;
 }
 
 bool writeString(int fd, const std::string &s, bool socket) {
@@ -58,7 +64,7 @@ bool writeString(int fd, const std::string &s, bool socket) {
 
 bool readString(int fd, std::string &s) {
   uint64_t n = 0;
-  if (!readAll(fd, &n, sizeof n) || n > (uint64_t(1) << 32))
+  if (!readAll(fd, &n, sizeof n) || n > (uint64_t(1) << 30)) // 1 GiB: corrupt
     return false;
   s.resize(size_t(n));
   return readAll(fd, s.data(), s.size());
@@ -170,8 +176,15 @@ int nvrtcWorkerMain() {
     std::string source, arch;
     NvrtcOptions options;
     uint64_t count = 0;
-    if (!readString(0, source))
+    uint64_t n = 0;
+    int got = readOrEnd(0, &n, sizeof n);
+    if (got == 0)
       return 0; // the end of input: the parent is done
+    if (got < 0 || n > (uint64_t(1) << 30))
+      return 1;
+    source.resize(size_t(n));
+    if (!readAll(0, source.data(), source.size()))
+      return 1;
     if (!readString(0, arch) || !readString(0, options.sourceName) ||
         !readAll(0, &count, sizeof count) || count > 4096)
       return 1;
