@@ -8,9 +8,12 @@
 #include "compiler/driver/NvrtcWorker.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <memory>
+#include <utility>
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 
@@ -130,6 +133,18 @@ TEST_CASE("NVRTC workers compile what the process would, and a dead one is "
   CHECK_FALSE(w->compile(kWorkerSource, "sm_90", e2, no));
   CHECK(e2.find("is gone") != std::string::npos);
   CHECK_FALSE(w->alive());
+
+  // A broken request stream ends the worker with status 1, a clean end
+  // of input with 0.
+  for (auto [input, status] : {std::pair<std::string, int>{"", 0},
+                               {"garbage", 1},
+                               {std::string(8, '\xff'), 1}}) {
+    std::string cmd = std::string("printf '%s' '") + input + "' | " + CUTS_EXE +
+                      " --nvrtc-worker";
+    int rc = std::system(cmd.c_str());
+    CHECK(WIFEXITED(rc));
+    CHECK(WEXITSTATUS(rc) == status);
+  }
 
   // An executable that is not there: no worker, the reason named.
   CHECK_FALSE(NvrtcWorker::start("/nonexistent/cuts", error));
