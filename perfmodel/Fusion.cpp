@@ -144,9 +144,10 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
       continue;
     // Its GMRatio is the block's own (its loads come from global memory).
     double comp = compBlock(dp, block);
-    double oi =
-        comp / (double(dp.elementBytes) * trans * numTrans(dp, block, trans));
-    double predPulMax = gmRatio(oi, arch.ridgePoint()) * c.bound.wbRatio;
+    double predPulMax =
+        gmRatio(oiTB(dp, comp, numTrans(dp, block, trans), trans),
+                arch.ridgePoint()) *
+        c.bound.wbRatio;
     items.push_back(
         {comp * double(c.bound.numBlocks) / (predPulMax * arch.perfPeakFp32) +
              c.bound.timeLowerBound,

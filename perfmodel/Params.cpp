@@ -215,6 +215,16 @@ bool sameGroup(const TileParams &a, const TileParams &b) {
          a.Cin == b.Cin;
 }
 
+// The sets op d may take with inputs from `input`: a complex successor reads
+// its whole input from shared memory (C_input = C). And the GMRatio the
+// bound is given: 1 from shared memory (NUM_trans = 0), else its own (-1).
+bool allowedFor(const OpDesc &d, InputFrom input, const TileParams &p) {
+  return input != InputFrom::SharedMemory || !isComplex(d.kind) || p.Cin == d.C;
+}
+double gmFor(InputFrom input) {
+  return input == InputFrom::SharedMemory ? 1.0 : -1.0;
+}
+
 /// Calls fn once per format group of the sets `allowed` lets through, in
 /// enumeration order, with the count of sets before it.
 template <typename Allowed, typename Fn>
@@ -266,6 +276,12 @@ bool better(const Bound &a, int64_t ia, const Bound &b, int64_t ib) {
   return betterBound(a, b) || (!betterBound(b, a) && ia < ib);
 }
 
+// Groups in the order of their COEF_bc = 1 bound: true if a ranks ahead of
+// b (as a heap comparator it keeps the worst at the front).
+bool groupWorse(const FormatGroup &a, const FormatGroup &b) {
+  return better(a.optimistic, a.first, b.optimistic, b.first);
+}
+
 /// The bound of format q.format of a group whose bound with COEF_bc = 1 is
 /// `base`: its own N_load where the format changes it, and its COEF_bc.
 Bound withFormat(const OpDesc &d, Bound b, const TileParams &q,
@@ -311,12 +327,8 @@ std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                           const PruneOptions &opts, InputFrom input) {
   SearchResult r;
-  bool onChip = input == InputFrom::SharedMemory;
-  double gm = onChip ? 1.0 : -1.0;
-  // A complex successor reads its whole input from shared memory.
-  auto allowed = [&](const TileParams &p) {
-    return !onChip || !isComplex(d.kind) || p.Cin == d.C;
-  };
+  double gm = gmFor(input);
+  auto allowed = [&](const TileParams &p) { return allowedFor(d, input, p); };
   // Counting bank conflicts (COEF_bc) is most of the cost of scoring a set,
   // and COEF_bc = 1 bounds every format of a group from above. So the groups
   // are scored best-first by that bound, and a group is counted only while
@@ -325,9 +337,6 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
   // 40 MB) and what the best of the rest could reach; pass 2, over every
   // group again, runs only when that could still enter the kept sets. The
   // kept sets are exactly the top k of scoring every set.
-  auto groupWorse = [](const FormatGroup &a, const FormatGroup &b) {
-    return better(a.optimistic, a.first, b.optimistic, b.first);
-  };
   const size_t G = size_t(std::min<int64_t>(
       std::max<int64_t>(opts.maxKeep, opts.minKeep), int64_t(1) << 16));
   std::vector<FormatGroup> best;  // a heap whose front is the worst
@@ -400,24 +409,17 @@ std::vector<Candidate>
 bestPerBlockKey(const OpDesc &d, const GpuArch &arch, InputFrom input,
                 const std::function<BlockKey(const TileParams &)> &key,
                 int64_t *enumerated) {
-  bool onChip = input == InputFrom::SharedMemory;
-  double gm = onChip ? 1.0 : -1.0;
-  auto allowed = [&](const TileParams &p) {
-    return !onChip || !isComplex(d.kind) || p.Cin == d.C;
-  };
+  auto allowed = [&](const TileParams &p) { return allowedFor(d, input, p); };
   // Every group, by key; then per key the groups best-first by their
   // COEF_bc = 1 bound, formats scored only while a group can still win.
   std::map<BlockKey, std::vector<FormatGroup>> groups;
   int64_t n = 0;
-  forEachFormatGroup(d, arch, gm, allowed, [&](const FormatGroup &g) {
+  forEachFormatGroup(d, arch, gmFor(input), allowed, [&](const FormatGroup &g) {
     n = g.first + __builtin_popcount(g.formats);
     groups[key(g.p)].push_back(g);
   });
   if (enumerated)
     *enumerated = n;
-  auto groupWorse = [](const FormatGroup &a, const FormatGroup &b) {
-    return better(a.optimistic, a.first, b.optimistic, b.first);
-  };
   std::vector<Ranked> best;
   for (auto &entry : groups) {
     std::vector<FormatGroup> &gs = entry.second;

@@ -437,6 +437,11 @@ double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
   return (degData * nData + ci.degW * ci.nW) / std::max(1.0, nData + ci.nW);
 }
 
+double oiTB(const OpDesc &d, double compBlock, double numTrans,
+            int transElements) {
+  return compBlock / (double(d.elementBytes) * transElements * numTrans);
+}
+
 double gmRatio(double oiTB, double ridgePoint) {
   return std::min(1.0, oiTB / ridgePoint);
 }
@@ -519,8 +524,7 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
     total += extra->compTotal;
   }
 
-  // OI_TB = COMP_block / (SIZE_element * TRANS_global * NUM_trans)
-  b.oiTB = b.compBlock / (double(d.elementBytes) * T * b.numTrans);
+  b.oiTB = oiTB(d, b.compBlock, b.numTrans, T);
   b.gmRatio = gmOverride >= 0 ? gmOverride : gmRatio(b.oiTB, a.ridgePoint());
   b.gmRaw = gmOverride >= 0 ? INFINITY : b.oiTB / a.ridgePoint();
   // WBRatio (the thesis's formula is garbled): the fraction of issued block

@@ -144,6 +144,10 @@ int warpConflictDegree(const std::vector<int64_t> &wordAddresses, int banks);
 /// shared-memory loads, weighted by how many of each a thread issues.
 double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch);
 
+/// OI_TB = COMP_block / (SIZE_element x TRANS_global x NUM_trans), with
+/// TRANS_global in elements of op d.
+double oiTB(const OpDesc &d, double compBlock, double numTrans,
+            int transElements);
 /// GMRatio = min(1, OI_TB / (R_peak / BW_global)).
 double gmRatio(double oiTB, double ridgePoint);
 /// SMRatio = min(1, (COMP_thread / N_load) / (LAT_shared * COEF_bc)), the
