@@ -100,12 +100,8 @@ class Context:
         self.refs = {}
 
     def save(self):
-        """Atomic write: a run killed mid-write leaves the previous file."""
         with self.lock:
-            tmp = self.path + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(self.results, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
+            write_results(self.path, self.results)
 
     def entry(self, section, key, name=None):
         d = self.results.setdefault(section, {})
@@ -177,6 +173,14 @@ class Context:
         log(self, f"{label}: {shown}")
         cleanup()
         return value
+
+
+def write_results(path, results):
+    """Atomic write: a run killed mid-write leaves the previous file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
 
 
 def cleanup():
@@ -743,8 +747,8 @@ def run_compile(ctx, name, batch, prec, key, mode):
             ctx, before, time.perf_counter() - t - GPU_LOCK["wait_s"])
         # Autotuned alongside other cells (warm_parallel.py): said in every
         # later entry of the cell, since its compile time includes that.
-        parallel = {k: before[k] for k in ("warm_parallel",) if isinstance(before, dict) and
-                    k in before and resumable(ctx, before)}
+        parallel = ({"warm_parallel": before["warm_parallel"]}
+                    if resumable(ctx, before) and "warm_parallel" in before else {})
         if ctx.args.warm_only:
             del out
             torch._dynamo.reset()

@@ -26,7 +26,6 @@ usage: warm_parallel.py --out DIR --cache DIR [--models M ...] [--batches ...]
                         [--precisions ...] [--budget S]
 """
 import argparse
-import datetime
 import json
 import os
 import shutil
@@ -119,10 +118,6 @@ def slug(key):
     return key.replace("/", "_")
 
 
-def now_iso():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder with results.json (run.py's --out)")
@@ -147,7 +142,7 @@ def main(argv=None):
     os.makedirs(work, exist_ok=True)
     lock = os.path.join(work, "gpu.lock")
     children = []
-    started = now_iso()
+    started = run.now_iso()
     threads = max(1, (os.cpu_count() or 1) // len(cells))
     for c in cells:
         d = os.path.join(work, slug(c["key"]))
@@ -201,13 +196,11 @@ def main(argv=None):
               f"{e.get('stopped_after_s', 0):.0f} s so far, lock waits "
               f"{e.get('gpu_lock_wait_s', 0):.1f} s over {e.get('gpu_lock_timings', 0)} timings",
               flush=True)
-    results.setdefault("runs", []).append({"started": started, "finished": now_iso(),
+    results.setdefault("runs", []).append({"started": started, "finished": run.now_iso(),
                                            "argv": ["warm_parallel.py"] + (argv or sys.argv[1:]),
                                            "warm_parallel": keys, "budget_s": args.budget})
     os.makedirs(args.out, exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(results, f, indent=1, sort_keys=True)
-    os.replace(path + ".tmp", path)
+    run.write_results(path, results)
     n = merge_caches(args.cache, [cache for _, _, cache, _ in children])
     print(f"warm_parallel: merged {len(children)} caches into {args.cache} "
           f"({n} autotuned inputs)")
