@@ -433,12 +433,13 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     const Candidate &c = *todo[i];
     if (skipped[i])
       continue;
-    // Past maxSeconds no compile starts, but those under way finish anyway:
-    // their kernels are timed (milliseconds each), library calls are not.
+    // Past maxSeconds nothing more is timed, not even kernels already
+    // compiled: with compiles in worker processes, hundreds can be ready
+    // ahead of the GPU, and timing them overran a large-batch model's
+    // --tune-seconds 60 by 10 s (DenseNet-121 at batch 64).
     if (overTime()) {
       stop = true;
-      if (!c.library.empty())
-        continue;
+      break;
     }
     candidateStart = Clock::now();
     timingStart = Clock::time_point();
