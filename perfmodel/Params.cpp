@@ -453,6 +453,12 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
   const int64_t ext[4] = {block.Nb, block.Kb, block.Hb, block.Wb};
   Caps caps = capsFor(d.kind);
   std::vector<int64_t> cins = cinputOptions(d);
+  const int64_t warps = (threads + arch.warpSize - 1) / arch.warpSize;
+  const int64_t regLimit =
+      arch.regsPerSM > 0
+          ? std::min<int64_t>(arch.maxRegsPerThread,
+                              arch.regsPerSM / (warps * arch.warpSize))
+          : arch.maxRegsPerThread;
   // Thread extents: powers of two dividing the block extents, with the
   // block's thread count fixed by the fused kernel.
   std::vector<int64_t> opts[4];
@@ -473,10 +479,16 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
           int64_t tiles = p.threads();
           double rounds = std::ceil(double(tiles) / double(threads));
           double roundEff = double(tiles) / (rounds * double(threads));
-          // Each round keeps its own accumulators in registers.
+          // Each round keeps its own accumulators in registers, within
+          // what a block of `threads` threads may hold per thread (the
+          // kernel's __launch_bounds__: ptxas spills past it). Checked
+          // against MAX_regs alone, MobileNetV2 b64's features.2 pair took
+          // 3 rounds of 32 accumulators at 512 threads: 128 registers and
+          // 10 M local-memory spill requests on the H200 (ncu), 733 us
+          // against a bound of 103.
           if (registersPerThread(d, p) +
                   int64_t(rounds - 1) * t0 * t1 * t2 * t3 >
-              arch.maxRegsPerThread)
+              regLimit)
             continue;
           // As in searchParams: COEF_bc = 1 bounds a format group, so only
           // a group that could beat the best so far counts bank conflicts.
