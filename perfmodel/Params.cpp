@@ -454,11 +454,8 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
   Caps caps = capsFor(d.kind);
   std::vector<int64_t> cins = cinputOptions(d);
   const int64_t warps = (threads + arch.warpSize - 1) / arch.warpSize;
-  const int64_t regLimit =
-      arch.regsPerSM > 0
-          ? std::min<int64_t>(arch.maxRegsPerThread,
-                              arch.regsPerSM / (warps * arch.warpSize))
-          : arch.maxRegsPerThread;
+  const int64_t regLimit = std::min<int64_t>(
+      arch.maxRegsPerThread, arch.regsPerSM / (warps * arch.warpSize));
   // Thread extents: powers of two dividing the block extents, with the
   // block's thread count fixed by the fused kernel.
   std::vector<int64_t> opts[4];

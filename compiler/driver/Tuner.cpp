@@ -426,6 +426,13 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     }
   };
   for (size_t i = 0; i < todo.size() && ok; ++i) {
+    // Past maxSeconds nothing more is timed, not even kernels already
+    // compiled (nor is a compile under way waited for): with compiles in
+    // worker processes, hundreds can be ready ahead of the GPU, and timing
+    // them overran a large-batch model's --tune-seconds 60 by 10 s
+    // (DenseNet-121 at batch 64). `stop` is set after the loop.
+    if (overTime())
+      break;
     auto waitStart = Clock::now();
     while (!ready[i])
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -433,14 +440,6 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     const Candidate &c = *todo[i];
     if (skipped[i])
       continue;
-    // Past maxSeconds nothing more is timed, not even kernels already
-    // compiled: with compiles in worker processes, hundreds can be ready
-    // ahead of the GPU, and timing them overran a large-batch model's
-    // --tune-seconds 60 by 10 s (DenseNet-121 at batch 64).
-    if (overTime()) {
-      stop = true;
-      break;
-    }
     candidateStart = Clock::now();
     timingStart = Clock::time_point();
     OnExit close{[&] { account(c); }}; // however the iteration ends
