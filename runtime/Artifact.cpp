@@ -12,6 +12,10 @@
 //   archs     [string] "sm_XY" (an optional suffix "a" or "f"); a section
 //                      "cubin.<arch>" exists for each, and every generated
 //                      kernel has a CUBIN for every arch
+//   target    object   (optional, none) the GPU descriptor the plan was
+//                      tuned for: {name string, peakFlops number (FP32
+//                      FLOP/s), bandwidth number (global bytes/s)}, both
+//                      numbers >= 0
 //   tensors   [object] indexed by tensor id:
 //     name         string  the ONNX value name (non-empty for inputs and
 //                          outputs, which are bound by name)
@@ -34,6 +38,10 @@
 //     args         [int]   tensor ids, in parameter order
 //     outputs      [int]   tensor ids (each also in args) the kernel writes
 //     pulTimeUs    number  the performance model's lower bound
+//     flops        number  (optional, 0) the least FLOPs of the kernel's
+//                          ops (an FMA is 2); >= 0, 0 when unknown
+//     bytes        uint    (optional, 0) the least bytes it moves: each
+//                          input read and each output written once
 //     source       {offset, size}             range of "source"
 //     cubins       {arch: {offset, size}}     range of "cubin.<arch>"
 //     library      string  (optional, "") "" for a generated kernel, else
@@ -203,6 +211,10 @@ Json manifestJson(const Manifest &m) {
   j["model"] = m.model;
   j["producer"] = m.producer;
   j["archs"] = m.archs;
+  if (!m.target.empty())
+    j["target"] = {{"name", m.target},
+                   {"peakFlops", m.peakFlops},
+                   {"bandwidth", m.bandwidth}};
   Json tensors = Json::array();
   for (const Tensor &t : m.tensors) {
     Json jt = Json::object();
@@ -230,6 +242,8 @@ Json manifestJson(const Manifest &m) {
     jk["outputs"] = k.outputs;
     // JSON has no NaN or infinity; a bound that is not a number is no bound.
     jk["pulTimeUs"] = std::isfinite(k.pulTimeUs) ? k.pulTimeUs : 0.0;
+    jk["flops"] = std::isfinite(k.flops) ? k.flops : 0.0;
+    jk["bytes"] = k.bytes;
     jk["source"] = blobJson(k.source);
     Json cubins = Json::object();
     for (const auto &[arch, blob] : k.cubins)
@@ -374,6 +388,15 @@ public:
     out = v->get<double>();
     return true;
   }
+  /// A number that counts something (work, a rate): >= 0.
+  bool amount(const Json &obj, const std::string &path, const char *key,
+              double &out) {
+    if (!number(obj, path, key, out))
+      return false;
+    if (!(out >= 0))
+      return fail(join(path, key), "must not be negative");
+    return true;
+  }
 
   const Json *array(const Json &obj, const std::string &path, const char *key) {
     const Json *v = member(obj, path, key);
@@ -491,6 +514,12 @@ bool readKernel(Reader &r, const Json &jk, const std::string &p,
   k.library.clear();
   k.libraryParams.clear();
   k.workspaceBytes = 0;
+  k.flops = 0;
+  k.bytes = 0;
+  if (jk.contains("flops") && !r.amount(jk, p, "flops", k.flops))
+    return false;
+  if (jk.contains("bytes") && !r.u64(jk, p, "bytes", k.bytes))
+    return false;
   if (jk.contains("library") && !r.str(jk, p, "library", k.library))
     return false;
   if (jk.contains("libraryParams")) {
@@ -529,6 +558,15 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
     if (!r.expect(a, at("archs", i), a.is_string(), "a string"))
       return false;
     m.archs.push_back(a.get<std::string>());
+  }
+  m.target.clear();
+  m.peakFlops = m.bandwidth = 0;
+  if (j.contains("target")) {
+    const Json *t = r.object(j, "", "target");
+    if (!t || !r.str(*t, "target", "name", m.target) ||
+        !r.amount(*t, "target", "peakFlops", m.peakFlops) ||
+        !r.amount(*t, "target", "bandwidth", m.bandwidth))
+      return false;
   }
   const Json *tensors = r.array(j, "", "tensors");
   if (!tensors)

@@ -1031,25 +1031,65 @@ int cuts_model_num_kernels(const cuts_model *model) {
   return checkModel(model) ? int(model->impl->manifest().kernels.size()) : 0;
 }
 
+namespace {
+/// Kernel i of the model, or null with the error set.
+const KernelLaunch *kernelAt(const cuts_model *model, int i) {
+  if (!checkModel(model))
+    return nullptr;
+  const auto &kernels = model->impl->manifest().kernels;
+  if (i < 0 || size_t(i) >= kernels.size()) {
+    fail(CUTS_ERROR_INVALID_ARGUMENT, "kernel index " + std::to_string(i) +
+                                          " is out of range (the model has " +
+                                          std::to_string(kernels.size()) + ")");
+    return nullptr;
+  }
+  return &kernels[i];
+}
+} // namespace
+
 cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,
                               const char **summary, double *bound_us) {
   return guarded([&] {
-    if (!checkModel(model))
+    const KernelLaunch *k = kernelAt(model, i);
+    if (!k)
       return CUTS_ERROR_INVALID_ARGUMENT;
-    const auto &kernels = model->impl->manifest().kernels;
-    if (i < 0 || size_t(i) >= kernels.size())
-      return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  "kernel index " + std::to_string(i) +
-                      " is out of range (the model has " +
-                      std::to_string(kernels.size()) + ")");
     // Each result is optional: NULL skips it.
     if (name)
-      *name = kernels[i].isLibrary() ? kernels[i].library.c_str()
-                                     : kernels[i].name.c_str();
+      *name = k->isLibrary() ? k->library.c_str() : k->name.c_str();
     if (summary)
-      *summary = kernels[i].summary.c_str();
+      *summary = k->summary.c_str();
     if (bound_us)
-      *bound_us = kernels[i].pulTimeUs;
+      *bound_us = k->pulTimeUs;
+    return CUTS_OK;
+  });
+}
+
+cuts_status cuts_model_kernel_work(const cuts_model *model, int i,
+                                   double *flops, double *bytes) {
+  return guarded([&] {
+    const KernelLaunch *k = kernelAt(model, i);
+    if (!k)
+      return CUTS_ERROR_INVALID_ARGUMENT;
+    if (flops)
+      *flops = k->flops;
+    if (bytes)
+      *bytes = double(k->bytes);
+    return CUTS_OK;
+  });
+}
+
+cuts_status cuts_model_target(const cuts_model *model, const char **name,
+                              double *peak_flops, double *bandwidth) {
+  return guarded([&] {
+    if (!checkModel(model))
+      return CUTS_ERROR_INVALID_ARGUMENT;
+    const Manifest &m = model->impl->manifest();
+    if (name)
+      *name = m.target.c_str();
+    if (peak_flops)
+      *peak_flops = m.peakFlops;
+    if (bandwidth)
+      *bandwidth = m.bandwidth;
     return CUTS_OK;
   });
 }

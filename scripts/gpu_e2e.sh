@@ -8,8 +8,8 @@
 # cells, TUNE_SECONDS cuts compile's --tune-seconds. Results go to
 # $OUT/bench/results.json, the whole log to $OUT/run.log; each cuts cell's
 # artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
-# (cuts bench --kernels) in kernels.txt. RESUME=results.json starts from an
-# earlier run's results (its units are skipped, failed ones retried);
+# (cuts bench --kernels, against the measured ceilings) in kernels.txt.
+# RESUME=results.json starts from an earlier run's results (its units are skipped, failed ones retried);
 # REDO="cuts" REDO_AFTER=2026-11-25 measures again the cuts cells measured
 # before that UTC time (after a code generator change; every call of the
 # session passes the same time, so none redoes another's work).
@@ -82,8 +82,19 @@ ls -la "$OUT/inductor.tgz"
 (cd $TORCHINDUCTOR_CACHE_DIR && du -sh -- * 2>/dev/null | sort -h | tail -8;
  echo "files over 8 MiB (not packed):"
  find . -type f -size +$((8 * 1024 * 1024))c -printf '%s %p\n' | sort -n | tail -8)
+# Achieved rates against the measured ceilings (copy bandwidth, FP32 SIMT
+# GEMM) where the results have them, else the descriptor's.
+ceil=($(python3 - "$OUT/bench/results.json" <<'PY' 2>/dev/null
+import json, sys
+c = json.load(open(sys.argv[1])).get("ceilings", {})
+f = c.get("gemm_fp32_simt", {}).get("flops_per_s")
+b = c.get("copy", {}).get("bytes_per_s")
+print(" ".join((["--peak-tflops", "%.3f" % (f / 1e12)] if f else []) +
+               (["--bandwidth-gbs", "%.1f" % (b / 1e9)] if b else [])))
+PY
+))
 for d in "$OUT"/keep/*/; do
   [ -f "$d/model.cuts" ] || continue
-  $cuts bench "$d/model.cuts" --kernels > "$d/kernels.txt" 2>&1
+  $cuts bench "$d/model.cuts" --kernels "${ceil[@]}" > "$d/kernels.txt" 2>&1
   echo "== $d"; head -30 "$d/kernels.txt"
 done

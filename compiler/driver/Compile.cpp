@@ -14,6 +14,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <nlohmann/json.hpp>
 
@@ -155,6 +157,52 @@ bool constantBytes(ConstantOp c, const std::string &what,
       p[b] = uint8_t(uint64_t(v) >> (8 * b));
   }
   return true;
+}
+
+/// Bytes of v's elements in the artifact (0 for a type it cannot hold).
+uint64_t valueBytes(mlir::Value v) {
+  auto type = llvm::cast<mlir::ShapedType>(v.getType());
+  auto dtype = dtypeOf(type.getElementType());
+  return dtype ? uint64_t(rt::dtypeBytes(*dtype)) *
+                     uint64_t(type.getNumElements())
+               : 0;
+}
+
+/// The least work of a kernel computing `ops` with parameters `args`: the
+/// ops' FLOPs (the performance model's COMP totals) and the bytes of each
+/// arg moved once. A gather's table and a slice's source count only what
+/// the ops read of them (their results' bytes), not the whole tensor.
+std::pair<double, uint64_t> kernelWork(llvm::ArrayRef<mlir::Operation *> ops,
+                                       llvm::ArrayRef<mlir::Value> args) {
+  double flops = 0;
+  for (mlir::Operation *op : ops)
+    if (auto d = describeOp(op))
+      flops += d->totalComp();
+  llvm::SmallPtrSet<mlir::Operation *, 16> group(ops.begin(), ops.end());
+  uint64_t bytes = 0;
+  llvm::SmallDenseSet<mlir::Value, 16> seen;
+  for (mlir::Value v : args) {
+    if (!seen.insert(v).second)
+      continue;
+    uint64_t whole = valueBytes(v), partial = 0;
+    bool onlyPartial = false;
+    for (mlir::OpOperand &use : v.getUses()) {
+      mlir::Operation *user = use.getOwner();
+      if (!group.contains(user))
+        continue;
+      bool part =
+          use.getOperandNumber() == 0 &&
+          llvm::isa<GatherOp, GatherElementsOp, GatherNDOp, SliceOp>(user);
+      if (!part) {
+        onlyPartial = false;
+        break;
+      }
+      onlyPartial = true;
+      partial += valueBytes(user->getResult(0));
+    }
+    bytes += onlyPartial ? std::min(whole, partial) : whole;
+  }
+  return {flops, bytes};
 }
 
 /// Runs fn(i) for i in [0, n) on `jobs` threads.
@@ -471,6 +519,9 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     m.model = n.str();
   m.producer = "cuts 0.1.0";
   m.archs = opts.archs;
+  m.target = opts.arch.name;
+  m.peakFlops = opts.arch.perfPeakFp32;
+  m.bandwidth = opts.arch.bwGlobal;
 
   // Tensors: inputs, then every value a kernel or the plan touches.
   llvm::DenseMap<mlir::Value, int> tensorOf;
@@ -609,6 +660,8 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
                               : rt::describeConvSpec(*rt::decodeConvSpec(
                                     c.tc.libraryParams, e)));
         launch.pulTimeUs = g.estimate.time * 1e6;
+        std::tie(launch.flops, launch.bytes) =
+            kernelWork(g.operations, c.kernel.args);
         for (mlir::Value v : c.kernel.args) {
           int t = tensorFor(v);
           if (t < 0)
@@ -668,6 +721,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     launch.block = shape.threads;
     launch.sharedBytes = shape.sharedBytes;
     launch.pulTimeUs = g.estimate.time * 1e6;
+    std::tie(launch.flops, launch.bytes) = kernelWork(g.operations, gk->args);
     for (size_t i = 0; i < gk->args.size(); ++i) {
       int t = tensorFor(gk->args[i]);
       if (t < 0) {

@@ -389,7 +389,36 @@ def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
     if gpu:
         r = runner.run("run", art, "--compare", refdir, *inputs)
         require(r.returncode == 0, "GPU outputs differ: " + r.stdout + r.stderr)
+        check_bench_kernels(runner, art)
     return art, inputs
+
+
+def check_bench_kernels(runner, art):
+    """cuts bench --kernels: every kernel's time, its work from the compiler
+    and its achieved rates against the target's ceilings (or given ones)."""
+    import json
+    r = runner.run("bench", art, "--kernels", "--json", "--iters", "3",
+                   "--warmup", "1")
+    require(r.returncode == 0, "bench --kernels: " + r.stderr)
+    j = json.loads(r.stdout)
+    c = j["ceilings"]
+    require(c["from"].endswith(" descriptor") and
+            c["peak_flop_per_s"] > 0 and c["bandwidth_bytes_per_s"] > 0,
+            "ceilings: %s" % c)
+    ks = j["kernels"]
+    require(ks and all(k["median_us"] > 0 and k["bytes"] > 0 and
+                       k["flops"] >= 0 for k in ks), "kernels: %s" % ks)
+    for k in ks:
+        rate = k["bytes"] / (k["median_us"] * 1e-6)
+        require(abs(k["bytes_per_s"] - rate) <= 1e-6 * rate and
+                abs(k["of_bandwidth"] - rate / c["bandwidth_bytes_per_s"])
+                <= 1e-9, "rates: %s" % k)
+    r = runner.run("bench", art, "--kernels", "--json", "--iters", "3",
+                   "--peak-tflops", "10", "--bandwidth-gbs", "1000")
+    j = json.loads(r.stdout)
+    require(r.returncode == 0 and j["ceilings"]["from"] == "given" and
+            j["ceilings"]["peak_flop_per_s"] == 10e12, "given ceilings: %s"
+            % j.get("ceilings"))
 
 
 def check_errors(runner, art, inputs, shapes):
@@ -611,6 +640,13 @@ def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
             "a GPU run without a GPU must fail cleanly: " + r.stderr)
+    for bad in ("-1", "x", "inf"):
+        r = runner.run("bench", art, "--kernels", "--peak-tflops", bad)
+        require(r.returncode != 0 and "--peak-tflops needs a positive number"
+                in r.stderr, "bench --peak-tflops %s: %s" % (bad, r.stderr))
+    r = runner.run("bench", art, "--bandwidth-gbs")
+    require(r.returncode != 0 and "--bandwidth-gbs" in r.stderr,
+            "bench --bandwidth-gbs without a value: " + r.stderr)
 
 
 def main():

@@ -6,6 +6,7 @@
 #include "compiler/driver/Compile.h"
 #include "GraphTestUtil.h"
 #include "perfmodel/Arch.h"
+#include "perfmodel/Describe.h"
 
 #include <catch2/catch.hpp>
 
@@ -105,4 +106,62 @@ func.func @main(%x: tensor<4xui32> {cuts.name = "x"}) -> (tensor<4xui32>) {
   std::string error;
   CHECK_FALSE(driver::compileModule(*g.module, opts, error));
   CHECK(error.rfind("input 0 (\"x\") has element type ui32", 0) == 0);
+}
+
+TEST_CASE("compile: each kernel carries its least work, the manifest its "
+          "ceilings",
+          "[driver]") {
+  // A conv + bias + relu (one kernel: register-level fusion) and an
+  // embedding gather from a 100-row table.
+  test::Graph g(R"mlir(
+func.func @main(%x: tensor<1x4x6x6xf32> {cuts.name = "x"}, %ids: tensor<2x4xi64> {cuts.name = "ids"}) -> (tensor<1x8x6x6xf32> {cuts.name = "y"}, tensor<2x4x6xf32> {cuts.name = "e"}) {
+  %w = cuts.constant {value = dense<0.25> : tensor<8x4x3x3xf32>} : tensor<8x4x3x3xf32>
+  %b = cuts.constant {value = dense<0.5> : tensor<8x1x1xf32>} : tensor<8x1x1xf32>
+  %t = cuts.constant {value = dense<1.5> : tensor<100x6xf32>} : tensor<100x6xf32>
+  %0 = cuts.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x4x6x6xf32>, tensor<8x4x3x3xf32>) -> tensor<1x8x6x6xf32>
+  %1 = cuts.add %0, %b : (tensor<1x8x6x6xf32>, tensor<8x1x1xf32>) -> tensor<1x8x6x6xf32>
+  %2 = cuts.relu %1 : (tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %3 = cuts.gather %t, %ids {axis = 0 : i64} : (tensor<100x6xf32>, tensor<2x4xi64>) -> tensor<2x4x6xf32>
+  return %2, %3 : tensor<1x8x6x6xf32>, tensor<2x4x6xf32>
+}
+)mlir");
+  // The bias add's and the relu's COMP, once per output.
+  auto ops = g.pick({1, 2});
+  double epilogue =
+      describeOp(ops[0])->totalComp() + describeOp(ops[1])->totalComp();
+  CHECK(epilogue == 2 * 8 * 36);
+  driver::CompileOptions opts;
+  opts.arch = *findArch("h100");
+  opts.jobs = 1;
+  std::string error;
+  auto res = driver::compileModule(*g.module, opts, error);
+  INFO(error);
+  REQUIRE(res);
+  const rt::Manifest &m = res->contents.manifest;
+  CHECK(m.target == opts.arch.name);
+  CHECK(m.peakFlops == opts.arch.perfPeakFp32);
+  CHECK(m.bandwidth == opts.arch.bwGlobal);
+  REQUIRE(m.kernels.size() == 2);
+  const rt::KernelLaunch *conv = nullptr, *gather = nullptr;
+  for (const rt::KernelLaunch &k : m.kernels)
+    (k.summary.find("conv") != std::string::npos ? conv : gather) = &k;
+  REQUIRE(conv);
+  REQUIRE(gather);
+  INFO(conv->summary);
+  // 2 FLOPs (an FMA) per input channel and tap of each output, plus the
+  // epilogue's.
+  CHECK(conv->flops == 2.0 * 4 * 8 * 6 * 6 * 9 + epilogue);
+  // x, the weights, the bias and y, each once.
+  CHECK(conv->bytes == 4 * (4 * 36 + 8 * 4 * 9 + 8 + 8 * 36));
+  // The ids, the 8 rows read of the table (not its 100), the result.
+  INFO(gather->summary);
+  CHECK(gather->bytes == 2 * 4 * 8 + 2 * 4 * 6 * 4 + 2 * 4 * 6 * 4);
+  // They survive the artifact.
+  std::string perr;
+  auto a = rt::parseArtifact(rt::serializeArtifact(res->contents), perr);
+  INFO(perr);
+  REQUIRE(a);
+  CHECK(a->manifest.kernels[0].flops == m.kernels[0].flops);
+  CHECK(a->manifest.kernels[1].bytes == m.kernels[1].bytes);
+  CHECK(a->manifest.target == m.target);
 }

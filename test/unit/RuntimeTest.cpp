@@ -86,6 +86,11 @@ ArtifactContents sampleContents() {
   m.kernels.push_back(kernel("relu", {5, 6}, {6}));
   m.kernels.push_back(kernel("scale", {6, 3, 7}, {7}));
   m.kernels[2].sharedBytes = 64 * 1024;
+  m.kernels[0].flops = 8; // an add per element of x
+  m.kernels[0].bytes = 32 + 16 + 32;
+  m.target = "H200";
+  m.peakFlops = 66.9e12;
+  m.bandwidth = 4.8e12;
   m.steps = {Step{0, -1, -1}, Step{1, -1, -1}, Step{2, -1, -1}, Step{-1, 1, 8}};
   c.weights.resize(512);
   for (size_t i = 0; i < c.weights.size(); ++i)
@@ -226,6 +231,9 @@ TEST_CASE("artifact round trip", "[runtime]") {
   CHECK(m.model == "sample");
   CHECK(m.producer == "cuts test");
   CHECK(m.archs == std::vector<std::string>{"sm_80", "sm_90"});
+  CHECK(m.target == "H200");
+  CHECK(m.peakFlops == 66.9e12);
+  CHECK(m.bandwidth == 4.8e12);
   REQUIRE(m.tensors.size() == c.manifest.tensors.size());
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const Tensor &x = m.tensors[i], &y = c.manifest.tensors[i];
@@ -250,6 +258,8 @@ TEST_CASE("artifact round trip", "[runtime]") {
     CHECK(x.args == y.args);
     CHECK(x.outputs == y.outputs);
     CHECK(x.pulTimeUs == y.pulTimeUs);
+    CHECK(x.flops == y.flops);
+    CHECK(x.bytes == y.bytes);
     CHECK(a->source(int(k)) == c.sources[k]);
     CHECK(x.cubins.size() == 2);
   }
@@ -462,6 +472,24 @@ TEST_CASE("manifest errors name the field", "[runtime]") {
     std::string error = rejection(
         withManifest([](Json &j) { j["steps"].erase(j["steps"].size() - 1); }));
     CHECK(error.find("out2") != std::string::npos);
+  }
+  SECTION("negative work") {
+    std::string error =
+        rejection(withManifest([](Json &j) { j["kernels"][0]["flops"] = -1; }));
+    CHECK(error.find("kernels[0].flops") != std::string::npos);
+    CHECK(error.find("negative") != std::string::npos);
+    error =
+        rejection(withManifest([](Json &j) { j["kernels"][1]["bytes"] = -8; }));
+    CHECK(error.find("kernels[1].bytes") != std::string::npos);
+  }
+  SECTION("a target without its ceilings") {
+    std::string error = rejection(
+        withManifest([](Json &j) { j["target"].erase("bandwidth"); }));
+    CHECK(error.find("target.bandwidth") != std::string::npos);
+    CHECK(error.find("missing") != std::string::npos);
+    error = rejection(
+        withManifest([](Json &j) { j["target"]["peakFlops"] = "66.9T"; }));
+    CHECK(error.find("target.peakFlops") != std::string::npos);
   }
   SECTION("not JSON") {
     auto secs = sectionsOf(serializeArtifact(sampleContents()));
@@ -703,6 +731,12 @@ TEST_CASE("C API without arguments", "[runtime]") {
   const char *name = nullptr;
   CHECK(cuts_model_kernel(nullptr, 0, &name, nullptr, nullptr) ==
         CUTS_ERROR_INVALID_ARGUMENT);
+  double flops = -1, peak = -1;
+  CHECK(cuts_model_kernel_work(nullptr, 0, &flops, nullptr) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_model_target(nullptr, &name, &peak, nullptr) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(flops == -1);
 
   cuts_session *session = nullptr;
   CHECK(cuts_session_create(nullptr, nullptr, 0, &session) ==
@@ -806,6 +840,8 @@ ArtifactContents libraryContents(bool generated) {
   k.args = {0, 2, 3, 1, 4};
   k.outputs = {4};
   k.pulTimeUs = 0.5;
+  k.flops = 1234;
+  k.bytes = 5678;
   k.library = kCudnnConv;
   k.libraryParams = encodeConvSpec(s);
   k.workspaceBytes = 4096;
@@ -1034,6 +1070,29 @@ TEST_CASE("a manifest without the library fields has generated kernels",
   }
 }
 
+TEST_CASE("a manifest without the work and ceilings reads them as unknown",
+          "[runtime]") {
+  // As written before the fields existed (API version 2): 0 and "".
+  std::string error;
+  auto a = parseArtifact(withManifest([](Json &j) {
+                           j.erase("target");
+                           for (Json &k : j["kernels"]) {
+                             k.erase("flops");
+                             k.erase("bytes");
+                           }
+                         }),
+                         error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  CHECK(a->manifest.target.empty());
+  CHECK(a->manifest.peakFlops == 0);
+  CHECK(a->manifest.bandwidth == 0);
+  for (const KernelLaunch &k : a->manifest.kernels) {
+    CHECK(k.flops == 0);
+    CHECK(k.bytes == 0);
+  }
+}
+
 TEST_CASE("library kernel validation", "[runtime]") {
   ArtifactContents c = libraryContents(true);
   KernelLaunch &k = c.manifest.kernels[0];
@@ -1194,6 +1253,19 @@ TEST_CASE("C API: a model with a cuDNN convolution", "[runtime]") {
   const char *name = nullptr;
   REQUIRE(cuts_model_kernel(model, 0, &name, nullptr, nullptr) == CUTS_OK);
   CHECK(std::string(name) == "cudnn.conv");
+  double flops = 0, bytesMoved = 0;
+  REQUIRE(cuts_model_kernel_work(model, 0, &flops, &bytesMoved) == CUTS_OK);
+  CHECK(flops == 1234);
+  CHECK(bytesMoved == 5678);
+  CHECK(cuts_model_kernel_work(model, 1, &flops, nullptr) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()).find("kernel index 1") !=
+        std::string::npos);
+  const char *target = nullptr;
+  double peak = -1;
+  REQUIRE(cuts_model_target(model, &target, &peak, nullptr) == CUTS_OK);
+  CHECK(std::string(target).empty()); // the test's artifact names none
+  CHECK(peak == 0);
   std::vector<float> x(size_t(s.xBytes() / 4)), z(size_t(s.yBytes() / 4));
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = float(int(i * 13 % 11) - 5) / 4.0f;

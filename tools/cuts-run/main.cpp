@@ -49,9 +49,12 @@ const char *kUsage =
     "      match exactly. Input files of another dtype than the input's are\n"
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
-    "           [--json]\n"
+    "           [--peak-tflops F] [--bandwidth-gbs B] [--json]\n"
     "      median and p99 latency and throughput; --kernels times every\n"
-    "      kernel and sets it against the performance model's bound\n"
+    "      kernel and sets it against the performance model's bound, and\n"
+    "      its achieved FLOP/s and bytes/s against the ceilings: the FP32\n"
+    "      peak and global bandwidth of the GPU descriptor the model was\n"
+    "      compiled for, or F TFLOP/s and B GB/s (measured ones, say)\n"
     "  cuts tune DIR --cache CACHE [--jobs N] [--target-ms T] "
     "[--max-seconds S]\n"
     "      times DIR/candidates.json (written by cuts compile --candidates) "
@@ -235,8 +238,17 @@ int cmdBench(const std::vector<std::string> &args) {
   std::string model;
   int iters = 100, warmup = 10;
   bool json = false, graph = false, kernels = false;
+  double peakFlops = 0, bandwidth = 0; // given ceilings; 0: the target's
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string &a = args[k];
+    auto rate = [&](double &out, double unit) {
+      if (k + 1 >= args.size())
+        return false;
+      char *end = nullptr;
+      double v = std::strtod(args[++k].c_str(), &end);
+      out = v * unit;
+      return *end == 0 && v > 0 && std::isfinite(v);
+    };
     auto count = [&](int &out) {
       if (k + 1 >= args.size())
         return false;
@@ -257,6 +269,12 @@ int cmdBench(const std::vector<std::string> &args) {
       graph = true;
     } else if (a == "--kernels") {
       kernels = true;
+    } else if (a == "--peak-tflops") {
+      if (!rate(peakFlops, 1e12))
+        return error("", "--peak-tflops needs a positive number");
+    } else if (a == "--bandwidth-gbs") {
+      if (!rate(bandwidth, 1e9))
+        return error("", "--bandwidth-gbs needs a positive number");
     } else if (!a.empty() && a[0] == '-') {
       return error("", "bench: unknown option '" + a + "'");
     } else if (model.empty()) {
@@ -314,16 +332,43 @@ int cmdBench(const std::vector<std::string> &args) {
       cuts_model_free(cm);
       return error(model, e);
     }
+    // The ceilings: given, else the compile target's descriptor.
+    const char *target = "";
+    double peak = 0, bw = 0;
+    cuts_model_target(cm, &target, &peak, &bw);
+    std::string from = *target ? std::string(target) + " descriptor" : "";
+    if (peakFlops > 0 || bandwidth > 0)
+      from = "given";
+    if (peakFlops > 0)
+      peak = peakFlops;
+    if (bandwidth > 0)
+      bw = bandwidth;
+    j["ceilings"] = {{"from", from},
+                     {"peak_flop_per_s", peak},
+                     {"bandwidth_bytes_per_s", bw}};
+    auto share = [](double v, double ceiling) {
+      return ceiling > 0 ? v / ceiling : 0.0;
+    };
     nlohmann::json list = nlohmann::json::array();
     for (int i = 0; i < n; ++i) {
       const char *name = "", *summary = "";
-      double bound = 0;
+      double bound = 0, flops = 0, bytes = 0;
       cuts_model_kernel(cm, i, &name, &summary, &bound);
+      cuts_model_kernel_work(cm, i, &flops, &bytes);
+      double us = ms[i] * 1e3;
+      double flopRate = us > 0 ? flops / (us * 1e-6) : 0;
+      double byteRate = us > 0 ? bytes / (us * 1e-6) : 0;
       list.push_back({{"name", name},
                       {"summary", summary},
-                      {"median_us", ms[i] * 1e3},
+                      {"median_us", us},
                       {"bound_us", bound},
-                      {"of_bound", bound > 0 ? bound / (ms[i] * 1e3) : 0}});
+                      {"of_bound", bound > 0 && us > 0 ? bound / us : 0},
+                      {"flops", flops},
+                      {"bytes", bytes},
+                      {"flop_per_s", flopRate},
+                      {"bytes_per_s", byteRate},
+                      {"of_peak_flops", share(flopRate, peak)},
+                      {"of_bandwidth", share(byteRate, bw)}});
     }
     j["kernels"] = list;
   }
@@ -340,12 +385,26 @@ int cmdBench(const std::vector<std::string> &args) {
               j["throughput_per_s"].get<double>(), (long long)batch,
               j["arena_bytes"].get<double>() / (1 << 20));
   if (kernels) {
-    std::printf("  #  time(us)  bound(us)  bound/time  kernel\n");
+    const auto &c = j["ceilings"];
+    std::printf("ceilings (%s): FP32 %.1f TFLOP/s, global memory %.0f GB/s\n",
+                c["from"].get<std::string>().empty()
+                    ? "none in the artifact"
+                    : c["from"].get<std::string>().c_str(),
+                c["peak_flop_per_s"].get<double>() * 1e-12,
+                c["bandwidth_bytes_per_s"].get<double>() * 1e-9);
+    std::printf("  #  time(us)  bound(us)  bound/time  TFLOP/s  of peak"
+                "    GB/s  of BW  kernel\n");
     int i = 0;
     for (const auto &k : j["kernels"])
-      std::printf("%3d  %8.2f  %9.2f  %9.1f%%  %s\n", i++,
-                  k["median_us"].get<double>(), k["bound_us"].get<double>(),
+      std::printf("%3d  %8.2f  %9.2f  %9.1f%%  %7.2f  %6.1f%%  %6.0f  %4.0f%%"
+                  "  %s\n",
+                  i++, k["median_us"].get<double>(),
+                  k["bound_us"].get<double>(),
                   100 * k["of_bound"].get<double>(),
+                  k["flop_per_s"].get<double>() * 1e-12,
+                  100 * k["of_peak_flops"].get<double>(),
+                  k["bytes_per_s"].get<double>() * 1e-9,
+                  100 * k["of_bandwidth"].get<double>(),
                   k["summary"].get<std::string>().c_str());
   }
   return 0;

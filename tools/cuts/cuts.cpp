@@ -81,6 +81,7 @@ void usage(llvm::raw_ostream &os) {
         "      machine's GPU and add the times to CACHE\n"
         "  run MODEL.cuts --input NAME=FILE ... [--emulate] [--compare DIR]\n"
         "  bench MODEL.cuts [--iters N] [--graph] [--kernels] [--json]\n"
+        "                    [--peak-tflops F] [--bandwidth-gbs B]\n"
         "      run and time a compiled model (see cuts run --help)\n"
         "  validate MODEL.onnx --arch ARCH -o DIR [--samples N]\n"
         "                    [--kinds conv,depthwise,matmul] [--ops NAME,...]\n"

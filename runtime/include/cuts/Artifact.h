@@ -66,7 +66,12 @@ struct KernelLaunch {
   int64_t grid = 1, block = 1, sharedBytes = 0; // 1-D grid and block
   std::vector<int> args;                        // tensor ids, in order
   std::vector<int> outputs;                     // which args it writes
-  double pulTimeUs = 0;               // the performance model's lower bound
+  double pulTimeUs = 0; // the performance model's lower bound
+  /// The least work the kernel's ops need: FLOPs (an FMA is 2) and the bytes
+  /// moved with each input read and each output written once (0: unknown).
+  /// `cuts bench --kernels` divides them by the measured time.
+  double flops = 0;
+  uint64_t bytes = 0;
   Blob source;                        // in the "source" section
   std::map<std::string, Blob> cubins; // arch ("sm_90") -> in "cubin.<arch>"
   /// "" for a generated kernel; "cudnn.conv" for cuDNN's fused convolution,
@@ -92,6 +97,10 @@ struct Manifest {
   std::string model;    // graph name
   std::string producer; // "cuts 0.1.0"
   std::vector<std::string> archs;
+  /// The GPU descriptor the plan was tuned for ("H200") and its ceilings:
+  /// FP32 PERF_peak in FLOP/s and BW_global in bytes/s ("" and 0: none).
+  std::string target;
+  double peakFlops = 0, bandwidth = 0;
   std::vector<Tensor> tensors;
   std::vector<int> inputs, outputs; // tensor ids in the model's order
   std::vector<KernelLaunch> kernels;

@@ -28,8 +28,10 @@ extern "C" {
 /* 1: float32 tensors only.
  * 2: every dtype of cuts_dtype binds (cuts_tensor_info reports the model's),
  *    cuts_dtype_size and cuts_dtype_name. Callers of version 1 are
- *    unaffected: CUTS_FLOAT32 keeps its value. */
-#define CUTS_API_VERSION 2
+ *    unaffected: CUTS_FLOAT32 keeps its value.
+ * 3: cuts_model_kernel_work and cuts_model_target (the work and the
+ *    ceilings that achieved rates are measured against). */
+#define CUTS_API_VERSION 3
 
 typedef enum cuts_status {
   CUTS_OK = 0,
@@ -156,6 +158,18 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
 int cuts_model_num_kernels(const cuts_model *model);
 cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,
                               const char **summary, double *bound_us);
+/* The least work kernel i must do, from the compiler: its ops' FLOPs (an
+ * FMA is 2) and the bytes it moves reading each input and writing each
+ * output once; 0 where the artifact does not say. Either result may be
+ * NULL. Divided by the kernel's time they give its achieved rates. */
+cuts_status cuts_model_kernel_work(const cuts_model *model, int i,
+                                   double *flops, double *bytes);
+/* The GPU descriptor the model was compiled for ("H200"; "" if the
+ * artifact does not name one) and its ceilings: FP32 peak in FLOP/s and
+ * global-memory bandwidth in bytes/s (0 where unknown). Any result may be
+ * NULL. */
+cuts_status cuts_model_target(const cuts_model *model, const char **name,
+                              double *peak_flops, double *bandwidth);
 /* Times every kernel on its own (CUDA events around each launch, `iters`
  * runs after one warm-up run, internally allocated inputs): writes the
  * median milliseconds of kernel i to kernel_ms[i]. */
