@@ -203,6 +203,19 @@ struct Events {
   }
 };
 
+/// An instantiated graph, destroyed with its owner.
+struct GraphExec {
+  const Driver *d;
+  CUgraphExec exec = nullptr;
+  explicit GraphExec(const Driver *d) : d(d) {}
+  GraphExec(const GraphExec &) = delete;
+  GraphExec &operator=(const GraphExec &) = delete;
+  ~GraphExec() {
+    if (exec)
+      d->cuGraphExecDestroy(exec);
+  }
+};
+
 } // namespace
 
 struct cuts_model {
@@ -750,6 +763,38 @@ void dropGraph(cuts_session &s) {
   s.graphKey.clear();
 }
 
+/// Captures what `enqueue` puts on the session's stream as an instantiated
+/// graph in `exec`.
+template <typename Enqueue>
+cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
+  const Driver *d = s.model->d;
+  // Thread-local mode: other threads' sessions keep running meanwhile.
+  if (CUresult r = d->cuStreamBeginCapture(s.stream,
+                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+    return cudaFail(r, "starting a CUDA graph capture (cuStreamBeginCapture)");
+  cuts_status st = enqueue();
+  if (st != CUTS_OK)
+    lastError += " (while capturing the CUDA graph)";
+  CUgraph g = nullptr;
+  // Always end the capture, or the stream stays unusable.
+  CUresult r = d->cuStreamEndCapture(s.stream, &g);
+  if (st != CUTS_OK || r != CUDA_SUCCESS) {
+    if (g)
+      d->cuGraphDestroy(g);
+    return st != CUTS_OK
+               ? st
+               : cudaFail(r, "capturing the CUDA graph (cuStreamEndCapture)");
+  }
+  r = d->cuGraphInstantiateWithFlags(&exec, g, 0);
+  d->cuGraphDestroy(g);
+  if (r != CUDA_SUCCESS) {
+    exec = nullptr;
+    return cudaFail(r, "instantiating the CUDA graph "
+                       "(cuGraphInstantiateWithFlags)");
+  }
+  return CUTS_OK;
+}
+
 /// One run with device bindings, replaying or capturing a graph if the
 /// session uses them.
 cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
@@ -761,31 +806,9 @@ cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
   key.insert(key.end(), out.begin(), out.end());
   if (!s.graph || key != s.graphKey) {
     dropGraph(s);
-    // Thread-local mode: other threads' sessions keep running meanwhile.
-    if (CUresult r = d->cuStreamBeginCapture(
-            s.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
-      return cudaFail(r,
-                      "starting a CUDA graph capture (cuStreamBeginCapture)");
-    cuts_status st = enqueuePlan(s, in, out);
-    if (st != CUTS_OK)
-      lastError += " (while capturing the CUDA graph)";
-    CUgraph g = nullptr;
-    // Always end the capture, or the stream stays unusable.
-    CUresult r = d->cuStreamEndCapture(s.stream, &g);
-    if (st != CUTS_OK || r != CUDA_SUCCESS) {
-      if (g)
-        d->cuGraphDestroy(g);
-      return st != CUTS_OK
-                 ? st
-                 : cudaFail(r, "capturing the CUDA graph (cuStreamEndCapture)");
-    }
-    CUgraphExec exec = nullptr;
-    r = d->cuGraphInstantiateWithFlags(&exec, g, 0);
-    d->cuGraphDestroy(g);
-    if (r != CUDA_SUCCESS)
-      return cudaFail(r, "instantiating the CUDA graph "
-                         "(cuGraphInstantiateWithFlags)");
-    s.graph = exec;
+    if (cuts_status st = capture(
+            s, [&] { return enqueuePlan(s, in, out); }, s.graph))
+      return st;
     s.graphKey = std::move(key);
   }
   if (CUresult r = d->cuGraphLaunch(s.graph, s.stream))
@@ -1288,24 +1311,46 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
       return st;
     if (cuts_status st = fillInputs(s))
       return st;
-    // Launched directly (no graph) with an event between consecutive
-    // steps: event i..i+1 brackets step i alone.
+    // An event between consecutive steps: event i..i+1 brackets step i
+    // alone. A session that replays a graph is timed in one, the events its
+    // nodes: launched directly, a library call's host-side work (tens of
+    // microseconds for cuDNN) would count as its time.
     size_t numSteps = man.steps.size();
     Events ev(d, numSteps + 1);
     if (cuts_status st = ev.create())
       return st;
     if (cuts_status st = enqueuePlan(s, s.bufIn, s.bufOut)) // warm-up
       return st;
-    std::vector<std::vector<float>> times(man.kernels.size());
-    for (int it = 0; it < iters; ++it) {
-      std::vector<float> run(man.kernels.size(), 0.0f);
-      if (CUresult r = d->cuEventRecord(ev.ev[0], s.stream))
+    bool inGraph = s.useGraph && d->cuEventRecordWithFlags && numSteps > 0;
+    auto record = [&](size_t i) {
+      return inGraph ? d->cuEventRecordWithFlags(ev.ev[i], s.stream,
+                                                 CU_EVENT_RECORD_EXTERNAL)
+                     : d->cuEventRecord(ev.ev[i], s.stream);
+    };
+    auto enqueueTimed = [&]() -> cuts_status {
+      if (CUresult r = record(0))
         return cudaFail(r, "cuEventRecord");
       for (size_t i = 0; i < numSteps; ++i) {
         if (cuts_status st = runStep(s, i))
           return st;
-        if (CUresult r = d->cuEventRecord(ev.ev[i + 1], s.stream))
+        if (CUresult r = record(i + 1))
           return cudaFail(r, "cuEventRecord");
+      }
+      return CUTS_OK;
+    };
+    GraphExec timed(d);
+    if (inGraph) {
+      if (cuts_status st = capture(s, enqueueTimed, timed.exec))
+        return st;
+    }
+    std::vector<std::vector<float>> times(man.kernels.size());
+    for (int it = 0; it < iters; ++it) {
+      std::vector<float> run(man.kernels.size(), 0.0f);
+      if (inGraph) {
+        if (CUresult r = d->cuGraphLaunch(timed.exec, s.stream))
+          return cudaFail(r, "launching the CUDA graph (cuGraphLaunch)");
+      } else if (cuts_status st = enqueueTimed()) {
+        return st;
       }
       if (CUresult r = d->cuEventSynchronize(ev.ev[numSteps]))
         return cudaFail(r, "running the model (cuEventSynchronize)");

@@ -8,8 +8,9 @@
 # cells, TUNE_SECONDS cuts compile's --tune-seconds. Results go to
 # $OUT/bench/results.json, the whole log to $OUT/run.log; each cuts cell's
 # artifact and tuning cache stay in $OUT/keep/, with its per-kernel times
-# (cuts bench --kernels, against the measured ceilings) in kernels.txt.
-# RESUME=results.json starts from an earlier run's results (its units are skipped, failed ones retried);
+# (cuts bench --graph --kernels, against the measured ceilings) in
+# kernels.txt. RESUME=results.json starts from an earlier run's results
+# (its units are skipped, failed ones retried);
 # REDO="cuts" REDO_AFTER=2026-11-25 measures again the cuts cells measured
 # before that UTC time (after a code generator change; every call of the
 # session passes the same time, so none redoes another's work).
@@ -95,6 +96,6 @@ PY
 ))
 for d in "$OUT"/keep/*/; do
   [ -f "$d/model.cuts" ] || continue
-  $cuts bench "$d/model.cuts" --kernels "${ceil[@]}" > "$d/kernels.txt" 2>&1
+  $cuts bench "$d/model.cuts" --graph --kernels "${ceil[@]}" > "$d/kernels.txt" 2>&1
   echo "== $d"; head -30 "$d/kernels.txt"
 done
