@@ -103,7 +103,6 @@ Loaded load() {
   bind(lib, d.cuGraphLaunch, {"cuGraphLaunch"});
   bind(lib, d.cuGraphExecDestroy, {"cuGraphExecDestroy"});
   bind(lib, d.cuGraphDestroy, {"cuGraphDestroy"});
-  bind(lib, d.cuEventRecordWithFlags, {"cuEventRecordWithFlags"});
 
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {

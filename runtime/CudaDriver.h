@@ -37,8 +37,6 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 constexpr unsigned CU_EVENT_DEFAULT = 0;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
-// An event recorded during capture becomes a node of the graph (timeable).
-constexpr unsigned CU_EVENT_RECORD_EXTERNAL = 1;
 
 /// The driver's entry points. Every pointer is set once the table loaded,
 /// except those marked optional (null when the driver predates them).
@@ -86,8 +84,6 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
-  // Optional too: profiling a session that replays a graph (CUDA 11.1+).
-  CUresult (*cuEventRecordWithFlags)(CUevent, CUstream, unsigned);
 
   bool hasGraphs() const {
     return cuStreamBeginCapture && cuStreamEndCapture &&

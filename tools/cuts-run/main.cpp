@@ -55,7 +55,7 @@ const char *kUsage =
     "      its achieved FLOP/s and bytes/s against the ceilings: the FP32\n"
     "      peak and global bandwidth of the GPU descriptor the model was\n"
     "      compiled for, or F TFLOP/s and B GB/s (measured ones, say);\n"
-    "      with --graph the kernels are timed inside the replayed graph\n"
+    "      with --graph each kernel is timed in a graph of its own\n"
     "  cuts tune DIR --cache CACHE [--jobs N] [--target-ms T] "
     "[--max-seconds S]\n"
     "      times DIR/candidates.json (written by cuts compile --candidates) "

@@ -172,10 +172,10 @@ cuts_status cuts_model_target(const cuts_model *model, const char **name,
                               double *peak_flops, double *bandwidth);
 /* Times every kernel on its own (CUDA events around each launch, `iters`
  * runs after one warm-up run, internally allocated inputs): writes the
- * median milliseconds of kernel i to kernel_ms[i]. A session that uses a
- * CUDA graph is timed replaying one (the events are its nodes), so a
- * library call's host-side work does not count; otherwise the launches are
- * direct and it does. */
+ * median milliseconds of kernel i to kernel_ms[i]. In a session that uses
+ * a CUDA graph each kernel is timed in a graph of its own (ten launches of
+ * it back to back), so a library call's host-side work does not count;
+ * otherwise the launches are direct and it does. */
 cuts_status cuts_session_profile(cuts_session *session, int iters,
                                  float *kernel_ms);
 
