@@ -1327,9 +1327,8 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
       return st;
     if (cuts_status st = enqueuePlan(s, s.bufIn, s.bufOut)) // warm-up
       return st;
-    bool inGraph = s.useGraph;
     std::vector<std::unique_ptr<GraphExec>> graphs(numSteps);
-    for (size_t i = 0; inGraph && i < numSteps; ++i) {
+    for (size_t i = 0; s.useGraph && i < numSteps; ++i) {
       if (man.steps[i].kernel < 0)
         continue;
       graphs[i] = std::make_unique<GraphExec>(d);
