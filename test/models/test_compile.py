@@ -429,6 +429,14 @@ def check_bench_kernels(runner, art):
     require(r.returncode == 0 and j["ceilings"]["from"] == "given" and
             j["ceilings"]["peak_flop_per_s"] == 10e12, "given ceilings: %s"
             % j.get("ceilings"))
+    # One given: the other is still the descriptor's, and the label says so.
+    r = runner.run("bench", art, "--kernels", "--json", "--iters", "3",
+                   "--peak-tflops", "10")
+    j = json.loads(r.stdout)
+    require(r.returncode == 0 and j["ceilings"]["from"].startswith(
+        "peak given, the other from the ") and
+            j["ceilings"]["bandwidth_bytes_per_s"] == c["bandwidth_bytes_per_s"],
+            "one given ceiling: %s" % j.get("ceilings"))
 
 
 def check_errors(runner, art, inputs, shapes):

@@ -333,13 +333,18 @@ int cmdBench(const std::vector<std::string> &args) {
       cuts_model_free(cm);
       return error(model, e);
     }
-    // The ceilings: given, else the compile target's descriptor.
+    // The ceilings: given, else the compile target's descriptor's (each on
+    // its own: one may be given and the other not).
     const char *target = "";
     double peak = 0, bw = 0;
     cuts_model_target(cm, &target, &peak, &bw);
-    std::string from = *target ? std::string(target) + " descriptor" : "";
-    if (peakFlops > 0 || bandwidth > 0)
+    std::string descriptor = *target ? std::string(target) + " descriptor" : "";
+    std::string from = descriptor;
+    if (peakFlops > 0 && bandwidth > 0)
       from = "given";
+    else if (peakFlops > 0 || bandwidth > 0)
+      from = std::string(peakFlops > 0 ? "peak" : "bandwidth") + " given" +
+             (descriptor.empty() ? "" : ", the other from the " + descriptor);
     if (peakFlops > 0)
       peak = peakFlops;
     if (bandwidth > 0)
