@@ -564,6 +564,49 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   return b;
 }
 
+bool issueRoofline(OpKind kind) {
+  return isComplex(kind) || kind == OpKind::DepthwiseConv;
+}
+
+double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
+                        const GpuArch &a) {
+  double clock = a.clockGHz * 1e9;
+  double work = b.totalComp / a.perfPeakFp32; // seconds at peak
+  // The SM's instruction stream: per thread, an FFMA per FMA, a shared
+  // load per N_load (COEF_bc times over), and kFetchInstructions per
+  // element the block fetches from global memory into shared tiles.
+  double warps = std::ceil(double(p.threads()) / a.warpSize);
+  double fetched = std::isfinite(b.gmRaw)
+                       ? b.numTrans * a.transGlobalElements(d.elementBytes) /
+                             double(p.threads())
+                       : 0.0;
+  double instructions =
+      b.compThread / 2 + b.nLoad * b.coefBc + fetched * kFetchInstructions;
+  // A busy SM runs its blocks in waves of the resident ones.
+  int64_t active = std::min<int64_t>(a.numSM, b.numBlocks);
+  int64_t resident = std::max<int64_t>(1, b.residentBlocks);
+  double waves = std::ceil(double(b.numBlocks) / double(active * resident));
+  double warpsPerSM = waves * double(resident) * warps;
+  // A scheduler issues one instruction a cycle while its warps cover each
+  // one's wait: each warp issues at most every 1 + kIssueLatencyCycles.
+  double wps = warpsPerScheduler(p, resident, a);
+  double issueEff = std::min(1.0, wps / (1.0 + kIssueLatencyCycles));
+  double tIssue = warpsPerSM * instructions / 4.0 / issueEff / clock;
+  // Shared memory serves one wavefront a cycle; a warp's load costs COEF_bc.
+  double tShared = warpsPerSM * b.nLoad * b.coefBc / clock;
+  // The SM's ceiling while busy, as a fraction of its share of peak.
+  double tSM = std::max(tIssue, tShared);
+  b.smRatio = tSM > 0 ? std::min(1.0, work / (b.wbRatio * tSM)) : 1.0;
+  // Global memory: BW_global, or less when the grid's blocks sit on too few
+  // SMs to draw it (each draws at most bwL2PerSM, measured).
+  double perSM = a.bwL2PerSM > 0
+                     ? std::min(1.0, double(active) * a.bwL2PerSM / a.bwGlobal)
+                     : 1.0;
+  if (std::isfinite(b.gmRaw))
+    b.gmRatio = std::min(1.0, b.gmRaw * perSM);
+  return b.coefR * std::min(b.gmRatio, b.smRatio * b.wbRatio);
+}
+
 void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
                const TileParams &p, const GpuArch &a) {
   b.coefBc = coefBcValue;
@@ -591,15 +634,23 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
     b.smRatio = throughput / b.gmRatio;
   b.headroom = std::min({b.gmRaw, latency, throughput});
   double pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
+  if (issueRoofline(d.kind) && b.wbRatio > 0 && b.totalComp > 0)
+    pul = issueRooflinePul(b, d, p, a);
   // LATRatio caps the performance at the total work over the latency chain:
   // the time bound becomes max(work at PUL, chain). It falls as COEF_bc
   // rises (PUL does), so COEF_bc = 1 still bounds a format group.
+  // The cap is computed apart from PUL, so every capped set gets exactly
+  // the same value (pul x LATRatio would differ in the last bit, and the
+  // search's COEF_bc = 1 bound must not fall below a format's).
   b.latRatio = 1;
+  b.pul = pul;
   if (pul > 0 && b.latencyChainSeconds > 0) {
-    double tWork = b.totalComp / (pul * a.perfPeakFp32);
-    b.latRatio = std::min(1.0, tWork / b.latencyChainSeconds);
+    double cap = b.totalComp / (b.latencyChainSeconds * a.perfPeakFp32);
+    if (cap < pul) {
+      b.pul = cap;
+      b.latRatio = cap / pul;
+    }
   }
-  b.pul = pul * b.latRatio;
   b.timeLowerBound =
       b.pul > 0 ? b.totalComp / (b.pul * a.perfPeakFp32) : INFINITY;
 }

@@ -200,6 +200,41 @@ double wbRatio(int64_t numBlocks, int64_t slotsPerWave);
 /// Blocks of p resident on one SM (0 if one does not fit).
 int64_t blocksPerSM(const OpDesc &d, const TileParams &p, const GpuArch &arch);
 
+/// The issue roofline (not in the thesis) for convs, matmuls and depthwise
+/// convs: PUL = COEF_r x min(GMRatio, SMRatio x WBRatio) x LATRatio, a
+/// roofline's least ceiling instead of the thesis's product, with
+/// - GMRatio = min(1, OI_TB / ridge x min(1, active SMs x bwL2PerSM /
+///   BW_global)): a grid on few SMs cannot draw all of BW_global;
+/// - SMRatio: the SM's ceiling while busy, its waves' work at peak over the
+///   longer of its instruction issue and its shared-memory wavefronts. A
+///   thread issues COMP_thread / 2 FFMAs, N_load x COEF_bc shared loads and
+///   kFetchInstructions per element it fetches; a scheduler issues one a
+///   cycle while its warps cover each other's waits (efficiency
+///   min(1, warps / (1 + kIssueLatencyCycles))); shared memory serves one
+///   wavefront a cycle.
+/// The product compounds bottlenecks that overlap on a GPU (memory and
+/// issue run in different warps at once): on an H200 every set of BERT's
+/// pooler GEMV bounded at 155-160 us ran in 56-190 us, and the ranking by
+/// the product kept BERT's fastest GEMM set in 2 of 6 ops. ncu on the
+/// generated GEMMs (bench/results/h200-2026-11-24-issue) shows them bound by
+/// instruction issue: 50 % of issue slots used with 4 warps a scheduler, 31 %
+/// with 2, and 31.6 instructions per fetched element beside the FFMAs.
+bool issueRoofline(OpKind kind);
+/// Cycles a warp waits, on average, after each instruction it issues before
+/// it can issue the next: ncu measured 5.2-7.1 on the generated GEMMs (warp
+/// cycles per issued instruction, less the cycles spent not selected); the
+/// bound takes about half, for better-scheduled code. Of 3, 4, 5 and 6 on
+/// the stored validation timings, 3 ranked best.
+constexpr double kIssueLatencyCycles = 3;
+/// Instructions a thread issues per element it fetches into a shared tile
+/// (load, store, index arithmetic, bounds checks): ncu measured 31.6 on the
+/// generated GEMMs; the bound takes half (of 16, 24 and 32, 16 ranked best).
+constexpr double kFetchInstructions = 16;
+/// Sets b's GMRatio and SMRatio under the issue roofline and returns PUL
+/// before LATRatio (b's other fields computed).
+double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
+                        const GpuArch &arch);
+
 /// What register-level fusion adds to the anchor op of a group (§3.2.4):
 /// the fused ops' computation, and the global transactions and shared loads
 /// of the operands they read from outside the group.

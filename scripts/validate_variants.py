@@ -13,7 +13,11 @@ folder it prints: in how many ops the measured fastest set is kept (top 1 %,
 at least 8), how much slower the fastest kept set is at worst, and the share
 of timed sets that ran faster than their bound allows. A folder whose name
 has "mobilenet" holds depthwise convs (their per-step loads differ).
-Parsing a dump is slow (a minute for ResNet-50); it is cached next to it.
+The variants other than "current" recombine a dump's factors as the
+thesis's product defined them: they mean what they say on dumps made before
+the issue roofline (commit of 2026-11-24, perfmodel/Roofline.h), such as
+/tmp dumps of that model; on later dumps GMRatio and SMRatio are the
+roofline's. Parsing a dump is slow (a minute for ResNet-50); it is cached next to it.
 VERBOSE=1 prints each op; ONLY=a,b picks variants.
 """
 import hashlib
@@ -126,7 +130,51 @@ def variants():
         active = min(NUM_SM, r["blocks"])
         return min(1.0, r["oiTB"] / RIDGE * NUM_SM / active)
 
-    return {
+    def issue_time(r, lat=6.0, fetch_instr=8.0):
+        # Instruction issue: a thread issues an FFMA per FMA (COMP_thread / 2),
+        # an LDS per shared load and fetch_instr instructions per element it
+        # fetches (LDG, STS, address arithmetic, bounds checks); a scheduler
+        # issues one a cycle when its warps cover each one's own latency
+        # (1 + lat cycles): efficiency min(1, warps / (1 + lat)).
+        if r["coefR"] == 0 or r["wb"] == 0:
+            return math.inf
+        fetched = r["numTrans"] * 32 / r["threads"]
+        instr = r["compThread"] / 2 + r["nLoad"] * r["coefBc"] + fetched * fetch_instr
+        warps = math.ceil(r["threads"] / 32)
+        per_sched = r["resident"] * warps / 4
+        eff = min(1.0, per_sched / (1 + lat))
+        active = min(NUM_SM, r["blocks"])
+        blocks_per_sm = math.ceil(r["blocks"] / (active * r["resident"])) * r["resident"]
+        cycles = blocks_per_sm * warps * instr / 4 / eff
+        return cycles / 1.98e3  # us
+
+    def mem_time(r):
+        # GMRatio's DRAM time, over the SMs the grid keeps busy when they are
+        # too few to draw BW_global (95.2 GB/s each, cuts-probe on the H200).
+        if r["coefR"] == 0 or r["wb"] == 0:
+            return math.inf
+        active = min(NUM_SM, r["blocks"])
+        return r["work"] / (r["gm"] * PEAK) * 1e6 / min(1.0, active * 95.2e9 / 4.8e12)
+
+    def smem_time(r):
+        # An SM's shared memory serves one wavefront a cycle; a warp's load
+        # costs COEF_bc of them.
+        if r["coefR"] == 0 or r["wb"] == 0:
+            return math.inf
+        warps = math.ceil(r["threads"] / 32)
+        active = min(NUM_SM, r["blocks"])
+        blocks_per_sm = math.ceil(r["blocks"] / (active * r["resident"])) * r["resident"]
+        return blocks_per_sm * warps * r["nLoad"] * r["coefBc"] / 1.98e3
+
+    def roof(lat, fi):
+        # The issue roofline (perfmodel/Roofline.h): the least ceiling, as
+        # the time's maximum. Written from a dump of the thesis's product,
+        # whose GMRatio had no per-SM cap; the C++ model is lat 3, fetch 16.
+        return lambda r: max(mem_time(r), issue_time(r, lat, fi), r["chain"], smem_time(r))
+
+    out = {f"issue roofline, latency {l}, fetch {f}": roof(l, f)
+           for l in (3, 4, 5, 6) for f in (8, 16, 24, 32)}
+    return {**out,
         "current": lambda r: r["tlb"],
         # A kernel's graph launch (the descriptor's launchSeconds), which the
         # group estimate adds: ranks the same, bounds tighter.
