@@ -480,6 +480,12 @@ int64_t residentBlocks(int64_t blocks, int64_t perSM, const GpuArch &a) {
   return std::max<int64_t>(1, std::min(perSM, given));
 }
 
+int64_t wavesPerSM(int64_t blocks, int64_t resident, const GpuArch &a) {
+  int64_t perSM = (blocks + a.numSM - 1) / a.numSM;
+  int64_t r = std::max<int64_t>(1, resident);
+  return (perSM + r - 1) / r;
+}
+
 double wbRatio(int64_t blocks, int64_t slots) {
   if (blocks <= 0 || slots <= 0)
     return 0;
@@ -554,9 +560,7 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   // ones. Only complex ops loop over C in C_input steps.
   if (a.latIterCycles > 0 && isComplex(d.kind) && p.Cin > 0) {
     double iterations = std::ceil(double(d.C) / double(p.Cin));
-    int64_t perSM = (b.numBlocks + a.numSM - 1) / a.numSM;
-    double waves = std::ceil(double(perSM) /
-                             double(std::max<int64_t>(1, b.residentBlocks)));
+    double waves = double(wavesPerSM(b.numBlocks, b.residentBlocks, a));
     b.latencyChainSeconds =
         waves * iterations * a.latIterCycles / (a.clockGHz * 1e9);
   }
@@ -583,10 +587,9 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
   double instructions =
       b.compThread / 2 + b.nLoad * b.coefBc + fetched * kFetchInstructions;
   // A busy SM runs its blocks in waves of the resident ones.
-  int64_t active = std::min<int64_t>(a.numSM, b.numBlocks);
   int64_t resident = std::max<int64_t>(1, b.residentBlocks);
-  double waves = std::ceil(double(b.numBlocks) / double(active * resident));
-  double warpsPerSM = waves * double(resident) * warps;
+  double warpsPerSM =
+      double(wavesPerSM(b.numBlocks, resident, a) * resident) * warps;
   // A scheduler issues one instruction a cycle while its warps cover each
   // one's wait: each warp issues at most every 1 + kIssueLatencyCycles.
   double wps = warpsPerScheduler(p, resident, a);
@@ -599,6 +602,7 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
   b.smRatio = tSM > 0 ? std::min(1.0, work / (b.wbRatio * tSM)) : 1.0;
   // Global memory: BW_global, or less when the grid's blocks sit on too few
   // SMs to draw it (each draws at most bwL2PerSM, measured).
+  int64_t active = std::min<int64_t>(a.numSM, b.numBlocks);
   double perSM = a.bwL2PerSM > 0
                      ? std::min(1.0, double(active) * a.bwL2PerSM / a.bwGlobal)
                      : 1.0;
@@ -633,9 +637,9 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
   if (b.gmRatio > 0 && b.gmRatio * b.smRatio > throughput)
     b.smRatio = throughput / b.gmRatio;
   b.headroom = std::min({b.gmRaw, latency, throughput});
-  double pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
-  if (issueRoofline(d.kind) && b.wbRatio > 0 && b.totalComp > 0)
-    pul = issueRooflinePul(b, d, p, a);
+  double pul = issueRoofline(d.kind) && b.wbRatio > 0 && b.totalComp > 0
+                   ? issueRooflinePul(b, d, p, a)
+                   : b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
   // LATRatio caps the performance at the total work over the latency chain:
   // the time bound becomes max(work at PUL, chain). It falls as COEF_bc
   // rises (PUL does), so COEF_bc = 1 still bounds a format group.

@@ -194,6 +194,10 @@ double warpsPerScheduler(const TileParams &p, int64_t resident,
 /// an SM, which the capacity-based form ranked below 1024-thread blocks).
 int64_t residentBlocks(int64_t blocks, int64_t perSM, const GpuArch &arch);
 
+/// The waves in which a busy SM runs its share of a grid of `blocks`,
+/// `resident` at a time (at least one).
+int64_t wavesPerSM(int64_t blocks, int64_t resident, const GpuArch &arch);
+
 /// WBRatio: blocks over the slots of the waves they occupy.
 double wbRatio(int64_t numBlocks, int64_t slotsPerWave);
 
