@@ -241,16 +241,44 @@ int64_t sharedBytes(const OpDesc &d, const TileParams &p) {
 }
 
 int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
-  // Accumulators for the thread's outputs, one operand row and column per
-  // step, and a fixed budget for indices and addresses (an estimate; ptxas
-  // reports the truth once kernels are generated).
   int64_t acc = p.Nt * p.Kt * p.Ht * p.Wt;
   if (rowsOverLanes(d, p)) // a lane's share of its rows, in registers
     acc = p.Nt * ((d.C + p.Wb - 1) / p.Wb);
-  int64_t operands = isComplex(d.kind) || d.kind == OpKind::DepthwiseConv
-                         ? p.Nt * p.Ht * p.Wt + p.Kt
-                         : 0;
-  return acc + operands + 24;
+  if (d.kind == OpKind::DepthwiseConv) // one step's operands
+    return acc + p.Nt * p.Ht * p.Wt + p.Kt + 24;
+  if (!isComplex(d.kind))
+    return acc + 24; // accumulators, and indices and addresses
+  // Fitted against ptxas (sm_90, CUDA 13.0) on 1,930 generated kernels of
+  // MobileNetV2's batch-64 convs, where ptxas was not held to its cap:
+  // about 2 per accumulator (ptxas loads the operands of steps ahead, more
+  // for a wider thread tile), 3 per element the fetch stages (its value
+  // and 64-bit address in flight) and 24 for indices; rms error 29. The
+  // earlier estimate (accumulators, one step's operands and 24) was within
+  // 18 up to 16 accumulators but put 64 at 104-122, where ptxas took
+  // 128-255: twice the residency, and the sets ranked first at batch 64.
+  int64_t threads = std::max<int64_t>(1, p.threads());
+  int64_t tile = sharedBytes(d, p) / std::max(1, d.elementBytes);
+  int64_t staged = (tile + threads - 1) / threads;
+  if (staged > kStagedFetchLimit)
+    staged = 0;
+  return 2 * acc + 3 * staged + 24;
+}
+
+double fetchLatencyRounds(const OpDesc &d, const TileParams &p) {
+  int64_t threads = std::max<int64_t>(1, p.threads());
+  int64_t tile = sharedBytes(d, p) / std::max(1, d.elementBytes);
+  int64_t perThread = (tile + threads - 1) / threads;
+  if (perThread <= kStagedFetchLimit)
+    return 1;
+  return double((perThread + kDirectFetchInFlight - 1) / kDirectFetchInFlight);
+}
+
+int64_t registerCap(const TileParams &p, const GpuArch &a) {
+  int64_t warps = (p.threads() + a.warpSize - 1) / a.warpSize;
+  if (warps <= 0)
+    return a.maxRegsPerThread;
+  return std::min<int64_t>(a.maxRegsPerThread,
+                           a.regsPerSM / (warps * a.warpSize));
 }
 
 int64_t numBlocks(const OpDesc &d, const TileParams &p) {
@@ -497,7 +525,8 @@ int64_t blocksPerSM(const OpDesc &d, const TileParams &p, const GpuArch &a) {
   int64_t threads = p.threads();
   int64_t warps = (threads + a.warpSize - 1) / a.warpSize;
   int64_t smem = sharedBytes(d, p);
-  int64_t regs = registersPerThread(d, p) * warps * a.warpSize;
+  int64_t regs = std::min(registersPerThread(d, p), registerCap(p, a)) * warps *
+                 a.warpSize;
   int64_t n = a.maxBlocksPerSM;
   n = std::min(n, a.maxThreadsPerSM / (warps * a.warpSize));
   if (smem > 0)
@@ -547,10 +576,14 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   b.wbRatio = wbRatio(b.numBlocks, int64_t(a.numSM) * b.residentBlocks) *
               std::min(1.0, useful);
   // COEF_r: the block must fit (the thesis writes strict '<'; a block of
-  // exactly MAX_thread threads or MAX_shared bytes is legal on every GPU).
+  // exactly MAX_thread threads or MAX_shared bytes is legal on every GPU),
+  // and so must a thread's registers, under the cap its block size sets:
+  // past it ptxas spills (MobileNetV2's batch-64 1x1 convs: the sets that
+  // spilled over 256 bytes ran a median 4-8x slower than the op's fastest).
   b.coefR = (p.threads() <= a.maxThreadsPerBlock &&
              b.sharedBytes <= a.maxSharedPerBlock &&
-             b.registers <= a.maxRegsPerThread && b.blocksPerSM > 0)
+             b.registers <= registerCap(p, a) + kRegisterEstimateError &&
+             b.blocksPerSM > 0)
                 ? 1.0
                 : 0.0;
   b.totalComp = total;
@@ -561,8 +594,10 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   if (a.latIterCycles > 0 && isComplex(d.kind) && p.Cin > 0) {
     double iterations = std::ceil(double(d.C) / double(p.Cin));
     double waves = double(wavesPerSM(b.numBlocks, b.residentBlocks, a));
+    b.chainSteps = waves * iterations;
+    b.fetchRounds = fetchLatencyRounds(d, p);
     b.latencyChainSeconds =
-        waves * iterations * a.latIterCycles / (a.clockGHz * 1e9);
+        b.chainSteps * a.latIterCycles * b.fetchRounds / (a.clockGHz * 1e9);
   }
   setCoefBc(b, knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a), d, p, a);
   return b;
@@ -570,6 +605,12 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
 
 bool issueRoofline(OpKind kind) {
   return isComplex(kind) || kind == OpKind::DepthwiseConv;
+}
+
+double blockIssueCycles(double instructions, const TileParams &p,
+                        const GpuArch &a) {
+  double warps = std::ceil(double(p.threads()) / a.warpSize);
+  return instructions * std::ceil(warps / 4.0);
 }
 
 double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
@@ -586,6 +627,15 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
                        : 0.0;
   double instructions =
       b.compThread / 2 + b.nLoad * b.coefBc + fetched * kFetchInstructions;
+  if (b.chainSteps > 0) { // each iteration also issues its share of the work
+    double iterations =
+        b.chainSteps / double(wavesPerSM(b.numBlocks, b.residentBlocks, a));
+    b.latencyChainSeconds =
+        b.chainSteps *
+        (a.latIterCycles * b.fetchRounds +
+         blockIssueCycles(instructions / iterations, p, a)) /
+        clock;
+  }
   // A busy SM runs its blocks in waves of the resident ones.
   int64_t resident = std::max<int64_t>(1, b.residentBlocks);
   double warpsPerSM =

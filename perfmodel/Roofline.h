@@ -99,6 +99,10 @@ struct Bound {
   /// Not in the thesis: BERT's batch-1 GEMMs showed C_input 4 sets 3.4x
   /// slower than C_input 64 ones of equal PUL (issue 3's validation).
   double latRatio = 1;
+  /// The chain: chainSteps C_input iterations in a row on a busy SM (its
+  /// waves x a block's iterations), each at least LAT_iter x fetchRounds
+  /// plus the block's own issue of the iteration (blockIssueCycles).
+  double chainSteps = 0, fetchRounds = 1;
   double latencyChainSeconds = 0;
   double pul = 0;
   /// The binding one of GMRatio and SMRatio before they are clamped at 1:
@@ -132,7 +136,27 @@ double nLoad(const OpDesc &d, const TileParams &p);
 bool nLoadByFormat(OpKind kind);
 double numTrans(const OpDesc &d, const TileParams &p, int transElements);
 int64_t sharedBytes(const OpDesc &d, const TileParams &p);
+/// Registers a thread of the generated kernel needs (an estimate).
 int64_t registersPerThread(const OpDesc &d, const TileParams &p);
+/// Registers a thread may use in a block of p.threads() threads: the
+/// kernel's __launch_bounds__ lets ptxas take what one block's threads can
+/// hold, up to MAX_regs; a kernel needing more spills to local memory.
+int64_t registerCap(const TileParams &p, const GpuArch &arch);
+/// Elements a thread stages in registers per fetch (the code generator's
+/// kMaxStagedFetch: past it the fetch stores as it loads).
+constexpr int64_t kStagedFetchLimit = 16;
+/// How far registersPerThread may exceed the cap before COEF_r calls the
+/// set spilling: about its rms error against ptxas (29). Held to the cap,
+/// ptxas often fits a set the estimate puts a little over it.
+constexpr int64_t kRegisterEstimateError = 32;
+/// Loads a thread keeps in flight in a fetch past kStagedFetchLimit, which
+/// stores as it loads: nvcc unrolls the loop by four and waits for each
+/// group (SASS of a BERT projection on sm_90).
+constexpr int64_t kDirectFetchInFlight = 4;
+/// How many times a C_input iteration's fetch waits out the global
+/// latency: once when it stages its elements in registers, once per
+/// kDirectFetchInFlight elements a thread when it does not.
+double fetchLatencyRounds(const OpDesc &d, const TileParams &p);
 int64_t numBlocks(const OpDesc &d, const TileParams &p);
 
 /// The n-way bank conflict of one warp-wide shared-memory load: the largest
@@ -234,6 +258,16 @@ constexpr double kIssueLatencyCycles = 3;
 /// (load, store, index arithmetic, bounds checks): ncu measured 31.6 on the
 /// generated GEMMs; the bound takes half (of 16, 24 and 32, 16 ranked best).
 constexpr double kFetchInstructions = 16;
+/// Cycles a block alone takes to issue one C_input iteration (not in the
+/// thesis): each scheduler issues at most one instruction a cycle, so its
+/// ceil(warps / 4) warps of the block take `instructions` cycles each.
+/// The iteration's fetch, barriers and compute run in turn (the generated
+/// kernels do not prefetch), so each iteration of the latency chain is
+/// LAT_iter per fetchLatencyRounds plus this: on MobileNetV2's batch-64
+/// 1x1 convs (H200) 512-thread blocks, one an SM, took 1.6 us an iteration
+/// against 0.25 for LAT_iter alone.
+double blockIssueCycles(double instructions, const TileParams &p,
+                        const GpuArch &arch);
 /// Sets b's GMRatio and SMRatio under the issue roofline and returns PUL
 /// before LATRatio (b's other fields computed).
 double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,

@@ -439,10 +439,15 @@ TEST_CASE("LATRatio: the C_input iterations' latency chain bounds the time",
   Bound narrow = evaluateBound(d, p, h200);
   p.Cin = 64;
   Bound wide = evaluateBound(d, p, h200);
-  double chain4 = 192 * h200.latIterCycles / (h200.clockGHz * 1e9);
-  CHECK(narrow.latencyChainSeconds == Approx(chain4));
-  CHECK(wide.latencyChainSeconds == Approx(chain4 / 16));
-  CHECK(narrow.timeLowerBound == Approx(chain4));
+  double clock = h200.clockGHz * 1e9;
+  double chain4 = 192 * h200.latIterCycles / clock;
+  // Each iteration also issues its share of the block's instructions,
+  // the same in all however C splits: 1024 threads are 8 warps a
+  // scheduler, each issuing at least an FFMA per FMA.
+  double issue4 = narrow.latencyChainSeconds - chain4;
+  CHECK(issue4 == Approx(wide.latencyChainSeconds - chain4 / 16));
+  CHECK(issue4 >= 8 * narrow.compThread / 2 / clock);
+  CHECK(narrow.timeLowerBound == Approx(narrow.latencyChainSeconds));
   CHECK(narrow.latRatio < 1);
   CHECK(wide.latRatio == 1);
   CHECK(narrow.pul < wide.pul);
@@ -519,4 +524,52 @@ TEST_CASE("keep T percent but never fewer than K nor more than M",
   CHECK(keepCount(1000, opts) == 50);
   opts.maxKeep = 4; // K wins over M
   CHECK(keepCount(1000, opts) == 8);
+}
+
+TEST_CASE("a fetch past kStagedFetchLimit waits once per kDirectFetchInFlight "
+          "elements",
+          "[roofline]") {
+  // BERT's projection, blocks of 32x32 outputs with 2x2 a thread (256
+  // threads): C_input 64 fetches 16 elements a thread, staged in registers
+  // (one wait); C_input 128 fetches 32, loaded and stored four at a time.
+  GpuArch h200 = *findArch("h200");
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.N = 128, d.C = 768, d.K = 768;
+  TileParams p;
+  p.Nb = 32, p.Kb = 32, p.Nt = 2, p.Kt = 2;
+  p.Cin = 64;
+  CHECK(fetchLatencyRounds(d, p) == 1);
+  Bound staged = evaluateBound(d, p, h200);
+  p.Cin = 128;
+  CHECK(fetchLatencyRounds(d, p) == 32 / kDirectFetchInFlight);
+  Bound direct = evaluateBound(d, p, h200);
+  double clock = h200.clockGHz * 1e9;
+  // 12 and 6 iterations; the issue part is the same (as above).
+  CHECK(
+      staged.latencyChainSeconds - 12 * h200.latIterCycles / clock ==
+      Approx(direct.latencyChainSeconds - 6 * 8 * h200.latIterCycles / clock));
+  CHECK(direct.latencyChainSeconds > staged.latencyChainSeconds);
+}
+
+TEST_CASE("COEF_r: registers past the cap a block's size sets spill",
+          "[roofline]") {
+  // 32 accumulators a thread, 3 elements staged a fetch: an estimate of
+  // 2 x 32 + 3 x 3 + 24 = 97 registers. 1024 threads may hold 64 each
+  // (97 is past the estimate's error over it), 512 may hold 128.
+  const GpuArch h200 = *findArch("h200");
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.N = 1024, d.C = 1024, d.K = 1024;
+  TileParams p;
+  p.Nt = 4, p.Kt = 8, p.Cin = 8;
+  p.Nb = 128, p.Kb = 256;
+  REQUIRE(p.threads() == 1024);
+  CHECK(registersPerThread(d, p) == 97);
+  CHECK(registerCap(p, h200) == 64);
+  CHECK(registersPerThread(d, p) > 64 + kRegisterEstimateError);
+  CHECK(evaluateBound(d, p, h200).coefR == 0);
+  p.Nb = 64;
+  CHECK(registerCap(p, h200) == 128);
+  CHECK(evaluateBound(d, p, h200).coefR == 1);
 }
