@@ -453,9 +453,7 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
   const int64_t ext[4] = {block.Nb, block.Kb, block.Hb, block.Wb};
   Caps caps = capsFor(d.kind);
   std::vector<int64_t> cins = cinputOptions(d);
-  const int64_t warps = (threads + arch.warpSize - 1) / arch.warpSize;
-  const int64_t regLimit = std::min<int64_t>(
-      arch.maxRegsPerThread, arch.regsPerSM / (warps * arch.warpSize));
+  const int64_t regLimit = registerCap(threads, arch);
   // Thread extents: powers of two dividing the block extents, with the
   // block's thread count fixed by the fused kernel.
   std::vector<int64_t> opts[4];

@@ -240,6 +240,15 @@ int64_t sharedBytes(const OpDesc &d, const TileParams &p) {
   return int64_t(elems) * d.elementBytes;
 }
 
+namespace {
+// Elements a thread fetches into the shared tiles per C_input slice.
+int64_t fetchedPerThread(const OpDesc &d, const TileParams &p) {
+  int64_t threads = std::max<int64_t>(1, p.threads());
+  int64_t tile = sharedBytes(d, p) / std::max(1, d.elementBytes);
+  return (tile + threads - 1) / threads;
+}
+} // namespace
+
 int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
   int64_t acc = p.Nt * p.Kt * p.Ht * p.Wt;
   if (rowsOverLanes(d, p)) // a lane's share of its rows, in registers
@@ -256,25 +265,21 @@ int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
   // earlier estimate (accumulators, one step's operands and 24) was within
   // 18 up to 16 accumulators but put 64 at 104-122, where ptxas took
   // 128-255: twice the residency, and the sets ranked first at batch 64.
-  int64_t threads = std::max<int64_t>(1, p.threads());
-  int64_t tile = sharedBytes(d, p) / std::max(1, d.elementBytes);
-  int64_t staged = (tile + threads - 1) / threads;
+  int64_t staged = fetchedPerThread(d, p);
   if (staged > kStagedFetchLimit)
     staged = 0;
   return 2 * acc + 3 * staged + 24;
 }
 
 double fetchLatencyRounds(const OpDesc &d, const TileParams &p) {
-  int64_t threads = std::max<int64_t>(1, p.threads());
-  int64_t tile = sharedBytes(d, p) / std::max(1, d.elementBytes);
-  int64_t perThread = (tile + threads - 1) / threads;
+  int64_t perThread = fetchedPerThread(d, p);
   if (perThread <= kStagedFetchLimit)
     return 1;
   return double((perThread + kDirectFetchInFlight - 1) / kDirectFetchInFlight);
 }
 
-int64_t registerCap(const TileParams &p, const GpuArch &a) {
-  int64_t warps = (p.threads() + a.warpSize - 1) / a.warpSize;
+int64_t registerCap(int64_t threads, const GpuArch &a) {
+  int64_t warps = (threads + a.warpSize - 1) / a.warpSize;
   if (warps <= 0)
     return a.maxRegsPerThread;
   return std::min<int64_t>(a.maxRegsPerThread,
@@ -525,8 +530,8 @@ int64_t blocksPerSM(const OpDesc &d, const TileParams &p, const GpuArch &a) {
   int64_t threads = p.threads();
   int64_t warps = (threads + a.warpSize - 1) / a.warpSize;
   int64_t smem = sharedBytes(d, p);
-  int64_t regs = std::min(registersPerThread(d, p), registerCap(p, a)) * warps *
-                 a.warpSize;
+  int64_t regs = std::min(registersPerThread(d, p), registerCap(threads, a)) *
+                 warps * a.warpSize;
   int64_t n = a.maxBlocksPerSM;
   n = std::min(n, a.maxThreadsPerSM / (warps * a.warpSize));
   if (smem > 0)
@@ -580,12 +585,13 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   // and so must a thread's registers, under the cap its block size sets:
   // past it ptxas spills (MobileNetV2's batch-64 1x1 convs: the sets that
   // spilled over 256 bytes ran a median 4-8x slower than the op's fastest).
-  b.coefR = (p.threads() <= a.maxThreadsPerBlock &&
-             b.sharedBytes <= a.maxSharedPerBlock &&
-             b.registers <= registerCap(p, a) + kRegisterEstimateError &&
-             b.blocksPerSM > 0)
-                ? 1.0
-                : 0.0;
+  b.coefR =
+      (p.threads() <= a.maxThreadsPerBlock &&
+       b.sharedBytes <= a.maxSharedPerBlock &&
+       b.registers <= registerCap(p.threads(), a) + kRegisterEstimateError &&
+       b.blocksPerSM > 0)
+          ? 1.0
+          : 0.0;
   b.totalComp = total;
   // The latency chain: a block's C_input iterations run one after another,
   // each waiting for its global loads and two barriers (at least
@@ -627,19 +633,18 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
                        : 0.0;
   double instructions =
       b.compThread / 2 + b.nLoad * b.coefBc + fetched * kFetchInstructions;
+  // A busy SM runs its blocks in waves of the resident ones.
+  int64_t resident = std::max<int64_t>(1, b.residentBlocks);
+  int64_t waves = wavesPerSM(b.numBlocks, resident, a);
   if (b.chainSteps > 0) { // each iteration also issues its share of the work
-    double iterations =
-        b.chainSteps / double(wavesPerSM(b.numBlocks, b.residentBlocks, a));
+    double iterations = b.chainSteps / double(waves);
     b.latencyChainSeconds =
         b.chainSteps *
         (a.latIterCycles * b.fetchRounds +
          blockIssueCycles(instructions / iterations, p, a)) /
         clock;
   }
-  // A busy SM runs its blocks in waves of the resident ones.
-  int64_t resident = std::max<int64_t>(1, b.residentBlocks);
-  double warpsPerSM =
-      double(wavesPerSM(b.numBlocks, resident, a) * resident) * warps;
+  double warpsPerSM = double(waves * resident) * warps;
   // A scheduler issues one instruction a cycle while its warps cover each
   // one's wait: each warp issues at most every 1 + kIssueLatencyCycles.
   double wps = warpsPerScheduler(p, resident, a);

@@ -138,10 +138,10 @@ double numTrans(const OpDesc &d, const TileParams &p, int transElements);
 int64_t sharedBytes(const OpDesc &d, const TileParams &p);
 /// Registers a thread of the generated kernel needs (an estimate).
 int64_t registersPerThread(const OpDesc &d, const TileParams &p);
-/// Registers a thread may use in a block of p.threads() threads: the
+/// Registers a thread may use in a block of `threads` threads: the
 /// kernel's __launch_bounds__ lets ptxas take what one block's threads can
 /// hold, up to MAX_regs; a kernel needing more spills to local memory.
-int64_t registerCap(const TileParams &p, const GpuArch &arch);
+int64_t registerCap(int64_t threads, const GpuArch &arch);
 /// Elements a thread stages in registers per fetch (the code generator's
 /// kMaxStagedFetch: past it the fetch stores as it loads).
 constexpr int64_t kStagedFetchLimit = 16;

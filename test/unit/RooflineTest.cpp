@@ -566,10 +566,10 @@ TEST_CASE("COEF_r: registers past the cap a block's size sets spill",
   p.Nb = 128, p.Kb = 256;
   REQUIRE(p.threads() == 1024);
   CHECK(registersPerThread(d, p) == 97);
-  CHECK(registerCap(p, h200) == 64);
+  CHECK(registerCap(p.threads(), h200) == 64);
   CHECK(registersPerThread(d, p) > 64 + kRegisterEstimateError);
   CHECK(evaluateBound(d, p, h200).coefR == 0);
   p.Nb = 64;
-  CHECK(registerCap(p, h200) == 128);
+  CHECK(registerCap(p.threads(), h200) == 128);
   CHECK(evaluateBound(d, p, h200).coefR == 1);
 }
