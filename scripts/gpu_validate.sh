@@ -10,13 +10,15 @@
 # PUL with measured throughput. Reports and caches go to $OUT/<model>.
 # Resumable across calls: with $RESUME holding <model>/cache.json from an
 # earlier call, only what it lacks is timed; $MAX_SECONDS bounds each tune.
+# $CUTS (default .gpu-bin/bin/cuts) and $WORK (/tmp/val) pick another
+# binary and work folder (an A/B of two builds on the same sets).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
 OUT=${OUT:-/tmp/validate}
 mkdir -p "$OUT"
-cuts=$PWD/.gpu-bin/bin/cuts
-w=/tmp/val
+cuts=${CUTS:-$PWD/.gpu-bin/bin/cuts}
+w=${WORK:-/tmp/val}
 ops=${RESNET_OPS:-layer1.0/conv1,layer1.0/conv2,layer2.1/conv2,layer3.1/conv2,layer3.1/conv3,layer4.1/conv2}
 for m in ${MODELS:-bert mobilenetv2 resnet50}; do
   case $m in

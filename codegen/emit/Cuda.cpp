@@ -110,6 +110,11 @@ private:
     // A producer's tile starts before the tensor (a halo): every global
     // position gets a lower-bound check.
     bool negativeBases = false;
+    // Whether every block's origin is known to lie in [0, baseMax] along
+    // each dimension (the consumer's are; a producer's halo is not): what
+    // lets a fetch drop the bounds checks that cannot fail.
+    bool basesKnown = false;
+    int64_t baseMax[4] = {0, 0, 0, 0};
     int64_t smemOffset = 0; // floats of cuts_smem before its tiles
     std::string suffix;     // of its accumulators: one set per round
     int skipFetch = -1;     // the fetch a producer fills
@@ -191,12 +196,32 @@ private:
   void emitVectorRun(const dfg::Graph &g, const VectorRun &r,
                      const std::string &indent);
   enum class FetchMode { Direct, ToRegisters, FromRegisters };
+  // How a fetch is emitted, from the range each global position takes over
+  // every block and C_input slice: the bounds checks that can fail, whether
+  // 32-bit indices reach every address, and whether a thread moves four
+  // consecutive floats at a time (one 128-bit load and store).
+  struct FetchPlan {
+    // The fetch's axes after merging each run of adjacent axes that are
+    // contiguous in both tensor and tile and need no check (a conv's
+    // C_input x FH x FW weights: one axis). Axis a reads the global position
+    // (base of `dim` + dim.offset) x mul + r, 0 <= r < extent.
+    struct Axis {
+      FetchDim dim;
+      int64_t extent = 1, mul = 1, globalStride = 1, sharedStride = 1;
+      bool lower = false, upper = false; // checks that can fail
+    };
+    std::vector<Axis> axes;
+    bool narrow = false;
+    int64_t vec = 1;
+  };
+  FetchPlan planFetch(const Fetch &f) const;
   void emitFetch(const Fetch &f, const std::string &indent,
                  const std::string &loopBase, FetchMode mode, int fetchIndex);
   void emitFetches(const std::string &indent, const std::string &loopBase,
                    FetchMode mode);
-  // Registers a thread needs to stage one iteration's fetches: the rounds
-  // of each (ToRegisters).
+  // Declares the registers each fetch stages into (ToRegisters).
+  void declareStaged(const std::string &indent);
+  // Floats a thread stages for one iteration's fetches (ToRegisters).
   int64_t stagedFloats() const;
   void declareTiles(const std::string &indent, const std::string &stage);
   // The phase's accumulators, loop and exit; its tile coordinates are those
@@ -713,77 +738,186 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   }
 }
 
+Emitter::FetchPlan Emitter::planFetch(const Fetch &f) const {
+  const Kernel &k = *ph.k;
+  const TileParams &p = k.params;
+  const int64_t blockExt[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
+  FetchPlan plan;
+  // The last slice's c0: the loop steps C_input from 0 below loopExtent
+  // (the prefetch of the slice after the last is skipped).
+  int64_t loopMax = k.loopExtent > 0 ? (k.loopExtent - 1) / p.Cin * p.Cin : 0;
+  double maxIndex = 0;
+  for (const FetchDim &d : f.dims) {
+    int64_t lo = d.offset, hi = d.offset + d.extent - 1;
+    if (d.fromLoop)
+      hi += loopMax;
+    else if (d.outDim != dfg::NoDim)
+      hi += ph.baseMax[d.outDim] * d.scale;
+    if (d.groupK > 0)
+      hi += ph.baseMax[dfg::DimK] / d.groupK * d.groupC;
+    FetchPlan::Axis a;
+    a.dim = d, a.extent = d.extent;
+    a.globalStride = d.globalStride, a.sharedStride = d.sharedStride;
+    a.lower = !ph.basesKnown || lo < 0;
+    a.upper = !ph.basesKnown || hi >= d.globalExtent;
+    plan.axes.push_back(a);
+    maxIndex += double(std::max(-lo, hi)) * double(d.globalStride);
+  }
+  if (!ph.basesKnown)
+    return plan;
+  plan.narrow = maxIndex < 2147483647.0;
+  // Merge, from the innermost out, an axis into the one after it where that
+  // one starts at 0 in every block and slice and both are contiguous.
+  for (size_t i = plan.axes.size() - 1; i-- > 0;) {
+    FetchPlan::Axis &o = plan.axes[i], &n = plan.axes[i + 1];
+    bool zeroBase = !n.dim.fromLoop && n.dim.outDim == dfg::NoDim &&
+                    n.dim.groupK == 0 && n.dim.offset == 0;
+    if (!zeroBase || o.lower || o.upper || n.lower || n.upper ||
+        o.globalStride != n.extent * n.globalStride ||
+        o.sharedStride != n.extent * n.sharedStride)
+      continue;
+    o.mul *= n.extent;
+    o.extent *= n.extent;
+    o.globalStride = n.globalStride, o.sharedStride = n.sharedStride;
+    plan.axes.erase(plan.axes.begin() + i + 1);
+  }
+  // Four floats at a time: the unit axis starts at a multiple of four in
+  // every block and slice and steps in fours, the other axes keep 16-byte
+  // alignment in the tensor (whose start the runtime aligns to 16 bytes)
+  // and in the tile, and a quad lies wholly inside the tensor or outside.
+  const FetchPlan::Axis &u = plan.axes.back();
+  int64_t step = u.dim.fromLoop               ? p.Cin
+                 : u.dim.outDim == dfg::NoDim ? 0
+                 : ph.baseMax[u.dim.outDim] > 0
+                     ? blockExt[u.dim.outDim] * u.dim.scale
+                     : 0;
+  bool quads = u.globalStride == 1 && u.sharedStride == 1 &&
+               u.extent % 4 == 0 && u.dim.offset * u.mul % 4 == 0 &&
+               step * u.mul % 4 == 0 && u.dim.groupK == 0 &&
+               (!u.upper || u.dim.globalExtent % 4 == 0);
+  for (size_t i = 0; i + 1 < plan.axes.size(); ++i)
+    quads = quads && plan.axes[i].globalStride % 4 == 0 &&
+            plan.axes[i].sharedStride % 4 == 0;
+  if (quads && !f.mask && f.tensor >= 0 &&
+      k.tensors[f.tensor].type == dfg::Type::F32)
+    plan.vec = 4;
+  return plan;
+}
+
 void Emitter::emitFetch(const Fetch &f, const std::string &ind,
                         const std::string &loopBase, FetchMode mode,
                         int fetchIndex) {
   const Kernel &k = *ph.k;
   const dfg::Buffer &b = k.body.buffer(f.buffer);
-  int64_t total = fetchElements(f);
+  FetchPlan plan = planFetch(f);
+  bool quads = plan.vec > 1;
+  int64_t total = fetchElements(f) / plan.vec;
   int64_t threads = top.params.threads();
   int64_t rounds = (total + threads - 1) / threads;
-  std::string reg = "staged" + std::to_string(fetchIndex);
   std::string in = ind + "  ";
-  // Consecutive threads take consecutive elements of the last axis.
+  auto narrowed = [&](const std::string &x) {
+    return plan.narrow ? "int(" + x + ")" : x;
+  };
+  // Consecutive threads take consecutive elements (or quads) of the last
+  // axis.
   if (mode == FetchMode::Direct) {
     os << ind << "for (int e = tid; e < " << total << "; e += kThreads) {\n";
   } else {
-    if (mode == FetchMode::ToRegisters)
-      os << ind << "float " << reg << "[" << rounds << "];\n";
     // Unrolled, so the staged values live in registers.
     os << ind << "#pragma unroll\n"
        << ind << "for (int round = 0; round < " << rounds << "; ++round) {\n"
-       << in << "const int e = tid + round * kThreads;\n"
-       << in << "if (e >= " << total << ")\n"
-       << in << "  break;\n";
+       << in << "const int e = tid + round * kThreads;\n";
+    if (rounds * threads > total)
+      os << in << "if (e >= " << total << ")\n" << in << "  break;\n";
   }
   std::string rest = "e", guard, global, shared;
-  for (size_t i = f.dims.size(); i-- > 0;) {
-    const FetchDim &d = f.dims[i];
+  for (size_t i = plan.axes.size(); i-- > 0;) {
+    const FetchPlan::Axis &x = plan.axes[i];
+    const FetchDim &d = x.dim;
+    bool unit = i + 1 == plan.axes.size();
+    int64_t extent = unit ? x.extent / plan.vec : x.extent;
     std::string r = "r" + std::to_string(i);
-    os << in << "const int " << r << " = " << rest << " % " << d.extent
-       << ";\n";
+    os << in << "const int " << r << " = " << rest << " % " << extent
+       << (unit && quads ? " * 4" : "") << ";\n";
     if (i > 0) {
-      os << in << "const int q" << i << " = " << rest << " / " << d.extent
+      os << in << "const int q" << i << " = " << rest << " / " << extent
          << ";\n";
       rest = "q" + std::to_string(i);
     }
-    std::string base = d.fromLoop               ? loopBase
-                       : d.outDim == dfg::NoDim ? "0"
-                                                : ph.base[d.outDim] + " * " +
-                                                      std::to_string(d.scale);
+    std::string base =
+        d.fromLoop ? narrowed(loopBase)
+        : d.outDim == dfg::NoDim
+            ? "0"
+            : narrowed(ph.base[d.outDim]) + " * " + std::to_string(d.scale);
     if (d.groupK > 0)
-      base = "(" + base + " + " + ph.base[dfg::DimK] + " / " +
+      base = "(" + base + " + " + narrowed(ph.base[dfg::DimK]) + " / " +
              std::to_string(d.groupK) + " * " + std::to_string(d.groupC) + ")";
+    std::string start = base + " + " + std::to_string(d.offset);
+    if (x.mul > 1)
+      start = "(" + start + ") * " + std::to_string(x.mul);
     std::string g = "g" + std::to_string(i);
     if (mode != FetchMode::FromRegisters)
-      os << in << "const long long " << g << " = " << base << " + " << d.offset
-         << " + " << r << ";\n";
-    guard = g + " >= 0 && " + g + " < " + std::to_string(d.globalExtent) +
-            (guard.empty() ? "" : " && " + guard);
-    global = g + " * " + std::to_string(d.globalStride) +
+      os << in << "const " << (plan.narrow ? "int" : "long long") << " " << g
+         << " = " << start << " + " << r << ";\n";
+    // Only the checks that can fail (planFetch).
+    std::string check = x.lower ? g + " >= 0" : "";
+    if (x.upper)
+      check += (check.empty() ? "" : " && ") + g + " < " +
+               std::to_string(d.globalExtent);
+    if (!check.empty())
+      guard = guard.empty() ? check : check + " && " + guard;
+    global = g + " * " + std::to_string(x.globalStride) +
              (global.empty() ? "" : " + " + global);
-    shared = r + " * " + std::to_string(d.sharedStride) +
+    shared = r + " * " + std::to_string(x.sharedStride) +
              (shared.empty() ? "" : " + " + shared);
   }
-  std::string inside =
-      f.mask ? "1.0f" : k.tensors[f.tensor].name + "[" + global + "]";
-  std::string value =
-      "(" + guard + ") ? " + inside + " : " + floatLiteral(f.outside);
-  if (mode == FetchMode::Direct)
-    os << in << b.name << "[" << shared << "] = " << value << ";\n";
-  else if (mode == FetchMode::ToRegisters)
-    os << in << reg << "[round] = " << value << ";\n";
+  std::string inside, outside = floatLiteral(f.outside);
+  if (f.mask)
+    inside = "1.0f";
+  else if (quads)
+    inside = "*reinterpret_cast<const float4 *>(" + k.tensors[f.tensor].name +
+             " + " + global + ")";
   else
-    os << in << b.name << "[" << shared << "] = " << reg << "[round];\n";
+    inside = k.tensors[f.tensor].name + "[" + global + "]";
+  if (quads)
+    outside = "make_float4(" + outside + ", " + outside + ", " + outside +
+              ", " + outside + ")";
+  std::string value =
+      guard.empty() ? inside : "(" + guard + ") ? " + inside + " : " + outside;
+  std::string tile =
+      quads ? "*reinterpret_cast<float4 *>(" + b.name + " + " + shared + ")"
+            : b.name + "[" + shared + "]";
+  std::string reg = "staged" + std::to_string(fetchIndex) + "[round]";
+  if (mode == FetchMode::Direct)
+    os << in << tile << " = " << value << ";\n";
+  else if (mode == FetchMode::ToRegisters)
+    os << in << reg << " = " << value << ";\n";
+  else
+    os << in << tile << " = " << reg << ";\n";
   os << ind << "}\n";
 }
 
 int64_t Emitter::stagedFloats() const {
   int64_t n = 0, threads = top.params.threads();
   for (size_t i = 0; i < ph.k->fetches.size(); ++i)
-    if (int(i) != ph.skipFetch)
-      n += (fetchElements(ph.k->fetches[i]) + threads - 1) / threads;
+    if (int(i) != ph.skipFetch) {
+      const Fetch &f = ph.k->fetches[i];
+      int64_t vec = planFetch(f).vec;
+      n += (fetchElements(f) / vec + threads - 1) / threads * vec;
+    }
   return n;
+}
+
+void Emitter::declareStaged(const std::string &ind) {
+  int64_t threads = top.params.threads();
+  for (size_t i = 0; i < ph.k->fetches.size(); ++i)
+    if (int(i) != ph.skipFetch) {
+      const Fetch &f = ph.k->fetches[i];
+      int64_t vec = planFetch(f).vec;
+      int64_t rounds = (fetchElements(f) / vec + threads - 1) / threads;
+      os << ind << (vec > 1 ? "float4" : "float") << " staged" << i << "["
+         << rounds << "];\n";
+    }
 }
 
 void Emitter::emitFetches(const std::string &ind, const std::string &loopBase,
@@ -813,6 +947,15 @@ void Emitter::setPhase(const Kernel &k, const std::string &coordPrefix,
     ph.threadExt[d] = t[d];
     ph.coord[d] = coordPrefix + kDimLetter[d];
     ph.base[d] = basePrefix + kDimLetter[d];
+  }
+  if (&k == &top) {
+    // Block origins are (block index) x (block extent), from 0 to the
+    // last block's (see run()).
+    const int64_t dims[4] = {k.desc.N, k.desc.K, k.desc.H, k.desc.W};
+    const int64_t ext[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
+    ph.basesKnown = true;
+    for (int d = 0; d < 4; ++d)
+      ph.baseMax[d] = (dims[d] + ext[d] - 1) / ext[d] * ext[d] - ext[d];
   }
   names.clear();
   positions.clear();
@@ -864,6 +1007,7 @@ void Emitter::emitSliceFetch(const std::string &in,
   if (stagedFloats() > kMaxStagedFetch)
     return emitFetches(in, loopBase, FetchMode::Direct);
   os << in << "{\n";
+  declareStaged(in + "  ");
   emitFetches(in + "  ", loopBase, FetchMode::ToRegisters);
   emitFetches(in + "  ", "", FetchMode::FromRegisters);
   os << in << "}\n";
@@ -965,9 +1109,11 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
        << in << "const bool more = c0 + " << p.Cin << " < " << k.loopExtent
        << ";\n"
        << in << "// Prefetch the next slice into registers.\n";
-    emitFetches(in, "(c0 + " + std::to_string(p.Cin) + ")",
+    declareStaged(in);
+    os << in << "if (more) {\n";
+    emitFetches(in + "  ", "(c0 + " + std::to_string(p.Cin) + ")",
                 FetchMode::ToRegisters);
-    os << in << "{\n";
+    os << in << "}\n" << in << "{\n";
     declareTiles(in + "  ", "stage * " + stage + " + ");
     compute(in + "  ");
     os << in << "}\n" << in << "if (more) {\n";

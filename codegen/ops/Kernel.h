@@ -140,6 +140,8 @@ constexpr int64_t kMaxUnrolledRounds = 4;
 /// of four loads in turn (SASS of a BERT projection on sm_90). Past it the
 /// registers would cost occupancy: the loop stores as it loads.
 constexpr int64_t kMaxStagedFetch = 16;
+static_assert(kMaxStagedFetch == kStagedFetchLimit,
+              "the performance model prices the fetch this generator emits");
 
 /// Channels of one body chunk: the largest divisor of `channels` whose
 /// chunk has at most kMaxUnrolledFma FMAs (`fmaPerChannel` each), at least

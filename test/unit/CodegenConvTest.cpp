@@ -222,8 +222,21 @@ TEST_CASE("a ResNet-50 3x3 conv compiles with NVRTC", "[codegen]") {
                       EpilogueOp::unary(dfg::Op::Relu)},
                      err);
   REQUIRE(k);
+  std::string src = emitSource(*k);
+  // The weights' C_input x 3 x 3 run of each output channel is contiguous
+  // in tensor and tile: one axis, fetched in quads without checks; the
+  // input's rows and columns are checked (padding), its channels not.
+  CHECK(src.find("*reinterpret_cast<const float4 *>(Wt + g0 * 576 + g1 * 1)") !=
+        std::string::npos);
+  CHECK(src.find("(g2 >= 0 && g2 < 56 && g3 >= 0 && g3 < 56) ? X[") !=
+        std::string::npos);
+  CHECK(runAndCompare(*k,
+                      {s,
+                       {EpilogueOp::binary(dfg::Op::Add, "bias", {64}),
+                        EpilogueOp::unary(dfg::Op::Relu)}},
+                      77) <= 1e-5);
   for (const char *arch : {"sm_80", "sm_90"}) {
-    auto r = compileWithNvrtc(emitSource(*k), arch, err);
+    auto r = compileWithNvrtc(src, arch, err);
     if (!r && err.find("built without NVRTC") != std::string::npos) {
       WARN("built without NVRTC: compile check skipped");
       return;

@@ -233,10 +233,10 @@ TEST_CASE("generated matmul kernels compile with NVRTC for sm_80 and sm_90",
     CHECK(res->sharedBytes == 0);
     CHECK(launchShape(*k).sharedBytes == (32 * 16 + 15 * 68 + 64) * 4);
   }
-  // 4 + 8 floats a thread per slice (kMaxStagedFetch): every global load
-  // of the fetch into registers, then the shared stores.
-  CHECK(src.find("float staged0[4];") != std::string::npos);
-  CHECK(src.find("float staged1[8];") != std::string::npos);
+  // 4 + 8 floats a thread per slice (kMaxStagedFetch), as 1 + 2 quads:
+  // every global load of the fetch into registers, then the shared stores.
+  CHECK(src.find("float4 staged0[1];") != std::string::npos);
+  CHECK(src.find("float4 staged1[2];") != std::string::npos);
   CHECK(src.find("for (int e = tid;") == std::string::npos);
   // A thread's 4 columns of B and its row of A's 16 columns: 128-bit loads.
   CHECK(src.find("const float4 Bs_0_0_x4 = *reinterpret_cast<const float4 "
@@ -344,4 +344,62 @@ TEST_CASE("batched matmul: one product per grid row, with a bias epilogue",
     CHECK((nv || !nvrtcAvailable()));
   }
   CHECK(tried > 0);
+}
+
+namespace {
+// The line of `src` that contains `what` (empty if none).
+std::string lineWith(const std::string &src, const std::string &what) {
+  size_t at = src.find(what);
+  if (at == std::string::npos)
+    return "";
+  size_t begin = src.rfind('\n', at) + 1, end = src.find('\n', at);
+  return src.substr(begin, end - begin);
+}
+} // namespace
+
+TEST_CASE("the fetch checks only bounds that can fail, in 32-bit indices "
+          "and four floats at a time where aligned",
+          "[codegen]") {
+  TileParams p;
+  p.Nb = 32, p.Kb = 64, p.Nt = 4, p.Kt = 4, p.Cin = 16;
+  std::string err;
+  uint32_t seed = 300;
+  // Tiles that divide the product: no check at all, quads of A and B.
+  auto k = buildMatMul("mm", 128, 256, 192, p, {}, err);
+  REQUIRE(k);
+  std::string src = emitSource(*k);
+  CHECK(lineWith(src, "staged0[round] = ") ==
+        "        staged0[round] = *reinterpret_cast<const float4 *>(A + g0 * "
+        "256 + g1 * 1);");
+  CHECK(lineWith(src, "staged1[round] = ") ==
+        "        staged1[round] = *reinterpret_cast<const float4 *>(B + g0 * "
+        "192 + g1 * 1);");
+  CHECK(src.find("long long g") == std::string::npos);
+  CHECK(runAndCompare(*k, {128, 256, 192, {}}, seed++) <= 1e-5);
+  // The prefetching loop skips the slice after the last instead of
+  // checking every element of it.
+  k->prefetch = true;
+  src = emitSource(*k);
+  CHECK(src.find("if (more) {") != std::string::npos);
+  CHECK(lineWith(src, "staged0[round] = ").find('?') == std::string::npos);
+  CHECK(runAndCompare(*k, {128, 256, 192, {}}, seed++) <= 1e-5);
+
+  // 100 rows in blocks of 32: A's rows are checked, its columns and B not.
+  k = buildMatMul("mm", 100, 256, 192, p, {}, err);
+  REQUIRE(k);
+  src = emitSource(*k);
+  CHECK(lineWith(src, "staged0[round] = ").find("(g0 < 100) ?") !=
+        std::string::npos);
+  CHECK(lineWith(src, "staged1[round] = ").find('?') == std::string::npos);
+  CHECK(runAndCompare(*k, {100, 256, 192, {}}, seed++) <= 1e-5);
+
+  // 190 columns: B's rows are 190 floats, so its quads would misalign; it
+  // goes one float at a time, its columns checked.
+  k = buildMatMul("mm", 128, 256, 190, p, {}, err);
+  REQUIRE(k);
+  src = emitSource(*k);
+  CHECK(src.find("float staged1[") != std::string::npos);
+  CHECK(lineWith(src, "staged1[round] = ").find("g1 < 190") !=
+        std::string::npos);
+  CHECK(runAndCompare(*k, {128, 256, 190, {}}, seed++) <= 1e-5);
 }
