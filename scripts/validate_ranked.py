@@ -13,8 +13,10 @@ whether it is kept (top 1 %, at least 8); how much slower the fastest kept
 timed set is; the fastest of the first 8 distinct tilings among the timed
 sets (what the tuner times, approximately: it times the first 8 tilings of
 the whole space); Spearman(bound, measured); the share of sets that ran
-faster than their bound. VERBOSE=1 lists the best-ranked timed sets.
+faster than their (finite) bound; a set COEF_r rules out has an infinite
+bound and is not counted. VERBOSE=1 lists the best-ranked timed sets.
 """
+import math
 import os
 import sys
 
@@ -69,7 +71,8 @@ def score(folder, tsv, verbose):
         top8 = min(m[p] for p in tilings) / m[best]
         top8s.append(top8)
         rhos.append(spearman([r[p]["tlb"] for p in m], [m[p] for p in m]))
-        over += sum(r[p]["tlb"] > us for p, us in m.items())
+        over += sum(math.isfinite(r[p]["tlb"]) and r[p]["tlb"] > us
+                    for p, us in m.items())
         n_all += len(m)
         print(f"  {name[:58]:58s} fastest rank {int(r[best]['rank']):7d} of {int(total)}"
               f" ({'kept' if r[best]['rank'] < k else 'pruned'}); kept {slower:.2f}x;"
