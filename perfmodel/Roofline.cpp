@@ -609,6 +609,28 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   return b;
 }
 
+double fetchInstructionsPerElement(const OpDesc &d, const TileParams &p) {
+  if (d.kind != OpKind::MatMul || p.Cin < 1)
+    return kFetchInstructions;
+  // The tiles' row strides as codegen/ops/MatMul.cpp pads them: an inner
+  // extent that is a multiple of the bank count gains 4 words where a
+  // thread reads it in runs of 4, else 1.
+  auto padded = [](int64_t inner, int64_t run) {
+    return inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
+  };
+  const SharedFormat &f = sharedFormats()[p.format];
+  bool rowsOuter =
+      std::find(f.begin(), f.end(), 'N') < std::find(f.begin(), f.end(), 'C');
+  // A (N x C): its C_input columns are the unit axis of tensor and tile
+  // when its rows are outer; B (C x K): its Kb columns always are.
+  bool quadA = rowsOuter && p.Cin % 4 == 0 && d.C % 4 == 0 &&
+               padded(p.Cin, p.Cin) % 4 == 0;
+  bool quadB = p.Kb % 4 == 0 && d.K % 4 == 0 && padded(p.Kb, p.Kt) % 4 == 0;
+  double a = double(p.Nb * p.Cin), b = double(p.Cin * p.Kb);
+  return kFetchInstructions * (a / (quadA ? 4 : 1) + b / (quadB ? 4 : 1)) /
+         (a + b);
+}
+
 bool issueRoofline(OpKind kind) {
   return isComplex(kind) || kind == OpKind::DepthwiseConv;
 }
@@ -625,14 +647,14 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
   double work = b.totalComp / a.perfPeakFp32; // seconds at peak
   // The SM's instruction stream: per thread, an FFMA per FMA, a shared
   // load per N_load (COEF_bc times over), and kFetchInstructions per
-  // element the block fetches from global memory into shared tiles.
+  // access of the block's fetch from global memory into shared tiles.
   double warps = std::ceil(double(p.threads()) / a.warpSize);
   double fetched = std::isfinite(b.gmRaw)
                        ? b.numTrans * a.transGlobalElements(d.elementBytes) /
                              double(p.threads())
                        : 0.0;
-  double instructions =
-      b.compThread / 2 + b.nLoad * b.coefBc + fetched * kFetchInstructions;
+  double instructions = b.compThread / 2 + b.nLoad * b.coefBc +
+                        fetched * fetchInstructionsPerElement(d, p);
   // A busy SM runs its blocks in waves of the resident ones.
   int64_t resident = std::max<int64_t>(1, b.residentBlocks);
   int64_t waves = wavesPerSM(b.numBlocks, resident, a);

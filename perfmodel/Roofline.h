@@ -258,6 +258,13 @@ constexpr double kIssueLatencyCycles = 3;
 /// (load, store, index arithmetic, bounds checks): ncu measured 31.6 on the
 /// generated GEMMs; the bound takes half (of 16, 24 and 32, 16 ranked best).
 constexpr double kFetchInstructions = 16;
+/// Instructions per element of p's fetch: kFetchInstructions an access,
+/// where a matmul operand's access moves four floats when the code
+/// generator's fetch can (codegen/emit/Cuda.cpp, planFetch: the operand's
+/// unit axis steps in fours from 16-byte-aligned starts in tensor and tile);
+/// the mean over the block's fetched elements. Convs' fetches (padding
+/// checks, windows) are counted one float an access.
+double fetchInstructionsPerElement(const OpDesc &d, const TileParams &p);
 /// Cycles a block alone takes to issue one C_input iteration (not in the
 /// thesis): each scheduler issues at most one instruction a cycle, so its
 /// ceil(warps / 4) warps of the block take `instructions` cycles each.
