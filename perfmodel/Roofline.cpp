@@ -610,18 +610,6 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
 }
 
 double fetchInstructionsPerElement(const OpDesc &d, const TileParams &p) {
-  if (d.kind == OpKind::Conv && p.Cin >= 1) {
-    // The weights' C_input x FH x FW run of an output channel is one axis
-    // (contiguous in tensor and tile), in quads where it and the tensor's
-    // rows keep 16-byte alignment. The input goes one float an access
-    // (windows, padding checks).
-    int64_t fhw = d.FH * d.FW;
-    bool quadW = p.Cin * fhw % 4 == 0 && d.C * fhw % 4 == 0;
-    double x = double(p.Nb * p.Cin) * inExtent(double(p.Hb), d.FH, d.SH, d.DH) *
-               inExtent(double(p.Wb), d.FW, d.SW, d.DW);
-    double w = double(p.Kb * p.Cin * fhw);
-    return kFetchInstructions * (x + w / (quadW ? 4 : 1)) / (x + w);
-  }
   if (d.kind != OpKind::MatMul || p.Cin < 1)
     return kFetchInstructions;
   // The tiles' row strides as codegen/ops/MatMul.cpp pads them: an inner

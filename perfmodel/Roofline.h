@@ -262,10 +262,8 @@ constexpr double kFetchInstructions = 16;
 /// where a matmul operand's access moves four floats when the code
 /// generator's fetch can (codegen/emit/Cuda.cpp, planFetch: the operand's
 /// unit axis steps in fours from 16-byte-aligned starts in tensor and tile);
-/// and a conv's weights (their C_input x FH x FW run of a channel, one
-/// axis) likewise; the mean over the block's fetched elements. A conv's
-/// input (windows, padding checks) and depthwise convs' fetches go one
-/// float an access.
+/// the mean over the block's fetched elements. Convs' fetches (padding
+/// checks, windows) are counted one float an access.
 double fetchInstructionsPerElement(const OpDesc &d, const TileParams &p);
 /// Cycles a block alone takes to issue one C_input iteration (not in the
 /// thesis): each scheduler issues at most one instruction a cycle, so its
