@@ -149,6 +149,14 @@ bool rowsOverLanes(const OpDesc &d, const TileParams &p) {
 // loads), else one each.
 double perWord(bool runsOfFour) { return runsOfFour ? 0.25 : 1.0; }
 
+// Whether C is inner to N in FORMAT_shared: the A (or row) tile's rows
+// are outer, its C_input columns contiguous.
+static bool cInner(const TileParams &p) {
+  const SharedFormat &f = sharedFormats()[p.format];
+  return std::find(f.begin(), f.end(), 'N') <
+         std::find(f.begin(), f.end(), 'C');
+}
+
 bool nLoadByFormat(OpKind kind) {
   return kind == OpKind::MatMul || kind == OpKind::Reduction;
 }
@@ -156,10 +164,6 @@ bool nLoadByFormat(OpKind kind) {
 double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
   double n = double(p.Nt), k = double(p.Kt), h = double(p.Ht), w = double(p.Wt);
   double c = double(d.C), f = double(d.FH * d.FW);
-  // Which of N and C is innermost in FORMAT_shared (A's tile, a row tile).
-  const SharedFormat &fmt = sharedFormats()[p.format];
-  bool cInner = std::find(fmt.begin(), fmt.end(), 'N') <
-                std::find(fmt.begin(), fmt.end(), 'C');
   double inH = inExtent(h, d.FH, d.SH, d.DH),
          inW = inExtent(w, d.FW, d.SW, d.DW);
   switch (d.kind) {
@@ -170,7 +174,7 @@ double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
   case OpKind::MatMul:
     // Table 3.6's n C + C k, in 128-bit loads where the runs allow: A's
     // C_input columns (or its Nt rows) and B's Kt columns.
-    return n * c * perWord(cInner ? p.Cin % 4 == 0 : p.Nt % 4 == 0) +
+    return n * c * perWord(cInner(p) ? p.Cin % 4 == 0 : p.Nt % 4 == 0) +
            c * k * perWord(p.Kt % 4 == 0);
   case OpKind::BatchNorm:
     return outElems(n, k, h, w) + 3 * k;
@@ -179,7 +183,7 @@ double nLoad(const OpDesc &d, const TileParams &p) { // Table 3.6
   case OpKind::Elementwise:
     return d.inputs * outElems(n, k, h, w);
   case OpKind::Reduction: // whole rows (or a thread's Nt rows) in runs
-    return n * c * perWord(cInner ? d.C % 4 == 0 : p.Nt % 4 == 0);
+    return n * c * perWord(cInner(p) ? d.C % 4 == 0 : p.Nt % 4 == 0);
   }
   return 1;
 }
@@ -612,20 +616,12 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
 double fetchInstructionsPerElement(const OpDesc &d, const TileParams &p) {
   if (d.kind != OpKind::MatMul || p.Cin < 1)
     return kFetchInstructions;
-  // The tiles' row strides as codegen/ops/MatMul.cpp pads them: an inner
-  // extent that is a multiple of the bank count gains 4 words where a
-  // thread reads it in runs of 4, else 1.
-  auto padded = [](int64_t inner, int64_t run) {
-    return inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
-  };
-  const SharedFormat &f = sharedFormats()[p.format];
-  bool rowsOuter =
-      std::find(f.begin(), f.end(), 'N') < std::find(f.begin(), f.end(), 'C');
   // A (N x C): its C_input columns are the unit axis of tensor and tile
   // when its rows are outer; B (C x K): its Kb columns always are.
-  bool quadA = rowsOuter && p.Cin % 4 == 0 && d.C % 4 == 0 &&
-               padded(p.Cin, p.Cin) % 4 == 0;
-  bool quadB = p.Kb % 4 == 0 && d.K % 4 == 0 && padded(p.Kb, p.Kt) % 4 == 0;
+  bool quadA = cInner(p) && p.Cin % 4 == 0 && d.C % 4 == 0 &&
+               paddedPitch(p.Cin, p.Cin) % 4 == 0;
+  bool quadB =
+      p.Kb % 4 == 0 && d.K % 4 == 0 && paddedPitch(p.Kb, p.Kt) % 4 == 0;
   double a = double(p.Nb * p.Cin), b = double(p.Cin * p.Kb);
   return kFetchInstructions * (a / (quadA ? 4 : 1) + b / (quadB ? 4 : 1)) /
          (a + b);

@@ -68,6 +68,14 @@ using SharedFormat = std::array<char, 4>;
 const std::vector<SharedFormat> &sharedFormats();
 std::string formatName(int format);
 
+/// The row pitch of a 2-D shared tile whose inner extent is `inner`, read
+/// by a thread in runs of `run` words: padded where `inner` is a multiple of
+/// the bank count (bank-conflict-aware padding, §3.4.2), by four words
+/// where the runs are 128-bit loads (so they stay aligned), else by one.
+inline int64_t paddedPitch(int64_t inner, int64_t run) {
+  return inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
+}
+
 /// Table 3.3: the parameters searched for.
 struct TileParams {
   int64_t Nb = 1, Kb = 1, Hb = 1, Wb = 1; // per thread block

@@ -215,6 +215,11 @@ private:
     int64_t vec = 1;
   };
   FetchPlan planFetch(const Fetch &f) const;
+  // Rounds a thread takes to move fetch f, `vec` floats a round.
+  int64_t fetchRounds(const Fetch &f, int64_t vec) const {
+    int64_t threads = top.params.threads();
+    return (fetchElements(f) / vec + threads - 1) / threads;
+  }
   void emitFetch(const Fetch &f, const std::string &indent,
                  const std::string &loopBase, FetchMode mode, int fetchIndex);
   void emitFetches(const std::string &indent, const std::string &loopBase,
@@ -812,8 +817,7 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
   FetchPlan plan = planFetch(f);
   bool quads = plan.vec > 1;
   int64_t total = fetchElements(f) / plan.vec;
-  int64_t threads = top.params.threads();
-  int64_t rounds = (total + threads - 1) / threads;
+  int64_t rounds = fetchRounds(f, plan.vec);
   std::string in = ind + "  ";
   auto narrowed = [&](const std::string &x) {
     return plan.narrow ? "int(" + x + ")" : x;
@@ -827,7 +831,7 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
     os << ind << "#pragma unroll\n"
        << ind << "for (int round = 0; round < " << rounds << "; ++round) {\n"
        << in << "const int e = tid + round * kThreads;\n";
-    if (rounds * threads > total)
+    if (rounds * top.params.threads() > total)
       os << in << "if (e >= " << total << ")\n" << in << "  break;\n";
   }
   std::string rest = "e", guard, global, shared;
@@ -898,25 +902,23 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
 }
 
 int64_t Emitter::stagedFloats() const {
-  int64_t n = 0, threads = top.params.threads();
+  int64_t n = 0;
   for (size_t i = 0; i < ph.k->fetches.size(); ++i)
     if (int(i) != ph.skipFetch) {
       const Fetch &f = ph.k->fetches[i];
       int64_t vec = planFetch(f).vec;
-      n += (fetchElements(f) / vec + threads - 1) / threads * vec;
+      n += fetchRounds(f, vec) * vec;
     }
   return n;
 }
 
 void Emitter::declareStaged(const std::string &ind) {
-  int64_t threads = top.params.threads();
   for (size_t i = 0; i < ph.k->fetches.size(); ++i)
     if (int(i) != ph.skipFetch) {
       const Fetch &f = ph.k->fetches[i];
       int64_t vec = planFetch(f).vec;
-      int64_t rounds = (fetchElements(f) / vec + threads - 1) / threads;
       os << ind << (vec > 1 ? "float4" : "float") << " staged" << i << "["
-         << rounds << "];\n";
+         << fetchRounds(f, vec) << "];\n";
     }
 }
 

@@ -21,11 +21,9 @@ std::string accName2(int64_t i, int64_t j) {
 }
 
 // Shared-tile strides for a 2-D tile (rows follow `rowLetter` of the
-// FORMAT_shared order, columns `colLetter`), the inner extent padded when it
-// is a multiple of the bank count (bank-conflict-aware padding, §3.4.2): by
-// four words where a thread reads the inner axis in runs of four (`rowRun`,
-// `colRun`: consecutive elements a thread reads along each axis), so the
-// emitter's 128-bit loads stay aligned and conflict-free, else by one.
+// FORMAT_shared order, columns `colLetter`), the inner extent padded by
+// paddedPitch (`rowRun`, `colRun`: consecutive elements a thread reads along
+// each axis), which the performance model prices the fetch by too.
 std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
                                  char colLetter, int64_t rows, int64_t cols,
                                  int64_t rowRun, int64_t colRun) {
@@ -35,7 +33,7 @@ std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
   bool rowsOuter = pos(rowLetter) < pos(colLetter);
   int64_t inner = rowsOuter ? cols : rows;
   int64_t run = rowsOuter ? colRun : rowRun;
-  int64_t padded = inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
+  int64_t padded = paddedPitch(inner, run);
   return rowsOuter ? std::vector<int64_t>{padded, 1}
                    : std::vector<int64_t>{1, padded};
 }

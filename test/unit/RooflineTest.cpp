@@ -138,9 +138,7 @@ TEST_CASE("the issue roofline takes the least ceiling, not their product",
   // thesis's product of GMRatio, SMRatio and WBRatio bounded every one at
   // 155-160 us, charging memory and issue as if they ran in turn.
   const GpuArch h200 = *findArch("h200");
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 1, d.C = 768, d.K = 768;
+  OpDesc d = matmul(1, 768, 768);
   TileParams p;
   p.Kb = 32, p.Cin = 8; // 24 blocks of one warp: 56.6 us, the fastest
   Bound b = evaluateBound(d, p, h200);
@@ -177,9 +175,7 @@ TEST_CASE("the issue roofline: warps hide the issue latency, fetches cost "
   // The thesis's SMRatio (latency of shared loads per FLOP) ranked the
   // second first: its per-thread FLOPs per load are higher.
   const GpuArch h200 = *findArch("h200");
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 128, d.C = 768, d.K = 3072;
+  OpDesc d = matmul(128, 768, 3072);
   TileParams many;
   many.Nb = 64, many.Kb = 64, many.Nt = 2, many.Kt = 4, many.Cin = 64;
   TileParams few;
@@ -255,9 +251,7 @@ TEST_CASE("COEF_bc sees the layout: rows of a reduction", "[roofline]") {
 TEST_CASE("COEF_r is 0 over MAX_shared, over MAX_thread and over the "
           "register file",
           "[roofline]") {
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 4096, d.C = 4096, d.K = 4096;
+  OpDesc d = matmul(4096, 4096, 4096);
   TileParams p;
   p.Nt = p.Kt = 4;
   p.Nb = p.Kb = 64;
@@ -431,9 +425,7 @@ TEST_CASE("LATRatio: the C_input iterations' latency chain bounds the time",
   // one wave. C_input 4 means 192 iterations of at least LAT_iter each.
   GpuArch h200 = *findArch("h200");
   REQUIRE(h200.latIterCycles > 0);
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 128, d.C = 768, d.K = 768;
+  OpDesc d = matmul(128, 768, 768);
   TileParams p;
   p.Nb = 32, p.Kb = 32;
   p.Cin = 4;
@@ -534,9 +526,7 @@ TEST_CASE("a fetch past kStagedFetchLimit waits once per kDirectFetchInFlight "
   // threads): C_input 64 fetches 16 elements a thread, staged in registers
   // (one wait); C_input 128 fetches 32, loaded and stored four at a time.
   GpuArch h200 = *findArch("h200");
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 128, d.C = 768, d.K = 768;
+  OpDesc d = matmul(128, 768, 768);
   TileParams p;
   p.Nb = 32, p.Kb = 32, p.Nt = 2, p.Kt = 2;
   p.Cin = 64;
@@ -559,9 +549,7 @@ TEST_CASE("COEF_r: registers past the cap a block's size sets spill",
   // 2 x 32 + 3 x 3 + 24 = 97 registers. 1024 threads may hold 64 each
   // (97 is past the estimate's error over it), 512 may hold 128.
   const GpuArch h200 = *findArch("h200");
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 1024, d.C = 1024, d.K = 1024;
+  OpDesc d = matmul(1024, 1024, 1024);
   TileParams p;
   p.Nt = 4, p.Kt = 8, p.Cin = 8;
   p.Nb = 128, p.Kb = 256;
@@ -578,9 +566,7 @@ TEST_CASE("COEF_r: registers past the cap a block's size sets spill",
 TEST_CASE("a matmul operand the generator fetches in quads costs a quarter "
           "per element",
           "[roofline]") {
-  OpDesc d;
-  d.kind = OpKind::MatMul;
-  d.N = 128, d.C = 768, d.K = 3072;
+  OpDesc d = matmul(128, 768, 3072);
   TileParams p;
   p.Nb = 64, p.Kb = 64, p.Nt = 2, p.Kt = 4, p.Cin = 64;
   p.format = formatIndex({'N', 'C', 'H', 'W'}); // A's rows outer
