@@ -2,7 +2,8 @@
 # On the GPU host (with .gpu-bin carried): issue 3's validation of the
 # performance model. For each of $MODELS (bert: BERT-base's GEMMs;
 # mobilenetv2: MobileNetV2's depthwise convs; resnet50: ResNet-50's convs,
-# the ops named in $RESNET_OPS; batch 1, random weights), `cuts validate`
+# the ops named in $RESNET_OPS; batch $BATCH (1; the CNNs also 64), random
+# weights), `cuts validate`
 # samples $SAMPLES (200) parameter sets per distinct op (half kept, half
 # spread over the pruned ranking), `cuts tune` times them, and
 # scripts/validate_report.py reports per op whether the fastest was kept, the
@@ -23,8 +24,8 @@ ops=${RESNET_OPS:-layer1.0/conv1,layer1.0/conv2,layer2.1/conv2,layer3.1/conv2,la
 for m in ${MODELS:-bert mobilenetv2 resnet50}; do
   case $m in
     bert) src=bert_base_s128_dyn20; args="--kinds matmul" ;;
-    mobilenetv2) src=mobilenetv2_b1_ts17; args="--kinds depthwise" ;;
-    resnet50) src=resnet50_b1_ts17; args="--kinds conv --ops $ops" ;;
+    mobilenetv2) src=mobilenetv2_b${BATCH:-1}_ts17; args="--kinds depthwise" ;;
+    resnet50) src=resnet50_b${BATCH:-1}_ts17; args="--kinds conv --ops $ops" ;;
     *) echo "unknown model $m"; continue ;;
   esac
   python3 test/models/inflate.py test/models/exported/$src.onnx /tmp/$src >/dev/null

@@ -9,7 +9,7 @@ large ops (batch 64: millions of sets each) need no full dump.
   scripts/validate_ranked.py score DIR:ranked.tsv [DIR:ranked.tsv ...]
 
 For each op: the measured fastest set's rank among all the op's sets and
-whether it is kept (top 1 %, at least 8); how much slower the fastest kept
+whether it is kept (top 1 %, at least 8, at most 4096); how much slower the fastest kept
 timed set is; the fastest of the first 8 distinct tilings among the timed
 sets (what the tuner times, approximately: it times the first 8 tilings of
 the whole space); Spearman(bound, measured); the share of sets that ran
@@ -55,7 +55,8 @@ def score(folder, tsv, verbose):
         n_ops += 1
         m = {p: us for p, us in m.items() if p in r}
         total = next(iter(r.values()))["total"]
-        k = min(total, max(8, -(-total // 100)))
+        # keepCount: the top 1 %, at least 8 and at most 4096 (PruneOptions)
+        k = min(total, max(8, min(4096, -(-total // 100))))
         best = min(m, key=m.get)
         kept = [p for p in m if r[p]["rank"] < k]
         slower = min(m[p] for p in kept) / m[best] if kept else float("inf")
