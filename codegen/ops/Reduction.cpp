@@ -189,10 +189,9 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
   const SharedFormat &f = sharedFormats()[p.format];
   bool rowsOuter =
       std::find(f.begin(), f.end(), 'N') < std::find(f.begin(), f.end(), 'C');
-  // Padded by four words where a thread reads the inner axis in runs of
-  // four (128-bit loads stay aligned), else by one.
+  // Padded as a matmul's tiles are (paddedPitch).
   int64_t inner = rowsOuter ? L : p.Nb, run = rowsOuter ? L : p.Nt;
-  int64_t padded = inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
+  int64_t padded = paddedPitch(inner, run);
   std::vector<int64_t> strides = rowsOuter ? std::vector<int64_t>{padded, 1}
                                            : std::vector<int64_t>{1, padded};
   int xs = k.body.addBuffer({"Xs",
