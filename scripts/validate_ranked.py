@@ -9,10 +9,10 @@ large ops (batch 64: millions of sets each) need no full dump.
   scripts/validate_ranked.py score DIR:ranked.tsv [DIR:ranked.tsv ...]
 
 For each op: the measured fastest set's rank among all the op's sets and
-whether it is kept (top 1 %, at least 8, at most 4096); how much slower the fastest kept
-timed set is; the fastest of the first 8 distinct tilings among the timed
-sets (what the tuner times, approximately: it times the first 8 tilings of
-the whole space); Spearman(bound, measured); the share of sets that ran
+whether it is kept (top 1 %, at least 8, at most 4096); how much slower the
+fastest kept timed set is; the fastest of the first 8 distinct tilings among
+the timed sets (what the tuner times, approximately: it times the first 8
+tilings of the whole space); Spearman(bound, measured); the share of sets that ran
 faster than their (finite) bound; a set COEF_r rules out has an infinite
 bound and is not counted. VERBOSE=1 lists the best-ranked timed sets.
 """

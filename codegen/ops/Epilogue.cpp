@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/ops/Kernel.h"
 
+#include <algorithm>
+
 namespace cuts::codegen {
 
 std::string accName(const int64_t local[4]) {
@@ -15,6 +17,20 @@ std::string accName(const int64_t local[4]) {
   for (int d = 0; d < 4; ++d)
     s += "_" + std::to_string(local[d]);
   return s;
+}
+
+std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
+                                 char colLetter, int64_t rows, int64_t cols,
+                                 int64_t rowRun, int64_t colRun) {
+  auto pos = [&](char c) {
+    return std::find(f.begin(), f.end(), c) - f.begin();
+  };
+  bool rowsOuter = pos(rowLetter) < pos(colLetter);
+  int64_t inner = rowsOuter ? cols : rows;
+  int64_t run = rowsOuter ? colRun : rowRun;
+  int64_t padded = paddedPitch(inner, run);
+  return rowsOuter ? std::vector<int64_t>{padded, 1}
+                   : std::vector<int64_t>{1, padded};
 }
 
 int64_t innerChunk(Kernel &k, int64_t channels, int64_t fmaPerChannel) {

@@ -149,6 +149,15 @@ static_assert(kMaxStagedFetch == kStagedFetchLimit,
 /// set as k.bodyStep (the body loops).
 int64_t innerChunk(Kernel &k, int64_t channels, int64_t fmaPerChannel);
 
+/// Strides of a 2-D shared tile (a matmul operand, a reduction's rows):
+/// rows follow `rowLetter` of the FORMAT_shared order, columns `colLetter`;
+/// the inner extent is padded by paddedPitch (`rowRun`, `colRun`: the
+/// elements a thread reads consecutively along each axis), which the
+/// performance model prices the fetch by too.
+std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
+                                 char colLetter, int64_t rows, int64_t cols,
+                                 int64_t rowRun, int64_t colRun);
+
 /// Builds k.exit: for every output of the block, the accumulator
 /// `accName(thread-local position)`, the epilogue, and the store into the
 /// output tensor `out` (added to k.tensors, with the epilogue operands).

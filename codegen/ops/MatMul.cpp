@@ -20,24 +20,6 @@ std::string accName2(int64_t i, int64_t j) {
   return accName(local);
 }
 
-// Shared-tile strides for a 2-D tile (rows follow `rowLetter` of the
-// FORMAT_shared order, columns `colLetter`), the inner extent padded by
-// paddedPitch (`rowRun`, `colRun`: consecutive elements a thread reads along
-// each axis), which the performance model prices the fetch by too.
-std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
-                                 char colLetter, int64_t rows, int64_t cols,
-                                 int64_t rowRun, int64_t colRun) {
-  auto pos = [&](char c) {
-    return std::find(f.begin(), f.end(), c) - f.begin();
-  };
-  bool rowsOuter = pos(rowLetter) < pos(colLetter);
-  int64_t inner = rowsOuter ? cols : rows;
-  int64_t run = rowsOuter ? colRun : rowRun;
-  int64_t padded = paddedPitch(inner, run);
-  return rowsOuter ? std::vector<int64_t>{padded, 1}
-                   : std::vector<int64_t>{1, padded};
-}
-
 } // namespace
 
 std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,

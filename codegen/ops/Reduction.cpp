@@ -187,13 +187,8 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
 
   // The block's rows in FORMAT_shared: rows (N) outer or columns (C) outer.
   const SharedFormat &f = sharedFormats()[p.format];
-  bool rowsOuter =
-      std::find(f.begin(), f.end(), 'N') < std::find(f.begin(), f.end(), 'C');
-  // Padded as a matmul's tiles are (paddedPitch).
-  int64_t inner = rowsOuter ? L : p.Nb, run = rowsOuter ? L : p.Nt;
-  int64_t padded = paddedPitch(inner, run);
-  std::vector<int64_t> strides = rowsOuter ? std::vector<int64_t>{padded, 1}
-                                           : std::vector<int64_t>{1, padded};
+  // Rows of L words, or columns of Nb, padded as a matmul's tiles are.
+  std::vector<int64_t> strides = tileStrides(f, 'N', 'C', p.Nb, L, p.Nt, L);
   int xs = k.body.addBuffer({"Xs",
                              dfg::Space::Shared,
                              {p.Nb, L},
