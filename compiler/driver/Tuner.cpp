@@ -8,6 +8,9 @@
 #include "runtime/Library.h"
 
 #include <nlohmann/json.hpp>
+#ifdef CUTS_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -283,6 +286,29 @@ template <typename Fn> struct OnExit {
   ~OnExit() { fn(); }
 };
 template <typename Fn> OnExit(Fn) -> OnExit<Fn>;
+
+/// An NVTX range named "cuts-tune:<key>" ('/' -> ':', which NVTX filters
+/// read as nesting) around a candidate's one sizing launch, so a profiler
+/// reads exactly one launch per candidate and names it:
+///   ncu --nvtx --nvtx-include "regex:cuts-tune:.*/" --print-nvtx-rename kernel
+/// (scripts/gpu_profile.sh). Free when no tool is attached.
+struct NvtxRange {
+  explicit NvtxRange(std::string name) {
+#ifdef CUTS_HAVE_NVTX
+    std::replace(name.begin(), name.end(), '/', ':');
+    nvtxRangePushA(("cuts-tune:" + name).c_str());
+#else
+    (void)name;
+#endif
+  }
+  ~NvtxRange() {
+#ifdef CUTS_HAVE_NVTX
+    nvtxRangePop();
+#endif
+  }
+  NvtxRange(const NvtxRange &) = delete;
+  NvtxRange &operator=(const NvtxRange &) = delete;
+};
 
 /// Idle NVRTC workers, kept for the process's next measure() (`cuts tune`
 /// measures in slices of 16 candidates).
@@ -594,7 +620,10 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
       return d->cuEventElapsedTime(&ms, e0, e1);
     };
     float first = 0;
-    r = timeOne(0, first);
+    {
+      NvtxRange range(c.key);
+      r = timeOne(0, first);
+    }
     std::vector<float> times;
     const char *how = "launches";
     auto best = groupBest.find(c.group);
