@@ -20,13 +20,8 @@ mkdir -p "$OUT" "$raw"
 ncu=${NCU:-$(command -v ncu || ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)}
 [ -x "$ncu" ] || { echo "no ncu on this host"; exit 1; }
 # What the bound counts (shared loads and their wavefronts, FFMAs, DRAM
-# bytes) and why a kernel waits (stall shares of active warps).
-stalls=""
-for s in short_scoreboard mio_throttle long_scoreboard barrier \
-  math_pipe_throttle wait not_selected lg_throttle dispatch_stall; do
-  stalls+=",smsp__warp_issue_stalled_${s}_per_warp_active.pct"
-done
-metrics=${METRICS:-gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem$stalls}
+# bytes) and why a kernel waits: the list profile_report.py reads back.
+metrics=${METRICS:-$(python3 scripts/profile_report.py metrics)}
 # Keep only the metrics this ncu knows, so one wrong name costs a column,
 # not the call.
 known=$("$ncu" --query-metrics 2>/dev/null | awk '{print $1}')
@@ -50,7 +45,7 @@ for op in ${ops//,/ }; do
     --print-nvtx-rename kernel --clock-control none --metrics "$keep" \
     --csv --page raw --log-file "$raw/$tag.csv" \
     $cuts tune "$d" --cache "$d/cache.json" --target-ms 0.1 | tail -1
-  echo "$op: profiled $(($(grep -c "cuts-tune:" "$raw/$tag.csv") - 2)) launches in $(($(date +%s) - start)) s"
+  echo "$op: profiled $(grep -c "cuts-tune:" "$raw/$tag.csv") launches in $(($(date +%s) - start)) s"
   cp "$d/validation.json" "$raw/$tag.validation.json"
   cp "$d/cache.json" "$raw/$tag.cache.json" 2>/dev/null
   # After each op, so a later op's timeout loses only that op. The device

@@ -3,12 +3,11 @@
 # performance model. For each of $MODELS (bert: BERT-base's GEMMs;
 # mobilenetv2: MobileNetV2's depthwise convs; resnet50: ResNet-50's convs,
 # the ops named in $RESNET_OPS; batch $BATCH (1; the CNNs also 64), random
-# weights), `cuts validate`
-# samples $SAMPLES (200) parameter sets per distinct op (half kept, half
-# spread over the pruned ranking), `cuts tune` times them, and
-# scripts/validate_report.py reports per op whether the fastest was kept, the
-# fastest and fastest kept sets' parameters, and the Spearman correlation of
-# PUL with measured throughput. Reports and caches go to $OUT/<model>.
+# weights), `cuts validate` samples $SAMPLES (200) parameter sets per
+# distinct op (half kept, half spread over the pruned ranking), `cuts tune`
+# times them, and scripts/validate_report.py reports per op whether the
+# fastest was kept, the fastest and fastest kept sets' parameters, and the
+# Spearman correlation of PUL with measured throughput. Reports and caches go to $OUT/<model>.
 # Resumable across calls: with $RESUME holding <model>/cache.json from an
 # earlier call, only what it lacks is timed; $MAX_SECONDS bounds each tune.
 # $CUTS (default .gpu-bin/bin/cuts) and $WORK (/tmp/val) pick another

@@ -2,6 +2,8 @@
 """Issue 3: the hardware counters of a validation sample (scripts/gpu_profile.sh)
 next to the performance model's counts.
 
+  scripts/profile_report.py metrics
+      the counters scripts/gpu_profile.sh asks ncu for, comma-separated.
   scripts/profile_report.py extract PROFILE_DIR OUT_DIR
       ncu's raw CSVs (<op>.csv) -> compact <op>.tsv (the candidate's key and
       the counters below), with <op>.validation.json copied alongside.
@@ -27,7 +29,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from validate_report import spearman  # noqa: E402
+from validate_ranked import load as load_dump  # noqa: E402
 from validate_rerank import norm_new  # noqa: E402
+
+# The GPU the counters come from (its descriptor: SMs, DRAM bandwidth).
+ARCH = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                   "..", "perfmodel", "arch", "h200.json")))
 
 METRICS = [
     "gpu__time_duration.sum",
@@ -76,19 +83,6 @@ def extract(src, out):
             shutil.copy(v, out)
 
 
-def load_dump(path):
-    rows = {}
-    with open(path) as f:
-        hdr = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            x = line.rstrip("\n").split("\t")
-            if x[0].startswith("#"):
-                continue
-            rows[(x[0], norm_new(x[1]))] = {
-                k: float(v) for k, v in zip(hdr[2:], x[2:])}
-    return rows
-
-
 def layout(params):
     f = re.search(r"FORMAT_shared (\w+)", params).group(1)
     return "C inner" if f.endswith("C") else "W inner" if f.endswith("W") \
@@ -135,14 +129,14 @@ def compare(folder, dump, cache):
                 continue
             # The SM's clock during the run, from the counters themselves.
             ghz = m["sm__cycles_elapsed.max"] / m["gpu__time_duration.sum"]
-            sms = 132  # H200
+            sms = ARCH["numSM"]
             floor = max(
                 m["smsp__inst_executed.sum"] / (4 * sms * ghz * 1e3),
                 (m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] +
                  m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"]) /
                 (sms * ghz * 1e3),
                 (m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]) /
-                4.8e6)
+                (ARCH["bwGlobal"] * 1e-6))
             floors.append(floor)
             bounds.append(r["tlb"])
             us.append(t)
@@ -156,7 +150,9 @@ def compare(folder, dump, cache):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 4 and sys.argv[1] == "extract":
+    if len(sys.argv) == 2 and sys.argv[1] == "metrics":
+        print(",".join(METRICS))
+    elif len(sys.argv) >= 4 and sys.argv[1] == "extract":
         extract(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == "compare":
         compare(sys.argv[2], sys.argv[3],
