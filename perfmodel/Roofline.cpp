@@ -637,6 +637,20 @@ double blockIssueCycles(double instructions, const TileParams &p,
   return instructions * std::ceil(warps / 4.0);
 }
 
+double closedQueueThroughput(int64_t customers, double demand, double delay) {
+  // Exact mean-value analysis (Reiser and Lavenberg, 1980) of one queueing
+  // station and one delay: with n customers, a visit to the queue takes
+  // demand x (1 + the queue's length at n - 1), and the throughput is n
+  // over that plus the delay (Little's law round the loop).
+  double queue = 0, throughput = 0;
+  for (int64_t n = 1; n <= std::max<int64_t>(1, customers); ++n) {
+    double residence = demand * (1 + queue);
+    throughput = double(n) / (residence + delay);
+    queue = throughput * residence;
+  }
+  return throughput;
+}
+
 double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
                         const GpuArch &a) {
   double clock = a.clockGHz * 1e9;
@@ -654,13 +668,20 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
   // A busy SM runs its blocks in waves of the resident ones.
   int64_t resident = std::max<int64_t>(1, b.residentBlocks);
   int64_t waves = wavesPerSM(b.numBlocks, resident, a);
-  if (b.chainSteps > 0) { // each iteration also issues its share of the work
+  if (b.chainSteps > 0) {
+    // Each iteration waits for its fetch and also issues its share of the
+    // work; the resident blocks share the SM's issue slots (4 a cycle), so
+    // one block's wait hides behind the others' issue only as far as their
+    // waits do not coincide: a closed queue of `resident` blocks.
     double iterations = b.chainSteps / double(waves);
-    b.latencyChainSeconds =
-        b.chainSteps *
-        (a.latIterCycles * b.fetchRounds +
-         blockIssueCycles(instructions / iterations, p, a)) /
-        clock;
+    double perIteration = instructions / iterations;
+    double alone = blockIssueCycles(perIteration, p, a);
+    double demand = warps * perIteration / 4.0;
+    double delay =
+        a.latIterCycles * b.fetchRounds + std::max(0.0, alone - demand);
+    b.latencyChainSeconds = double(waves * resident) * iterations /
+                            closedQueueThroughput(resident, demand, delay) /
+                            clock;
   }
   double warpsPerSM = double(waves * resident) * warps;
   // A scheduler issues one instruction a cycle while its warps cover each

@@ -391,11 +391,11 @@ TEST_CASE("the tuner times one set of each tiling before a second format",
 TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
           "above a kept one is dropped",
           "[roofline]") {
-  // BERT's projection at batch 1 (128 x 768 x 768): 44 sets share the
+  // BERT's projection at batch 4 (512 x 768 x 768): 17 sets share the
   // worst kept PUL exactly (the same ceiling binds them alike), more than
   // the top 1 % has room for, so headroom chooses among them.
   const GpuArch arch = *findArch("h200");
-  OpDesc d = matmul(128, 768, 768);
+  OpDesc d = matmul(512, 768, 768);
   SearchResult r = searchParams(d, arch);
   REQUIRE(r.kept.size() > 8);
   const Bound &worst = r.kept.back().bound;
@@ -417,6 +417,29 @@ TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
   // PUL alone cannot choose the last kept sets: headroom does.
   CHECK(tied > int64_t(r.kept.size()) - better);
   CHECK(droppedHeadroom <= worst.headroom);
+}
+
+TEST_CASE("resident blocks share the SM's issue: a closed queue",
+          "[roofline]") {
+  // One block: its wait, then its issue.
+  CHECK(closedQueueThroughput(1, 100, 300) == Approx(1.0 / 400));
+  // Two, by hand: the second finds the first in the queue a quarter of the
+  // time (100 of 400 cycles), so its visit takes 125 cycles.
+  CHECK(closedQueueThroughput(2, 100, 300) == Approx(2.0 / 425));
+  double last = 0;
+  for (int64_t n = 1; n <= 64; ++n) {
+    double x = closedQueueThroughput(n, 100, 300);
+    CHECK(x >= last); // more blocks never hurt
+    // Under both asymptotes: n blocks never waiting on one another, and the
+    // queue never idle.
+    CHECK(x <= std::min(double(n) / 400, 1.0 / 100) * (1 + 1e-12));
+    last = x;
+  }
+  CHECK(last == Approx(1.0 / 100).epsilon(1e-3));
+  // The asymptotes meet at 4 blocks; there the queue gives only 3.18 blocks'
+  // worth: their waits coincide.
+  CHECK(closedQueueThroughput(4, 100, 300) * 400 ==
+        Approx(3.176).epsilon(0.001));
 }
 
 TEST_CASE("LATRatio: the C_input iterations' latency chain bounds the time",
