@@ -4,7 +4,8 @@
 # build compiles it with --tune (its own tuning cache, $TUNE_SECONDS each)
 # and `cuts bench --graph` times the artifact, then again in the other
 # order, so neither build always runs on a warmer GPU. $A (the base,
-# .gpu-bin-base/bin/cuts) and $B (.gpu-bin/bin/cuts) pick the builds.
+# .gpu-bin-base/bin/cuts, a copy of .gpu-bin with another cuts) and $B
+# (.gpu-bin/bin/cuts) pick the builds.
 # Prints one row a model and build last; logs and caches go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,8 +33,9 @@ for m in ${MODELS:-resnet50_b64_ts17 mobilenetv2_b64_ts17}; do
   done
   for side in A B; do
     d=$OUT/$m-$side
-    rows+=("$m $side compile $(cat $d/compile_s 2>/dev/null)s | $(head -1 $d/bench1.txt 2>/dev/null) | $(head -1 $d/bench2.txt 2>/dev/null)")
+    rows+=("$m $side compile $(tail -1 $d/compile_s 2>/dev/null)s | $(grep -o 'median [0-9.]* ms' $d/bench1.txt | head -1) | $(grep -o 'median [0-9.]* ms' $d/bench2.txt | head -1)")
+    echo "${rows[-1]}" >> $OUT/table.txt
   done
-  rm -rf $OUT/$m-*/out/kernels
+  rm -rf $OUT/$m-*/out # the artifacts hold the weights
 done
 printf '%s\n' "${rows[@]}"
