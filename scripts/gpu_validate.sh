@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU host (with .gpu-bin carried): issue 3's validation of the
 # performance model. For each of $MODELS (bert: BERT-base's GEMMs;
-# mobilenetv2: MobileNetV2's depthwise convs; resnet50: ResNet-50's convs,
+# mobilenetv2: MobileNetV2's depthwise convs; mobilenetv2-1x1: five of its
+# 1x1 convs, the ops named in $MNV2_OPS; resnet50: ResNet-50's convs,
 # the ops named in $RESNET_OPS; batch $BATCH (1; the CNNs also 64), random
 # weights), `cuts validate` samples $SAMPLES (200) parameter sets per
 # distinct op (half kept, half spread over the pruned ranking), `cuts tune`
@@ -20,10 +21,13 @@ mkdir -p "$OUT"
 cuts=${CUTS:-$PWD/.gpu-bin/bin/cuts}
 w=${WORK:-/tmp/val}
 ops=${RESNET_OPS:-layer1.0/conv1,layer1.0/conv2,layer2.1/conv2,layer3.1/conv2,layer3.1/conv3,layer4.1/conv2}
+# MobileNetV2's 1x1 convs (expansion and projection) of call 68.
+mnv2ops=${MNV2_OPS:-features.1/conv/conv.1/,features.2/conv/conv.0/conv.0.0/,features.3/conv/conv.0/conv.0.0/,features.5/conv/conv.0/conv.0.0/,features.8/conv/conv.0/conv.0.0/}
 for m in ${MODELS:-bert mobilenetv2 resnet50}; do
   case $m in
     bert) src=bert_base_s128_dyn20; args="--kinds matmul" ;;
     mobilenetv2) src=mobilenetv2_b${BATCH:-1}_ts17; args="--kinds depthwise" ;;
+    mobilenetv2-1x1) src=mobilenetv2_b${BATCH:-1}_ts17; args="--kinds conv --ops $mnv2ops" ;;
     resnet50) src=resnet50_b${BATCH:-1}_ts17; args="--kinds conv --ops $ops" ;;
     *) echo "unknown model $m"; continue ;;
   esac
