@@ -294,10 +294,10 @@ double blockIssueCycles(double instructions, const TileParams &p,
 /// thesis): exact mean-value analysis of that closed queue. One block gives
 /// 1 / (demand + delay); many give 1 / demand. The roofline's max(blocks x
 /// demand, demand + delay) assumes the blocks' waits never coincide: on
-/// ResNet-50's batch-64 convs (H200, ncu) the fastest sets issued in 65-77 %
-/// of cycles and the first the bound ranked in 50-63 %, most of the
-/// difference in stalls on global loads, and it ranked the fastest set of
-/// layer2.1's 3x3 conv 4,096th (4,096 kept); with the queue, 3,051st.
+/// ResNet-50's batch-64 convs (H200, ncu) the fastest sets issued in 65-78 %
+/// of cycles and the first the bound ranked in 52-73 %, in part from stalls
+/// on global loads, and it ranked the fastest set of layer2.1's 3x3 conv
+/// 4,096th, the first pruned; with the queue, 3,051st.
 double closedQueueThroughput(int64_t customers, double demand, double delay);
 /// Sets b's GMRatio and SMRatio under the issue roofline and returns PUL
 /// before LATRatio (b's other fields computed).
