@@ -95,6 +95,10 @@ enum class Op {
   Xor,
   Not,
   Where,   // in0 ? in1 : in2
+  Pick,    // Concat: in[i] loads part i of a global tensor concatenated
+           // along buffer axis `value`; the value of the one part the
+           // position falls in (0 in none). Only that part is read: the
+           // emitter finds it by bisecting the offsets.
   LaneSum, // in0 summed over the `value` lanes that share a row (a warp's
   LaneMax, // shuffles; every lane gets the result)
   Barrier, // orders the shared-memory accesses before and after it

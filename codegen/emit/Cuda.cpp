@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -176,6 +177,11 @@ private:
   std::string gatherPosition(const dfg::Graph &g, int value, int64_t extent,
                              const std::string &indent);
   void emitGraph(const dfg::Graph &g, const std::string &indent);
+  // A Pick: bisects its parts' offsets along the concat axis, so a thread
+  // evaluates log2(parts) comparisons and reads one part (the loads in
+  // `deferred` are emitted in the branch, the others read by name).
+  void emitPick(const dfg::Graph &g, int id, const std::set<int> &deferred,
+                const std::string &indent);
   // A run of fp32 accesses at consecutive words of a buffer's unit-stride
   // axis whose first word every thread reaches is `width`-aligned, so one
   // 8- or 16-byte access does them all (`ids` by position).
@@ -318,6 +324,8 @@ std::string opName(Op op) {
     return "pred";
   case Op::Where:
     return "sel";
+  case Op::Pick:
+    return "cat";
   case Op::LaneSum:
     return "rowsum";
   case Op::LaneMax:
@@ -529,6 +537,39 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
     names[{&g, r.ids[j]}] = v + "." + lane[j];
 }
 
+void Emitter::emitPick(const dfg::Graph &g, int id,
+                       const std::set<int> &deferred, const std::string &ind) {
+  const dfg::Node &n = g.node(id);
+  size_t axis = size_t(n.value);
+  std::string v = nameOf(g, id), zero = typedNum(0, n.type);
+  os << ind << typeName(n.type) << " " << v << ";\n";
+  // Parts [lo, hi): at one, its value (0 outside it, as every global
+  // load); else the position's side of the middle part's offset.
+  std::function<void(size_t, size_t, const std::string &)> part =
+      [&](size_t lo, size_t hi, const std::string &at) {
+        const dfg::Node &l = g.node(n.in[lo]);
+        const dfg::Buffer &b = g.buffer(l.buffer);
+        if (hi - lo == 1) {
+          std::string value = deferred.count(n.in[lo])
+                                  ? "(" + inside(b, l.index) + ") ? " + b.name +
+                                        "[" + address(b, l.index) +
+                                        "] : " + zero
+                                  : nameOf(g, n.in[lo]);
+          os << at << v << " = " << value << ";\n";
+          return;
+        }
+        size_t mid = (lo + hi) / 2;
+        const dfg::Node &m = g.node(n.in[mid]);
+        os << at << "if (" << position(g.buffer(m.buffer), axis, m.index[axis])
+           << " >= 0) {\n";
+        part(mid, hi, at + "  ");
+        os << at << "} else {\n";
+        part(lo, mid, at + "  ");
+        os << at << "}\n";
+      };
+  part(0, n.in.size(), ind);
+}
+
 void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   // §3.3.3: thread 0's chunk of the final stores and results, and what it
   // reaches; every thread runs the same code shifted by its coordinates.
@@ -537,7 +578,23 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     finals.push_back(r);
   std::vector<int> chunk = dfg::threadZeroChunk(g, finals, ph.threadExt);
   std::vector<int> order = g.reachedFrom(chunk);
-  std::map<int, VectorRun> runs = vectorRuns(g, order);
+  // The loads only a Pick reads are emitted inside its branches (so only
+  // the part a position falls in is read), not in order nor in runs.
+  std::map<int, int> readers, pickReaders;
+  for (int id : order)
+    for (int in : g.node(id).in) {
+      ++readers[in];
+      pickReaders[in] += g.node(id).op == Op::Pick;
+    }
+  std::set<int> deferred;
+  for (const auto &[id, n] : pickReaders)
+    if (n > 0 && n == readers[id] && g.node(id).op == Op::Load)
+      deferred.insert(id);
+  std::vector<int> eager;
+  for (int id : order)
+    if (!deferred.count(id))
+      eager.push_back(id);
+  std::map<int, VectorRun> runs = vectorRuns(g, eager);
   std::set<int> inRun; // emitted with their run, at another node's place
   for (const auto &[at, r] : runs)
     for (int id : r.ids)
@@ -545,7 +602,7 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
         inRun.insert(id);
   for (int id : order) {
     const dfg::Node &n = g.node(id);
-    if (inRun.count(id))
+    if (inRun.count(id) || deferred.count(id))
       continue;
     if (auto r = runs.find(id); r != runs.end()) {
       emitVectorRun(g, r->second, ind);
@@ -667,6 +724,9 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     case Op::Where:
       expr = x + " ? " + in(1) + " : " + in(2);
       break;
+    case Op::Pick:
+      emitPick(g, id, deferred, ind);
+      continue;
     case Op::LaneSum:
     case Op::LaneMax: {
       // Butterfly over the lanes sharing a row: after log2(G) exchanges

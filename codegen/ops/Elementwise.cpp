@@ -133,6 +133,16 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
         return std::nullopt;
       }
       args.push_back(a >= 0 ? stepTypes[a] : in[-1 - a].type);
+      // A Pick reads its parts itself: each an input along the output's
+      // axes, the same type, its positions outside it reading 0.
+      if (steps[i].op == dfg::Op::Pick &&
+          (a >= 0 || !in[-1 - a].outsideReadsZero ||
+           in[-1 - a].shape.size() != r || args.back() != args.front() ||
+           steps[i].value < 0 || steps[i].value >= double(r))) {
+        error = "step " + std::to_string(i) +
+                " picks from something other than concatenated inputs";
+        return std::nullopt;
+      }
     }
     stepTypes.push_back(dfg::resultType(steps[i].op, args, steps[i].cast));
   }

@@ -760,16 +760,16 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
       continue;
     }
     if (auto cat = llvm::dyn_cast<ConcatOp>(op)) {
-      // out = the sum over the inputs, each read shifted back by its offset
-      // along the axis; where an input does not cover a position it reads
-      // 0, so exactly one term is not 0.
+      // out = the input whose span along the axis holds the position, read
+      // shifted back by its offset (a Pick: the emitter bisects the
+      // offsets and reads that input alone).
       auto res = shapeOf(cat.getResult());
       if (res != out) {
         error = opName(op) + ": a concat is fused only as the kernel's output";
         return std::nullopt;
       }
       int64_t axis = cat.getAxis(), offset = 0;
-      std::optional<int> sum; // a step argument: -1 is input 0
+      std::vector<int> parts; // step arguments: -1 is input 0
       for (mlir::Value v : cat.getInputs()) {
         if (!fromOutside(op, v))
           return std::nullopt;
@@ -783,16 +783,11 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
           x.step.push_back(1);
         }
         offset += shape[axis];
-        int arg = -1 - int(inputs.size());
+        parts.push_back(-1 - int(inputs.size()));
         inputs.push_back(x);
-        if (!sum) {
-          sum = arg;
-          continue;
-        }
-        steps.push_back({Op::Add, {*sum, arg}, 0, 0});
-        sum = int(steps.size()) - 1;
       }
-      stepOf[op] = *sum;
+      steps.push_back({Op::Pick, parts, double(axis), 0});
+      stepOf[op] = int(steps.size()) - 1;
       continue;
     }
     if (auto sl = llvm::dyn_cast<SliceOp>(op)) {

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -222,4 +223,70 @@ TEST_CASE("an attention mask from int64 through bool to fp32", "[codegen]") {
     for (int64_t q = 0; q < S; ++q)
       for (int64_t kv = 0; kv < S; ++kv)
         CHECK(y[(b * S + q) * S + kv] == (mask[b * S + kv] ? 0.0f : low));
+}
+
+TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
+  // y = concat(p0..p4, axis 1) of uneven parts (3, 1, 4, 2, 6 channels):
+  // a Pick bisects the offsets. Bitwise equal, -0.0 included (a sum of
+  // zero-filled parts would turn it into +0.0), for tiles that straddle
+  // parts and overhang the output.
+  const std::vector<int64_t> widths{3, 1, 4, 2, 6};
+  std::vector<int64_t> out{2, 16, 3, 5};
+  std::vector<ElementwiseInput> in;
+  std::vector<int> parts;
+  int64_t offset = 0;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    ElementwiseInput x{"p" + std::to_string(i), {2, widths[i], 3, 5}};
+    x.outsideReadsZero = true;
+    x.follows = {0, 1, 2, 3};
+    x.start = {0, -offset, 0, 0};
+    x.step = {1, 1, 1, 1};
+    offset += widths[i];
+    parts.push_back(-1 - int(i));
+    in.push_back(x);
+  }
+  std::vector<ElementwiseStep> steps{{dfg::Op::Pick, parts, 1}};
+  std::vector<TileParams> params(2);
+  params[0].Kb = 4, params[0].Hb = 2, params[0].Wb = 4;
+  params[0].Kt = 2, params[0].Wt = 2;
+  params[1].Nb = 2, params[1].Kb = 8, params[1].Wb = 8;
+  params[1].Nt = 1, params[1].Kt = 4, params[1].Wt = 4;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<std::vector<float>> data;
+  for (const auto &x : in) {
+    data.emplace_back(numel(x.shape));
+    for (float &v : data.back())
+      v = dist(rng);
+    data.back()[1] = -0.0f;
+  }
+  for (const TileParams &p : params) {
+    std::string err;
+    auto k = buildElementwise("concat", out, in, steps, p, err);
+    INFO(err);
+    REQUIRE(k);
+    std::vector<float> y(numel(out), std::numeric_limits<float>::quiet_NaN());
+    std::map<std::string, void *> buffers{{"Y", y.data()}};
+    for (size_t i = 0; i < in.size(); ++i)
+      buffers[in[i].name] = data[i].data();
+    REQUIRE(runOnHost(*k, buffers, err));
+    int64_t mismatches = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0, part = 0, first = 0; c < 16; ++c) {
+        if (c - first == widths[part])
+          first += widths[part++];
+        for (int64_t hw = 0; hw < 15; ++hw) {
+          float want = data[part][(n * widths[part] + c - first) * 15 + hw];
+          float got = y[(n * 16 + c) * 15 + hw];
+          mismatches += std::memcmp(&want, &got, sizeof want) != 0;
+        }
+      }
+    CHECK(mismatches == 0);
+  }
+  // Parts that are not concatenated inputs are refused.
+  std::vector<ElementwiseStep> bad{{dfg::Op::Relu, {-1}},
+                                   {dfg::Op::Pick, {0, -2}, 1}};
+  std::string err;
+  CHECK_FALSE(buildElementwise("bad", out, in, bad, params[0], err));
+  CHECK(err.find("concatenated") != std::string::npos);
 }
