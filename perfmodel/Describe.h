@@ -25,7 +25,8 @@ std::optional<OpDesc> describeOp(mlir::Operation *op);
 /// Full-size tensor operands of op that come from outside `inside` (what a
 /// register-level fused op reads from global memory besides its
 /// predecessor's output). Scalars and per-channel vectors are not counted:
-/// they are loaded once per block.
+/// they are loaded once per block. A concat's operands count as one: each
+/// output element is read from one of them.
 int externalInputs(mlir::Operation *op,
                    const llvm::SmallPtrSetImpl<mlir::Operation *> &inside);
 

@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <catch2/catch.hpp>
 
@@ -237,4 +238,23 @@ func.func @main(%a: tensor<128x64xf32>) -> tensor<128x256xf32> {
   // The matmul's block produces whole rows of the softmax.
   CHECK(e->predecessorBest.params.Kb == 256);
   CHECK(e->predecessorBest.params.Nb == e->best.params.Nb);
+}
+
+TEST_CASE("a concat reads its output's worth, however many operands",
+          "[fusion]") {
+  // Four parts of 8 channels each (each 1/4 of the output): one full-size
+  // read, not four. The add beside it reads two.
+  Graph g(R"mlir(
+func.func @main(%a: tensor<1x8x4x4xf32>, %b: tensor<1x8x4x4xf32>, %c: tensor<1x8x4x4xf32>, %d: tensor<1x8x4x4xf32>, %r: tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32> {
+  %0 = cuts.concat %a, %b, %c, %d {axis = 1 : i64} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %1 = cuts.add %0, %r : (tensor<1x32x4x4xf32>, tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32>
+  return %1 : tensor<1x32x4x4xf32>
+}
+)mlir");
+  REQUIRE(g.ops.size() == 2);
+  CHECK(describeOp(g.ops[0])->inputs == 1);
+  CHECK(describeOp(g.ops[1])->inputs == 2);
+  llvm::SmallPtrSet<mlir::Operation *, 2> group;
+  group.insert(g.ops[0]);
+  CHECK(externalInputs(g.ops[1], group) == 1);
 }
