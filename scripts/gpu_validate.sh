@@ -3,7 +3,9 @@
 # performance model. For each of $MODELS (bert: BERT-base's GEMMs;
 # mobilenetv2: MobileNetV2's depthwise convs; mobilenetv2-1x1: five of its
 # 1x1 convs, the ops named in $MNV2_OPS; resnet50: ResNet-50's convs,
-# the ops named in $RESNET_OPS; batch $BATCH (1; the CNNs also 64), random
+# the ops named in $RESNET_OPS; resnet50-simple: its pools and two Adds
+# ($RESNET_SIMPLE_OPS); densenet121-simple: DenseNet-121's block concats
+# and a pool ($DENSENET_SIMPLE_OPS); batch $BATCH (1; the CNNs also 64), random
 # weights), `cuts validate` samples $SAMPLES (200) parameter sets per
 # distinct op (half kept, half spread over the pruned ranking), `cuts tune`
 # times them, and scripts/validate_report.py reports per op whether the
@@ -29,6 +31,10 @@ for m in ${MODELS:-bert mobilenetv2 resnet50}; do
     mobilenetv2) src=mobilenetv2_b${BATCH:-1}_ts17; args="--kinds depthwise" ;;
     mobilenetv2-1x1) src=mobilenetv2_b${BATCH:-1}_ts17; args="--kinds conv --ops $mnv2ops" ;;
     resnet50) src=resnet50_b${BATCH:-1}_ts17; args="--kinds conv --ops $ops" ;;
+    resnet50-simple) src=resnet50_b${BATCH:-1}_ts17
+      args="--kinds pool,reduction,elementwise --ops ${RESNET_SIMPLE_OPS:-/maxpool/,/avgpool/,layer1.0/Add,layer3.0/Add}" ;;
+    densenet121-simple) src=densenet121_b${BATCH:-1}_ts17
+      args="--kinds pool,elementwise --ops ${DENSENET_SIMPLE_OPS:-denseblock1/Concat,denseblock2/Concat,denseblock3/Concat,denseblock4/Concat,denseblock1/denselayer3/Concat,transition1/pool/}" ;;
     *) echo "unknown model $m"; continue ;;
   esac
   python3 test/models/inflate.py test/models/exported/$src.onnx /tmp/$src >/dev/null

@@ -80,8 +80,11 @@ TEST_CASE("dump every parameter set of a model's convs and matmuls",
   std::map<std::string, std::string> seen; // op key -> the first op's name
   module->walk([&](mlir::Operation *op) {
     auto d = describeOp(op);
-    if (!d || !(d->kind == OpKind::MatMul || d->kind == OpKind::Conv ||
-                d->kind == OpKind::DepthwiseConv))
+    // With EXP_SETS every kind (the named ops only); else the complex ops
+    // and depthwise convs.
+    if (!d || (only.empty() &&
+               !(d->kind == OpKind::MatMul || d->kind == OpKind::Conv ||
+                 d->kind == OpKind::DepthwiseConv)))
       return;
     std::string name = op->getName().getStringRef().str();
     if (auto l = llvm::dyn_cast<mlir::NameLoc>(op->getLoc()))

@@ -23,6 +23,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -84,9 +85,12 @@ void usage(llvm::raw_ostream &os) {
         "                    [--peak-tflops F] [--bandwidth-gbs B]\n"
         "      run and time a compiled model (see cuts run --help)\n"
         "  validate MODEL.onnx --arch ARCH -o DIR [--samples N]\n"
-        "                    [--kinds conv,depthwise,matmul] [--ops NAME,...]\n"
-        "      samples N (200) parameter sets of every distinct conv and\n"
-        "      matmul, kept and pruned, as kernels for cuts tune DIR; then\n"
+        "                    [--kinds conv,depthwise,matmul,...] [--ops "
+        "NAME,...]\n"
+        "      samples N (200) parameter sets of every distinct op of the\n"
+        "      kinds (conv, depthwise, matmul; also pool, batch_norm,\n"
+        "      elementwise, reduction), kept and pruned, as kernels for\n"
+        "      cuts tune DIR; then\n"
         "      scripts/validate_report.py DIR checks the model's pruning\n"
         "  arch [--json] | arch --probe [-o FILE.json]\n"
         "      the known GPU descriptors; --probe measures the local GPU\n"
@@ -681,15 +685,22 @@ int cmdValidate(const std::vector<std::string> &args) {
       kinds.clear();
       llvm::SmallVector<llvm::StringRef> names;
       llvm::StringRef(args[++k]).split(names, ',');
+      // The op families of the model (opKindName), "depthwise" for short.
+      static const std::pair<const char *, cuts::OpKind> known[] = {
+          {"conv", cuts::OpKind::Conv},
+          {"depthwise", cuts::OpKind::DepthwiseConv},
+          {"matmul", cuts::OpKind::MatMul},
+          {"pool", cuts::OpKind::Pool},
+          {"batch_norm", cuts::OpKind::BatchNorm},
+          {"elementwise", cuts::OpKind::Elementwise},
+          {"reduction", cuts::OpKind::Reduction}};
       for (llvm::StringRef n : names) {
-        if (n == "conv")
-          kinds.push_back(cuts::OpKind::Conv);
-        else if (n == "depthwise")
-          kinds.push_back(cuts::OpKind::DepthwiseConv);
-        else if (n == "matmul")
-          kinds.push_back(cuts::OpKind::MatMul);
-        else
-          return error("", "--kinds takes conv, depthwise, matmul");
+        auto it = std::find_if(std::begin(known), std::end(known),
+                               [&](const auto &k) { return n == k.first; });
+        if (it == std::end(known))
+          return error("", "--kinds takes conv, depthwise, matmul, pool, "
+                           "batch_norm, elementwise, reduction");
+        kinds.push_back(it->second);
       }
     } else if (a == "--ops" && k + 1 < args.size()) {
       llvm::SmallVector<llvm::StringRef> names;
@@ -712,7 +723,7 @@ int cmdValidate(const std::vector<std::string> &args) {
   }
   if (model.empty() || outDir.empty() || archName.empty())
     return error("", "validate: usage: cuts validate MODEL.onnx --arch ARCH "
-                     "-o DIR [--samples N] [--kinds conv,depthwise,matmul] "
+                     "-o DIR [--samples N] [--kinds conv,depthwise,matmul,...] "
                      "[--ops NAME,...]");
   auto arch = resolveArch(archName);
   if (!arch)
