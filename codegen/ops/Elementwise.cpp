@@ -126,6 +126,7 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
   std::vector<dfg::Type> stepTypes;
   for (size_t i = 0; i < steps.size(); ++i) {
     std::vector<dfg::Type> args;
+    int64_t lastOffset = -1; // a Pick's parts: offsets rising, as bisected
     for (int a : steps[i].args) {
       if (a >= int(i) || -1 - a >= int(in.size())) {
         error = "step " + std::to_string(i) +
@@ -134,15 +135,23 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
       }
       args.push_back(a >= 0 ? stepTypes[a] : in[-1 - a].type);
       // A Pick reads its parts itself: each an input along the output's
-      // axes, the same type, its positions outside it reading 0.
-      if (steps[i].op == dfg::Op::Pick &&
-          (a >= 0 || !in[-1 - a].outsideReadsZero ||
-           in[-1 - a].shape.size() != r || args.back() != args.front() ||
-           steps[i].value < 0 || steps[i].value >= double(r))) {
+      // axes, the same type, its positions outside it reading 0, each
+      // starting along the axis past the one before (the emitter bisects
+      // their offsets in argument order).
+      if (steps[i].op != dfg::Op::Pick)
+        continue;
+      size_t axis = size_t(steps[i].value);
+      bool part = a < 0 && steps[i].value >= 0 && axis < r &&
+                  in[-1 - a].outsideReadsZero && in[-1 - a].shape.size() == r &&
+                  args.back() == args.front();
+      int64_t offset =
+          part && !in[-1 - a].start.empty() ? -in[-1 - a].start[axis] : 0;
+      if (!part || offset <= lastOffset) {
         error = "step " + std::to_string(i) +
                 " picks from something other than concatenated inputs";
         return std::nullopt;
       }
+      lastOffset = offset;
     }
     stepTypes.push_back(dfg::resultType(steps[i].op, args, steps[i].cast));
   }

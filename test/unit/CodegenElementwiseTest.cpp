@@ -289,4 +289,9 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
   std::string err;
   CHECK_FALSE(buildElementwise("bad", out, in, bad, params[0], err));
   CHECK(err.find("concatenated") != std::string::npos);
+  // So are parts out of offset order: the bisection would misread them.
+  std::vector<ElementwiseStep> swapped{{dfg::Op::Pick, {-2, -1, -3}, 1}};
+  err.clear();
+  CHECK_FALSE(buildElementwise("swapped", out, in, swapped, params[0], err));
+  CHECK(err.find("concatenated") != std::string::npos);
 }
