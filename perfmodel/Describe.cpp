@@ -75,17 +75,14 @@ int externalInputs(mlir::Operation *op,
                    const llvm::SmallPtrSetImpl<mlir::Operation *> &inside) {
   int n = 0;
   auto out = tensorType(op->getResult(0));
-  // A concat reads each output element from one operand: its operands
-  // together are one full-size read, however many there are.
-  if (llvm::isa<ConcatOp>(op))
-    return llvm::any_of(op->getOperands(), [&](mlir::Value v) {
-      mlir::Operation *def = v.getDefiningOp();
-      return !def || !inside.contains(def);
-    });
   for (mlir::Value v : op->getOperands()) {
     mlir::Operation *def = v.getDefiningOp();
     if (def && inside.contains(def))
       continue;
+    // A concat reads each output element from one operand: its operands
+    // together are one full-size read, however many there are.
+    if (llvm::isa<ConcatOp>(op))
+      return 1;
     auto t = tensorType(v);
     // Operands much smaller than the result are reused across the block.
     if (t && out && t.getNumElements() * 8 >= out.getNumElements())
