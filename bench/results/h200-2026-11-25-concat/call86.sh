@@ -2,7 +2,7 @@
 # Call 86: simple ops validated (B: Pick concat, concat read once), then
 # DenseNet-121 b64 A/B (A: HEAD d652715's build).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."  # the repository root
 t0=$(date +%s)
 BATCH=64 MODELS="densenet121-simple resnet50-simple" MAX_SECONDS=${MAX_SECONDS:-90} OUT=$OUT/val \
   scripts/gpu_validate.sh > $OUT/val.log 2>&1
