@@ -55,6 +55,11 @@ struct GpuArch {
   /// measured (cuts-probe); 0 where not measured. Optional in the JSON;
   /// recorded for the model's known gap (a grid on few SMs), not used yet.
   double bwL2PerSM = 0;
+  /// Cycles between two blocks an SM starts when the blocks do nothing,
+  /// measured (cuts-probe, the least over block sizes); 0 where not
+  /// measured. Optional in the JSON. A grid of many small blocks cannot run
+  /// faster than its blocks per SM times this.
+  double blockDispatchCycles = 0;
 
   /// R_peak / BW_global: the roofline's ridge point in FLOP per byte.
   double ridgePoint() const { return perfPeakFp32 / bwGlobal; }

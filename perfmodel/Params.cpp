@@ -118,6 +118,13 @@ void forEachCinputAndFormat(const OpDesc &d, TileParams p,
                             const std::vector<int64_t> &cins, Fn &&fn) {
   for (int64_t cin : cins) {
     p.Cin = cin;
+    // Elementwise and batch-norm kernels stage nothing in shared memory:
+    // FORMAT_shared changes neither their code nor their bound.
+    if (streamingRoofline(d.kind)) {
+      p.format = 0;
+      fn(p);
+      continue;
+    }
     int64_t ext[4];
     tileExtents(d, p, ext);
     for (int f : distinctFormats(ext)) {

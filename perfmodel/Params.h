@@ -47,7 +47,8 @@ struct SearchResult {
 /// warp per block (unless the op is smaller), at most the GPU's block size,
 /// C_input a power of two dividing the iteration (or all of C), and the
 /// distinct FORMAT_shared layouts (orders that differ only in extent-1 axes
-/// are one layout).
+/// are one layout; elementwise and batch-norm ops, which stage nothing in
+/// shared memory, only NCHW).
 void forEachParams(const OpDesc &d, const GpuArch &arch,
                    const std::function<void(const TileParams &)> &fn);
 

@@ -705,6 +705,95 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
   return b.coefR * std::min(b.gmRatio, b.smRatio * b.wbRatio);
 }
 
+bool streamingRoofline(OpKind kind) {
+  return kind == OpKind::Elementwise || kind == OpKind::BatchNorm;
+}
+
+double streamWarpInstructions(const Bound &b, const TileParams &p) {
+  double elements = double(p.Nt * p.Kt * p.Ht * p.Wt);
+  // nLoad counts a thread's full-size reads (Table 3.6 and what fusion
+  // adds); batch norm's 3 Kt parameters are loads too.
+  double perElement = kStreamReadInstructions * b.nLoad / elements +
+                      b.compThread / elements + kStreamStoreInstructions;
+  return kStreamWarpInstructions + elements * perElement;
+}
+
+WarpSectors warpSectors(const OpDesc &d, const TileParams &p,
+                        const GpuArch &a) {
+  const int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
+  const int64_t ext[4] = {d.N, d.K, d.H, d.W};
+  const int64_t t[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
+  const int64_t lanes = std::min<int64_t>(a.warpSize, p.threads());
+  WarpSectors out;
+  std::vector<int64_t> all, one;
+  for (int64_t i = 0; i < t[0]; ++i)
+    for (int64_t j = 0; j < t[1]; ++j)
+      for (int64_t k = 0; k < t[2]; ++k)
+        for (int64_t l = 0; l < t[3]; ++l) {
+          // One access: every lane's element (i, j, k, l) of its tile.
+          one.clear();
+          for (int64_t lane = 0; lane < lanes; ++lane) {
+            // The code generator's thread order: W fastest, then H, K, N.
+            int64_t x[4] = {lane / (cnt[3] * cnt[2] * cnt[1]) * t[0] + i,
+                            lane / (cnt[3] * cnt[2]) % cnt[1] * t[1] + j,
+                            lane / cnt[3] % cnt[2] * t[2] + k,
+                            lane % cnt[3] * t[3] + l};
+            if (x[0] >= ext[0] || x[1] >= ext[1] || x[2] >= ext[2] ||
+                x[3] >= ext[3])
+              continue;
+            int64_t index =
+                ((x[0] * ext[1] + x[1]) * ext[2] + x[2]) * ext[3] + x[3];
+            one.push_back(index * d.elementBytes / 32);
+          }
+          std::sort(one.begin(), one.end());
+          one.erase(std::unique(one.begin(), one.end()), one.end());
+          out.perAccess += double(one.size());
+          all.insert(all.end(), one.begin(), one.end());
+        }
+  std::sort(all.begin(), all.end());
+  out.distinct = double(std::unique(all.begin(), all.end()) - all.begin());
+  return out;
+}
+
+double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
+                    const GpuArch &a) {
+  double clock = a.clockGHz * 1e9;
+  double elements = double(p.Nt * p.Kt * p.Ht * p.Wt);
+  double warpsPerBlock = std::ceil(double(p.threads()) / a.warpSize);
+  double warps = double(b.numBlocks) * warpsPerBlock;
+  double total = double(d.N * d.K * d.H * d.W) * double(d.batch);
+  // Reads per output element (nLoad over the thread's elements) plus the
+  // store, each moved once.
+  double accesses = b.nLoad / elements + 1;
+  double tDram = total * accesses * d.elementBytes / a.bwGlobal;
+  // Edge blocks' warps touch only the sectors inside the tensor.
+  double inside =
+      total / (double(b.numBlocks) * double(p.Nb * p.Kb) * double(p.Hb * p.Wb));
+  WarpSectors sectors = warpSectors(d, p, a);
+  double perWarp = std::min(1.0, inside) * accesses;
+  double tL2 =
+      a.bwL2 > 0 ? warps * perWarp * sectors.distinct * 32 / a.bwL2 : 0;
+  double tL1 = warps * perWarp * sectors.perAccess /
+               (kL1SectorsPerCycle * a.numSM) / clock;
+  double tIssue =
+      warps * streamWarpInstructions(b, p) / (4.0 * a.numSM) / clock;
+  double tDispatch =
+      std::ceil(double(b.numBlocks) / a.numSM) * a.blockDispatchCycles / clock;
+  double slots = wbRatio(b.numBlocks, int64_t(a.numSM) * b.residentBlocks);
+  double seconds =
+      slots > 0
+          ? std::max(tDispatch, tIssue + std::max({tDram, tL2, tL1})) / slots
+          : INFINITY;
+  double ratio = b.totalComp / (seconds * a.perfPeakFp32);
+  // GMRatio with the store counted (Table 3.7 leaves it out); SMRatio the
+  // rest, so that GMRatio x SMRatio x WBRatio is the ratio.
+  b.gmRaw = b.totalComp / (tDram * a.perfPeakFp32);
+  b.gmRatio = std::min(1.0, b.gmRaw);
+  b.smRatio = std::min(1.0, ratio / (b.gmRatio * b.wbRatio));
+  b.headroom = b.gmRaw;
+  return b.coefR * ratio;
+}
+
 void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
                const TileParams &p, const GpuArch &a) {
   b.coefBc = coefBcValue;
@@ -731,9 +820,13 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
   if (b.gmRatio > 0 && b.gmRatio * b.smRatio > throughput)
     b.smRatio = throughput / b.gmRatio;
   b.headroom = std::min({b.gmRaw, latency, throughput});
-  double pul = issueRoofline(d.kind) && b.wbRatio > 0 && b.totalComp > 0
-                   ? issueRooflinePul(b, d, p, a)
-                   : b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
+  double pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
+  if (b.wbRatio > 0 && b.totalComp > 0) {
+    if (issueRoofline(d.kind))
+      pul = issueRooflinePul(b, d, p, a);
+    else if (streamingRoofline(d.kind))
+      pul = streamingPul(b, d, p, a);
+  }
   // LATRatio caps the performance at the total work over the latency chain:
   // the time bound becomes max(work at PUL, chain). It falls as COEF_bc
   // rises (PUL does), so COEF_bc = 1 still bounds a format group.

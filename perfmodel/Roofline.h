@@ -304,6 +304,63 @@ double closedQueueThroughput(int64_t customers, double demand, double delay);
 double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
                         const GpuArch &arch);
 
+/// The streaming bound (not in the thesis) for elementwise chains and batch
+/// normalisation, which read global memory straight into registers: no
+/// shared loads, so the thesis's SMRatio (shared-memory latency) does not
+/// apply; it ranked one element a thread first, and those sets ran 2-5x
+/// slower than the 8-16-element winners (H200, issue 3's validation). A
+/// busy SM's time is
+///   max(T_dispatch, T_issue + max(T_DRAM, T_L2, T_L1)) / (block slots
+///   used),
+/// - T_dispatch: its blocks x blockDispatchCycles (measured: a grid of
+///   many 64-thread blocks ran at exactly this floor);
+/// - T_issue: its warps x streamWarpInstructions / 4 schedulers;
+/// - T_DRAM: the bytes read and written once each, at BW_global;
+/// - T_L2: the 32-byte sectors its warps touch (warpSectors; a warp reads
+///   a sector from L2 once, its other elements hit L1) at bwL2;
+/// - T_L1: the sectors each of its accesses looks up, at
+///   kL1SectorsPerCycle.
+/// Issue and memory add, not overlap: a thread's loads wait for their
+/// address arithmetic, its stores for the loads. ncu on 600 timed sets of
+/// DenseNet-121's and ResNet-50's concats and Adds (bench/results/
+/// h200-2026-11-25-simple) shows the fastest at 56-67 % of issue slots
+/// and 90 % of DRAM bandwidth together; with max() in place of the sum the
+/// bound ranked those ops' fastest sets 68th-129th of 200, with the sum
+/// 3rd-41st. So this is an estimate where both are large, a bound where one
+/// dominates. PUL = COEF_r x work / (time x PERF_peak); SMRatio is set so
+/// GMRatio x SMRatio x WBRatio = PUL.
+bool streamingRoofline(OpKind kind);
+/// Instructions a warp of the streaming bound issues: ncu counted 64 for
+/// one element a thread (index arithmetic, the block's coordinates) on
+/// the generated concats and Adds (H200), and per element a load and its
+/// address for each full-size read, one per operation and one for the
+/// store (an Add of 16 elements a thread measured 6.3 an element).
+constexpr double kStreamWarpInstructions = 64;
+constexpr double kStreamReadInstructions = 2;
+constexpr double kStreamStoreInstructions = 1;
+double streamWarpInstructions(const Bound &b, const TileParams &p);
+/// The 32-byte sectors the first warp of a block touches in a dense
+/// N x K x H x W tensor over all of its threads' elements (those inside the
+/// tensor), one element an access: `distinct` is what one full-size read
+/// of the warp moves from L2 (a sector once, its other elements hit L1; ncu's
+/// L2 sectors of 600 sets followed it with Spearman 0.98), `perAccess` the
+/// sum over its accesses of the sectors each touches, what L1 looks up.
+struct WarpSectors {
+  double distinct = 0, perAccess = 0;
+};
+WarpSectors warpSectors(const OpDesc &d, const TileParams &p,
+                        const GpuArch &arch);
+/// Sectors an SM's L1 serves a cycle to the streaming bound's accesses
+/// (T_L1 = their perAccess sectors / this). Chosen of 1, 2 and 4 on call
+/// 86's stored timings (H200) as the one ranking best; without the term the
+/// bound ranked first the sets whose lanes each read 8 consecutive floats
+/// (32 sectors an access), which ran 3x slower than the fastest.
+constexpr double kL1SectorsPerCycle = 2;
+/// Sets b's GMRatio, SMRatio and time under the streaming bound and
+/// returns PUL (b's other fields computed).
+double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
+                    const GpuArch &arch);
+
 /// What register-level fusion adds to the anchor op of a group (§3.2.4):
 /// the fused ops' computation, and the global transactions and shared loads
 /// of the operands they read from outside the group.

@@ -9,6 +9,9 @@
 # into $OUT/profile.tgz with the op's validation.json;
 # scripts/profile_report.py joins them with the model's counts.
 # $NCU_SECONDS bounds each op's run, $METRICS replaces the list.
+# Another model's ops: $SRC (an exported model, default ResNet-50 at
+# $BATCH), $KINDS (the --kinds of `cuts validate`, default conv) and $OPS;
+# KINDS other than conv ask for the simple ops' counters.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -21,7 +24,9 @@ ncu=${NCU:-$(command -v ncu || ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/nul
 [ -x "$ncu" ] || { echo "no ncu on this host"; exit 1; }
 # What the bound counts (shared loads and their wavefronts, FFMAs, DRAM
 # bytes) and why a kernel waits: the list profile_report.py reads back.
-metrics=${METRICS:-$(python3 scripts/profile_report.py metrics)}
+kinds=${KINDS:-conv}
+set=$([ "$kinds" = conv ] || echo simple)
+metrics=${METRICS:-$(python3 scripts/profile_report.py metrics $set)}
 # Keep only the metrics this ncu knows, so one wrong name costs a column,
 # not the call.
 known=$("$ncu" --query-metrics 2>/dev/null | awk '{print $1}')
@@ -30,15 +35,15 @@ for m in ${metrics//,/ }; do
   if grep -qx "${m%%.*}" <<<"$known"; then keep+="${keep:+,}$m"; else echo "ncu lacks $m"; fi
 done
 "$ncu" --version | tail -1
-src=resnet50_b${BATCH:-1}_ts17
+src=${SRC:-resnet50_b${BATCH:-1}_ts17}
 python3 test/models/inflate.py test/models/exported/$src.onnx /tmp/$src >/dev/null
-ops=${RESNET_OPS:-layer1.0/conv1,layer2.1/conv2,layer3.1/conv3,layer4.1/conv2}
+ops=${OPS:-${RESNET_OPS:-layer1.0/conv1,layer2.1/conv2,layer3.1/conv3,layer4.1/conv2}}
 for op in ${ops//,/ }; do
   tag=${op//[\/.]/_}
   d=$w/$tag
   rm -rf "$d"
   mkdir -p "$d"
-  $cuts validate /tmp/$src/$src.onnx --arch h200 -o "$d" --kinds conv \
+  $cuts validate /tmp/$src/$src.onnx --arch h200 -o "$d" --kinds "$kinds" \
     --ops "$op" --samples ${SAMPLES:-200} | tail -1
   start=$(date +%s)
   timeout ${NCU_SECONDS:-300} "$ncu" --nvtx --nvtx-include "regex:cuts-tune:.*/" \

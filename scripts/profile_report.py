@@ -2,8 +2,10 @@
 """Issue 3: the hardware counters of a validation sample (scripts/gpu_profile.sh)
 next to the performance model's counts.
 
-  scripts/profile_report.py metrics
-      the counters scripts/gpu_profile.sh asks ncu for, comma-separated.
+  scripts/profile_report.py metrics [simple]
+      the counters scripts/gpu_profile.sh asks ncu for, comma-separated
+      (simple: those of the ops without shared memory, global memory's
+      requests, sectors and hits, blocks launched and why warps wait).
   scripts/profile_report.py extract PROFILE_DIR OUT_DIR
       ncu's raw CSVs (<op>.csv) -> compact <op>.tsv (the candidate's key and
       the counters below), with <op>.validation.json copied alongside.
@@ -59,6 +61,32 @@ STALLS = ["short_scoreboard", "mio_throttle", "long_scoreboard", "barrier",
           "dispatch_stall"]
 METRICS += [f"smsp__warp_issue_stalled_{s}_per_warp_active.pct" for s in STALLS]
 
+SIMPLE_METRICS = [
+    "gpu__time_duration.sum",
+    "sm__cycles_active.avg",
+    "smsp__inst_executed.sum",
+    "smsp__inst_executed_op_global_ld.sum",
+    "smsp__inst_executed_op_global_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__ctas_launched.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "launch__registers_per_thread",
+]
+SIMPLE_METRICS += [f"smsp__warp_issue_stalled_{s}_per_warp_active.pct"
+                   for s in ["long_scoreboard", "lg_throttle", "drain",
+                             "no_instruction", "wait", "not_selected",
+                             "dispatch_stall", "short_scoreboard",
+                             "branch_resolving", "selected"]]
+
 
 def extract(src, out):
     os.makedirs(out, exist_ok=True)
@@ -69,14 +97,17 @@ def extract(src, out):
             continue
         hdr = rows[0]
         tag = os.path.basename(path)[:-4]
+        # Whichever list the profile asked for (METRICS or SIMPLE_METRICS).
+        names = [m for m in dict.fromkeys(METRICS + SIMPLE_METRICS)
+                 if m in hdr]
         with open(os.path.join(out, tag + ".tsv"), "w") as f:
-            f.write("key\t" + "\t".join(METRICS) + "\n")
+            f.write("key\t" + "\t".join(names) + "\n")
             for r in rows[2:]:  # rows[1]: units
                 d = dict(zip(hdr, r))
                 # "cuts-tune:sm_90:13.0:<hash>/cuts_kernel" (NVTX renamed)
                 name = d["Kernel Name"].split("/")[0]
                 key = name.replace("cuts-tune:", "", 1).replace(":", "/")
-                vals = [d.get(m, "").replace(",", "") for m in METRICS]
+                vals = [d.get(m, "").replace(",", "") for m in names]
                 f.write(key + "\t" + "\t".join(vals) + "\n")
         v = os.path.join(src, tag + ".validation.json")
         if os.path.exists(v):
@@ -150,8 +181,9 @@ def compare(folder, dump, cache):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 2 and sys.argv[1] == "metrics":
-        print(",".join(METRICS))
+    if len(sys.argv) in (2, 3) and sys.argv[1] == "metrics":
+        simple = sys.argv[2:] == ["simple"]
+        print(",".join(SIMPLE_METRICS if simple else METRICS))
     elif len(sys.argv) >= 4 and sys.argv[1] == "extract":
         extract(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == "compare":

@@ -609,3 +609,75 @@ TEST_CASE("a matmul operand the generator fetches in quads costs a quarter "
   c.kind = OpKind::Conv;
   CHECK(fetchInstructionsPerElement(c, p) == kFetchInstructions);
 }
+
+namespace {
+OpDesc addOp(int64_t n, int64_t k, int64_t h, int64_t w) {
+  OpDesc d;
+  d.kind = OpKind::Elementwise;
+  d.N = n, d.K = k, d.H = h, d.W = w;
+  d.inputs = 2;
+  return d;
+}
+TileParams tile(std::array<int64_t, 4> b, std::array<int64_t, 4> t) {
+  TileParams p;
+  p.Nb = b[0], p.Kb = b[1], p.Hb = b[2], p.Wb = b[3];
+  p.Nt = t[0], p.Kt = t[1], p.Ht = t[2], p.Wt = t[3];
+  return p;
+}
+} // namespace
+
+TEST_CASE("warpSectors against hand-worked warps", "[roofline]") {
+  const GpuArch h = *findArch("h200");
+  OpDesc d = addOp(1, 1, 8, 32);
+  // 32 lanes on one row of 32 floats: 4 sectors, each access all 4.
+  WarpSectors one = warpSectors(d, tile({1, 1, 1, 32}, {1, 1, 1, 1}), h);
+  CHECK(one.distinct == 4);
+  CHECK(one.perAccess == 4);
+  // 4 lanes a row of 8 rows, 8 floats a lane: each access hits one sector
+  // per lane (32), the warp's 8 accesses the same 32 sectors.
+  WarpSectors eight = warpSectors(d, tile({1, 1, 8, 32}, {1, 1, 1, 8}), h);
+  CHECK(eight.distinct == 32);
+  CHECK(eight.perAccess == 256);
+  // Lanes outside the tensor touch nothing: W = 20 leaves 3 sectors a row
+  // (the last half-used).
+  WarpSectors edge =
+      warpSectors(addOp(1, 1, 8, 20), tile({1, 1, 1, 32}, {1, 1, 1, 1}), h);
+  CHECK(edge.distinct == 3);
+}
+
+TEST_CASE("the streaming bound of an Add: the DRAM floor, dispatch and L1",
+          "[roofline]") {
+  const GpuArch h = *findArch("h200");
+  OpDesc d = addOp(64, 256, 56, 56); // ResNet-50 b64 layer1's Add
+  double bytes = double(64 * 256 * 56 * 56) * 3 * 4;
+  auto time = [&](TileParams p) {
+    return evaluateBound(d, p, h).timeLowerBound;
+  };
+  TileParams quads = tile({2, 8, 4, 32}, {1, 2, 1, 4}); // 16 B a lane
+  TileParams tiny = tile({1, 1, 1, 64}, {1, 1, 1, 1});  // 64-thread blocks
+  TileParams eights = tile({2, 2, 16, 32}, {1, 2, 1, 8});
+  // Never faster than reading and writing every byte once.
+  for (TileParams p : {quads, tiny, eights})
+    CHECK(time(p) >= bytes / h.bwGlobal);
+  // 917,504 blocks of 64 threads: each SM starts 6,951 of them,
+  // 160.4 cycles apart (measured on an H200: 553 us).
+  CHECK(time(tiny) >= 6951 * h.blockDispatchCycles / (h.clockGHz * 1e9));
+  // Lanes 32 bytes apart make every access look up 32 sectors (3x slower
+  // on an H200 than quads).
+  CHECK(time(quads) < time(eights));
+  CHECK(time(quads) < time(tiny));
+  Bound b = evaluateBound(d, quads, h);
+  CHECK(b.pul == Approx(b.gmRatio * b.smRatio * b.wbRatio * b.coefR));
+}
+
+TEST_CASE("elementwise ops enumerate one FORMAT_shared", "[params]") {
+  const GpuArch h = *findArch("h200");
+  std::set<int> formats;
+  int64_t n = 0;
+  forEachParams(addOp(8, 64, 28, 28), h, [&](const TileParams &p) {
+    formats.insert(p.format);
+    ++n;
+  });
+  CHECK(n > 100);
+  CHECK(formats == std::set<int>{0});
+}

@@ -13,6 +13,7 @@
 //               cycles per iteration;
 //   launch      the time per kernel of a CUDA graph of empty kernels;
 //   BW_L2       a full-occupancy read of a buffer that stays in L2;
+//   dispatch    the cycles between blocks an SM starts (empty blocks);
 // and reads the rest from cudaGetDeviceProperties. Standalone on purpose: it
 // needs nvcc only, so it builds on a bare GPU machine (scripts/probe_gpu.sh).
 //
@@ -344,6 +345,34 @@ double measureL2BandwidthPerSM(const cudaDeviceProp &prop) {
 }
 
 //===----------------------------------------------------------------------===//
+// Block dispatch (the simple ops' bound)
+//===----------------------------------------------------------------------===//
+
+constexpr int kDispatchBlocksPerSM = 4096;
+
+__global__ void emptyBlockKernel(float *sink) {
+  if (threadIdx.x == 4096) // never: keeps the argument live
+    sink[blockIdx.x] = 0;
+}
+
+/// Cycles between two blocks an SM starts, when blocks do nothing: a grid
+/// of kDispatchBlocksPerSM empty blocks per SM, the kernel's time (less one
+/// launch) over the blocks each SM ran. The floor under a grid of many
+/// small blocks, whatever they do. Measured for `threads`-thread blocks.
+double measureBlockDispatch(const cudaDeviceProp &prop, int threads,
+                            double launchSeconds, double clockGHz) {
+  const int blocks = prop.multiProcessorCount * kDispatchBlocksPerSM;
+  float *sink = nullptr;
+  check(cudaMalloc(&sink, size_t(blocks) * sizeof(float)), "cudaMalloc");
+  const double seconds = timedMedian(5, "emptyBlockKernel", [&] {
+    emptyBlockKernel<<<blocks, threads>>>(sink);
+  });
+  cudaFree(sink);
+  return std::max(0.0, seconds - launchSeconds) * clockGHz * 1e9 /
+         kDispatchBlocksPerSM;
+}
+
+//===----------------------------------------------------------------------===//
 // Output
 //===----------------------------------------------------------------------===//
 
@@ -430,11 +459,21 @@ int main(int argc, char **argv) {
   const double launch = measureLaunchSeconds(prop);
   const double bwL2 = measureL2Bandwidth(prop);
   const double bwL2PerSM = measureL2BandwidthPerSM(prop);
+  // The least interval over block sizes: a floor for every block.
+  std::string dispatchText;
+  double dispatch = 0;
+  for (int threads : {32, 128, 256, 1024}) {
+    const double c = measureBlockDispatch(prop, threads, launch, clockGHz);
+    dispatch = dispatchText.empty() ? c : std::min(dispatch, c);
+    dispatchText += (dispatchText.empty() ? "" : ", ") + num(c);
+  }
   std::fprintf(stderr,
                "cuts-probe: BW_global %.3g B/s, PERF_peak %.3g FLOP/s, "
                "LAT_shared %d cycles, LAT_iter %.0f cycles, launch %.3g s, "
-               "BW_L2 %.3g B/s, BW_L2 of one SM %.3g B/s\n",
-               bw, fp32, lat, latIter, launch, bwL2, bwL2PerSM);
+               "BW_L2 %.3g B/s, BW_L2 of one SM %.3g B/s, block dispatch %s "
+               "cycles (32, 128, 256, 1024 threads)\n",
+               bw, fp32, lat, latIter, launch, bwL2, bwL2PerSM,
+               dispatchText.c_str());
 
   char date[16];
   const std::time_t now = std::time(nullptr);
@@ -481,6 +520,7 @@ int main(int argc, char **argv) {
       {"launchSeconds", num(launch)},
       {"bwL2", num(bwL2)},
       {"bwL2PerSM", num(bwL2PerSM)},
+      {"blockDispatchCycles", num(dispatch)},
   };
   std::vector<std::pair<std::string, std::string>> sources = {
       {"numSM", props},
@@ -526,6 +566,12 @@ int main(int argc, char **argv) {
       {"bwL2PerSM", measured + ": the same read by one block of " +
                         std::to_string(prop.maxThreadsPerBlock) +
                         " threads (one SM), median of 5"},
+      {"blockDispatchCycles",
+       measured + ": grids of " + std::to_string(kDispatchBlocksPerSM) +
+           " empty blocks per SM of 32, 128, 256 and 1024 threads, the "
+           "kernel's time less one launch, in cycles per block an SM runs, "
+           "median of 5: " +
+           dispatchText + "; the least"},
   };
 
   std::string json = "{\n  \"name\": " + jsonString(name) +
