@@ -545,6 +545,18 @@ int64_t blocksPerSM(const OpDesc &d, const TileParams &p, const GpuArch &a) {
   return std::max<int64_t>(n, 0);
 }
 
+namespace {
+// The share of `blocks` tiles of p that lies inside the output: edge tiles
+// overhang it. (Lanes sharing a row are not outputs along W.)
+double usefulFraction(const OpDesc &d, const TileParams &p, int64_t blocks) {
+  double blockW = rowsOverLanes(d, p) ? 1.0 : double(p.Wb);
+  double useful =
+      double(d.N) * double(d.K) * double(d.H) * double(d.W) * double(d.batch) /
+      (double(blocks) * double(p.Nb) * double(p.Kb) * double(p.Hb) * blockW);
+  return std::min(1.0, useful);
+}
+} // namespace
+
 Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
                     double gmOverride, const FusedExtra *extra,
                     double knownCoefBc) {
@@ -576,14 +588,8 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   // NUM_SM x resident blocks per SM, so 1.2 waves gives 0.6. Edge tiles that
   // overhang the output idle in the same way, so their useful fraction
   // multiplies in (the thesis assumes tiles divide the output).
-  // (Lanes sharing a row are not outputs along W.)
-  double blockW = rowsOverLanes(d, p) ? 1.0 : double(p.Wb);
-  double useful = double(d.N) * double(d.K) * double(d.H) * double(d.W) *
-                  double(d.batch) /
-                  (double(b.numBlocks) * double(p.Nb) * double(p.Kb) *
-                   double(p.Hb) * blockW);
   b.wbRatio = wbRatio(b.numBlocks, int64_t(a.numSM) * b.residentBlocks) *
-              std::min(1.0, useful);
+              usefulFraction(d, p, b.numBlocks);
   // COEF_r: the block must fit (the thesis writes strict '<'; a block of
   // exactly MAX_thread threads or MAX_shared bytes is legal on every GPU),
   // and so must a thread's registers, under the cap its block size sets:
@@ -710,17 +716,15 @@ bool streamingRoofline(OpKind kind) {
 }
 
 double streamWarpInstructions(const Bound &b, const TileParams &p) {
-  double elements = double(p.Nt * p.Kt * p.Ht * p.Wt);
   // nLoad counts a thread's full-size reads (Table 3.6 and what fusion
-  // adds); batch norm's 3 Kt parameters are loads too.
-  double perElement = kStreamReadInstructions * b.nLoad / elements +
-                      b.compThread / elements + kStreamStoreInstructions;
-  return kStreamWarpInstructions + elements * perElement;
+  // adds); batch norm's 3 Kt parameters are loads too. One store an element.
+  double elements = double(p.Nt * p.Kt * p.Ht * p.Wt);
+  return kStreamWarpInstructions + kStreamReadInstructions * b.nLoad +
+         b.compThread + kStreamStoreInstructions * elements;
 }
 
 WarpSectors warpSectors(const OpDesc &d, const TileParams &p,
                         const GpuArch &a) {
-  const int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
   const int64_t ext[4] = {d.N, d.K, d.H, d.W};
   const int64_t t[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
   const int64_t lanes = std::min<int64_t>(a.warpSize, p.threads());
@@ -733,11 +737,9 @@ WarpSectors warpSectors(const OpDesc &d, const TileParams &p,
           // One access: every lane's element (i, j, k, l) of its tile.
           one.clear();
           for (int64_t lane = 0; lane < lanes; ++lane) {
-            // The code generator's thread order: W fastest, then H, K, N.
-            int64_t x[4] = {lane / (cnt[3] * cnt[2] * cnt[1]) * t[0] + i,
-                            lane / (cnt[3] * cnt[2]) % cnt[1] * t[1] + j,
-                            lane / cnt[3] % cnt[2] * t[2] + k,
-                            lane % cnt[3] * t[3] + l};
+            ThreadPos q = threadPos(p, lane);
+            int64_t x[4] = {q.n * t[0] + i, q.k * t[1] + j, q.h * t[2] + k,
+                            q.w * t[3] + l};
             if (x[0] >= ext[0] || x[1] >= ext[1] || x[2] >= ext[2] ||
                 x[3] >= ext[3])
               continue;
@@ -767,10 +769,8 @@ double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
   double accesses = b.nLoad / elements + 1;
   double tDram = total * accesses * d.elementBytes / a.bwGlobal;
   // Edge blocks' warps touch only the sectors inside the tensor.
-  double inside =
-      total / (double(b.numBlocks) * double(p.Nb * p.Kb) * double(p.Hb * p.Wb));
   WarpSectors sectors = warpSectors(d, p, a);
-  double perWarp = std::min(1.0, inside) * accesses;
+  double perWarp = usefulFraction(d, p, b.numBlocks) * accesses;
   double tL2 =
       a.bwL2 > 0 ? warps * perWarp * sectors.distinct * 32 / a.bwL2 : 0;
   double tL1 = warps * perWarp * sectors.perAccess /

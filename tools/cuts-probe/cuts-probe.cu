@@ -350,11 +350,6 @@ double measureL2BandwidthPerSM(const cudaDeviceProp &prop) {
 
 constexpr int kDispatchBlocksPerSM = 4096;
 
-__global__ void emptyBlockKernel(float *sink) {
-  if (threadIdx.x == 4096) // never: keeps the argument live
-    sink[blockIdx.x] = 0;
-}
-
 /// Cycles between two blocks an SM starts, when blocks do nothing: a grid
 /// of kDispatchBlocksPerSM empty blocks per SM, the kernel's time (less one
 /// launch) over the blocks each SM ran. The floor under a grid of many
@@ -364,9 +359,8 @@ double measureBlockDispatch(const cudaDeviceProp &prop, int threads,
   const int blocks = prop.multiProcessorCount * kDispatchBlocksPerSM;
   float *sink = nullptr;
   check(cudaMalloc(&sink, size_t(blocks) * sizeof(float)), "cudaMalloc");
-  const double seconds = timedMedian(5, "emptyBlockKernel", [&] {
-    emptyBlockKernel<<<blocks, threads>>>(sink);
-  });
+  const double seconds = timedMedian(
+      5, "emptyKernel", [&] { emptyKernel<<<blocks, threads>>>(sink); });
   cudaFree(sink);
   return std::max(0.0, seconds - launchSeconds) * clockGHz * 1e9 /
          kDispatchBlocksPerSM;
