@@ -34,7 +34,7 @@
 //    __shfl_up_sync, __shfl_down_sync, __shfl_xor_sync (values up to 8
 //    bytes), __ballot_sync, __any_sync, __all_sync, atomicAdd/Sub/Exch/Min/
 //    Max/CAS (integers; atomicAdd and atomicExch also float, atomicAdd double),
-//    __ldg, clock64 (nanoseconds, not cycles), __nanosleep, printf.
+//    __ldg, __stwb, clock64 (nanoseconds, not cycles), __nanosleep, printf.
 //  - min/max, <math.h> (expf, erff, tanhf, sqrtf, fminf, ...), rsqrtf, the
 //    fast intrinsics (__expf, __logf, __fdividef, ...: exact versions here),
 //    __popc, __clz, __ffs, __umulhi, __float_as_int and friends.
@@ -252,6 +252,7 @@ inline unsigned __umulhi(unsigned a, unsigned b) {
 inline int __mulhi(int a, int b) { return int((long long)a * b >> 32); }
 
 template <class T> inline T __ldg(const T *p) { return *p; }
+template <class T> inline void __stwb(T *p, T v) { *p = v; }
 
 inline long long clock64() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
