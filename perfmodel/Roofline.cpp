@@ -2,7 +2,10 @@
 #include "perfmodel/Roofline.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <sstream>
 
 namespace cuts {
@@ -121,7 +124,7 @@ std::string OpDesc::key() const {
   os << int(kind) << ':' << N << ',' << C << ',' << K << ',' << H << ',' << W
      << ',' << FH << ',' << FW << ',' << PH << ',' << PW << ',' << SH << ','
      << SW << ',' << DH << ',' << DW << ',' << batch << ',' << inputs << ','
-     << elementBytes << ',' << compPerElement;
+     << elementBytes << ',' << compPerElement << ',' << pickedReads;
   return os.str();
 }
 
@@ -615,7 +618,11 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
     b.latencyChainSeconds =
         b.chainSteps * a.latIterCycles * b.fetchRounds / (a.clockGHz * 1e9);
   }
-  setCoefBc(b, knownCoefBc > 0 ? knownCoefBc : coefBc(d, p, a), d, p, a);
+  // The streaming bound's ops keep nothing in shared memory: no conflicts.
+  double bc = knownCoefBc > 0             ? knownCoefBc
+              : streamingRoofline(d.kind) ? 1.0
+                                          : coefBc(d, p, a);
+  setCoefBc(b, bc, d, p, a);
   return b;
 }
 
@@ -723,37 +730,94 @@ double streamWarpInstructions(const Bound &b, const TileParams &p) {
          b.compThread + kStreamStoreInstructions * elements;
 }
 
-WarpSectors warpSectors(const OpDesc &d, const TileParams &p,
-                        const GpuArch &a) {
+int vectorWidth(const OpDesc &d, const TileParams &p) {
+  // As the emitter's vector runs: fp32 words consecutive along W whose
+  // first every thread (and block) reaches at a multiple of the width.
+  if (d.elementBytes != 4)
+    return 1;
+  for (int w : {4, 2})
+    if (p.Wt % w == 0 && d.W % w == 0)
+      return w;
+  return 1;
+}
+
+WarpTraffic warpTraffic(const OpDesc &d, const TileParams &p, const GpuArch &a,
+                        int width) {
+  // Memoised: the search asks for the same first warp under many block
+  // shapes (a quarter of DenseNet-121's search time went here).
+  int64_t tw = p.Wb / p.Wt, th = p.Hb / p.Ht, tk = p.Kb / p.Kt;
+  std::array<int64_t, 14> key = {
+      d.N,   d.K,
+      d.H,   d.W,
+      p.Nt,  p.Kt,
+      p.Ht,  p.Wt,
+      tw,    th,
+      tk,    d.elementBytes,
+      width, std::min<int64_t>(a.warpSize, p.threads())};
+  thread_local std::map<std::array<int64_t, 14>, WarpTraffic> memo;
+  if (auto it = memo.find(key); it != memo.end())
+    return it->second;
+  if (memo.size() > 100000)
+    memo.clear();
   const int64_t ext[4] = {d.N, d.K, d.H, d.W};
   const int64_t t[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  const int64_t lanes = std::min<int64_t>(a.warpSize, p.threads());
-  WarpSectors out;
-  std::vector<int64_t> all, one;
+  constexpr int64_t kSectorBytes = 32, kLineSectors = 4;
+  // The lanes' first elements (element (0, 0, 0, 0) of their tiles).
+  std::vector<std::array<int64_t, 4>> lanes;
+  for (int64_t lane = 0; lane < std::min<int64_t>(a.warpSize, p.threads());
+       ++lane) {
+    ThreadPos q = threadPos(p, lane);
+    lanes.push_back({q.n * t[0], q.k * t[1], q.h * t[2], q.w * t[3]});
+  }
+  // An L2 transaction per line of `sectors` (sorted), at least
+  // kL2MinSectors each.
+  auto transactions = [](const std::vector<int64_t> &sectors) {
+    double sum = 0;
+    for (size_t s = 0; s < sectors.size();) {
+      size_t e = s;
+      while (e < sectors.size() &&
+             sectors[e] / kLineSectors == sectors[s] / kLineSectors)
+        ++e;
+      sum += std::max(double(e - s), kL2MinSectors);
+      s = e;
+    }
+    return sum;
+  };
+  WarpTraffic out;
+  std::vector<int64_t> fetched, one, fresh;
   for (int64_t i = 0; i < t[0]; ++i)
     for (int64_t j = 0; j < t[1]; ++j)
       for (int64_t k = 0; k < t[2]; ++k)
-        for (int64_t l = 0; l < t[3]; ++l) {
-          // One access: every lane's element (i, j, k, l) of its tile.
+        for (int64_t l = 0; l < t[3]; l += width) {
+          // One request: every lane's vector (i, j, k, l..l+width) of its
+          // tile inside the tensor. Aligned vectors of at most 16 bytes lie
+          // in one sector.
           one.clear();
-          for (int64_t lane = 0; lane < lanes; ++lane) {
-            ThreadPos q = threadPos(p, lane);
-            int64_t x[4] = {q.n * t[0] + i, q.k * t[1] + j, q.h * t[2] + k,
-                            q.w * t[3] + l};
+          for (const auto &q : lanes) {
+            int64_t x[4] = {q[0] + i, q[1] + j, q[2] + k, q[3] + l};
             if (x[0] >= ext[0] || x[1] >= ext[1] || x[2] >= ext[2] ||
                 x[3] >= ext[3])
               continue;
             int64_t index =
                 ((x[0] * ext[1] + x[1]) * ext[2] + x[2]) * ext[3] + x[3];
-            one.push_back(index * d.elementBytes / 32);
+            one.push_back(index * d.elementBytes / kSectorBytes);
           }
           std::sort(one.begin(), one.end());
           one.erase(std::unique(one.begin(), one.end()), one.end());
-          out.perAccess += double(one.size());
-          all.insert(all.end(), one.begin(), one.end());
+          out.l1 += double(one.size());
+          // A store sends all its sectors to L2; a load those the warp has
+          // not fetched yet (its earlier requests' hit L1).
+          out.l2Store += transactions(one);
+          fresh.clear();
+          std::set_difference(one.begin(), one.end(), fetched.begin(),
+                              fetched.end(), std::back_inserter(fresh));
+          out.l2Load += transactions(fresh);
+          size_t mid = fetched.size();
+          fetched.insert(fetched.end(), fresh.begin(), fresh.end());
+          std::inplace_merge(fetched.begin(), fetched.begin() + mid,
+                             fetched.end());
         }
-  std::sort(all.begin(), all.end());
-  out.distinct = double(std::unique(all.begin(), all.end()) - all.begin());
+  memo.emplace(key, out);
   return out;
 }
 
@@ -766,15 +830,22 @@ double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
   double total = double(d.N * d.K * d.H * d.W) * double(d.batch);
   // Reads per output element (nLoad over the thread's elements) plus the
   // store, each moved once.
-  double accesses = b.nLoad / elements + 1;
-  double tDram = total * accesses * d.elementBytes / a.bwGlobal;
+  double reads = b.nLoad / elements;
+  double tDram = total * (reads + 1) * d.elementBytes / a.bwGlobal;
+  // A warp's requests as the emitter makes them: a concat's picks one
+  // word a lane, the other reads and the store in vectors where they can.
+  int width = vectorWidth(d, p);
+  double picked = std::min(reads, double(d.pickedReads));
+  WarpTraffic vector = warpTraffic(d, p, a, width);
+  WarpTraffic scalar =
+      picked > 0 && width > 1 ? warpTraffic(d, p, a, 1) : vector;
+  double l2 = picked * scalar.l2Load + (reads - picked) * vector.l2Load +
+              vector.l2Store;
+  double l1 = picked * scalar.l1 + (reads - picked) * vector.l1 + vector.l1;
   // Edge blocks' warps touch only the sectors inside the tensor.
-  WarpSectors sectors = warpSectors(d, p, a);
-  double perWarp = usefulFraction(d, p, b.numBlocks) * accesses;
-  double tL2 =
-      a.bwL2 > 0 ? warps * perWarp * sectors.distinct * 32 / a.bwL2 : 0;
-  double tL1 = warps * perWarp * sectors.perAccess /
-               (kL1SectorsPerCycle * a.numSM) / clock;
+  double useful = usefulFraction(d, p, b.numBlocks);
+  double tL2 = a.bwL2 > 0 ? warps * useful * l2 * 32 / a.bwL2 : 0;
+  double tL1 = warps * useful * l1 / (kL1SectorsPerCycle * a.numSM) / clock;
   double tIssue =
       warps * streamWarpInstructions(b, p) / (4.0 * a.numSM) / clock;
   double tDispatch =

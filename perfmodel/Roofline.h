@@ -54,6 +54,10 @@ struct OpDesc {
   int inputs = 1;            // tensors read per output element (elementwise)
   int elementBytes = 4;      // SIZE_element
   double compPerElement = 1; // simple ops: operations per output element
+  // Of the full-size reads per element, those a concat's Pick makes: one
+  // word a lane (the emitter reads one part inside a branch, never in
+  // vectors).
+  int pickedReads = 0;
 
   /// Total operations of the op (all blocks): COMP_block summed.
   double totalComp() const;
@@ -316,9 +320,9 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
 ///   many 64-thread blocks ran at exactly this floor);
 /// - T_issue: its warps x streamWarpInstructions / 4 schedulers;
 /// - T_DRAM: the bytes read and written once each, at BW_global;
-/// - T_L2: the 32-byte sectors its warps touch (warpSectors; a warp reads
-///   a sector from L2 once, its other elements hit L1) at bwL2;
-/// - T_L1: the sectors each of its accesses looks up, at
+/// - T_L2: what its warps move from L2 (warpTraffic: requests as the
+///   emitter makes them, lines' transactions) at bwL2;
+/// - T_L1: the sectors each of its requests looks up, at
 ///   kL1SectorsPerCycle.
 /// Issue and memory add, not overlap: a thread's loads wait for their
 /// address arithmetic, its stores for the loads. ncu on 600 timed sets of
@@ -339,19 +343,33 @@ constexpr double kStreamWarpInstructions = 64;
 constexpr double kStreamReadInstructions = 2;
 constexpr double kStreamStoreInstructions = 1;
 double streamWarpInstructions(const Bound &b, const TileParams &p);
-/// The 32-byte sectors the first warp of a block touches in a dense
-/// N x K x H x W tensor over all of its threads' elements (those inside the
-/// tensor), one element an access: `distinct` is what one full-size read
-/// of the warp moves from L2 (a sector once, its other elements hit L1; ncu's
-/// L2 sectors of 600 sets followed it with Spearman 0.98), `perAccess` the
-/// sum over its accesses of the sectors each touches, what L1 looks up.
-struct WarpSectors {
-  double distinct = 0, perAccess = 0;
+/// The vector width, in elements, of the emitter's global accesses along
+/// W (fp32 words at a multiple of 4 or 2 in every thread: 128- and 64-bit
+/// loads and stores), else 1.
+int vectorWidth(const OpDesc &d, const TileParams &p);
+/// What one full-size access of the first warp of a block moves in a dense
+/// N x K x H x W tensor, in `width`-element requests (the lanes' elements
+/// inside the tensor): `l1`, the 32-byte sectors its requests look up;
+/// `l2Load` and `l2Store`, what it moves from or to L2 in sectors, one
+/// transaction per 128-byte line a request needs, each costing at least
+/// kL2MinSectors. A load's sectors go once (the warp's later requests for
+/// them hit L1; ncu's L2 sectors of 600 sets followed that count with
+/// Spearman 0.98), a store's every time.
+struct WarpTraffic {
+  double l1 = 0, l2Load = 0, l2Store = 0;
 };
-WarpSectors warpSectors(const OpDesc &d, const TileParams &p,
-                        const GpuArch &arch);
+WarpTraffic warpTraffic(const OpDesc &d, const TileParams &p,
+                        const GpuArch &arch, int width);
+/// The sectors an L2 transaction costs at least. A request needing one
+/// sector of a line took the time of two: on an H200 (call 90), the 56x56
+/// concats' and Add's sets whose lanes read 32 bytes of each of 8 rows
+/// (8 lines, a sector each) ran 1.35-1.59x slower than the fastest, which
+/// the bound ranked first with one; with 2, its first 8 of each op's 200
+/// timed sets held one within 4 % of the fastest (chosen of 1, 2 and 4:
+/// 4 ranked ResNet-50's layer3 Add's fastest 46th, 1.16x).
+constexpr double kL2MinSectors = 2;
 /// Sectors an SM's L1 serves a cycle to the streaming bound's accesses
-/// (T_L1 = their perAccess sectors / this). Chosen of 1, 2 and 4 on call
+/// (T_L1 = warpTraffic's l1 sectors / this). Chosen of 1, 2 and 4 on call
 /// 86's stored timings (H200) as the one ranking best; without the term the
 /// bound ranked first the sets whose lanes each read 8 consecutive floats
 /// (32 sectors an access), which ran 3x slower than the fastest.
