@@ -182,6 +182,15 @@ private:
   // `deferred` are emitted in the branch, the others read by name).
   void emitPick(const dfg::Graph &g, int id, const std::set<int> &deferred,
                 const std::string &indent);
+  // Where a Pick's parts are read only by it and agree past the concat
+  // axis (extents, strides, positions: a concat's always do), the name of
+  // a pointer to the chosen part's element at the Pick's position with
+  // every axis past the concat axis at 0, or null outside every part: one
+  // bisection for all the Picks of a thread at the same position up to
+  // the axis (declared at the first). Else "".
+  std::string pickBase(const dfg::Graph &g, const dfg::Node &n,
+                       const std::set<int> &deferred,
+                       const std::string &indent);
   // A run of fp32 accesses at consecutive words of a buffer's unit-stride
   // axis whose first word every thread reaches is `width`-aligned, so one
   // 8- or 16-byte access does them all (`ids` by position).
@@ -262,6 +271,9 @@ private:
   std::ostringstream os;
   std::map<std::pair<const dfg::Graph *, int>, std::string> names;
   std::map<std::tuple<const dfg::Graph *, int, int64_t>, std::string> positions;
+  // pickBase's pointers of the graph being emitted, by the parts and their
+  // positions up to the concat axis.
+  std::map<std::vector<int64_t>, std::string> pickBases;
   int counter = 0;
 };
 
@@ -545,11 +557,88 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
     names[{&g, r.ids[j]}] = v + "." + lane[j];
 }
 
+std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
+                              const std::set<int> &deferred,
+                              const std::string &ind) {
+  size_t axis = size_t(n.value);
+  const dfg::Node &first = g.node(n.in[0]);
+  const dfg::Buffer &fb = g.buffer(first.buffer);
+  std::vector<int64_t> key{int64_t(axis)};
+  for (int in : n.in) {
+    const dfg::Node &l = g.node(in);
+    const dfg::Buffer &b = g.buffer(l.buffer);
+    if (!deferred.count(in) || l.op != Op::Load || !l.indexFrom.empty() ||
+        b.space != dfg::Space::Global || l.index.size() != first.index.size())
+      return "";
+    for (size_t d = axis + 1; d < l.index.size(); ++d) {
+      const dfg::DimMap &m = b.map[d], &fm = fb.map[d];
+      if (l.index[d] != first.index[d] || b.strides[d] != fb.strides[d] ||
+          b.extents[d] != fb.extents[d] || m.outDim != fm.outDim ||
+          m.scale != fm.scale || m.inner != fm.inner)
+        return "";
+    }
+    key.push_back(l.buffer);
+    key.insert(key.end(), l.index.begin(), l.index.begin() + axis + 1);
+  }
+  auto [at, fresh] =
+      pickBases.emplace(key, "pick_base" + std::to_string(counter));
+  if (!fresh)
+    return at->second;
+  ++counter;
+  const std::string &base = at->second;
+  os << ind << "const " << typeName(fb.type) << " *" << base << ";\n";
+  // Parts [lo, hi): at one, its element if the position lies inside it up
+  // to the axis; else the position's side of the middle part's offset.
+  std::function<void(size_t, size_t, const std::string &)> part =
+      [&](size_t lo, size_t hi, const std::string &in) {
+        if (hi - lo == 1) {
+          const dfg::Node &l = g.node(n.in[lo]);
+          const dfg::Buffer &b = g.buffer(l.buffer);
+          std::vector<int64_t> outer(l.index.begin(),
+                                     l.index.begin() + axis + 1);
+          dfg::Buffer ob = b;
+          ob.extents.resize(axis + 1);
+          ob.strides.resize(axis + 1);
+          ob.map.resize(axis + 1);
+          os << in << base << " = (" << inside(ob, outer) << ") ? " << b.name
+             << " + " << address(ob, outer) << " : nullptr;\n";
+          return;
+        }
+        size_t mid = (lo + hi) / 2;
+        const dfg::Node &m = g.node(n.in[mid]);
+        os << in << "if (" << position(g.buffer(m.buffer), axis, m.index[axis])
+           << " >= 0) {\n";
+        part(mid, hi, in + "  ");
+        os << in << "} else {\n";
+        part(lo, mid, in + "  ");
+        os << in << "}\n";
+      };
+  part(0, n.in.size(), ind);
+  return base;
+}
+
 void Emitter::emitPick(const dfg::Graph &g, int id,
                        const std::set<int> &deferred, const std::string &ind) {
   const dfg::Node &n = g.node(id);
   size_t axis = size_t(n.value);
   std::string v = nameOf(g, id), zero = typedNum(0, n.type);
+  if (std::string base = pickBase(g, n, deferred, ind); !base.empty()) {
+    // The rest of the position (past the axis, the same in every part).
+    const dfg::Node &l = g.node(n.in[0]);
+    const dfg::Buffer &b = g.buffer(l.buffer);
+    std::string guard = base, offset = "0";
+    for (size_t d = axis + 1; d < l.index.size(); ++d) {
+      std::string pos = position(b, d, l.index[d]);
+      bool lower =
+          l.index[d] < 0 || (ph.negativeBases && b.map[d].outDim != dfg::NoDim);
+      guard += " && " + (lower ? pos + " >= 0 && " : "") + pos + " < " +
+               std::to_string(b.extents[d]);
+      offset += " + " + pos + " * " + std::to_string(b.strides[d]);
+    }
+    os << ind << "const " << typeName(n.type) << " " << v << " = (" << guard
+       << ") ? " << base << "[" << offset << "] : " << zero << ";\n";
+    return;
+  }
   os << ind << typeName(n.type) << " " << v << ";\n";
   // Parts [lo, hi): at one, its value (0 outside it, as every global
   // load); else the position's side of the middle part's offset.
@@ -586,6 +675,7 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     finals.push_back(r);
   std::vector<int> chunk = dfg::threadZeroChunk(g, finals, ph.threadExt);
   std::vector<int> order = g.reachedFrom(chunk);
+  pickBases.clear();
   // A kernel without a loop (elementwise chains, batch norm) issues all of
   // a thread's loads before its first store, so they wait together. In
   // position order a load followed the previous position's store across
