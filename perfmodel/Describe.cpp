@@ -230,8 +230,6 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
   asNKHW(out.getShape(), d);
   llvm::SmallPtrSet<mlir::Operation *, 1> none;
   d.inputs = std::max(1, externalInputs(op, none));
-  if (llvm::isa<ConcatOp>(op))
-    d.pickedReads = 1;
   return d;
 }
 

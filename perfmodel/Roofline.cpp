@@ -124,7 +124,7 @@ std::string OpDesc::key() const {
   os << int(kind) << ':' << N << ',' << C << ',' << K << ',' << H << ',' << W
      << ',' << FH << ',' << FW << ',' << PH << ',' << PW << ',' << SH << ','
      << SW << ',' << DH << ',' << DW << ',' << batch << ',' << inputs << ','
-     << elementBytes << ',' << compPerElement << ',' << pickedReads;
+     << elementBytes << ',' << compPerElement;
   return os.str();
 }
 
@@ -832,16 +832,11 @@ double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
   // store, each moved once.
   double reads = b.nLoad / elements;
   double tDram = total * (reads + 1) * d.elementBytes / a.bwGlobal;
-  // A warp's requests as the emitter makes them: a concat's picks one
-  // word a lane, the other reads and the store in vectors where they can.
-  int width = vectorWidth(d, p);
-  double picked = std::min(reads, double(d.pickedReads));
-  WarpTraffic vector = warpTraffic(d, p, a, width);
-  WarpTraffic scalar =
-      picked > 0 && width > 1 ? warpTraffic(d, p, a, 1) : vector;
-  double l2 = picked * scalar.l2Load + (reads - picked) * vector.l2Load +
-              vector.l2Store;
-  double l1 = picked * scalar.l1 + (reads - picked) * vector.l1 + vector.l1;
+  // A warp's requests as the emitter makes them: vectors along W where it
+  // can (a concat's picks too, through the chosen part's pointer).
+  WarpTraffic traffic = warpTraffic(d, p, a, vectorWidth(d, p));
+  double l2 = reads * traffic.l2Load + traffic.l2Store;
+  double l1 = (reads + 1) * traffic.l1;
   // Edge blocks' warps touch only the sectors inside the tensor.
   double useful = usefulFraction(d, p, b.numBlocks);
   double tL2 = a.bwL2 > 0 ? warps * useful * l2 * 32 / a.bwL2 : 0;

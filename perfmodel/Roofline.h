@@ -54,10 +54,6 @@ struct OpDesc {
   int inputs = 1;            // tensors read per output element (elementwise)
   int elementBytes = 4;      // SIZE_element
   double compPerElement = 1; // simple ops: operations per output element
-  // Of the full-size reads per element, those a concat's Pick makes: one
-  // word a lane (the emitter reads one part inside a branch, never in
-  // vectors).
-  int pickedReads = 0;
 
   /// Total operations of the op (all blocks): COMP_block summed.
   double totalComp() const;

@@ -191,6 +191,24 @@ private:
   std::string pickBase(const dfg::Graph &g, const dfg::Node &n,
                        const std::set<int> &deferred,
                        const std::string &indent);
+  // pickBase's key for Pick n (its parts and their positions up to the
+  // concat axis), or empty where it does not apply.
+  std::vector<int64_t> pickKey(const dfg::Graph &g, const dfg::Node &n,
+                               const std::set<int> &deferred) const;
+  // The guard and offset, past the concat axis, of Pick n's element
+  // through `base`.
+  std::pair<std::string, std::string> pickInner(const dfg::Graph &g,
+                                                const dfg::Node &n,
+                                                const std::string &base) const;
+  // Runs of fp32 Picks through one pickBase at consecutive words of the
+  // parts' unit axis (past the concat axis), `width`-aligned in every part
+  // and thread as vectorRuns's: by their first member in `order`, the
+  // members by position.
+  std::map<int, std::vector<int>> pickRuns(const dfg::Graph &g,
+                                           const std::vector<int> &order,
+                                           const std::set<int> &deferred) const;
+  void emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
+                   const std::set<int> &deferred, const std::string &indent);
   // A run of fp32 accesses at consecutive words of a buffer's unit-stride
   // axis whose first word every thread reaches is `width`-aligned, so one
   // 8- or 16-byte access does them all (`ids` by position).
@@ -557,9 +575,8 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
     names[{&g, r.ids[j]}] = v + "." + lane[j];
 }
 
-std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
-                              const std::set<int> &deferred,
-                              const std::string &ind) {
+std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
+                                      const std::set<int> &deferred) const {
   size_t axis = size_t(n.value);
   const dfg::Node &first = g.node(n.in[0]);
   const dfg::Buffer &fb = g.buffer(first.buffer);
@@ -569,17 +586,28 @@ std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
     const dfg::Buffer &b = g.buffer(l.buffer);
     if (!deferred.count(in) || l.op != Op::Load || !l.indexFrom.empty() ||
         b.space != dfg::Space::Global || l.index.size() != first.index.size())
-      return "";
+      return {};
     for (size_t d = axis + 1; d < l.index.size(); ++d) {
       const dfg::DimMap &m = b.map[d], &fm = fb.map[d];
       if (l.index[d] != first.index[d] || b.strides[d] != fb.strides[d] ||
           b.extents[d] != fb.extents[d] || m.outDim != fm.outDim ||
           m.scale != fm.scale || m.inner != fm.inner)
-        return "";
+        return {};
     }
     key.push_back(l.buffer);
     key.insert(key.end(), l.index.begin(), l.index.begin() + axis + 1);
   }
+  return key;
+}
+
+std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
+                              const std::set<int> &deferred,
+                              const std::string &ind) {
+  size_t axis = size_t(n.value);
+  const dfg::Buffer &fb = g.buffer(g.node(n.in[0]).buffer);
+  std::vector<int64_t> key = pickKey(g, n, deferred);
+  if (key.empty())
+    return "";
   auto [at, fresh] =
       pickBases.emplace(key, "pick_base" + std::to_string(counter));
   if (!fresh)
@@ -617,24 +645,121 @@ std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
   return base;
 }
 
+std::pair<std::string, std::string>
+Emitter::pickInner(const dfg::Graph &g, const dfg::Node &n,
+                   const std::string &base) const {
+  // The rest of the position (past the axis, the same in every part).
+  size_t axis = size_t(n.value);
+  const dfg::Node &l = g.node(n.in[0]);
+  const dfg::Buffer &b = g.buffer(l.buffer);
+  std::string guard = base, offset = "0";
+  for (size_t d = axis + 1; d < l.index.size(); ++d) {
+    std::string pos = position(b, d, l.index[d]);
+    bool lower =
+        l.index[d] < 0 || (ph.negativeBases && b.map[d].outDim != dfg::NoDim);
+    guard += " && " + (lower ? pos + " >= 0 && " : "") + pos + " < " +
+             std::to_string(b.extents[d]);
+    offset += " + " + pos + " * " + std::to_string(b.strides[d]);
+  }
+  return {guard, offset};
+}
+
+std::map<int, std::vector<int>>
+Emitter::pickRuns(const dfg::Graph &g, const std::vector<int> &order,
+                  const std::set<int> &deferred) const {
+  // Picks by (pickKey, position past the axis off the unit axis), then
+  // their position along it.
+  std::map<std::vector<int64_t>, std::map<int64_t, int>> byRow;
+  std::map<std::vector<int64_t>, int> unitOf;
+  for (int id : order) {
+    const dfg::Node &n = g.node(id);
+    if (n.op != Op::Pick || n.type != dfg::Type::F32 || ph.k != &top)
+      continue;
+    std::vector<int64_t> key = pickKey(g, n, deferred);
+    if (key.empty())
+      continue;
+    const dfg::Node &l = g.node(n.in[0]);
+    int u = unitAxis(g.buffer(l.buffer));
+    if (u <= int(n.value) || g.buffer(l.buffer).type != dfg::Type::F32)
+      continue;
+    std::vector<int64_t> row = key;
+    for (size_t d = size_t(n.value) + 1; d < l.index.size(); ++d)
+      row.push_back(int(d) == u ? 0 : l.index[d]);
+    byRow[row][l.index[u]] = id;
+    unitOf[row] = u;
+  }
+  std::map<int, size_t> rank;
+  for (size_t i = 0; i < order.size(); ++i)
+    rank[order[i]] = i;
+  std::map<int, std::vector<int>> result;
+  for (const auto &[row, byPos] : byRow) {
+    int u = unitOf[row];
+    const dfg::Node &n = g.node(byPos.begin()->second);
+    std::set<int> taken;
+    for (int64_t w : {4, 2}) {
+      // Every part's element at a thread's first position: w-aligned.
+      bool aligned = true;
+      for (int in : n.in)
+        aligned &= widthAligned(g.buffer(g.node(in).buffer), u, w);
+      if (!aligned)
+        continue;
+      for (const auto &[i, head] : byPos) {
+        std::vector<int> ids;
+        for (int64_t j = 0; j < w && i % w == 0; ++j) {
+          auto at = byPos.find(i + j);
+          if (at == byPos.end() || taken.count(at->second))
+            break;
+          ids.push_back(at->second);
+        }
+        if (int64_t(ids.size()) != w)
+          continue;
+        taken.insert(ids.begin(), ids.end());
+        int first =
+            *std::min_element(ids.begin(), ids.end(),
+                              [&](int x, int y) { return rank[x] < rank[y]; });
+        result[first] = std::move(ids);
+      }
+    }
+  }
+  return result;
+}
+
+void Emitter::emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
+                          const std::set<int> &deferred,
+                          const std::string &ind) {
+  // As emitVectorRun's global loads, through the run's part pointer.
+  const dfg::Node &head = g.node(ids.front());
+  std::string base = pickBase(g, head, deferred, ind);
+  const dfg::Buffer &b = g.buffer(g.node(head.in[0]).buffer);
+  size_t w = ids.size();
+  std::string vec = w == 4 ? "float4" : "float2";
+  bool ragged = b.extents[size_t(unitAxis(b))] % int64_t(w) != 0;
+  std::string all =
+      pickInner(g, ragged ? g.node(ids.back()) : head, base).first;
+  std::string rest;
+  for (size_t j = 0; j < w; ++j) {
+    auto [guard, offset] = pickInner(g, g.node(ids[j]), base);
+    rest += (j ? ", " : "") +
+            (ragged ? "(" + guard + ") ? " + base + "[" + offset + "] : 0.0f"
+                    : std::string("0.0f"));
+  }
+  std::string v = nameOf(g, ids[0]) + "_x" + std::to_string(w);
+  os << ind << "const " << vec << " " << v << " = (" << all
+     << ") ? *reinterpret_cast<const " << vec << " *>(" << base << " + "
+     << pickInner(g, head, base).second << ") : make_" << vec << "(" << rest
+     << ");\n";
+  const char *lane = "xyzw";
+  for (size_t j = 0; j < w; ++j)
+    names[{&g, ids[j]}] = v + "." + lane[j];
+}
+
 void Emitter::emitPick(const dfg::Graph &g, int id,
                        const std::set<int> &deferred, const std::string &ind) {
   const dfg::Node &n = g.node(id);
   size_t axis = size_t(n.value);
   std::string v = nameOf(g, id), zero = typedNum(0, n.type);
   if (std::string base = pickBase(g, n, deferred, ind); !base.empty()) {
-    // The rest of the position (past the axis, the same in every part).
-    const dfg::Node &l = g.node(n.in[0]);
-    const dfg::Buffer &b = g.buffer(l.buffer);
-    std::string guard = base, offset = "0";
-    for (size_t d = axis + 1; d < l.index.size(); ++d) {
-      std::string pos = position(b, d, l.index[d]);
-      bool lower =
-          l.index[d] < 0 || (ph.negativeBases && b.map[d].outDim != dfg::NoDim);
-      guard += " && " + (lower ? pos + " >= 0 && " : "") + pos + " < " +
-               std::to_string(b.extents[d]);
-      offset += " + " + pos + " * " + std::to_string(b.strides[d]);
-    }
+    auto [guard, offset] = pickInner(g, n, base);
     os << ind << "const " << typeName(n.type) << " " << v << " = (" << guard
        << ") ? " << base << "[" << offset << "] : " << zero << ";\n";
     return;
@@ -707,6 +832,11 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   std::set<int> inRun; // emitted with their run, at another node's place
   for (const auto &[at, r] : runs)
     for (int id : r.ids)
+      if (id != at)
+        inRun.insert(id);
+  std::map<int, std::vector<int>> picks = pickRuns(g, order, deferred);
+  for (const auto &[at, ids] : picks)
+    for (int id : ids)
       if (id != at)
         inRun.insert(id);
   for (int id : order) {
@@ -834,7 +964,10 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
       expr = x + " ? " + in(1) + " : " + in(2);
       break;
     case Op::Pick:
-      emitPick(g, id, deferred, ind);
+      if (auto r = picks.find(id); r != picks.end())
+        emitPickRun(g, r->second, deferred, ind);
+      else
+        emitPick(g, id, deferred, ind);
       continue;
     case Op::LaneSum:
     case Op::LaneMax: {

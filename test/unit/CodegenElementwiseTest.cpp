@@ -229,68 +229,79 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
   // y = concat(p0..p4, axis 1) of uneven parts (3, 1, 4, 2, 6 channels):
   // a Pick bisects the offsets. Bitwise equal, -0.0 included (a sum of
   // zero-filled parts would turn it into +0.0), for tiles that straddle
-  // parts and overhang the output.
+  // parts and overhang the output; rows of 5 (scalar reads) and of 8
+  // (128- and 64-bit reads through the chosen part).
   const std::vector<int64_t> widths{3, 1, 4, 2, 6};
-  std::vector<int64_t> out{2, 16, 3, 5};
-  std::vector<ElementwiseInput> in;
-  std::vector<int> parts;
-  int64_t offset = 0;
-  for (size_t i = 0; i < widths.size(); ++i) {
-    ElementwiseInput x{"p" + std::to_string(i), {2, widths[i], 3, 5}};
-    x.outsideReadsZero = true;
-    x.follows = {0, 1, 2, 3};
-    x.start = {0, -offset, 0, 0};
-    x.step = {1, 1, 1, 1};
-    offset += widths[i];
-    parts.push_back(-1 - int(i));
-    in.push_back(x);
-  }
-  std::vector<ElementwiseStep> steps{{dfg::Op::Pick, parts, 1}};
-  std::vector<TileParams> params(2);
+  std::vector<TileParams> params(3);
   params[0].Kb = 4, params[0].Hb = 2, params[0].Wb = 4;
   params[0].Kt = 2, params[0].Wt = 2;
   params[1].Nb = 2, params[1].Kb = 8, params[1].Wb = 8;
   params[1].Nt = 1, params[1].Kt = 4, params[1].Wt = 4;
+  params[2].Kb = 2, params[2].Hb = 2, params[2].Wb = 16;
+  params[2].Kt = 2, params[2].Ht = 2, params[2].Wt = 4;
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<std::vector<float>> data;
-  for (const auto &x : in) {
-    data.emplace_back(numel(x.shape));
-    for (float &v : data.back())
-      v = dist(rng);
-    data.back()[1] = -0.0f;
-  }
-  for (const TileParams &p : params) {
-    std::string err;
-    auto k = buildElementwise("concat", out, in, steps, p, err);
-    INFO(err);
-    REQUIRE(k);
-    std::vector<float> y(numel(out), std::numeric_limits<float>::quiet_NaN());
-    std::map<std::string, void *> buffers{{"Y", y.data()}};
-    for (size_t i = 0; i < in.size(); ++i)
-      buffers[in[i].name] = data[i].data();
-    REQUIRE(runOnHost(*k, buffers, err));
-    int64_t mismatches = 0;
-    for (int64_t n = 0; n < 2; ++n)
-      for (int64_t c = 0, part = 0, first = 0; c < 16; ++c) {
-        if (c - first == widths[part])
-          first += widths[part++];
-        for (int64_t hw = 0; hw < 15; ++hw) {
-          float want = data[part][(n * widths[part] + c - first) * 15 + hw];
-          float got = y[(n * 16 + c) * 15 + hw];
-          mismatches += std::memcmp(&want, &got, sizeof want) != 0;
+  for (int64_t W : {5, 8}) {
+    std::vector<int64_t> out{2, 16, 3, W};
+    std::vector<ElementwiseInput> in;
+    std::vector<int> parts;
+    int64_t offset = 0;
+    for (size_t i = 0; i < widths.size(); ++i) {
+      ElementwiseInput x{"p" + std::to_string(i), {2, widths[i], 3, W}};
+      x.outsideReadsZero = true;
+      x.follows = {0, 1, 2, 3};
+      x.start = {0, -offset, 0, 0};
+      x.step = {1, 1, 1, 1};
+      offset += widths[i];
+      parts.push_back(-1 - int(i));
+      in.push_back(x);
+    }
+    std::vector<ElementwiseStep> steps{{dfg::Op::Pick, parts, 1}};
+    std::vector<std::vector<float>> data;
+    for (const auto &x : in) {
+      data.emplace_back(numel(x.shape));
+      for (float &v : data.back())
+        v = dist(rng);
+      data.back()[1] = -0.0f;
+    }
+    for (const TileParams &p : params) {
+      std::string err;
+      auto k = buildElementwise("concat", out, in, steps, p, err);
+      INFO(err << " W " << W << " Wt " << p.Wt);
+      REQUIRE(k);
+      std::vector<float> y(numel(out), std::numeric_limits<float>::quiet_NaN());
+      std::map<std::string, void *> buffers{{"Y", y.data()}};
+      for (size_t i = 0; i < in.size(); ++i)
+        buffers[in[i].name] = data[i].data();
+      REQUIRE(runOnHost(*k, buffers, err));
+      int64_t mismatches = 0;
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0, part = 0, first = 0; c < 16; ++c) {
+          if (c - first == widths[part])
+            first += widths[part++];
+          for (int64_t hw = 0; hw < 3 * W; ++hw) {
+            float want =
+                data[part][(n * widths[part] + c - first) * 3 * W + hw];
+            float got = y[(n * 16 + c) * 3 * W + hw];
+            mismatches += std::memcmp(&want, &got, sizeof want) != 0;
+          }
         }
-      }
-    CHECK(mismatches == 0);
-    // One bisection a (n, k) of the thread, not one an element: a
-    // 16-element thread of a 25-part concat compiled to 145 KB of code.
-    std::string src = emitSource(*k);
-    size_t bisections = 0;
-    for (size_t at = src.find("const float *pick_base");
-         at != std::string::npos;
-         at = src.find("const float *pick_base", at + 1))
-      ++bisections;
-    CHECK(bisections == size_t(p.Nt * p.Kt));
+      CHECK(mismatches == 0);
+      // One bisection a (n, k) of the thread, not one an element: a
+      // 16-element thread of a 25-part concat compiled to 145 KB of code.
+      std::string src = emitSource(*k);
+      size_t bisections = 0;
+      for (size_t at = src.find("const float *pick_base");
+           at != std::string::npos;
+           at = src.find("const float *pick_base", at + 1))
+        ++bisections;
+      CHECK(bisections == size_t(p.Nt * p.Kt));
+      // Rows of 8 read 4 (or 2) words at a time through it.
+      bool vectors = src.find("*reinterpret_cast<const float" +
+                              std::to_string(p.Wt >= 4 ? 4 : 2) +
+                              " *>(pick_base") != std::string::npos;
+      CHECK(vectors == (W == 8));
+    }
   }
   // Along the innermost axis too: 4 parts along W, blocks straddling them.
   {
@@ -335,6 +346,15 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
     CHECK(mismatches == 0);
   }
   // Parts that are not concatenated inputs are refused.
+  std::vector<int64_t> out{2, 16, 3, 5};
+  std::vector<ElementwiseInput> in;
+  for (size_t i = 0, offset = 0; i < widths.size(); offset += widths[i++]) {
+    ElementwiseInput x{"p" + std::to_string(i), {2, widths[i], 3, 5}};
+    x.outsideReadsZero = true;
+    x.follows = {0, 1, 2, 3};
+    x.start = {0, -int64_t(offset), 0, 0};
+    in.push_back(x);
+  }
   std::vector<ElementwiseStep> bad{{dfg::Op::Relu, {-1}},
                                    {dfg::Op::Pick, {0, -2}, 1}};
   std::string err;

@@ -254,9 +254,6 @@ func.func @main(%a: tensor<1x8x4x4xf32>, %b: tensor<1x8x4x4xf32>, %c: tensor<1x8
   REQUIRE(g.ops.size() == 2);
   CHECK(describeOp(g.ops[0])->inputs == 1);
   CHECK(describeOp(g.ops[1])->inputs == 2);
-  // The concat's read is a Pick's, one word a lane; the add's are not.
-  CHECK(describeOp(g.ops[0])->pickedReads == 1);
-  CHECK(describeOp(g.ops[1])->pickedReads == 0);
   llvm::SmallPtrSet<mlir::Operation *, 2> group;
   group.insert(g.ops[0]);
   CHECK(externalInputs(g.ops[1], group) == 1);
