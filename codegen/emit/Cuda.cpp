@@ -182,7 +182,7 @@ private:
   // `deferred` are emitted in the branch, the others read by name).
   void emitPick(const dfg::Graph &g, int id, const std::set<int> &deferred,
                 const std::string &indent);
-  // Where a Pick's parts are read only by it and agree past the concat
+  // Where a Pick's parts are read only by Picks and agree past the concat
   // axis (extents, strides, positions: a concat's always do), the name of
   // a pointer to the chosen part's element at the Pick's position with
   // every axis past the concat axis at 0, or null outside every part: one
@@ -809,11 +809,22 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   // than with four (H200, ncu: same sectors, instructions and DRAM bytes,
   // more time stalled on loads). Nothing reads a store, so the order stays
   // topological.
+  // Only global stores move, and not where the graph also reads the
+  // tensor (no edge orders those accesses).
+  std::set<int> loadedBuffers;
+  for (int id : order)
+    if (g.node(id).op == Op::Load)
+      loadedBuffers.insert(g.node(id).buffer);
   if (ph.k == &top && &g == &top.exit && top.loopExtent == 0)
-    std::stable_partition(order.begin(), order.end(),
-                          [&](int id) { return g.node(id).op != Op::Store; });
-  // The loads only a Pick reads are emitted inside its branches (so only
-  // the part a position falls in is read), not in order nor in runs.
+    std::stable_partition(order.begin(), order.end(), [&](int id) {
+      const dfg::Node &n = g.node(id);
+      return n.op != Op::Store ||
+             g.buffer(n.buffer).space != dfg::Space::Global ||
+             loadedBuffers.count(n.buffer);
+    });
+  // The loads only Picks read are emitted by them (so only the part a
+  // position falls in is read: through pickBase's pointer, or inside the
+  // bisection's branches), not in order nor in runs.
   std::map<int, int> readers, pickReaders;
   for (int id : order)
     for (int in : g.node(id).in) {

@@ -127,6 +127,10 @@ buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
   for (size_t i = 0; i < steps.size(); ++i) {
     std::vector<dfg::Type> args;
     int64_t lastOffset = -1; // a Pick's parts: offsets rising, as bisected
+    if (steps[i].op == dfg::Op::Pick && steps[i].args.empty()) {
+      error = "step " + std::to_string(i) + " picks from no inputs";
+      return std::nullopt;
+    }
     for (int a : steps[i].args) {
       if (a >= int(i) || -1 - a >= int(in.size())) {
         error = "step " + std::to_string(i) +

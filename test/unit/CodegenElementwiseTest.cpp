@@ -345,6 +345,45 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
       }
     CHECK(mismatches == 0);
   }
+  // Single-channel parts of rows of 5: every other axis has extent 1, so
+  // 4-word vectors are aligned and the row's end is ragged (checked
+  // element by element).
+  {
+    std::vector<int64_t> outR{1, 3, 1, 5};
+    std::vector<ElementwiseInput> inR;
+    std::vector<int> partsR;
+    std::vector<std::vector<float>> dataR;
+    for (int64_t i = 0; i < 3; ++i) {
+      ElementwiseInput x{"r" + std::to_string(i), {1, 1, 1, 5}};
+      x.outsideReadsZero = true;
+      x.follows = {0, 1, 2, 3};
+      x.start = {0, -i, 0, 0};
+      partsR.push_back(-1 - int(i));
+      inR.push_back(x);
+      dataR.emplace_back(5);
+      for (float &v : dataR.back())
+        v = dist(rng);
+    }
+    TileParams p;
+    p.Kb = 2, p.Wb = 8, p.Wt = 4;
+    std::string err;
+    auto k = buildElementwise("concatR", outR, inR,
+                              {{dfg::Op::Pick, partsR, 1}}, p, err);
+    INFO(err);
+    REQUIRE(k);
+    CHECK(emitSource(*k).find("const float4 *>(pick_base") !=
+          std::string::npos);
+    std::vector<float> y(15, std::numeric_limits<float>::quiet_NaN());
+    std::map<std::string, void *> buffers{{"Y", y.data()}};
+    for (size_t i = 0; i < inR.size(); ++i)
+      buffers[inR[i].name] = dataR[i].data();
+    REQUIRE(runOnHost(*k, buffers, err));
+    int64_t mismatches = 0;
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t w = 0; w < 5; ++w)
+        mismatches += dataR[c][w] != y[c * 5 + w];
+    CHECK(mismatches == 0);
+  }
   // Parts that are not concatenated inputs are refused.
   std::vector<int64_t> out{2, 16, 3, 5};
   std::vector<ElementwiseInput> in;
@@ -360,6 +399,11 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
   std::string err;
   CHECK_FALSE(buildElementwise("bad", out, in, bad, params[0], err));
   CHECK(err.find("concatenated") != std::string::npos);
+  // And a Pick of nothing.
+  err.clear();
+  CHECK_FALSE(buildElementwise("empty", out, in, {{dfg::Op::Pick, {}, 1}},
+                               params[0], err));
+  CHECK(err.find("no inputs") != std::string::npos);
   // So are parts out of offset order: the bisection would misread them.
   std::vector<ElementwiseStep> swapped{{dfg::Op::Pick, {-2, -1, -3}, 1}};
   err.clear();
