@@ -746,14 +746,10 @@ WarpTraffic warpTraffic(const OpDesc &d, const TileParams &p, const GpuArch &a,
   // Memoised: the search asks for the same first warp under many block
   // shapes (a quarter of DenseNet-121's search time went here).
   int64_t tw = p.Wb / p.Wt, th = p.Hb / p.Ht, tk = p.Kb / p.Kt;
-  std::array<int64_t, 14> key = {
-      d.N,   d.K,
-      d.H,   d.W,
-      p.Nt,  p.Kt,
-      p.Ht,  p.Wt,
-      tw,    th,
-      tk,    d.elementBytes,
-      width, std::min<int64_t>(a.warpSize, p.threads())};
+  int64_t lanes = std::min<int64_t>(a.warpSize, p.threads());
+  std::array<int64_t, 14> key = {d.N,   d.K,  d.H, d.W, p.Nt, p.Kt,
+                                 p.Ht,  p.Wt, tw,  th,  tk,   d.elementBytes,
+                                 width, lanes};
   thread_local std::map<std::array<int64_t, 14>, WarpTraffic> memo;
   if (auto it = memo.find(key); it != memo.end())
     return it->second;
@@ -763,11 +759,10 @@ WarpTraffic warpTraffic(const OpDesc &d, const TileParams &p, const GpuArch &a,
   const int64_t t[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
   constexpr int64_t kSectorBytes = 32, kLineSectors = 4;
   // The lanes' first elements (element (0, 0, 0, 0) of their tiles).
-  std::vector<std::array<int64_t, 4>> lanes;
-  for (int64_t lane = 0; lane < std::min<int64_t>(a.warpSize, p.threads());
-       ++lane) {
+  std::vector<std::array<int64_t, 4>> first;
+  for (int64_t lane = 0; lane < lanes; ++lane) {
     ThreadPos q = threadPos(p, lane);
-    lanes.push_back({q.n * t[0], q.k * t[1], q.h * t[2], q.w * t[3]});
+    first.push_back({q.n * t[0], q.k * t[1], q.h * t[2], q.w * t[3]});
   }
   // An L2 transaction per line of `sectors` (sorted), at least
   // kL2MinSectors each.
@@ -793,7 +788,7 @@ WarpTraffic warpTraffic(const OpDesc &d, const TileParams &p, const GpuArch &a,
           // tile inside the tensor. Aligned vectors of at most 16 bytes lie
           // in one sector.
           one.clear();
-          for (const auto &q : lanes) {
+          for (const auto &q : first) {
             int64_t x[4] = {q[0] + i, q[1] + j, q[2] + k, q[3] + l};
             if (x[0] >= ext[0] || x[1] >= ext[1] || x[2] >= ext[2] ||
                 x[3] >= ext[3])

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -145,28 +146,31 @@ private:
     return "(" + s + std::to_string(i) + ")";
   }
 
-  std::string address(const dfg::Buffer &b,
-                      const std::vector<int64_t> &idx) const {
+  // The offset of `idx` (its dimensions [from, to) only: a Pick's part
+  // pointer covers those up to the concat axis, its reads the rest).
+  std::string address(const dfg::Buffer &b, const std::vector<int64_t> &idx,
+                      size_t from = 0, size_t to = SIZE_MAX) const {
     std::string s;
-    for (size_t d = 0; d < idx.size(); ++d)
-      s += (d ? " + " : "") + position(b, d, idx[d]) + " * " +
+    for (size_t d = from; d < std::min(to, idx.size()); ++d)
+      s += (d > from ? " + " : "") + position(b, d, idx[d]) + " * " +
            std::to_string(b.strides[d]);
     return s;
   }
 
-  // The guard of a global access: every position inside the tensor.
-  std::string inside(const dfg::Buffer &b,
-                     const std::vector<int64_t> &idx) const {
+  // The guard of a global access: every position inside the tensor (along
+  // dimensions [from, to), as address).
+  std::string inside(const dfg::Buffer &b, const std::vector<int64_t> &idx,
+                     size_t from = 0, size_t to = SIZE_MAX) const {
     // Positions only grow from thread 0's, so a lower bound is needed only
     // where thread 0's is negative (an input read shifted, as Concat's) or
     // the block's origin may be (a producer's halo).
     std::string s;
-    for (size_t d = 0; d < idx.size(); ++d) {
+    for (size_t d = from; d < std::min(to, idx.size()); ++d) {
       std::string pos = position(b, d, idx[d]);
       bool lower =
           idx[d] < 0 || (ph.negativeBases && b.map[d].outDim != dfg::NoDim);
-      s += (d ? " && " : "") + (lower ? pos + " >= 0 && " : "") + pos + " < " +
-           std::to_string(b.extents[d]);
+      s += (d > from ? " && " : "") + (lower ? pos + " >= 0 && " : "") + pos +
+           " < " + std::to_string(b.extents[d]);
     }
     return s;
   }
@@ -209,6 +213,25 @@ private:
                                            const std::set<int> &deferred) const;
   void emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
                    const std::set<int> &deferred, const std::string &indent);
+  // The bisection of Pick n's parts by their offsets along the concat axis:
+  // `leaf(i, indent)` emits what part i's branch does.
+  void
+  emitBisection(const dfg::Graph &g, const dfg::Node &n,
+                const std::string &indent,
+                const std::function<void(size_t, const std::string &)> &leaf);
+  // A vector load of the words `ids` (by position) through `ptr` where
+  // `all` holds, else each word's `fallback`; the words are named after the
+  // vector's lanes.
+  void emitVectorLoad(const dfg::Graph &g, const std::vector<int> &ids,
+                      const std::string &all, const std::string &ptr,
+                      const std::vector<std::string> &fallback,
+                      const std::string &indent);
+  // The runs of `width` consecutive positions of `byPos`, each starting at
+  // a multiple of it, none of whose members is in `taken` (which gains
+  // them): their ids by position.
+  static std::vector<std::vector<int>>
+  alignedRuns(const std::map<int64_t, int> &byPos, int64_t width,
+              std::set<int> &taken);
   // A run of fp32 accesses at consecutive words of a buffer's unit-stride
   // axis whose first word every thread reaches is `width`-aligned, so one
   // 8- or 16-byte access does them all (`ids` by position).
@@ -483,27 +506,10 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
     for (int64_t w : widths) {
       if (!widthAligned(b, u, w))
         continue;
-      for (auto it = byPos.begin(); it != byPos.end();) {
-        int64_t i = it->first;
-        VectorRun r{{}, store};
-        for (int64_t j = 0; j < w && i % w == 0; ++j) {
-          auto at = byPos.find(i + j);
-          if (at == byPos.end())
-            break;
-          r.ids.push_back(at->second);
-        }
-        bool taken = false;
-        for (int id : r.ids)
-          taken |= inRun.count(id) > 0;
-        if (int64_t(r.ids.size()) != w || taken) {
-          ++it;
-          continue;
-        }
-        int at = store ? *std::max_element(r.ids.begin(), r.ids.end(), byRank)
-                       : *std::min_element(r.ids.begin(), r.ids.end(), byRank);
-        inRun.insert(r.ids.begin(), r.ids.end());
-        result[at] = std::move(r);
-        std::advance(it, w);
+      for (std::vector<int> &ids : alignedRuns(byPos, w, inRun)) {
+        int at = store ? *std::max_element(ids.begin(), ids.end(), byRank)
+                       : *std::min_element(ids.begin(), ids.end(), byRank);
+        result[at] = VectorRun{std::move(ids), store};
       }
     }
   }
@@ -562,17 +568,70 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
     }
     return;
   }
-  std::string v = nameOf(g, r.ids[0]) + "_x" + std::to_string(w);
-  std::string rest;
+  std::vector<std::string> fallback;
   for (size_t j = 0; j < w; ++j)
-    rest +=
-        (j ? ", " : "") + (ragged ? "(" + inside(b, g.node(r.ids[j]).index) +
-                                        ") ? " + scalar(j) + " : 0.0f"
-                                  : std::string("0.0f"));
+    fallback.push_back(ragged ? "(" + inside(b, g.node(r.ids[j]).index) +
+                                    ") ? " + scalar(j) + " : 0.0f"
+                              : "0.0f");
+  emitVectorLoad(g, r.ids, all, ptr, fallback, ind);
+}
+
+void Emitter::emitVectorLoad(const dfg::Graph &g, const std::vector<int> &ids,
+                             const std::string &all, const std::string &ptr,
+                             const std::vector<std::string> &fallback,
+                             const std::string &ind) {
+  size_t w = ids.size();
+  std::string vec = w == 4 ? "float4" : "float2";
+  std::string v = nameOf(g, ids[0]) + "_x" + std::to_string(w), rest;
+  for (size_t j = 0; j < w; ++j)
+    rest += (j ? ", " : "") + fallback[j];
   os << ind << "const " << vec << " " << v << " = (" << all << ") ? *" << ptr
      << " : make_" << vec << "(" << rest << ");\n";
+  const char *lane = "xyzw";
   for (size_t j = 0; j < w; ++j)
-    names[{&g, r.ids[j]}] = v + "." + lane[j];
+    names[{&g, ids[j]}] = v + "." + lane[j];
+}
+
+std::vector<std::vector<int>>
+Emitter::alignedRuns(const std::map<int64_t, int> &byPos, int64_t width,
+                     std::set<int> &taken) {
+  std::vector<std::vector<int>> runs;
+  for (const auto &[i, first] : byPos) {
+    std::vector<int> ids;
+    for (int64_t j = 0; j < width && i % width == 0; ++j) {
+      auto at = byPos.find(i + j);
+      if (at == byPos.end() || taken.count(at->second))
+        break;
+      ids.push_back(at->second);
+    }
+    if (int64_t(ids.size()) != width)
+      continue;
+    taken.insert(ids.begin(), ids.end());
+    runs.push_back(std::move(ids));
+  }
+  return runs;
+}
+
+void Emitter::emitBisection(
+    const dfg::Graph &g, const dfg::Node &n, const std::string &ind,
+    const std::function<void(size_t, const std::string &)> &leaf) {
+  // Parts [lo, hi): at one, its leaf; else the position's side of the
+  // middle part's offset.
+  size_t axis = size_t(n.value);
+  std::function<void(size_t, size_t, const std::string &)> part =
+      [&](size_t lo, size_t hi, const std::string &in) {
+        if (hi - lo == 1)
+          return leaf(lo, in);
+        size_t mid = (lo + hi) / 2;
+        const dfg::Node &m = g.node(n.in[mid]);
+        os << in << "if (" << position(g.buffer(m.buffer), axis, m.index[axis])
+           << " >= 0) {\n";
+        part(mid, hi, in + "  ");
+        os << in << "} else {\n";
+        part(lo, mid, in + "  ");
+        os << in << "}\n";
+      };
+  part(0, n.in.size(), ind);
 }
 
 std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
@@ -615,33 +674,14 @@ std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
   ++counter;
   const std::string &base = at->second;
   os << ind << "const " << typeName(fb.type) << " *" << base << ";\n";
-  // Parts [lo, hi): at one, its element if the position lies inside it up
-  // to the axis; else the position's side of the middle part's offset.
-  std::function<void(size_t, size_t, const std::string &)> part =
-      [&](size_t lo, size_t hi, const std::string &in) {
-        if (hi - lo == 1) {
-          const dfg::Node &l = g.node(n.in[lo]);
-          const dfg::Buffer &b = g.buffer(l.buffer);
-          std::vector<int64_t> outer(l.index.begin(),
-                                     l.index.begin() + axis + 1);
-          dfg::Buffer ob = b;
-          ob.extents.resize(axis + 1);
-          ob.strides.resize(axis + 1);
-          ob.map.resize(axis + 1);
-          os << in << base << " = (" << inside(ob, outer) << ") ? " << b.name
-             << " + " << address(ob, outer) << " : nullptr;\n";
-          return;
-        }
-        size_t mid = (lo + hi) / 2;
-        const dfg::Node &m = g.node(n.in[mid]);
-        os << in << "if (" << position(g.buffer(m.buffer), axis, m.index[axis])
-           << " >= 0) {\n";
-        part(mid, hi, in + "  ");
-        os << in << "} else {\n";
-        part(lo, mid, in + "  ");
-        os << in << "}\n";
-      };
-  part(0, n.in.size(), ind);
+  // Part i's element if the position lies inside it up to the axis.
+  emitBisection(g, n, ind, [&](size_t i, const std::string &in) {
+    const dfg::Node &l = g.node(n.in[i]);
+    const dfg::Buffer &b = g.buffer(l.buffer);
+    os << in << base << " = (" << inside(b, l.index, 0, axis + 1) << ") ? "
+       << b.name << " + " << address(b, l.index, 0, axis + 1)
+       << " : nullptr;\n";
+  });
   return base;
 }
 
@@ -652,16 +692,10 @@ Emitter::pickInner(const dfg::Graph &g, const dfg::Node &n,
   size_t axis = size_t(n.value);
   const dfg::Node &l = g.node(n.in[0]);
   const dfg::Buffer &b = g.buffer(l.buffer);
-  std::string guard = base, offset = "0";
-  for (size_t d = axis + 1; d < l.index.size(); ++d) {
-    std::string pos = position(b, d, l.index[d]);
-    bool lower =
-        l.index[d] < 0 || (ph.negativeBases && b.map[d].outDim != dfg::NoDim);
-    guard += " && " + (lower ? pos + " >= 0 && " : "") + pos + " < " +
-             std::to_string(b.extents[d]);
-    offset += " + " + pos + " * " + std::to_string(b.strides[d]);
-  }
-  return {guard, offset};
+  std::string guard = inside(b, l.index, axis + 1);
+  std::string offset = address(b, l.index, axis + 1);
+  return {base + (guard.empty() ? "" : " && " + guard),
+          "0" + (offset.empty() ? "" : " + " + offset)};
 }
 
 std::map<int, std::vector<int>>
@@ -670,7 +704,6 @@ Emitter::pickRuns(const dfg::Graph &g, const std::vector<int> &order,
   // Picks by (pickKey, position past the axis off the unit axis), then
   // their position along it.
   std::map<std::vector<int64_t>, std::map<int64_t, int>> byRow;
-  std::map<std::vector<int64_t>, int> unitOf;
   for (int id : order) {
     const dfg::Node &n = g.node(id);
     if (n.op != Op::Pick || n.type != dfg::Type::F32 || ph.k != &top)
@@ -686,15 +719,14 @@ Emitter::pickRuns(const dfg::Graph &g, const std::vector<int> &order,
     for (size_t d = size_t(n.value) + 1; d < l.index.size(); ++d)
       row.push_back(int(d) == u ? 0 : l.index[d]);
     byRow[row][l.index[u]] = id;
-    unitOf[row] = u;
   }
   std::map<int, size_t> rank;
   for (size_t i = 0; i < order.size(); ++i)
     rank[order[i]] = i;
   std::map<int, std::vector<int>> result;
   for (const auto &[row, byPos] : byRow) {
-    int u = unitOf[row];
     const dfg::Node &n = g.node(byPos.begin()->second);
+    int u = unitAxis(g.buffer(g.node(n.in[0]).buffer));
     std::set<int> taken;
     for (int64_t w : {4, 2}) {
       // Every part's element at a thread's first position: w-aligned.
@@ -703,17 +735,7 @@ Emitter::pickRuns(const dfg::Graph &g, const std::vector<int> &order,
         aligned &= widthAligned(g.buffer(g.node(in).buffer), u, w);
       if (!aligned)
         continue;
-      for (const auto &[i, head] : byPos) {
-        std::vector<int> ids;
-        for (int64_t j = 0; j < w && i % w == 0; ++j) {
-          auto at = byPos.find(i + j);
-          if (at == byPos.end() || taken.count(at->second))
-            break;
-          ids.push_back(at->second);
-        }
-        if (int64_t(ids.size()) != w)
-          continue;
-        taken.insert(ids.begin(), ids.end());
+      for (std::vector<int> &ids : alignedRuns(byPos, w, taken)) {
         int first =
             *std::min_element(ids.begin(), ids.end(),
                               [&](int x, int y) { return rank[x] < rank[y]; });
@@ -736,27 +758,22 @@ void Emitter::emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
   bool ragged = b.extents[size_t(unitAxis(b))] % int64_t(w) != 0;
   std::string all =
       pickInner(g, ragged ? g.node(ids.back()) : head, base).first;
-  std::string rest;
+  std::vector<std::string> fallback;
   for (size_t j = 0; j < w; ++j) {
     auto [guard, offset] = pickInner(g, g.node(ids[j]), base);
-    rest += (j ? ", " : "") +
-            (ragged ? "(" + guard + ") ? " + base + "[" + offset + "] : 0.0f"
-                    : std::string("0.0f"));
+    fallback.push_back(ragged ? "(" + guard + ") ? " + base + "[" + offset +
+                                    "] : 0.0f"
+                              : "0.0f");
   }
-  std::string v = nameOf(g, ids[0]) + "_x" + std::to_string(w);
-  os << ind << "const " << vec << " " << v << " = (" << all
-     << ") ? *reinterpret_cast<const " << vec << " *>(" << base << " + "
-     << pickInner(g, head, base).second << ") : make_" << vec << "(" << rest
-     << ");\n";
-  const char *lane = "xyzw";
-  for (size_t j = 0; j < w; ++j)
-    names[{&g, ids[j]}] = v + "." + lane[j];
+  emitVectorLoad(g, ids, all,
+                 "reinterpret_cast<const " + vec + " *>(" + base + " + " +
+                     pickInner(g, head, base).second + ")",
+                 fallback, ind);
 }
 
 void Emitter::emitPick(const dfg::Graph &g, int id,
                        const std::set<int> &deferred, const std::string &ind) {
   const dfg::Node &n = g.node(id);
-  size_t axis = size_t(n.value);
   std::string v = nameOf(g, id), zero = typedNum(0, n.type);
   if (std::string base = pickBase(g, n, deferred, ind); !base.empty()) {
     auto [guard, offset] = pickInner(g, n, base);
@@ -765,31 +782,16 @@ void Emitter::emitPick(const dfg::Graph &g, int id,
     return;
   }
   os << ind << typeName(n.type) << " " << v << ";\n";
-  // Parts [lo, hi): at one, its value (0 outside it, as every global
-  // load); else the position's side of the middle part's offset.
-  std::function<void(size_t, size_t, const std::string &)> part =
-      [&](size_t lo, size_t hi, const std::string &at) {
-        const dfg::Node &l = g.node(n.in[lo]);
-        const dfg::Buffer &b = g.buffer(l.buffer);
-        if (hi - lo == 1) {
-          std::string value = deferred.count(n.in[lo])
-                                  ? "(" + inside(b, l.index) + ") ? " + b.name +
-                                        "[" + address(b, l.index) +
-                                        "] : " + zero
-                                  : nameOf(g, n.in[lo]);
-          os << at << v << " = " << value << ";\n";
-          return;
-        }
-        size_t mid = (lo + hi) / 2;
-        const dfg::Node &m = g.node(n.in[mid]);
-        os << at << "if (" << position(g.buffer(m.buffer), axis, m.index[axis])
-           << " >= 0) {\n";
-        part(mid, hi, at + "  ");
-        os << at << "} else {\n";
-        part(lo, mid, at + "  ");
-        os << at << "}\n";
-      };
-  part(0, n.in.size(), ind);
+  // Part i's value (0 outside it, as every global load).
+  emitBisection(g, n, ind, [&](size_t i, const std::string &in) {
+    const dfg::Node &l = g.node(n.in[i]);
+    const dfg::Buffer &b = g.buffer(l.buffer);
+    std::string value = deferred.count(n.in[i])
+                            ? "(" + inside(b, l.index) + ") ? " + b.name + "[" +
+                                  address(b, l.index) + "] : " + zero
+                            : nameOf(g, n.in[i]);
+    os << in << v << " = " << value << ";\n";
+  });
 }
 
 void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
