@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Where a max-autotune compile spends its time (session 10's probe, in
-results/h200-2026-11-23/README.md): compiles a torchvision model with
+"""Where a max-autotune compile spends its time (what it found: bench/README.md,
+"Max-autotune's compile time"): compiles a torchvision model with
 mode="max-autotune", dumping every thread's stack to STACKS every 45 s and
 printing whether Inductor's compile process pool is in use every 15 s.
 

@@ -288,7 +288,7 @@ def dry_run(args, cells):
 
     print(f"phases: {' '.join(args.phases)}; budget {args.budget} s, "
           f"each phase at most {args.phase_budget} s")
-    print(f"out: {args.out or 'bench/results/<gpu>-<date> (named on the GPU)'}")
+    print(f"out: {args.out or 'bench/out/<gpu>-<date> (named on the GPU)'}")
     if "ceilings" in args.phases:
         for k in ("copy", "gemm_fp32_simt", "gemm_tf32", "gemm_fp16", "gemm_bf16"):
             print(f"ceilings {k}{mark('ceilings', k)}")
@@ -946,7 +946,7 @@ def run_checked(cmd, timeout):
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", help="results folder (default bench/results/<gpu>-<date>)")
+    ap.add_argument("--out", help="results folder (default bench/out/<gpu>-<date>, ignored by git)")
     ap.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES))
     ap.add_argument("--models", nargs="+", choices=list(SUITE))
     ap.add_argument("--batches", nargs="+", choices=("small", "large"),
@@ -1013,7 +1013,9 @@ def main(argv=None):
 
     ctx = Context(args)
     env = environment(args)
-    ctx.out = args.out or os.path.join(HERE, "results", env["results_dir_name"])
+    # Per-run output stays out of the tree; bench/results/<gpu>/ holds the
+    # report that is copied there on purpose (bench/README.md).
+    ctx.out = args.out or os.path.join(HERE, "out", env["results_dir_name"])
     os.makedirs(ctx.out, exist_ok=True)
     ctx.path = os.path.join(ctx.out, "results.json")
     if os.path.exists(ctx.path):

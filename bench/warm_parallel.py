@@ -5,7 +5,7 @@ cell alone.
 
 Why: a max-autotune compile of DenseNet-121 or Inception-v3 spends most of
 its 10-35 minutes in ptxas, one Triton choice after another on one CPU core
-(bench/results/h200-2026-11-23/README.md), while the GPU idles. Five cells
+(bench/README.md, "Max-autotune's compile time"), while the GPU idles. Five cells
 autotuned side by side take the time of the slowest. To keep the choices'
 timings honest, the processes share a lock (BENCH_GPU_LOCK, see
 run.install_gpu_lock): a choice is compiled outside it and timed inside it,

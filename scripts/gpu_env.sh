@@ -7,7 +7,7 @@ if ! ldconfig -p | grep -q libcudnn.so.9; then
   [ -n "$d" ] && export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
 fi
 # Inductor's max-autotune precompiles its Triton choices on this many
-# threads (recorded in results.json's env). On the H200 its autotuning
-# benchmarks, not these compiles, took the time (90-235 s a cell):
-# bench/results/h200-2026-11-23/README.md.
+# threads (recorded in results.json's env). Its templates' Triton choices
+# are compiled one at a time inside the autotuning benchmark whatever this
+# says (bench/README.md, "Max-autotune's compile time").
 export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-$(nproc)}
