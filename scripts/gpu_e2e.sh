@@ -68,7 +68,7 @@ grep -v "^$" "$OUT/run.log" | tail -40
 # cache, shared objects) are large and are rebuilt from them. The autotuning
 # results (cache/, one JSON file for all models, 0.8 MB after 19 cells) are
 # what lets a stopped compile resume. Files up to 8 MiB (find's -size rounds
-# up to whole units: the -2M used until session 9 kept files up to 1 MiB);
+# up to whole units: -2M would keep files up to 1 MiB only);
 # INDUCTOR_PACK_TRITON=1 packs Triton's cache too. The tarball must stay
 # under 16 MiB to come back.
 triton=(! -path './triton/*')

@@ -14,7 +14,8 @@
 # Resumable across calls: with $RESUME holding <model>/cache.json from an
 # earlier call, only what it lacks is timed; $MAX_SECONDS bounds each tune.
 # $CUTS (default .gpu-bin/bin/cuts) and $WORK (/tmp/val) pick another
-# binary and work folder (an A/B of two builds on the same sets).
+# binary and work folder (scripts/gpu_same_set_ab.sh: the same sets under two
+# builds).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -23,7 +24,7 @@ mkdir -p "$OUT"
 cuts=${CUTS:-$PWD/.gpu-bin/bin/cuts}
 w=${WORK:-/tmp/val}
 ops=${RESNET_OPS:-layer1.0/conv1,layer1.0/conv2,layer2.1/conv2,layer3.1/conv2,layer3.1/conv3,layer4.1/conv2}
-# MobileNetV2's 1x1 convs (expansion and projection) of call 68.
+# Five of MobileNetV2's 1x1 convs: features.1's projection and four expansions.
 mnv2ops=${MNV2_OPS:-features.1/conv/conv.1/,features.2/conv/conv.0/conv.0.0/,features.3/conv/conv.0/conv.0.0/,features.5/conv/conv.0/conv.0.0/,features.8/conv/conv.0/conv.0.0/}
 for m in ${MODELS:-bert mobilenetv2 resnet50}; do
   case $m in
