@@ -79,9 +79,9 @@
 
 #include "cuts/Artifact.h"
 
-#include "Blas.h"
+#include "cuts/rt/Blas.h"
 #include "FileIO.h"
-#include "Library.h"
+#include "cuts/rt/Library.h"
 
 #include <nlohmann/json.hpp>
 

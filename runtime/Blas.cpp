@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Blas.h"
+#include "cuts/rt/Blas.h"
 
-#include <dlfcn.h>
+#include "DynamicLibrary.h"
 
 #include <cmath>
 #include <cstring>
@@ -100,33 +100,18 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  void *lib = nullptr;
+  DynamicLibrary lib;
   std::string tried;
-  for (const char *name : {"libcublasLt.so.13", "libcublasLt.so.12"}) {
-    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
-      break;
-    const char *why = dlerror();
-    tried += std::string(tried.empty() ? "" : "; ") + name + ": " +
-             (why ? why : "unknown reason");
-  }
-  if (!lib) {
+  if (!lib.open({"libcublasLt.so.13", "libcublasLt.so.12"}, tried)) {
     l.error = "cannot load cuBLASLt (" + tried +
               "); install cuBLAS or put its lib folder in LD_LIBRARY_PATH";
     return l;
   }
   Api &a = l.api;
-  std::string missing;
-  auto need = [&](auto &slot, const char *name, bool optional = false) {
-    if (void *sym = dlsym(lib, name)) {
-      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(sym);
-      return;
-    }
-    if (!optional)
-      missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
-#define CUTS_LT_NEED(fn) need(a.fn, #fn)
+#define CUTS_LT_NEED(fn) lib.bind(a.fn, {#fn})
   CUTS_LT_NEED(cublasLtGetVersion);
-  need(a.cublasLtGetStatusString, "cublasLtGetStatusString", true);
+  lib.bind(a.cublasLtGetStatusString, {"cublasLtGetStatusString"},
+           /*optional=*/true);
   CUTS_LT_NEED(cublasLtCreate);
   CUTS_LT_NEED(cublasLtDestroy);
   CUTS_LT_NEED(cublasLtMatmulDescCreate);
@@ -141,8 +126,8 @@ Loaded load() {
   CUTS_LT_NEED(cublasLtMatmulAlgoGetHeuristic);
   CUTS_LT_NEED(cublasLtMatmul);
 #undef CUTS_LT_NEED
-  if (!missing.empty()) {
-    l.error = "cuBLASLt lacks " + missing;
+  if (!lib.missing().empty()) {
+    l.error = "cuBLASLt lacks " + lib.missing();
     return l;
   }
   l.version = a.cublasLtGetVersion();

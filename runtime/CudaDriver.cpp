@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaDriver.h"
+#include "cuts/rt/CudaDriver.h"
 
-#include <dlfcn.h>
+#include "DynamicLibrary.h"
 
 #include <mutex>
 
@@ -22,87 +22,64 @@ struct Loaded {
   std::string error; // empty when the table is usable
 };
 
-/// Looks up the first of `names` that the library exports.
-template <typename Fn>
-bool bind(void *lib, Fn &slot, std::initializer_list<const char *> names) {
-  for (const char *name : names) {
-    if (void *sym = dlsym(lib, name)) {
-      // POSIX guarantees data and function pointers convert.
-      slot = reinterpret_cast<Fn>(sym);
-      return true;
-    }
-  }
-  slot = nullptr;
-  return false;
-}
-
 Loaded load() {
   Loaded l;
-  // Never dlclose'd: the driver stays for the process's life, as it would if
+  // Never closed: the driver stays for the process's life, as it would if
   // linked, and unloading it while contexts exist is undefined.
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = dlerror();
-    l.error = std::string("cannot load the CUDA driver (libcuda.so.1): ") +
-              (why ? why : "unknown reason") +
-              "; is an NVIDIA driver installed?";
+  DynamicLibrary lib;
+  std::string tried;
+  if (!lib.open({"libcuda.so.1"}, tried)) {
+    l.error = "cannot load the CUDA driver (" + tried +
+              "); is an NVIDIA driver installed?";
     return l;
   }
   Driver &d = l.table;
-  std::string missing;
-  auto need = [&](auto &slot, std::initializer_list<const char *> names) {
-    if (!bind(lib, slot, names)) {
-      if (!missing.empty())
-        missing += ", ";
-      missing += *names.begin();
-    }
-  };
-  need(d.cuInit, {"cuInit"});
-  need(d.cuGetErrorString, {"cuGetErrorString"});
-  need(d.cuGetErrorName, {"cuGetErrorName"});
-  need(d.cuDeviceGetCount, {"cuDeviceGetCount"});
-  need(d.cuDeviceGet, {"cuDeviceGet"});
-  need(d.cuDeviceGetName, {"cuDeviceGetName"});
-  need(d.cuDeviceGetAttribute, {"cuDeviceGetAttribute"});
-  need(d.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"});
-  need(d.cuDevicePrimaryCtxRelease,
+  lib.bind(d.cuInit, {"cuInit"});
+  lib.bind(d.cuGetErrorString, {"cuGetErrorString"});
+  lib.bind(d.cuGetErrorName, {"cuGetErrorName"});
+  lib.bind(d.cuDeviceGetCount, {"cuDeviceGetCount"});
+  lib.bind(d.cuDeviceGet, {"cuDeviceGet"});
+  lib.bind(d.cuDeviceGetName, {"cuDeviceGetName"});
+  lib.bind(d.cuDeviceGetAttribute, {"cuDeviceGetAttribute"});
+  lib.bind(d.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"});
+  lib.bind(d.cuDevicePrimaryCtxRelease,
        {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"});
-  need(d.cuCtxSetCurrent, {"cuCtxSetCurrent"});
-  need(d.cuMemAlloc, {"cuMemAlloc_v2"});
-  need(d.cuMemFree, {"cuMemFree_v2"});
-  need(d.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"});
-  need(d.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"});
-  need(d.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"});
-  need(d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"});
-  need(d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
-  need(d.cuMemsetD32Async, {"cuMemsetD32Async"});
-  need(d.cuMemsetD8, {"cuMemsetD8_v2"});
-  need(d.cuStreamCreate, {"cuStreamCreate"});
-  need(d.cuStreamDestroy, {"cuStreamDestroy_v2"});
-  need(d.cuStreamSynchronize, {"cuStreamSynchronize"});
-  need(d.cuEventCreate, {"cuEventCreate"});
-  need(d.cuEventDestroy, {"cuEventDestroy_v2"});
-  need(d.cuEventRecord, {"cuEventRecord"});
-  need(d.cuEventSynchronize, {"cuEventSynchronize"});
+  lib.bind(d.cuCtxSetCurrent, {"cuCtxSetCurrent"});
+  lib.bind(d.cuMemAlloc, {"cuMemAlloc_v2"});
+  lib.bind(d.cuMemFree, {"cuMemFree_v2"});
+  lib.bind(d.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"});
+  lib.bind(d.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"});
+  lib.bind(d.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"});
+  lib.bind(d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"});
+  lib.bind(d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
+  lib.bind(d.cuMemsetD32Async, {"cuMemsetD32Async"});
+  lib.bind(d.cuMemsetD8, {"cuMemsetD8_v2"});
+  lib.bind(d.cuStreamCreate, {"cuStreamCreate"});
+  lib.bind(d.cuStreamDestroy, {"cuStreamDestroy_v2"});
+  lib.bind(d.cuStreamSynchronize, {"cuStreamSynchronize"});
+  lib.bind(d.cuEventCreate, {"cuEventCreate"});
+  lib.bind(d.cuEventDestroy, {"cuEventDestroy_v2"});
+  lib.bind(d.cuEventRecord, {"cuEventRecord"});
+  lib.bind(d.cuEventSynchronize, {"cuEventSynchronize"});
   // _v2 (CUDA 12.8) only changed the error for events recorded in graphs.
-  need(d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
-  need(d.cuModuleLoadData, {"cuModuleLoadData"});
-  need(d.cuModuleGetFunction, {"cuModuleGetFunction"});
-  need(d.cuModuleUnload, {"cuModuleUnload"});
-  need(d.cuFuncSetAttribute, {"cuFuncSetAttribute"});
-  need(d.cuLaunchKernel, {"cuLaunchKernel"});
-  if (!missing.empty()) {
-    l.error = "the CUDA driver (libcuda.so.1) lacks " + missing +
+  lib.bind(d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
+  lib.bind(d.cuModuleLoadData, {"cuModuleLoadData"});
+  lib.bind(d.cuModuleGetFunction, {"cuModuleGetFunction"});
+  lib.bind(d.cuModuleUnload, {"cuModuleUnload"});
+  lib.bind(d.cuFuncSetAttribute, {"cuFuncSetAttribute"});
+  lib.bind(d.cuLaunchKernel, {"cuLaunchKernel"});
+  if (!lib.missing().empty()) {
+    l.error = "the CUDA driver (libcuda.so.1) lacks " + lib.missing() +
               "; the driver is too old for this runtime";
     return l;
   }
   // Graphs are optional: an old driver still runs models without them.
-  bind(lib, d.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"});
-  bind(lib, d.cuStreamEndCapture, {"cuStreamEndCapture"});
-  bind(lib, d.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"});
-  bind(lib, d.cuGraphLaunch, {"cuGraphLaunch"});
-  bind(lib, d.cuGraphExecDestroy, {"cuGraphExecDestroy"});
-  bind(lib, d.cuGraphDestroy, {"cuGraphDestroy"});
+  lib.bind(d.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, /*optional=*/true);
+  lib.bind(d.cuStreamEndCapture, {"cuStreamEndCapture"}, /*optional=*/true);
+  lib.bind(d.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"}, /*optional=*/true);
+  lib.bind(d.cuGraphLaunch, {"cuGraphLaunch"}, /*optional=*/true);
+  lib.bind(d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, /*optional=*/true);
+  lib.bind(d.cuGraphDestroy, {"cuGraphDestroy"}, /*optional=*/true);
 
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {

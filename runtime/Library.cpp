@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Library.h"
+#include "cuts/rt/Library.h"
 
-#include <dlfcn.h>
+#include "DynamicLibrary.h"
 
 #include <algorithm>
 #include <limits>
@@ -108,27 +108,17 @@ constexpr const char *kLibrary = "libcudnn.so.9";
 
 Loaded load() {
   Loaded l;
-  // Never dlclose'd, like the CUDA driver: handles and descriptors may
+  // Never closed, like the CUDA driver: handles and descriptors may
   // outlive any one user.
-  void *lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = dlerror();
-    l.error = std::string("cannot load cuDNN (") + kLibrary +
-              "): " + (why ? why : "unknown reason") +
-              "; install cuDNN 9 or put its lib folder in LD_LIBRARY_PATH";
+  DynamicLibrary lib;
+  std::string tried;
+  if (!lib.open({kLibrary}, tried)) {
+    l.error = "cannot load cuDNN (" + tried +
+              "); install cuDNN 9 or put its lib folder in LD_LIBRARY_PATH";
     return l;
   }
   Api &a = l.api;
-  std::string missing;
-  auto need = [&](auto &slot, const char *name) {
-    if (void *sym = dlsym(lib, name)) {
-      // POSIX guarantees data and function pointers convert.
-      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(sym);
-      return;
-    }
-    missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
-#define CUTS_CUDNN_NEED(fn) need(a.fn, #fn)
+#define CUTS_CUDNN_NEED(fn) lib.bind(a.fn, {#fn})
   CUTS_CUDNN_NEED(cudnnGetVersion);
   CUTS_CUDNN_NEED(cudnnGetErrorString);
   CUTS_CUDNN_NEED(cudnnCreate);
@@ -152,8 +142,8 @@ Loaded load() {
   CUTS_CUDNN_NEED(cudnnGetConvolutionForwardWorkspaceSize);
   CUTS_CUDNN_NEED(cudnnConvolutionBiasActivationForward);
 #undef CUTS_CUDNN_NEED
-  if (!missing.empty()) {
-    l.error = std::string("cuDNN (") + kLibrary + ") lacks " + missing;
+  if (!lib.missing().empty()) {
+    l.error = std::string("cuDNN (") + kLibrary + ") lacks " + lib.missing();
     return l;
   }
   // The declarations above are cuDNN 9's; another major may differ.

@@ -20,11 +20,11 @@
 
 #include "cuts/cuts.h"
 
-#include "Binding.h"
-#include "Blas.h"
-#include "CudaDriver.h"
+#include "cuts/rt/Binding.h"
+#include "cuts/rt/Blas.h"
+#include "cuts/rt/CudaDriver.h"
 #include "FileIO.h"
-#include "Library.h"
+#include "cuts/rt/Library.h"
 #include "cuts/Artifact.h"
 
 #include <algorithm>

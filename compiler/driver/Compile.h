@@ -2,16 +2,16 @@
 //
 // The one place that sees every stage (DESIGN.md): the cleaned graph is
 // partitioned by the performance model (restricted to groups the code
-// generator can build), each group is lowered to a kernel with its best
-// parameter set, every distinct kernel is compiled with NVRTC for each target
-// architecture (in parallel), and the plan, the weights and the CUBINs become
-// the artifact the runtime loads.
+// generator can build, costed by the bound or by measured times), each group
+// is lowered to a kernel with its chosen parameter set, every distinct
+// kernel is compiled with NVRTC for each target architecture, and the plan,
+// the weights and the CUBINs become the artifact the runtime loads.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_COMPILER_DRIVER_COMPILE_H
 #define CUTS_COMPILER_DRIVER_COMPILE_H
 
-#include "compiler/driver/Tuner.h"
+#include "compiler/tune/Tuner.h"
 #include "cuts/Artifact.h"
 #include "perfmodel/Explain.h"
 
@@ -104,18 +104,6 @@ std::string timingsJson(const CompileResult &r, const std::string &arch);
 std::optional<CompileResult> compileModule(mlir::ModuleOp module,
                                            const CompileOptions &opts,
                                            std::string &error);
-
-/// model.h: the model's inputs and outputs as typed C functions over the
-/// runtime C API, named after `prefix` (a C identifier).
-std::string modelHeader(const rt::Manifest &m, const std::string &prefix);
-
-/// The C++ source of libmodel.so: the artifact embedded (`.incbin` of
-/// `artifactPath`) and the functions model.h declares.
-std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
-                               const std::string &artifactPath);
-
-/// A C identifier from a model or tensor name.
-std::string cIdentifier(const std::string &name);
 
 } // namespace cuts::driver
 

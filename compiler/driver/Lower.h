@@ -11,9 +11,9 @@
 #define CUTS_COMPILER_DRIVER_LOWER_H
 
 #include "codegen/ops/Kernel.h"
-#include "compiler/driver/Tuner.h"
-#include "runtime/Blas.h"
-#include "runtime/Library.h"
+#include "compiler/tune/Tuner.h"
+#include "cuts/rt/Blas.h"
+#include "cuts/rt/Library.h"
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -51,6 +51,10 @@ std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const std::string &name,
                                       std::string &error,
                                       const TileParams *predecessor = nullptr);
+
+/// "cuts.conv (node conv1)": an op as errors name it, with its ONNX node
+/// name where the importer kept one.
+std::string opName(mlir::Operation *op);
 
 /// An emitted kernel's code without its header comment (which names the
 /// group's ops and PUL): what identical kernels share, and what tuning keys

@@ -12,7 +12,7 @@
 #ifndef CUTS_COMPILER_DRIVER_VALIDATE_H
 #define CUTS_COMPILER_DRIVER_VALIDATE_H
 
-#include "compiler/driver/Tuner.h"
+#include "compiler/tune/Tuner.h"
 #include "perfmodel/Params.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -4,8 +4,8 @@
 
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
-#include "runtime/Binding.h"
-#include "runtime/Library.h"
+#include "cuts/rt/Binding.h"
+#include "cuts/rt/Library.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
-// The tensor files `cuts run` reads and writes (tools/cuts-run/TensorFile):
+// The tensor files `cuts run` reads and writes (tools/support/TensorFile):
 // .npy and ONNX TensorProto files of every dtype, and the conversions to a
 // model input's dtype.
-#include "tools/cuts-run/TensorFile.h"
+#include "tools/support/TensorFile.h"
 
 #include <catch2/catch.hpp>
 

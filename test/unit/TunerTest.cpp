@@ -3,9 +3,9 @@
 // measure() needs a GPU; what it times, and in which order, does not.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/driver/Tuner.h"
+#include "compiler/tune/Tuner.h"
 #include "codegen/emit/Nvrtc.h"
-#include "compiler/driver/NvrtcWorker.h"
+#include "compiler/tune/NvrtcWorker.h"
 
 #include <csignal>
 #include <cstdlib>

@@ -23,8 +23,8 @@
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
 #include "perfmodel/Arch.h"
-#include "tools/cuts-run/Emulate.h"
-#include "tools/cuts-run/TensorFile.h"
+#include "tools/support/Emulate.h"
+#include "tools/support/TensorFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

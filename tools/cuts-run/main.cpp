@@ -6,11 +6,12 @@
 // what a GPU host needs.
 //
 //===----------------------------------------------------------------------===//
-#include "Emulate.h"
-#include "TensorFile.h"
+#include "tools/support/Emulate.h"
+#include "tools/support/Options.h"
+#include "tools/support/TensorFile.h"
 
-#include "compiler/driver/NvrtcWorker.h"
-#include "compiler/driver/Tuner.h"
+#include "compiler/tune/NvrtcWorker.h"
+#include "compiler/tune/Tuner.h"
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
 
@@ -31,11 +32,8 @@
 
 namespace {
 
-int error(const std::string &file, const std::string &what) {
-  std::fprintf(stderr, "cuts: error: %s%s\n",
-               file.empty() ? "" : (file + ": ").c_str(), what.c_str());
-  return 1;
-}
+using cuts::cli::ArgList;
+using cuts::cli::error;
 
 const char *kUsage =
     "usage:\n"
@@ -79,42 +77,29 @@ int cmdRun(const std::vector<std::string> &args) {
   std::map<std::string, std::string> inputFiles;
   bool emulate = false, verbose = false;
   double tolerance = 1e-5;
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string &a = args[k];
-    auto value = [&](std::string &out) {
-      if (k + 1 >= args.size())
-        return false;
-      out = args[++k];
-      return true;
-    };
+  for (ArgList a(args); a.next();) {
     std::string v;
-    if (a == "--input") {
-      if (!value(v) || v.find('=') == std::string::npos || v.front() == '=')
+    if (a.is("--input")) {
+      if (!a.value(v) || v.find('=') == std::string::npos || v.front() == '=')
         return error("", "--input needs NAME=FILE");
       size_t eq = v.find('=');
       if (!inputFiles.emplace(v.substr(0, eq), v.substr(eq + 1)).second)
         return error("", "--input given twice for '" + v.substr(0, eq) + "'");
-    } else if (a == "--emulate") {
+    } else if (a.is("--emulate")) {
       emulate = true;
-    } else if (a == "--verbose") {
+    } else if (a.is("--verbose")) {
       verbose = true;
-    } else if (a == "--output-dir") {
-      if (!value(outDir))
+    } else if (a.is("--output-dir")) {
+      if (!a.value(outDir))
         return error("", "--output-dir needs a directory");
-    } else if (a == "--compare") {
-      if (!value(compareDir))
+    } else if (a.is("--compare")) {
+      if (!a.value(compareDir))
         return error("", "--compare needs a directory");
-    } else if (a == "--tolerance") {
-      char *end = nullptr;
-      if (!value(v) || (tolerance = std::strtod(v.c_str(), &end), *end) ||
-          !(tolerance > 0))
+    } else if (a.is("--tolerance")) {
+      if (!a.number(tolerance, ArgList::kPositive, ArgList::kNoLimit))
         return error("", "--tolerance needs a positive number");
-    } else if (!a.empty() && a[0] == '-') {
-      return error("", "run: unknown option '" + a + "'");
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      return error("", "run: more than one model given");
+    } else if (int rc = cuts::cli::positional(a, model, "run", "model")) {
+      return rc;
     }
   }
   if (model.empty())
@@ -240,48 +225,29 @@ int cmdBench(const std::vector<std::string> &args) {
   int iters = 100, warmup = 10;
   bool json = false, graph = false, kernels = false;
   double peakFlops = 0, bandwidth = 0; // given ceilings; 0: the target's
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string &a = args[k];
-    auto rate = [&](double &out, double unit) {
-      if (k + 1 >= args.size())
-        return false;
-      char *end = nullptr;
-      double v = std::strtod(args[++k].c_str(), &end);
-      out = v * unit;
-      return *end == 0 && v > 0 && std::isfinite(v);
-    };
-    auto count = [&](int &out) {
-      if (k + 1 >= args.size())
-        return false;
-      char *end = nullptr;
-      long v = std::strtol(args[++k].c_str(), &end, 10);
-      out = int(v);
-      return *end == 0 && v >= 1 && v <= 1000000;
-    };
-    if (a == "--iters") {
-      if (!count(iters))
+  for (ArgList a(args); a.next();) {
+    if (a.is("--iters")) {
+      if (!a.integer(iters, 1, 1000000))
         return error("", "--iters needs a count >= 1");
-    } else if (a == "--warmup") {
-      if (!count(warmup))
+    } else if (a.is("--warmup")) {
+      if (!a.integer(warmup, 1, 1000000))
         return error("", "--warmup needs a count >= 1");
-    } else if (a == "--json") {
+    } else if (a.is("--json")) {
       json = true;
-    } else if (a == "--graph") {
+    } else if (a.is("--graph")) {
       graph = true;
-    } else if (a == "--kernels") {
+    } else if (a.is("--kernels")) {
       kernels = true;
-    } else if (a == "--peak-tflops") {
-      if (!rate(peakFlops, 1e12))
+    } else if (a.is("--peak-tflops")) {
+      if (!a.number(peakFlops, ArgList::kPositive, ArgList::kNoLimit))
         return error("", "--peak-tflops needs a positive number");
-    } else if (a == "--bandwidth-gbs") {
-      if (!rate(bandwidth, 1e9))
+      peakFlops *= 1e12;
+    } else if (a.is("--bandwidth-gbs")) {
+      if (!a.number(bandwidth, ArgList::kPositive, ArgList::kNoLimit))
         return error("", "--bandwidth-gbs needs a positive number");
-    } else if (!a.empty() && a[0] == '-') {
-      return error("", "bench: unknown option '" + a + "'");
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      return error("", "bench: more than one model given");
+      bandwidth *= 1e9;
+    } else if (int rc = cuts::cli::positional(a, model, "bench", "model")) {
+      return rc;
     }
   }
   if (model.empty())
@@ -422,28 +388,21 @@ int cmdTune(const std::vector<std::string> &args) {
   cuts::tune::MeasureOptions mo;
   mo.progress = isatty(2);
   mo.nvrtcWorker = cuts::tune::nvrtcWorkerExecutable();
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string &a = args[k];
-    if (a == "--cache" && k + 1 < args.size()) {
-      cachePath = args[++k];
-    } else if (a == "--jobs" && k + 1 < args.size()) {
-      mo.jobs = std::atoi(args[++k].c_str());
-      if (mo.jobs < 1)
+  for (ArgList a(args); a.next();) {
+    if (a.is("--cache")) {
+      if (!a.value(cachePath))
+        return error("", "--cache needs a file (JSON)");
+    } else if (a.is("--jobs")) {
+      if (!a.integer(mo.jobs, 1, 1024))
         return error("", "--jobs needs a count >= 1");
-    } else if (a == "--target-ms" && k + 1 < args.size()) {
-      mo.targetMs = std::atof(args[++k].c_str());
-      if (!(mo.targetMs > 0))
+    } else if (a.is("--target-ms")) {
+      if (!a.number(mo.targetMs, ArgList::kPositive, ArgList::kNoLimit))
         return error("", "--target-ms needs a positive number");
-    } else if (a == "--max-seconds" && k + 1 < args.size()) {
-      maxSeconds = std::atof(args[++k].c_str());
-      if (!(maxSeconds > 0))
+    } else if (a.is("--max-seconds")) {
+      if (!a.number(maxSeconds, ArgList::kPositive, ArgList::kNoLimit))
         return error("", "--max-seconds needs a positive number");
-    } else if (!a.empty() && a[0] == '-') {
-      return error("", "tune: unknown option '" + a + "'");
-    } else if (dir.empty()) {
-      dir = a;
-    } else {
-      return error("", "tune: more than one directory given");
+    } else if (int rc = cuts::cli::positional(a, dir, "tune", "directory")) {
+      return rc;
     }
   }
   if (dir.empty() || cachePath.empty())

@@ -6,11 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
-#include "compiler/driver/NvrtcWorker.h"
+#include "compiler/driver/ModelLibrary.h"
+#include "compiler/tune/NvrtcWorker.h"
 #include "compiler/driver/Validate.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
 #include "perfmodel/Explain.h"
+#include "tools/support/Options.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -33,11 +35,8 @@
 
 namespace {
 
-int error(const std::string &file, const std::string &what) {
-  llvm::errs() << "cuts: error: " << (file.empty() ? "" : file + ": ") << what
-               << "\n";
-  return 1;
-}
+using cuts::cli::ArgList;
+using cuts::cli::error;
 
 void usage(llvm::raw_ostream &os) {
   os << "usage: cuts <command> [options]\n"
@@ -118,22 +117,21 @@ bool parseDims(const std::string &s, std::vector<int64_t> &dims) {
   return true;
 }
 
-// Parses "--input-shape NAME=D0xD1..." (or "--input-shape=...") at args[k];
-// returns 0 when it is not that option, 1 when handled, -1 on error.
-int parseInputShape(const std::vector<std::string> &args, size_t &k,
-                    cuts::ImportOptions &opts) {
-  const std::string &a = args[k];
-  if (a != "--input-shape" && a.rfind("--input-shape=", 0) != 0)
-    return 0;
+// Parses "--input-shape NAME=D0xD1..." (or "--input-shape=...") at the
+// current argument; returns 0 when it is not that option, 1 when handled,
+// -1 on error (printed).
+int parseInputShape(ArgList &a, cuts::ImportOptions &opts) {
+  const std::string prefix = "--input-shape=";
   std::string spec;
-  if (a == "--input-shape") {
-    if (k + 1 >= args.size()) {
+  if (a.is("--input-shape")) {
+    if (!a.value(spec)) {
       error("", "--input-shape needs NAME=D0xD1x...");
       return -1;
     }
-    spec = args[++k];
+  } else if (a.arg().rfind(prefix, 0) == 0) {
+    spec = a.arg().substr(prefix.size());
   } else {
-    spec = a.substr(std::string("--input-shape=").size());
+    return 0;
   }
   size_t eq = spec.rfind('=');
   std::vector<int64_t> dims;
@@ -183,38 +181,26 @@ int cmdImport(const std::vector<std::string> &args) {
   std::string model, output = "-";
   bool runPasses = true, printWeights = false;
   cuts::ImportOptions opts;
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string &a = args[k];
-    auto value = [&](std::string &out) {
-      if (k + 1 >= args.size())
-        return false;
-      out = args[++k];
-      return true;
-    };
-    if (a == "--list-ops") {
+  for (ArgList a(args); a.next();) {
+    if (a.is("--list-ops")) {
       for (const auto &op : cuts::supportedOnnxOps())
         llvm::outs() << op << "\n";
       return 0;
-    } else if (a == "-o") {
-      if (!value(output))
+    } else if (a.is("-o")) {
+      if (!a.value(output))
         return error("", "-o needs a file name");
-    } else if (a == "--no-passes") {
+    } else if (a.is("--no-passes")) {
       runPasses = false;
-    } else if (a == "--print-weights") {
+    } else if (a.is("--print-weights")) {
       printWeights = true;
-    } else if (int r = parseInputShape(args, k, opts)) {
+    } else if (int r = parseInputShape(a, opts)) {
       if (r < 0)
         return 1;
-    } else if (a == "-h" || a == "--help") {
+    } else if (a.is("-h") || a.is("--help")) {
       usage(llvm::outs());
       return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      return error("", "import: unknown option '" + a + "'");
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      return error("", "import: more than one model given ('" + model +
-                           "' and '" + a + "')");
+    } else if (int rc = cuts::cli::positional(a, model, "import", "model")) {
+      return rc;
     }
   }
   if (model.empty())
@@ -243,48 +229,29 @@ int cmdImport(const std::vector<std::string> &args) {
   return 0;
 }
 
-bool parseNumber(const std::string &s, double &out) {
-  char *end = nullptr;
-  out = std::strtod(s.c_str(), &end);
-  return !s.empty() && *end == 0;
-}
-
-// The number after args[k] (advancing k), if it parses and lies in
-// [lo, hi].
-bool numberAt(const std::vector<std::string> &args, size_t &k, double &out,
-              double lo, double hi) {
-  return k + 1 < args.size() && parseNumber(args[++k], out) && out >= lo &&
-         out <= hi;
-}
-
-// Parses --top-percent T / --min-keep K / --max-keep M (the pruning of explain,
-// compile and validate) at args[k]; returns 0 when it is neither, 1 when
-// handled, -1 on error (printed).
-int parsePruneOption(const std::vector<std::string> &args, size_t &k,
-                     cuts::PruneOptions &prune) {
-  double v = 0;
-  if (args[k] == "--top-percent") {
-    if (!numberAt(args, k, v, 1e-6, 100)) {
+// Parses --top-percent T / --min-keep K / --max-keep M (the pruning of
+// explain, compile and validate) at the current argument; returns 0 when it
+// is neither, 1 when handled, -1 on error (printed).
+int parsePruneOption(ArgList &a, cuts::PruneOptions &prune) {
+  if (a.is("--top-percent")) {
+    if (!a.number(prune.topPercent, 1e-6, 100)) {
       error("", "--top-percent needs a number in (0, 100]");
       return -1;
     }
-    prune.topPercent = v;
     return 1;
   }
-  if (args[k] == "--min-keep") {
-    if (!numberAt(args, k, v, 1, 1e6)) {
+  if (a.is("--min-keep")) {
+    if (!a.integer(prune.minKeep, 1, 1000000)) {
       error("", "--min-keep needs a count >= 1");
       return -1;
     }
-    prune.minKeep = int(v);
     return 1;
   }
-  if (args[k] == "--max-keep") {
-    if (!numberAt(args, k, v, 1, 1e9)) {
+  if (a.is("--max-keep")) {
+    if (!a.integer(prune.maxKeep, 1, 1000000000)) {
       error("", "--max-keep needs a count >= 1");
       return -1;
     }
-    prune.maxKeep = int64_t(v);
     return 1;
   }
   return 0;
@@ -326,28 +293,22 @@ int cmdExplain(const std::vector<std::string> &args) {
   bool json = false;
   cuts::ImportOptions opts;
   cuts::ExplainOptions eopts;
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string &a = args[k];
-    if (a == "--arch") {
-      if (k + 1 >= args.size())
+  for (ArgList a(args); a.next();) {
+    if (a.is("--arch")) {
+      if (!a.value(archName))
         return error("", "--arch needs a GPU name (" + archList() + ")");
-      archName = args[++k];
-    } else if (a == "--json") {
+    } else if (a.is("--json")) {
       json = true;
-    } else if (a == "--no-fusion") {
+    } else if (a.is("--no-fusion")) {
       eopts.fusion = false;
-    } else if (int r = parsePruneOption(args, k, eopts.prune)) {
+    } else if (int r = parsePruneOption(a, eopts.prune)) {
       if (r < 0)
         return 1;
-    } else if (int r = parseInputShape(args, k, opts)) {
+    } else if (int r = parseInputShape(a, opts)) {
       if (r < 0)
         return 1;
-    } else if (!a.empty() && a[0] == '-') {
-      return error("", "explain: unknown option '" + a + "'");
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      return error("", "explain: more than one model given");
+    } else if (int rc = cuts::cli::positional(a, model, "explain", "model")) {
+      return rc;
     }
   }
   if (model.empty())
@@ -405,79 +366,114 @@ bool writeText(const std::string &path, const std::string &text) {
   return bool(f);
 }
 
+// DIR/kernels/: every distinct kernel's CUDA source (with ptxas's report)
+// and HIP source; an earlier compile's are removed first.
+int writeKernelSources(const std::string &outDir,
+                       const std::vector<cuts::driver::KernelSource> &sources) {
+  std::string dir = outDir + "/kernels";
+  if (auto ec = llvm::sys::fs::create_directories(dir))
+    return error(dir, "cannot create (" + ec.message() + ")");
+  // An earlier compile's kernels would pass for this one's.
+  std::error_code ec;
+  std::vector<std::string> stale;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef p = it->path();
+    if (p.ends_with(".cu") || p.ends_with(".hip.cpp"))
+      stale.push_back(p.str());
+  }
+  for (const std::string &p : stale)
+    if (llvm::sys::fs::remove(p))
+      return error(p, "cannot remove an earlier compile's kernel source");
+  for (const auto &s : sources) {
+    std::string text = s.source;
+    if (!s.ptxas.empty()) {
+      std::string report = "// ptxas:\n";
+      llvm::SmallVector<llvm::StringRef> lines;
+      llvm::StringRef(s.ptxas).split(lines, '\n', -1, false);
+      for (llvm::StringRef l : lines)
+        report += "//   " + l.str() + "\n";
+      text = report + text;
+    }
+    if (!writeText(dir + "/" + s.name + ".cu", text) ||
+        !writeText(dir + "/" + s.name + ".hip.cpp", s.hip))
+      return error(dir, "cannot write the kernel sources");
+  }
+  return 0;
+}
+
+// The runtime's static library and headers that libNAME.so is built
+// against: an installed cuts's (../lib, ../include next to it), else the
+// build tree's.
+std::pair<std::string, std::string> runtimeFiles(const char *argv0) {
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&runtimeFiles));
+  llvm::SmallString<256> dir(llvm::sys::path::parent_path(self));
+  llvm::SmallString<256> instLib(dir), instInc(dir);
+  llvm::sys::path::append(instLib, "..", "lib", "libcuts_runtime.a");
+  llvm::sys::path::append(instInc, "..", "include");
+  if (llvm::sys::fs::exists(instLib))
+    return {instLib.str().str(), instInc.str().str()};
+  return {CUTS_RUNTIME_LIB, CUTS_RUNTIME_INCLUDE};
+}
+
 int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   std::string model, outDir, archNames, name = "model";
   bool emitSource = false;
   cuts::ImportOptions opts;
   cuts::driver::CompileOptions copts;
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string &a = args[k];
-    auto value = [&](std::string &out) {
-      if (k + 1 >= args.size())
-        return false;
-      out = args[++k];
-      return true;
-    };
-    double v = 0;
-    if (a == "--arch") {
-      if (!value(archNames))
+  for (ArgList a(args); a.next();) {
+    if (a.is("--arch")) {
+      if (!a.value(archNames))
         return error("", "--arch needs a GPU (" + archList() + ")");
-    } else if (a == "-o") {
-      if (!value(outDir))
+    } else if (a.is("-o")) {
+      if (!a.value(outDir))
         return error("", "-o needs a directory");
-    } else if (a == "--name") {
-      if (!value(name) || name.empty() ||
+    } else if (a.is("--name")) {
+      if (!a.value(name) || name.empty() ||
           name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
               std::string::npos ||
           std::isdigit(static_cast<unsigned char>(name[0])))
         return error("", "--name needs a C identifier (letters, digits, _)");
-    } else if (a == "-h" || a == "--help") {
+    } else if (a.is("-h") || a.is("--help")) {
       usage(llvm::outs());
       return 0;
-    } else if (a == "--emit-source") {
+    } else if (a.is("--emit-source")) {
       emitSource = true;
-    } else if (a == "--no-fusion") {
+    } else if (a.is("--no-fusion")) {
       copts.fusion = false;
-    } else if (int r = parsePruneOption(args, k, copts.prune)) {
+    } else if (int r = parsePruneOption(a, copts.prune)) {
       if (r < 0)
         return 1;
-    } else if (a == "--jobs") {
-      if (!numberAt(args, k, v, 1, 1024))
+    } else if (a.is("--jobs")) {
+      if (!a.integer(copts.jobs, 1, 1024))
         return error("", "--jobs needs a count >= 1");
-      copts.jobs = int(v);
-    } else if (a == "--tune") {
+    } else if (a.is("--tune")) {
       copts.cost = cuts::driver::CostSource::Measure;
       copts.nvrtcWorker = cuts::tune::nvrtcWorkerExecutable();
-    } else if (a == "--tuning") {
-      if (!value(copts.tuningCache))
+    } else if (a.is("--tuning")) {
+      if (!a.value(copts.tuningCache))
         return error("", "--tuning needs a cache file (JSON)");
-    } else if (a == "--tune-candidates") {
-      if (!numberAt(args, k, v, 1, 1000))
+    } else if (a.is("--tune-candidates")) {
+      if (!a.integer(copts.tuneCandidates, 1, 1000))
         return error("", "--tune-candidates needs a count >= 1");
-      copts.tuneCandidates = int(v);
-    } else if (a == "--tune-seconds") {
-      if (!numberAt(args, k, v, 0, 1e7))
+    } else if (a.is("--tune-seconds")) {
+      if (!a.number(copts.tuneSeconds, 0, 1e7))
         return error("", "--tune-seconds needs a number of seconds >= 0");
-      copts.tuneSeconds = v;
-    } else if (a == "--candidates") {
-      if (!value(copts.candidatesOut))
+    } else if (a.is("--candidates")) {
+      if (!a.value(copts.candidatesOut))
         return error("", "--candidates needs a file name");
-    } else if (a == "--no-library") {
+    } else if (a.is("--no-library")) {
       copts.library = false;
-    } else if (a == "--precision") {
-      return error("", "compile: " + a +
-                           " is not available in this version: kernels are "
-                           "generated, in fp32");
-    } else if (int r = parseInputShape(args, k, opts)) {
+    } else if (a.is("--precision")) {
+      return error("", "compile: --precision is not available in this "
+                       "version: kernels are generated, in fp32");
+    } else if (int r = parseInputShape(a, opts)) {
       if (r < 0)
         return 1;
-    } else if (!a.empty() && a[0] == '-') {
-      return error("", "compile: unknown option '" + a + "'");
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      return error("", "compile: more than one model given");
+    } else if (int rc = cuts::cli::positional(a, model, "compile", "model")) {
+      return rc;
     }
   }
   if (model.empty())
@@ -535,82 +531,20 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     if (!writeText(path, cuts::driver::timingsJson(*result, copts.arch.name)))
       return error(path, "cannot write");
   }
-  if (emitSource) {
-    std::string dir = outDir + "/kernels";
-    if (auto ec = llvm::sys::fs::create_directories(dir))
-      return error(dir, "cannot create (" + ec.message() + ")");
-    // An earlier compile's kernels would pass for this one's.
-    std::error_code ec;
-    std::vector<std::string> stale;
-    for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
-         it.increment(ec)) {
-      llvm::StringRef p = it->path();
-      if (p.ends_with(".cu") || p.ends_with(".hip.cpp"))
-        stale.push_back(p.str());
-    }
-    for (const std::string &p : stale)
-      if (llvm::sys::fs::remove(p))
-        return error(p, "cannot remove an earlier compile's kernel source");
-    for (const auto &s : result->sources) {
-      std::string text = s.source;
-      if (!s.ptxas.empty()) {
-        std::string report = "// ptxas:\n";
-        llvm::SmallVector<llvm::StringRef> lines;
-        llvm::StringRef(s.ptxas).split(lines, '\n', -1, false);
-        for (llvm::StringRef l : lines)
-          report += "//   " + l.str() + "\n";
-        text = report + text;
-      }
-      if (!writeText(dir + "/" + s.name + ".cu", text) ||
-          !writeText(dir + "/" + s.name + ".hip.cpp", s.hip))
-        return error(dir, "cannot write the kernel sources");
-    }
-  }
+  if (emitSource)
+    if (int rc = writeKernelSources(outDir, result->sources))
+      return rc;
 
   // libNAME.so: the artifact embedded, the runtime linked in statically.
   std::string lib = outDir + "/lib" + name + ".so";
-  double libSeconds = 0;
-  {
-    auto t0 = std::chrono::steady_clock::now();
-    std::string self = llvm::sys::fs::getMainExecutable(
-        argv0, reinterpret_cast<void *>(&cmdCompile));
-    llvm::SmallString<256> dir(llvm::sys::path::parent_path(self));
-    llvm::SmallString<256> instLib(dir), instInc(dir);
-    llvm::sys::path::append(instLib, "..", "lib", "libcuts_runtime.a");
-    llvm::sys::path::append(instInc, "..", "include");
-    std::string runtimeLib = CUTS_RUNTIME_LIB,
-                runtimeInc = CUTS_RUNTIME_INCLUDE;
-    if (llvm::sys::fs::exists(instLib)) {
-      runtimeLib = instLib.str().str();
-      runtimeInc = instInc.str().str();
-    }
-    llvm::SmallString<256> src;
-    if (auto ec = llvm::sys::fs::createTemporaryFile("cuts-model", "cpp", src))
-      return error("", "cannot create a temporary file");
-    llvm::SmallString<256> absArtifact(artifact);
-    llvm::sys::fs::make_absolute(absArtifact);
-    if (!writeText(src.str().str(), cuts::driver::modelLibrarySource(
-                                        m, name, absArtifact.str().str())))
-      return error(src.str().str(), "cannot write");
-    const char *cxxEnv = std::getenv("CXX");
-    auto cxx = llvm::sys::findProgramByName(cxxEnv && *cxxEnv ? cxxEnv : "c++");
-    if (!cxx)
-      return error("", "no C++ compiler (c++ or $CXX) to build " + lib);
-    std::string incFlag = "-I" + runtimeInc, outIncFlag = "-I" + outDir;
-    std::vector<llvm::StringRef> cmd{
-        *cxx,       "-shared",  "-fPIC",    "-O2", "-std=c++17",
-        incFlag,    outIncFlag, src.str(),  "-o",  lib,
-        runtimeLib, "-ldl",     "-lpthread"};
-    std::string msg;
-    int rc = llvm::sys::ExecuteAndWait(*cxx, cmd, std::nullopt, {}, 0, 0, &msg);
-    llvm::sys::fs::remove(src);
-    if (rc != 0)
-      return error(lib, "building the library failed" +
-                            (msg.empty() ? "" : ": " + msg));
-    libSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto [runtimeLib, runtimeInc] = runtimeFiles(argv0);
+  if (!cuts::driver::buildModelLibrary(m, name, artifact, outDir, lib,
+                                       runtimeLib, runtimeInc, err))
+    return error("", err);
+  double libSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -662,6 +596,29 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   return 0;
 }
 
+// --kinds: op families of the model (opKindName), "depthwise" for short.
+bool parseKinds(const std::string &list, std::vector<cuts::OpKind> &kinds) {
+  static const std::pair<const char *, cuts::OpKind> known[] = {
+      {"conv", cuts::OpKind::Conv},
+      {"depthwise", cuts::OpKind::DepthwiseConv},
+      {"matmul", cuts::OpKind::MatMul},
+      {"pool", cuts::OpKind::Pool},
+      {"batch_norm", cuts::OpKind::BatchNorm},
+      {"elementwise", cuts::OpKind::Elementwise},
+      {"reduction", cuts::OpKind::Reduction}};
+  kinds.clear();
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(list).split(names, ',');
+  for (llvm::StringRef n : names) {
+    auto it = std::find_if(std::begin(known), std::end(known),
+                           [&](const auto &k) { return n == k.first; });
+    if (it == std::end(known))
+      return false;
+    kinds.push_back(it->second);
+  }
+  return true;
+}
+
 int cmdValidate(const std::vector<std::string> &args) {
   std::string model, outDir, archName;
   int samples = 200;
@@ -670,55 +627,36 @@ int cmdValidate(const std::vector<std::string> &args) {
   std::vector<std::string> ops; // node-name substrings (--ops)
   std::vector<cuts::OpKind> kinds{
       cuts::OpKind::Conv, cuts::OpKind::DepthwiseConv, cuts::OpKind::MatMul};
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string &a = args[k];
-    double v = 0;
-    if (a == "--arch" && k + 1 < args.size()) {
-      archName = args[++k];
-    } else if (a == "-o" && k + 1 < args.size()) {
-      outDir = args[++k];
-    } else if (a == "--samples") {
-      if (!numberAt(args, k, v, 1, 100000))
+  for (ArgList a(args); a.next();) {
+    std::string list;
+    if (a.is("--arch")) {
+      if (!a.value(archName))
+        return error("", "--arch needs a GPU name (" + archList() + ")");
+    } else if (a.is("-o")) {
+      if (!a.value(outDir))
+        return error("", "-o needs a directory");
+    } else if (a.is("--samples")) {
+      if (!a.integer(samples, 1, 100000))
         return error("", "--samples needs a count >= 1");
-      samples = int(v);
-    } else if (a == "--kinds" && k + 1 < args.size()) {
-      kinds.clear();
+    } else if (a.is("--kinds")) {
+      if (!a.value(list) || !parseKinds(list, kinds))
+        return error("", "--kinds takes conv, depthwise, matmul, pool, "
+                         "batch_norm, elementwise, reduction");
+    } else if (a.is("--ops")) {
+      if (!a.value(list))
+        return error("", "--ops needs node names (NAME,...)");
       llvm::SmallVector<llvm::StringRef> names;
-      llvm::StringRef(args[++k]).split(names, ',');
-      // The op families of the model (opKindName), "depthwise" for short.
-      static const std::pair<const char *, cuts::OpKind> known[] = {
-          {"conv", cuts::OpKind::Conv},
-          {"depthwise", cuts::OpKind::DepthwiseConv},
-          {"matmul", cuts::OpKind::MatMul},
-          {"pool", cuts::OpKind::Pool},
-          {"batch_norm", cuts::OpKind::BatchNorm},
-          {"elementwise", cuts::OpKind::Elementwise},
-          {"reduction", cuts::OpKind::Reduction}};
-      for (llvm::StringRef n : names) {
-        auto it = std::find_if(std::begin(known), std::end(known),
-                               [&](const auto &k) { return n == k.first; });
-        if (it == std::end(known))
-          return error("", "--kinds takes conv, depthwise, matmul, pool, "
-                           "batch_norm, elementwise, reduction");
-        kinds.push_back(it->second);
-      }
-    } else if (a == "--ops" && k + 1 < args.size()) {
-      llvm::SmallVector<llvm::StringRef> names;
-      llvm::StringRef(args[++k]).split(names, ',', -1, false);
+      llvm::StringRef(list).split(names, ',', -1, false);
       for (llvm::StringRef n : names)
         ops.push_back(n.str());
-    } else if (int r = parsePruneOption(args, k, prune)) {
+    } else if (int r = parsePruneOption(a, prune)) {
       if (r < 0)
         return 1;
-    } else if (int r = parseInputShape(args, k, opts)) {
+    } else if (int r = parseInputShape(a, opts)) {
       if (r < 0)
         return 1;
-    } else if (!a.empty() && a[0] == '-') {
-      return error("", "validate: unknown option '" + a + "'");
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      return error("", "validate: more than one model given");
+    } else if (int rc = cuts::cli::positional(a, model, "validate", "model")) {
+      return rc;
     }
   }
   if (model.empty() || outDir.empty() || archName.empty())

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cuts/Artifact.h"
-#include "tools/cuts-run/TensorFile.h"
+#include "tools/support/TensorFile.h"
 
 #include <cstdint>
 #include <cstdlib>

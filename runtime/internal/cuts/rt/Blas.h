@@ -13,7 +13,7 @@
 #ifndef CUTS_RUNTIME_BLAS_H
 #define CUTS_RUNTIME_BLAS_H
 
-#include "CudaDriver.h"
+#include "cuts/rt/CudaDriver.h"
 
 #include <cstdint>
 #include <memory>

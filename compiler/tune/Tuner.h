@@ -1,5 +1,4 @@
-//===- Tuner.h - measure candidate kernels on the GPU; the tuning cache -*- C++
-//-*-===//
+//===- Tuner.h - candidate kernels timed on the GPU; the cache --*- C++ -*-===//
 //
 // The code selector of thesis §3.1: the candidates the performance model
 // kept are compiled (NVRTC, in parallel on the CPU cores) and timed on the
@@ -12,8 +11,8 @@
 // on a GPU host both use it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef CUTS_COMPILER_DRIVER_TUNER_H
-#define CUTS_COMPILER_DRIVER_TUNER_H
+#ifndef CUTS_COMPILER_TUNE_TUNER_H
+#define CUTS_COMPILER_TUNE_TUNER_H
 
 #include <cstdint>
 #include <map>
@@ -142,4 +141,4 @@ bool measure(const std::vector<Candidate> &candidates, const std::string &arch,
 
 } // namespace cuts::tune
 
-#endif // CUTS_COMPILER_DRIVER_TUNER_H
+#endif // CUTS_COMPILER_TUNE_TUNER_H

@@ -1,5 +1,5 @@
 //===- TensorFile.cpp - .npy and ONNX TensorProto (.pb) files -------------===//
-#include "TensorFile.h"
+#include "tools/support/TensorFile.h"
 
 #include <cmath>
 #include <cstdio>

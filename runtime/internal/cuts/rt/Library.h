@@ -17,7 +17,7 @@
 #ifndef CUTS_RUNTIME_LIBRARY_H
 #define CUTS_RUNTIME_LIBRARY_H
 
-#include "CudaDriver.h"
+#include "cuts/rt/CudaDriver.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 //===- NvrtcWorker.cpp - NVRTC in child processes -------------------------===//
-#include "compiler/driver/NvrtcWorker.h"
+#include "compiler/tune/NvrtcWorker.h"
 
 #include <cerrno>
 #include <chrono>

@@ -19,8 +19,8 @@
 //   bool      |b1             BOOL 9      (int32_data, raw_data)
 //
 //===----------------------------------------------------------------------===//
-#ifndef CUTS_TOOLS_CUTS_RUN_TENSORFILE_H
-#define CUTS_TOOLS_CUTS_RUN_TENSORFILE_H
+#ifndef CUTS_TOOLS_SUPPORT_TENSORFILE_H
+#define CUTS_TOOLS_SUPPORT_TENSORFILE_H
 
 #include <cstdint>
 #include <optional>
@@ -79,4 +79,4 @@ convertArray(const HostArray &a, const std::string &dtype, std::string &error);
 
 } // namespace cuts
 
-#endif // CUTS_TOOLS_CUTS_RUN_TENSORFILE_H
+#endif // CUTS_TOOLS_SUPPORT_TENSORFILE_H

@@ -6,8 +6,8 @@
 // the kernels are the ones the GPU would run.
 //
 //===----------------------------------------------------------------------===//
-#ifndef CUTS_TOOLS_CUTS_RUN_EMULATE_H
-#define CUTS_TOOLS_CUTS_RUN_EMULATE_H
+#ifndef CUTS_TOOLS_SUPPORT_EMULATE_H
+#define CUTS_TOOLS_SUPPORT_EMULATE_H
 
 #include "cuts/Artifact.h"
 
@@ -34,4 +34,4 @@ const char *kernelElementType(const std::string &dtype);
 
 } // namespace cuts
 
-#endif // CUTS_TOOLS_CUTS_RUN_EMULATE_H
+#endif // CUTS_TOOLS_SUPPORT_EMULATE_H

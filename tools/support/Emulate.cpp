@@ -1,9 +1,9 @@
 //===- Emulate.cpp - run a whole artifact on the CPU ----------------------===//
-#include "Emulate.h"
+#include "tools/support/Emulate.h"
 
 #include "codegen/emit/HostCompile.h"
-#include "runtime/Blas.h"
-#include "runtime/Library.h"
+#include "cuts/rt/Blas.h"
+#include "cuts/rt/Library.h"
 
 #include <algorithm>
 #include <chrono>

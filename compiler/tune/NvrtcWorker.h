@@ -1,10 +1,10 @@
 //===- NvrtcWorker.h - NVRTC in child processes -----------------*- C++ -*-===//
 //
 // The tuner compiles hundreds of candidates with NVRTC while the GPU times
-// those already built. On the 16-core H200 host, 16 threads of one process
-// compile no faster than 8, while 16 processes compile 1.34x faster
-// (bench/results/h200-2026-11-23/nvrtc-call47.txt): NVRTC contends with
-// itself inside a process. So each compile thread hands its sources to a
+// those already built. On a 16-core H200 host, 16 threads of one process
+// compiled no faster than 8, while 16 processes compiled 1.34x faster:
+// NVRTC contends with itself inside a process (scripts/nvrtc_scaling.py
+// measures it). So each compile thread hands its sources to a
 // child process of its own, the same executable started with
 // --nvrtc-worker, over a socket pair.
 //
@@ -15,8 +15,8 @@
 // the ptxas report from the log, as compileWithNvrtc does.
 //
 //===----------------------------------------------------------------------===//
-#ifndef CUTS_COMPILER_DRIVER_NVRTCWORKER_H
-#define CUTS_COMPILER_DRIVER_NVRTCWORKER_H
+#ifndef CUTS_COMPILER_TUNE_NVRTCWORKER_H
+#define CUTS_COMPILER_TUNE_NVRTCWORKER_H
 
 #include "codegen/emit/Nvrtc.h"
 
@@ -71,4 +71,4 @@ std::string nvrtcWorkerExecutable();
 
 } // namespace cuts::tune
 
-#endif // CUTS_COMPILER_DRIVER_NVRTCWORKER_H
+#endif // CUTS_COMPILER_TUNE_NVRTCWORKER_H

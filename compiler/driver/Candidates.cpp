@@ -1,0 +1,144 @@
+//===- Candidates.cpp - what each group's kernel is chosen from -----------===//
+#include "compiler/driver/Candidates.h"
+
+#include "codegen/emit/Cuda.h"
+#include "codegen/emit/Nvrtc.h"
+
+#include <cmath>
+
+namespace cuts::driver {
+
+const TileParams *predecessorOf(const GroupEstimate &e, size_t i) {
+  return e.predecessor && i < e.rankedPredecessor.size()
+             ? &e.rankedPredecessor[i].params
+             : nullptr;
+}
+
+CandidateTable::CandidateTable(const CompileOptions &opts)
+    : opts(opts), arch0(opts.archs.empty() ? "sm_90" : opts.archs.front()),
+      nvrtc(nvrtcVersion()) {}
+
+const std::vector<GroupCandidate> &
+CandidateTable::of(llvm::ArrayRef<mlir::Operation *> ops,
+                   const GroupEstimate &e) {
+  std::vector<mlir::Operation *> key(ops.begin(), ops.end());
+  auto it = memo.find(key);
+  if (it != memo.end())
+    return it->second;
+  const int group = int(memo.size());
+  std::vector<GroupCandidate> list;
+  addGenerated(ops, e, group, list);
+  addLibrary(ops, group, list);
+  return memo.emplace(key, std::move(list)).first->second;
+}
+
+void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
+                                  const GroupEstimate &e, int group,
+                                  std::vector<GroupCandidate> &list) const {
+  // One set of each tiling before a second format of any.
+  std::vector<size_t> order = distinctTilingsFirst(
+      e.ranked, size_t(std::max(0, opts.tuneCandidates)));
+  for (int l = 0; l < int(order.size()); ++l)
+    for (bool prefetch : {false, true}) {
+      std::string why;
+      size_t i = order[size_t(l)];
+      auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why,
+                           predecessorOf(e, i));
+      if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
+        continue;
+      gk->kernel.prefetch = prefetch;
+      // The prefetching variant doubles the tiles; the bound checked one.
+      if (opts.arch.maxSharedPerBlock > 0 &&
+          codegen::launchShape(gk->kernel).sharedBytes >
+              opts.arch.maxSharedPerBlock)
+        continue;
+      tune::Candidate tc = tuneCandidate(gk->kernel, arch0, nvrtc);
+      tc.group = group;
+      tc.level = 2 * l + prefetch;
+      list.push_back({std::move(*gk), std::move(tc)});
+    }
+}
+
+namespace {
+
+// The bytes of a library call's args: the operands, each present optional
+// one (bias, residual), the output.
+std::vector<uint64_t> argBytes(std::vector<uint64_t> bytes, bool bias,
+                               uint64_t biasBytes, bool residual,
+                               uint64_t zBytes, uint64_t yBytes) {
+  if (bias)
+    bytes.push_back(biasBytes);
+  if (residual)
+    bytes.push_back(zBytes);
+  bytes.push_back(yBytes);
+  return bytes;
+}
+
+GroupCandidate libraryCandidate(const std::vector<mlir::Value> &args,
+                                const char *library, const char *family,
+                                std::vector<int64_t> params,
+                                std::vector<uint64_t> bytes,
+                                const std::string &arch, int group) {
+  GroupCandidate c;
+  c.kernel.args = args;
+  c.kernel.family = family;
+  c.tc.library = library;
+  c.tc.libraryParams = std::move(params);
+  c.tc.key = tune::librarySignature(c.tc.library, c.tc.libraryParams, arch);
+  c.tc.name = std::string(family) +
+              (c.tc.library == rt::kCublasGemm ? "_gemm" : "_conv");
+  c.tc.argBytes = std::move(bytes);
+  c.tc.argOutput.assign(c.tc.argBytes.size(), false);
+  c.tc.argOutput.back() = true;
+  c.tc.group = group; // level 0: no NVRTC, and often the fastest
+  return c;
+}
+
+} // namespace
+
+void CandidateTable::addLibrary(llvm::ArrayRef<mlir::Operation *> ops,
+                                int group,
+                                std::vector<GroupCandidate> &list) const {
+  if (!opts.library)
+    return;
+  std::vector<mlir::Value> args;
+  // cuDNN's fused convolution, once per forward algorithm.
+  if (auto spec = cudnnConv(ops, args))
+    for (int algo : rt::CudnnConv::forwardAlgorithms()) {
+      rt::ConvSpec sp = *spec;
+      sp.algo = algo;
+      std::string why;
+      if (rt::checkConvSpec(sp, why))
+        list.push_back(libraryCandidate(
+            args, rt::kCudnnConv, "cudnn", rt::encodeConvSpec(sp),
+            argBytes({sp.xBytes(), sp.wBytes()}, sp.bias, sp.biasBytes(),
+                     sp.residual, sp.yBytes(), sp.yBytes()),
+            arch0, group));
+    }
+  // cuBLASLt's product, once per algorithm its heuristic offers.
+  if (auto gemm = cublasGemm(ops, args))
+    for (int algo = 0; algo < rt::kMaxGemmAlgos; ++algo) {
+      rt::GemmSpec sp = *gemm;
+      sp.algo = algo;
+      list.push_back(libraryCandidate(
+          args, rt::kCublasGemm, "cublaslt", rt::encodeGemmSpec(sp),
+          argBytes({sp.aBytes(), sp.bBytes()}, sp.bias, sp.biasBytes(),
+                   sp.residual, sp.zBytes(), sp.yBytes()),
+          arch0, group));
+    }
+}
+
+int fastestMeasured(const std::vector<GroupCandidate> &list,
+                    const tune::Cache &cache, double &us) {
+  int best = -1;
+  us = INFINITY;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (const tune::Cache::Entry *en = cache.find(list[i].tc.key))
+      if (en->us && *en->us < us) {
+        us = *en->us;
+        best = int(i);
+      }
+  return best;
+}
+
+} // namespace cuts::driver

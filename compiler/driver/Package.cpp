@@ -1,0 +1,550 @@
+//===- Package.cpp - chosen groups to an artifact -------------------------===//
+#include "compiler/driver/Package.h"
+
+#include "codegen/emit/Cuda.h"
+#include "codegen/emit/Nvrtc.h"
+#include "cuts/Dialect/Cuts/ConstEval.h"
+#include "cuts/Dialect/Cuts/CutsOps.h"
+#include "perfmodel/Describe.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+namespace cuts::driver {
+namespace {
+
+
+/// The manifest dtype of an element type ("float32", "int64", "bool", ...);
+/// nullopt for one the artifact has no name for (unsigned wider than 8
+/// bits, complex, ...).
+std::optional<std::string> dtypeOf(mlir::Type t) {
+  if (t.isF32())
+    return "float32";
+  if (t.isF16())
+    return "float16";
+  if (t.isBF16())
+    return "bfloat16";
+  if (t.isF64())
+    return "float64";
+  if (t.isInteger(1))
+    return "bool";
+  if (auto i = llvm::dyn_cast<mlir::IntegerType>(t)) {
+    if (i.isUnsigned())
+      return i.getWidth() == 8 ? std::optional<std::string>("uint8")
+                               : std::nullopt;
+    switch (i.getWidth()) {
+    case 8:
+      return "int8";
+    case 16:
+      return "int16";
+    case 32:
+      return "int32";
+    case 64:
+      return "int64";
+    default:
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string typeText(mlir::Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return os.str();
+}
+
+/// The constant's elements as the GPU reads them: little-endian, packed, of
+/// the manifest dtype's size (bool: one byte, 0 or 1). `what` names the
+/// constant in errors.
+bool constantBytes(ConstantOp c, const std::string &what,
+                   std::vector<uint8_t> &out, std::string &error) {
+  auto type = llvm::cast<mlir::RankedTensorType>(c.getType());
+  mlir::Type et = type.getElementType();
+  auto dtype = dtypeOf(et);
+  if (!dtype) {
+    error = what + " has element type " + typeText(et) +
+            ", which an artifact cannot hold";
+    return false;
+  }
+  size_t eb = size_t(rt::dtypeBytes(*dtype));
+  size_t n = size_t(type.getNumElements());
+  size_t bytes = n * eb;
+  mlir::Attribute attr = c.getValue();
+  // fp32 weights (the bulk of a model) are copied as they are.
+  if (et.isF32())
+    if (auto r = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
+      mlir::AsmResourceBlob *blob = r.getRawHandle().getBlob();
+      if (!blob || blob->getData().size() != bytes) {
+        error = what + ": its data is missing";
+        return false;
+      }
+      auto d = blob->getData();
+      out.assign(d.begin(), d.end());
+      return true;
+    }
+  auto h = toHost(attr);
+  if (!h || size_t(h->numel()) != n) {
+    error = what + " (" + typeText(type) + "): its data cannot be read";
+    return false;
+  }
+  out.assign(bytes, 0);
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t *p = out.data() + i * eb;
+    if (llvm::isa<mlir::FloatType>(et)) {
+      double v = h->getF(int64_t(i));
+      if (et.isF64()) {
+        std::memcpy(p, &v, 8);
+      } else if (et.isF32()) {
+        float f = float(v);
+        std::memcpy(p, &f, 4);
+      } else {
+        // f16 / bf16: round to the element type, store its bit pattern.
+        llvm::APFloat f(v);
+        bool lost = false;
+        f.convert(llvm::cast<mlir::FloatType>(et).getFloatSemantics(),
+                  llvm::APFloat::rmNearestTiesToEven, &lost);
+        uint16_t bits = uint16_t(f.bitcastToAPInt().getZExtValue());
+        std::memcpy(p, &bits, 2);
+      }
+      continue;
+    }
+    int64_t v = h->getI(int64_t(i));
+    if (et.isInteger(1))
+      v = v != 0;
+    // Little-endian: the low eb bytes of the two's complement value.
+    for (size_t b = 0; b < eb; ++b)
+      p[b] = uint8_t(uint64_t(v) >> (8 * b));
+  }
+  return true;
+}
+
+/// Bytes of v's elements in the artifact (0 for a type it cannot hold).
+uint64_t valueBytes(mlir::Value v) {
+  auto type = llvm::cast<mlir::ShapedType>(v.getType());
+  auto dtype = dtypeOf(type.getElementType());
+  return dtype ? uint64_t(rt::dtypeBytes(*dtype)) *
+                     uint64_t(type.getNumElements())
+               : 0;
+}
+
+/// The least work of a kernel computing `ops` with parameters `args`: the
+/// ops' FLOPs (the performance model's COMP totals) and the bytes of each
+/// arg moved once. A gather's table and a slice's source count only what
+/// the ops read of them (their results' bytes), not the whole tensor.
+std::pair<double, uint64_t> kernelWork(llvm::ArrayRef<mlir::Operation *> ops,
+                                       llvm::ArrayRef<mlir::Value> args) {
+  double flops = 0;
+  for (mlir::Operation *op : ops)
+    if (auto d = describeOp(op))
+      flops += d->totalComp();
+  llvm::SmallPtrSet<mlir::Operation *, 16> group(ops.begin(), ops.end());
+  uint64_t bytes = 0;
+  llvm::SmallDenseSet<mlir::Value, 16> seen;
+  for (mlir::Value v : args) {
+    if (!seen.insert(v).second)
+      continue;
+    uint64_t whole = valueBytes(v), partial = 0;
+    bool onlyPartial = false;
+    for (mlir::OpOperand &use : v.getUses()) {
+      mlir::Operation *user = use.getOwner();
+      if (!group.contains(user))
+        continue;
+      bool part =
+          use.getOperandNumber() == 0 &&
+          llvm::isa<GatherOp, GatherElementsOp, GatherNDOp, SliceOp>(user);
+      if (!part) {
+        onlyPartial = false;
+        break;
+      }
+      onlyPartial = true;
+      partial += valueBytes(user->getResult(0));
+    }
+    bytes += onlyPartial ? std::min(whole, partial) : whole;
+  }
+  return {flops, bytes};
+}
+
+/// Runs fn(i) for i in [0, n) on `jobs` threads.
+template <typename Fn> void parallelFor(size_t n, int jobs, Fn fn) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  int t = std::max(1, std::min<int>(jobs, int(n)));
+  for (int k = 0; k < t; ++k)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < n;)
+        fn(i);
+    });
+  for (std::thread &th : pool)
+    th.join();
+}
+
+
+/// "conv(name) + relu(name)": a group's ops as plan steps and tuning.json
+/// name them.
+std::string groupOps(const GroupReport &g) {
+  std::string ops;
+  for (size_t i = 0; i < g.ops.size(); ++i)
+    ops += (i ? " + " : "") + g.ops[i].substr(g.ops[i].find('.') + 1) +
+           (g.names[i].empty() ? "" : "(" + g.names[i] + ")");
+  return ops;
+}
+
+std::vector<int64_t> shapeOf(mlir::Value v) {
+  auto s = llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+} // namespace
+
+Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
+                   CandidateTable *candidates, const tune::Cache &cache,
+                   CompileResult &res)
+    : func(module.lookupSymbol<mlir::func::FuncOp>("main")), opts(opts),
+      candidates(candidates), cache(cache), res(res),
+      m(res.contents.manifest) {
+  if (auto n = module->getAttrOfType<mlir::StringAttr>("cuts.graph_name"))
+    m.model = n.str();
+  m.producer = "cuts 0.1.0";
+  m.archs = opts.archs;
+  m.target = opts.arch.name;
+  m.peakFlops = opts.arch.perfPeakFp32;
+  m.bandwidth = opts.arch.bwGlobal;
+}
+
+int Packager::addTensor(mlir::Value v, rt::TensorKind kind,
+                        const std::string &name, const std::string &what,
+                        std::string &error) {
+  mlir::Type et = llvm::cast<mlir::RankedTensorType>(v.getType())
+                      .getElementType();
+  auto dtype = dtypeOf(et);
+  if (!dtype) {
+    error = what + " has element type " + typeText(et) +
+            ", which an artifact cannot hold (float32, float16, bfloat16, "
+            "float64, int8, uint8, int16, int32, int64, bool)";
+    return -1;
+  }
+  rt::Tensor t;
+  t.name = name;
+  t.shape = shapeOf(v);
+  t.dtype = *dtype;
+  t.kind = kind;
+  m.tensors.push_back(t);
+  tensorOf[v] = int(m.tensors.size() - 1);
+  return int(m.tensors.size() - 1);
+}
+
+bool Packager::addInputs(std::string &error) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    mlir::Value a = func.getArgument(i);
+    auto n = func.getArgAttrOfType<mlir::StringAttr>(i, "cuts.name");
+    std::string name = n ? n.str() : "input" + std::to_string(i);
+    int t = addTensor(a, rt::TensorKind::Input, name,
+                      "input " + std::to_string(i) + " (\"" + name + "\")",
+                      error);
+    if (t < 0)
+      return false;
+    m.tensors[t].index = int(i);
+    m.inputs.push_back(t);
+  }
+  return true;
+}
+
+int Packager::addWeight(mlir::Value v, const std::string &name,
+                        std::string &error) {
+  std::string what = "constant \"" + name + "\"";
+  std::vector<uint8_t> bytes;
+  if (!constantBytes(v.getDefiningOp<ConstantOp>(), what, bytes, error))
+    return -1;
+  int t = addTensor(v, rt::TensorKind::Weight,
+                    "weight" + std::to_string(m.tensors.size()), what, error);
+  if (t < 0)
+    return -1;
+  std::vector<uint8_t> &weights = res.contents.weights;
+  weights.resize((weights.size() + 255) / 256 * 256);
+  m.tensors[t].weightOffset = weights.size();
+  weights.insert(weights.end(), bytes.begin(), bytes.end());
+  return t;
+}
+
+int Packager::tensorFor(mlir::Value v, std::string &error) {
+  auto it = tensorOf.find(v);
+  if (it != tensorOf.end())
+    return it->second;
+  mlir::Operation *def = v.getDefiningOp();
+  std::string name = "t" + std::to_string(m.tensors.size());
+  if (auto n = llvm::dyn_cast_or_null<mlir::NameLoc>(def->getLoc()))
+    name = n.getName().str();
+  if (llvm::isa<ConstantOp>(def))
+    return addWeight(v, name, error);
+  if (isViewOp(def)) {
+    int root = tensorFor(def->getOperand(0), error);
+    if (root < 0)
+      return -1;
+    int t = addTensor(v, rt::TensorKind::View, name,
+                      "\"" + name + "\" (" + opName(def) + ")", error);
+    if (t >= 0)
+      m.tensors[t].viewOf = root;
+    return t;
+  }
+  return addTensor(v, rt::TensorKind::Intermediate, name,
+                   "\"" + name + "\" (" + opName(def) + ")", error);
+}
+
+bool Packager::addStep(rt::KernelLaunch launch,
+                       llvm::ArrayRef<mlir::Value> args,
+                       const std::vector<bool> &outputs, std::string &error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    int t = tensorFor(args[i], error);
+    if (t < 0)
+      return false;
+    launch.args.push_back(t);
+    if (outputs[i])
+      launch.outputs.push_back(t);
+  }
+  m.steps.push_back({int(m.kernels.size()), -1, -1});
+  m.kernels.push_back(std::move(launch));
+  res.contents.sources.push_back(""); // a generated kernel's: compileKernels
+  ++res.kernels;
+  return true;
+}
+
+bool Packager::addLibraryStep(const GroupReport &g, const GroupCandidate &c,
+                              const std::string &ops, std::string &error) {
+  // cuDNN or cuBLASLt was faster: a library kernel, no source, no CUBIN.
+  rt::KernelLaunch launch;
+  launch.name = c.tc.name;
+  launch.library = c.tc.library;
+  launch.libraryParams = c.tc.libraryParams;
+  std::string e;
+  launch.summary =
+      ops + ": " +
+      (c.tc.library == rt::kCublasGemm
+           ? rt::describeGemmSpec(*rt::decodeGemmSpec(c.tc.libraryParams, e))
+           : rt::describeConvSpec(*rt::decodeConvSpec(c.tc.libraryParams, e)));
+  launch.pulTimeUs = g.estimate.time * 1e6;
+  std::tie(launch.flops, launch.bytes) =
+      kernelWork(g.operations, c.kernel.args);
+  std::vector<bool> outputs(c.kernel.args.size(), false);
+  outputs.back() = true;
+  ++res.libraryKernels;
+  return addStep(std::move(launch), c.kernel.args, outputs, error);
+}
+
+std::optional<GroupKernel>
+Packager::measuredChoice(const GroupReport &g, const std::string &ops,
+                         bool &library, std::string &error) {
+  library = false;
+  const auto &list = candidates->of(g.operations, g.estimate);
+  double us;
+  int best = fastestMeasured(list, cache, us);
+  GroupTiming gt;
+  gt.ops = ops;
+  gt.fusion = g.estimate.fusion;
+  gt.boundUs = g.estimate.time * 1e6;
+  for (const GroupCandidate &c : list)
+    if (const tune::Cache::Entry *en = cache.find(c.tc.key); en && en->us) {
+      if (c.tc.library.empty()) {
+        gt.generatedUs = std::min(gt.generatedUs, *en->us);
+      } else if (*en->us < gt.libraryUs) {
+        gt.libraryUs = *en->us;
+        gt.library = c.tc.library;
+      }
+    }
+  gt.chosenLibrary = best >= 0 && !list[best].tc.library.empty();
+  res.timings.push_back(gt);
+  if (best < 0)
+    return std::nullopt;
+  ++res.chosenByTime;
+  res.measuredUs += us;
+  if (gt.chosenLibrary) {
+    library = true;
+    res.predictedUs += g.estimate.time * 1e6;
+    if (!addLibraryStep(g, list[best], ops, error))
+      return std::nullopt;
+    return list[best].kernel;
+  }
+  return list[best].kernel;
+}
+
+std::optional<GroupKernel> Packager::boundChoice(const GroupReport &g,
+                                                 std::string &why) const {
+  const GroupEstimate &e = g.estimate;
+  std::optional<GroupKernel> gk;
+  // A shared-memory-level pair: its ranked (successor, predecessor) sets,
+  // best first.
+  for (size_t i = 0; !gk && e.predecessor && i < e.ranked.size(); ++i)
+    gk = lowerGroup(g.operations, e.ranked[i].params, "cuts_kernel", why,
+                    predecessorOf(e, i));
+  if (e.predecessor)
+    return gk;
+  // The best set by the bound, then the anchor's other kept sets, in case
+  // the generator refuses a set the model allows.
+  if ((gk = lowerGroup(g.operations, e.best.params, "cuts_kernel", why)))
+    return gk;
+  for (const Candidate &c : searchParams(e.anchorDesc, opts.arch,
+                                         opts.prune).kept)
+    if ((gk = lowerGroup(g.operations, c.params, "cuts_kernel", why)))
+      break;
+  return gk;
+}
+
+bool Packager::addGroup(const GroupReport &g, std::string &error) {
+  ++res.groups;
+  if (g.estimate.fusion == "view") {
+    ++res.views;
+    return true;
+  }
+  // An empty result (a slice past the end, a reduction keeping an empty
+  // axis) has nothing to compute: no kernel.
+  if (llvm::cast<mlir::ShapedType>(g.operations.back()->getResult(0).getType())
+          .getNumElements() == 0)
+    return true;
+  std::string ops = groupOps(g), why;
+  std::optional<GroupKernel> gk;
+  if (opts.cost != CostSource::Model) {
+    bool library = false;
+    gk = measuredChoice(g, ops, library, error);
+    if (library)
+      return bool(gk);
+  }
+  if (!gk && !(gk = boundChoice(g, why))) {
+    error = "no kernel for " + opName(g.operations.front()) + ": " + why;
+    return false;
+  }
+  gk->kernel.pul = g.estimate.best.bound.pul;
+  res.predictedUs += g.estimate.time * 1e6;
+  gk->kernel.summary = ops + ": " + gk->kernel.summary;
+  // Identical kernels (the same code up to the name) are compiled once.
+  auto [it, fresh] = uniqueOf.emplace(
+      kernelCode(codegen::emitSource(gk->kernel)), int(unique.size()));
+  if (fresh) {
+    gk->kernel.name = gk->family + "_" + std::to_string(unique.size());
+    unique.push_back(gk->kernel);
+  }
+  const codegen::Kernel &k = unique[it->second];
+  rt::KernelLaunch launch;
+  launch.name = k.name;
+  launch.summary = gk->kernel.summary;
+  codegen::LaunchShape shape = codegen::launchShape(k);
+  launch.grid = shape.blocks;
+  launch.block = shape.threads;
+  launch.sharedBytes = shape.sharedBytes;
+  launch.pulTimeUs = g.estimate.time * 1e6;
+  std::tie(launch.flops, launch.bytes) = kernelWork(g.operations, gk->args);
+  std::vector<bool> outputs;
+  for (const codegen::TensorArg &t : gk->kernel.tensors)
+    outputs.push_back(t.output);
+  if (!addStep(std::move(launch), gk->args, outputs, error)) {
+    error = opName(g.operations.front()) + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+bool Packager::addOutputs(std::string &error) {
+  auto ret =
+      llvm::cast<mlir::func::ReturnOp>(func.getBody().front().getTerminator());
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    mlir::Value v = ret.getOperand(i);
+    int t = tensorFor(v, error);
+    if (t < 0)
+      return false;
+    auto n = func.getResultAttrOfType<mlir::StringAttr>(i, "cuts.name");
+    std::string name = n ? n.str() : "output" + std::to_string(i);
+    int root = rt::rootTensor(m, t);
+    if (m.tensors[root].kind == rt::TensorKind::Intermediate) {
+      m.tensors[root].kind = rt::TensorKind::Output;
+      m.tensors[root].index = int(i);
+      m.tensors[t].name = name;
+      m.outputs.push_back(t);
+      continue;
+    }
+    rt::Tensor out;
+    out.name = name;
+    out.shape = shapeOf(v);
+    out.dtype = m.tensors[t].dtype;
+    out.kind = rt::TensorKind::Output;
+    out.index = int(i);
+    m.tensors.push_back(out);
+    int o = int(m.tensors.size() - 1);
+    m.steps.push_back({-1, t, o});
+    m.outputs.push_back(o);
+  }
+  return true;
+}
+
+bool Packager::compileKernels(std::string &error) {
+  const std::string toolkit = nvrtcVersion();
+  res.sources.resize(unique.size());
+  cubins.assign(unique.size(), {});
+  std::vector<std::string> errors(unique.size());
+  int jobs = opts.jobs > 0
+                 ? opts.jobs
+                 : int(std::max(1u, std::thread::hardware_concurrency()));
+  parallelFor(unique.size(), jobs, [&](size_t i) {
+    KernelSource &s = res.sources[i];
+    s.name = unique[i].name;
+    s.source = codegen::emitSource(unique[i]);
+    s.hip = codegen::emitSource(unique[i], codegen::Target::Hip);
+    for (const std::string &arch : opts.archs) {
+      std::string bin = tune::signature(s.source, arch, toolkit);
+      if (const std::vector<char> *b = cache.binary(bin)) {
+        cubins[i][arch] = *b; // the binary shipped when this was tuned
+        s.ptxas += arch + ": from the tuning cache\n";
+        continue;
+      }
+      std::string err;
+      NvrtcOptions no;
+      no.sourceName = s.name + ".cu";
+      auto r = compileWithNvrtc(s.source, arch, err, no);
+      if (!r) {
+        errors[i] = "kernel " + s.name + " for " + arch + ": " + err;
+        return;
+      }
+      cubins[i][arch] = std::move(r->cubin);
+      if (const KernelResources *kr = r->find(s.name)) {
+        std::ostringstream os;
+        os << arch << ": " << kr->registers << " registers, "
+           << kr->spillStoreBytes << " B spill stores, " << kr->spillLoadBytes
+           << " B spill loads, " << kr->sharedBytes << " B static shared\n";
+        s.ptxas += os.str();
+      }
+    }
+  });
+  for (const std::string &e : errors)
+    if (!e.empty()) {
+      error = e;
+      return false;
+    }
+  std::map<std::string, int> byName;
+  for (size_t i = 0; i < unique.size(); ++i)
+    byName[unique[i].name] = int(i);
+  res.contents.cubins.resize(m.kernels.size());
+  for (size_t k = 0; k < m.kernels.size(); ++k) {
+    if (m.kernels[k].isLibrary())
+      continue;
+    int u = byName.at(m.kernels[k].name);
+    res.contents.sources[k] = res.sources[u].source;
+    res.contents.cubins[k] = cubins[u];
+  }
+  return true;
+}
+
+void Packager::recordBinaries(tune::Cache &c) const {
+  const std::string toolkit = nvrtcVersion();
+  for (size_t i = 0; i < unique.size(); ++i)
+    for (const auto &[arch, bin] : cubins[i])
+      c.putBinary(tune::signature(res.sources[i].source, arch, toolkit), bin);
+}
+
+} // namespace cuts::driver

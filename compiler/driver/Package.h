@@ -1,0 +1,75 @@
+//===- Package.h - chosen groups to an artifact -----------------*- C++ -*-===//
+//
+// The last stages: each group of the partition becomes a plan step, a
+// library call or a generated kernel (identical kernels kept once), over a
+// table of the tensors the steps touch (inputs, weights, views,
+// intermediates, outputs); then every distinct kernel is compiled with NVRTC
+// for each target architecture.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_COMPILER_DRIVER_PACKAGE_H
+#define CUTS_COMPILER_DRIVER_PACKAGE_H
+
+#include "compiler/driver/Candidates.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+
+namespace cuts::driver {
+
+class Packager {
+public:
+  /// Fills res.contents (the manifest, weights, sources and CUBINs) and
+  /// res.sources. `candidates` is null when nothing was tuned.
+  Packager(mlir::ModuleOp module, const CompileOptions &opts,
+           CandidateTable *candidates, const tune::Cache &cache,
+           CompileResult &res);
+
+  /// The function's arguments, in order.
+  bool addInputs(std::string &error);
+  /// One group of the partition: its fastest measured candidate where it
+  /// has one, else its best parameter set by the bound.
+  bool addGroup(const GroupReport &g, std::string &error);
+  /// The returned values. A kernel writes straight into the caller's buffer
+  /// where it can; otherwise (an input, a weight, a value returned twice) a
+  /// copy step.
+  bool addOutputs(std::string &error);
+  /// CUDA and HIP sources, and NVRTC for every distinct kernel and arch
+  /// (CUBINs a tuned compile shipped are taken from `cache`).
+  bool compileKernels(std::string &error);
+  /// The CUBINs compiled, by their source's signature on each arch: what a
+  /// compile with a cache records there.
+  void recordBinaries(tune::Cache &cache) const;
+
+private:
+  int tensorFor(mlir::Value v, std::string &error);
+  int addTensor(mlir::Value v, rt::TensorKind kind, const std::string &name,
+                const std::string &what, std::string &error);
+  int addWeight(mlir::Value v, const std::string &name, std::string &error);
+  bool addStep(rt::KernelLaunch launch, llvm::ArrayRef<mlir::Value> args,
+               const std::vector<bool> &outputs, std::string &error);
+  bool addLibraryStep(const GroupReport &g, const GroupCandidate &c,
+                      const std::string &ops, std::string &error);
+  std::optional<GroupKernel> boundChoice(const GroupReport &g,
+                                         std::string &why) const;
+  std::optional<GroupKernel> measuredChoice(const GroupReport &g,
+                                            const std::string &ops,
+                                            bool &library, std::string &error);
+
+  mlir::func::FuncOp func;
+  const CompileOptions &opts;
+  CandidateTable *candidates;
+  const tune::Cache &cache;
+  CompileResult &res;
+  rt::Manifest &m;
+  llvm::DenseMap<mlir::Value, int> tensorOf;
+  std::map<std::string, int> uniqueOf; // kernel code -> index in `unique`
+  std::vector<codegen::Kernel> unique;
+  std::vector<std::map<std::string, std::vector<char>>> cubins; // per unique
+};
+
+} // namespace cuts::driver
+
+#endif // CUTS_COMPILER_DRIVER_PACKAGE_H
