@@ -54,7 +54,7 @@
 //                          block and sharedBytes are unused
 //     libraryParams [int]  (optional, []) the call's parameters; for
 //                          "cudnn.conv" an encoded ConvSpec
-//                          (runtime/Library.h): N, C, H, W, K, FH, FW,
+//                          (cuts/rt/Library.h): N, C, H, W, K, FH, FW,
 //                          padH, padW, strideH, strideW, dilH, dilW, group,
 //                          OH, OW, bias, residual, relu (0/1), algo. Its
 //                          args are x, w, [bias if bias], [z if residual],
@@ -62,7 +62,7 @@
 //                          implies (x N*C*H*W, w K*(C/group)*FH*FW, bias K,
 //                          z and y N*K*OH*OW floats); outputs is [y], whose
 //                          memory no other arg shares; for "cublaslt.gemm"
-//                          an encoded GemmSpec (runtime/Blas.h): M, N, K,
+//                          an encoded GemmSpec (cuts/rt/Blas.h): M, N, K,
 //                          batch, transA, transB, batchA, batchB, bias,
 //                          residual, batchZ, relu (0/1), alpha (float
 //                          bits), algo, with args A, B, [bias], [Z], Y
@@ -79,8 +79,8 @@
 
 #include "cuts/Artifact.h"
 
-#include "cuts/rt/Blas.h"
 #include "FileIO.h"
+#include "cuts/rt/Blas.h"
 #include "cuts/rt/Library.h"
 
 #include <nlohmann/json.hpp>
@@ -692,14 +692,18 @@ bool validateLibraryKernel(const Manifest &m, const KernelLaunch &k,
 
 /// The checks that span fields: I/O positions, weight ranges, views, kernel
 /// blobs, steps. Field types and id ranges were checked while reading.
-bool validateManifest(const Artifact &a, std::string &error) {
+// The tensor a step writes must be the step's own: no input, no weight.
+bool writable(const Manifest &m, int t) {
+  TensorKind k = m.tensors[rootTensor(m, t)].kind;
+  return k != TensorKind::Input && k != TensorKind::Weight;
+}
+
+bool validateArchs(const Artifact &a, std::string &error) {
   const Manifest &m = a.manifest;
   auto fail = [&](const std::string &path, const std::string &msg) {
     error = "manifest: " + path + ": " + msg;
     return false;
   };
-  size_t n = m.tensors.size();
-
   std::set<std::string> archSet;
   for (size_t i = 0; i < m.archs.size(); ++i) {
     const std::string &arch = m.archs[i];
@@ -712,6 +716,16 @@ bool validateManifest(const Artifact &a, std::string &error) {
                   "no section \"cubin." + arch + "\" for \"" + arch + "\"");
   }
 
+  return true;
+}
+
+bool validateTensors(const Artifact &a, std::string &error) {
+  const Manifest &m = a.manifest;
+  auto fail = [&](const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
+  };
+  size_t n = m.tensors.size();
   uint64_t weightsSize = 0;
   a.section("weights", &weightsSize);
   for (size_t i = 0; i < n; ++i) {
@@ -762,6 +776,14 @@ bool validateManifest(const Artifact &a, std::string &error) {
       break;
     }
   }
+  return true;
+}
+
+bool validateInputsOutputs(const Manifest &m, std::string &error) {
+  auto fail = [&](const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
+  };
   // An entry of inputs/outputs is the I/O tensor itself or a view of it
   // (the driver returns a reshaped intermediate by making its root the
   // output); the caller binds the entry's name and shape.
@@ -795,10 +817,14 @@ bool validateManifest(const Artifact &a, std::string &error) {
         return fail("tensors", "two inputs or outputs are named \"" +
                                    m.tensors[t].name + "\"");
 
-  // The tensor a step writes must be the step's own: no input, no weight.
-  auto writable = [&](int t) {
-    TensorKind k = m.tensors[rootTensor(m, t)].kind;
-    return k != TensorKind::Input && k != TensorKind::Weight;
+  return true;
+}
+
+bool validateKernels(const Artifact &a, std::string &error) {
+  const Manifest &m = a.manifest;
+  auto fail = [&](const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
   };
   uint64_t sourceSize = 0;
   a.section("source", &sourceSize);
@@ -813,7 +839,7 @@ bool validateManifest(const Artifact &a, std::string &error) {
         return fail(po, tensorLabel(m, t) + " is not one of the args");
       if (!outs.insert(t).second)
         return fail(po, tensorLabel(m, t) + " is listed twice");
-      if (!writable(t))
+      if (!writable(m, t))
         return fail(po, "the kernel writes " + tensorLabel(m, t) +
                             ", which is (a view of) an input or a weight");
     }
@@ -836,7 +862,7 @@ bool validateManifest(const Artifact &a, std::string &error) {
                                          " bytes)");
     for (const auto &[arch, blob] : k.cubins) {
       std::string pc = join(join(p, "cubins"), arch);
-      if (!archSet.count(arch))
+      if (std::find(m.archs.begin(), m.archs.end(), arch) == m.archs.end())
         return fail(pc, "\"" + arch + "\" is not in archs");
       uint64_t size = 0;
       a.section("cubin." + arch, &size);
@@ -852,6 +878,15 @@ bool validateManifest(const Artifact &a, std::string &error) {
                     "kernel \"" + k.name + "\" has no CUBIN for " + arch);
   }
 
+  return true;
+}
+
+bool validateSteps(const Manifest &m, std::string &error) {
+  auto fail = [&](const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
+  };
+  size_t n = m.tensors.size();
   std::vector<bool> written(n, false);
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const Step &s = m.steps[i];
@@ -869,7 +904,7 @@ bool validateManifest(const Artifact &a, std::string &error) {
       return fail(p, "the copy's tensors differ in size (" +
                          std::to_string(m.tensors[s.from].bytes()) + " and " +
                          std::to_string(m.tensors[s.to].bytes()) + " bytes)");
-    if (!writable(s.to))
+    if (!writable(m, s.to))
       return fail(join(p, "to"), "the copy writes " + tensorLabel(m, s.to) +
                                      ", which is (a view of) an input or a "
                                      "weight");
@@ -881,6 +916,12 @@ bool validateManifest(const Artifact &a, std::string &error) {
     if (!written[rootTensor(m, t)] && m.tensors[t].bytes() != 0)
       return fail("outputs", "no step writes output " + tensorLabel(m, t));
   return true;
+}
+
+bool validateManifest(const Artifact &a, std::string &error) {
+  return validateArchs(a, error) && validateTensors(a, error) &&
+         validateInputsOutputs(a.manifest, error) &&
+         validateKernels(a, error) && validateSteps(a.manifest, error);
 }
 
 } // namespace

@@ -10,7 +10,7 @@
 // Resources are released by destructors, so every error path frees what it
 // had acquired by dropping the half-built object.
 //
-// Library kernels (KernelLaunch::library, runtime/Library.h) are cuDNN
+// Library kernels (KernelLaunch::library, cuts/rt/Library.h) are cuDNN
 // calls: the model builds one CudnnConv per such kernel at load, each
 // session its own cuDNN handle (on its stream) and one workspace, and a
 // step enqueues the call like a launch, also under graph capture. A model
@@ -20,12 +20,12 @@
 
 #include "cuts/cuts.h"
 
+#include "FileIO.h"
+#include "cuts/Artifact.h"
 #include "cuts/rt/Binding.h"
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/CudaDriver.h"
-#include "FileIO.h"
 #include "cuts/rt/Library.h"
-#include "cuts/Artifact.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -413,29 +413,10 @@ namespace {
 
 //===- Loading ------------------------------------------------------------===//
 
-cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
-                      const cuts_load_options *options, cuts_model **out) {
-  std::string err;
-  auto parsed = parseArtifact(std::move(bytes), err);
-  if (!parsed)
-    return fail(CUTS_ERROR_BAD_ARTIFACT, label + ": " + err);
-  auto impl = std::make_shared<ModelImpl>();
-  impl->artifact = std::move(*parsed);
-  ModelImpl &m = *impl;
+/// The device `ordinal`, its CUBIN arch and its primary context, entered.
+cuts_status openDevice(ModelImpl &m, int ordinal, const std::string &label) {
   const Manifest &man = m.manifest();
-  // Parsing accepted only dtypes the C API has (cuts_dtype).
-  for (const std::vector<int> *list : {&man.inputs, &man.outputs})
-    for (int t : *list)
-      if (!apiDtype(man.tensors[t].dtype))
-        return fail(CUTS_ERROR_BAD_ARTIFACT,
-                    label + ": " + (list == &man.inputs ? "input" : "output") +
-                        " \"" + man.tensors[t].name + "\" is " +
-                        man.tensors[t].dtype + ", which the C API cannot bind");
-
-  int ordinal = options ? options->device : 0;
-  if (ordinal < 0)
-    return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                "device ordinal " + std::to_string(ordinal) + " is negative");
+  std::string err;
   const Driver *d = driver(err);
   if (!d)
     return fail(CUTS_ERROR_NO_DEVICE, err);
@@ -489,10 +470,14 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     return cudaFail(r, "cuDevicePrimaryCtxRetain");
   m.ctx = ctx; // from here the destructor releases what was acquired
   m.device = dev;
-  if (cuts_status s = enter(m))
-    return s;
+  return enter(m);
+}
 
-  // One module per distinct CUBIN (kernels compiled together share one).
+/// One module per distinct CUBIN (kernels compiled together share one),
+/// each kernel's function, and the shared memory past 48 KiB opted into.
+cuts_status loadModules(ModelImpl &m) {
+  const Manifest &man = m.manifest();
+  const Driver *d = m.d;
   uint64_t cubinSize = 0;
   const uint8_t *cubins = m.artifact.section("cubin." + m.arch, &cubinSize);
   std::map<std::pair<uint64_t, uint64_t>, CUmodule> moduleOf;
@@ -541,7 +526,14 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     sharedOf.erase(it);
   }
 
-  // cuDNN, only for models that call it (parsing checked the params).
+  return CUTS_OK;
+}
+
+/// cuDNN and cuBLASLt, only for models that call them (parsing checked the
+/// params).
+cuts_status createLibraryCalls(ModelImpl &m, const std::string &label) {
+  const Manifest &man = m.manifest();
+  std::string err;
   m.convs.resize(man.kernels.size());
   m.gemms.resize(man.kernels.size());
   for (size_t k = 0; k < man.kernels.size(); ++k) {
@@ -571,6 +563,11 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                                        "): " + err);
   }
 
+  return CUTS_OK;
+}
+
+cuts_status uploadWeights(ModelImpl &m) {
+  const Driver *d = m.d;
   const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
   if (m.weightBytes > 0) {
     if (CUresult r = d->cuMemAlloc(&m.weights, m.weightBytes)) {
@@ -582,6 +579,14 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
       return cudaFail(r, "uploading the weights (cuMemcpyHtoD)");
   }
 
+  return CUTS_OK;
+}
+
+/// The memory plan and the tables sessions read; then the file's bytes go:
+/// weights and CUBINs are on the device, and a server need not hold a
+/// second copy in host memory.
+void finishTables(ModelImpl &m) {
+  const Manifest &man = m.manifest();
   m.plan = planMemory(man);
   m.root.resize(man.tensors.size());
   for (size_t t = 0; t < man.tensors.size(); ++t)
@@ -597,12 +602,43 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                            int(tensor.shape.size()), tensor.shape.data()});
     }
   }
-  // The file's bytes (weights, CUBINs) are on the device now; a server
-  // need not hold a second copy in host memory.
   m.artifact.bytes.clear();
   m.artifact.bytes.shrink_to_fit();
   m.artifact.sections.clear();
+}
 
+cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
+                      const cuts_load_options *options, cuts_model **out) {
+  std::string err;
+  auto parsed = parseArtifact(std::move(bytes), err);
+  if (!parsed)
+    return fail(CUTS_ERROR_BAD_ARTIFACT, label + ": " + err);
+  auto impl = std::make_shared<ModelImpl>();
+  impl->artifact = std::move(*parsed);
+  ModelImpl &m = *impl;
+  const Manifest &man = m.manifest();
+  // Parsing accepted only dtypes the C API has (cuts_dtype).
+  for (const std::vector<int> *list : {&man.inputs, &man.outputs})
+    for (int t : *list)
+      if (!apiDtype(man.tensors[t].dtype))
+        return fail(CUTS_ERROR_BAD_ARTIFACT,
+                    label + ": " + (list == &man.inputs ? "input" : "output") +
+                        " \"" + man.tensors[t].name + "\" is " +
+                        man.tensors[t].dtype + ", which the C API cannot bind");
+  int ordinal = options ? options->device : 0;
+  if (ordinal < 0)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "device ordinal " + std::to_string(ordinal) + " is negative");
+  // From openDevice on, the model's destructor releases what was acquired.
+  if (cuts_status st = openDevice(m, ordinal, label))
+    return st;
+  if (cuts_status st = loadModules(m))
+    return st;
+  if (cuts_status st = createLibraryCalls(m, label))
+    return st;
+  if (cuts_status st = uploadWeights(m))
+    return st;
+  finishTables(m);
   *out = new cuts_model{std::move(impl)};
   return CUTS_OK;
 }

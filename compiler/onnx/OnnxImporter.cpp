@@ -40,6 +40,24 @@ public:
   std::string error;
 
 private:
+  // The model's parts, in the order run() imports them.
+  LogicalResult readOpset(const onnx::ModelProto &model);
+  LogicalResult importInputs(const onnx::GraphProto &graph,
+                             SmallVector<Type> &types,
+                             SmallVector<std::string> &names);
+  /// The shape of input `in` (named `what` in errors): --input-shape's
+  /// where given (checked against what the model declares), else the
+  /// model's, which must be static.
+  FailureOr<SmallVector<int64_t>> inputShape(const onnx::ValueInfoProto &in,
+                                             const std::string &what);
+  LogicalResult importNode(const onnx::NodeProto &n);
+  /// Output `out` computes `t`: the element type and the shape the model
+  /// declares (where it declares them) must match.
+  LogicalResult checkOutput(const onnx::ValueInfoProto &out,
+                            RankedTensorType t);
+  LogicalResult importOutputs(const onnx::GraphProto &graph, func::FuncOp func,
+                              ArrayRef<Type> argTypes);
+
   using Converter = LogicalResult (Importer::*)(const onnx::NodeProto &);
   static const llvm::StringMap<Converter> &converters();
   friend std::vector<std::string> cuts::supportedOnnxOps();
@@ -1657,223 +1675,197 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
 // The model
 //===----------------------------------------------------------------------===//
 
-OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
+LogicalResult Importer::readOpset(const onnx::ModelProto &model) {
   opset = -1;
   for (const auto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")
       opset = o.version();
-  if (opset < 0) {
-    (void)fail("the model imports no opset of the default ONNX domain");
-    return nullptr;
-  }
-  if (opset < kMinOpset || opset > kMaxOpset) {
-    (void)fail("opset " + Twine(opset) + " is not supported (cuts reads " +
-               Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
-    return nullptr;
-  }
-  const onnx::GraphProto &graph = model.graph();
-  for (const auto &t : graph.initializer())
-    initializers[t.name()] = &t;
+  if (opset < 0)
+    return fail("the model imports no opset of the default ONNX domain");
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fail("opset " + Twine(opset) + " is not supported (cuts reads " +
+                Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+  return success();
+}
 
-  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
-  (*module)->setAttr("cuts.opset", builder.getI64IntegerAttr(opset));
-  if (!graph.name().empty())
-    (*module)->setAttr("cuts.graph_name", builder.getStringAttr(graph.name()));
+// "1x<batch>x224x224": a tensor's declared shape, symbolic dimensions named,
+// as --input-shape takes it.
+std::string shapeSpec(const onnx::TensorShapeProto &shape) {
+  std::string spec;
+  for (int e = 0; e < shape.dim_size(); ++e) {
+    const auto &de = shape.dim(e);
+    spec += (e ? "x" : "") +
+            (de.has_dim_value() && de.dim_value() >= 0
+                 ? std::to_string(de.dim_value())
+                 : "<" +
+                       (de.has_dim_param() ? de.dim_param()
+                                           : "d" + std::to_string(e)) +
+                       ">");
+  }
+  return spec;
+}
 
-  // Inputs (IR < 4 also lists initializers as inputs: those are weights).
-  SmallVector<Type> argTypes;
-  SmallVector<std::string> argNames;
+FailureOr<SmallVector<int64_t>>
+Importer::inputShape(const onnx::ValueInfoProto &in, const std::string &what) {
+  const auto &tt = in.type().tensor_type();
+  SmallVector<int64_t> shape;
+  auto given = opts.inputShapes.find(in.name());
+  if (given != opts.inputShapes.end()) {
+    shape.assign(given->second.begin(), given->second.end());
+    if (!tt.has_shape())
+      return shape;
+    if (tt.shape().dim_size() != int(shape.size()))
+      return fail(what + " has rank " + Twine(tt.shape().dim_size()) +
+                  " but --input-shape gives " + Twine(shape.size()) +
+                  " dimensions");
+    for (int d = 0; d < tt.shape().dim_size(); ++d)
+      if (tt.shape().dim(d).has_dim_value() &&
+          tt.shape().dim(d).dim_value() != shape[d])
+        return fail(what + " has size " + Twine(tt.shape().dim(d).dim_value()) +
+                    " at axis " + Twine(d) + " but --input-shape gives " +
+                    Twine(shape[d]));
+    return shape;
+  }
+  if (!tt.has_shape())
+    return fail(what + " has no shape; give one with --input-shape " +
+                in.name() + "=...");
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    const auto &dim = tt.shape().dim(d);
+    if (!dim.has_dim_value() || dim.dim_value() < 0) {
+      std::string sym =
+          dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string();
+      // Suggest the flag with the known sizes filled in.
+      return fail(what + " has symbolic dimension" + sym + " at axis " +
+                  Twine(d) + "; fix it with --input-shape " + in.name() + "=" +
+                  shapeSpec(tt.shape()));
+    }
+    shape.push_back(dim.dim_value());
+  }
+  return shape;
+}
+
+LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
+                                     SmallVector<Type> &types,
+                                     SmallVector<std::string> &names) {
+  // IR < 4 also lists initializers as inputs: those are weights.
   llvm::StringSet<> used;
   for (const auto &in : graph.input()) {
     if (initializers.count(in.name()))
       continue;
     std::string what = "input '" + in.name() + "'";
-    if (!in.type().has_tensor_type()) {
-      (void)fail(what + " is not a tensor (sequences, maps and optionals " +
-                 "are not supported)");
-      return nullptr;
-    }
-    const auto &tt = in.type().tensor_type();
-    auto et = elementType(tt.elem_type(), what);
+    if (!in.type().has_tensor_type())
+      return fail(what + " is not a tensor (sequences, maps and optionals " +
+                  "are not supported)");
+    auto et = elementType(in.type().tensor_type().elem_type(), what);
     if (failed(et))
-      return nullptr;
-    SmallVector<int64_t> shape;
-    auto given = opts.inputShapes.find(in.name());
-    if (given != opts.inputShapes.end()) {
-      shape.assign(given->second.begin(), given->second.end());
-      if (tt.has_shape()) {
-        if (tt.shape().dim_size() != int(shape.size())) {
-          (void)fail(what + " has rank " + Twine(tt.shape().dim_size()) +
-                     " but --input-shape gives " + Twine(shape.size()) +
-                     " dimensions");
-          return nullptr;
-        }
-        for (int d = 0; d < tt.shape().dim_size(); ++d)
-          if (tt.shape().dim(d).has_dim_value() &&
-              tt.shape().dim(d).dim_value() != shape[d]) {
-            (void)fail(what + " has size " +
-                       Twine(tt.shape().dim(d).dim_value()) + " at axis " +
-                       Twine(d) + " but --input-shape gives " +
-                       Twine(shape[d]));
-            return nullptr;
-          }
-      }
-    } else {
-      if (!tt.has_shape()) {
-        (void)fail(what + " has no shape; give one with --input-shape " +
-                   in.name() + "=...");
-        return nullptr;
-      }
-      for (int d = 0; d < tt.shape().dim_size(); ++d) {
-        const auto &dim = tt.shape().dim(d);
-        if (!dim.has_dim_value() || dim.dim_value() < 0) {
-          std::string sym = dim.has_dim_param() ? " '" + dim.dim_param() + "'"
-                                                : std::string();
-          // Suggest the flag with the known sizes filled in.
-          std::string spec;
-          for (int e = 0; e < tt.shape().dim_size(); ++e) {
-            const auto &de = tt.shape().dim(e);
-            spec += (e ? "x" : "") +
-                    (de.has_dim_value() && de.dim_value() >= 0
-                         ? std::to_string(de.dim_value())
-                         : "<" +
-                               (de.has_dim_param() ? de.dim_param()
-                                                   : "d" + std::to_string(e)) +
-                               ">");
-          }
-          (void)fail(what + " has symbolic dimension" + sym + " at axis " +
-                     Twine(d) + "; fix it with --input-shape " + in.name() +
-                     "=" + spec);
-          return nullptr;
-        }
-        shape.push_back(dim.dim_value());
-      }
-    }
-    if (tooManyElements(shape)) {
-      (void)fail(what + " has a negative dimension or more than 2^40 "
-                        "elements");
-      return nullptr;
-    }
-    argTypes.push_back(RankedTensorType::get(shape, *et));
-    argNames.push_back(in.name());
+      return failure();
+    auto shape = inputShape(in, what);
+    if (failed(shape))
+      return failure();
+    if (tooManyElements(*shape))
+      return fail(what + " has a negative dimension or more than 2^40 "
+                         "elements");
+    types.push_back(RankedTensorType::get(*shape, *et));
+    names.push_back(in.name());
     used.insert(in.name());
   }
   for (const auto &kv : opts.inputShapes)
-    if (!used.count(kv.first)) {
-      (void)fail("--input-shape names '" + kv.first +
-                 "', which is not an input of the model");
-      return nullptr;
-    }
+    if (!used.count(kv.first))
+      return fail("--input-shape names '" + kv.first +
+                  "', which is not an input of the model");
+  return success();
+}
 
-  builder.setInsertionPointToEnd(module->getBody());
-  auto func = builder.create<func::FuncOp>(
-      UnknownLoc::get(&ctx), "main", builder.getFunctionType(argTypes, {}));
-  body = func.addEntryBlock();
-  for (size_t k = 0; k < argNames.size(); ++k) {
-    func.setArgAttr(k, "cuts.name", builder.getStringAttr(argNames[k]));
-    values[argNames[k]] = body->getArgument(k);
-    inputNameOf[body->getArgument(k)] = argNames[k];
-  }
-
-  // Nodes, in the topological order ONNX requires.
+LogicalResult Importer::importNode(const onnx::NodeProto &n) {
+  node = &n;
+  nodeName = !n.name().empty() ? n.name()
+             : n.output_size() ? "<unnamed, output '" + n.output(0) + "'>"
+                               : std::string("<unnamed>");
+  loc = NameLoc::get(builder.getStringAttr(
+      n.name().empty() && n.output_size() ? n.output(0) : n.name()));
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return fail("node '" + nodeName + "' has op " + n.domain() +
+                "::" + n.op_type() +
+                ", which cuts does not cover (custom domains "
+                "are not supported; the supported ops are listed by "
+                "`cuts import --list-ops`)");
   const auto &table = converters();
-  for (const auto &n : graph.node()) {
-    node = &n;
-    nodeName =
-        !n.name().empty()
-            ? n.name()
-            : (n.output_size() ? "<unnamed, output '" + n.output(0) + "'>"
-                               : std::string("<unnamed>"));
-    loc = NameLoc::get(builder.getStringAttr(
-        n.name().empty() && n.output_size() ? n.output(0) : n.name()));
-    if (!n.domain().empty() && n.domain() != "ai.onnx") {
-      (void)fail("node '" + nodeName + "' has op " + n.domain() +
-                 "::" + n.op_type() +
-                 ", which cuts does not cover (custom domains "
-                 "are not supported; the supported ops are listed by "
-                 "`cuts import --list-ops`)");
-      return nullptr;
-    }
-    auto it = table.find(n.op_type());
-    if (it == table.end()) {
-      (void)fail("node '" + nodeName + "' has op type " + n.op_type() +
-                 " (opset " + Twine(opset) +
-                 "), which cuts does not cover; the supported ops are listed "
-                 "by `cuts import --list-ops`");
-      return nullptr;
-    }
-    if (n.output_size() == 0) {
-      (void)nodeFail("the node has no outputs");
-      return nullptr;
-    }
-    for (const auto &a : n.attribute())
-      if (a.has_g() || a.graphs_size()) {
-        (void)nodeFail("subgraph attributes are not supported");
-        return nullptr;
-      }
-    for (const auto &o : n.output())
-      if (!o.empty() && (values.count(o) || initializers.count(o))) {
-        (void)nodeFail("output '" + o +
-                       "' is already defined (ONNX graphs "
-                       "assign each name once)");
-        return nullptr;
-      }
-    builder.setInsertionPointToEnd(body);
-    if (failed((this->*(it->second))(n)))
-      return nullptr;
-    for (const auto &o : n.output())
-      if (!o.empty() && !values.count(o)) {
-        (void)nodeFail("output '" + o + "' is not produced");
-        return nullptr;
-      }
-  }
-  node = nullptr;
+  auto it = table.find(n.op_type());
+  if (it == table.end())
+    return fail("node '" + nodeName + "' has op type " + n.op_type() +
+                " (opset " + Twine(opset) +
+                "), which cuts does not cover; the supported ops are listed "
+                "by `cuts import --list-ops`");
+  if (n.output_size() == 0)
+    return nodeFail("the node has no outputs");
+  for (const auto &a : n.attribute())
+    if (a.has_g() || a.graphs_size())
+      return nodeFail("subgraph attributes are not supported");
+  for (const auto &o : n.output())
+    if (!o.empty() && (values.count(o) || initializers.count(o)))
+      return nodeFail("output '" + o +
+                      "' is already defined (ONNX graphs "
+                      "assign each name once)");
+  builder.setInsertionPointToEnd(body);
+  if (failed((this->*(it->second))(n)))
+    return failure();
+  for (const auto &o : n.output())
+    if (!o.empty() && !values.count(o))
+      return nodeFail("output '" + o + "' is not produced");
+  return success();
+}
 
-  // Outputs, checked against what the model declares.
+LogicalResult Importer::checkOutput(const onnx::ValueInfoProto &out,
+                                    RankedTensorType t) {
+  if (!out.type().has_tensor_type())
+    return success();
+  const auto &tt = out.type().tensor_type();
+  if (tt.elem_type() != 0) {
+    auto et = elementType(tt.elem_type(), "output '" + out.name() + "'");
+    if (failed(et))
+      return failure();
+    if (*et != t.getElementType()) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << "output '" << out.name() << "' is declared " << *et
+         << " but computes " << t.getElementType();
+      return fail(os.str());
+    }
+  }
+  if (!tt.has_shape())
+    return success();
+  bool ok = tt.shape().dim_size() == t.getRank();
+  for (int d = 0; ok && d < tt.shape().dim_size(); ++d)
+    ok = !tt.shape().dim(d).has_dim_value() ||
+         tt.shape().dim(d).dim_value() == t.getDimSize(d);
+  if (ok)
+    return success();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "output '" << out.name() << "' is declared with shape [";
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    os << (d ? "x" : "");
+    if (tt.shape().dim(d).has_dim_value())
+      os << tt.shape().dim(d).dim_value();
+    else
+      os << "?";
+  }
+  os << "] but its inferred type is " << t;
+  return fail(os.str());
+}
+
+LogicalResult Importer::importOutputs(const onnx::GraphProto &graph,
+                                      func::FuncOp func,
+                                      ArrayRef<Type> argTypes) {
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
   for (const auto &out : graph.output()) {
     auto v = lookup(out.name());
     if (failed(v))
-      return nullptr;
+      return failure();
     auto t = typeOf(*v);
-    if (out.type().has_tensor_type()) {
-      const auto &tt = out.type().tensor_type();
-      if (tt.elem_type() != 0) {
-        auto et = elementType(tt.elem_type(), "output '" + out.name() + "'");
-        if (failed(et))
-          return nullptr;
-        if (*et != t.getElementType()) {
-          std::string s;
-          llvm::raw_string_ostream os(s);
-          os << "output '" << out.name() << "' is declared " << *et
-             << " but computes " << t.getElementType();
-          (void)fail(os.str());
-          return nullptr;
-        }
-      }
-      if (tt.has_shape()) {
-        bool ok = tt.shape().dim_size() == t.getRank();
-        for (int d = 0; ok && d < tt.shape().dim_size(); ++d)
-          ok = !tt.shape().dim(d).has_dim_value() ||
-               tt.shape().dim(d).dim_value() == t.getDimSize(d);
-        if (!ok) {
-          std::string s;
-          llvm::raw_string_ostream os(s);
-          os << "output '" << out.name() << "' is declared with shape [";
-          for (int d = 0; d < tt.shape().dim_size(); ++d) {
-            os << (d ? "x" : "");
-            if (tt.shape().dim(d).has_dim_value())
-              os << tt.shape().dim(d).dim_value();
-            else
-              os << "?";
-          }
-          os << "] but its inferred type is " << t;
-          (void)fail(os.str());
-          return nullptr;
-        }
-      }
-    }
+    if (failed(checkOutput(out, t)))
+      return failure();
     results.push_back(*v);
     resultTypes.push_back(t);
   }
@@ -1883,18 +1875,51 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   for (int k = 0; k < graph.output_size(); ++k)
     func.setResultAttr(k, "cuts.name",
                        builder.getStringAttr(graph.output(k).name()));
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
+  if (failed(readOpset(model)))
+    return nullptr;
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &t : graph.initializer())
+    initializers[t.name()] = &t;
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  (*module)->setAttr("cuts.opset", builder.getI64IntegerAttr(opset));
+  if (!graph.name().empty())
+    (*module)->setAttr("cuts.graph_name", builder.getStringAttr(graph.name()));
+
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  if (failed(importInputs(graph, argTypes, argNames)))
+    return nullptr;
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = builder.create<func::FuncOp>(
+      UnknownLoc::get(&ctx), "main", builder.getFunctionType(argTypes, {}));
+  body = func.addEntryBlock();
+  for (size_t k = 0; k < argNames.size(); ++k) {
+    func.setArgAttr(k, "cuts.name", builder.getStringAttr(argNames[k]));
+    values[argNames[k]] = body->getArgument(k);
+    inputNameOf[body->getArgument(k)] = argNames[k];
+  }
+  // Nodes, in the topological order ONNX requires.
+  for (const auto &n : graph.node())
+    if (failed(importNode(n)))
+      return nullptr;
+  node = nullptr;
+  if (failed(importOutputs(graph, func, argTypes)))
+    return nullptr;
 
   std::string diag;
-  {
-    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-      if (diag.empty())
-        diag = d.str();
-      return success();
-    });
-    if (failed(mlir::verify(*module))) {
-      (void)fail("the imported graph does not verify: " + diag);
-      return nullptr;
-    }
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    if (diag.empty())
+      diag = d.str();
+    return success();
+  });
+  if (failed(mlir::verify(*module))) {
+    (void)fail("the imported graph does not verify: " + diag);
+    return nullptr;
   }
   return module;
 }
