@@ -43,7 +43,7 @@ Loaded load() {
   lib.bind(d.cuDeviceGetAttribute, {"cuDeviceGetAttribute"});
   lib.bind(d.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"});
   lib.bind(d.cuDevicePrimaryCtxRelease,
-       {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"});
+           {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"});
   lib.bind(d.cuCtxSetCurrent, {"cuCtxSetCurrent"});
   lib.bind(d.cuMemAlloc, {"cuMemAlloc_v2"});
   lib.bind(d.cuMemFree, {"cuMemFree_v2"});
@@ -62,7 +62,8 @@ Loaded load() {
   lib.bind(d.cuEventRecord, {"cuEventRecord"});
   lib.bind(d.cuEventSynchronize, {"cuEventSynchronize"});
   // _v2 (CUDA 12.8) only changed the error for events recorded in graphs.
-  lib.bind(d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
+  lib.bind(d.cuEventElapsedTime,
+           {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
   lib.bind(d.cuModuleLoadData, {"cuModuleLoadData"});
   lib.bind(d.cuModuleGetFunction, {"cuModuleGetFunction"});
   lib.bind(d.cuModuleUnload, {"cuModuleUnload"});
@@ -74,9 +75,11 @@ Loaded load() {
     return l;
   }
   // Graphs are optional: an old driver still runs models without them.
-  lib.bind(d.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, /*optional=*/true);
+  lib.bind(d.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"},
+           /*optional=*/true);
   lib.bind(d.cuStreamEndCapture, {"cuStreamEndCapture"}, /*optional=*/true);
-  lib.bind(d.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"}, /*optional=*/true);
+  lib.bind(d.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"},
+           /*optional=*/true);
   lib.bind(d.cuGraphLaunch, {"cuGraphLaunch"}, /*optional=*/true);
   lib.bind(d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, /*optional=*/true);
   lib.bind(d.cuGraphDestroy, {"cuGraphDestroy"}, /*optional=*/true);

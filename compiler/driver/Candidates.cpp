@@ -36,8 +36,8 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
                                   const GroupEstimate &e, int group,
                                   std::vector<GroupCandidate> &list) const {
   // One set of each tiling before a second format of any.
-  std::vector<size_t> order = distinctTilingsFirst(
-      e.ranked, size_t(std::max(0, opts.tuneCandidates)));
+  std::vector<size_t> order =
+      distinctTilingsFirst(e.ranked, size_t(std::max(0, opts.tuneCandidates)));
   for (int l = 0; l < int(order.size()); ++l)
     for (bool prefetch : {false, true}) {
       std::string why;

@@ -195,7 +195,6 @@ std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
   return os.str();
 }
 
-
 bool buildModelLibrary(const rt::Manifest &m, const std::string &prefix,
                        const std::string &artifactPath,
                        const std::string &headerDir, const std::string &library,
@@ -224,8 +223,8 @@ bool buildModelLibrary(const rt::Manifest &m, const std::string &prefix,
   }
   std::string incFlag = "-I" + runtimeInclude, outIncFlag = "-I" + headerDir;
   std::vector<llvm::StringRef> cmd{
-      *cxx,       "-shared",  "-fPIC",    "-O2",  "-std=c++17",
-      incFlag,    outIncFlag, src.str(),  "-o",   library,
+      *cxx,       "-shared",  "-fPIC",    "-O2", "-std=c++17",
+      incFlag,    outIncFlag, src.str(),  "-o",  library,
       runtimeLib, "-ldl",     "-lpthread"};
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(*cxx, cmd, std::nullopt, {}, 0, 0, &msg);

@@ -21,7 +21,6 @@
 namespace cuts::driver {
 namespace {
 
-
 /// The manifest dtype of an element type ("float32", "int64", "bool", ...);
 /// nullopt for one the artifact has no name for (unsigned wider than 8
 /// bits, complex, ...).
@@ -188,7 +187,6 @@ template <typename Fn> void parallelFor(size_t n, int jobs, Fn fn) {
     th.join();
 }
 
-
 /// "conv(name) + relu(name)": a group's ops as plan steps and tuning.json
 /// name them.
 std::string groupOps(const GroupReport &g) {
@@ -210,8 +208,7 @@ Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
                    CandidateTable *candidates, const tune::Cache &cache,
                    CompileResult &res)
     : func(module.lookupSymbol<mlir::func::FuncOp>("main")), opts(opts),
-      candidates(candidates), cache(cache), res(res),
-      m(res.contents.manifest) {
+      candidates(candidates), cache(cache), res(res), m(res.contents.manifest) {
   if (auto n = module->getAttrOfType<mlir::StringAttr>("cuts.graph_name"))
     m.model = n.str();
   m.producer = "cuts 0.1.0";
@@ -224,8 +221,8 @@ Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
 int Packager::addTensor(mlir::Value v, rt::TensorKind kind,
                         const std::string &name, const std::string &what,
                         std::string &error) {
-  mlir::Type et = llvm::cast<mlir::RankedTensorType>(v.getType())
-                      .getElementType();
+  mlir::Type et =
+      llvm::cast<mlir::RankedTensorType>(v.getType()).getElementType();
   auto dtype = dtypeOf(et);
   if (!dtype) {
     error = what + " has element type " + typeText(et) +
@@ -248,9 +245,9 @@ bool Packager::addInputs(std::string &error) {
     mlir::Value a = func.getArgument(i);
     auto n = func.getArgAttrOfType<mlir::StringAttr>(i, "cuts.name");
     std::string name = n ? n.str() : "input" + std::to_string(i);
-    int t = addTensor(a, rt::TensorKind::Input, name,
-                      "input " + std::to_string(i) + " (\"" + name + "\")",
-                      error);
+    int t =
+        addTensor(a, rt::TensorKind::Input, name,
+                  "input " + std::to_string(i) + " (\"" + name + "\")", error);
     if (t < 0)
       return false;
     m.tensors[t].index = int(i);
@@ -340,9 +337,10 @@ bool Packager::addLibraryStep(const GroupReport &g, const GroupCandidate &c,
   return addStep(std::move(launch), c.kernel.args, outputs, error);
 }
 
-std::optional<GroupKernel>
-Packager::measuredChoice(const GroupReport &g, const std::string &ops,
-                         bool &library, std::string &error) {
+std::optional<GroupKernel> Packager::measuredChoice(const GroupReport &g,
+                                                    const std::string &ops,
+                                                    bool &library,
+                                                    std::string &error) {
   library = false;
   const auto &list = candidates->of(g.operations, g.estimate);
   double us;
@@ -391,8 +389,8 @@ std::optional<GroupKernel> Packager::boundChoice(const GroupReport &g,
   // the generator refuses a set the model allows.
   if ((gk = lowerGroup(g.operations, e.best.params, "cuts_kernel", why)))
     return gk;
-  for (const Candidate &c : searchParams(e.anchorDesc, opts.arch,
-                                         opts.prune).kept)
+  for (const Candidate &c :
+       searchParams(e.anchorDesc, opts.arch, opts.prune).kept)
     if ((gk = lowerGroup(g.operations, c.params, "cuts_kernel", why)))
       break;
   return gk;

@@ -114,12 +114,10 @@ bool measureRound(const std::vector<tune::Candidate> &pending,
 
 } // namespace
 
-std::optional<ExplainReport> searchAndTune(mlir::func::FuncOp func,
-                                           const CompileOptions &opts,
-                                           CandidateTable &candidates,
-                                           tune::Cache &cache,
-                                           CompileResult &res,
-                                           std::string &error) {
+std::optional<ExplainReport>
+searchAndTune(mlir::func::FuncOp func, const CompileOptions &opts,
+              CandidateTable &candidates, tune::Cache &cache,
+              CompileResult &res, std::string &error) {
   ExplainOptions eo;
   eo.prune = opts.prune;
   eo.fusion = opts.fusion;

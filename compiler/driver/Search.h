@@ -22,12 +22,10 @@ namespace cuts::driver {
 /// always one whose pending candidates were not measured after it, so a
 /// compile from the saved cache (one search, no measuring) sees the same
 /// costs and makes the same choices.
-std::optional<ExplainReport> searchAndTune(mlir::func::FuncOp func,
-                                           const CompileOptions &opts,
-                                           CandidateTable &candidates,
-                                           tune::Cache &cache,
-                                           CompileResult &res,
-                                           std::string &error);
+std::optional<ExplainReport>
+searchAndTune(mlir::func::FuncOp func, const CompileOptions &opts,
+              CandidateTable &candidates, tune::Cache &cache,
+              CompileResult &res, std::string &error);
 
 } // namespace cuts::driver
 

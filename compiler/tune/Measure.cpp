@@ -200,8 +200,8 @@ private:
     for (size_t i; (i = next++) < todo.size();) {
       if (stop || overTime()) {
         stop = true;
-        skip[i] = 1; // published by `ready`
-      } else if (todo[i]->library.empty()) { // a library call: no compile
+        skip[i] = 1;                         // published by `ready`
+      } else if (todo[i]->library.empty()) { // library calls compile nothing
         NvrtcOptions no;
         no.sourceName = todo[i]->name + ".cu";
         if (!inProcess && !worker) {
@@ -627,10 +627,10 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
     if (!(ok = bench.argumentSets(c, sets, error)))
       break;
     auto best = groupBest.find(c.group);
-    double tooSlowUs = c.group >= 0 && opts.slowFactor > 0 &&
-                               best != groupBest.end()
-                           ? opts.slowFactor * best->second
-                           : 0;
+    double tooSlowUs =
+        c.group >= 0 && opts.slowFactor > 0 && best != groupBest.end()
+            ? opts.slowFactor * best->second
+            : 0;
     Timing t;
     timingStart = Clock::now();
     cu::CUresult r = bench.time(c, l, sets, tooSlowUs, t, note);

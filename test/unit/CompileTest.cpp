@@ -4,8 +4,8 @@
 // model.h / libmodel.so with typed parameters. No CUBINs (no archs), so no
 // NVRTC is needed.
 #include "compiler/driver/Compile.h"
-#include "compiler/driver/ModelLibrary.h"
 #include "GraphTestUtil.h"
+#include "compiler/driver/ModelLibrary.h"
 #include "perfmodel/Arch.h"
 #include "perfmodel/Describe.h"
 
