@@ -10,6 +10,7 @@
 #include "perfmodel/Roofline.h"
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <optional>
 
@@ -19,7 +20,8 @@ namespace cuts {
 /// squeeze, unsqueeze, identity, dropout): no kernel, no cost.
 bool isViewOp(mlir::Operation *op);
 
-/// The model's view of op, or nullopt for views and constants.
+/// The model's view of op, or nullopt for views and constants (the shape
+/// describers of Params.h, from the op's shapes and attributes).
 std::optional<OpDesc> describeOp(mlir::Operation *op);
 
 /// Full-size tensor operands of op that come from outside `inside` (what a

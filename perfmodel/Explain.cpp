@@ -238,3 +238,66 @@ std::string explainJson(const ExplainReport &r) {
 }
 
 } // namespace cuts
+
+namespace cuts {
+namespace {
+
+// The values of `ops` that something outside them reads.
+llvm::SmallVector<mlir::Value>
+escaping(llvm::ArrayRef<mlir::Operation *> ops,
+         const llvm::SmallPtrSetImpl<mlir::Operation *> &inside) {
+  llvm::SmallVector<mlir::Value> out;
+  for (mlir::Operation *op : ops)
+    for (mlir::Value r : op->getResults())
+      if (llvm::any_of(r.getUsers(),
+                       [&](mlir::Operation *u) { return !inside.contains(u); }))
+        out.push_back(r);
+  return out;
+}
+
+} // namespace
+
+bool groupRegions(const ExplainReport &r, std::string &error) {
+  for (const GroupReport &g : r.groups) {
+    llvm::SmallPtrSet<mlir::Operation *, 8> inside(g.operations.begin(),
+                                                   g.operations.end());
+    llvm::SmallVector<mlir::Value> results = escaping(g.operations, inside);
+    // The group op stands where its last op stood: every value its ops read
+    // is defined before that, and everything that reads its results comes
+    // after (a group is convex).
+    mlir::Operation *last = g.operations.back();
+    for (mlir::Value v : results)
+      for (mlir::Operation *u : v.getUsers())
+        if (!inside.contains(u) && u->isBeforeInBlock(last)) {
+          error =
+              "a group is not convex: " + u->getName().getStringRef().str() +
+              " reads its result before its last op";
+          return false;
+        }
+    mlir::OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(last);
+    const GroupEstimate &e = g.estimate;
+    bool view = e.fusion == "view";
+    llvm::SmallVector<mlir::Type> types;
+    for (mlir::Value v : results)
+      types.push_back(v.getType());
+    auto group = b.create<GroupOp>(
+        last->getLoc(), types, b.getStringAttr(e.fusion),
+        view ? nullptr : b.getStringAttr(opKindName(e.anchorDesc.kind)),
+        view ? nullptr : b.getStringAttr(paramsText(e.best.params)),
+        b.getF64FloatAttr(e.best.bound.pul), b.getF64FloatAttr(e.time * 1e6),
+        b.getI64IntegerAttr(e.kept), b.getI64IntegerAttr(e.enumerated));
+    mlir::Block *body = b.createBlock(&group.getBody());
+    for (mlir::Operation *op : g.operations)
+      op->moveBefore(body, body->end());
+    b.setInsertionPointToEnd(body);
+    b.create<YieldOp>(last->getLoc(), results);
+    for (size_t i = 0; i < results.size(); ++i)
+      results[i].replaceUsesWithIf(group.getResult(i), [&](mlir::OpOperand &u) {
+        return !group->isAncestor(u.getOwner());
+      });
+  }
+  return true;
+}
+
+} // namespace cuts

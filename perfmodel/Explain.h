@@ -69,6 +69,11 @@ std::optional<ExplainReport> explainFunction(mlir::func::FuncOp func,
                                              std::string &error);
 
 std::string explainTable(const ExplainReport &r);
+
+/// Wraps each group of r in a cuts.group op carrying its estimate (what
+/// `cuts explain --mlir` prints); the explained function is changed. Fails
+/// (with `error`) if a group is not convex.
+bool groupRegions(const ExplainReport &r, std::string &error);
 std::string explainJson(const ExplainReport &r);
 
 } // namespace cuts

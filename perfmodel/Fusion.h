@@ -21,7 +21,7 @@
 #ifndef CUTS_PERFMODEL_FUSION_H
 #define CUTS_PERFMODEL_FUSION_H
 
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/ArrayRef.h"

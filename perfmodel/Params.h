@@ -1,110 +1,130 @@
-//===- Params.h - enumerate and prune implementation parameters -*- C++ -*-===//
+//===- Params.h - an op and the tiles that implement it ---------*- C++ -*-===//
 //
-// §3.2.1: the searched parameters of Table 3.3 under the rules of the thesis
-// (per-thread extents are powers of two, per-block extents multiples of them)
-// and the resource limits, scored by PUL; the top T % are kept (never fewer
-// than K) for code generation and measurement.
+// Thesis Table 3.2 (OpDesc: what an op is) and Table 3.3 (TileParams: how a
+// kernel tiles it). Every tuning knob is defined here once and flows
+// unchanged from the performance model to the code generator.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_PERFMODEL_PARAMS_H
 #define CUTS_PERFMODEL_PARAMS_H
 
-#include "perfmodel/Roofline.h"
-
 #include <array>
 #include <cstdint>
-#include <functional>
-#include <optional>
+#include <string>
 #include <vector>
 
 namespace cuts {
 
-struct PruneOptions {
-  double topPercent = 1.0; // T: keep the best T % by PUL
-  int minKeep = 8;         // K: but never fewer than this many
-  /// M: and never more than this many. T % of a large op's space is huge
-  /// (ResNet-50's convs at batch 64: 11M sets, so 112k kept), yet only the
-  /// best few are ever lowered or timed, and keeping, scoring and fusing
-  /// them all made the search 50x slower. A cap keeps the same best sets,
-  /// in the same order (the pruning is a top-k); it does not bind at batch 1
-  /// on the bundled models (at most 3115 kept there).
-  int64_t maxKeep = 4096;
+/// Op families of the model. Complex ops (Table 3.1) are direct convolution
+/// and matrix multiplication; the others are simple.
+enum class OpKind {
+  Conv,          // direct convolution (groups > 1: `batch` counts groups)
+  DepthwiseConv, // one input channel per output channel (simple, Table 3.1)
+  MatMul,        // matmul, gemm, matmul_add: a conv with H = W = 1
+  Pool,          // max / average pooling
+  BatchNorm,     // inference batch normalisation (not folded into a conv)
+  Elementwise,   // unary/binary/ternary elementwise and data movement
+  Reduction,     // softmax, layer normalisation, reduce_*, global pooling
 };
 
-struct Candidate {
-  TileParams params;
-  Bound bound;
+bool isComplex(OpKind k);
+const char *opKindName(OpKind k);
+
+/// Table 3.2: the fixed parameters an op defines. The output is viewed as
+/// N x K x H x W (NCHW); C is the reduction length (input channels per group
+/// for a conv, the inner dimension for a matmul, the reduced extent for a
+/// reduction). `batch` counts independent instances that share nothing
+/// (conv groups, batched matmul with per-batch operands). This is the one
+/// description of an op: the performance model bounds it and the code
+/// generator's builders (codegen/ops) generate it.
+struct OpDesc {
+  OpKind kind = OpKind::Elementwise;
+  int64_t N = 1, C = 1, K = 1, H = 1, W = 1;
+  int64_t FH = 1, FW = 1, PH = 0, PW = 0, SH = 1, SW = 1, DH = 1, DW = 1;
+  int64_t batch = 1;
+  int inputs = 1;            // tensors read per output element (elementwise)
+  int elementBytes = 4;      // SIZE_element
+  double compPerElement = 1; // simple ops: operations per output element
+  // What the code generator needs beyond Table 3.2 (the bound reads none of
+  // it): a conv's input channels, a windowed op's input extents, a
+  // product's transposed operands.
+  int64_t IC = 1, IH = 1, IW = 1;
+  bool transA = false, transB = false;
+
+  /// Total operations of the op (all blocks): COMP_block summed.
+  double totalComp() const;
+  /// The fields the bound reads, as text: equal keys mean the same op for
+  /// the model (what searches are memoised by).
+  std::string key() const;
 };
 
-struct SearchResult {
-  int64_t enumerated = 0;      // parameter sets considered
-  std::vector<Candidate> kept; // best first
+/// The shared-memory layouts of §3.2.1: the 24 orders of N, C, H, W
+/// (outermost first); index 0 is NCHW.
+using SharedFormat = std::array<char, 4>;
+const std::vector<SharedFormat> &sharedFormats();
+std::string formatName(int format);
+
+/// The row pitch of a 2-D shared tile whose inner extent is `inner`, read
+/// by a thread in runs of `run` words: padded where `inner` is a multiple of
+/// the bank count (bank-conflict-aware padding, §3.4.2), by four words
+/// where the runs are 128-bit loads (so they stay aligned), else by one.
+inline int64_t paddedPitch(int64_t inner, int64_t run) {
+  return inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
+}
+
+/// Table 3.3: the parameters searched for.
+struct TileParams {
+  int64_t Nb = 1, Kb = 1, Hb = 1, Wb = 1; // per thread block
+  int64_t Nt = 1, Kt = 1, Ht = 1, Wt = 1; // per thread
+  int64_t Cin = 1;                        // C_input per iteration
+  int format = 0;                         // FORMAT_shared (sharedFormats())
+
+  int64_t threads() const {
+    return (Nb / Nt) * (Kb / Kt) * (Hb / Ht) * (Wb / Wt);
+  }
 };
 
-/// Calls fn for every parameter set of op d allowed by the rules: per-thread
-/// extents powers of two (capped so the accumulators fit in registers), block
-/// extents the thread extents times a power-of-two thread count, at least one
-/// warp per block (unless the op is smaller), at most the GPU's block size,
-/// C_input a power of two dividing the iteration (or all of C), and the
-/// distinct FORMAT_shared layouts (orders that differ only in extent-1 axes
-/// are one layout; elementwise and batch-norm ops, which stage nothing in
-/// shared memory, only NCHW).
-void forEachParams(const OpDesc &d, const GpuArch &arch,
-                   const std::function<void(const TileParams &)> &fn);
+/// "block 32x16x1x1, thread 2x1x1x1 (N x K x H x W), C_input 64,
+/// FORMAT_shared CHNW": how kernel headers and validation samples name p.
+std::string paramsText(const TileParams &p);
 
-/// How an op's inputs arrive.
-enum class InputFrom {
-  Global,      // from global memory: the op alone, or a fusion anchor
-  SharedMemory // from a shared-memory-level fused predecessor (§3.2.4):
-               // NUM_trans = 0 (GMRatio = 1) and, for a complex op,
-               // C_input = C (its whole input is on chip)
+/// A conv's or pooling's per-axis strides, pads (begin pads first, as ONNX
+/// orders them) and dilations; absent axes take 1, 0 and 1.
+struct Window {
+  std::vector<int64_t> strides, pads, dilations;
 };
 
-/// Keeps the top T % (at least K, at most M) of the parameter sets by their
-/// bound, best first; of sets with equal bounds, the earlier enumerated.
-/// Every dropped set has a PUL no higher than every kept one. Bank
-/// conflicts are counted only for the sets that can still be kept.
-SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
-                          const PruneOptions &opts = {},
-                          InputFrom input = InputFrom::Global);
+// The descriptions of ops given by their shapes and attributes: what
+// describeOp (Describe.h) builds from a cuts op, and tools without MLIR
+// from shapes alone. Spatial axes beyond two fold into W.
 
-/// What a shared-memory-level predecessor must produce for a successor set:
-/// its block's extents and thread count (see FusionModel::estimateShared).
-using BlockKey = std::array<int64_t, 5>;
+/// A conv of x[N, C, spatial] by w[M, C / group, kernel] into y: depthwise
+/// (C = 1, K = M) when each group has one input channel, else `group` convs
+/// of M / group outputs each.
+OpDesc describeConv(const std::vector<int64_t> &x,
+                    const std::vector<int64_t> &w,
+                    const std::vector<int64_t> &y, int64_t group,
+                    const Window &win);
+/// Max or average pooling of x[N, C, spatial] into y with `kernel`.
+OpDesc describePool(const std::vector<int64_t> &x,
+                    const std::vector<int64_t> &y,
+                    const std::vector<int64_t> &kernel, const Window &win);
+/// y = A B (A or B transposed: Gemm's transA, transB); B of rank 2 is one
+/// matrix for all of A's rows, else both carry y's batch axes.
+OpDesc describeMatMul(const std::vector<int64_t> &a,
+                      const std::vector<int64_t> &b,
+                      const std::vector<int64_t> &y, bool transA, bool transB);
+/// An elementwise op (or a fused chain) with result y (leading axes folded
+/// into N), reading `inputs` full-size tensors an element.
+OpDesc describeElementwise(const std::vector<int64_t> &y, int inputs);
+/// A reduction over `rows` rows of `length` elements, `comp` operations an
+/// element (softmax 5, layer normalisation 6: Describe.cpp).
+OpDesc describeRows(int64_t rows, int64_t length, double comp = 1);
 
-/// The best set (by its bound) of each distinct BlockKey among op d's sets,
-/// best first, and the number of sets enumerated. A fused pair's time
-/// depends on the predecessor's block, which the successor's own top k can
-/// miss: MobileNetV2's expansion conv and depthwise conv at batch 64 fuse
-/// only beyond the depthwise conv's 4096 best sets. Within a key the tiles,
-/// and so the grid and the predecessor's work, are the same.
-std::vector<Candidate>
-bestPerBlockKey(const OpDesc &d, const GpuArch &arch, InputFrom input,
-                const std::function<BlockKey(const TileParams &)> &key,
-                int64_t *enumerated = nullptr);
-
-/// The best parameter set of op d whose thread block computes exactly
-/// `block` (Nb, Kb, Hb, Wb) with `threads` threads sweeping its thread-tiles
-/// in rounds: the predecessor of a shared-memory-level fusion, whose output
-/// tile must be its successor's input tile. Its bound's WBRatio is the
-/// efficiency of those rounds and COEF_r is left to the caller (the grid,
-/// residency and shared memory are the fused kernel's). Empty when no thread
-/// tiling divides the block with its accumulators (one set per round) in
-/// registers.
-std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
-                                      const TileParams &block, int64_t threads);
-
-/// The first n indices of `ranked` (best first) to time: the best set of
-/// each tiling (all but FORMAT_shared) in rank order, then the other formats
-/// in rank order if fewer tilings than n are kept. Formats of one tiling
-/// differ in COEF_bc only: on the H200 their times were a median 2-7 %
-/// apart, the tilings' several-fold (bench/results/h200-2026-11-24-validation-
-/// staged), and equal-bound formats fill the top ranks in pairs.
-std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
-                                         size_t n);
-
-/// The number of sets to keep out of n.
-int64_t keepCount(int64_t n, const PruneOptions &opts);
+/// The smallest parameter set of op d: one output a block and a thread,
+/// C_input what the op iterates by (1 where there is no C loop, a
+/// reduction's whole row). What the code generator's rules are probed with.
+TileParams smallestParams(const OpDesc &d);
 
 } // namespace cuts
 

@@ -10,63 +10,6 @@
 
 namespace cuts {
 
-bool isComplex(OpKind k) { return k == OpKind::Conv || k == OpKind::MatMul; }
-
-const char *opKindName(OpKind k) {
-  switch (k) {
-  case OpKind::Conv:
-    return "conv";
-  case OpKind::DepthwiseConv:
-    return "depthwise_conv";
-  case OpKind::MatMul:
-    return "matmul";
-  case OpKind::Pool:
-    return "pool";
-  case OpKind::BatchNorm:
-    return "batch_norm";
-  case OpKind::Elementwise:
-    return "elementwise";
-  case OpKind::Reduction:
-    return "reduction";
-  }
-  return "?";
-}
-
-const std::vector<SharedFormat> &sharedFormats() {
-  static const std::vector<SharedFormat> formats = [] {
-    std::vector<SharedFormat> out;
-    SharedFormat f = {'N', 'C', 'H', 'W'};
-    std::sort(f.begin(), f.end());
-    std::vector<SharedFormat> all;
-    do
-      all.push_back(f);
-    while (std::next_permutation(f.begin(), f.end()));
-    // NCHW first: the layout of the tensors in global memory.
-    SharedFormat nchw = {'N', 'C', 'H', 'W'};
-    out.push_back(nchw);
-    for (const auto &g : all)
-      if (g != nchw)
-        out.push_back(g);
-    return out;
-  }();
-  return formats;
-}
-
-std::string formatName(int format) {
-  const auto &f = sharedFormats()[format];
-  return std::string(f.begin(), f.end());
-}
-
-std::string paramsText(const TileParams &p) {
-  auto x4 = [](int64_t a, int64_t b, int64_t c, int64_t d) {
-    return std::to_string(a) + "x" + std::to_string(b) + "x" +
-           std::to_string(c) + "x" + std::to_string(d);
-  };
-  return "block " + x4(p.Nb, p.Kb, p.Hb, p.Wb) + ", thread " +
-         x4(p.Nt, p.Kt, p.Ht, p.Wt) + " (N x K x H x W), C_input " +
-         std::to_string(p.Cin) + ", FORMAT_shared " + formatName(p.format);
-}
-
 namespace {
 
 double ceilDiv(double a, double b) { return std::ceil(a / b); }
@@ -118,15 +61,6 @@ Dims threadDims(const TileParams &p) {
 }
 
 } // namespace
-
-std::string OpDesc::key() const {
-  std::ostringstream os;
-  os << int(kind) << ':' << N << ',' << C << ',' << K << ',' << H << ',' << W
-     << ',' << FH << ',' << FW << ',' << PH << ',' << PW << ',' << SH << ','
-     << SW << ',' << DH << ',' << DW << ',' << batch << ',' << inputs << ','
-     << elementBytes << ',' << compPerElement;
-  return os.str();
-}
 
 double OpDesc::totalComp() const {
   return compFor(*this, {double(N), double(K), double(H), double(W)}) *
@@ -268,10 +202,10 @@ int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
   // MobileNetV2's batch-64 convs, where ptxas was not held to its cap:
   // about 2 per accumulator (ptxas loads the operands of steps ahead, more
   // for a wider thread tile), 3 per element the fetch stages (its value
-  // and 64-bit address in flight) and 24 for indices; rms error 29. The
-  // earlier estimate (accumulators, one step's operands and 24) was within
-  // 18 up to 16 accumulators but put 64 at 104-122, where ptxas took
-  // 128-255: twice the residency, and the sets ranked first at batch 64.
+  // and 64-bit address in flight) and 24 for indices; rms error 29.
+  // Counting one step's operands instead (the depthwise form above) puts 64
+  // accumulators at 104-122 registers where ptxas takes 128-255: twice the
+  // residency, and those sets would rank first at batch 64.
   int64_t staged = fetchedPerThread(d, p);
   if (staged > kStagedFetchLimit)
     staged = 0;

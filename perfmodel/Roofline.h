@@ -9,14 +9,14 @@
 //   COEF_r  = 1 if threads, shared memory and registers fit, else 0
 //   PUL     = GMRatio * SMRatio * WBRatio * COEF_r
 // with COMP_block (Table 3.5), N_load (Table 3.6) and NUM_trans (Table 3.7).
-// Every tuning knob is defined here once (TileParams) and flows unchanged to
-// the code generator.
+// The op (OpDesc) and the tile parameters (TileParams) are Params.h's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_PERFMODEL_ROOFLINE_H
 #define CUTS_PERFMODEL_ROOFLINE_H
 
 #include "perfmodel/Arch.h"
+#include "perfmodel/Params.h"
 
 #include <array>
 #include <cmath>
@@ -25,72 +25,6 @@
 #include <vector>
 
 namespace cuts {
-
-/// Op families of the model. Complex ops (Table 3.1) are direct convolution
-/// and matrix multiplication; the others are simple.
-enum class OpKind {
-  Conv,          // direct convolution (groups > 1: `batch` counts groups)
-  DepthwiseConv, // one input channel per output channel (simple, Table 3.1)
-  MatMul,        // matmul, gemm, matmul_add: a conv with H = W = 1
-  Pool,          // max / average pooling
-  BatchNorm,     // inference batch normalisation (not folded into a conv)
-  Elementwise,   // unary/binary/ternary elementwise and data movement
-  Reduction,     // softmax, layer normalisation, reduce_*, global pooling
-};
-
-bool isComplex(OpKind k);
-const char *opKindName(OpKind k);
-
-/// Table 3.2: the fixed parameters an op defines. The output is viewed as
-/// N x K x H x W (NCHW); C is the reduction length (input channels per group
-/// for a conv, the inner dimension for a matmul, the reduced extent for a
-/// reduction). `batch` counts independent instances that share nothing
-/// (conv groups, batched matmul with per-batch operands).
-struct OpDesc {
-  OpKind kind = OpKind::Elementwise;
-  int64_t N = 1, C = 1, K = 1, H = 1, W = 1;
-  int64_t FH = 1, FW = 1, PH = 0, PW = 0, SH = 1, SW = 1, DH = 1, DW = 1;
-  int64_t batch = 1;
-  int inputs = 1;            // tensors read per output element (elementwise)
-  int elementBytes = 4;      // SIZE_element
-  double compPerElement = 1; // simple ops: operations per output element
-
-  /// Total operations of the op (all blocks): COMP_block summed.
-  double totalComp() const;
-  /// Every field, as text: equal keys mean the same op for the model (what
-  /// searches are memoised by).
-  std::string key() const;
-};
-
-/// The shared-memory layouts of §3.2.1: the 24 orders of N, C, H, W
-/// (outermost first); index 0 is NCHW.
-using SharedFormat = std::array<char, 4>;
-const std::vector<SharedFormat> &sharedFormats();
-std::string formatName(int format);
-
-/// The row pitch of a 2-D shared tile whose inner extent is `inner`, read
-/// by a thread in runs of `run` words: padded where `inner` is a multiple of
-/// the bank count (bank-conflict-aware padding, §3.4.2), by four words
-/// where the runs are 128-bit loads (so they stay aligned), else by one.
-inline int64_t paddedPitch(int64_t inner, int64_t run) {
-  return inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
-}
-
-/// Table 3.3: the parameters searched for.
-struct TileParams {
-  int64_t Nb = 1, Kb = 1, Hb = 1, Wb = 1; // per thread block
-  int64_t Nt = 1, Kt = 1, Ht = 1, Wt = 1; // per thread
-  int64_t Cin = 1;                        // C_input per iteration
-  int format = 0;                         // FORMAT_shared (sharedFormats())
-
-  int64_t threads() const {
-    return (Nb / Nt) * (Kb / Kt) * (Hb / Ht) * (Wb / Wt);
-  }
-};
-
-/// "block 32x16x1x1, thread 2x1x1x1 (N x K x H x W), C_input 64,
-/// FORMAT_shared CHNW": how kernel headers and validation samples name p.
-std::string paramsText(const TileParams &p);
 
 /// The factors of the bound, and what they were computed from.
 struct Bound {
@@ -104,8 +38,8 @@ struct Bound {
   /// LATRatio: 1, or less where the chain of C_input iterations an SM runs
   /// one after another (each at least LAT_iter, latencyChainSeconds) is
   /// longer than the work at GMRatio x SMRatio x WBRatio x COEF_r of peak.
-  /// Not in the thesis: BERT's batch-1 GEMMs showed C_input 4 sets 3.4x
-  /// slower than C_input 64 ones of equal PUL (issue 3's validation).
+  /// Not in the thesis: BERT's batch-1 GEMMs ran C_input 4 sets 3.4x
+  /// slower than C_input 64 ones of equal PUL (H200).
   double latRatio = 1;
   /// The chain: chainSteps C_input iterations in a row on a busy SM (its
   /// waves x a block's iterations), each at least LAT_iter x fetchRounds
@@ -256,9 +190,9 @@ int64_t blocksPerSM(const OpDesc &d, const TileParams &p, const GpuArch &arch);
 /// issue run in different warps at once): on an H200 every set of BERT's
 /// pooler GEMV bounded at 155-160 us ran in 56-190 us, and the ranking by
 /// the product kept BERT's fastest GEMM set in 2 of 6 ops. ncu on the
-/// generated GEMMs (bench/results/h200-2026-11-24-issue) shows them bound by
-/// instruction issue: 50 % of issue slots used with 4 warps a scheduler, 31 %
-/// with 2, and 31.6 instructions per fetched element beside the FFMAs.
+/// generated GEMMs shows them bound by instruction issue: 50 % of issue
+/// slots used with 4 warps a scheduler, 31 % with 2, and 31.6 instructions
+/// per fetched element beside the FFMAs.
 bool issueRoofline(OpKind kind);
 /// Cycles a warp waits, on average, after each instruction it issues before
 /// it can issue the next: ncu measured 5.2-7.1 on the generated GEMMs (warp
@@ -308,7 +242,7 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
 /// normalisation, which read global memory straight into registers: no
 /// shared loads, so the thesis's SMRatio (shared-memory latency) does not
 /// apply; it ranked one element a thread first, and those sets ran 2-5x
-/// slower than the 8-16-element winners (H200, issue 3's validation). A
+/// slower than the 8-16-element winners (H200). A
 /// busy SM's time is
 ///   max(T_dispatch, T_issue + max(T_DRAM, T_L2, T_L1)) / (block slots
 ///   used),
@@ -322,8 +256,8 @@ double issueRooflinePul(Bound &b, const OpDesc &d, const TileParams &p,
 ///   kL1SectorsPerCycle.
 /// Issue and memory add, not overlap: a thread's loads wait for their
 /// address arithmetic, its stores for the loads. ncu on 600 timed sets of
-/// DenseNet-121's and ResNet-50's concats and Adds (bench/results/
-/// h200-2026-11-25-simple) shows the fastest at 56-67 % of issue slots
+/// DenseNet-121's and ResNet-50's concats and Adds (H200) shows the
+/// fastest at 56-67 % of issue slots
 /// and 90 % of DRAM bandwidth together; with max() in place of the sum the
 /// bound ranked those ops' fastest sets 68th-129th of 200, with the sum
 /// 3rd-41st. So this is an estimate where both are large, a bound where one
@@ -357,7 +291,7 @@ struct WarpTraffic {
 WarpTraffic warpTraffic(const OpDesc &d, const TileParams &p,
                         const GpuArch &arch, int width);
 /// The sectors an L2 transaction costs at least. A request needing one
-/// sector of a line took the time of two: on an H200 (call 90), the 56x56
+/// sector of a line took the time of two: on an H200, the 56x56
 /// concats' and Add's sets whose lanes read 32 bytes of each of 8 rows
 /// (8 lines, a sector each) ran 1.35-1.59x slower than the fastest, which
 /// the bound ranked first with one; with 2, its first 8 of each op's 200
@@ -365,8 +299,8 @@ WarpTraffic warpTraffic(const OpDesc &d, const TileParams &p,
 /// 4 ranked ResNet-50's layer3 Add's fastest 46th, 1.16x).
 constexpr double kL2MinSectors = 2;
 /// Sectors an SM's L1 serves a cycle to the streaming bound's accesses
-/// (T_L1 = warpTraffic's l1 sectors / this). Chosen of 1, 2 and 4 on call
-/// 86's stored timings (H200) as the one ranking best; without the term the
+/// (T_L1 = warpTraffic's l1 sectors / this). Chosen of 1, 2 and 4 on 600
+/// timed sets (H200) as the one ranking best; without the term the
 /// bound ranked first the sets whose lanes each read 8 consecutive floats
 /// (32 sectors an access), which ran 3x slower than the fastest.
 constexpr double kL1SectorsPerCycle = 2;

@@ -94,6 +94,87 @@ std::string floatLiteral(double v) {
   return num(v);
 }
 
+// The expression of a pure scalar node over its inputs' names `x` (the
+// first) and in(i); empty for the ops emitGraph writes otherwise.
+template <typename In>
+std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
+  switch (n.op) {
+  case Op::Fma:
+    return "fmaf(" + x + ", " + in(1) + ", " + in(2) + ")";
+  case Op::Const:
+    return typedNum(n.value, n.type);
+  case Op::Add:
+    return x + " + " + in(1);
+  case Op::Sub:
+    return x + " - " + in(1);
+  case Op::Mul:
+    return x + " * " + in(1);
+  case Op::Div:
+    return x + " / " + in(1);
+  case Op::Max:
+    return n.type == dfg::Type::F32
+               ? "fmaxf(" + x + ", " + in(1) + ")"
+               : x + " > " + in(1) + " ? " + x + " : " + in(1);
+  case Op::Min:
+    return n.type == dfg::Type::F32
+               ? "fminf(" + x + ", " + in(1) + ")"
+               : x + " < " + in(1) + " ? " + x + " : " + in(1);
+  case Op::Cast:
+    return std::string("static_cast<") + typeName(n.type) + ">(" + x + ")";
+  case Op::Pow:
+    return "powf(" + x + ", " + in(1) + ")";
+  case Op::Equal:
+    return x + " == " + in(1);
+  case Op::Less:
+    return x + " < " + in(1);
+  case Op::And:
+    return x + " && " + in(1);
+  case Op::Or:
+    return x + " || " + in(1);
+  case Op::Xor:
+    return x + " != " + in(1);
+  case Op::Not:
+    return "!" + x;
+  case Op::Where:
+    return x + " ? " + in(1) + " : " + in(2);
+  case Op::Neg:
+    return "-" + x;
+  case Op::Relu:
+    return "fmaxf(" + x + ", 0.0f)";
+  case Op::Exp:
+    return "expf(" + x + ")";
+  case Op::Log:
+    return "logf(" + x + ")";
+  case Op::Sqrt:
+    return "sqrtf(" + x + ")";
+  case Op::Erf:
+    return "erff(" + x + ")";
+  case Op::Tanh:
+    return "tanhf(" + x + ")";
+  case Op::Sigmoid:
+    return "1.0f / (1.0f + expf(-" + x + "))";
+  case Op::Recip:
+    return "1.0f / " + x;
+  case Op::Clip:
+    return "fminf(fmaxf(" + x + ", " + num(n.value) + "), " + num(n.value2) +
+           ")";
+  case Op::LeakyRelu:
+    return x + " < 0.0f ? " + num(n.value) + " * " + x + " : " + x;
+  case Op::HardSigmoid:
+    return "fminf(fmaxf(" + num(n.value) + " * " + x + " + " + num(n.value2) +
+           ", 0.0f), 1.0f)";
+  case Op::HardSwish:
+    return x + " * fminf(fmaxf(" + x + " / 6.0f + 0.5f, 0.0f), 1.0f)";
+  case Op::Gelu:
+    return "0.5f * " + x + " * (1.0f + erff(" + x + " * 0.70710678f))";
+  case Op::GeluTanh:
+    return "0.5f * " + x + " * (1.0f + tanhf(0.79788456f * (" + x +
+           " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
+  default:
+    return "";
+  }
+}
+
 class Emitter {
 public:
   Emitter(const Kernel &k, Target t) : top(k), target(t) {}
@@ -181,6 +262,13 @@ private:
   std::string gatherPosition(const dfg::Graph &g, int value, int64_t extent,
                              const std::string &indent);
   void emitGraph(const dfg::Graph &g, const std::string &indent);
+  /// The nodes of g to emit, in order (emitGraph).
+  std::vector<int> emissionOrder(const dfg::Graph &g) const;
+  void emitLoad(const dfg::Graph &g, int id, const std::string &ind);
+  void emitStore(const dfg::Graph &g, const dfg::Node &n, const std::string &x,
+                 const std::string &ind);
+  /// A LaneSum or LaneMax: a butterfly of shuffles over the lanes of a row.
+  void emitLaneReduce(const dfg::Graph &g, int id, const std::string &ind);
   // A Pick: bisects its parts' offsets along the concat axis, so a thread
   // evaluates log2(parts) comparisons and reads one part (the loads in
   // `deferred` are emitted in the branch, the others read by name).
@@ -794,7 +882,7 @@ void Emitter::emitPick(const dfg::Graph &g, int id,
   });
 }
 
-void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
+std::vector<int> Emitter::emissionOrder(const dfg::Graph &g) const {
   // §3.3.3: thread 0's chunk of the final stores and results, and what it
   // reaches; every thread runs the same code shifted by its coordinates.
   std::vector<int> finals = g.nodesWith(Op::Store);
@@ -802,7 +890,6 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     finals.push_back(r);
   std::vector<int> chunk = dfg::threadZeroChunk(g, finals, ph.threadExt);
   std::vector<int> order = g.reachedFrom(chunk);
-  pickBases.clear();
   // A kernel without a loop (elementwise chains, batch norm) issues all of
   // a thread's loads before its first store, so they wait together. In
   // position order a load followed the previous position's store across
@@ -824,9 +911,14 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
              g.buffer(n.buffer).space != dfg::Space::Global ||
              loadedBuffers.count(n.buffer);
     });
-  // The loads only Picks read are emitted by them (so only the part a
-  // position falls in is read: through pickBase's pointer, or inside the
-  // bisection's branches), not in order nor in runs.
+  return order;
+}
+
+// The loads only Picks read are emitted by them (so only the part a
+// position falls in is read: through pickBase's pointer, or inside the
+// bisection's branches), not in order nor in runs.
+std::set<int> deferredLoads(const dfg::Graph &g,
+                            const std::vector<int> &order) {
   std::map<int, int> readers, pickReaders;
   for (int id : order)
     for (int in : g.node(id).in) {
@@ -837,6 +929,85 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
   for (const auto &[id, n] : pickReaders)
     if (n > 0 && n == readers[id] && g.node(id).op == Op::Load)
       deferred.insert(id);
+  return deferred;
+}
+
+void Emitter::emitLoad(const dfg::Graph &g, int id, const std::string &ind) {
+  const dfg::Node &n = g.node(id);
+  const dfg::Buffer &b = g.buffer(n.buffer);
+  std::string zero = typedNum(0, b.type);
+  if (!n.indexFrom.empty()) {
+    // A gathered load: dynamic positions are checked both ways (an
+    // index outside the extent reads 0 rather than faulting).
+    std::string addr, guard;
+    for (size_t d = 0; d < n.index.size(); ++d) {
+      std::string pos;
+      if (n.indexFrom[d] >= 0) {
+        pos = gatherPosition(g, n.indexFrom[d], b.extents[d], ind);
+        guard += (guard.empty() ? "" : " && ") + std::string("(") + pos +
+                 " >= 0 && " + pos + " < " + std::to_string(b.extents[d]) + ")";
+      } else {
+        pos = position(b, d, n.index[d]);
+        guard += (guard.empty() ? "" : " && ") + pos + " < " +
+                 std::to_string(b.extents[d]);
+      }
+      addr += (d ? " + " : "") + pos + " * " + std::to_string(b.strides[d]);
+    }
+    os << ind << "const " << typeName(b.type) << " " << nameOf(g, id) << " = ("
+       << guard << ") ? " << b.name << "[" << addr << "] : " << zero << ";\n";
+    return;
+  }
+  std::string a = b.name + "[" + address(b, n.index) + "]";
+  if (b.space == dfg::Space::Global)
+    a = "(" + inside(b, n.index) + ") ? " + a + " : " + zero;
+  os << ind << "const " << typeName(b.type) << " " << nameOf(g, id) << " = "
+     << a << ";\n";
+}
+
+void Emitter::emitStore(const dfg::Graph &g, const dfg::Node &n,
+                        const std::string &x, const std::string &ind) {
+  const dfg::Buffer &b = g.buffer(n.buffer);
+  if (b.space == dfg::Space::Global && b.name == ph.storeTensor) {
+    // A producer's output: into the consumer's tile, which holds the
+    // fetch's `outside` value where the tile overhangs the tensor.
+    os << ind << ph.tile.name << "[" << address(ph.tile, n.index) << "] = ("
+       << inside(b, n.index) << ") ? " << x << " : " << floatLiteral(ph.outside)
+       << ";\n";
+    return;
+  }
+  std::string a = b.name + "[" + address(b, n.index) + "] = " + x + ";";
+  if (b.space == dfg::Space::Global)
+    os << ind << "if (" << inside(b, n.index) << ")\n"
+       << ind << "  " << a << "\n";
+  else
+    os << ind << a << "\n";
+}
+
+void Emitter::emitLaneReduce(const dfg::Graph &g, int id,
+                             const std::string &ind) {
+  const dfg::Node &n = g.node(id);
+  std::string x = nameOf(g, n.in[0]);
+  // Butterfly over the lanes sharing a row: after log2(G) exchanges
+  // every lane holds the whole row's result.
+  std::string r = nameOf(g, id);
+  int64_t lanes = int64_t(n.value);
+  std::string shfl =
+      target == Target::Hip
+          ? "__shfl_xor(" + r + ", o, " + std::to_string(lanes) + ")"
+          : "__shfl_xor_sync(0xffffffffu, " + r + ", o, " +
+                std::to_string(lanes) + ")";
+  os << ind << "float " << r << " = " << x << ";\n"
+     << ind << "for (int o = " << lanes / 2 << "; o > 0; o >>= 1)\n"
+     << ind << "  " << r << " = "
+     << (n.op == Op::LaneSum ? r + " + " + shfl
+                             : "fmaxf(" + r + ", " + shfl + ")")
+     << ";\n";
+}
+
+void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
+  std::vector<int> order = emissionOrder(g);
+  pickBases.clear();
+  std::set<int> deferred = deferredLoads(g, order);
   std::vector<int> eager;
   for (int id : order)
     if (!deferred.count(id))
@@ -862,7 +1033,6 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     }
     auto in = [&](int i) { return nameOf(g, n.in[i]); };
     std::string x = n.in.empty() ? "" : in(0);
-    std::string expr;
     switch (n.op) {
     case Op::Value:
     case Op::Result:
@@ -870,112 +1040,12 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     case Op::Barrier:
       os << ind << "__syncthreads();\n";
       continue;
-    case Op::Load: {
-      const dfg::Buffer &b = g.buffer(n.buffer);
-      std::string zero = typedNum(0, b.type);
-      if (!n.indexFrom.empty()) {
-        // A gathered load: dynamic positions are checked both ways (an
-        // index outside the extent reads 0 rather than faulting).
-        std::string addr, guard;
-        for (size_t d = 0; d < n.index.size(); ++d) {
-          std::string pos;
-          if (n.indexFrom[d] >= 0) {
-            pos = gatherPosition(g, n.indexFrom[d], b.extents[d], ind);
-            guard += (guard.empty() ? "" : " && ") + std::string("(") + pos +
-                     " >= 0 && " + pos + " < " + std::to_string(b.extents[d]) +
-                     ")";
-          } else {
-            pos = position(b, d, n.index[d]);
-            guard += (guard.empty() ? "" : " && ") + pos + " < " +
-                     std::to_string(b.extents[d]);
-          }
-          addr += (d ? " + " : "") + pos + " * " + std::to_string(b.strides[d]);
-        }
-        os << ind << "const " << typeName(b.type) << " " << nameOf(g, id)
-           << " = (" << guard << ") ? " << b.name << "[" << addr
-           << "] : " << zero << ";\n";
-        continue;
-      }
-      std::string a = b.name + "[" + address(b, n.index) + "]";
-      if (b.space == dfg::Space::Global)
-        a = "(" + inside(b, n.index) + ") ? " + a + " : " + zero;
-      os << ind << "const " << typeName(b.type) << " " << nameOf(g, id) << " = "
-         << a << ";\n";
+    case Op::Load:
+      emitLoad(g, id, ind);
       continue;
-    }
-    case Op::Store: {
-      const dfg::Buffer &b = g.buffer(n.buffer);
-      if (b.space == dfg::Space::Global && b.name == ph.storeTensor) {
-        // A producer's output: into the consumer's tile, which holds the
-        // fetch's `outside` value where the tile overhangs the tensor.
-        os << ind << ph.tile.name << "[" << address(ph.tile, n.index) << "] = ("
-           << inside(b, n.index) << ") ? " << x << " : "
-           << floatLiteral(ph.outside) << ";\n";
-        continue;
-      }
-      std::string a = b.name + "[" + address(b, n.index) + "] = " + x + ";";
-      if (b.space == dfg::Space::Global)
-        os << ind << "if (" << inside(b, n.index) << ")\n"
-           << ind << "  " << a << "\n";
-      else
-        os << ind << a << "\n";
+    case Op::Store:
+      emitStore(g, n, x, ind);
       continue;
-    }
-    case Op::Fma:
-      expr = "fmaf(" + x + ", " + in(1) + ", " + in(2) + ")";
-      break;
-    case Op::Const:
-      expr = typedNum(n.value, n.type);
-      break;
-    case Op::Add:
-      expr = x + " + " + in(1);
-      break;
-    case Op::Sub:
-      expr = x + " - " + in(1);
-      break;
-    case Op::Mul:
-      expr = x + " * " + in(1);
-      break;
-    case Op::Div:
-      expr = x + " / " + in(1);
-      break;
-    case Op::Max:
-      expr = n.type == dfg::Type::F32
-                 ? "fmaxf(" + x + ", " + in(1) + ")"
-                 : x + " > " + in(1) + " ? " + x + " : " + in(1);
-      break;
-    case Op::Min:
-      expr = n.type == dfg::Type::F32
-                 ? "fminf(" + x + ", " + in(1) + ")"
-                 : x + " < " + in(1) + " ? " + x + " : " + in(1);
-      break;
-    case Op::Cast:
-      expr = std::string("static_cast<") + typeName(n.type) + ">(" + x + ")";
-      break;
-    case Op::Pow:
-      expr = "powf(" + x + ", " + in(1) + ")";
-      break;
-    case Op::Equal:
-      expr = x + " == " + in(1);
-      break;
-    case Op::Less:
-      expr = x + " < " + in(1);
-      break;
-    case Op::And:
-      expr = x + " && " + in(1);
-      break;
-    case Op::Or:
-      expr = x + " || " + in(1);
-      break;
-    case Op::Xor:
-      expr = x + " != " + in(1);
-      break;
-    case Op::Not:
-      expr = "!" + x;
-      break;
-    case Op::Where:
-      expr = x + " ? " + in(1) + " : " + in(2);
-      break;
     case Op::Pick:
       if (auto r = picks.find(id); r != picks.end())
         emitPickRun(g, r->second, deferred, ind);
@@ -983,73 +1053,13 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
         emitPick(g, id, deferred, ind);
       continue;
     case Op::LaneSum:
-    case Op::LaneMax: {
-      // Butterfly over the lanes sharing a row: after log2(G) exchanges
-      // every lane holds the whole row's result.
-      std::string r = nameOf(g, id);
-      int64_t lanes = int64_t(n.value);
-      std::string shfl =
-          target == Target::Hip
-              ? "__shfl_xor(" + r + ", o, " + std::to_string(lanes) + ")"
-              : "__shfl_xor_sync(0xffffffffu, " + r + ", o, " +
-                    std::to_string(lanes) + ")";
-      os << ind << "float " << r << " = " << x << ";\n"
-         << ind << "for (int o = " << lanes / 2 << "; o > 0; o >>= 1)\n"
-         << ind << "  " << r << " = "
-         << (n.op == Op::LaneSum ? r + " + " + shfl
-                                 : "fmaxf(" + r + ", " + shfl + ")")
-         << ";\n";
+    case Op::LaneMax:
+      emitLaneReduce(g, id, ind);
       continue;
-    }
-    case Op::Neg:
-      expr = "-" + x;
-      break;
-    case Op::Relu:
-      expr = "fmaxf(" + x + ", 0.0f)";
-      break;
-    case Op::Exp:
-      expr = "expf(" + x + ")";
-      break;
-    case Op::Log:
-      expr = "logf(" + x + ")";
-      break;
-    case Op::Sqrt:
-      expr = "sqrtf(" + x + ")";
-      break;
-    case Op::Erf:
-      expr = "erff(" + x + ")";
-      break;
-    case Op::Tanh:
-      expr = "tanhf(" + x + ")";
-      break;
-    case Op::Sigmoid:
-      expr = "1.0f / (1.0f + expf(-" + x + "))";
-      break;
-    case Op::Recip:
-      expr = "1.0f / " + x;
-      break;
-    case Op::Clip:
-      expr = "fminf(fmaxf(" + x + ", " + num(n.value) + "), " + num(n.value2) +
-             ")";
-      break;
-    case Op::LeakyRelu:
-      expr = x + " < 0.0f ? " + num(n.value) + " * " + x + " : " + x;
-      break;
-    case Op::HardSigmoid:
-      expr = "fminf(fmaxf(" + num(n.value) + " * " + x + " + " + num(n.value2) +
-             ", 0.0f), 1.0f)";
-      break;
-    case Op::HardSwish:
-      expr = x + " * fminf(fmaxf(" + x + " / 6.0f + 0.5f, 0.0f), 1.0f)";
-      break;
-    case Op::Gelu:
-      expr = "0.5f * " + x + " * (1.0f + erff(" + x + " * 0.70710678f))";
-      break;
-    case Op::GeluTanh:
-      expr = "0.5f * " + x + " * (1.0f + tanhf(0.79788456f * (" + x +
-             " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
+    default:
       break;
     }
+    std::string expr = scalarExpr(n, x, in);
     if (!n.name.empty()) // an accumulator updated in place
       os << ind << nameOf(g, id) << " = " << expr << ";\n";
     else
@@ -1268,7 +1278,7 @@ void Emitter::setPhase(const Kernel &k, const std::string &coordPrefix,
   if (&k == &top) {
     // Block origins are (block index) x (block extent), from 0 to the
     // last block's (see run()).
-    const int64_t dims[4] = {k.desc.N, k.desc.K, k.desc.H, k.desc.W};
+    const std::array<int64_t, 4> dims = gridExtents(k.desc);
     const int64_t ext[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
     ph.basesKnown = true;
     for (int d = 0; d < 4; ++d)
@@ -1492,7 +1502,7 @@ std::string Emitter::run() {
   const TileParams &p = top.params;
   int64_t threads = p.threads();
   int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
-  int64_t dims[4] = {top.desc.N, top.desc.K, top.desc.H, top.desc.W};
+  const std::array<int64_t, 4> dims = gridExtents(top.desc);
   int64_t blockExt[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
   os << "// " << top.name << ": " << top.summary << "\n// " << paramsText(p)
      << ", " << threads << " threads";
@@ -1561,8 +1571,12 @@ LaunchShape launchShape(const Kernel &k) {
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;
-  return {numBlocks(k.desc, k.params), k.params.threads(),
-          floats * int64_t(sizeof(float))};
+  const std::array<int64_t, 4> dims = gridExtents(k.desc);
+  const int64_t ext[4] = {k.params.Nb, k.params.Kb, k.params.Hb, k.params.Wb};
+  int64_t blocks = 1;
+  for (int d = 0; d < 4; ++d)
+    blocks *= (dims[d] + ext[d] - 1) / ext[d];
+  return {blocks, k.params.threads(), floats * int64_t(sizeof(float))};
 }
 
 } // namespace cuts::codegen

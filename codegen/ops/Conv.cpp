@@ -37,40 +37,42 @@ std::vector<int64_t> formatStrides(const SharedFormat &f,
 
 } // namespace
 
-std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
+std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
                                 const TileParams &p,
                                 const std::vector<EpilogueOp> &epilogue,
                                 std::string &error) {
-  // Depthwise: one input channel per output (group = C = K); other groups
-  // sum over their own C / group inputs for K / group outputs each.
-  bool depthwise = s.group > 1 && s.group == s.C && s.K == s.C;
-  if (s.group < 1 || s.C % s.group || s.K % s.group) {
-    error = "the group count must divide the input and output channels";
+  if (d.kind != OpKind::DepthwiseConv && d.kind != OpKind::Conv) {
+    error = "not a convolution";
     return std::nullopt;
   }
-  int64_t cg = s.C / s.group, kg = s.K / s.group;
-  if (!threadsTileBlock(p) || (!depthwise && (p.Cin < 1 || cg % p.Cin))) {
+  // The model's depthwise convs have one input channel a group; those with
+  // one output a group too are generated as depthwise (the block's channels
+  // from the fetch, no C loop), the others (a channel multiplier, one
+  // group) as groups that sum over their C inputs for K outputs each.
+  const int64_t group = d.kind == OpKind::Conv ? d.batch : d.IC;
+  const int64_t cg = d.C, kg = d.kind == OpKind::Conv ? d.K : d.K / group;
+  const bool depthwise = group > 1 && kg == 1 && cg == 1;
+  if (!threadsTileBlock(p) || p.Cin < 1 || cg % p.Cin) {
     error = "parameters do not tile the convolution (block extents must be "
             "multiples of thread extents, C_input must divide C / group)";
     return std::nullopt;
   }
-  if (!depthwise && s.group > 1 && kg % p.Kb) {
+  if (!depthwise && group > 1 && kg % p.Kb) {
     error = "a block's output channels must lie in one group (Kb dividing "
             "K / group)";
     return std::nullopt;
   }
+  // The convolution's extents: X is N x C x IH x IW, Y N x K x OH x OW.
+  struct {
+    int64_t N, C, H, W, K, FH, FW, SH, SW, PH, PW, DH, DW, OH, OW;
+  } s = {d.N,  cg * group, d.IH, d.IW, kg * group, d.FH, d.FW, d.SH,
+         d.SW, d.PH,       d.PW, d.DH, d.DW,       d.H,  d.W};
   Kernel k;
   k.name = name;
+  k.desc = d;
   k.params = p;
-  if (depthwise)
-    k.params.Cin = 1;
-  k.desc.kind = depthwise ? OpKind::DepthwiseConv : OpKind::Conv;
-  k.desc.N = s.N, k.desc.C = depthwise ? 1 : cg, k.desc.K = s.K;
-  k.desc.H = s.OH, k.desc.W = s.OW;
-  k.desc.FH = s.FH, k.desc.FW = s.FW, k.desc.SH = s.SH, k.desc.SW = s.SW;
-  k.desc.PH = s.PH, k.desc.PW = s.PW, k.desc.DH = s.DH, k.desc.DW = s.DW;
   k.loopExtent = depthwise ? 1 : cg;
-  int64_t cin = k.params.Cin;
+  int64_t cin = p.Cin;
   int64_t inH = (p.Hb - 1) * s.SH + (s.FH - 1) * s.DH + 1;
   int64_t inW = (p.Wb - 1) * s.SW + (s.FW - 1) * s.DW + 1;
   int64_t cw = cg; // weight's channels per output
@@ -106,7 +108,7 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
   FetchDim channels =
       depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, hw, is[1])
                 : fetchDim(ext[1], dfg::NoDim, 1, 0, true, s.C, hw, is[1]);
-  if (!depthwise && s.group > 1)
+  if (!depthwise && group > 1)
     channels.groupK = kg, channels.groupC = cg;
   k.fetches.push_back(
       {0,
@@ -151,9 +153,9 @@ std::optional<Kernel> buildConv(const std::string &name, const ConvShape &s,
   if (!buildExit(k, "Y", {s.N, s.K, s.OH, s.OW},
                  {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue, error))
     return std::nullopt;
-  k.summary = (depthwise     ? std::string("depthwise conv ")
-               : s.group > 1 ? std::to_string(s.group) + "-group conv "
-                             : std::string("conv ")) +
+  k.summary = (depthwise   ? std::string("depthwise conv ")
+               : group > 1 ? std::to_string(group) + "-group conv "
+                           : std::string("conv ")) +
               std::to_string(s.FH) + "x" + std::to_string(s.FW) + " stride " +
               std::to_string(s.SH) + " on " + std::to_string(s.N) + "x" +
               std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +

@@ -46,8 +46,11 @@ struct ElementwiseStep {
 /// N x K x H x W, leading axes first), every step fused at the register
 /// level (thesis Fig. 3.4(c)): each thread loads its elements once and
 /// writes only the final result.
+/// `d` is the chain's output as the model describes it (OpDesc,
+/// Elementwise: outShape right-aligned into N x K x H x W); p's C_input is 1.
 std::optional<Kernel>
-buildElementwise(const std::string &name, const std::vector<int64_t> &outShape,
+buildElementwise(const std::string &name, const OpDesc &d,
+                 const std::vector<int64_t> &outShape,
                  const std::vector<ElementwiseInput> &in,
                  const std::vector<ElementwiseStep> &steps, const TileParams &p,
                  std::string &error);

@@ -12,6 +12,7 @@
 #include "codegen/dfg/Dfg.h"
 #include "perfmodel/Roofline.h"
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -192,6 +193,15 @@ void declareAccumulators(Kernel &k);
 /// Ends the chain of block output `pos` in the body: the accumulator `acc`
 /// (named `name`) is carried out of the iteration.
 void addResult(Kernel &k, int acc, const std::string &name, const int64_t *pos);
+
+/// The output extents (N, K, H, W) a kernel's blocks tile: the op's, with
+/// a grouped conv's groups side by side along K and a batched product's
+/// products one grid row (H) each.
+inline std::array<int64_t, 4> gridExtents(const OpDesc &d) {
+  int64_t k = d.kind == OpKind::Conv ? d.K * d.batch : d.K;
+  int64_t h = d.kind == OpKind::MatMul ? d.H * d.batch : d.H;
+  return {d.N, k, h, d.W};
+}
 
 /// True when every block extent of p is a multiple of its thread extent.
 inline bool threadsTileBlock(const TileParams &p) {

@@ -22,23 +22,22 @@ std::string accName2(int64_t i, int64_t j) {
 
 } // namespace
 
-std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
-                                  int64_t N, const TileParams &p,
+std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
+                                  const TileParams &p,
                                   const std::vector<EpilogueOp> &epilogue,
-                                  std::string &error, bool transA, bool transB,
-                                  int64_t batch) {
-  if (p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 || p.Nb % p.Nt ||
-      p.Kb % p.Kt || p.Cin < 1 || K % p.Cin) {
+                                  std::string &error) {
+  const int64_t M = d.N, K = d.C, N = d.K, batch = d.batch;
+  const bool transA = d.transA, transB = d.transB;
+  if (d.kind != OpKind::MatMul || p.Hb != 1 || p.Wb != 1 || p.Ht != 1 ||
+      p.Wt != 1 || p.Nb % p.Nt || p.Kb % p.Kt || p.Cin < 1 || K % p.Cin) {
     error = "parameters do not describe a matmul tiling (H = W = 1, block "
             "extents multiples of thread extents, C_input dividing K)";
     return std::nullopt;
   }
   Kernel k;
   k.name = name;
+  k.desc = d;
   k.params = p;
-  k.desc.kind = OpKind::MatMul;
-  k.desc.N = M, k.desc.C = K, k.desc.K = N;
-  k.desc.H = std::max<int64_t>(batch, 1); // one grid row per product
   k.loopExtent = K;
   auto shape = [&](std::vector<int64_t> s) {
     if (batch > 1)

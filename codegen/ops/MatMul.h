@@ -16,11 +16,15 @@ namespace cuts::codegen {
 /// [batch, M, N], as in attention), one per block row of the grid: the
 /// batch follows output dimension H with Hb = Ht = 1. Fails (nullopt, with
 /// `error`) when p does not describe a matmul tiling.
-std::optional<Kernel> buildMatMul(const std::string &name, int64_t M, int64_t K,
-                                  int64_t N, const TileParams &p,
+/// The kernel of product d (OpDesc, MatMul: Y[batch, M, N] = A[batch, M, K]
+/// B[batch, K, N] with M = d.N rows, K = d.C, N = d.K columns, A or B
+/// transposed per d.transA / d.transB; batch 1: one product, no batch axis)
+/// for tile parameters p (H = W = 1, C_input dividing K). It reads A and B
+/// and writes Y.
+std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
+                                  const TileParams &p,
                                   const std::vector<EpilogueOp> &epilogue,
-                                  std::string &error, bool transA = false,
-                                  bool transB = false, int64_t batch = 1);
+                                  std::string &error);
 
 } // namespace cuts::codegen
 

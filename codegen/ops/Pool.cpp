@@ -13,22 +13,39 @@
 
 namespace cuts::codegen {
 
-std::optional<Kernel> buildPool(const std::string &name, const PoolShape &s,
-                                const TileParams &p,
+std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
+                                Pooling pooling, const TileParams &p,
                                 const std::vector<EpilogueOp> &epilogue,
                                 std::string &error) {
-  if (!threadsTileBlock(p)) {
-    error = "block extents must be multiples of thread extents";
+  if (d.kind != OpKind::Pool || !threadsTileBlock(p) || p.Cin != 1) {
+    error = "pooling tiles need block extents that are multiples of thread "
+            "extents and C_input 1";
     return std::nullopt;
   }
+  // The pooling's extents: X is N x C x H x W, Y N x C x OH x OW.
+  struct {
+    int64_t N, C, H, W, FH, FW, SH, SW, PH, PW, DH, DW, OH, OW;
+    bool max, countIncludePad;
+  } s = {d.N,
+         d.K,
+         d.IH,
+         d.IW,
+         d.FH,
+         d.FW,
+         d.SH,
+         d.SW,
+         d.PH,
+         d.PW,
+         d.DH,
+         d.DW,
+         d.H,
+         d.W,
+         pooling == Pooling::Max,
+         pooling == Pooling::AverageWithPad};
   Kernel k;
   k.name = name;
+  k.desc = d;
   k.params = p;
-  k.params.Cin = 1;
-  k.desc.kind = OpKind::Pool;
-  k.desc.N = s.N, k.desc.K = s.C, k.desc.H = s.OH, k.desc.W = s.OW;
-  k.desc.FH = s.FH, k.desc.FW = s.FW, k.desc.SH = s.SH, k.desc.SW = s.SW;
-  k.desc.PH = s.PH, k.desc.PW = s.PW, k.desc.DH = s.DH, k.desc.DW = s.DW;
   k.loopExtent = 1; // one fetch, one compute phase
   k.accumulatorInit = s.max ? -INFINITY : 0.0;
   k.tensors = {{"X", {s.N, s.C, s.H, s.W}, false}};

@@ -10,16 +10,15 @@ namespace cuts::codegen {
 
 /// 2-D pooling Y[N, C, OH, OW] of X[N, C, H, W] (ONNX MaxPool /
 /// AveragePool; a global average pool is a window of the whole image).
-struct PoolShape {
-  int64_t N = 1, C = 1, H = 1, W = 1, FH = 1, FW = 1;
-  int64_t SH = 1, SW = 1, PH = 0, PW = 0, DH = 1, DW = 1;
-  int64_t OH = 1, OW = 1;
-  bool max = true;
-  bool countIncludePad = false; // average pooling: divide by FH x FW
-};
+/// What a pooling window computes: its max, or its average over the
+/// window (AverageWithPad: padding positions count) or over its positions
+/// inside the input.
+enum class Pooling { Max, Average, AverageWithPad };
 
-std::optional<Kernel> buildPool(const std::string &name, const PoolShape &s,
-                                const TileParams &p,
+/// The kernel of pooling op d (OpDesc, Pool: X is N x K x IH x IW, Y
+/// N x K x H x W) for tile parameters p (C_input 1: there is no C loop).
+std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
+                                Pooling pooling, const TileParams &p,
                                 const std::vector<EpilogueOp> &epilogue,
                                 std::string &error);
 

@@ -29,9 +29,10 @@ const char *rowOpName(RowOp op) {
 /// lanes' partial results by shuffles. Everything is loop-exit DFG: no
 /// shared memory, no barrier.
 std::optional<Kernel> buildRowOverLanes(const std::string &name,
-                                        const RowShape &s, const TileParams &p,
+                                        const OpDesc &d, const RowSpec &s,
+                                        const TileParams &p,
                                         std::string &error) {
-  const int64_t L = s.length, G = p.Wb;
+  const int64_t rows = d.N, L = d.C, G = p.Wb;
   if (p.Wt != 1 || L % G || (p.Nb / p.Nt * G) % 32) {
     error = "rows over lanes need Wt = 1, lanes dividing the row and whole "
             "warps";
@@ -40,16 +41,14 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   bool rowsOut = s.op == RowOp::Softmax || s.op == RowOp::LayerNorm;
   Kernel k;
   k.name = name;
+  k.desc = d;
   k.params = p;
-  k.params.Cin = L;
-  k.desc.kind = OpKind::Reduction;
-  k.desc.N = s.rows, k.desc.C = L;
   k.loopExtent = s.sharedInput ? 1 : 0;
   // From shared memory the row pass is the body of one fetch-and-compute
   // iteration; from global memory it is all loop exit.
   auto &g = s.sharedInput ? k.body : k.exit;
   const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, 1}};
-  k.tensors = {{"X", {s.rows, L}, false}};
+  k.tensors = {{"X", {rows, L}, false}};
   int x;
   if (s.sharedInput) {
     // The block's rows, each padded by G words when a row spans whole bank
@@ -59,10 +58,10 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     k.fetches.push_back(
         {0,
          x,
-         {fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.rows, L, stride),
+         {fetchDim(p.Nb, dfg::DimN, 1, 0, false, rows, L, stride),
           fetchDim(L, dfg::NoDim, 1, 0, false, L, 1, 1)}});
   } else {
-    x = g.addBuffer({"X", dfg::Space::Global, {s.rows, L}, {L, 1}, rowMap});
+    x = g.addBuffer({"X", dfg::Space::Global, {rows, L}, {L, 1}, rowMap});
   }
   int scale = -1, bias = -1;
   if (s.op == RowOp::LayerNorm) {
@@ -76,13 +75,12 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     }
   }
   int y = g.addBuffer(
-      rowsOut
-          ? dfg::Buffer{"Y", dfg::Space::Global, {s.rows, L}, {L, 1}, rowMap}
-          : dfg::Buffer{
-                "Y", dfg::Space::Global, {s.rows}, {1}, {{dfg::DimN, 1}}});
+      rowsOut ? dfg::Buffer{"Y", dfg::Space::Global, {rows, L}, {L, 1}, rowMap}
+              : dfg::Buffer{
+                    "Y", dfg::Space::Global, {rows}, {1}, {{dfg::DimN, 1}}});
   k.tensors.push_back(
       {"Y",
-       rowsOut ? std::vector<int64_t>{s.rows, L} : std::vector<int64_t>{s.rows},
+       rowsOut ? std::vector<int64_t>{rows, L} : std::vector<int64_t>{rows},
        true});
   auto store = [&](int64_t i, std::vector<int64_t> index, int v) {
     dfg::Node st(dfg::Op::Store, {v});
@@ -158,7 +156,7 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     }
   }
   k.summary = std::string(rowOpName(s.op)) + " over rows of " +
-              std::to_string(L) + " (" + std::to_string(s.rows) + " rows, " +
+              std::to_string(L) + " (" + std::to_string(rows) + " rows, " +
               std::to_string(G) + " lanes a row" +
               (s.sharedInput ? ", through shared memory)" : ")");
   return k;
@@ -166,10 +164,15 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
 
 } // namespace
 
-std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
-                                 const TileParams &p, std::string &error) {
+std::optional<Kernel> buildRowOp(const std::string &name, const OpDesc &d,
+                                 const RowSpec &s, const TileParams &p,
+                                 std::string &error) {
+  if (d.kind != OpKind::Reduction || p.Cin != d.C) {
+    error = "row ops take whole rows (C_input = the row's length)";
+    return std::nullopt;
+  }
   if (p.Wb > 1 && p.Nb % p.Nt == 0 && p.Kb == 1 && p.Hb == 1)
-    return buildRowOverLanes(name, s, p, error);
+    return buildRowOverLanes(name, d, s, p, error);
   if (p.Nb % p.Nt || p.Kb != 1 || p.Hb != 1 || p.Wb != 1) {
     error = "row ops tile rows only (Kb = Hb = Wb = 1, Nb a multiple of Nt)";
     return std::nullopt;
@@ -177,13 +180,11 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
   bool rowsOut = s.op == RowOp::Softmax || s.op == RowOp::LayerNorm;
   Kernel k;
   k.name = name;
+  k.desc = d;
   k.params = p;
-  k.params.Cin = s.length;
-  k.desc.kind = OpKind::Reduction;
-  k.desc.N = s.rows, k.desc.C = s.length;
   k.loopExtent = 1; // one fetch and one compute phase
-  const int64_t L = s.length;
-  k.tensors = {{"X", {s.rows, L}, false}};
+  const int64_t rows = d.N, L = d.C;
+  k.tensors = {{"X", {rows, L}, false}};
 
   // The block's rows in FORMAT_shared: rows (N) outer or columns (C) outer.
   const SharedFormat &f = sharedFormats()[p.format];
@@ -197,17 +198,17 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
   k.fetches.push_back(
       {0,
        xs,
-       {fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.rows, L, strides[0]),
+       {fetchDim(p.Nb, dfg::DimN, 1, 0, false, rows, L, strides[0]),
         fetchDim(L, dfg::NoDim, 1, 0, false, L, 1, strides[1])}});
 
   int y = k.body.addBuffer(
       rowsOut ? dfg::Buffer{"Y",
                             dfg::Space::Global,
-                            {s.rows, L},
+                            {rows, L},
                             {L, 1},
                             {{dfg::DimN, 1}, {dfg::NoDim, 1}}}
               : dfg::Buffer{
-                    "Y", dfg::Space::Global, {s.rows}, {1}, {{dfg::DimN, 1}}});
+                    "Y", dfg::Space::Global, {rows}, {1}, {{dfg::DimN, 1}}});
   int scale = -1, bias = -1;
   if (s.op == RowOp::LayerNorm) {
     scale = k.body.addBuffer(
@@ -221,7 +222,7 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
   }
   k.tensors.push_back(
       {"Y",
-       rowsOut ? std::vector<int64_t>{s.rows, L} : std::vector<int64_t>{s.rows},
+       rowsOut ? std::vector<int64_t>{rows, L} : std::vector<int64_t>{rows},
        true});
 
   auto &g = k.body;
@@ -299,7 +300,7 @@ std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
     }
   }
   k.summary = std::string(rowOpName(s.op)) + " over rows of " +
-              std::to_string(L) + " (" + std::to_string(s.rows) + " rows)";
+              std::to_string(L) + " (" + std::to_string(rows) + " rows)";
   return k;
 }
 

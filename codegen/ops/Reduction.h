@@ -16,8 +16,8 @@ enum class RowOp { Softmax, LayerNorm, ReduceSum, ReduceMean, ReduceMax };
 /// where needed): Softmax and LayerNorm write Y[rows, length] (LayerNorm
 /// with scale and optional bias vectors of `length`), the reductions
 /// Y[rows].
-struct RowShape {
-  int64_t rows = 1, length = 1;
+/// What a row op computes beyond its extents.
+struct RowSpec {
   RowOp op = RowOp::Softmax;
   double epsilon = 1e-5;
   bool bias = true; // LayerNorm's B
@@ -27,11 +27,13 @@ struct RowShape {
   bool sharedInput = false;
 };
 
-/// Thread tiles own whole rows (p.Nt rows per thread, p.Nb per block; the
-/// perfmodel's Reduction parameters), the block's rows fetched to shared
-/// memory in p's FORMAT_shared (rows = N, columns = C).
-std::optional<Kernel> buildRowOp(const std::string &name, const RowShape &s,
-                                 const TileParams &p, std::string &error);
+/// The kernel of row op d (OpDesc, Reduction: d.N rows of d.C elements,
+/// contiguous) for tile parameters p (C_input = d.C: whole rows). X is
+/// N x C; Y is N x C for softmax and layer normalisation, N for the
+/// reductions.
+std::optional<Kernel> buildRowOp(const std::string &name, const OpDesc &d,
+                                 const RowSpec &s, const TileParams &p,
+                                 std::string &error);
 
 } // namespace cuts::codegen
 

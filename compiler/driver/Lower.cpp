@@ -55,7 +55,6 @@ std::optional<dfg::Type> dfgType(mlir::Value v) {
   return dfgType(typeOf(v).getElementType());
 }
 
-
 /// An elementwise op as a scalar DFG op: unary ops with their attributes in
 /// value/value2, binary ops with two inputs.
 struct ScalarOp {
@@ -102,7 +101,42 @@ std::optional<ScalarOp> scalarOp(mlir::Operation *op) {
   return s;
 }
 
+/// The DFG op of each elementwise op that has no attributes.
+const llvm::DenseMap<mlir::TypeID, Op> &plainScalarOps() {
+  static const llvm::DenseMap<mlir::TypeID, Op> table = {
+      {mlir::TypeID::get<EqualOp>(), Op::Equal},
+      {mlir::TypeID::get<LessOp>(), Op::Less},
+      {mlir::TypeID::get<AndOp>(), Op::And},
+      {mlir::TypeID::get<OrOp>(), Op::Or},
+      {mlir::TypeID::get<XorOp>(), Op::Xor},
+      {mlir::TypeID::get<NotOp>(), Op::Not},
+      {mlir::TypeID::get<WhereOp>(), Op::Where},
+      {mlir::TypeID::get<AddOp>(), Op::Add},
+      {mlir::TypeID::get<SubOp>(), Op::Sub},
+      {mlir::TypeID::get<MulOp>(), Op::Mul},
+      {mlir::TypeID::get<DivOp>(), Op::Div},
+      {mlir::TypeID::get<PowOp>(), Op::Pow},
+      {mlir::TypeID::get<ReluOp>(), Op::Relu},
+      {mlir::TypeID::get<NegOp>(), Op::Neg},
+      {mlir::TypeID::get<ExpOp>(), Op::Exp},
+      {mlir::TypeID::get<LogOp>(), Op::Log},
+      {mlir::TypeID::get<SqrtOp>(), Op::Sqrt},
+      {mlir::TypeID::get<ErfOp>(), Op::Erf},
+      {mlir::TypeID::get<TanhOp>(), Op::Tanh},
+      {mlir::TypeID::get<SigmoidOp>(), Op::Sigmoid},
+      {mlir::TypeID::get<ReciprocalOp>(), Op::Recip},
+      {mlir::TypeID::get<HardSwishOp>(), Op::HardSwish}};
+  return table;
+}
+
+/// An elementwise op (CutsOps.td's Elementwise trait) as a scalar DFG op:
+/// two operands make a binary op, attributes become value and value2.
 std::optional<ScalarOp> scalarOpOfAnyType(mlir::Operation *op) {
+  if (!op->hasTrait<OpTrait::Elementwise>())
+    return std::nullopt;
+  auto plain = plainScalarOps().find(op->getName().getTypeID());
+  if (plain != plainScalarOps().end())
+    return ScalarOp{plain->second, 0, 0, op->getNumOperands() == 2};
   if (auto c = llvm::dyn_cast<CastOp>(op)) {
     auto t = dfgType(c.getResult());
     if (!t)
@@ -111,50 +145,6 @@ std::optional<ScalarOp> scalarOpOfAnyType(mlir::Operation *op) {
     s.cast = *t;
     return s;
   }
-  if (llvm::isa<EqualOp>(op))
-    return ScalarOp{Op::Equal, 0, 0, true};
-  if (llvm::isa<LessOp>(op))
-    return ScalarOp{Op::Less, 0, 0, true};
-  if (llvm::isa<AndOp>(op))
-    return ScalarOp{Op::And, 0, 0, true};
-  if (llvm::isa<OrOp>(op))
-    return ScalarOp{Op::Or, 0, 0, true};
-  if (llvm::isa<XorOp>(op))
-    return ScalarOp{Op::Xor, 0, 0, true};
-  if (llvm::isa<NotOp>(op))
-    return ScalarOp{Op::Not};
-  if (llvm::isa<WhereOp>(op))
-    return ScalarOp{Op::Where};
-  if (llvm::isa<AddOp>(op))
-    return ScalarOp{Op::Add, 0, 0, true};
-  if (llvm::isa<SubOp>(op))
-    return ScalarOp{Op::Sub, 0, 0, true};
-  if (llvm::isa<MulOp>(op))
-    return ScalarOp{Op::Mul, 0, 0, true};
-  if (llvm::isa<DivOp>(op))
-    return ScalarOp{Op::Div, 0, 0, true};
-  if (llvm::isa<PowOp>(op))
-    return ScalarOp{Op::Pow, 0, 0, true};
-  if (llvm::isa<ReluOp>(op))
-    return ScalarOp{Op::Relu};
-  if (llvm::isa<NegOp>(op))
-    return ScalarOp{Op::Neg};
-  if (llvm::isa<ExpOp>(op))
-    return ScalarOp{Op::Exp};
-  if (llvm::isa<LogOp>(op))
-    return ScalarOp{Op::Log};
-  if (llvm::isa<SqrtOp>(op))
-    return ScalarOp{Op::Sqrt};
-  if (llvm::isa<ErfOp>(op))
-    return ScalarOp{Op::Erf};
-  if (llvm::isa<TanhOp>(op))
-    return ScalarOp{Op::Tanh};
-  if (llvm::isa<SigmoidOp>(op))
-    return ScalarOp{Op::Sigmoid};
-  if (llvm::isa<ReciprocalOp>(op))
-    return ScalarOp{Op::Recip};
-  if (llvm::isa<HardSwishOp>(op))
-    return ScalarOp{Op::HardSwish};
   if (auto c = llvm::dyn_cast<ClipOp>(op)) {
     // A missing bound clamps nothing; FLT_MAX keeps the emitted source
     // free of infinities.
@@ -167,12 +157,9 @@ std::optional<ScalarOp> scalarOpOfAnyType(mlir::Operation *op) {
   if (auto h = llvm::dyn_cast<HardSigmoidOp>(op))
     return ScalarOp{Op::HardSigmoid, h.getAlpha().convertToDouble(),
                     h.getBeta().convertToDouble()};
-  if (auto g = llvm::dyn_cast<GeluOp>(op)) {
-    if (g.getApproximate() == "tanh")
-      return ScalarOp{Op::GeluTanh};
-    return ScalarOp{Op::Gelu};
-  }
-  return std::nullopt;
+  if (auto g = llvm::dyn_cast<GeluOp>(op))
+    return ScalarOp{g.getApproximate() == "tanh" ? Op::GeluTanh : Op::Gelu};
+  return std::nullopt; // an elementwise op the generator has no DFG op for
 }
 
 /// numpy broadcasting of `in` to `out` (right-aligned, extents 1 or equal).
@@ -513,153 +500,125 @@ std::optional<GroupKernel> finish(std::optional<codegen::Kernel> k,
   return g;
 }
 
-std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
-                                         const std::string &name,
-                                         std::string &error,
-                                         bool rowsFromShared = false) {
-  mlir::Operation *op = a.anchor;
-  mlir::Value result = a.last->getResult(0);
-  auto out = shapeOf(op->getResult(0));
+/// What every anchored lowering starts from: the anchor's description
+/// (OpDesc, the one the model bounds) and its group's binder, with Y bound
+/// to the group's result.
+struct Anchored {
+  const Analysis &a;
+  OpDesc d;
+  std::vector<int64_t> out; // the anchor's result shape
   Binder b;
-  b.values["Y"] = result;
+};
 
-  if (auto conv = llvm::dyn_cast<ConvOp>(op)) {
-    auto x = shapeOf(conv.getX()), w = shapeOf(conv.getW());
-    if (x.size() != 4) {
-      error = "only 2-D convolutions are generated";
-      return std::nullopt;
-    }
-    codegen::ConvShape s;
-    s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
-    s.K = w[0], s.FH = w[2], s.FW = w[3];
-    s.SH = conv.getStrides()[0], s.SW = conv.getStrides()[1];
-    s.PH = conv.getPads()[0], s.PW = conv.getPads()[1];
-    s.DH = conv.getDilations()[0], s.DW = conv.getDilations()[1];
-    s.group = conv.getGroup();
-    s.OH = out[2], s.OW = out[3];
-    b.values["X"] = conv.getX();
-    b.values["Wt"] = conv.getW();
-    std::vector<EpilogueOp> epi;
-    if (conv.getB())
-      epi.push_back(
-          EpilogueOp::binary(Op::Add, b.add("bias", conv.getB()), {s.K}));
-    auto rest = epilogueOf(a, out, 1, out, b, error);
-    if (!rest)
-      return std::nullopt;
-    epi.insert(epi.end(), rest->begin(), rest->end());
-    return finish(codegen::buildConv(name, s, p, epi, error), b, "conv", error);
-  }
+Anchored anchored(const Analysis &a) {
+  Anchored x{a, *describeOp(a.anchor), shapeOf(a.anchor->getResult(0)), {}};
+  x.b.values["Y"] = a.last->getResult(0);
+  return x;
+}
 
-  if (llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(op)) {
-    mlir::Value A = op->getOperand(0), B = op->getOperand(1);
-    auto as = shapeOf(A), bs = shapeOf(B);
-    bool ta = false, tb = false;
-    mlir::Value C;
-    if (auto g = llvm::dyn_cast<GemmOp>(op)) {
-      ta = g.getTransA(), tb = g.getTransB();
-      C = g.getC();
-      if (g.getAlpha().convertToDouble() != 1.0 ||
-          (C && g.getBeta().convertToDouble() != 1.0)) {
-        error = "Gemm with alpha or beta other than 1 is not generated yet";
-        return std::nullopt;
-      }
-    } else if (auto ma = llvm::dyn_cast<MatMulAddOp>(op)) {
-      C = ma.getC();
-    }
-    if (as.size() < 2 || bs.size() < 2) {
-      error = "matmuls of vectors are not generated yet";
-      return std::nullopt;
-    }
-    int64_t batch = 1;
-    if (bs.size() > 2) {
-      // Attention's products: both operands carry the same batch axes.
-      if (as.size() != bs.size() ||
-          !std::equal(as.begin(), as.end() - 2, bs.begin())) {
-        error = "batched matmuls whose operands broadcast are not generated "
-                "yet";
-        return std::nullopt;
-      }
-      batch = product(llvm::ArrayRef<int64_t>(as).drop_back(2));
-    }
-    int64_t K = ta ? as[as.size() - 2] : as.back();
-    int64_t N = tb ? bs[bs.size() - 2] : bs.back();
-    int64_t M = product(as) / K / batch;
-    b.values["A"] = A;
-    b.values["B"] = B;
-    std::vector<int64_t> kout = batch > 1 ? std::vector<int64_t>{batch, M, N}
-                                          : std::vector<int64_t>{M, N};
-    std::vector<EpilogueOp> epi;
-    if (C) {
-      switch (operandForm(shapeOf(C), out, out.size() - 1)) {
-      case OperandForm::Scalar:
-        epi.push_back(EpilogueOp::binary(Op::Add, b.add("scalar", C), {1}));
-        break;
-      case OperandForm::PerChannel:
-        epi.push_back(EpilogueOp::binary(Op::Add, b.add("bias", C), {N}));
-        break;
-      case OperandForm::Full:
-        epi.push_back(EpilogueOp::binary(Op::Add, b.add("res", C), kout));
-        break;
-      case OperandForm::Other:
-        error = opName(op) + ": its addend has an unsupported shape";
-        return std::nullopt;
-      }
-    }
-    auto rest = epilogueOf(a, out, out.size() - 1, kout, b, error);
-    if (!rest)
-      return std::nullopt;
-    epi.insert(epi.end(), rest->begin(), rest->end());
-    return finish(
-        codegen::buildMatMul(name, M, K, N, p, epi, error, ta, tb, batch), b,
-        "matmul", error);
-  }
-
-  auto pool = [&](mlir::Value X, llvm::ArrayRef<int64_t> kernel,
-                  llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
-                  llvm::ArrayRef<int64_t> dilations, bool max,
-                  bool includePad) -> std::optional<GroupKernel> {
-    auto x = shapeOf(X);
-    if (x.size() != 4) {
-      error = "only 2-D pooling is generated";
-      return std::nullopt;
-    }
-    codegen::PoolShape s;
-    s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
-    s.FH = kernel[0], s.FW = kernel[1];
-    s.SH = strides[0], s.SW = strides[1];
-    s.PH = pads[0], s.PW = pads[1];
-    s.DH = dilations[0], s.DW = dilations[1];
-    s.OH = out[2], s.OW = out[3];
-    s.max = max;
-    s.countIncludePad = includePad;
-    b.values["X"] = X;
-    auto epi = epilogueOf(a, out, 1, out, b, error);
-    if (!epi)
-      return std::nullopt;
-    return finish(codegen::buildPool(name, s, p, *epi, error), b, "pool",
-                  error);
-  };
-  if (auto mp = llvm::dyn_cast<MaxPoolOp>(op))
-    return pool(mp.getX(), mp.getKernelShape(), mp.getStrides(), mp.getPads(),
-                mp.getDilations(), true, false);
-  if (auto ap = llvm::dyn_cast<AveragePoolOp>(op))
-    return pool(ap.getX(), ap.getKernelShape(), ap.getStrides(), ap.getPads(),
-                ap.getDilations(), false, ap.getCountIncludePad());
-
-  // Row ops: the reduced extent last and contiguous; no epilogue yet.
-  if (!a.chain.empty()) {
-    error = opName(op) + " takes no fused ops after it yet";
+std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
+                                     const TileParams &p,
+                                     const std::string &name,
+                                     std::string &error) {
+  if (shapeOf(conv.getX()).size() != 4) {
+    error = "only 2-D convolutions are generated";
     return std::nullopt;
   }
-  codegen::RowShape s;
-  s.sharedInput = rowsFromShared;
-  mlir::Value X = op->getOperand(0);
-  auto x = shapeOf(X);
-  b.values["X"] = X;
+  x.b.values["X"] = conv.getX();
+  x.b.values["Wt"] = conv.getW();
+  std::vector<EpilogueOp> epi;
+  if (conv.getB())
+    epi.push_back(
+        EpilogueOp::binary(Op::Add, x.b.add("bias", conv.getB()), {x.out[1]}));
+  auto rest = epilogueOf(x.a, x.out, 1, x.out, x.b, error);
+  if (!rest)
+    return std::nullopt;
+  epi.insert(epi.end(), rest->begin(), rest->end());
+  return finish(codegen::buildConv(name, x.d, p, epi, error), x.b, "conv",
+                error);
+}
+
+std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
+                                       const TileParams &p,
+                                       const std::string &name,
+                                       std::string &error) {
+  mlir::Value A = op->getOperand(0), B = op->getOperand(1), C;
+  auto as = shapeOf(A), bs = shapeOf(B);
+  if (auto g = llvm::dyn_cast<GemmOp>(op)) {
+    C = g.getC();
+    if (g.getAlpha().convertToDouble() != 1.0 ||
+        (C && g.getBeta().convertToDouble() != 1.0)) {
+      error = "Gemm with alpha or beta other than 1 is not generated yet";
+      return std::nullopt;
+    }
+  } else if (auto ma = llvm::dyn_cast<MatMulAddOp>(op)) {
+    C = ma.getC();
+  }
+  if (as.size() < 2 || bs.size() < 2) {
+    error = "matmuls of vectors are not generated yet";
+    return std::nullopt;
+  }
+  // Attention's products: both operands carry the same batch axes.
+  if (bs.size() > 2 && (as.size() != bs.size() ||
+                        !std::equal(as.begin(), as.end() - 2, bs.begin()))) {
+    error = "batched matmuls whose operands broadcast are not generated yet";
+    return std::nullopt;
+  }
+  const OpDesc &d = x.d;
+  x.b.values["A"] = A;
+  x.b.values["B"] = B;
+  std::vector<int64_t> kout = d.batch > 1
+                                  ? std::vector<int64_t>{d.batch, d.N, d.K}
+                                  : std::vector<int64_t>{d.N, d.K};
+  std::vector<EpilogueOp> epi;
+  if (C) {
+    switch (operandForm(shapeOf(C), x.out, x.out.size() - 1)) {
+    case OperandForm::Scalar:
+      epi.push_back(EpilogueOp::binary(Op::Add, x.b.add("scalar", C), {1}));
+      break;
+    case OperandForm::PerChannel:
+      epi.push_back(EpilogueOp::binary(Op::Add, x.b.add("bias", C), {d.K}));
+      break;
+    case OperandForm::Full:
+      epi.push_back(EpilogueOp::binary(Op::Add, x.b.add("res", C), kout));
+      break;
+    case OperandForm::Other:
+      error = opName(op) + ": its addend has an unsupported shape";
+      return std::nullopt;
+    }
+  }
+  auto rest = epilogueOf(x.a, x.out, x.out.size() - 1, kout, x.b, error);
+  if (!rest)
+    return std::nullopt;
+  epi.insert(epi.end(), rest->begin(), rest->end());
+  return finish(codegen::buildMatMul(name, d, p, epi, error), x.b, "matmul",
+                error);
+}
+
+std::optional<GroupKernel> lowerPool(mlir::Value X, codegen::Pooling pooling,
+                                     Anchored &x, const TileParams &p,
+                                     const std::string &name,
+                                     std::string &error) {
+  if (shapeOf(X).size() != 4) {
+    error = "only 2-D pooling is generated";
+    return std::nullopt;
+  }
+  x.b.values["X"] = X;
+  auto epi = epilogueOf(x.a, x.out, 1, x.out, x.b, error);
+  if (!epi)
+    return std::nullopt;
+  return finish(codegen::buildPool(name, x.d, pooling, p, *epi, error), x.b,
+                "pool", error);
+}
+
+/// A row op's computation; nullopt (with `error`) for rows the generator
+/// cannot read: the reduced extent must be last and contiguous.
+std::optional<codegen::RowSpec> rowSpec(mlir::Operation *op, Binder &b,
+                                        std::string &error) {
+  auto x = shapeOf(op->getOperand(0));
+  codegen::RowSpec s;
   if (llvm::isa<GlobalAveragePoolOp>(op)) {
     s.op = codegen::RowOp::ReduceMean;
-    s.rows = x[0] * x[1];
-    s.length = product(x) / s.rows;
   } else if (auto sm = llvm::dyn_cast<SoftmaxOp>(op)) {
     if (int64_t(sm.getAxis()) != int64_t(x.size()) - 1) {
       error = opName(op) + ": softmax over an axis other than the last is not "
@@ -667,16 +626,14 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
       return std::nullopt;
     }
     s.op = codegen::RowOp::Softmax;
-    s.length = x.back();
-    s.rows = product(x) / s.length;
   } else if (auto ln = llvm::dyn_cast<LayerNormalizationOp>(op)) {
+    int64_t length =
+        product(llvm::ArrayRef<int64_t>(x).drop_front(ln.getAxis()));
     s.op = codegen::RowOp::LayerNorm;
-    s.length = product(llvm::ArrayRef<int64_t>(x).drop_front(ln.getAxis()));
-    s.rows = product(x) / s.length;
     s.epsilon = ln.getEpsilon().convertToDouble();
     s.bias = bool(ln.getB());
-    if (product(shapeOf(ln.getScale())) != s.length ||
-        (ln.getB() && product(shapeOf(ln.getB())) != s.length)) {
+    if (product(shapeOf(ln.getScale())) != length ||
+        (ln.getB() && product(shapeOf(ln.getB())) != length)) {
       error = opName(op) + ": scale and bias must cover the normalised axes";
       return std::nullopt;
     }
@@ -685,7 +642,6 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
       b.values["bias"] = ln.getB();
   } else if (llvm::isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op)) {
     auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes").asArrayRef();
-    // The reduced axes must be the trailing ones.
     for (size_t i = 0; i < axes.size(); ++i)
       if (axes[i] != int64_t(x.size() - axes.size() + i)) {
         error = opName(op) + ": only reductions over the last axes are "
@@ -695,13 +651,282 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
     s.op = llvm::isa<ReduceMeanOp>(op)  ? codegen::RowOp::ReduceMean
            : llvm::isa<ReduceSumOp>(op) ? codegen::RowOp::ReduceSum
                                         : codegen::RowOp::ReduceMax;
-    s.rows = product(shapeOf(op->getResult(0)));
-    s.length = product(x) / std::max<int64_t>(s.rows, 1);
   } else {
     error = opName(op) + " has no kernel builder yet";
     return std::nullopt;
   }
-  return finish(codegen::buildRowOp(name, s, p, error), b, "row", error);
+  return s;
+}
+
+std::optional<GroupKernel> lowerRowOp(mlir::Operation *op, Anchored &x,
+                                      const TileParams &p,
+                                      const std::string &name,
+                                      std::string &error, bool rowsFromShared) {
+  if (!x.a.chain.empty()) {
+    error = opName(op) + " takes no fused ops after it yet";
+    return std::nullopt;
+  }
+  x.b.values["X"] = op->getOperand(0);
+  auto s = rowSpec(op, x.b, error);
+  if (!s)
+    return std::nullopt;
+  s->sharedInput = rowsFromShared;
+  return finish(codegen::buildRowOp(name, x.d, *s, p, error), x.b, "row",
+                error);
+}
+
+std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
+                                         const std::string &name,
+                                         std::string &error,
+                                         bool rowsFromShared = false) {
+  mlir::Operation *op = a.anchor;
+  Anchored x = anchored(a);
+  if (auto conv = llvm::dyn_cast<ConvOp>(op))
+    return lowerConv(conv, x, p, name, error);
+  if (isMatMulOp(op))
+    return lowerMatMul(op, x, p, name, error);
+  if (auto mp = llvm::dyn_cast<MaxPoolOp>(op))
+    return lowerPool(mp.getX(), codegen::Pooling::Max, x, p, name, error);
+  if (auto ap = llvm::dyn_cast<AveragePoolOp>(op))
+    return lowerPool(ap.getX(),
+                     ap.getCountIncludePad() ? codegen::Pooling::AverageWithPad
+                                             : codegen::Pooling::Average,
+                     x, p, name, error);
+  return lowerRowOp(op, x, p, name, error, rowsFromShared);
+}
+
+/// The inputs and steps of an elementwise kernel, op by op (see
+/// codegen::ElementwiseInput and ElementwiseStep): each op of the group
+/// becomes a step, an input read through an index function (data movement
+/// of the group's inputs), or nothing (it reads an input broadcast or
+/// permuted).
+class ElementwiseLowering {
+public:
+  explicit ElementwiseLowering(std::vector<int64_t> out)
+      : out(std::move(out)) {}
+
+  bool add(mlir::Operation *op, std::string &error);
+  /// The kernel, once every op is added; `last` is the group's result.
+  std::optional<GroupKernel> build(mlir::Operation *last, const TileParams &p,
+                                   const std::string &name, std::string &error);
+
+private:
+  int input(mlir::Value v, std::vector<int64_t> perm);
+  bool fromOutside(mlir::Operation *op, mlir::Value v, std::string &error);
+  int outAxis(llvm::ArrayRef<int64_t> res, size_t lead, size_t j) const {
+    return res[j] == 1 && out[lead + j] != 1 ? codegen::ElementwiseInput::kFixed
+                                             : int(lead + j);
+  }
+  bool addConcat(ConcatOp cat, std::string &error);
+  bool addSlice(SliceOp sl, std::string &error);
+  bool addGather(GatherOp g, std::string &error);
+  bool addScalar(mlir::Operation *op, std::string &error);
+
+  std::vector<int64_t> out;
+  llvm::DenseMap<mlir::Operation *, int> stepOf;
+  llvm::DenseMap<mlir::Value, int> inputOf;
+  std::vector<codegen::ElementwiseInput> inputs;
+  std::vector<codegen::ElementwiseStep> steps;
+  Binder b;
+};
+
+int ElementwiseLowering::input(mlir::Value v, std::vector<int64_t> perm) {
+  auto it = inputOf.find(v);
+  if (it != inputOf.end() && perm.empty())
+    return it->second;
+  int i = int(inputs.size());
+  auto shape = shapeOf(v);
+  if (shape.empty())
+    shape = {1}; // a scalar broadcasts as a one-element vector
+  inputs.push_back({b.add("in", v), shape, std::move(perm)});
+  inputs.back().type = *dfgType(v);
+  if (inputs.back().perm.empty())
+    inputOf[v] = -1 - i; // a step argument, like the return value
+  return -1 - i;
+}
+
+// Data movement reads an input of the group through an index function; its
+// result must reach the output by broadcasting.
+bool ElementwiseLowering::fromOutside(mlir::Operation *op, mlir::Value v,
+                                      std::string &error) {
+  auto *def = v.getDefiningOp();
+  if (def && stepOf.count(def)) {
+    error = opName(op) + ": data movement of a value computed in the "
+                         "kernel is not fused (only of its inputs)";
+    return false;
+  }
+  return true;
+}
+
+// out = the input whose span along the axis holds the position, read
+// shifted back by its offset (a Pick: the emitter bisects the offsets and
+// reads that input alone).
+bool ElementwiseLowering::addConcat(ConcatOp cat, std::string &error) {
+  if (shapeOf(cat.getResult()) != out) {
+    error = opName(cat) + ": a concat is fused only as the kernel's output";
+    return false;
+  }
+  int64_t axis = cat.getAxis(), offset = 0;
+  std::vector<int> parts; // step arguments: -1 is input 0
+  for (mlir::Value v : cat.getInputs()) {
+    if (!fromOutside(cat, v, error))
+      return false;
+    auto shape = shapeOf(v);
+    codegen::ElementwiseInput x{b.add("part", v), shape};
+    x.type = *dfgType(v);
+    x.outsideReadsZero = true;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      x.follows.push_back(int(d));
+      x.start.push_back(int64_t(d) == axis ? -offset : 0);
+      x.step.push_back(1);
+    }
+    offset += shape[axis];
+    parts.push_back(-1 - int(inputs.size()));
+    inputs.push_back(x);
+  }
+  steps.push_back({Op::Pick, parts, double(axis), 0});
+  stepOf[cat] = int(steps.size()) - 1;
+  return true;
+}
+
+// A slice reads its input at start + step x position.
+bool ElementwiseLowering::addSlice(SliceOp sl, std::string &error) {
+  if (!fromOutside(sl, sl.getData(), error))
+    return false;
+  auto res = shapeOf(sl.getOutput()), data = shapeOf(sl.getData());
+  if (!broadcastsTo(res, out) || res.size() != data.size()) {
+    error = opName(sl) + ": its result does not broadcast to the output";
+    return false;
+  }
+  size_t lead = out.size() - res.size();
+  codegen::ElementwiseInput dx{b.add("in", sl.getData()), data};
+  dx.type = *dfgType(sl.getData());
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (sl.getSteps()[d] <= 0) {
+      error = opName(sl) + ": slices with negative steps are not "
+                           "generated yet";
+      return false;
+    }
+    dx.follows.push_back(outAxis(res, lead, d));
+    dx.start.push_back(sl.getStarts()[d]);
+    dx.step.push_back(sl.getSteps()[d]);
+  }
+  stepOf[sl] = -1 - int(inputs.size());
+  inputs.push_back(dx);
+  return true;
+}
+
+// out[..., i..., ...] = data[..., indices[i...], ...] (ONNX Gather): the
+// data is read at a position loaded from the indices.
+bool ElementwiseLowering::addGather(GatherOp g, std::string &error) {
+  if (!fromOutside(g, g.getData(), error) ||
+      !fromOutside(g, g.getIndices(), error))
+    return false;
+  auto res = shapeOf(g.getOutput());
+  auto data = shapeOf(g.getData()), idx = shapeOf(g.getIndices());
+  if (!broadcastsTo(res, out)) {
+    error = opName(g) + ": its result does not broadcast to the output";
+    return false;
+  }
+  size_t lead = out.size() - res.size();
+  int64_t axis = g.getAxis();
+  codegen::ElementwiseInput ix{b.add("idx", g.getIndices()),
+                               idx.empty() ? std::vector<int64_t>{1} : idx};
+  ix.type = *dfgType(g.getIndices());
+  ix.follows = idx.empty() ? std::vector<int>{ix.kFixed} : std::vector<int>{};
+  for (size_t e = 0; e < idx.size(); ++e)
+    ix.follows.push_back(outAxis(res, lead, axis + e));
+  codegen::ElementwiseInput dx{b.add("table", g.getData()), data};
+  dx.type = *dfgType(g.getData());
+  for (size_t d = 0; d < data.size(); ++d)
+    dx.follows.push_back(int64_t(d) < axis ? outAxis(res, lead, d)
+                         : int64_t(d) == axis
+                             ? dx.kGathered
+                             : outAxis(res, lead, d - 1 + idx.size()));
+  dx.indices = int(inputs.size());
+  inputs.push_back(ix);
+  stepOf[g] = -1 - int(inputs.size());
+  inputs.push_back(dx);
+  return true;
+}
+
+bool ElementwiseLowering::addScalar(mlir::Operation *op, std::string &error) {
+  auto s = scalarOp(op);
+  if (!s) {
+    error = opName(op) + " is not an elementwise op the generator knows";
+    return false;
+  }
+  codegen::ElementwiseStep st{s->op, {}, s->value, s->value2, s->cast};
+  for (mlir::Value v : op->getOperands()) {
+    auto *def = v.getDefiningOp();
+    auto it = def ? stepOf.find(def) : stepOf.end();
+    if (it != stepOf.end()) {
+      st.args.push_back(it->second);
+      continue;
+    }
+    if (!broadcastsTo(shapeOf(v), out)) {
+      error = opName(op) + ": an operand does not broadcast to the output";
+      return false;
+    }
+    st.args.push_back(input(v, {}));
+  }
+  stepOf[op] = int(steps.size());
+  steps.push_back(st);
+  return true;
+}
+
+bool ElementwiseLowering::add(mlir::Operation *op, std::string &error) {
+  if (auto e = llvm::dyn_cast<ExpandOp>(op)) {
+    // Expand reads its input broadcast: no step of its own.
+    if (!fromOutside(op, e.getInput(), error))
+      return false;
+    if (!broadcastsTo(shapeOf(e.getOutput()), out)) {
+      error = opName(op) + ": its result does not broadcast to the output";
+      return false;
+    }
+    stepOf[op] = input(e.getInput(), {});
+    return true;
+  }
+  if (auto cat = llvm::dyn_cast<ConcatOp>(op))
+    return addConcat(cat, error);
+  if (auto sl = llvm::dyn_cast<SliceOp>(op))
+    return addSlice(sl, error);
+  if (auto g = llvm::dyn_cast<GatherOp>(op))
+    return addGather(g, error);
+  if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
+    // A transpose reads an input of the group in permuted order.
+    auto *def = t.getData().getDefiningOp();
+    if ((def && stepOf.count(def)) || shapeOf(t.getResult()) != out) {
+      error = opName(op) + ": only transposes of the group's inputs to the "
+                           "output's shape are fused";
+      return false;
+    }
+    auto perm = t.getPerm();
+    // Consumers read the input permuted; no step of its own.
+    stepOf[op] = input(t.getData(), {perm.begin(), perm.end()});
+    return true;
+  }
+  if (op->hasTrait<OpTrait::DataMovement>()) {
+    error = opName(op) + " is not fused in elementwise kernels yet";
+    return false;
+  }
+  return addScalar(op, error);
+}
+
+std::optional<GroupKernel> ElementwiseLowering::build(mlir::Operation *last,
+                                                      const TileParams &p,
+                                                      const std::string &name,
+                                                      std::string &error) {
+  b.values["Y"] = last->getResult(0);
+  if (steps.empty() || stepOf[last] < 0) {
+    // A lone transpose: its result is the permuted input itself, copied
+    // (max(x, x) is x, NaN included).
+    int in = stepOf[last];
+    steps.push_back({Op::Max, {in, in}, 0, 0});
+  }
+  return finish(codegen::buildElementwise(name, *describeOp(last), out, inputs,
+                                          steps, p, error),
+                b, "ew", error);
 }
 
 std::optional<GroupKernel>
@@ -713,186 +938,11 @@ lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, const Analysis &a,
     error = "elementwise kernels of rank > 4 are not generated yet";
     return std::nullopt;
   }
-  llvm::DenseMap<mlir::Operation *, int> stepOf;
-  llvm::DenseMap<mlir::Value, int> inputOf;
-  std::vector<codegen::ElementwiseInput> inputs;
-  std::vector<codegen::ElementwiseStep> steps;
-  Binder b;
-  b.values["Y"] = a.last->getResult(0);
-  auto input = [&](mlir::Value v, std::vector<int64_t> perm) -> int {
-    auto it = inputOf.find(v);
-    if (it != inputOf.end() && perm.empty())
-      return it->second;
-    int i = int(inputs.size());
-    auto shape = shapeOf(v);
-    if (shape.empty())
-      shape = {1}; // a scalar broadcasts as a one-element vector
-    inputs.push_back({b.add("in", v), shape, std::move(perm)});
-    inputs.back().type = *dfgType(v);
-    if (inputs.back().perm.empty())
-      inputOf[v] = -1 - i; // a step argument, like the return value
-    return -1 - i;
-  };
-  // Data movement reads an input of the group through an index function;
-  // its result must reach the output by broadcasting.
-  auto fromOutside = [&](mlir::Operation *op, mlir::Value v) {
-    auto *def = v.getDefiningOp();
-    if (def && stepOf.count(def)) {
-      error = opName(op) + ": data movement of a value computed in the "
-                           "kernel is not fused (only of its inputs)";
-      return false;
-    }
-    return true;
-  };
-  for (mlir::Operation *op : ops) {
-    if (auto e = llvm::dyn_cast<ExpandOp>(op)) {
-      // Expand reads its input broadcast: no step of its own.
-      if (!fromOutside(op, e.getInput()) ||
-          !broadcastsTo(shapeOf(e.getOutput()), out))
-        return std::nullopt;
-      stepOf[op] = input(e.getInput(), {});
-      continue;
-    }
-    if (auto cat = llvm::dyn_cast<ConcatOp>(op)) {
-      // out = the input whose span along the axis holds the position, read
-      // shifted back by its offset (a Pick: the emitter bisects the
-      // offsets and reads that input alone).
-      auto res = shapeOf(cat.getResult());
-      if (res != out) {
-        error = opName(op) + ": a concat is fused only as the kernel's output";
-        return std::nullopt;
-      }
-      int64_t axis = cat.getAxis(), offset = 0;
-      std::vector<int> parts; // step arguments: -1 is input 0
-      for (mlir::Value v : cat.getInputs()) {
-        if (!fromOutside(op, v))
-          return std::nullopt;
-        auto shape = shapeOf(v);
-        codegen::ElementwiseInput x{b.add("part", v), shape};
-        x.type = *dfgType(v);
-        x.outsideReadsZero = true;
-        for (size_t d = 0; d < shape.size(); ++d) {
-          x.follows.push_back(int(d));
-          x.start.push_back(int64_t(d) == axis ? -offset : 0);
-          x.step.push_back(1);
-        }
-        offset += shape[axis];
-        parts.push_back(-1 - int(inputs.size()));
-        inputs.push_back(x);
-      }
-      steps.push_back({Op::Pick, parts, double(axis), 0});
-      stepOf[op] = int(steps.size()) - 1;
-      continue;
-    }
-    if (auto sl = llvm::dyn_cast<SliceOp>(op)) {
-      // A slice reads its input at start + step x position.
-      if (!fromOutside(op, sl.getData()))
-        return std::nullopt;
-      auto res = shapeOf(sl.getOutput()), data = shapeOf(sl.getData());
-      if (!broadcastsTo(res, out) || res.size() != data.size()) {
-        error = opName(op) + ": its result does not broadcast to the output";
-        return std::nullopt;
-      }
-      size_t lead = out.size() - res.size();
-      codegen::ElementwiseInput dx{b.add("in", sl.getData()), data};
-      dx.type = *dfgType(sl.getData());
-      for (size_t d = 0; d < data.size(); ++d) {
-        if (sl.getSteps()[d] <= 0) {
-          error = opName(op) + ": slices with negative steps are not "
-                               "generated yet";
-          return std::nullopt;
-        }
-        dx.follows.push_back(res[d] == 1 && out[lead + d] != 1
-                                 ? codegen::ElementwiseInput::kFixed
-                                 : int(lead + d));
-        dx.start.push_back(sl.getStarts()[d]);
-        dx.step.push_back(sl.getSteps()[d]);
-      }
-      stepOf[op] = -1 - int(inputs.size());
-      inputs.push_back(dx);
-      continue;
-    }
-    if (auto g = llvm::dyn_cast<GatherOp>(op)) {
-      // out[..., i..., ...] = data[..., indices[i...], ...] (ONNX Gather):
-      // the data is read at a position loaded from the indices.
-      if (!fromOutside(op, g.getData()) || !fromOutside(op, g.getIndices()))
-        return std::nullopt;
-      auto res = shapeOf(g.getOutput());
-      auto data = shapeOf(g.getData()), idx = shapeOf(g.getIndices());
-      if (!broadcastsTo(res, out)) {
-        error = opName(op) + ": its result does not broadcast to the output";
-        return std::nullopt;
-      }
-      size_t lead = out.size() - res.size();
-      auto outAxis = [&](size_t j) {
-        return res[j] == 1 && out[lead + j] != 1
-                   ? codegen::ElementwiseInput::kFixed
-                   : int(lead + j);
-      };
-      int64_t axis = g.getAxis();
-      codegen::ElementwiseInput ix{b.add("idx", g.getIndices()),
-                                   idx.empty() ? std::vector<int64_t>{1} : idx};
-      ix.type = *dfgType(g.getIndices());
-      ix.follows =
-          idx.empty() ? std::vector<int>{ix.kFixed} : std::vector<int>{};
-      for (size_t e2 = 0; e2 < idx.size(); ++e2)
-        ix.follows.push_back(outAxis(axis + e2));
-      codegen::ElementwiseInput dx{b.add("table", g.getData()), data};
-      dx.type = *dfgType(g.getData());
-      for (size_t d = 0; d < data.size(); ++d)
-        dx.follows.push_back(int64_t(d) < axis ? outAxis(d)
-                             : int64_t(d) == axis
-                                 ? dx.kGathered
-                                 : outAxis(d - 1 + idx.size()));
-      dx.indices = int(inputs.size());
-      inputs.push_back(ix);
-      stepOf[op] = -1 - int(inputs.size());
-      inputs.push_back(dx);
-      continue;
-    }
-    if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
-      // A transpose reads an input of the group in permuted order.
-      auto *def = t.getData().getDefiningOp();
-      if ((def && stepOf.count(def)) || shapeOf(t.getResult()) != out) {
-        error = opName(op) + ": only transposes of the group's inputs to the "
-                             "output's shape are fused";
-        return std::nullopt;
-      }
-      auto perm = t.getPerm();
-      // Consumers read the input permuted; no step of its own.
-      stepOf[op] = input(t.getData(), {perm.begin(), perm.end()});
-      continue;
-    }
-    auto s = scalarOp(op);
-    if (!s) {
-      error = opName(op) + " is not an elementwise op the generator knows";
+  ElementwiseLowering ew(out);
+  for (mlir::Operation *op : ops)
+    if (!ew.add(op, error))
       return std::nullopt;
-    }
-    codegen::ElementwiseStep st{s->op, {}, s->value, s->value2, s->cast};
-    for (mlir::Value v : op->getOperands()) {
-      auto *def = v.getDefiningOp();
-      auto it = def ? stepOf.find(def) : stepOf.end();
-      if (it != stepOf.end()) {
-        st.args.push_back(it->second);
-        continue;
-      }
-      if (!broadcastsTo(shapeOf(v), out)) {
-        error = opName(op) + ": an operand does not broadcast to the output";
-        return std::nullopt;
-      }
-      st.args.push_back(input(v, {}));
-    }
-    stepOf[op] = int(steps.size());
-    steps.push_back(st);
-  }
-  if (steps.empty() || stepOf[a.last] < 0) {
-    // A lone transpose: its result is the permuted input itself, copied
-    // (max(x, x) is x, NaN included).
-    int in = stepOf[a.last];
-    steps.push_back({Op::Max, {in, in}, 0, 0});
-  }
-  return finish(codegen::buildElementwise(name, out, inputs, steps, p, error),
-                b, "ew", error);
+  return ew.build(a.last, p, name, error);
 }
 
 std::optional<GroupKernel> lowerShared(llvm::ArrayRef<mlir::Operation *> ops,
@@ -1176,7 +1226,11 @@ bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
     // a tiny DFG): what they refuse for every tiling (shapes, operand forms,
     // ops without a builder) they refuse here, so the partition search never
     // picks a group that cannot be lowered.
-    ok = bool(lowerGroup(ops, TileParams(), "probe", w));
+    auto a = analyse(ops, w);
+    ok = a &&
+         bool(lowerGroup(
+             ops, smallestParams(*describeOp(a->anchor ? a->anchor : a->last)),
+             "probe", w));
   }
   if (!ok && why)
     *why = w;

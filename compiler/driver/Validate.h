@@ -13,7 +13,7 @@
 #define CUTS_COMPILER_DRIVER_VALIDATE_H
 
 #include "compiler/tune/Tuner.h"
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -867,6 +867,15 @@ LogicalResult PadOp::verify() {
   return success();
 }
 
+LogicalResult GroupOp::verify() {
+  auto yield = llvm::cast<YieldOp>(getBody().front().getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().size()
+           << " values whose types are not the group's results";
+  return success();
+}
+
 } // namespace cuts
 
 #define GET_OP_CLASSES

@@ -4,6 +4,7 @@
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostRun.h"
 #include "codegen/ops/Elementwise.h"
+#include "perfmodel/Describe.h"
 
 #include <catch2/catch.hpp>
 
@@ -14,6 +15,18 @@
 
 using namespace cuts;
 using namespace cuts::codegen;
+
+namespace {
+// The builder with the chain's output described as the model describes it.
+std::optional<Kernel> buildChain(const std::string &name,
+                                 const std::vector<int64_t> &out,
+                                 const std::vector<ElementwiseInput> &in,
+                                 const std::vector<ElementwiseStep> &steps,
+                                 const TileParams &p, std::string &error) {
+  return buildElementwise(name, describeElementwise(out, 1), out, in, steps, p,
+                          error);
+}
+} // namespace
 
 namespace {
 
@@ -65,7 +78,7 @@ TEST_CASE("a fused elementwise chain with broadcasting matches the reference",
   std::normal_distribution<float> dist(0.0f, 2.0f);
   for (const TileParams &p : params) {
     std::string err;
-    auto k = buildElementwise("chain", out, in, steps, p, err);
+    auto k = buildChain("chain", out, in, steps, p, err);
     INFO(err);
     REQUIRE(k);
     std::vector<std::vector<float>> data;
@@ -105,7 +118,7 @@ TEST_CASE("a transpose fused with an elementwise op", "[codegen]") {
   TileParams p;
   p.Kb = 2, p.Hb = 4, p.Wb = 4, p.Wt = 2;
   std::string err;
-  auto k = buildElementwise("transpose_add", out, in, steps, p, err);
+  auto k = buildChain("transpose_add", out, in, steps, p, err);
   INFO(err);
   REQUIRE(k);
   std::mt19937 rng(8);
@@ -133,8 +146,8 @@ TEST_CASE("elementwise inputs that do not broadcast are rejected",
           "[codegen]") {
   TileParams p;
   std::string err;
-  CHECK(!buildElementwise("bad", {4, 5}, {{"x", {3}}}, {{dfg::Op::Relu, {-1}}},
-                          p, err));
+  CHECK(!buildChain("bad", {4, 5}, {{"x", {3}}}, {{dfg::Op::Relu, {-1}}}, p,
+                    err));
   CHECK(err.find("does not broadcast") != std::string::npos);
 }
 
@@ -155,7 +168,7 @@ TEST_CASE("a gather through int64 indices fused with an add", "[codegen]") {
   TileParams p;
   p.Kb = 2, p.Hb = 2, p.Wb = 4, p.Ht = 1, p.Wt = 2;
   std::string err;
-  auto k = buildElementwise("embed", out, in, steps, p, err);
+  auto k = buildChain("embed", out, in, steps, p, err);
   INFO(err);
   REQUIRE(k);
   std::string src = emitSource(*k);
@@ -195,7 +208,7 @@ TEST_CASE("an attention mask from int64 through bool to fp32", "[codegen]") {
   TileParams p;
   p.Hb = 2, p.Wb = 2;
   std::string err;
-  auto k1 = buildElementwise("to_bool", {B, S}, {m}, {cast}, p, err);
+  auto k1 = buildChain("to_bool", {B, S}, {m}, {cast}, p, err);
   INFO(err);
   REQUIRE(k1);
   CHECK(k1->tensors.back().type == dfg::Type::Bool);
@@ -211,7 +224,7 @@ TEST_CASE("an attention mask from int64 through bool to fp32", "[codegen]") {
   std::vector<ElementwiseStep> steps{{dfg::Op::Not, {-1}},
                                      {dfg::Op::Where, {0, -3, -2}}};
   p.Kb = 1, p.Hb = 4, p.Wb = 4, p.Wt = 2;
-  auto k2 = buildElementwise("mask", {B, 1, S, S}, in, steps, p, err);
+  auto k2 = buildChain("mask", {B, 1, S, S}, in, steps, p, err);
   INFO(err);
   REQUIRE(k2);
   float zero = 0.0f, low = -3.4e38f;
@@ -266,7 +279,7 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
     }
     for (const TileParams &p : params) {
       std::string err;
-      auto k = buildElementwise("concat", out, in, steps, p, err);
+      auto k = buildChain("concat", out, in, steps, p, err);
       INFO(err << " W " << W << " Wt " << p.Wt);
       REQUIRE(k);
       std::vector<float> y(numel(out), std::numeric_limits<float>::quiet_NaN());
@@ -327,8 +340,8 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
     TileParams p;
     p.Kb = 2, p.Hb = 2, p.Wb = 8, p.Wt = 2;
     std::string err;
-    auto k = buildElementwise("concatW", outW, inW,
-                              {{dfg::Op::Pick, partsW, 3}}, p, err);
+    auto k =
+        buildChain("concatW", outW, inW, {{dfg::Op::Pick, partsW, 3}}, p, err);
     INFO(err);
     REQUIRE(k);
     std::vector<float> y(numel(outW), std::numeric_limits<float>::quiet_NaN());
@@ -367,8 +380,8 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
     TileParams p;
     p.Kb = 2, p.Wb = 8, p.Wt = 4;
     std::string err;
-    auto k = buildElementwise("concatR", outR, inR,
-                              {{dfg::Op::Pick, partsR, 1}}, p, err);
+    auto k =
+        buildChain("concatR", outR, inR, {{dfg::Op::Pick, partsR, 1}}, p, err);
     INFO(err);
     REQUIRE(k);
     CHECK(emitSource(*k).find("const float4 *>(pick_base") !=
@@ -397,16 +410,16 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
   std::vector<ElementwiseStep> bad{{dfg::Op::Relu, {-1}},
                                    {dfg::Op::Pick, {0, -2}, 1}};
   std::string err;
-  CHECK_FALSE(buildElementwise("bad", out, in, bad, params[0], err));
+  CHECK_FALSE(buildChain("bad", out, in, bad, params[0], err));
   CHECK(err.find("concatenated") != std::string::npos);
   // And a Pick of nothing.
   err.clear();
-  CHECK_FALSE(buildElementwise("empty", out, in, {{dfg::Op::Pick, {}, 1}},
-                               params[0], err));
+  CHECK_FALSE(
+      buildChain("empty", out, in, {{dfg::Op::Pick, {}, 1}}, params[0], err));
   CHECK(err.find("no inputs") != std::string::npos);
   // So are parts out of offset order: the bisection would misread them.
   std::vector<ElementwiseStep> swapped{{dfg::Op::Pick, {-2, -1, -3}, 1}};
   err.clear();
-  CHECK_FALSE(buildElementwise("swapped", out, in, swapped, params[0], err));
+  CHECK_FALSE(buildChain("swapped", out, in, swapped, params[0], err));
   CHECK(err.find("concatenated") != std::string::npos);
 }

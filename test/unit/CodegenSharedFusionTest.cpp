@@ -11,7 +11,7 @@
 #include "codegen/ops/Pool.h"
 #include "codegen/ops/Reduction.h"
 #include "codegen/ops/SharedFusion.h"
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include <catch2/catch.hpp>
 
@@ -29,24 +29,9 @@ const GpuArch &h100() {
   return a;
 }
 
-ConvShape convShape(int64_t c, int64_t hw, int64_t k, int64_t f, int64_t stride,
-                    int64_t pad, bool depthwise = false) {
-  ConvShape s;
-  s.N = 1, s.C = c, s.H = s.W = hw, s.K = k, s.FH = s.FW = f;
-  s.SH = s.SW = stride, s.PH = s.PW = pad;
-  s.group = depthwise ? c : 1;
-  s.OH = s.OW = (hw + 2 * pad - f) / stride + 1;
-  return s;
-}
-
-OpDesc convDesc(const ConvShape &s) {
-  OpDesc d;
-  bool dw = s.group > 1;
-  d.kind = dw ? OpKind::DepthwiseConv : OpKind::Conv;
-  d.N = s.N, d.C = dw ? 1 : s.C, d.K = s.K, d.H = s.OH, d.W = s.OW;
-  d.FH = s.FH, d.FW = s.FW, d.SH = s.SH, d.SW = s.SW, d.PH = s.PH;
-  d.PW = s.PW;
-  return d;
+test::ConvCase convShape(int64_t c, int64_t hw, int64_t k, int64_t f,
+                         int64_t stride, int64_t pad, bool depthwise = false) {
+  return test::convCase(1, c, hw, k, f, stride, pad, 1, depthwise ? c : 1);
 }
 
 // The consumer's kept parameter sets when its input comes from shared
@@ -85,7 +70,7 @@ std::optional<TileParams> producerParams(const OpDesc &producer,
 
 // The input tile of a windowed consumer with parameters q: the producer's
 // block (all producer channels when the consumer sums over them).
-TileParams windowTile(const ConvShape &s, const TileParams &q, bool allC,
+TileParams windowTile(const test::ConvCase &s, const TileParams &q, bool allC,
                       int64_t channels) {
   TileParams b;
   b.Nb = q.Nb;
@@ -98,8 +83,8 @@ TileParams windowTile(const ConvShape &s, const TileParams &q, bool allC,
 using Tensor = std::vector<double>;
 
 // conv (or depthwise conv) in double; positions outside the image read 0.
-Tensor convRef(const Tensor &x, const ConvShape &s, const std::vector<float> &w,
-               const std::vector<float> &bias) {
+Tensor convRef(const Tensor &x, const test::ConvCase &s,
+               const std::vector<float> &w, const std::vector<float> &bias) {
   bool dw = s.group > 1;
   int64_t cw = dw ? 1 : s.C;
   Tensor y(size_t(s.N * s.K * s.OH * s.OW));
@@ -123,7 +108,7 @@ Tensor convRef(const Tensor &x, const ConvShape &s, const std::vector<float> &w,
   return y;
 }
 
-Tensor maxPoolRef(const Tensor &x, const PoolShape &s) {
+Tensor maxPoolRef(const Tensor &x, const test::PoolCase &s) {
   Tensor y(size_t(s.N * s.C * s.OH * s.OW));
   for (int64_t n = 0; n < s.N * s.C; ++n)
     for (int64_t h = 0; h < s.OH; ++h)
@@ -167,8 +152,7 @@ double runFused(const Kernel &k, std::map<std::string, void *> buffers,
 
 // The fused kernel compiles for both architectures, without spilling.
 void compilesWithNvrtc(const Kernel &k) {
-  if (!nvrtcAvailable())
-    return;
+  REQUIRE(nvrtcAvailable()); // the tests build with the CUDA toolkit
   std::string src = emitSource(k), error;
   for (const char *arch : {"sm_80", "sm_90"}) {
     auto r = compileWithNvrtc(src, arch, error);
@@ -203,8 +187,8 @@ TEST_CASE("conv -> conv fused at the shared-memory level", "[codegen]") {
   // (the consumer's tiles start before the image and overhang it).
   int built = 0;
   for (int64_t stride : {1, 2}) {
-    ConvShape s1 = convShape(8, 10, 16, 1, 1, 0);
-    ConvShape s2 = convShape(16, 10, 8, 3, stride, 1);
+    test::ConvCase s1 = convShape(8, 10, 16, 1, 1, 0);
+    test::ConvCase s2 = convShape(16, 10, 8, 3, stride, 1);
     std::mt19937 rng(11 + uint32_t(stride));
     auto x = test::randomVector(rng, size_t(8 * 100));
     auto w1 = test::randomVector(rng, 16 * 8), b1 = test::randomVector(rng, 16);
@@ -213,21 +197,21 @@ TEST_CASE("conv -> conv fused at the shared-memory level", "[codegen]") {
     apply(mid, relu);
     Tensor want = convRef(mid, s2, w2, {});
 
-    for (const TileParams &q : consumerParams(convDesc(s2), 2)) {
-      auto pp = producerParams(convDesc(s1), windowTile(s2, q, true, s1.K),
-                               q.threads());
+    for (const TileParams &q : consumerParams(s2.desc(), 2)) {
+      auto pp =
+          producerParams(s1.desc(), windowTile(s2, q, true, s1.K), q.threads());
       if (!pp)
         continue;
       ++built;
       std::string error;
-      auto pre = buildConv("pre", s1, *pp,
+      auto pre = buildConv("pre", s1.desc(), *pp,
                            {EpilogueOp::binary(dfg::Op::Add, "bias", {16}),
                             EpilogueOp::unary(dfg::Op::Relu)},
                            error);
       INFO("stride " << stride << ", consumer block " << q.Nb << "x" << q.Kb
                      << "x" << q.Hb << "x" << q.Wb << ", producer threads "
                      << pp->threads() << " vs " << q.threads());
-      Kernel k = checkFused(pre, buildConv("fused", s2, q, {}, error),
+      Kernel k = checkFused(pre, buildConv("fused", s2.desc(), q, {}, error),
                             {{"pre_X", x.data()},
                              {"pre_Wt", w1.data()},
                              {"pre_bias", b1.data()},
@@ -241,8 +225,8 @@ TEST_CASE("conv -> conv fused at the shared-memory level", "[codegen]") {
 
 TEST_CASE("a producer whose thread tiles outnumber the threads runs in rounds",
           "[codegen]") {
-  ConvShape s1 = convShape(4, 9, 8, 1, 1, 0);
-  ConvShape s2 = convShape(8, 9, 4, 3, 1, 1);
+  test::ConvCase s1 = convShape(4, 9, 8, 1, 1, 0);
+  test::ConvCase s2 = convShape(8, 9, 4, 3, 1, 1);
   TileParams q;
   q.Nb = 1, q.Kb = 4, q.Hb = 4, q.Wb = 8, q.Nt = 1, q.Kt = 1, q.Ht = 1,
   q.Wt = 2, q.Cin = 8;                        // 64 threads
@@ -250,7 +234,7 @@ TEST_CASE("a producer whose thread tiles outnumber the threads runs in rounds",
   pp.Nt = 1, pp.Kt = 2, pp.Ht = 1, pp.Wt = 1; // 240 tiles: 4 rounds
   pp.Cin = 4;
   std::string error;
-  auto pre = buildConv("pre", s1, pp, {}, error);
+  auto pre = buildConv("pre", s1.desc(), pp, {}, error);
   REQUIRE(pre);
   std::mt19937 rng(5);
   auto x = test::randomVector(rng, 4 * 81);
@@ -260,7 +244,7 @@ TEST_CASE("a producer whose thread tiles outnumber the threads runs in rounds",
   for (bool prefetch : {false, true}) {
     pre->prefetch = prefetch; // the producer's loop
     Kernel k = checkFused(
-        pre, buildConv("fused", s2, q, {}, error),
+        pre, buildConv("fused", s2.desc(), q, {}, error),
         {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"Wt", w2.data()}}, want);
     CHECK(emitSource(k).find("acc_0_0_0_0_r3") != std::string::npos);
   }
@@ -272,8 +256,8 @@ TEST_CASE("a one-slice producer of many rounds loops over them at run time",
   // producer (one C_input slice, nothing carried between slices) has 8
   // rounds of thread tiles, emitted as one loop, not 8 copies; its fetch
   // goes through registers where it is small enough (kMaxStagedFetch).
-  ConvShape s1 = convShape(16, 9, 16, 3, 1, 1, true);
-  ConvShape s2 = convShape(16, 9, 8, 1, 1, 0);
+  test::ConvCase s1 = convShape(16, 9, 16, 3, 1, 1, true);
+  test::ConvCase s2 = convShape(16, 9, 8, 1, 1, 0);
   std::mt19937 rng(9);
   auto x = test::randomVector(rng, 16 * 81);
   auto w1 = test::randomVector(rng, 16 * 9),
@@ -291,14 +275,14 @@ TEST_CASE("a one-slice producer of many rounds loops over them at run time",
     TileParams pp = windowTile(s2, q, true, 16);
     pp.Nt = pp.Kt = pp.Ht = pp.Wt = 1, pp.Cin = 1; // 8 rounds of tiles
     std::string error;
-    auto pre = buildConv("pre", s1, pp,
+    auto pre = buildConv("pre", s1.desc(), pp,
                          {EpilogueOp::unary(dfg::Op::Clip, 0, 6)}, error);
     REQUIRE(pre);
     REQUIRE(pre->loopExtent <= pre->params.Cin);
     for (bool prefetch : {false, true}) {
       pre->prefetch = prefetch; // no effect on one slice
       Kernel k = checkFused(
-          pre, buildConv("fused", s2, q, {}, error),
+          pre, buildConv("fused", s2.desc(), q, {}, error),
           {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"Wt", w2.data()}},
           want);
       std::string src = emitSource(k);
@@ -313,8 +297,8 @@ TEST_CASE("a one-slice producer of many rounds loops over them at run time",
 TEST_CASE("conv -> depthwise conv + clip fused at the shared-memory level",
           "[codegen]") {
   // MobileNetV2's expansion feeding its depthwise conv, stride 2.
-  ConvShape s1 = convShape(4, 9, 16, 1, 1, 0);
-  ConvShape s2 = convShape(16, 9, 16, 3, 2, 1, true);
+  test::ConvCase s1 = convShape(4, 9, 16, 1, 1, 0);
+  test::ConvCase s2 = convShape(16, 9, 16, 3, 2, 1, true);
   std::mt19937 rng(3);
   auto x = test::randomVector(rng, 4 * 81);
   auto w1 = test::randomVector(rng, 16 * 4),
@@ -325,16 +309,16 @@ TEST_CASE("conv -> depthwise conv + clip fused at the shared-memory level",
   Tensor want = convRef(mid, s2, w2, b2);
   apply(want, relu6);
   int built = 0;
-  for (const TileParams &q : consumerParams(convDesc(s2), 2)) {
+  for (const TileParams &q : consumerParams(s2.desc(), 2)) {
     auto pp =
-        producerParams(convDesc(s1), windowTile(s2, q, false, 0), q.threads());
+        producerParams(s1.desc(), windowTile(s2, q, false, 0), q.threads());
     if (!pp)
       continue;
     ++built;
     std::string error;
-    checkFused(buildConv("pre", s1, *pp,
+    checkFused(buildConv("pre", s1.desc(), *pp,
                          {EpilogueOp::unary(dfg::Op::Clip, 0, 6)}, error),
-               buildConv("fused", s2, q,
+               buildConv("fused", s2.desc(), q,
                          {EpilogueOp::binary(dfg::Op::Add, "bias", {16}),
                           EpilogueOp::unary(dfg::Op::Clip, 0, 6)},
                          error),
@@ -349,8 +333,8 @@ TEST_CASE("conv -> depthwise conv + clip fused at the shared-memory level",
 
 TEST_CASE("conv -> max pool fused: the tile's halo holds -inf", "[codegen]") {
   // Negative inputs everywhere: a halo of zeros would win the max.
-  ConvShape s1 = convShape(4, 8, 8, 3, 1, 1);
-  PoolShape ps;
+  test::ConvCase s1 = convShape(4, 8, 8, 3, 1, 1);
+  test::PoolCase ps;
   ps.N = 1, ps.C = 8, ps.H = ps.W = 8, ps.FH = ps.FW = 3, ps.SH = ps.SW = 2;
   ps.PH = ps.PW = 1, ps.OH = ps.OW = 4, ps.max = true;
   std::mt19937 rng(7);
@@ -358,24 +342,21 @@ TEST_CASE("conv -> max pool fused: the tile's halo holds -inf", "[codegen]") {
        w1 = test::randomVector(rng, 8 * 36);
   auto b1 = std::vector<float>(8, -100.0f);
   Tensor want = maxPoolRef(convRef(toDouble(x), s1, w1, b1), ps);
-  OpDesc pd;
-  pd.kind = OpKind::Pool;
-  pd.N = 1, pd.K = 8, pd.H = pd.W = 4, pd.FH = pd.FW = 3, pd.SH = pd.SW = 2;
-  pd.PH = pd.PW = 1;
-  ConvShape window = s1;
+  OpDesc pd = ps.desc();
+  test::ConvCase window = s1;
   window.FH = window.FW = 3, window.SH = window.SW = 2;
   int built = 0;
   for (const TileParams &q : consumerParams(pd, 2)) {
-    auto pp = producerParams(convDesc(s1), windowTile(window, q, false, 0),
-                             q.threads());
+    auto pp =
+        producerParams(s1.desc(), windowTile(window, q, false, 0), q.threads());
     if (!pp)
       continue;
     ++built;
     std::string error;
     checkFused(
-        buildConv("pre", s1, *pp,
+        buildConv("pre", s1.desc(), *pp,
                   {EpilogueOp::binary(dfg::Op::Add, "bias", {8})}, error),
-        buildPool("fused", ps, q, {}, error),
+        buildPool("fused", ps.desc(), ps.pooling(), q, {}, error),
         {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"pre_bias", b1.data()}},
         want);
   }
@@ -388,8 +369,8 @@ TEST_CASE("matmul + bias + residual -> layer norm fused at the shared-memory "
   // BERT's attention output: a block computes whole rows of the product
   // into shared memory, then normalises them.
   const int64_t M = 12, K = 32, N = 64;
-  RowShape rs;
-  rs.rows = M, rs.length = N, rs.op = RowOp::LayerNorm, rs.epsilon = 1e-5;
+  RowSpec rs;
+  rs.op = RowOp::LayerNorm, rs.epsilon = 1e-5;
   rs.sharedInput = true;
   std::mt19937 rng(17);
   auto a = test::randomVector(rng, M * K), b = test::randomVector(rng, K * N);
@@ -411,12 +392,7 @@ TEST_CASE("matmul + bias + residual -> layer norm fused at the shared-memory "
       want[i * N + j] =
           (want[i * N + j] - mean) / std::sqrt(var + 1e-5) * gamma[j] + beta[j];
   }
-  OpDesc rd;
-  rd.kind = OpKind::Reduction;
-  rd.N = M, rd.C = N;
-  OpDesc md;
-  md.kind = OpKind::MatMul;
-  md.N = M, md.C = K, md.K = N;
+  OpDesc rd = describeRows(M, N), md = test::matmulDesc(M, K, N);
   int built = 0, lanes = 0;
   for (const TileParams &q : consumerParams(rd, 1000)) {
     if (built == 4)
@@ -429,11 +405,11 @@ TEST_CASE("matmul + bias + residual -> layer norm fused at the shared-memory "
     ++built;
     lanes += q.Wb > 1; // rows over lanes, reading the tile
     std::string error;
-    checkFused(buildMatMul("pre", M, K, N, *pp,
+    checkFused(buildMatMul("pre", md, *pp,
                            {EpilogueOp::binary(dfg::Op::Add, "bias", {N}),
                             EpilogueOp::binary(dfg::Op::Add, "res", {M, N})},
                            error),
-               buildRowOp("fused", rs, q, error),
+               buildRowOp("fused", rd, rs, q, error),
                {{"pre_A", a.data()},
                 {"pre_B", b.data()},
                 {"pre_bias", bias.data()},
@@ -448,14 +424,14 @@ TEST_CASE("matmul + bias + residual -> layer norm fused at the shared-memory "
 
 TEST_CASE("shared-memory-level fusion refuses tiles that do not line up",
           "[codegen]") {
-  ConvShape s1 = convShape(8, 10, 16, 1, 1, 0);
-  ConvShape s2 = convShape(16, 10, 8, 3, 1, 1);
-  TileParams q = consumerParams(convDesc(s2), 1).front();
+  test::ConvCase s1 = convShape(8, 10, 16, 1, 1, 0);
+  test::ConvCase s2 = convShape(16, 10, 8, 3, 1, 1);
+  TileParams q = consumerParams(s2.desc(), 1).front();
   TileParams pp = windowTile(s2, q, true, 16);
   pp.Hb += 1; // one row too many
   std::string error;
-  auto pre = buildConv("pre", s1, pp, {}, error);
-  auto post = buildConv("fused", s2, q, {}, error);
+  auto pre = buildConv("pre", s1.desc(), pp, {}, error);
+  auto post = buildConv("fused", s2.desc(), q, {}, error);
   REQUIRE(pre);
   REQUIRE(post);
   CHECK(!fuseShared(*pre, *post, "X", error));
@@ -464,7 +440,7 @@ TEST_CASE("shared-memory-level fusion refuses tiles that do not line up",
   // A consumer that loops over its input in slices cannot hold it.
   TileParams sliced = q;
   sliced.Cin = 8;
-  auto looped = buildConv("fused", s2, sliced, {}, error);
+  auto looped = buildConv("fused", s2.desc(), sliced, {}, error);
   REQUIRE(looped);
   CHECK(!fuseShared(*pre, *looped, "X", error));
   CHECK(error.find("C_input = C") != std::string::npos);

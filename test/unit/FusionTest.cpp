@@ -4,7 +4,7 @@
 #include "cuts/Dialect/Cuts/CutsDialect.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "perfmodel/Describe.h"
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -6,7 +6,7 @@
 #include "codegen/emit/HostRun.h"
 #include "cuts/Dialect/Cuts/CutsDialect.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -1,7 +1,7 @@
 // The performance model against the thesis's worked numbers and properties
 // that must hold for every op and parameter set.
 #include "perfmodel/Roofline.h"
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include <catch2/catch.hpp>
 
@@ -62,7 +62,7 @@ TEST_CASE("SMRatio: 10 operations per load, 20-cycle latency -> 0.5",
 TEST_CASE("a block of one warp leaves three of an SM's schedulers idle",
           "[roofline]") {
   // ResNet-50's layer3 3x3 conv at batch 1 on the H200: 64 blocks, one per
-  // SM. Measured (bench/results/h200-2026-11-24-validation-staged): 32
+  // SM. Measured: 32
   // threads of 2x4x4 outputs took 289.5 us, 1024 threads of 1x1x4 took
   // 84.9 us; the model without the idle schedulers ranked the first on top.
   const GpuArch h200 = *findArch("h200");
@@ -101,11 +101,10 @@ TEST_CASE("the shared-memory roofline: loads an SM serves a cycle",
 TEST_CASE("one output a thread is bound by shared loads, not latency",
           "[roofline]") {
   // ResNet-50's layer3.1 3x3 conv at batch 1 on the H200, both with 64
-  // blocks of 1x16x4x16 outputs (bench/results/h200-2026-11-24-validation-
-  // staged): 1024 threads of one output (C_input 4, CNWH) took 84.9 us,
-  // 256 threads of 4 along H (C_input 8, NCHW) 51.4 us, the fastest of the
-  // 192 sets timed. The latency term alone ranked the first on top (more
-  // warps); its two shared loads an FMA cap it at an eighth of peak.
+  // blocks of 1x16x4x16 outputs: 1024 threads of one output (C_input 4, CNWH)
+  // took 84.9 us, 256 threads of 4 along H (C_input 8, NCHW) 51.4 us, the
+  // fastest of the 192 sets timed. The latency term alone ranked the first on
+  // top (more warps); its two shared loads an FMA cap it at an eighth of peak.
   const GpuArch h200 = *findArch("h200");
   OpDesc d = conv(1, 256, 256, 14, 3, 1);
   TileParams one;
@@ -169,7 +168,7 @@ TEST_CASE("the issue roofline: warps hide the issue latency, fetches cost "
           "instructions",
           "[roofline]") {
   // BERT's FFN GEMM at batch 1 (128 x 768 -> 3072) on the H200, 96 blocks,
-  // one an SM (bench/results/h200-2026-11-24-issue, ncu): 512 threads of
+  // one an SM (ncu): 512 threads of
   // 2x4 outputs (64x64 blocks, C_input 64) ran 55.6 us with 50 % of issue
   // slots used; 256 threads of 2x8 (128x32, C_input 32) 102.9 us with 31 %.
   // The thesis's SMRatio (latency of shared loads per FLOP) ranked the
@@ -185,7 +184,7 @@ TEST_CASE("the issue roofline: warps hide the issue latency, fetches cost "
   REQUIRE(bf.numBlocks == 96);
   CHECK(bm.pul > 1.5 * bf.pul);
   // Both bounds stay under the measured times (the first ran 45.4 us with
-  // the quad fetch, bench/results/h200-2026-11-24-fetch).
+  // the quad fetch).
   CHECK(bm.timeLowerBound < 45.4e-6);
   CHECK(bf.timeLowerBound < 102.9e-6);
   // Fetched elements cost kFetchInstructions each: a C_input 1 set fetches
@@ -687,7 +686,7 @@ TEST_CASE("the streaming bound of an Add: the DRAM floor, dispatch and L1",
   CHECK(time(quads) < time(tiny));
   // 4 lanes a row of 8 rows, 8 bytes a lane: a sector of each of 8 lines
   // a request, at least kL2MinSectors each (1.5x slower than the fastest
-  // on an H200, call 90; the bound ranked it first when a sector cost one).
+  // on an H200; the bound ranked it first when a sector cost one).
   CHECK(time(quads) < time(tile({1, 8, 8, 8}, {1, 2, 4, 2})));
   Bound b = evaluateBound(d, quads, h);
   CHECK(b.pul == Approx(b.gmRatio * b.smRatio * b.wbRatio * b.coefR));

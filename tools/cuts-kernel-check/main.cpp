@@ -1,7 +1,7 @@
 //===- cuts-kernel-check - generated GEMM kernels on a GPU vs cuBLAS ------===//
 //
-// The code generator's GPU check (issue 4) and a first validation of the
-// performance model (issue 3), runnable on a GPU host without MLIR:
+// The code generator's GPU check and a validation of the performance model
+// on GEMMs, runnable on a GPU host without MLIR:
 // for each GEMM shape, the parameter sets the model keeps (best PUL first)
 // and a sample of pruned ones are generated, compiled with NVRTC, checked
 // against cuBLAS SGEMM (FP32, no TF32) and timed with CUDA events (median,
@@ -16,7 +16,7 @@
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/Nvrtc.h"
 #include "codegen/ops/MatMul.h"
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -174,9 +174,7 @@ int main(int argc, char **argv) {
     std::vector<float> hr(ny);
     cudaMemcpy(hr.data(), ref, ny * 4, cudaMemcpyDeviceToHost);
 
-    OpDesc d;
-    d.kind = OpKind::MatMul;
-    d.N = s.M, d.C = s.K, d.K = s.N;
+    OpDesc d = describeMatMul({s.M, s.K}, {s.K, s.N}, {s.M, s.N}, false, false);
     PruneOptions opts;
     SearchResult kept = searchParams(d, *arch, opts);
     // Pruned sets: a deterministic sample of everything not kept.
@@ -250,7 +248,7 @@ int main(int argc, char **argv) {
     int prefetchWins = 0;
     for (const auto &[p, isKept] : tests) {
       std::string err;
-      auto k = codegen::buildMatMul("cuts_gemm", s.M, s.K, s.N, p, {}, err);
+      auto k = codegen::buildMatMul("cuts_gemm", d, p, {}, err);
       if (!k)
         continue;
       // Both variants of the loop (§3.4.1): normal and prefetching.

@@ -7,10 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/ModelLibrary.h"
-#include "compiler/tune/NvrtcWorker.h"
 #include "compiler/driver/Validate.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/tune/NvrtcWorker.h"
 #include "perfmodel/Explain.h"
 #include "tools/support/Options.h"
 
@@ -49,11 +49,13 @@ void usage(llvm::raw_ostream &os) {
         "      --print-weights (then the output parses back with cuts-opt).\n"
         "  import --list-ops\n"
         "      the ONNX operators cuts covers\n"
-        "  explain MODEL.onnx --arch ARCH [--json] [--input-shape ...]\n"
+        "  explain MODEL.onnx --arch ARCH [--json | --mlir] [--input-shape "
+        "...]\n"
         "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
         "                    [--no-fusion]\n"
         "      the kernels the performance model groups the graph into, with\n"
-        "      candidates enumerated and kept, the best PUL and its factors\n"
+        "      candidates enumerated and kept, the best PUL and its factors;\n"
+        "      --mlir: the graph with each group a cuts.group region\n"
         "  compile MODEL.onnx --arch ARCH[,ARCH...] -o DIR [--emit-source]\n"
         "                    [--name NAME] [--input-shape ...] [--no-fusion]\n"
         "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
@@ -97,57 +99,6 @@ void usage(llvm::raw_ostream &os) {
         "      or such a FILE.json\n";
 }
 
-// "1x3x224x224" -> {1, 3, 224, 224}; a scalar is the empty string.
-bool parseDims(const std::string &s, std::vector<int64_t> &dims) {
-  dims.clear();
-  if (s.empty())
-    return true;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t x = s.find('x', pos);
-    std::string part = s.substr(pos, x == std::string::npos ? x : x - pos);
-    if (part.empty() || part.size() > 12 ||
-        part.find_first_not_of("0123456789") != std::string::npos)
-      return false;
-    dims.push_back(std::stoll(part));
-    if (x == std::string::npos)
-      break;
-    pos = x + 1;
-  }
-  return true;
-}
-
-// Parses "--input-shape NAME=D0xD1..." (or "--input-shape=...") at the
-// current argument; returns 0 when it is not that option, 1 when handled,
-// -1 on error (printed).
-int parseInputShape(ArgList &a, cuts::ImportOptions &opts) {
-  const std::string prefix = "--input-shape=";
-  std::string spec;
-  if (a.is("--input-shape")) {
-    if (!a.value(spec)) {
-      error("", "--input-shape needs NAME=D0xD1x...");
-      return -1;
-    }
-  } else if (a.arg().rfind(prefix, 0) == 0) {
-    spec = a.arg().substr(prefix.size());
-  } else {
-    return 0;
-  }
-  size_t eq = spec.rfind('=');
-  std::vector<int64_t> dims;
-  if (eq == std::string::npos || eq == 0 ||
-      !parseDims(spec.substr(eq + 1), dims)) {
-    error("", "--input-shape '" + spec +
-                  "' is not NAME=D0xD1x... (e.g. input=1x3x224x224)");
-    return -1;
-  }
-  if (!opts.inputShapes.emplace(spec.substr(0, eq), dims).second) {
-    error("", "--input-shape given twice for '" + spec.substr(0, eq) + "'");
-    return -1;
-  }
-  return 1;
-}
-
 // Imports and cleans a model; on failure prints the error and returns null.
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
                                             const std::string &model,
@@ -177,6 +128,22 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
   return module;
 }
 
+// The module as MLIR text; weights elided unless `printWeights`.
+std::string moduleText(mlir::ModuleOp module, bool printWeights) {
+  mlir::OpPrintingFlags flags;
+  if (!printWeights)
+    flags.elideLargeResourceString(0);
+  std::string text;
+  llvm::raw_string_ostream ts(text);
+  module->print(ts, flags);
+  // Elided blobs leave an empty resource section behind; drop it.
+  size_t section = text.rfind("\n{-#");
+  if (!printWeights && section != std::string::npos &&
+      text.find_first_not_of(" \n", section + 5) == text.find("#-}", section))
+    text.erase(section);
+  return text;
+}
+
 int cmdImport(const std::vector<std::string> &args) {
   std::string model, output = "-";
   bool runPasses = true, printWeights = false;
@@ -193,7 +160,7 @@ int cmdImport(const std::vector<std::string> &args) {
       runPasses = false;
     } else if (a.is("--print-weights")) {
       printWeights = true;
-    } else if (int r = parseInputShape(a, opts)) {
+    } else if (int r = cuts::cli::parseInputShape(a, opts.inputShapes)) {
       if (r < 0)
         return 1;
     } else if (a.is("-h") || a.is("--help")) {
@@ -214,18 +181,7 @@ int cmdImport(const std::vector<std::string> &args) {
   llvm::raw_fd_ostream os(output, ec);
   if (ec)
     return error(output, "cannot write (" + ec.message() + ")");
-  mlir::OpPrintingFlags flags;
-  if (!printWeights)
-    flags.elideLargeResourceString(0);
-  std::string text;
-  llvm::raw_string_ostream ts(text);
-  module->print(ts, flags);
-  // Elided blobs leave an empty resource section behind; drop it.
-  size_t section = text.rfind("\n{-#");
-  if (!printWeights && section != std::string::npos &&
-      text.find_first_not_of(" \n", section + 5) == text.find("#-}", section))
-    text.erase(section);
-  os << text << "\n";
+  os << moduleText(*module, printWeights) << "\n";
   return 0;
 }
 
@@ -290,7 +246,7 @@ std::optional<cuts::GpuArch> resolveArch(const std::string &name) {
 
 int cmdExplain(const std::vector<std::string> &args) {
   std::string model, archName;
-  bool json = false;
+  bool json = false, mlir = false;
   cuts::ImportOptions opts;
   cuts::ExplainOptions eopts;
   for (ArgList a(args); a.next();) {
@@ -299,12 +255,14 @@ int cmdExplain(const std::vector<std::string> &args) {
         return error("", "--arch needs a GPU name (" + archList() + ")");
     } else if (a.is("--json")) {
       json = true;
+    } else if (a.is("--mlir")) {
+      mlir = true;
     } else if (a.is("--no-fusion")) {
       eopts.fusion = false;
     } else if (int r = parsePruneOption(a, eopts.prune)) {
       if (r < 0)
         return 1;
-    } else if (int r = parseInputShape(a, opts)) {
+    } else if (int r = cuts::cli::parseInputShape(a, opts.inputShapes)) {
       if (r < 0)
         return 1;
     } else if (int rc = cuts::cli::positional(a, model, "explain", "model")) {
@@ -328,6 +286,12 @@ int cmdExplain(const std::vector<std::string> &args) {
   auto report = cuts::explainFunction(func, *arch, eopts, err);
   if (!report)
     return error(model, err);
+  if (mlir) {
+    if (!cuts::groupRegions(*report, err))
+      return error(model, err);
+    llvm::outs() << moduleText(*module, /*printWeights=*/false) << "\n";
+    return 0;
+  }
   llvm::outs() << (json ? cuts::explainJson(*report)
                         : cuts::explainTable(*report));
   return 0;
@@ -469,7 +433,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     } else if (a.is("--precision")) {
       return error("", "compile: --precision is not available in this "
                        "version: kernels are generated, in fp32");
-    } else if (int r = parseInputShape(a, opts)) {
+    } else if (int r = cuts::cli::parseInputShape(a, opts.inputShapes)) {
       if (r < 0)
         return 1;
     } else if (int rc = cuts::cli::positional(a, model, "compile", "model")) {
@@ -652,7 +616,7 @@ int cmdValidate(const std::vector<std::string> &args) {
     } else if (int r = parsePruneOption(a, prune)) {
       if (r < 0)
         return 1;
-    } else if (int r = parseInputShape(a, opts)) {
+    } else if (int r = cuts::cli::parseInputShape(a, opts.inputShapes)) {
       if (r < 0)
         return 1;
     } else if (int rc = cuts::cli::positional(a, model, "validate", "model")) {

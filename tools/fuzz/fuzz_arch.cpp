@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "perfmodel/Arch.h"
-#include "perfmodel/Params.h"
+#include "perfmodel/ParamSearch.h"
 
 #include <cmath>
 #include <cstdint>

@@ -50,4 +50,57 @@ int positional(const ArgList &a, std::string &slot, const std::string &command,
   return 0;
 }
 
+namespace {
+
+// "1x3x224x224" -> {1, 3, 224, 224}; a scalar is the empty string.
+bool parseDims(const std::string &s, std::vector<int64_t> &dims) {
+  dims.clear();
+  if (s.empty())
+    return true;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t x = s.find('x', pos);
+    std::string part = s.substr(pos, x == std::string::npos ? x : x - pos);
+    if (part.empty() || part.size() > 12 ||
+        part.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    dims.push_back(std::stoll(part));
+    if (x == std::string::npos)
+      break;
+    pos = x + 1;
+  }
+  return true;
+}
+
+} // namespace
+
+int parseInputShape(ArgList &a,
+                    std::map<std::string, std::vector<int64_t>> &shapes) {
+  const std::string prefix = "--input-shape=";
+  std::string spec;
+  if (a.is("--input-shape")) {
+    if (!a.value(spec)) {
+      error("", "--input-shape needs NAME=D0xD1x...");
+      return -1;
+    }
+  } else if (a.arg().rfind(prefix, 0) == 0) {
+    spec = a.arg().substr(prefix.size());
+  } else {
+    return 0;
+  }
+  size_t eq = spec.rfind('=');
+  std::vector<int64_t> dims;
+  if (eq == std::string::npos || eq == 0 ||
+      !parseDims(spec.substr(eq + 1), dims)) {
+    error("", "--input-shape '" + spec +
+                  "' is not NAME=D0xD1x... (e.g. input=1x3x224x224)");
+    return -1;
+  }
+  if (!shapes.emplace(spec.substr(0, eq), dims).second) {
+    error("", "--input-shape given twice for '" + spec.substr(0, eq) + "'");
+    return -1;
+  }
+  return 1;
+}
+
 } // namespace cuts::cli

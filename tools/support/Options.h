@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,12 @@ private:
 /// or a second positional; `what` names it: "model", "directory").
 int positional(const ArgList &a, std::string &slot, const std::string &command,
                const char *what);
+
+/// "--input-shape NAME=D0xD1x..." (or "--input-shape=...") at the current
+/// argument, into `shapes`: 0 when it is not that option, 1 when taken, -1
+/// on error (printed).
+int parseInputShape(ArgList &a,
+                    std::map<std::string, std::vector<int64_t>> &shapes);
 
 } // namespace cuts::cli
 

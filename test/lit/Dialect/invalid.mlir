@@ -809,3 +809,23 @@ func.func @expand_negative_shape(%x: tensor<1xf32>) -> tensor<1xf32> {
   %0 = cuts.expand %x {shape = array<i64: -1>} : (tensor<1xf32>) -> tensor<1xf32>
   return %0 : tensor<1xf32>
 }
+
+// -----
+
+// A group's results are what it yields.
+func.func @group_yield_mismatch(%x: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'cuts.group' op yields 1 values whose types are not the group's results}}
+  %0 = cuts.group attributes {fusion = "none", enumerated = 1 : i64, kept = 1 : i64, pul = 1.0 : f64, time_us = 1.0 : f64} : tensor<2xf32> {
+    %1 = cuts.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+    cuts.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// cuts.yield ends a group and nothing else.
+func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'cuts.yield' op expects parent op 'cuts.group'}}
+  cuts.yield %x : tensor<4xf32>
+}

@@ -456,6 +456,23 @@ func.func @pad(%x: tensor<2x3xf32>) -> (tensor<4x5xf32>, tensor<4x7xf32>, tensor
   return %0, %1, %2, %3 : tensor<4x5xf32>, tensor<4x7xf32>, tensor<3x3xf32>, tensor<2x5xf32>
 }
 
+// A group of the partition (cuts explain --mlir): ops inside read values
+// from outside; what leaves it is yielded.
+// CHECK-LABEL: func.func @group(
+// CHECK-NEXT: %[[G:[a-zA-Z0-9_]+]]:2 = cuts.group attributes {anchor = "elementwise", enumerated = 4 : i64, fusion = "register", kept = 2 : i64, params = "block 1x1x1x4, thread 1x1x1x1 (N x K x H x W), C_input 1, FORMAT_shared NCHW", pul = 5.000000e-01 : f64, time_us = 2.500000e+00 : f64} : tensor<4xf32>, tensor<4xf32> {
+// CHECK-NEXT: %[[R:[a-zA-Z0-9_]+]] = cuts.relu %arg0
+// CHECK-NEXT: %[[N:[a-zA-Z0-9_]+]] = cuts.neg %[[R]]
+// CHECK-NEXT: cuts.yield %[[R]], %[[N]] : tensor<4xf32>, tensor<4xf32>
+// CHECK-NEXT: }
+func.func @group(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0:2 = cuts.group attributes {anchor = "elementwise", enumerated = 4 : i64, fusion = "register", kept = 2 : i64, params = "block 1x1x1x4, thread 1x1x1x1 (N x K x H x W), C_input 1, FORMAT_shared NCHW", pul = 5.000000e-01 : f64, time_us = 2.500000e+00 : f64} : tensor<4xf32>, tensor<4xf32> {
+    %1 = cuts.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+    %2 = cuts.neg %1 : (tensor<4xf32>) -> tensor<4xf32>
+    cuts.yield %1, %2 : tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}
+
 // Imported weights are dense_resource blobs; they print back unchanged.
 // CHECK-LABEL: func.func @constant_resource(
 // CHECK-NEXT: %[[V0:[a-zA-Z0-9_]+]] = cuts.constant {value = dense_resource<weights> : tensor<3xf32>} : tensor<3xf32>

@@ -29,6 +29,25 @@ def Cuts_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Cuts_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 
 //===----------------------------------------------------------------------===//
+// Traits: what the compiler classifies ops by (CutsOps.h, cuts::OpTrait)
+//===----------------------------------------------------------------------===//
+
+// Each result element is a function of the operands' elements at the same
+// position, operands broadcast numpy-style: fusable in registers.
+def Cuts_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::cuts::OpTrait";
+}
+// Each result element is one operand element (or a pad value), moved: read
+// through an index function rather than computed.
+def Cuts_DataMovement : NativeOpTrait<"DataMovement"> {
+  let cppNamespace = "::cuts::OpTrait";
+}
+// The result is the operand's memory, re-described: no kernel, no cost.
+def Cuts_View : NativeOpTrait<"View"> {
+  let cppNamespace = "::cuts::OpTrait";
+}
+
+//===----------------------------------------------------------------------===//
 // Op classes
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +59,8 @@ class Cuts_Op<string mnemonic, list<Trait> traits = []>
 }
 
 class Cuts_UnaryOp<string mnemonic, string onnx, Type operandType,
-                   list<Trait> traits = []> : Cuts_Op<mnemonic, traits> {
+                   list<Trait> traits = []>
+    : Cuts_Op<mnemonic, !listconcat([Cuts_Elementwise], traits)> {
   let summary = "ONNX " # onnx # " (elementwise)";
   let arguments = (ins operandType:$X);
   let results = (outs operandType:$Y);
@@ -49,7 +69,7 @@ class Cuts_UnaryOp<string mnemonic, string onnx, Type operandType,
 
 class Cuts_BinaryOp<string mnemonic, string onnx, Type operandType,
                     Type resultType, list<Trait> traits = []>
-    : Cuts_Op<mnemonic, traits> {
+    : Cuts_Op<mnemonic, !listconcat([Cuts_Elementwise], traits)> {
   let summary = "ONNX " # onnx # " (elementwise, multidirectional broadcasting)";
   let description = [{
     Numpy-style broadcasting of A and B; both have the same element type.
@@ -126,14 +146,14 @@ def Cuts_RangeOp : Cuts_Op<"range"> {
   let hasFolder = 1;
 }
 
-def Cuts_IdentityOp : Cuts_Op<"identity"> {
+def Cuts_IdentityOp : Cuts_Op<"identity", [Cuts_View]> {
   let summary = "ONNX Identity";
   let arguments = (ins Cuts_Tensor:$input);
   let results = (outs Cuts_Tensor:$output);
   let hasFolder = 1;
 }
 
-def Cuts_DropoutOp : Cuts_Op<"dropout"> {
+def Cuts_DropoutOp : Cuts_Op<"dropout", [Cuts_View]> {
   let summary = "ONNX Dropout, inference mode";
   let description = [{
     Only inference is supported: the op is the identity. ratio and
@@ -145,7 +165,7 @@ def Cuts_DropoutOp : Cuts_Op<"dropout"> {
   let hasFolder = 1;
 }
 
-def Cuts_CastOp : Cuts_Op<"cast"> {
+def Cuts_CastOp : Cuts_Op<"cast", [Cuts_Elementwise]> {
   let summary = "ONNX Cast";
   let arguments = (ins Cuts_Tensor:$input, TypeAttr:$to);
   let results = (outs Cuts_Tensor:$output);
@@ -168,7 +188,7 @@ def Cuts_OrOp : Cuts_BinaryOp<"or", "Or", Cuts_BoolTensor, Cuts_BoolTensor, [Com
 def Cuts_XorOp : Cuts_BinaryOp<"xor", "Xor", Cuts_BoolTensor, Cuts_BoolTensor, [Commutative]>;
 def Cuts_NotOp : Cuts_UnaryOp<"not", "Not", Cuts_BoolTensor>;
 
-def Cuts_PowOp : Cuts_Op<"pow"> {
+def Cuts_PowOp : Cuts_Op<"pow", [Cuts_Elementwise]> {
   let summary = "ONNX Pow (elementwise, multidirectional broadcasting)";
   let description = [{
     The result has X's element type; Y may have another numeric type.
@@ -178,7 +198,7 @@ def Cuts_PowOp : Cuts_Op<"pow"> {
   let hasFolder = 1;
 }
 
-def Cuts_WhereOp : Cuts_Op<"where"> {
+def Cuts_WhereOp : Cuts_Op<"where", [Cuts_Elementwise]> {
   let summary = "ONNX Where (multidirectional broadcasting of all three)";
   let arguments = (ins Cuts_BoolTensor:$condition, Cuts_Tensor:$X, Cuts_Tensor:$Y);
   let results = (outs Cuts_Tensor:$output);
@@ -343,14 +363,14 @@ def Cuts_ReduceMaxOp : Cuts_ReduceOp<"reduce_max", "ReduceMax">;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Cuts_FlattenOp : Cuts_Op<"flatten"> {
+def Cuts_FlattenOp : Cuts_Op<"flatten", [Cuts_View]> {
   let summary = "ONNX Flatten (axis normalised to [0, rank])";
   let arguments = (ins Cuts_Tensor:$input, I64Attr:$axis);
   let results = (outs Cuts_Tensor:$output);
   let hasFolder = 1;
 }
 
-def Cuts_ReshapeOp : Cuts_Op<"reshape"> {
+def Cuts_ReshapeOp : Cuts_Op<"reshape", [Cuts_View]> {
   let summary = "ONNX Reshape";
   let description = [{
     The shape input becomes `shape`, fully resolved at import (no 0 and no
@@ -361,21 +381,21 @@ def Cuts_ReshapeOp : Cuts_Op<"reshape"> {
   let hasFolder = 1;
 }
 
-def Cuts_TransposeOp : Cuts_Op<"transpose"> {
+def Cuts_TransposeOp : Cuts_Op<"transpose", [Cuts_DataMovement]> {
   let summary = "ONNX Transpose (perm always given)";
   let arguments = (ins Cuts_Tensor:$data, DenseI64ArrayAttr:$perm);
   let results = (outs Cuts_Tensor:$transposed);
   let hasFolder = 1;
 }
 
-def Cuts_ConcatOp : Cuts_Op<"concat"> {
+def Cuts_ConcatOp : Cuts_Op<"concat", [Cuts_DataMovement]> {
   let summary = "ONNX Concat (axis non-negative)";
   let arguments = (ins Variadic<Cuts_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Cuts_Tensor:$concat_result);
   let hasFolder = 1;
 }
 
-def Cuts_SplitOp : Cuts_Op<"split"> {
+def Cuts_SplitOp : Cuts_Op<"split", [Cuts_DataMovement]> {
   let summary = "ONNX Split";
   let description = [{
     `split` lists every output's extent along `axis` (non-negative); the
@@ -387,7 +407,7 @@ def Cuts_SplitOp : Cuts_Op<"split"> {
   let hasFolder = 1;
 }
 
-def Cuts_SliceOp : Cuts_Op<"slice"> {
+def Cuts_SliceOp : Cuts_Op<"slice", [Cuts_DataMovement]> {
   let summary = "ONNX Slice";
   let description = [{
     starts, ends and steps have one entry per axis of `data`, clamped as ONNX
@@ -400,21 +420,21 @@ def Cuts_SliceOp : Cuts_Op<"slice"> {
   let hasFolder = 1;
 }
 
-def Cuts_GatherOp : Cuts_Op<"gather"> {
+def Cuts_GatherOp : Cuts_Op<"gather", [Cuts_DataMovement]> {
   let summary = "ONNX Gather (axis non-negative; negative indices allowed)";
   let arguments = (ins Cuts_Tensor:$data, Cuts_IndexTensor:$indices, I64Attr:$axis);
   let results = (outs Cuts_Tensor:$output);
   let hasFolder = 1;
 }
 
-def Cuts_GatherElementsOp : Cuts_Op<"gather_elements"> {
+def Cuts_GatherElementsOp : Cuts_Op<"gather_elements", [Cuts_DataMovement]> {
   let summary = "ONNX GatherElements (axis non-negative)";
   let arguments = (ins Cuts_Tensor:$data, Cuts_IndexTensor:$indices, I64Attr:$axis);
   let results = (outs Cuts_Tensor:$output);
   let hasFolder = 1;
 }
 
-def Cuts_GatherNDOp : Cuts_Op<"gather_nd"> {
+def Cuts_GatherNDOp : Cuts_Op<"gather_nd", [Cuts_DataMovement]> {
   let summary = "ONNX GatherND";
   let description = [{
     The last axis of `indices` (i64) indexes the leading axes of `data` after
@@ -426,28 +446,28 @@ def Cuts_GatherNDOp : Cuts_Op<"gather_nd"> {
   let hasFolder = 1;
 }
 
-def Cuts_UnsqueezeOp : Cuts_Op<"unsqueeze"> {
+def Cuts_UnsqueezeOp : Cuts_Op<"unsqueeze", [Cuts_View]> {
   let summary = "ONNX Unsqueeze (axes sorted, non-negative, in the output rank)";
   let arguments = (ins Cuts_Tensor:$data, DenseI64ArrayAttr:$axes);
   let results = (outs Cuts_Tensor:$expanded);
   let hasFolder = 1;
 }
 
-def Cuts_SqueezeOp : Cuts_Op<"squeeze"> {
+def Cuts_SqueezeOp : Cuts_Op<"squeeze", [Cuts_View]> {
   let summary = "ONNX Squeeze (axes sorted, non-negative; never empty)";
   let arguments = (ins Cuts_Tensor:$data, DenseI64ArrayAttr:$axes);
   let results = (outs Cuts_Tensor:$squeezed);
   let hasFolder = 1;
 }
 
-def Cuts_ExpandOp : Cuts_Op<"expand"> {
+def Cuts_ExpandOp : Cuts_Op<"expand", [Cuts_DataMovement]> {
   let summary = "ONNX Expand (the shape input becomes an attribute)";
   let arguments = (ins Cuts_Tensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs Cuts_Tensor:$output);
   let hasFolder = 1;
 }
 
-def Cuts_PadOp : Cuts_Op<"pad"> {
+def Cuts_PadOp : Cuts_Op<"pad", [Cuts_DataMovement]> {
   let summary = "ONNX Pad";
   let description = [{
     `pads` has begin pads for every axis, then end pads (the axes input of
@@ -459,6 +479,41 @@ def Cuts_PadOp : Cuts_Op<"pad"> {
   let results = (outs Cuts_Tensor:$output);
   let hasFolder = 1;
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The partition
+//===----------------------------------------------------------------------===//
+
+def Cuts_GroupOp : Op<Cuts_Dialect, "group",
+    [SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "ops the partition search runs as one kernel";
+  let description = [{
+    `cuts explain --mlir` prints the partition (thesis Algorithm 1) as these:
+    each group's ops, in program order, in its region; its results are what
+    leaves the group. `fusion` is none, register, shared or view; `anchor`
+    the op family whose tiles the group's kernel takes (absent for a view);
+    `params` the best-bound parameter set (thesis Table 3.3) of the
+    `kept` of `enumerated`, `pul` its bound and `time_us` the group's
+    lower-bound time with a launch. Ops inside may use values defined
+    outside. No pass consumes the grouped graph: the compiler lowers the
+    partition straight to kernels.
+  }];
+  let arguments = (ins StrAttr:$fusion, OptionalAttr<StrAttr>:$anchor,
+                       OptionalAttr<StrAttr>:$params, F64Attr:$pul,
+                       F64Attr:$time_us, I64Attr:$kept, I64Attr:$enumerated);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword `:` type($results) $body";
+  let hasVerifier = 1;
+}
+
+def Cuts_YieldOp : Op<Cuts_Dialect, "yield",
+    [Pure, Terminator, HasParent<"GroupOp">]> {
+  let summary = "a group's results";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
 #endif // CUTS_OPS_TD
