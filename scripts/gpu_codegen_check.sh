@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU host (after scripts/package_gpu.sh here, with .gpu-bin and
-# .gpu-inc carried): issue 4's GPU check of the code generator.
+# On the GPU host (after scripts/package_gpu.sh here, with .gpu-bin
+# carried): the code generator's GPU check.
 #  1. test_compile.py --gpu: every small test model (shared-memory-level
 #     fused, grouped, rows over lanes, ...) compiled, emulated on the CPU and
 #     run on the GPU, each against ONNX Runtime;
@@ -33,5 +33,5 @@ for m in shared_conv shared_layernorm grouped_conv; do
   done
 done
 echo "== generated GEMMs vs cuBLAS"
-scripts/kernel_check.sh .gpu-inc --arch h200 --kept ${KEPT:-24} \
+$b/bin/cuts-kernel-check --arch h200 --kept ${KEPT:-24} \
   --pruned ${PRUNED:-12} --json $OUT/gemm.json 2>&1 | tee $OUT/gemm-summary.txt | tail -9

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How NVRTC's throughput scales with threads and with processes, on the
 tuner's own kernels: is the tuner's compile pool (one thread per core,
-compiler/driver/Tuner.cpp) limited by the cores or by contention in one
+compiler/tune/Measure.cpp) limited by the cores or by contention in one
 process?
 
   cuts compile MODEL.onnx --arch h200 -o DIR --tuning /tmp/c.json --candidates cand.json

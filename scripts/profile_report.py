@@ -10,8 +10,8 @@ next to the performance model's counts.
       ncu's raw CSVs (<op>.csv) -> compact <op>.tsv (the candidate's key and
       the counters below), with <op>.validation.json copied alongside.
   scripts/profile_report.py compare DIR DUMP.tsv [CACHE.json]
-      DUMP.tsv: the model's rows for the sample (test/unit/ModelDumpTest.cpp,
-      EXP_SETS from `scripts/validate_ranked.py sets`); CACHE.json: the
+      DUMP.tsv: the model's rows for the sample (tools/cuts-dump-sets with
+      --sets from `scripts/validate_ranked.py sets`); CACHE.json: the
       timings to rank by (a validation call's, not the profiled run's).
       Per op and layout class: measured shared-load instructions over the
       model's N_load, measured shared wavefronts over N_load x COEF_bc; then

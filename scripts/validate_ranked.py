@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Issue 3: scores the current model on an earlier GPU validation's timed
-sets, from a ranked dump (test/unit/ModelDumpTest.cpp with EXP_SETS), so
+sets, from a ranked dump (tools/cuts-dump-sets with --sets), so
 large ops (batch 64: millions of sets each) need no full dump.
 
   scripts/validate_ranked.py sets DIR > sets.txt
-  EXP_MODEL=model.onnx EXP_SETS=sets.txt EXP_OUT=ranked.tsv \\
-    build/test/cuts-unit-tests "[.dump]"
+  build/tools/cuts-dump-sets/cuts-dump-sets model.onnx --sets sets.txt \\
+    -o ranked.tsv
   scripts/validate_ranked.py score DIR:ranked.tsv [DIR:ranked.tsv ...]
 
 For each op: the measured fastest set's rank among all the op's sets and

@@ -5,7 +5,7 @@ the current performance model, without a GPU.
 The sets' bounds come from a dump of every parameter set of the model's
 convs and matmuls with the current model:
 
-  EXP_MODEL=model.onnx EXP_OUT=sets.tsv build/test/cuts-unit-tests "[.dump]"
+  build/tools/cuts-dump-sets/cuts-dump-sets model.onnx -o sets.tsv
 
 Then, for each op that DIR (a scripts/gpu_validate.sh folder:
 validation.json and cache.json) timed, this script prints:

@@ -3,9 +3,9 @@
 without a GPU, so a model change can be tried before it is written in C++.
 
 Each argument pairs a scripts/gpu_validate.sh folder with a dump of every
-parameter set's factors under the current model (test/unit/ModelDumpTest.cpp):
+parameter set's factors under the current model (tools/cuts-dump-sets):
 
-  EXP_MODEL=model.onnx EXP_OUT=sets.tsv build/test/cuts-unit-tests "[.dump]"
+  build/tools/cuts-dump-sets/cuts-dump-sets model.onnx -o sets.tsv
   scripts/validate_variants.py DIR:sets.tsv [DIR:sets.tsv ...]
 
 For each variant (a time bound computed from the dumped factors) and each

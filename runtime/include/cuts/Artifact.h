@@ -75,7 +75,7 @@ struct KernelLaunch {
   Blob source;                        // in the "source" section
   std::map<std::string, Blob> cubins; // arch ("sm_90") -> in "cubin.<arch>"
   /// "" for a generated kernel; "cudnn.conv" for cuDNN's fused convolution,
-  /// whose libraryParams are an encoded ConvSpec (runtime/Library.h) and
+  /// whose libraryParams are an encoded ConvSpec (cuts/rt/Library.h) and
   /// whose args are x, w, [bias], [z], y.
   std::string library;
   std::vector<int64_t> libraryParams;
