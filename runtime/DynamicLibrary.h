@@ -27,9 +27,12 @@ public:
         opened = name;
         return true;
       }
-      const char *why = dlerror();
-      tried += std::string(tried.empty() ? "" : "; ") + name + ": " +
-               (why ? why : "unknown reason");
+      // dlerror's text usually names the file already.
+      const char *error = dlerror(); // cleared by the call
+      std::string why = error ? error : "";
+      if (why.rfind(name, 0) != 0)
+        why = std::string(name) + ": " + (why.empty() ? "unknown reason" : why);
+      tried += (tried.empty() ? "" : "; ") + why;
     }
     return false;
   }
