@@ -366,6 +366,39 @@ int writeKernelSources(const std::string &outDir,
   return 0;
 }
 
+// What a tuned compile measured and chose, and where its time went.
+void printTuning(const cuts::driver::CompileResult &r, double tuneSeconds) {
+  char times[512];
+  std::snprintf(times, sizeof times,
+                "  tuning: %d round(s), %d candidates measured now, %d of "
+                "%d kernels chosen by measured time (%d of them library "
+                "calls: cuDNN or cuBLASLt; "
+                "%.1f us measured, %.1f us bound), %d candidates "
+                "unmeasured, %.1f s\n",
+                r.tuneRounds, r.measured, r.chosenByTime, r.kernels,
+                r.libraryKernels, r.measuredUs, r.predictedUs, r.unmeasured,
+                r.tuneSeconds);
+  llvm::outs() << times;
+  const cuts::tune::MeasureStats &ms = r.measureStats;
+  if (r.measured > 0) {
+    std::snprintf(times, sizeof times,
+                  "  measuring: %.1f s waiting for NVRTC, %.1f s set-up "
+                  "(library plans, modules), %.1f s launches, %.1f s "
+                  "finishing compiles; slowest candidate %.2f s (%s)\n",
+                  ms.waitNvrtc, ms.setup, ms.timing, ms.finish, ms.slowest,
+                  ms.slowestName.c_str());
+    llvm::outs() << times;
+  }
+  if (r.tuneBudgetSpent)
+    llvm::outs() << "  tuning stopped at --tune-seconds "
+                 << llvm::format("%.0f", tuneSeconds) << "\n";
+  if (r.unmeasuredPricedAt > 0)
+    llvm::outs() << "  groups left unmeasured were priced at "
+                 << llvm::format("%.3g", 100 * r.unmeasuredPricedAt)
+                 << "% of their bound (the worst a measured group "
+                    "achieved)\n";
+}
+
 // The runtime's static library and headers that libNAME.so is built
 // against: an installed cuts's (../lib, ../include next to it), else the
 // build tree's.
@@ -527,36 +560,8 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                 total, result->searchSeconds, result->codegenSeconds,
                 result->nvrtcSeconds, libSeconds);
   llvm::outs() << times;
-  if (copts.cost != cuts::driver::CostSource::Model) {
-    std::snprintf(times, sizeof times,
-                  "  tuning: %d round(s), %d candidates measured now, %d of "
-                  "%d kernels chosen by measured time (%d of them library "
-                  "calls: cuDNN or cuBLASLt; "
-                  "%.1f us measured, %.1f us bound), %d candidates "
-                  "unmeasured, %.1f s\n",
-                  result->tuneRounds, result->measured, result->chosenByTime,
-                  result->kernels, result->libraryKernels, result->measuredUs,
-                  result->predictedUs, result->unmeasured, result->tuneSeconds);
-    llvm::outs() << times;
-    const cuts::tune::MeasureStats &ms = result->measureStats;
-    if (result->measured > 0) {
-      std::snprintf(times, sizeof times,
-                    "  measuring: %.1f s waiting for NVRTC, %.1f s set-up "
-                    "(library plans, modules), %.1f s launches, %.1f s "
-                    "finishing compiles; slowest candidate %.2f s (%s)\n",
-                    ms.waitNvrtc, ms.setup, ms.timing, ms.finish, ms.slowest,
-                    ms.slowestName.c_str());
-      llvm::outs() << times;
-    }
-    if (result->tuneBudgetSpent)
-      llvm::outs() << "  tuning stopped at --tune-seconds "
-                   << llvm::format("%.0f", copts.tuneSeconds) << "\n";
-    if (result->unmeasuredPricedAt > 0)
-      llvm::outs() << "  groups left unmeasured were priced at "
-                   << llvm::format("%.3g", 100 * result->unmeasuredPricedAt)
-                   << "% of their bound (the worst a measured group "
-                      "achieved)\n";
-  }
+  if (copts.cost != cuts::driver::CostSource::Model)
+    printTuning(*result, copts.tuneSeconds);
   return 0;
 }
 
