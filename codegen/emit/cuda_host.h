@@ -40,7 +40,9 @@
 //    __popc, __clz, __ffs, __umulhi, __float_as_int and friends.
 //
 // Not supported (compile errors or documented differences):
-//  - half/bfloat16, tensor-core (wmma/mma) and inline PTX: compile errors.
+//  - cuda_fp16.h's half types, wmma and inline PTX: compile errors. The
+//    generator's reduced-precision and tensor-core functions (TensorCore.h)
+//    are defined below with the PTX instructions' semantics.
 //  - Warp intrinsics with a mask that leaves out a lane still running: every
 //    lane of the warp that has not returned must take part (the barrier
 //    counts live lanes). Such code deadlocks here and the barrier reports a
@@ -1041,5 +1043,216 @@ inline T __shfl_xor_sync(unsigned, T var, int laneMask, int width = warpSize) {
   bool inside = src < (lane & ~(width - 1)) + width;
   return cuts_host::detail::shuffleFrom(var, inside ? src : lane);
 }
+
+//===----------------------------------------------------------------------===//
+// Reduced precision and tensor cores: the host's side of the functions
+// codegen/emit/TensorCore.cpp defines for the GPU (see TensorCore.h), with
+// the PTX instructions' semantics (PTX ISA, "cvt", "mma" for .m16n8k16 and
+// .m16n8k8, "ldmatrix", "cp.async").
+//===----------------------------------------------------------------------===//
+
+// float -> fp16, round to nearest even: subnormals, overflow to infinity.
+inline unsigned short cuts_f2h(float x) {
+  uint32_t f = cutsHostBitCast<uint32_t>(x);
+  uint32_t sign = (f >> 16) & 0x8000u, e = (f >> 23) & 0xffu;
+  uint32_t man = f & 0x7fffffu;
+  if (e == 0xffu) // infinity, or a quiet NaN
+    return (unsigned short)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
+  if (e >= 143) // 2^16 and above: past the largest half
+    return (unsigned short)(sign | 0x7c00u);
+  // The result's significand before rounding, and the bits rounded away.
+  uint32_t q, rem, half;
+  if (e >= 113) { // a normal half (a carry into the exponent stays right)
+    q = ((e - 112) << 10) | (man >> 13);
+    rem = man & 0x1fffu, half = 0x1000u;
+  } else { // a subnormal half: 1.man x 2^(e-127) in units of 2^-24
+    uint32_t shift = 126 - e;
+    if (shift > 24)
+      return (unsigned short)sign;
+    uint32_t m = man | 0x800000u;
+    q = m >> shift;
+    rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  }
+  if (rem > half || (rem == half && (q & 1)))
+    ++q;
+  return (unsigned short)(sign | q);
+}
+
+inline float cuts_h2f(unsigned short h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+  if (e == 0x1f)
+    return cutsHostBitCast<float>(sign | 0x7f800000u | (man << 13));
+  if (e == 0) { // zero or subnormal: man x 2^-24, exact in float
+    float v = float(man) * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  return cutsHostBitCast<float>(sign | ((e + 112) << 23) | (man << 13));
+}
+
+// float -> bf16, round to nearest even; a NaN stays a (quiet) NaN.
+inline unsigned short cuts_f2bf(float x) {
+  uint32_t f = cutsHostBitCast<uint32_t>(x);
+  if ((f & 0x7fffffffu) > 0x7f800000u)
+    return (unsigned short)((f >> 16) | 0x40u);
+  f += 0x7fffu + ((f >> 16) & 1u);
+  return (unsigned short)(f >> 16);
+}
+
+inline float cuts_bf2f(unsigned short h) {
+  return cutsHostBitCast<float>(uint32_t(h) << 16);
+}
+
+// float -> tf32 (cvt.rna.tf32.f32): a 10-bit mantissa, ties away from zero.
+inline float cuts_tf32(float x) {
+  uint32_t f = cutsHostBitCast<uint32_t>(x);
+  if ((f & 0x7f800000u) != 0x7f800000u) // infinity and NaN stay
+    f += 0x1000u;
+  return cutsHostBitCast<float>(f & ~0x1fffu);
+}
+
+namespace cuts_host::detail {
+
+// Every lane's n 32-bit registers r[0..n), n <= 4, as all[lane][i] (zero
+// for a lane that has returned).
+inline void gatherRegisters(const uint32_t *r, int n, uint32_t (*all)[4]) {
+  for (int i = 0; i < n; i += 2) {
+    uint64_t v = r[i] | (i + 1 < n ? uint64_t(r[i + 1]) << 32 : 0);
+    warpExchange(v, [&](const Warp::Slot *slots, unsigned long long round) {
+      for (unsigned lane = 0; lane < 32; ++lane) {
+        uint64_t w = 0;
+        if (slots[lane].round == round)
+          std::memcpy(&w, &slots[lane].bits, sizeof w);
+        all[lane][i] = uint32_t(w);
+        if (i + 1 < n)
+          all[lane][i + 1] = uint32_t(w >> 32);
+      }
+      return 0;
+    });
+  }
+}
+
+// Half of register `reg` (0: the low 16 bits).
+inline unsigned short halfOf(uint32_t reg, int half) {
+  return (unsigned short)(half ? reg >> 16 : reg & 0xffffu);
+}
+
+// D = A B + C for m16n8k16 (row.col) with 16-bit operands (convert: fp16 or
+// bf16 to float): the fragment layouts of the PTX ISA, groupID = lane / 4,
+// threadID_in_group = lane % 4. Products sum exactly, rounded once.
+template <class Convert>
+void mma16816(float *d, const uint32_t *a, const uint32_t *b, const float *c,
+              Convert convert) {
+  uint32_t A[32][4], B[32][4];
+  gatherRegisters(a, 4, A);
+  gatherRegisters(b, 2, B);
+  unsigned lane = self().lane, g = lane / 4, t = lane % 4;
+  auto at = [&](unsigned row, unsigned k) { // A: a_i, i = 4 hiK + 2 hiRow + odd
+    unsigned i = (k >= 8 ? 4 : 0) + (row >= 8 ? 2 : 0) + (k & 1);
+    return convert(halfOf(A[(row % 8) * 4 + (k % 8) / 2][i / 2], i & 1));
+  };
+  auto bt = [&](unsigned k, unsigned n) { // B: b_i, i = 2 hiK + odd
+    unsigned i = (k >= 8 ? 2 : 0) + (k & 1);
+    return convert(halfOf(B[n * 4 + (k % 8) / 2][i / 2], i & 1));
+  };
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+    double sum = c[i];
+    for (unsigned k = 0; k < 16; ++k)
+      sum += double(at(row, k)) * double(bt(k, col));
+    d[i] = float(sum);
+  }
+}
+
+} // namespace cuts_host::detail
+
+inline void cuts_mma_f16(float *d, const unsigned *a, const unsigned *b,
+                         const float *c) {
+  cuts_host::detail::mma16816(d, a, b, c, cuts_h2f);
+}
+inline void cuts_mma_bf16(float *d, const unsigned *a, const unsigned *b,
+                          const float *c) {
+  cuts_host::detail::mma16816(d, a, b, c, cuts_bf2f);
+}
+
+// D = A B + C for m16n8k8 (row.col) with tf32 operands: a_i at (groupID +
+// 8 (i odd), threadID_in_group + 4 (i >= 2)), b_i at (threadID_in_group +
+// 4 i, groupID). The tensor core reads an operand's top 19 bits.
+inline void cuts_mma_tf32(float *d, const unsigned *a, const unsigned *b,
+                          const float *c) {
+  using namespace cuts_host::detail;
+  uint32_t A[32][4], B[32][4];
+  gatherRegisters(a, 4, A);
+  gatherRegisters(b, 2, B);
+  unsigned lane = self().lane, g = lane / 4, t = lane % 4;
+  auto tf32 = [](uint32_t bits) {
+    return cutsHostBitCast<float>(bits & ~0x1fffu);
+  };
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+    double sum = c[i];
+    for (unsigned k = 0; k < 8; ++k) {
+      unsigned ai = (row >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0);
+      float av = tf32(A[(row % 8) * 4 + k % 4][ai]);
+      float bv = tf32(B[col * 4 + k % 4][k >= 4 ? 1 : 0]);
+      sum += double(av) * double(bv);
+    }
+    d[i] = float(sum);
+  }
+}
+
+namespace cuts_host::detail {
+
+// ldmatrix .m8n8 .b16: lanes 8j..8j+7 give the row addresses of matrix j
+// (count matrices); lane l gets in r[j] row l / 4's elements 2 (l % 4) and
+// the next, or with `trans` column l / 4's elements of rows 2 (l % 4) and
+// the next.
+inline void ldmatrix(uint32_t *r, const void *row, int count, bool trans) {
+  const unsigned short *rows[32];
+  warpExchange(row, [&](const Warp::Slot *slots, unsigned long long round) {
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      rows[lane] = nullptr;
+      if (slots[lane].round == round)
+        std::memcpy(&rows[lane], &slots[lane].bits, sizeof(void *));
+    }
+    return 0;
+  });
+  unsigned l = self().lane;
+  for (int j = 0; j < count; ++j) {
+    unsigned short lo, hi;
+    if (trans) {
+      lo = rows[8 * j + 2 * (l % 4)][l / 4];
+      hi = rows[8 * j + 2 * (l % 4) + 1][l / 4];
+    } else {
+      lo = rows[8 * j + l / 4][2 * (l % 4)];
+      hi = rows[8 * j + l / 4][2 * (l % 4) + 1];
+    }
+    r[j] = lo | uint32_t(hi) << 16;
+  }
+}
+
+} // namespace cuts_host::detail
+
+inline void cuts_ldmatrix_x4(unsigned *r, const void *p) {
+  cuts_host::detail::ldmatrix(r, p, 4, false);
+}
+inline void cuts_ldmatrix_x4_trans(unsigned *r, const void *p) {
+  cuts_host::detail::ldmatrix(r, p, 4, true);
+}
+inline void cuts_ldmatrix_x2(unsigned *r, const void *p) {
+  cuts_host::detail::ldmatrix(r, p, 2, false);
+}
+inline void cuts_ldmatrix_x2_trans(unsigned *r, const void *p) {
+  cuts_host::detail::ldmatrix(r, p, 2, true);
+}
+
+// cp.async with a source size: `bytes` (0 or 16) read, the rest zeroed. The
+// host copies at once, so the groups are complete when committed.
+inline void cuts_cp_async16(void *dst, const void *src, int bytes) {
+  std::memcpy(dst, src, size_t(bytes));
+  std::memset(static_cast<char *>(dst) + bytes, 0, size_t(16 - bytes));
+}
+inline void cuts_cp_async_commit() {}
+template <int N> inline void cuts_cp_async_wait() {}
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_HOST_H

@@ -1,0 +1,39 @@
+//===- TensorCore.h - reduced precision and tensor cores --------*- C++ -*-===//
+//
+// The device functions kernels use for fp16, bf16 and tf32 data and the
+// tensor cores (sm_80 and later), as CUDA source that the emitter puts
+// before a kernel that needs them. On the host, codegen/emit/cuda_host.h
+// defines the same functions with the same semantics, so the CPU runs the
+// very kernel source:
+//
+//   unsigned short cuts_f2h(float), cuts_f2bf(float)    round to nearest even
+//   float cuts_h2f(unsigned short), cuts_bf2f(unsigned short)
+//   float cuts_tf32(float)        round to tf32 (10-bit mantissa, ties away)
+//   cuts_mma_f16(float d[4], const unsigned a[4], const unsigned b[2],
+//                const float c[4])   mma.sync.m16n8k16.row.col.f32.f16.f16.f32
+//   cuts_mma_bf16(...)             the same with bf16 operands
+//   cuts_mma_tf32(float d[4], const unsigned a[4], const unsigned b[2],
+//                 const float c[4]) mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32
+//   cuts_ldmatrix_x4(unsigned r[4], const void *row)   ldmatrix .m8n8 .b16
+//   cuts_ldmatrix_x4_trans, cuts_ldmatrix_x2, cuts_ldmatrix_x2_trans
+//   cuts_cp_async16(void *shared, const void *global, int bytes)
+//                                  16 bytes, of which `bytes` (0 or 16) read
+//   cuts_cp_async_commit(), cuts_cp_async_wait<N>()
+//
+// Half and bfloat16 values travel as their bit patterns (unsigned short),
+// two to a 32-bit register (the lower address in the low half), as the
+// tensor-core fragments hold them; no CUDA header is needed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_CODEGEN_EMIT_TENSORCORE_H
+#define CUTS_CODEGEN_EMIT_TENSORCORE_H
+
+namespace cuts::codegen {
+
+/// The device functions above, for sm_80 and later (their definitions are
+/// guarded by __CUDA_ARCH__: the host compiler takes cuda_host.h's).
+const char *tensorCorePrelude();
+
+} // namespace cuts::codegen
+
+#endif // CUTS_CODEGEN_EMIT_TENSORCORE_H

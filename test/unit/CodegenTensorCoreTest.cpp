@@ -1,0 +1,264 @@
+// The reduced-precision conversions and tensor-core operations of
+// TensorCore.h in handwritten kernels: on the CPU (cuda_host.h's versions)
+// against references computed here, and compiled with NVRTC for sm_80 and
+// sm_90 (the GPU's versions). cuts-tensor-core-check (test/gpu, ctest
+// tensor-core-gpu) runs the same kernels on a GPU against the CPU.
+#include "CodegenTestUtil.h"
+#include "TensorCoreKernels.h"
+#include "codegen/emit/HostCompile.h"
+#include "codegen/emit/Nvrtc.h"
+#include "codegen/emit/TensorCore.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace cuts;
+using namespace cuts::test;
+
+namespace {
+
+std::unique_ptr<HostKernel> build(const std::string &body,
+                                  const KernelSignature &sig) {
+  std::string error;
+  auto k = compileForHost(codegen::tensorCorePrelude() + body, sig, error);
+  INFO(error);
+  REQUIRE(k);
+  return k;
+}
+
+void compilesWithNvrtc(const std::string &body, const std::string &name) {
+  REQUIRE(nvrtcAvailable()); // the tests build with the CUDA toolkit
+  std::string error;
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    auto r = compileWithNvrtc(codegen::tensorCorePrelude() + body, arch, error);
+    INFO(arch << ": " << error);
+    REQUIRE(r);
+    CHECK(r->find(name));
+  }
+}
+
+KernelArg buf(const void *p) { return KernelArg::buffer(p); }
+
+float bitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Every finite positive value of a 16-bit format (`toFloat` of bit
+// patterns 0 .. limit), each value's midpoint with the next, and a float
+// just either side of it: what round-to-nearest must decide.
+std::vector<float> roundingCases(float (*toFloat)(uint16_t), uint16_t limit) {
+  std::vector<float> xs;
+  for (uint32_t h = 0; h < limit; ++h) {
+    float lo = toFloat(uint16_t(h)), hi = toFloat(uint16_t(h + 1));
+    float mid = float((double(lo) + double(hi)) / 2);
+    xs.insert(xs.end(), {lo, -lo, mid, -mid, std::nextafter(mid, lo),
+                         std::nextafter(mid, hi)});
+  }
+  return xs;
+}
+
+// The format's value of bit pattern h, computed from its definition.
+float halfValue(uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e ? std::ldexp(1.0 + m / 1024.0, e - 15) : std::ldexp(m, -24);
+  return float(h & 0x8000 ? -v : v);
+}
+float bf16Value(uint16_t h) { return bitsToFloat(uint32_t(h) << 16); }
+
+// The nearest of the format's values to x, ties to the even pattern.
+uint16_t nearestEven(float x, float (*toFloat)(uint16_t), uint16_t maxFinite,
+                     uint16_t infinity) {
+  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  double a = std::fabs(double(x));
+  // Binary search of the positive patterns (values rise with the pattern).
+  uint32_t lo = 0, hi = maxFinite;
+  while (hi - lo > 1) {
+    uint32_t m = (lo + hi) / 2;
+    (double(toFloat(uint16_t(m))) <= a ? lo : hi) = m;
+  }
+  double dl = a - toFloat(uint16_t(lo)), dh = toFloat(uint16_t(hi)) - a;
+  if (a >= toFloat(maxFinite)) { // past the largest: half an ulp rounds up
+    double ulp = toFloat(maxFinite) - toFloat(uint16_t(maxFinite - 1));
+    return uint16_t(sign |
+                    (a >= toFloat(maxFinite) + ulp / 2 ? infinity : maxFinite));
+  }
+  uint32_t r = dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
+  return uint16_t(sign | r);
+}
+
+} // namespace
+
+TEST_CASE("fp16, bf16 and tf32 rounding on the CPU", "[codegen][tensorcore]") {
+  std::vector<float> xs = roundingCases(halfValue, 0x7bff);
+  std::vector<float> bs = roundingCases(bf16Value, 0x7f7f);
+  xs.insert(xs.end(), bs.begin(), bs.end());
+  xs.insert(xs.end(), {65504.0f, 65519.0f, 65520.0f, 1e6f, -1e6f, INFINITY,
+                       -INFINITY, 3.4e38f});
+  int n = int(xs.size());
+  std::vector<uint16_t> h(n), b(n);
+  std::vector<float> t(n);
+  auto k = build(kConvert, {"convert",
+                            {{"x", "const float *"},
+                             {"h", "unsigned short *"},
+                             {"b", "unsigned short *"},
+                             {"t", "float *"},
+                             {"n", "int"}}});
+  std::string error;
+  REQUIRE(k->launch({unsigned((n + 255) / 256)}, {256},
+                    {buf(xs.data()), buf(h.data()), buf(b.data()),
+                     buf(t.data()), KernelArg::scalar(n)},
+                    error));
+  int wrongH = 0, wrongB = 0, wrongT = 0;
+  for (int i = 0; i < n; ++i) {
+    float x = xs[i];
+    wrongH += h[i] != nearestEven(x, halfValue, 0x7bff, 0x7c00);
+    wrongB += b[i] != nearestEven(x, bf16Value, 0x7f7f, 0x7f80);
+    // tf32: 10 mantissa bits, ties away from zero.
+    double a = std::fabs(double(x));
+    int e;
+    std::frexp(a, &e);
+    double ulp = std::ldexp(1.0, e - 11);
+    double r = std::isinf(a) ? a : std::floor(a / ulp + 0.5) * ulp;
+    wrongT +=
+        double(std::fabs(t[i])) != r || std::signbit(t[i]) != std::signbit(x);
+  }
+  CHECK(wrongH == 0);
+  CHECK(wrongB == 0);
+  CHECK(wrongT == 0);
+  // And back: every 16-bit pattern to float, exactly.
+  std::vector<uint16_t> all(65536);
+  for (uint32_t p = 0; p < 65536; ++p)
+    all[p] = uint16_t(p);
+  std::vector<float> hf(65536), bf(65536);
+  auto w = build(kWiden, {"widen",
+                          {{"p", "const unsigned short *"},
+                           {"hf", "float *"},
+                           {"bf", "float *"}}});
+  REQUIRE(w->launch({256}, {256},
+                    {buf(all.data()), buf(hf.data()), buf(bf.data())}, error));
+  int wrongWiden = 0;
+  for (uint32_t p = 0; p < 65536; ++p) {
+    bool nan = (p & 0x7c00) == 0x7c00 && (p & 0x3ff);
+    if (nan)
+      wrongWiden += !std::isnan(hf[p]);
+    else if ((p & 0x7fff) == 0x7c00)
+      wrongWiden += hf[p] != ((p & 0x8000) ? -INFINITY : INFINITY);
+    else
+      wrongWiden += hf[p] != halfValue(uint16_t(p));
+    float want = bf16Value(uint16_t(p));
+    wrongWiden += std::memcmp(&bf[p], &want, 4) != 0;
+  }
+  CHECK(wrongWiden == 0);
+  compilesWithNvrtc(kConvert, "convert");
+  compilesWithNvrtc(kWiden, "widen");
+}
+
+namespace {
+
+// Random values in a 16-bit format and their floats.
+void random16(std::mt19937 &rng, bool bf16, std::vector<uint16_t> &bits,
+              std::vector<float> &values) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (size_t i = 0; i < bits.size(); ++i) {
+    float x = dist(rng);
+    uint32_t f;
+    std::memcpy(&f, &x, 4);
+    // Round by the reference rule, then read the value back.
+    bits[i] = bf16 ? nearestEven(x, bf16Value, 0x7f7f, 0x7f80)
+                   : nearestEven(x, halfValue, 0x7bff, 0x7c00);
+    values[i] = bf16 ? bf16Value(bits[i]) : halfValue(bits[i]);
+  }
+}
+
+} // namespace
+
+TEST_CASE("m16n8k16 fp16 and bf16 tensor-core products on the CPU",
+          "[codegen][tensorcore]") {
+  auto k = build(kMma16, {"mma16",
+                          {{"A", "const unsigned short *"},
+                           {"B", "const unsigned short *"},
+                           {"C", "const float *"},
+                           {"D", "float *"},
+                           {"bf16", "int"},
+                           {"aT", "int"}}});
+  std::mt19937 rng(3);
+  for (int bf16 : {0, 1})
+    for (int aT : {0, 1}) {
+      std::vector<uint16_t> a(256), b(128);
+      std::vector<float> av(256), bv(128);
+      random16(rng, bf16, a, av);
+      random16(rng, bf16, b, bv);
+      std::vector<float> c = test::randomVector(rng, 128);
+      std::vector<float> d = test::poisoned(128);
+      std::vector<uint16_t> stored = a; // At[k][m] when aT
+      if (aT)
+        for (int m = 0; m < 16; ++m)
+          for (int q = 0; q < 16; ++q)
+            stored[q * 16 + m] = a[m * 16 + q];
+      std::string error;
+      REQUIRE(k->launch({1}, {32},
+                        {buf(stored.data()), buf(b.data()), buf(c.data()),
+                         buf(d.data()), KernelArg::scalar(bf16),
+                         KernelArg::scalar(aT)},
+                        error));
+      test::RelativeL2 e;
+      for (int m = 0; m < 16; ++m)
+        for (int n = 0; n < 8; ++n) {
+          double want = c[m * 8 + n];
+          for (int q = 0; q < 16; ++q)
+            want += double(av[m * 16 + q]) * bv[q * 8 + n];
+          e.add(d[m * 8 + n], want);
+        }
+      INFO((bf16 ? "bf16" : "fp16") << (aT ? ", A transposed" : ""));
+      CHECK(e.value() <= 1e-6);
+    }
+  compilesWithNvrtc(kMma16, "mma16");
+}
+
+TEST_CASE("m16n8k8 tf32 tensor-core products on the CPU",
+          "[codegen][tensorcore]") {
+  auto k = build(kMmaTf32, {"mma_tf32",
+                            {{"A", "const float *"},
+                             {"B", "const float *"},
+                             {"C", "const float *"},
+                             {"D", "float *"}}});
+  std::mt19937 rng(4);
+  std::vector<float> a = test::randomVector(rng, 128);
+  std::vector<float> b = test::randomVector(rng, 64);
+  std::vector<float> c = test::randomVector(rng, 128);
+  std::vector<float> d = test::poisoned(128);
+  std::string error;
+  REQUIRE(k->launch(
+      {1}, {32}, {buf(a.data()), buf(b.data()), buf(c.data()), buf(d.data())},
+      error));
+  // tf32 keeps 10 mantissa bits, rounding ties away from zero.
+  auto tf32 = [](float x) {
+    int e;
+    std::frexp(double(x), &e);
+    double ulp = std::ldexp(1.0, e - 11);
+    double r = std::floor(std::fabs(double(x)) / ulp + 0.5) * ulp;
+    return x < 0 ? -r : r;
+  };
+  test::RelativeL2 exact, rounded;
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      double want = c[m * 8 + n], full = want;
+      for (int q = 0; q < 8; ++q) {
+        want += tf32(a[m * 8 + q]) * tf32(b[q * 8 + n]);
+        full += double(a[m * 8 + q]) * b[q * 8 + n];
+      }
+      rounded.add(d[m * 8 + n], want);
+      exact.add(d[m * 8 + n], full);
+    }
+  CHECK(rounded.value() <= 1e-6);
+  // tf32's own error against fp32 operands: about 2^-11 relative.
+  CHECK(exact.value() > 1e-5);
+  CHECK(exact.value() < 3e-3);
+  compilesWithNvrtc(kMmaTf32, "mma_tf32");
+}
