@@ -34,7 +34,9 @@ enum class Space { Global, Shared };
 
 /// The element type of a buffer and of a node's value. Indices (ONNX int64)
 /// and masks (bool) flow through the same DFGs as the fp32 data they select.
-enum class Type { F32, I64, I32, Bool };
+/// Value types. F16 and BF16 are storage types: 16-bit bit patterns in
+/// memory that kernels compute on as fp32 (TensorCore.h's conversions).
+enum class Type { F32, I64, I32, Bool, F16, BF16 };
 
 /// How one buffer dimension moves from thread to thread: position =
 /// thread-0 position + coordinate(outDim) x threadExtent(outDim) x scale.

@@ -1,5 +1,6 @@
 //===- Cuda.cpp - CUDA / HIP source from a kernel's DFGs ------------------===//
 #include "codegen/emit/Cuda.h"
+#include "codegen/emit/TensorCore.h"
 
 #include <algorithm>
 #include <array>
@@ -22,6 +23,9 @@ const char *typeName(dfg::Type t) {
     return "int";
   case dfg::Type::Bool:
     return "bool";
+  case dfg::Type::F16:
+  case dfg::Type::BF16:
+    return "unsigned short"; // the bit pattern (TensorCore.h)
   default:
     return "float";
   }
@@ -62,6 +66,25 @@ int64_t sharedFloats(const Kernel &k) {
     if (b.space == dfg::Space::Shared)
       n += bufferFloats(b);
   return n;
+}
+
+// The shared tiles of a tensor-core kernel, in elements: A's Nb x Cin and
+// B's Cin x Kb (Kb x Cin when B is transposed), each row padded by 16 bytes
+// so that ldmatrix's eight rows fall in distinct banks.
+struct MmaTiles {
+  int64_t lda = 0, ldb = 0, aElems = 0, bElems = 0, bytes = 0;
+};
+MmaTiles mmaTiles(const Kernel &k) {
+  const TileParams &p = k.params;
+  int64_t eb = elementBytes(k.mma->operand), pad = 16 / eb;
+  bool tb = k.desc.transB;
+  MmaTiles t;
+  t.lda = p.Cin + pad;
+  t.aElems = p.Nb * t.lda;
+  t.ldb = (tb ? p.Cin : p.Kb) + pad;
+  t.bElems = (tb ? p.Kb : p.Cin) * t.ldb;
+  t.bytes = k.mma->stages * (t.aElems + t.bElems) * eb;
+  return t;
 }
 
 std::string num(double v) {
@@ -207,6 +230,9 @@ private:
     std::string storeTensor;
     dfg::Buffer tile;
     double outside = 0;
+    // A tensor-core kernel's exit: thread-0 positions along N and K are a
+    // lane's fragment elements (fragmentOffset), coord the lane's first.
+    bool fragment = false;
   };
 
   void setPhase(const Kernel &k, const std::string &coordPrefix,
@@ -219,6 +245,10 @@ private:
     if (m.outDim != dfg::NoDim) {
       if (b.space == dfg::Space::Global)
         s += ph.base[m.outDim] + " * " + std::to_string(m.scale) + " + ";
+      if (ph.fragment && (m.outDim == dfg::DimN || m.outDim == dfg::DimK))
+        return "(" + s + ph.coord[m.outDim] + " * " + std::to_string(m.scale) +
+               " + " + std::to_string(fragmentOffset(m.outDim, i) * m.scale) +
+               ")";
       s += ph.coord[m.outDim] + " * " +
            std::to_string(ph.threadExt[m.outDim] * m.scale) + " + ";
     }
@@ -393,6 +423,10 @@ private:
   // runtime loop over the rounds, each computing and storing its tiles.
   void emitRoundsLoop(const std::string &indent, int64_t tiles);
   void emitProducer();
+  /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
+  /// the lanes' accumulator fragments.
+  void emitMma();
+  void emitMmaFetch(const std::string &ind);
 
   const Kernel &top;
   Target target;
@@ -545,6 +579,8 @@ bool Emitter::widthAligned(const dfg::Buffer &b, int u, int64_t width) const {
 
 std::map<int, Emitter::VectorRun>
 Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
+  if (ph.fragment) // a fragment's positions are not consecutive in memory
+    return {};
   // A global tensor both read and written here keeps its scalar accesses:
   // a run moves a store later and a load earlier. A producer phase's
   // global accesses too: its block origin need not be aligned.
@@ -1498,6 +1534,131 @@ void Emitter::emitProducer() {
      << "  __syncthreads(); // the tile is complete\n\n";
 }
 
+// One K slice of A and B into shared stage `st`, 16 bytes a copy
+// (cp.async), zero where the tile overhangs the tensor. Rows of A and of B
+// (or B's columns when transposed) are contiguous in K or N, which are
+// multiples of a copy (buildMmaMatMul checks).
+void Emitter::emitMmaFetch(const std::string &ind) {
+  const Kernel &k = top;
+  const TileParams &p = k.params;
+  const MmaTiles t = mmaTiles(k);
+  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
+  const int64_t ch = 16 / elementBytes(k.mma->operand); // elements a copy
+  auto copy = [&](const char *tile, int64_t rows, int64_t cols, int64_t ld,
+                  const std::string &rowPos, const std::string &colPos,
+                  const std::string &inside, const std::string &src) {
+    os << ind << "for (int c = tid; c < " << rows * (cols / ch)
+       << "; c += kThreads) {\n"
+       << ind << "  const int r = c / " << cols / ch << ", e = (c % "
+       << cols / ch << ") * " << ch << ";\n"
+       << ind << "  const long long gr = " << rowPos << ", ge = " << colPos
+       << ";\n"
+       << ind << "  const bool in = " << inside << ";\n"
+       << ind << "  cuts_cp_async16(" << tile << " + st * "
+       << (tile[0] == 'A' ? t.aElems : t.bElems) << " + r * " << ld
+       << " + e, in ? " << src << " : " << (tile[0] == 'A' ? "Ag" : "Bg")
+       << ", in ? 16 : 0);\n"
+       << ind << "}\n";
+  };
+  copy("As", p.Nb, p.Cin, t.lda, "base_n + r", "k0 + e",
+       "gr < " + std::to_string(M) + " && ge < " + std::to_string(K),
+       "Ag + gr * " + std::to_string(K) + " + ge");
+  if (k.desc.transB) // B is N x K: rows of the tile are N
+    copy("Bs", p.Kb, p.Cin, t.ldb, "base_k + r", "k0 + e",
+         "gr < " + std::to_string(N) + " && ge < " + std::to_string(K),
+         "Bg + gr * " + std::to_string(K) + " + ge");
+  else
+    copy("Bs", p.Cin, p.Kb, t.ldb, "k0 + r", "base_k + e",
+         "gr < " + std::to_string(K) + " && ge < " + std::to_string(N),
+         "Bg + gr * " + std::to_string(N) + " + ge");
+}
+
+void Emitter::emitMma() {
+  const Kernel &k = top;
+  const TileParams &p = k.params;
+  const MmaLoop &m = *k.mma;
+  const MmaTiles t = mmaTiles(k);
+  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
+  const int64_t wm = p.Nb / m.warpsM, wn = p.Kb / m.warpsN, S = m.stages;
+  const char *mma =
+      m.operand == dfg::Type::BF16 ? "cuts_mma_bf16" : "cuts_mma_f16";
+  std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
+  os << "  // Tensor cores: warp (wm, wn) of the block, lane (g, tq) of the\n"
+     << "  // warp; its accumulators are 16 x 8 tiles' fragments.\n"
+     << "  const int lane = tid % 32, warp = tid / 32;\n"
+     << "  const int wm = warp / " << m.warpsN << ", wn = warp % " << m.warpsN
+     << ";\n"
+     << "  const int g = lane / 4, tq = lane % 4;\n"
+     << "  const int mma_row = wm * " << wm << " + g, mma_col = wn * " << wn
+     << " + tq * 2;\n"
+     << "  unsigned short *As = reinterpret_cast<unsigned short "
+        "*>(cuts_smem);\n"
+     << "  unsigned short *Bs = As + " << S * t.aElems << ";\n"
+     << "  const unsigned short *Ag = A + base_h * " << M * K << "LL;\n"
+     << "  const unsigned short *Bg = B + base_h * " << K * N << "LL;\n"
+     << "  float acc[" << MI << "][" << NI << "][4];\n"
+     << "  for (int i = 0; i < " << MI << "; ++i)\n"
+     << "    for (int j = 0; j < " << NI << "; ++j)\n"
+     << "      for (int e = 0; e < 4; ++e)\n"
+     << "        acc[i][j][e] = 0.0f;\n"
+     << "  auto fetch = [&](int st, long long k0) {\n";
+  emitMmaFetch("    ");
+  os << "  };\n"
+     << "  // A pipeline of " << S << " stages: slice kt + " << S - 1
+     << " loads while slice kt computes.\n"
+     << "  const long long kTiles = " << (K + p.Cin - 1) / p.Cin << ";\n"
+     << "  for (int s = 0; s < " << S - 1 << "; ++s) {\n"
+     << "    if (s < kTiles)\n"
+     << "      fetch(s, s * " << p.Cin << "LL);\n"
+     << "    cuts_cp_async_commit();\n"
+     << "  }\n"
+     << "  for (long long kt = 0; kt < kTiles; ++kt) {\n"
+     << "    cuts_cp_async_wait<" << S - 2 << ">();\n"
+     << "    __syncthreads(); // slice kt is in; slice kt - 1 is done with\n"
+     << "    if (kt + " << S - 1 << " < kTiles)\n"
+     << "      fetch(int((kt + " << S - 1 << ") % " << S << "), (kt + " << S - 1
+     << ") * " << p.Cin << "LL);\n"
+     << "    cuts_cp_async_commit();\n"
+     << "    const unsigned short *At = As + (kt % " << S << ") * " << t.aElems
+     << ";\n"
+     << "    const unsigned short *Bt = Bs + (kt % " << S << ") * " << t.bElems
+     << ";\n"
+     << "    for (int kk = 0; kk < " << p.Cin << "; kk += 16) {\n"
+     << "      unsigned a[" << MI << "][4], b[" << NI << "][2], r[4];\n"
+     << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "        cuts_ldmatrix_x4(a[i], At + (wm * " << wm
+     << " + i * 16 + lane % 16) * " << t.lda << " + kk + (lane / 16) * 8);\n"
+     << "      for (int j = 0; j < " << NI << "; j += 2) {\n";
+  if (k.desc.transB)
+    os << "        cuts_ldmatrix_x4(r, Bt + (wn * " << wn
+       << " + j * 8 + lane % 8 + (lane / 16) * 8) * " << t.ldb
+       << " + kk + ((lane / 8) % 2) * 8);\n";
+  else
+    os << "        cuts_ldmatrix_x4_trans(r, Bt + (kk + lane % 16) * " << t.ldb
+       << " + wn * " << wn << " + j * 8 + (lane / 16) * 8);\n";
+  os << "        b[j][0] = r[0], b[j][1] = r[1];\n"
+     << "        b[j + 1][0] = r[2], b[j + 1][1] = r[3];\n"
+     << "      }\n"
+     << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "        for (int j = 0; j < " << NI << "; ++j)\n"
+     << "          " << mma << "(acc[i][j], a[i], b[j], acc[i][j]);\n"
+     << "    }\n"
+     << "  }\n"
+     << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
+     << "  // (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";
+  for (int64_t n = 0; n < 2 * m.mi; ++n)
+    for (int64_t c = 0; c < 2 * m.ni; ++c) {
+      const int64_t local[4] = {n, c, 0, 0};
+      os << "  float " << accName(local) << " = acc[" << n / 2 << "][" << c / 2
+         << "][" << (n % 2) * 2 + c % 2 << "];\n";
+    }
+  ph.fragment = true;
+  ph.coord[dfg::DimN] = "mma_row";
+  ph.coord[dfg::DimK] = "mma_col";
+  os << "  // Loop exit: epilogue and stores.\n";
+  emitGraph(k.exit, "  ");
+}
+
 std::string Emitter::run() {
   const TileParams &p = top.params;
   int64_t threads = p.threads();
@@ -1514,6 +1675,10 @@ std::string Emitter::run() {
   os << "\n// generated by cuts; do not edit\n";
   if (target == Target::Hip)
     os << "#include <hip/hip_runtime.h>\n";
+  if (top.mma && target == Target::Hip)
+    os << "#error \"tensor-core kernels are generated for CUDA only\"\n";
+  if (top.mma)
+    os << tensorCorePrelude();
   os << "\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
      << top.name << "(";
@@ -1544,7 +1709,9 @@ std::string Emitter::run() {
   if (launchShape(top).sharedBytes > 0)
     os << "  extern __shared__ __align__(16) float cuts_smem[];\n";
   setPhase(top, "t_", "base_");
-  if (!top.producer) {
+  if (top.mma) {
+    emitMma();
+  } else if (!top.producer) {
     emitPhase("  ", threads, top.prefetch, false);
   } else {
     // The consumer's tiles first: the producer stores into one of them.
@@ -1568,6 +1735,7 @@ LaunchShape launchShape(const Kernel &k) {
   // The prefetching variant doubles the tiles of the looped phase: the
   // producer's where there is one (the consumer then runs one iteration).
   int64_t stages = k.prefetch ? 2 : 1;
+  int64_t bytes = k.mma ? mmaTiles(k).bytes : 0;
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;
@@ -1576,7 +1744,8 @@ LaunchShape launchShape(const Kernel &k) {
   int64_t blocks = 1;
   for (int d = 0; d < 4; ++d)
     blocks *= (dims[d] + ext[d] - 1) / ext[d];
-  return {blocks, k.params.threads(), floats * int64_t(sizeof(float))};
+  return {blocks, k.params.threads(),
+          k.mma ? bytes : floats * int64_t(sizeof(float))};
 }
 
 } // namespace cuts::codegen

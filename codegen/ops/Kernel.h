@@ -14,6 +14,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,17 @@ struct TensorArg {
 
 /// Bytes of one element of type t in global memory.
 inline int64_t elementBytes(dfg::Type t) {
-  return t == dfg::Type::I64 ? 8 : t == dfg::Type::Bool ? 1 : 4;
+  switch (t) {
+  case dfg::Type::I64:
+    return 8;
+  case dfg::Type::Bool:
+    return 1;
+  case dfg::Type::F16:
+  case dfg::Type::BF16:
+    return 2;
+  default:
+    return 4;
+  }
 }
 
 /// One axis of a tile fetch: the tile's local index r along this axis reads
@@ -90,6 +101,27 @@ struct EpilogueOp {
   }
 };
 
+/// A tensor-core main loop (buildMmaMatMul) instead of the body DFG: a
+/// block's Nb x Kb outputs by warpsM x warpsN warps, each `mi` x `ni` tiles
+/// of 16 x 8 (mma.sync m16n8k16 for fp16 and bf16 operands, m16n8k8 for
+/// tf32), K in slices of params.Cin through `stages` shared buffers that
+/// cp.async fills. The exit DFG's thread tile (params.Nt x Kt = 2 mi x 2 ni)
+/// is a lane's accumulator fragment: rows 16 apart and 8 within a tile,
+/// columns 8 apart and 1 within (fragmentOffset).
+struct MmaLoop {
+  dfg::Type operand = dfg::Type::F16; // F16, BF16, or F32 computed as tf32
+  int64_t warpsM = 2, warpsN = 2, mi = 2, ni = 4;
+  int64_t stages = 3;
+  /// The product's k-step: 16 (fp16, bf16) or 8 (tf32).
+  int64_t kStep() const { return operand == dfg::Type::F32 ? 8 : 16; }
+};
+
+/// The offset of a lane's fragment element `i` (its exit-DFG position)
+/// from the lane's first along dimension N (rows) or K (columns).
+inline int64_t fragmentOffset(int dim, int64_t i) {
+  return dim == dfg::DimN ? 16 * (i / 2) + 8 * (i % 2) : 8 * (i / 2) + i % 2;
+}
+
 struct Kernel {
   std::string name;
   std::string summary; // ops and parameters, for the header comment
@@ -119,6 +151,8 @@ struct Kernel {
   /// producer's tensors (its output excepted) are among this kernel's.
   std::shared_ptr<const Kernel> producer;
   int producedFetch = -1;
+  /// A tensor-core main loop (then `body` and `fetches` are empty).
+  std::optional<MmaLoop> mma;
 };
 
 /// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's

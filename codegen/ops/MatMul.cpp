@@ -20,6 +20,25 @@ std::string accName2(int64_t i, int64_t j) {
   return accName(local);
 }
 
+// Loop exit: the epilogue on each accumulator, then the global store of Y
+// (batch x M x N, or M x N); and the header's summary.
+bool exitAndSummary(Kernel &k, const std::string &what,
+                    const std::vector<EpilogueOp> &epilogue,
+                    std::string &error) {
+  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K, batch = k.desc.batch;
+  bool ok =
+      batch > 1
+          ? buildExit(k, "Y", {batch, M, N}, {dfg::DimH, dfg::DimN, dfg::DimK},
+                      epilogue, error)
+          : buildExit(k, "Y", {M, N}, {dfg::DimN, dfg::DimK}, epilogue, error);
+  k.summary = (batch > 1 ? std::to_string(batch) + " x " : "") + what +
+              std::to_string(M) + "x" + std::to_string(K) + " * " +
+              std::to_string(K) + "x" + std::to_string(N);
+  for (const EpilogueOp &e : epilogue)
+    k.summary += e.operand.empty() ? " + unary" : " + " + e.operand;
+  return ok;
+}
+
 } // namespace
 
 std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
@@ -112,20 +131,56 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
     }
   declareAccumulators(k);
 
-  // Loop exit: the epilogue on each accumulator, then the global store.
-  bool ok =
-      batch > 1
-          ? buildExit(k, "Y", {batch, M, N}, {dfg::DimH, dfg::DimN, dfg::DimK},
-                      epilogue, error)
-          : buildExit(k, "Y", {M, N}, {dfg::DimN, dfg::DimK}, epilogue, error);
-  if (!ok)
+  if (!exitAndSummary(k, "matmul ", epilogue, error))
     return std::nullopt;
+  return k;
+}
 
-  k.summary = (batch > 1 ? std::to_string(batch) + " x matmul " : "matmul ") +
-              std::to_string(M) + "x" + std::to_string(K) + " * " +
-              std::to_string(K) + "x" + std::to_string(N);
-  for (const EpilogueOp &e : epilogue)
-    k.summary += e.operand.empty() ? " + unary" : " + " + e.operand;
+std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
+                                     const TileParams &p, const MmaLoop &m,
+                                     const std::vector<EpilogueOp> &epilogue,
+                                     std::string &error) {
+  const int64_t M = d.N, K = d.C, N = d.K, batch = d.batch;
+  if (m.operand != dfg::Type::F16 && m.operand != dfg::Type::BF16) {
+    error = "tensor-core products take fp16 or bf16 operands";
+    return std::nullopt;
+  }
+  // A copy moves 16 bytes of a row: rows of A, and of B, start aligned.
+  const int64_t perCopy = 16 / elementBytes(m.operand);
+  if (d.kind != OpKind::MatMul || d.transA || K % perCopy ||
+      (!d.transB && N % perCopy)) {
+    error = "tensor-core products take A untransposed, and K (and N where "
+            "B is not transposed) in whole 16-byte copies";
+    return std::nullopt;
+  }
+  if (m.warpsM < 1 || m.warpsN < 1 || m.mi < 1 || m.ni < 2 || m.ni % 2 ||
+      m.stages < 2 || p.Nb != m.warpsM * 16 * m.mi ||
+      p.Kb != m.warpsN * 8 * m.ni || p.Nt != 2 * m.mi || p.Kt != 2 * m.ni ||
+      p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 || p.Cin < 16 ||
+      p.Cin % 16) {
+    error = "parameters are not a tensor-core tiling (block warpsM x 16 mi "
+            "by warpsN x 8 ni, thread 2 mi x 2 ni, ni even, C_input a "
+            "multiple of 16, at least 2 stages)";
+    return std::nullopt;
+  }
+  Kernel k;
+  k.name = name;
+  k.desc = d;
+  k.params = p;
+  k.mma = m;
+  k.loopExtent = K;
+  auto shape = [&](std::vector<int64_t> s) {
+    if (batch > 1)
+      s.insert(s.begin(), batch);
+    return s;
+  };
+  k.tensors = {{"A", shape({M, K}), false, m.operand},
+               {"B",
+                shape(d.transB ? std::vector<int64_t>{N, K}
+                               : std::vector<int64_t>{K, N}),
+                false, m.operand}};
+  if (!exitAndSummary(k, "tensor-core matmul ", epilogue, error))
+    return std::nullopt;
   return k;
 }
 

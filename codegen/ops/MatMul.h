@@ -26,6 +26,16 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
                                   const std::vector<EpilogueOp> &epilogue,
                                   std::string &error);
 
+/// The product on tensor cores (Kernel::mma): the same Y, its epilogue as
+/// buildMatMul's, with A and B in m.operand's type (fp16 or bf16) read
+/// through `stages` shared buffers. p's block is warpsM x 16 mi rows by
+/// warpsN x 8 ni columns, its thread tile a lane's fragment (2 mi x 2 ni),
+/// C_input the K slice (a multiple of 16).
+std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
+                                     const TileParams &p, const MmaLoop &m,
+                                     const std::vector<EpilogueOp> &epilogue,
+                                     std::string &error);
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_OPS_MATMUL_H

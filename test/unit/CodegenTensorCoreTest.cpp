@@ -5,9 +5,12 @@
 // tensor-core-gpu) runs the same kernels on a GPU against the CPU.
 #include "CodegenTestUtil.h"
 #include "TensorCoreKernels.h"
+#include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostCompile.h"
+#include "codegen/emit/HostRun.h"
 #include "codegen/emit/Nvrtc.h"
 #include "codegen/emit/TensorCore.h"
+#include "codegen/ops/MatMul.h"
 
 #include <catch2/catch.hpp>
 
@@ -18,6 +21,7 @@
 
 using namespace cuts;
 using namespace cuts::test;
+using namespace cuts::codegen;
 
 namespace {
 
@@ -30,11 +34,15 @@ std::unique_ptr<HostKernel> build(const std::string &body,
   return k;
 }
 
-void compilesWithNvrtc(const std::string &body, const std::string &name) {
+// `source` (the prelude first, where it is only a kernel's body) compiles
+// for both architectures and holds kernel `name`.
+void compilesWithNvrtc(const std::string &body, const std::string &name,
+                       bool withPrelude = true) {
   REQUIRE(nvrtcAvailable()); // the tests build with the CUDA toolkit
   std::string error;
+  std::string source = withPrelude ? codegen::tensorCorePrelude() + body : body;
   for (const char *arch : {"sm_80", "sm_90"}) {
-    auto r = compileWithNvrtc(codegen::tensorCorePrelude() + body, arch, error);
+    auto r = compileWithNvrtc(source, arch, error);
     INFO(arch << ": " << error);
     REQUIRE(r);
     CHECK(r->find(name));
@@ -261,4 +269,131 @@ TEST_CASE("m16n8k8 tf32 tensor-core products on the CPU",
   CHECK(exact.value() > 1e-5);
   CHECK(exact.value() < 3e-3);
   compilesWithNvrtc(kMmaTf32, "mma_tf32");
+}
+
+namespace {
+
+struct MmaCase {
+  int64_t M, K, N, batch;
+  bool transB, bf16;
+  MmaLoop loop;
+  int64_t bk;
+  std::vector<EpilogueOp> epilogue;
+};
+
+// C_input bk, the block and thread tiles loop implies.
+TileParams mmaParams(const MmaLoop &m, int64_t bk) {
+  TileParams p;
+  p.Nb = m.warpsM * 16 * m.mi, p.Kb = m.warpsN * 8 * m.ni;
+  p.Nt = 2 * m.mi, p.Kt = 2 * m.ni, p.Cin = bk;
+  return p;
+}
+
+// Runs the case's kernel on the CPU and returns its relative L2 error
+// against a double-precision product of the same 16-bit operands.
+double runMma(const Kernel &k, const MmaCase &c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t M = c.M, K = c.K, N = c.N, B = c.batch;
+  std::vector<uint16_t> a(B * M * K), b(B * K * N);
+  std::vector<float> av(a.size()), bv(b.size());
+  random16(rng, c.bf16, a, av);
+  random16(rng, c.bf16, b, bv);
+  std::vector<float> bias = test::randomVector(rng, N);
+  std::vector<float> res = test::randomVector(rng, B * M * N);
+  std::vector<float> y = test::poisoned(B * M * N);
+  std::string err;
+  bool ran = runOnHost(k,
+                       {{"A", a.data()},
+                        {"B", b.data()},
+                        {"bias", bias.data()},
+                        {"res", res.data()},
+                        {"Y", y.data()}},
+                       err);
+  INFO(err);
+  REQUIRE(ran);
+  test::RelativeL2 e;
+  for (int64_t q = 0; q < B; ++q)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double v = 0;
+        for (int64_t p = 0; p < K; ++p)
+          v += double(av[(q * M + i) * K + p]) *
+               bv[c.transB ? (q * N + j) * K + p : (q * K + p) * N + j];
+        size_t at = size_t((q * M + i) * N + j);
+        for (const EpilogueOp &op : c.epilogue)
+          if (op.op == dfg::Op::Add)
+            v += op.operand == "bias" ? bias[j] : res[at];
+          else if (op.op == dfg::Op::Relu)
+            v = std::max(v, 0.0);
+        e.add(y[at], v);
+      }
+  return e.value();
+}
+
+} // namespace
+
+TEST_CASE("tensor-core products match the reference on the CPU",
+          "[codegen][tensorcore]") {
+  using dfg::Type;
+  std::vector<MmaCase> cases = {
+      // Ragged M and K (a partial last slice), bias + relu, 3 stages.
+      {40,
+       48,
+       64,
+       1,
+       false,
+       false,
+       {Type::F16, 2, 2, 1, 2, 3},
+       32,
+       {EpilogueOp::binary(dfg::Op::Add, "bias", {64}),
+        EpilogueOp::unary(dfg::Op::Relu)}},
+      // B transposed (a Linear layer's weight), bf16, a residual.
+      {32,
+       64,
+       48,
+       1,
+       true,
+       true,
+       {Type::BF16, 1, 2, 2, 2, 2},
+       32,
+       {EpilogueOp::binary(dfg::Op::Add, "res", {32, 48})}},
+      // Batched products (attention), 4 stages, a wider warp tile.
+      {24, 32, 32, 2, false, false, {Type::F16, 1, 1, 2, 4, 4}, 16, {}},
+  };
+  uint32_t seed = 21;
+  for (const MmaCase &c : cases) {
+    std::vector<int64_t> a = {c.M, c.K},
+                         b = c.transB ? std::vector<int64_t>{c.N, c.K}
+                                      : std::vector<int64_t>{c.K, c.N};
+    std::vector<int64_t> y = {c.M, c.N};
+    if (c.batch > 1)
+      for (auto *s : {&a, &b, &y})
+        s->insert(s->begin(), c.batch);
+    OpDesc d = describeMatMul(a, b, y, false, c.transB);
+    std::string err;
+    auto k = codegen::buildMmaMatMul("mma_test", d, mmaParams(c.loop, c.bk),
+                                     c.loop, c.epilogue, err);
+    INFO(err);
+    REQUIRE(k);
+    INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch
+             << (c.transB ? " B^T" : "") << (c.bf16 ? " bf16" : " fp16"));
+    CHECK(runMma(*k, c, seed++) <= 1e-6);
+    std::string src = emitSource(*k);
+    CHECK(src.find("cuts_ldmatrix_x4") != std::string::npos);
+    compilesWithNvrtc(src, "mma_test", /*withPrelude=*/false);
+  }
+}
+
+TEST_CASE("tensor-core products refuse what they cannot tile",
+          "[codegen][tensorcore]") {
+  MmaLoop m;
+  std::string err;
+  OpDesc d = describeMatMul({32, 20}, {20, 32}, {32, 32}, false, false);
+  CHECK_FALSE(codegen::buildMmaMatMul("k20", d, mmaParams(m, 32), m, {}, err));
+  CHECK(err.find("16-byte") != std::string::npos);
+  d = describeMatMul({32, 32}, {32, 32}, {32, 32}, false, false);
+  TileParams p = mmaParams(m, 32);
+  p.Nt = 1;
+  CHECK_FALSE(codegen::buildMmaMatMul("tile", d, p, m, {}, err));
+  CHECK(err.find("tensor-core tiling") != std::string::npos);
 }
