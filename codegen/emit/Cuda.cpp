@@ -87,6 +87,39 @@ MmaTiles mmaTiles(const Kernel &k) {
   return t;
 }
 
+// One operand's shared tile as its copies see it: rows x cols elements of
+// a row-major global tensor (row stride `stride`) from (rowBase, colBase),
+// K along the rows or along the columns. A bound is checked only where the
+// tiles overhang the tensor (`ragged`).
+struct MmaOperand {
+  const char *x;              // "a" or "b": the names' prefix
+  std::string global, shared; // Ag, sA
+  int64_t rows, cols, ld, stride, stageBytes;
+  std::string rowBase, colBase; // the tile's first row and column
+  bool kAlongRows;
+  int64_t rowLimit, colLimit;
+  bool rowRagged, colRagged;
+};
+
+std::vector<MmaOperand> mmaOperands(const Kernel &k) {
+  const TileParams &p = k.params;
+  const MmaTiles t = mmaTiles(k);
+  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
+  const int64_t eb = elementBytes(k.mma->operand);
+  MmaOperand a{"a", "Ag",          "sA",          p.Nb, p.Cin, t.lda,
+               K,   t.aElems * eb, "base_n",      "0",  false, M,
+               K,   M % p.Nb != 0, K % p.Cin != 0};
+  MmaOperand b =
+      k.desc.transB
+          ? MmaOperand{"b", "Bg",          "sB",          p.Kb, p.Cin, t.ldb,
+                       K,   t.bElems * eb, "base_k",      "0",  false, N,
+                       K,   N % p.Kb != 0, K % p.Cin != 0}
+          : MmaOperand{"b", "Bg",           "sB",         p.Cin,    p.Kb, t.ldb,
+                       N,   t.bElems * eb,  "0",          "base_k", true, K,
+                       N,   K % p.Cin != 0, N % p.Kb != 0};
+  return {a, b};
+}
+
 std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -426,7 +459,8 @@ private:
   /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
   /// the lanes' accumulator fragments.
   void emitMma();
-  void emitMmaFetch(const std::string &ind);
+  void emitMmaCopySlots(const MmaOperand &o);
+  void emitMmaCopies(const MmaOperand &o, const std::string &ind);
 
   const Kernel &top;
   Target target;
@@ -579,8 +613,6 @@ bool Emitter::widthAligned(const dfg::Buffer &b, int u, int64_t width) const {
 
 std::map<int, Emitter::VectorRun>
 Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
-  if (ph.fragment) // a fragment's positions are not consecutive in memory
-    return {};
   // A global tensor both read and written here keeps its scalar accesses:
   // a run moves a store later and a load earlier. A producer phase's
   // global accesses too: its block origin need not be aligned.
@@ -627,6 +659,14 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
     std::vector<int64_t> widths{4};
     if (b.space == dfg::Space::Global)
       widths.push_back(2);
+    if (ph.fragment) {
+      // A lane's fragment holds pairs of adjacent columns (fragmentOffset):
+      // 64-bit accesses where the unit axis is K itself, else none.
+      const dfg::DimMap &m = b.map[u];
+      bool pairs = b.space == dfg::Space::Global && m.outDim == dfg::DimK &&
+                   m.scale == 1 && !m.inner;
+      widths = pairs ? std::vector<int64_t>{2} : std::vector<int64_t>{};
+    }
     for (int64_t w : widths) {
       if (!widthAligned(b, u, w))
         continue;
@@ -1534,43 +1574,60 @@ void Emitter::emitProducer() {
      << "  __syncthreads(); // the tile is complete\n\n";
 }
 
-// One K slice of A and B into shared stage `st`, 16 bytes a copy
-// (cp.async), zero where the tile overhangs the tensor. Rows of A and of B
-// (or B's columns when transposed) are contiguous in K or N, which are
-// multiples of a copy (buildMmaMatMul checks).
-void Emitter::emitMmaFetch(const std::string &ind) {
-  const Kernel &k = top;
-  const TileParams &p = k.params;
-  const MmaTiles t = mmaTiles(k);
-  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
-  const int64_t ch = 16 / elementBytes(k.mma->operand); // elements a copy
-  auto copy = [&](const char *tile, int64_t rows, int64_t cols, int64_t ld,
-                  const std::string &rowPos, const std::string &colPos,
-                  const std::string &inside, const std::string &src) {
-    os << ind << "for (int c = tid; c < " << rows * (cols / ch)
-       << "; c += kThreads) {\n"
-       << ind << "  const int r = c / " << cols / ch << ", e = (c % "
-       << cols / ch << ") * " << ch << ";\n"
-       << ind << "  const long long gr = " << rowPos << ", ge = " << colPos
-       << ";\n"
-       << ind << "  const bool in = " << inside << ";\n"
-       << ind << "  cuts_cp_async16(" << tile << " + st * "
-       << (tile[0] == 'A' ? t.aElems : t.bElems) << " + r * " << ld
-       << " + e, in ? " << src << " : " << (tile[0] == 'A' ? "Ag" : "Bg")
-       << ", in ? 16 : 0);\n"
-       << ind << "}\n";
-  };
-  copy("As", p.Nb, p.Cin, t.lda, "base_n + r", "k0 + e",
-       "gr < " + std::to_string(M) + " && ge < " + std::to_string(K),
-       "Ag + gr * " + std::to_string(K) + " + ge");
-  if (k.desc.transB) // B is N x K: rows of the tile are N
-    copy("Bs", p.Kb, p.Cin, t.ldb, "base_k + r", "k0 + e",
-         "gr < " + std::to_string(N) + " && ge < " + std::to_string(K),
-         "Bg + gr * " + std::to_string(K) + " + ge");
-  else
-    copy("Bs", p.Cin, p.Kb, t.ldb, "k0 + r", "base_k + e",
-         "gr < " + std::to_string(K) + " && ge < " + std::to_string(N),
-         "Bg + gr * " + std::to_string(N) + " + ge");
+// This thread's first copy of operand o (16 bytes): its row and column in
+// the tile, its global source and its shared destination. Copy i is i x
+// rows-per-pass rows further on, a compile-time offset in both.
+void Emitter::emitMmaCopySlots(const MmaOperand &o) {
+  const int64_t ch = 16 / elementBytes(top.mma->operand), cpr = o.cols / ch;
+  const int64_t eb = elementBytes(top.mma->operand);
+  os << "  const int " << o.x << "_r = tid / " << cpr << ", " << o.x
+     << "_e = (tid % " << cpr << ") * " << ch << ";\n"
+     << "  const unsigned short *const " << o.x << "_g = " << o.global << " + ("
+     << o.rowBase << " + " << o.x << "_r) * " << o.stride << "LL + "
+     << o.colBase << " + " << o.x << "_e;\n"
+     << "  const cuts_sptr " << o.x << "_s = " << o.shared << " + (" << o.x
+     << "_r * " << o.ld << " + " << o.x << "_e) * " << eb << ";\n";
+}
+
+// Operand o's copies of the K slice from k0 into stage st (cp.async, zero
+// where the tile overhangs the tensor).
+void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
+  const int64_t threads = top.params.threads();
+  const int64_t ch = 16 / elementBytes(top.mma->operand), cpr = o.cols / ch;
+  const int64_t eb = elementBytes(top.mma->operand);
+  const int64_t total = o.rows * cpr, perPass = threads / cpr;
+  const int64_t count = (total + threads - 1) / threads;
+  std::string k0 = o.kAlongRows ? "k0 * " + std::to_string(o.stride) + "LL"
+                                : std::string("k0");
+  os << ind << "#pragma unroll\n"
+     << ind << "for (int i = 0; i < " << count << "; ++i) {\n";
+  if (total % threads)
+    os << ind << "  if (i == " << count - 1
+       << " && tid >= " << total - (count - 1) * threads << ")\n"
+       << ind << "    break;\n";
+  std::vector<std::string> in;
+  if (o.rowRagged)
+    in.push_back(o.rowBase + " + " + o.x + "_r + i * " +
+                 std::to_string(perPass) + (o.kAlongRows ? " + k0" : "") +
+                 " < " + std::to_string(o.rowLimit));
+  if (o.colRagged)
+    in.push_back(o.colBase + " + " + o.x + "_e" +
+                 (o.kAlongRows ? "" : " + k0") + " < " +
+                 std::to_string(o.colLimit));
+  std::string src = o.x + std::string("_g + ") + k0 + " + i * " +
+                    std::to_string(perPass * o.stride) + "LL";
+  std::string dst = o.x + std::string("_s + st * ") +
+                    std::to_string(o.stageBytes) + " + i * " +
+                    std::to_string(perPass * o.ld * eb);
+  if (in.empty()) {
+    os << ind << "  cuts_cp_async16(" << dst << ", " << src << ", 16);\n";
+  } else {
+    os << ind << "  const bool in = " << in[0]
+       << (in.size() > 1 ? " && " + in[1] : std::string()) << ";\n"
+       << ind << "  cuts_cp_async16(" << dst << ", in ? " << src << " : "
+       << o.global << ", in ? 16 : 0);\n";
+  }
+  os << ind << "}\n";
 }
 
 void Emitter::emitMma() {
@@ -1580,9 +1637,11 @@ void Emitter::emitMma() {
   const MmaTiles t = mmaTiles(k);
   const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
   const int64_t wm = p.Nb / m.warpsM, wn = p.Kb / m.warpsN, S = m.stages;
+  const int64_t eb = elementBytes(m.operand);
   const char *mma =
       m.operand == dfg::Type::BF16 ? "cuts_mma_bf16" : "cuts_mma_f16";
-  std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
+  const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
+  const std::vector<MmaOperand> ops = mmaOperands(k);
   os << "  // Tensor cores: warp (wm, wn) of the block, lane (g, tq) of the\n"
      << "  // warp; its accumulators are 16 x 8 tiles' fragments.\n"
      << "  const int lane = tid % 32, warp = tid / 32;\n"
@@ -1591,58 +1650,78 @@ void Emitter::emitMma() {
      << "  const int g = lane / 4, tq = lane % 4;\n"
      << "  const int mma_row = wm * " << wm << " + g, mma_col = wn * " << wn
      << " + tq * 2;\n"
-     << "  unsigned short *As = reinterpret_cast<unsigned short "
-        "*>(cuts_smem);\n"
-     << "  unsigned short *Bs = As + " << S * t.aElems << ";\n"
+     << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
+     << "  const cuts_sptr sB = sA + " << S * t.aElems * eb << ";\n"
      << "  const unsigned short *Ag = A + base_h * " << M * K << "LL;\n"
-     << "  const unsigned short *Bg = B + base_h * " << K * N << "LL;\n"
-     << "  float acc[" << MI << "][" << NI << "][4];\n"
+     << "  const unsigned short *Bg = B + base_h * " << K * N << "LL;\n";
+  for (const MmaOperand &o : ops)
+    emitMmaCopySlots(o);
+  // ldmatrix rows: lanes 0-15 give A's 16 rows at k and lanes 16-31 the
+  // same rows at k + 8; B's four 8x8 matrices are (n, k), (n, k+8), (n+8,
+  // k), (n+8, k+8) when transposed, else the trans loads of rows k..k+15.
+  os << "  const cuts_sptr a_ld = sA + ((wm * " << wm << " + lane % 16) * "
+     << t.lda << " + (lane / 16) * 8) * " << eb << ";\n";
+  if (k.desc.transB)
+    os << "  const cuts_sptr b_ld = sB + ((wn * " << wn
+       << " + lane % 8 + (lane / 16) * 8) * " << t.ldb
+       << " + ((lane / 8) % 2) * 8) * " << eb << ";\n";
+  else
+    os << "  const cuts_sptr b_ld = sB + ((lane % 16) * " << t.ldb << " + wn * "
+       << wn << " + (lane / 16) * 8) * " << eb << ";\n";
+  os << "  float acc[" << MI << "][" << NI << "][4];\n"
+     << "#pragma unroll\n"
      << "  for (int i = 0; i < " << MI << "; ++i)\n"
+     << "#pragma unroll\n"
      << "    for (int j = 0; j < " << NI << "; ++j)\n"
+     << "#pragma unroll\n"
      << "      for (int e = 0; e < 4; ++e)\n"
      << "        acc[i][j][e] = 0.0f;\n"
-     << "  auto fetch = [&](int st, long long k0) {\n";
-  emitMmaFetch("    ");
+     << "  auto fetch = [&](int st, int k0) {\n";
+  for (const MmaOperand &o : ops)
+    emitMmaCopies(o, "    ");
+  // B's step between 8-column tiles j and between the 16-deep k steps.
+  const std::string bj = std::to_string((k.desc.transB ? 8 * t.ldb : 8) * eb);
+  const std::string bk = std::to_string((k.desc.transB ? 1 : t.ldb) * eb);
   os << "  };\n"
      << "  // A pipeline of " << S << " stages: slice kt + " << S - 1
      << " loads while slice kt computes.\n"
-     << "  const long long kTiles = " << (K + p.Cin - 1) / p.Cin << ";\n"
+     << "  constexpr int kTiles = " << (K + p.Cin - 1) / p.Cin << ";\n"
      << "  for (int s = 0; s < " << S - 1 << "; ++s) {\n"
      << "    if (s < kTiles)\n"
-     << "      fetch(s, s * " << p.Cin << "LL);\n"
+     << "      fetch(s, s * " << p.Cin << ");\n"
      << "    cuts_cp_async_commit();\n"
      << "  }\n"
-     << "  for (long long kt = 0; kt < kTiles; ++kt) {\n"
+     << "  int rs = 0, ws = " << S - 1 << "; // the stages read and written\n"
+     << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
      << "    cuts_cp_async_wait<" << S - 2 << ">();\n"
      << "    __syncthreads(); // slice kt is in; slice kt - 1 is done with\n"
      << "    if (kt + " << S - 1 << " < kTiles)\n"
-     << "      fetch(int((kt + " << S - 1 << ") % " << S << "), (kt + " << S - 1
-     << ") * " << p.Cin << "LL);\n"
+     << "      fetch(ws, (kt + " << S - 1 << ") * " << p.Cin << ");\n"
      << "    cuts_cp_async_commit();\n"
-     << "    const unsigned short *At = As + (kt % " << S << ") * " << t.aElems
-     << ";\n"
-     << "    const unsigned short *Bt = Bs + (kt % " << S << ") * " << t.bElems
-     << ";\n"
+     << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n"
+     << "    const cuts_sptr Bt = b_ld + rs * " << t.bElems * eb << ";\n"
+     << "#pragma unroll\n"
      << "    for (int kk = 0; kk < " << p.Cin << "; kk += 16) {\n"
      << "      unsigned a[" << MI << "][4], b[" << NI << "][2], r[4];\n"
+     << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
-     << "        cuts_ldmatrix_x4(a[i], At + (wm * " << wm
-     << " + i * 16 + lane % 16) * " << t.lda << " + kk + (lane / 16) * 8);\n"
-     << "      for (int j = 0; j < " << NI << "; j += 2) {\n";
-  if (k.desc.transB)
-    os << "        cuts_ldmatrix_x4(r, Bt + (wn * " << wn
-       << " + j * 8 + lane % 8 + (lane / 16) * 8) * " << t.ldb
-       << " + kk + ((lane / 8) % 2) * 8);\n";
-  else
-    os << "        cuts_ldmatrix_x4_trans(r, Bt + (kk + lane % 16) * " << t.ldb
-       << " + wn * " << wn << " + j * 8 + (lane / 16) * 8);\n";
-  os << "        b[j][0] = r[0], b[j][1] = r[1];\n"
+     << "        cuts_ldmatrix_x4(a[i], At + i * " << 16 * t.lda * eb
+     << " + kk * " << eb << ");\n"
+     << "#pragma unroll\n"
+     << "      for (int j = 0; j < " << NI << "; j += 2) {\n"
+     << "        cuts_ldmatrix_x4" << (k.desc.transB ? "" : "_trans")
+     << "(r, Bt + j * " << bj << " + kk * " << bk << ");\n"
+     << "        b[j][0] = r[0], b[j][1] = r[1];\n"
      << "        b[j + 1][0] = r[2], b[j + 1][1] = r[3];\n"
      << "      }\n"
+     << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "#pragma unroll\n"
      << "        for (int j = 0; j < " << NI << "; ++j)\n"
      << "          " << mma << "(acc[i][j], a[i], b[j], acc[i][j]);\n"
      << "    }\n"
+     << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
+     << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
      << "  }\n"
      << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
      << "  // (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";

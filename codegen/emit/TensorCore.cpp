@@ -29,10 +29,11 @@ __device__ __forceinline__ float cuts_tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return __uint_as_float(r);
 }
-__device__ __forceinline__ unsigned cuts_shared_address(const void *p) {
+typedef unsigned cuts_sptr; // a shared-memory address; + adds bytes
+__device__ __forceinline__ cuts_sptr cuts_saddr(const void *p) {
   unsigned long long a;
   asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-  return (unsigned)a;
+  return (cuts_sptr)a;
 }
 #define CUTS_MMA_16816(NAME, TYPE)                                             \
   __device__ __forceinline__ void NAME(float *d, const unsigned *a,            \
@@ -56,34 +57,34 @@ __device__ __forceinline__ void cuts_mma_tf32(float *d, const unsigned *a,
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                  "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
-__device__ __forceinline__ void cuts_ldmatrix_x4(unsigned *r, const void *p) {
+__device__ __forceinline__ void cuts_ldmatrix_x4(unsigned *r, cuts_sptr p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(cuts_shared_address(p)));
+               : "r"(p));
 }
 __device__ __forceinline__ void cuts_ldmatrix_x4_trans(unsigned *r,
-                                                       const void *p) {
+                                                       cuts_sptr p) {
   asm volatile(
       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
       : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "r"(cuts_shared_address(p)));
+      : "r"(p));
 }
-__device__ __forceinline__ void cuts_ldmatrix_x2(unsigned *r, const void *p) {
+__device__ __forceinline__ void cuts_ldmatrix_x2(unsigned *r, cuts_sptr p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
                : "=r"(r[0]), "=r"(r[1])
-               : "r"(cuts_shared_address(p)));
+               : "r"(p));
 }
 __device__ __forceinline__ void cuts_ldmatrix_x2_trans(unsigned *r,
-                                                       const void *p) {
+                                                       cuts_sptr p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
                : "=r"(r[0]), "=r"(r[1])
-               : "r"(cuts_shared_address(p)));
+               : "r"(p));
 }
-__device__ __forceinline__ void cuts_cp_async16(void *dst, const void *src,
+__device__ __forceinline__ void cuts_cp_async16(cuts_sptr dst, const void *src,
                                                 int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                :
-               : "r"(cuts_shared_address(dst)), "l"(src), "r"(bytes));
+               : "r"(dst), "l"(src), "r"(bytes));
 }
 __device__ __forceinline__ void cuts_cp_async_commit() {
   asm volatile("cp.async.commit_group;");

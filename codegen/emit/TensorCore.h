@@ -14,9 +14,12 @@
 //   cuts_mma_bf16(...)             the same with bf16 operands
 //   cuts_mma_tf32(float d[4], const unsigned a[4], const unsigned b[2],
 //                 const float c[4]) mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32
-//   cuts_ldmatrix_x4(unsigned r[4], const void *row)   ldmatrix .m8n8 .b16
+//   cuts_sptr cuts_saddr(const void *p) p as a shared-memory address: a
+//                                  32-bit window address on the GPU, a byte
+//                                  pointer on the host; + adds bytes
+//   cuts_ldmatrix_x4(unsigned r[4], cuts_sptr row)  ldmatrix .m8n8 .b16
 //   cuts_ldmatrix_x4_trans, cuts_ldmatrix_x2, cuts_ldmatrix_x2_trans
-//   cuts_cp_async16(void *shared, const void *global, int bytes)
+//   cuts_cp_async16(cuts_sptr shared, const void *global, int bytes)
 //                                  16 bytes, of which `bytes` (0 or 16) read
 //   cuts_cp_async_commit(), cuts_cp_async_wait<N>()
 //

@@ -1233,24 +1233,30 @@ inline void ldmatrix(uint32_t *r, const void *row, int count, bool trans) {
 
 } // namespace cuts_host::detail
 
-inline void cuts_ldmatrix_x4(unsigned *r, const void *p) {
+// A shared-memory address: a byte pointer here, a 32-bit window address on
+// the GPU; either way + adds bytes.
+typedef unsigned char *cuts_sptr;
+inline cuts_sptr cuts_saddr(const void *p) {
+  return static_cast<cuts_sptr>(const_cast<void *>(p));
+}
+inline void cuts_ldmatrix_x4(unsigned *r, cuts_sptr p) {
   cuts_host::detail::ldmatrix(r, p, 4, false);
 }
-inline void cuts_ldmatrix_x4_trans(unsigned *r, const void *p) {
+inline void cuts_ldmatrix_x4_trans(unsigned *r, cuts_sptr p) {
   cuts_host::detail::ldmatrix(r, p, 4, true);
 }
-inline void cuts_ldmatrix_x2(unsigned *r, const void *p) {
+inline void cuts_ldmatrix_x2(unsigned *r, cuts_sptr p) {
   cuts_host::detail::ldmatrix(r, p, 2, false);
 }
-inline void cuts_ldmatrix_x2_trans(unsigned *r, const void *p) {
+inline void cuts_ldmatrix_x2_trans(unsigned *r, cuts_sptr p) {
   cuts_host::detail::ldmatrix(r, p, 2, true);
 }
 
 // cp.async with a source size: `bytes` (0 or 16) read, the rest zeroed. The
 // host copies at once, so the groups are complete when committed.
-inline void cuts_cp_async16(void *dst, const void *src, int bytes) {
+inline void cuts_cp_async16(cuts_sptr dst, const void *src, int bytes) {
   std::memcpy(dst, src, size_t(bytes));
-  std::memset(static_cast<char *>(dst) + bytes, 0, size_t(16 - bytes));
+  std::memset(dst + bytes, 0, size_t(16 - bytes));
 }
 inline void cuts_cp_async_commit() {}
 template <int N> inline void cuts_cp_async_wait() {}

@@ -163,6 +163,14 @@ std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
             "multiple of 16, at least 2 stages)";
     return std::nullopt;
   }
+  // Each thread's copies start at one column of the slice (Cuda.cpp's
+  // copy slots): a row of 16-byte copies must divide the block's threads.
+  const int64_t threads = m.warpsM * m.warpsN * 32;
+  if (threads % (p.Cin / perCopy) ||
+      threads % ((d.transB ? p.Cin : p.Kb) / perCopy)) {
+    error = "a tile row's 16-byte copies do not divide the block's threads";
+    return std::nullopt;
+  }
   Kernel k;
   k.name = name;
   k.desc = d;

@@ -359,6 +359,8 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        {EpilogueOp::binary(dfg::Op::Add, "res", {32, 48})}},
       // Batched products (attention), 4 stages, a wider warp tile.
       {24, 32, 32, 2, false, false, {Type::F16, 1, 1, 2, 4, 4}, 16, {}},
+      // Fewer copies than threads (a guarded last copy), N ragged, 2 stages.
+      {64, 80, 48, 1, false, false, {Type::F16, 2, 2, 1, 2, 2}, 16, {}},
   };
   uint32_t seed = 21;
   for (const MmaCase &c : cases) {
@@ -380,6 +382,8 @@ TEST_CASE("tensor-core products match the reference on the CPU",
     CHECK(runMma(*k, c, seed++) <= 1e-6);
     std::string src = emitSource(*k);
     CHECK(src.find("cuts_ldmatrix_x4") != std::string::npos);
+    // Even rows of Y: a lane's column pairs are stored 8 bytes at a time.
+    CHECK(src.find("make_float2") != std::string::npos);
     compilesWithNvrtc(src, "mma_test", /*withPrelude=*/false);
   }
 }

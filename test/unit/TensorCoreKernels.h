@@ -38,17 +38,17 @@ extern "C" __global__ void mma16(const unsigned short *A,
   __shared__ __align__(16) unsigned short As[16][16];
   __shared__ __align__(16) unsigned short Bs[16][8];
   int l = threadIdx.x;
-  cuts_cp_async16(&As[0][0] + 8 * l, A + 8 * l, 16);
-  cuts_cp_async16(&Bs[0][0] + 8 * (l % 16), B + 8 * (l % 16), l < 16 ? 16 : 0);
+  cuts_cp_async16(cuts_saddr(&As[0][0] + 8 * l), A + 8 * l, 16);
+  cuts_cp_async16(cuts_saddr(&Bs[0][0] + 8 * (l % 16)), B + 8 * (l % 16), l < 16 ? 16 : 0);
   cuts_cp_async_commit();
   cuts_cp_async_wait<0>();
   __syncthreads();
   unsigned a[4], b[2];
   if (aT)
-    cuts_ldmatrix_x4_trans(a, &As[l % 8 + (l / 16) * 8][((l / 8) % 2) * 8]);
+    cuts_ldmatrix_x4_trans(a, cuts_saddr(&As[l % 8 + (l / 16) * 8][((l / 8) % 2) * 8]));
   else
-    cuts_ldmatrix_x4(a, &As[l % 16][(l / 16) * 8]);
-  cuts_ldmatrix_x2_trans(b, &Bs[l % 16][0]);
+    cuts_ldmatrix_x4(a, cuts_saddr(&As[l % 16][(l / 16) * 8]));
+  cuts_ldmatrix_x2_trans(b, cuts_saddr(&Bs[l % 16][0]));
   int g = l / 4, t = l % 4;
   float c[4], d[4];
   for (int i = 0; i < 4; ++i)
