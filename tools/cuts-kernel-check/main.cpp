@@ -11,8 +11,14 @@
 // PUL and measured throughput, and how often prefetching was faster.
 //
 //   cuts-kernel-check [--arch h100] [--kept N] [--pruned N] [--json FILE]
+//   cuts-kernel-check --tensor-core fp16|bf16 [--arch h100] [--json FILE]
+//
+// The second form checks and times tensor-core GEMMs (TensorCore.cpp).
 //
 //===----------------------------------------------------------------------===//
+#include "Common.h"
+#include "TensorCore.h"
+
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/Nvrtc.h"
 #include "codegen/ops/MatMul.h"
@@ -31,52 +37,9 @@
 #include <vector>
 
 using namespace cuts;
+using namespace cuts::kernel_check;
 
 namespace {
-
-#define CHECK_CU(x)                                                            \
-  do {                                                                         \
-    CUresult r_ = (x);                                                         \
-    if (r_ != CUDA_SUCCESS) {                                                  \
-      const char *s_ = nullptr;                                                \
-      cuGetErrorString(r_, &s_);                                               \
-      std::fprintf(stderr, "cuts-kernel-check: error: %s: %s\n", #x,           \
-                   s_ ? s_ : "?");                                             \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
-struct Shape {
-  const char *name;
-  int64_t M, K, N;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Times `launch` with CUDA events: warm-up, then the median of `reps`.
-template <typename F> double timeMs(F launch, int reps = 20) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i)
-    launch();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return median(t);
-}
 
 double spearman(const std::vector<double> &x, const std::vector<double> &y) {
   auto ranks = [](const std::vector<double> &v) {
@@ -103,7 +66,7 @@ double spearman(const std::vector<double> &x, const std::vector<double> &y) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string archName = "h100", jsonPath;
+  std::string archName = "h100", jsonPath, tensorCore;
   int keptCount = 24, prunedCount = 12;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -115,6 +78,13 @@ int main(int argc, char **argv) {
       prunedCount = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc)
       jsonPath = argv[++i];
+    else if (a == "--tensor-core" && i + 1 < argc)
+      tensorCore = argv[++i];
+    else {
+      std::fprintf(stderr, "cuts-kernel-check: error: unknown argument %s\n",
+                   a.c_str());
+      return 1;
+    }
   }
   auto arch = findArch(archName);
   if (!arch) {
@@ -130,6 +100,10 @@ int main(int argc, char **argv) {
   CHECK_CU(cuCtxSetCurrent(ctx));
   char gpu[256];
   cuDeviceGetName(gpu, sizeof gpu, dev);
+  if (!tensorCore.empty()) {
+    std::printf("GPU: %s, model: %s\n", gpu, arch->name.c_str());
+    return checkTensorCore(*arch, tensorCore, jsonPath);
+  }
   cublasHandle_t blas;
   cublasCreate(&blas);
   cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH); // FP32, no TF32
