@@ -69,36 +69,54 @@ int64_t sharedFloats(const Kernel &k) {
 }
 
 // The shared tiles of a tensor-core kernel, in elements: A's Nb x Cin and
-// B's Cin x Kb (Kb x Cin when B is transposed), each row padded by 16 bytes
-// so that ldmatrix's eight rows fall in distinct banks.
+// B's Cin x Kb (Kb x Cin when B is transposed). For mma.sync rows are
+// padded by 16 bytes so that ldmatrix's eight rows fall in distinct banks;
+// for wgmma they are K-major and swizzled (mmaSwizzle), each stage a
+// multiple of 1024 bytes so that every stage starts a swizzle pattern.
 struct MmaTiles {
   int64_t lda = 0, ldb = 0, aElems = 0, bElems = 0, bytes = 0;
 };
 MmaTiles mmaTiles(const Kernel &k) {
   const TileParams &p = k.params;
-  int64_t eb = elementBytes(k.mma->operand), pad = 16 / eb;
+  const bool wgmma = k.mma->instr == MmaLoop::Instr::Wgmma;
+  int64_t eb = elementBytes(k.mma->operand), pad = wgmma ? 0 : 16 / eb;
   bool tb = k.desc.transB;
   MmaTiles t;
   t.lda = p.Cin + pad;
   t.aElems = p.Nb * t.lda;
   t.ldb = (tb ? p.Cin : p.Kb) + pad;
   t.bElems = (tb ? p.Kb : p.Cin) * t.ldb;
+  if (wgmma) {
+    const int64_t unit = 1024 / eb;
+    t.aElems = (t.aElems + unit - 1) / unit * unit;
+    t.bElems = (t.bElems + unit - 1) / unit * unit;
+  }
   t.bytes = k.mma->stages * (t.aElems + t.bElems) * eb;
   return t;
 }
 
+// wgmma's swizzle of a K-major tile whose rows are C_input elements: 16 x
+// 2^swizzle bytes a row, 16-byte chunk c of row r at c ^ (r % 8 >> (3 -
+// swizzle)), as the hardware reads it (TensorCore.h).
+int64_t mmaSwizzle(const Kernel &k) {
+  const int64_t rowBytes = k.params.Cin * elementBytes(k.mma->operand);
+  return rowBytes == 32 ? 1 : rowBytes == 64 ? 2 : 3;
+}
+
 // One operand's shared tile as its copies see it: rows x cols elements of
 // a row-major global tensor (row stride `stride`) from (rowBase, colBase),
-// K along the rows or along the columns. A bound is checked only where the
-// tiles overhang the tensor (`ragged`).
+// K along the rows or along the columns, rows `ld` apart in shared memory,
+// their chunks swizzled for wgmma (`swizzle` > 0). A bound is checked only
+// where the tiles overhang the tensor (`ragged`).
 struct MmaOperand {
-  const char *x;              // "a" or "b": the names' prefix
+  const char *x = "";         // "a" or "b": the names' prefix
   std::string global, shared; // Ag, sA
-  int64_t rows, cols, ld, stride, stageBytes;
-  std::string rowBase, colBase; // the tile's first row and column
-  bool kAlongRows;
-  int64_t rowLimit, colLimit;
-  bool rowRagged, colRagged;
+  int64_t rows = 0, cols = 0, ld = 0, stride = 0, stageBytes = 0;
+  std::string rowBase = "0", colBase = "0"; // the tile's first row, column
+  bool kAlongRows = false;
+  int64_t swizzle = 0;
+  int64_t rowLimit = 0, colLimit = 0;
+  bool rowRagged = false, colRagged = false;
 };
 
 std::vector<MmaOperand> mmaOperands(const Kernel &k) {
@@ -106,17 +124,26 @@ std::vector<MmaOperand> mmaOperands(const Kernel &k) {
   const MmaTiles t = mmaTiles(k);
   const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
   const int64_t eb = elementBytes(k.mma->operand);
-  MmaOperand a{"a", "Ag",          "sA",          p.Nb, p.Cin, t.lda,
-               K,   t.aElems * eb, "base_n",      "0",  false, M,
-               K,   M % p.Nb != 0, K % p.Cin != 0};
-  MmaOperand b =
-      k.desc.transB
-          ? MmaOperand{"b", "Bg",          "sB",          p.Kb, p.Cin, t.ldb,
-                       K,   t.bElems * eb, "base_k",      "0",  false, N,
-                       K,   N % p.Kb != 0, K % p.Cin != 0}
-          : MmaOperand{"b", "Bg",           "sB",         p.Cin,    p.Kb, t.ldb,
-                       N,   t.bElems * eb,  "0",          "base_k", true, K,
-                       N,   K % p.Cin != 0, N % p.Kb != 0};
+  const int64_t swizzle =
+      k.mma->instr == MmaLoop::Instr::Wgmma ? mmaSwizzle(k) : 0;
+  MmaOperand a;
+  a.x = "a", a.global = "Ag", a.shared = "sA";
+  a.rows = p.Nb, a.cols = p.Cin, a.ld = t.lda, a.stride = K;
+  a.stageBytes = t.aElems * eb, a.rowBase = "base_n", a.swizzle = swizzle;
+  a.rowLimit = M, a.colLimit = K;
+  a.rowRagged = M % p.Nb != 0, a.colRagged = K % p.Cin != 0;
+  MmaOperand b;
+  b.x = "b", b.global = "Bg", b.shared = "sB", b.ld = t.ldb;
+  b.stageBytes = t.bElems * eb, b.swizzle = swizzle;
+  if (k.desc.transB) { // B is N x K: the tile's rows are along N
+    b.rows = p.Kb, b.cols = p.Cin, b.stride = K, b.rowBase = "base_k";
+    b.rowLimit = N, b.colLimit = K;
+    b.rowRagged = N % p.Kb != 0, b.colRagged = K % p.Cin != 0;
+  } else {
+    b.rows = p.Cin, b.cols = p.Kb, b.stride = N, b.colBase = "base_k";
+    b.kAlongRows = true, b.rowLimit = K, b.colLimit = N;
+    b.rowRagged = K % p.Cin != 0, b.colRagged = N % p.Kb != 0;
+  }
   return {a, b};
 }
 
@@ -280,7 +307,9 @@ private:
         s += ph.base[m.outDim] + " * " + std::to_string(m.scale) + " + ";
       if (ph.fragment && (m.outDim == dfg::DimN || m.outDim == dfg::DimK))
         return "(" + s + ph.coord[m.outDim] + " * " + std::to_string(m.scale) +
-               " + " + std::to_string(fragmentOffset(m.outDim, i) * m.scale) +
+               " + " +
+               std::to_string(fragmentOffset(*ph.k->mma, m.outDim, i) *
+                              m.scale) +
                ")";
       s += ph.coord[m.outDim] + " * " +
            std::to_string(ph.threadExt[m.outDim] * m.scale) + " + ";
@@ -459,6 +488,9 @@ private:
   /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
   /// the lanes' accumulator fragments.
   void emitMma();
+  void emitLdmatrixBases();
+  void emitMmaSyncSlice();
+  void emitWgmmaSlice();
   void emitMmaCopySlots(const MmaOperand &o);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
 
@@ -1585,8 +1617,13 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
      << "  const unsigned short *const " << o.x << "_g = " << o.global << " + ("
      << o.rowBase << " + " << o.x << "_r) * " << o.stride << "LL + "
      << o.colBase << " + " << o.x << "_e;\n"
-     << "  const cuts_sptr " << o.x << "_s = " << o.shared << " + (" << o.x
-     << "_r * " << o.ld << " + " << o.x << "_e) * " << eb << ";\n";
+     << "  const cuts_sptr " << o.x << "_s = " << o.shared;
+  if (o.swizzle) // chunk e / ch of row r, swizzled by r
+    os << " + " << o.x << "_r * " << o.ld * eb << " + ((" << o.x << "_e / "
+       << ch << ") ^ (" << o.x << "_r % 8 >> " << 3 - o.swizzle << ")) * 16;\n";
+  else
+    os << " + (" << o.x << "_r * " << o.ld << " + " << o.x << "_e) * " << eb
+       << ";\n";
 }
 
 // Operand o's copies of the K slice from k0 into stage st (cp.async, zero
@@ -1601,9 +1638,9 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
                                 : std::string("k0");
   os << ind << "#pragma unroll\n"
      << ind << "for (int i = 0; i < " << count << "; ++i) {\n";
-  if (total % threads)
-    os << ind << "  if (i == " << count - 1
-       << " && tid >= " << total - (count - 1) * threads << ")\n"
+  if (total % threads) // the last pass covers part of the tile
+    os << ind << "  if (" << o.x << "_r + i * " << perPass << " >= " << o.rows
+       << ")\n"
        << ind << "    break;\n";
   std::vector<std::string> in;
   if (o.rowRagged)
@@ -1616,9 +1653,11 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
                  std::to_string(o.colLimit));
   std::string src = o.x + std::string("_g + ") + k0 + " + i * " +
                     std::to_string(perPass * o.stride) + "LL";
+  // A pass moves whole 8-row swizzle patterns (threads / cpr rows).
+  const int64_t passBytes = perPass * o.ld * eb;
   std::string dst = o.x + std::string("_s + st * ") +
                     std::to_string(o.stageBytes) + " + i * " +
-                    std::to_string(perPass * o.ld * eb);
+                    std::to_string(passBytes);
   if (in.empty()) {
     os << ind << "  cuts_cp_async16(" << dst << ", " << src << ", 16);\n";
   } else {
@@ -1635,39 +1674,34 @@ void Emitter::emitMma() {
   const TileParams &p = k.params;
   const MmaLoop &m = *k.mma;
   const MmaTiles t = mmaTiles(k);
-  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
-  const int64_t wm = p.Nb / m.warpsM, wn = p.Kb / m.warpsN, S = m.stages;
+  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K, S = m.stages;
   const int64_t eb = elementBytes(m.operand);
-  const char *mma =
-      m.operand == dfg::Type::BF16 ? "cuts_mma_bf16" : "cuts_mma_f16";
+  const bool wgmma = m.instr == MmaLoop::Instr::Wgmma;
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
   const std::vector<MmaOperand> ops = mmaOperands(k);
-  os << "  // Tensor cores: warp (wm, wn) of the block, lane (g, tq) of the\n"
-     << "  // warp; its accumulators are 16 x 8 tiles' fragments.\n"
-     << "  const int lane = tid % 32, warp = tid / 32;\n"
-     << "  const int wm = warp / " << m.warpsN << ", wn = warp % " << m.warpsN
-     << ";\n"
-     << "  const int g = lane / 4, tq = lane % 4;\n"
-     << "  const int mma_row = wm * " << wm << " + g, mma_col = wn * " << wn
-     << " + tq * 2;\n"
-     << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
+  os << "  const int lane = tid % 32, warp = tid / 32;\n"
+     << "  const int g = lane / 4, tq = lane % 4;\n";
+  if (wgmma)
+    os << "  // Tensor cores: warpgroup wg of the block, each of its m64\n"
+       << "  // tiles giving warp warp % 4 rows 16 (warp % 4) + g (+ 8).\n"
+       << "  const int wg = tid / 128;\n"
+       << "  const int mma_row = wg * " << 64 * m.mi
+       << " + (warp % 4) * 16 + g, mma_col = tq * 2;\n";
+  else
+    os << "  // Tensor cores: warp (wm, wn) of the block, lane (g, tq) of the\n"
+       << "  // warp; its accumulators are 16 x 8 tiles' fragments.\n"
+       << "  const int wm = warp / " << m.warpsN << ", wn = warp % " << m.warpsN
+       << ";\n"
+       << "  const int mma_row = wm * " << p.Nb / m.warpsM
+       << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
+  os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
      << "  const cuts_sptr sB = sA + " << S * t.aElems * eb << ";\n"
      << "  const unsigned short *Ag = A + base_h * " << M * K << "LL;\n"
      << "  const unsigned short *Bg = B + base_h * " << K * N << "LL;\n";
   for (const MmaOperand &o : ops)
     emitMmaCopySlots(o);
-  // ldmatrix rows: lanes 0-15 give A's 16 rows at k and lanes 16-31 the
-  // same rows at k + 8; B's four 8x8 matrices are (n, k), (n, k+8), (n+8,
-  // k), (n+8, k+8) when transposed, else the trans loads of rows k..k+15.
-  os << "  const cuts_sptr a_ld = sA + ((wm * " << wm << " + lane % 16) * "
-     << t.lda << " + (lane / 16) * 8) * " << eb << ";\n";
-  if (k.desc.transB)
-    os << "  const cuts_sptr b_ld = sB + ((wn * " << wn
-       << " + lane % 8 + (lane / 16) * 8) * " << t.ldb
-       << " + ((lane / 8) % 2) * 8) * " << eb << ";\n";
-  else
-    os << "  const cuts_sptr b_ld = sB + ((lane % 16) * " << t.ldb << " + wn * "
-       << wn << " + (lane / 16) * 8) * " << eb << ";\n";
+  if (!wgmma)
+    emitLdmatrixBases();
   os << "  float acc[" << MI << "][" << NI << "][4];\n"
      << "#pragma unroll\n"
      << "  for (int i = 0; i < " << MI << "; ++i)\n"
@@ -1679,9 +1713,6 @@ void Emitter::emitMma() {
      << "  auto fetch = [&](int st, int k0) {\n";
   for (const MmaOperand &o : ops)
     emitMmaCopies(o, "    ");
-  // B's step between 8-column tiles j and between the 16-deep k steps.
-  const std::string bj = std::to_string((k.desc.transB ? 8 * t.ldb : 8) * eb);
-  const std::string bk = std::to_string((k.desc.transB ? 1 : t.ldb) * eb);
   os << "  };\n"
      << "  // A pipeline of " << S << " stages: slice kt + " << S - 1
      << " loads while slice kt computes.\n"
@@ -1693,15 +1724,74 @@ void Emitter::emitMma() {
      << "  }\n"
      << "  int rs = 0, ws = " << S - 1 << "; // the stages read and written\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
-     << "    cuts_cp_async_wait<" << S - 2 << ">();\n"
-     << "    __syncthreads(); // slice kt is in; slice kt - 1 is done with\n"
+     << "    cuts_cp_async_wait<" << S - 2 << ">();\n";
+  // No proxy fence for wgmma's reads of cp.async's writes: the fence
+  // (MEMBAR.ALL.CTA) would also wait for the later stages' copies in flight,
+  // undoing the pipeline; CUTLASS's cp.async + GMMA mainloops order them by
+  // the barrier alone, as here.
+  os << "    __syncthreads(); // slice kt is in; slice kt - 1 is done with\n"
      << "    if (kt + " << S - 1 << " < kTiles)\n"
      << "      fetch(ws, (kt + " << S - 1 << ") * " << p.Cin << ");\n"
-     << "    cuts_cp_async_commit();\n"
-     << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n"
+     << "    cuts_cp_async_commit();\n";
+  if (wgmma)
+    emitWgmmaSlice();
+  else
+    emitMmaSyncSlice();
+  os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
+     << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
+     << "  }\n"
+     << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
+     << "  // (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";
+  for (int64_t n = 0; n < 2 * m.mi; ++n)
+    for (int64_t c = 0; c < 2 * m.ni; ++c) {
+      const int64_t local[4] = {n, c, 0, 0};
+      os << "  float " << accName(local) << " = acc[" << n / 2 << "][" << c / 2
+         << "][" << (n % 2) * 2 + c % 2 << "];\n";
+    }
+  ph.fragment = true;
+  ph.coord[dfg::DimN] = "mma_row";
+  ph.coord[dfg::DimK] = "mma_col";
+  os << "  // Loop exit: epilogue and stores.\n";
+  emitGraph(k.exit, "  ");
+}
+
+// ldmatrix rows: lanes 0-15 give A's 16 rows at k and lanes 16-31 the same
+// rows at k + 8; B's four 8x8 matrices are (n, k), (n, k+8), (n+8, k),
+// (n+8, k+8) when transposed, else the trans loads of rows k..k+15.
+void Emitter::emitLdmatrixBases() {
+  const Kernel &k = top;
+  const MmaTiles t = mmaTiles(k);
+  const int64_t wm = k.params.Nb / k.mma->warpsM;
+  const int64_t wn = k.params.Kb / k.mma->warpsN;
+  const int64_t eb = elementBytes(k.mma->operand);
+  os << "  const cuts_sptr a_ld = sA + ((wm * " << wm << " + lane % 16) * "
+     << t.lda << " + (lane / 16) * 8) * " << eb << ";\n";
+  if (k.desc.transB)
+    os << "  const cuts_sptr b_ld = sB + ((wn * " << wn
+       << " + lane % 8 + (lane / 16) * 8) * " << t.ldb
+       << " + ((lane / 8) % 2) * 8) * " << eb << ";\n";
+  else
+    os << "  const cuts_sptr b_ld = sB + ((lane % 16) * " << t.ldb << " + wn * "
+       << wn << " + (lane / 16) * 8) * " << eb << ";\n";
+}
+
+// One slice on mma.sync: per 16-deep step, the warp's A and B fragments by
+// ldmatrix, then mi x ni products.
+void Emitter::emitMmaSyncSlice() {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
+  const MmaTiles t = mmaTiles(k);
+  const int64_t eb = elementBytes(m.operand);
+  const char *mma =
+      m.operand == dfg::Type::BF16 ? "cuts_mma_bf16" : "cuts_mma_f16";
+  const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
+  // B's step between 8-column tiles j and between the 16-deep k steps.
+  const std::string bj = std::to_string((k.desc.transB ? 8 * t.ldb : 8) * eb);
+  const std::string bk = std::to_string((k.desc.transB ? 1 : t.ldb) * eb);
+  os << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n"
      << "    const cuts_sptr Bt = b_ld + rs * " << t.bElems * eb << ";\n"
      << "#pragma unroll\n"
-     << "    for (int kk = 0; kk < " << p.Cin << "; kk += 16) {\n"
+     << "    for (int kk = 0; kk < " << k.params.Cin << "; kk += 16) {\n"
      << "      unsigned a[" << MI << "][4], b[" << NI << "][2], r[4];\n"
      << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
@@ -1719,23 +1809,48 @@ void Emitter::emitMma() {
      << "#pragma unroll\n"
      << "        for (int j = 0; j < " << NI << "; ++j)\n"
      << "          " << mma << "(acc[i][j], a[i], b[j], acc[i][j]);\n"
+     << "    }\n";
+}
+
+// One slice on wgmma: per 16-deep step, mi products m64 x n(8 ni) x k16
+// from the swizzled tiles (the step moves the start 32 bytes along the
+// rows; the hardware swizzles the address), then a wait for all of them,
+// so that the next iteration may refill this stage after its barrier.
+void Emitter::emitWgmmaSlice() {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
+  const MmaTiles t = mmaTiles(k);
+  const int64_t eb = elementBytes(m.operand);
+  const int64_t row = k.params.Cin * eb, sbo = 8 * row, sw = mmaSwizzle(k);
+  const std::string fn = "cuts_wgmma_m64n" + std::to_string(8 * m.ni) + "k16_" +
+                         (m.operand == dfg::Type::BF16 ? "bf16" : "f16");
+  const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
+  auto hold = [&](const char *ind) {
+    os << ind << "#pragma unroll\n"
+       << ind << "for (int i = 0; i < " << MI << "; ++i)\n"
+       << ind << "#pragma unroll\n"
+       << ind << "  for (int j = 0; j < " << NI << "; ++j)\n"
+       << ind << "#pragma unroll\n"
+       << ind << "    for (int e = 0; e < 4; ++e)\n"
+       << ind << "      cuts_wgmma_hold(acc[i][j][e]);\n";
+  };
+  os << "    const cuts_sptr At = sA + rs * " << t.aElems * eb << " + wg * "
+     << m.mi * 64 * row << ";\n"
+     << "    const cuts_sptr Bt = sB + rs * " << t.bElems * eb << ";\n";
+  hold("    ");
+  os << "    cuts_wgmma_fence();\n"
+     << "#pragma unroll\n"
+     << "    for (int kk = 0; kk < " << k.params.Cin << "; kk += 16) {\n"
+     << "      const cuts_gdesc db = cuts_wgmma_desc(Bt + kk * " << eb << ", "
+     << sbo << ", " << sw << ");\n"
+     << "#pragma unroll\n"
+     << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "        " << fn << "(&acc[i][0][0], cuts_wgmma_desc(At + i * "
+     << 64 * row << " + kk * " << eb << ", " << sbo << ", " << sw << "), db);\n"
      << "    }\n"
-     << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
-     << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
-     << "  }\n"
-     << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
-     << "  // (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";
-  for (int64_t n = 0; n < 2 * m.mi; ++n)
-    for (int64_t c = 0; c < 2 * m.ni; ++c) {
-      const int64_t local[4] = {n, c, 0, 0};
-      os << "  float " << accName(local) << " = acc[" << n / 2 << "][" << c / 2
-         << "][" << (n % 2) * 2 + c % 2 << "];\n";
-    }
-  ph.fragment = true;
-  ph.coord[dfg::DimN] = "mma_row";
-  ph.coord[dfg::DimK] = "mma_col";
-  os << "  // Loop exit: epilogue and stores.\n";
-  emitGraph(k.exit, "  ");
+     << "    cuts_wgmma_commit();\n"
+     << "    cuts_wgmma_wait<0>();\n";
+  hold("    ");
 }
 
 std::string Emitter::run() {
@@ -1758,6 +1873,10 @@ std::string Emitter::run() {
     os << "#error \"tensor-core kernels are generated for CUDA only\"\n";
   if (top.mma)
     os << tensorCorePrelude();
+  if (top.mma && top.mma->instr == MmaLoop::Instr::Wgmma)
+    os << wgmmaPrelude()
+       << wgmmaFunction(int(8 * top.mma->ni),
+                        top.mma->operand == dfg::Type::BF16);
   os << "\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
      << top.name << "(";
@@ -1786,7 +1905,9 @@ std::string Emitter::run() {
   // the 48 KB static limit (up to the GPU's opt-in maximum). The
   // prefetching variant keeps two stages of them.
   if (launchShape(top).sharedBytes > 0)
-    os << "  extern __shared__ __align__(16) float cuts_smem[];\n";
+    os << "  extern __shared__ __align__("
+       << (top.mma && top.mma->instr == MmaLoop::Instr::Wgmma ? 1024 : 16)
+       << ") float cuts_smem[];\n";
   setPhase(top, "t_", "base_");
   if (top.mma) {
     emitMma();

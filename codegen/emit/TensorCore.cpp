@@ -96,4 +96,71 @@ template <int N> __device__ __forceinline__ void cuts_cp_async_wait() {
 )CUDA";
 }
 
+const char *wgmmaPrelude() {
+  return R"CUDA(// Warpgroup products (sm_90a); the host's are cuda_host.h's.
+#ifdef __CUDA_ARCH__
+typedef unsigned long long cuts_gdesc; // a wgmma shared-matrix descriptor
+// K-major rows of 16 x 2^swizzle bytes (swizzle 1, 2, 3: 32, 64, 128) whose
+// 16-byte chunks the hardware swaps by address bits 7-9; 8-row groups sbo
+// bytes apart. The descriptor's layout code is 4 - swizzle (3: 32-byte,
+// 2: 64-byte, 1: 128-byte); lbo is unused for such rows (1 by convention).
+__device__ __forceinline__ cuts_gdesc cuts_wgmma_desc(cuts_sptr a,
+                                                      unsigned sbo,
+                                                      unsigned swizzle) {
+  return (cuts_gdesc)((a & 0x3ffff) >> 4) | (cuts_gdesc)1 << 16 |
+         (cuts_gdesc)((sbo >> 4) & 0x3fff) << 32 |
+         (cuts_gdesc)(4 - swizzle) << 62;
+}
+__device__ __forceinline__ void cuts_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cuts_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cuts_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" : : "n"(N) : "memory");
+}
+// Keeps the compiler from moving an accumulator across the asynchronous
+// product's issue and wait.
+__device__ __forceinline__ void cuts_wgmma_hold(float &r) {
+  asm volatile("" : "+f"(r)::"memory");
+}
+#endif
+)CUDA";
+}
+
+std::string wgmmaFunction(int n, bool bf16) {
+  const std::string type = bf16 ? "bf16" : "f16";
+  const std::string name =
+      "cuts_wgmma_m64n" + std::to_string(n) + "k16_" + type;
+  std::string regs, outs;
+  for (int i = 0; i < n / 2; ++i) {
+    regs += (i ? ", %" : "%") + std::to_string(i);
+    outs += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
+  }
+  const std::string a = std::to_string(n / 2), b = std::to_string(n / 2 + 1),
+                    scale = std::to_string(n / 2 + 2);
+  return "// D[64 x " + std::to_string(n) + "] += A[64 x 16] B[16 x " +
+         std::to_string(n) +
+         "], both K-major in shared memory.\n"
+         "__device__ __forceinline__ void " +
+         name +
+         "(float *d, cuts_gdesc a, cuts_gdesc b) {\n"
+         "#ifdef __CUDA_ARCH__\n"
+         "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" +
+         scale + ", 0;\\nwgmma.mma_async.sync.aligned.m64n" +
+         std::to_string(n) + "k16.f32." + type + "." + type + " {" + regs +
+         "}, %" + a + ", %" + b +
+         ", p, 1, 1, 0, 0;\\n}\\n\"\n"
+         "               : " +
+         outs +
+         "\n               : \"l\"(a), \"l\"(b), \"r\"(1));\n"
+         "#else\n"
+         "  cuts_wgmma_host(d, a, b, " +
+         std::to_string(n) + ", " + (bf16 ? "true" : "false") +
+         ");\n"
+         "#endif\n"
+         "}\n";
+}
+
 } // namespace cuts::codegen

@@ -31,11 +31,30 @@
 #ifndef CUTS_CODEGEN_EMIT_TENSORCORE_H
 #define CUTS_CODEGEN_EMIT_TENSORCORE_H
 
+#include <string>
+
 namespace cuts::codegen {
 
 /// The device functions above, for sm_80 and later (their definitions are
 /// guarded by __CUDA_ARCH__: the host compiler takes cuda_host.h's).
 const char *tensorCorePrelude();
+
+/// The warpgroup functions (sm_90a; after tensorCorePrelude):
+///   cuts_gdesc cuts_wgmma_desc(cuts_sptr start, unsigned sbo, unsigned sw)
+///       a K-major shared matrix of rows of 16 x 2^sw bytes (sw 1, 2, 3:
+///       32, 64 or 128), 16-byte chunk c of row r stored at chunk
+///       c ^ (r % 8 >> (3 - sw)), 8-row groups sbo bytes apart; start and
+///       its 8-row group 2^sw x 128-byte aligned but for the k offset
+///   cuts_wgmma_fence(), cuts_wgmma_commit(), cuts_wgmma_wait<N>()
+///   cuts_wgmma_hold(float &)    pins an accumulator across issue and wait
+const char *wgmmaPrelude();
+
+/// cuts_wgmma_m64n<n>k16_<f16|bf16>(float *d, cuts_gdesc a, cuts_gdesc b):
+/// wgmma.mma_async D[64 x n] += A[64 x 16] B[16 x n], A and B K-major in
+/// shared memory, D in the warpgroup's registers (n / 2 a thread: thread
+/// 32 w + 4 g + t holds rows 16 w + g (+ 8) and columns 8 j + 2 t (+ 1)).
+/// On the host it calls cuda_host.h's cuts_wgmma_host.
+std::string wgmmaFunction(int n, bool bf16);
 
 } // namespace cuts::codegen
 

@@ -848,10 +848,11 @@ inline LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes,
   if (const char *ms = std::getenv("CUTS_HOST_BARRIER_TIMEOUT_MS"))
     state.barrierTimeout = std::chrono::milliseconds(std::atoll(ms));
 
-  // 128-byte aligned like the GPU's shared window, so vector casts work.
-  std::vector<unsigned char> sharedStorage(sharedBytes + 128);
+  // 1024-byte aligned like the GPU's shared window, so vector casts work
+  // and wgmma's swizzles (address bits 4-6 ^= bits 7-9) match the GPU's.
+  std::vector<unsigned char> sharedStorage(sharedBytes + 1024);
   unsigned char *sharedBase = sharedStorage.data();
-  sharedBase += (128 - reinterpret_cast<uintptr_t>(sharedBase) % 128) % 128;
+  sharedBase += (1024 - reinterpret_cast<uintptr_t>(sharedBase) % 1024) % 1024;
   state.dynamicShared = sharedBytes ? sharedBase : nullptr;
   state.dynamicSharedBytes = sharedBytes;
 
@@ -1260,5 +1261,49 @@ inline void cuts_cp_async16(cuts_sptr dst, const void *src, int bytes) {
 }
 inline void cuts_cp_async_commit() {}
 template <int N> inline void cuts_cp_async_wait() {}
+
+// wgmma (TensorCore.h's wgmmaPrelude): a descriptor keeps the byte pointer,
+// the 8-row groups' stride and the swizzle; the product runs at once, so
+// the fences and waits have nothing to order.
+struct cuts_gdesc {
+  const unsigned char *start;
+  unsigned sbo, swizzle;
+};
+inline cuts_gdesc cuts_wgmma_desc(cuts_sptr a, unsigned sbo, unsigned swizzle) {
+  return {a, sbo, swizzle};
+}
+inline void cuts_wgmma_fence() {}
+inline void cuts_wgmma_commit() {}
+template <int N> inline void cuts_wgmma_wait() {}
+inline void cuts_wgmma_hold(float &) {}
+
+// D[64 x n] += A[64 x 16] B[16 x n] for this thread's elements: warp w of
+// the warpgroup, lane 4 g + t holds d[4 j + e] at row 16 w + g + 8 (e / 2),
+// column 8 j + 2 t + e % 2. A K-major operand's rows are 16 x 2^swizzle
+// bytes (swizzle 1, 2, 3: 32, 64, 128), 8-row groups sbo apart; the GPU
+// swaps 16-byte chunks by address bits 7-9 (their low `swizzle` bits).
+inline void cuts_wgmma_host(float *d, cuts_gdesc a, cuts_gdesc b, int n,
+                            bool bf16) {
+  auto at = [bf16](const cuts_gdesc &m, unsigned r, unsigned k) {
+    const uintptr_t rowBytes = uintptr_t(16) << m.swizzle;
+    uintptr_t addr = reinterpret_cast<uintptr_t>(m.start) + (r / 8) * m.sbo +
+                     (r % 8) * rowBytes + k * 2;
+    addr ^= ((addr >> 7) & ((uintptr_t(1) << m.swizzle) - 1)) << 4;
+    unsigned short v;
+    std::memcpy(&v, reinterpret_cast<const void *>(addr), 2);
+    return double(bf16 ? cuts_bf2f(v) : cuts_h2f(v));
+  };
+  unsigned tid =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned w = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
+  for (int i = 0; i < n / 2; ++i) {
+    unsigned row = 16 * w + g + 8 * (i % 4 / 2),
+             col = 8 * (i / 4) + 2 * t + i % 2;
+    double sum = d[i];
+    for (unsigned k = 0; k < 16; ++k)
+      sum += at(a, row, k) * at(b, col, k);
+    d[i] = float(sum);
+  }
+}
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_HOST_H

@@ -153,21 +153,32 @@ std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
             "B is not transposed) in whole 16-byte copies";
     return std::nullopt;
   }
-  if (m.warpsM < 1 || m.warpsN < 1 || m.mi < 1 || m.ni < 2 || m.ni % 2 ||
-      m.stages < 2 || p.Nb != m.warpsM * 16 * m.mi ||
-      p.Kb != m.warpsN * 8 * m.ni || p.Nt != 2 * m.mi || p.Kt != 2 * m.ni ||
-      p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 || p.Cin < 16 ||
-      p.Cin % 16) {
-    error = "parameters are not a tensor-core tiling (block warpsM x 16 mi "
-            "by warpsN x 8 ni, thread 2 mi x 2 ni, ni even, C_input a "
-            "multiple of 16, at least 2 stages)";
+  const bool wgmma = m.instr == MmaLoop::Instr::Wgmma;
+  if (m.warpsM < 1 || m.warpsN < 1 || m.mi < 1 || m.ni < 1 || m.stages < 2 ||
+      p.Nb != m.blockRows() || p.Kb != m.blockCols() || p.Nt != 2 * m.mi ||
+      p.Kt != 2 * m.ni || p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 ||
+      p.Cin < 16 || p.Cin % 16 || (!wgmma && m.ni % 2)) {
+    error = "parameters are not a tensor-core tiling (block blockRows() by "
+            "blockCols(), thread 2 mi x 2 ni, C_input a multiple of 16, at "
+            "least 2 stages; mma.sync: ni even)";
+    return std::nullopt;
+  }
+  // wgmma reads both operands K-major from shared memory, B as its N x K
+  // transpose (a Linear layer's weight), n = 8 ni up to 256.
+  if (wgmma && (!d.transB || m.warpsN != 1 || m.ni > 32 ||
+                (p.Cin != 16 && p.Cin != 32 && p.Cin != 64))) {
+    error = "wgmma products take B transposed (N x K), one warpgroup "
+            "across N, at most 256 columns and C_input 16, 32 or 64 (one "
+            "swizzled row of 32, 64 or 128 bytes)";
     return std::nullopt;
   }
   // Each thread's copies start at one column of the slice (Cuda.cpp's
-  // copy slots): a row of 16-byte copies must divide the block's threads.
-  const int64_t threads = m.warpsM * m.warpsN * 32;
-  if (threads % (p.Cin / perCopy) ||
-      threads % ((d.transB ? p.Cin : p.Kb) / perCopy)) {
+  // copy slots): a row of 16-byte copies must divide the block's threads,
+  // and for wgmma's 8-row core matrices, a pass of copies whole ones.
+  const int64_t threads = m.threads();
+  const int64_t cprA = p.Cin / perCopy;
+  const int64_t cprB = (d.transB ? p.Cin : p.Kb) / perCopy;
+  if (threads % cprA || threads % cprB || (wgmma && (threads / cprA) % 8)) {
     error = "a tile row's 16-byte copies do not divide the block's threads";
     return std::nullopt;
   }

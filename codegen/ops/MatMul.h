@@ -28,9 +28,9 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
 
 /// The product on tensor cores (Kernel::mma): the same Y, its epilogue as
 /// buildMatMul's, with A and B in m.operand's type (fp16 or bf16) read
-/// through `stages` shared buffers. p's block is warpsM x 16 mi rows by
-/// warpsN x 8 ni columns, its thread tile a lane's fragment (2 mi x 2 ni),
-/// C_input the K slice (a multiple of 16).
+/// through `stages` shared buffers. p's block is m.blockRows() x
+/// m.blockCols(), its thread tile a lane's fragment (2 mi x 2 ni), C_input
+/// the K slice (a multiple of 16). wgmma (sm_90a) needs B transposed.
 std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
                                      const TileParams &p, const MmaLoop &m,
                                      const std::vector<EpilogueOp> &epilogue,

@@ -37,11 +37,12 @@ std::unique_ptr<HostKernel> build(const std::string &body,
 // `source` (the prelude first, where it is only a kernel's body) compiles
 // for both architectures and holds kernel `name`.
 void compilesWithNvrtc(const std::string &body, const std::string &name,
-                       bool withPrelude = true) {
+                       bool withPrelude = true,
+                       std::vector<const char *> archs = {"sm_80", "sm_90"}) {
   REQUIRE(nvrtcAvailable()); // the tests build with the CUDA toolkit
   std::string error;
   std::string source = withPrelude ? codegen::tensorCorePrelude() + body : body;
-  for (const char *arch : {"sm_80", "sm_90"}) {
+  for (const char *arch : archs) {
     auto r = compileWithNvrtc(source, arch, error);
     INFO(arch << ": " << error);
     REQUIRE(r);
@@ -281,10 +282,19 @@ struct MmaCase {
   std::vector<EpilogueOp> epilogue;
 };
 
+MmaLoop mmaLoop(dfg::Type t, int64_t warpsM, int64_t warpsN, int64_t mi,
+                int64_t ni, int64_t stages,
+                MmaLoop::Instr instr = MmaLoop::Instr::Mma) {
+  MmaLoop m;
+  m.instr = instr, m.operand = t, m.warpsM = warpsM, m.warpsN = warpsN;
+  m.mi = mi, m.ni = ni, m.stages = stages;
+  return m;
+}
+
 // C_input bk, the block and thread tiles loop implies.
 TileParams mmaParams(const MmaLoop &m, int64_t bk) {
   TileParams p;
-  p.Nb = m.warpsM * 16 * m.mi, p.Kb = m.warpsN * 8 * m.ni;
+  p.Nb = m.blockRows(), p.Kb = m.blockCols();
   p.Nt = 2 * m.mi, p.Kt = 2 * m.ni, p.Cin = bk;
   return p;
 }
@@ -343,7 +353,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        1,
        false,
        false,
-       {Type::F16, 2, 2, 1, 2, 3},
+       mmaLoop(Type::F16, 2, 2, 1, 2, 3),
        32,
        {EpilogueOp::binary(dfg::Op::Add, "bias", {64}),
         EpilogueOp::unary(dfg::Op::Relu)}},
@@ -354,13 +364,44 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        1,
        true,
        true,
-       {Type::BF16, 1, 2, 2, 2, 2},
+       mmaLoop(Type::BF16, 1, 2, 2, 2, 2),
        32,
        {EpilogueOp::binary(dfg::Op::Add, "res", {32, 48})}},
       // Batched products (attention), 4 stages, a wider warp tile.
-      {24, 32, 32, 2, false, false, {Type::F16, 1, 1, 2, 4, 4}, 16, {}},
+      {24, 32, 32, 2, false, false, mmaLoop(Type::F16, 1, 1, 2, 4, 4), 16, {}},
       // Fewer copies than threads (a guarded last copy), N ragged, 2 stages.
-      {64, 80, 48, 1, false, false, {Type::F16, 2, 2, 1, 2, 2}, 16, {}},
+      {64, 80, 48, 1, false, false, mmaLoop(Type::F16, 2, 2, 1, 2, 2), 16, {}},
+      // wgmma: ragged M and K, two m64 tiles, n = 48, bias + relu.
+      {100,
+       80,
+       48,
+       1,
+       true,
+       false,
+       mmaLoop(Type::F16, 1, 1, 2, 6, 3, MmaLoop::Instr::Wgmma),
+       32,
+       {EpilogueOp::binary(dfg::Op::Add, "bias", {48}),
+        EpilogueOp::unary(dfg::Op::Relu)}},
+      // wgmma: two warpgroups, ragged N, bf16, a residual, 2 stages.
+      {64,
+       64,
+       40,
+       1,
+       true,
+       true,
+       mmaLoop(Type::BF16, 2, 1, 1, 4, 2, MmaLoop::Instr::Wgmma),
+       64,
+       {EpilogueOp::binary(dfg::Op::Add, "res", {64, 40})}},
+      // wgmma: batched, n = 16, K = 2 slices of 16.
+      {64,
+       32,
+       16,
+       2,
+       true,
+       false,
+       mmaLoop(Type::F16, 1, 1, 1, 2, 4, MmaLoop::Instr::Wgmma),
+       16,
+       {}},
   };
   uint32_t seed = 21;
   for (const MmaCase &c : cases) {
@@ -381,10 +422,14 @@ TEST_CASE("tensor-core products match the reference on the CPU",
              << (c.transB ? " B^T" : "") << (c.bf16 ? " bf16" : " fp16"));
     CHECK(runMma(*k, c, seed++) <= 1e-6);
     std::string src = emitSource(*k);
-    CHECK(src.find("cuts_ldmatrix_x4") != std::string::npos);
+    const bool wgmma = c.loop.instr == MmaLoop::Instr::Wgmma;
+    CHECK(src.find(wgmma ? "wgmma.mma_async" : "cuts_ldmatrix_x4") !=
+          std::string::npos);
     // Even rows of Y: a lane's column pairs are stored 8 bytes at a time.
     CHECK(src.find("make_float2") != std::string::npos);
-    compilesWithNvrtc(src, "mma_test", /*withPrelude=*/false);
+    compilesWithNvrtc(src, "mma_test", /*withPrelude=*/false,
+                      wgmma ? std::vector<const char *>{"sm_90a"}
+                            : std::vector<const char *>{"sm_80", "sm_90"});
   }
 }
 

@@ -34,23 +34,35 @@ struct Tiling {
   int64_t bk;
 };
 
-// Block shapes from 16x64 (many blocks for M = 128) to 256x128, warp tiles
-// up to 64x64, two K slices and two pipeline depths.
+// mma.sync block shapes from 16x64 (many blocks for M = 128) to 256x128,
+// warp tiles up to 64x64; wgmma (B transposed only) from 64x32 to 256x128
+// with one or two warpgroups; two K slices and two pipeline depths.
 std::vector<Tiling> tilings(dfg::Type t) {
+  using Instr = codegen::MmaLoop::Instr;
   std::vector<Tiling> out;
   struct W {
+    Instr instr;
     int64_t wm, wn, mi, ni;
   };
-  const W warps[] = {{1, 2, 1, 4}, {2, 2, 1, 2}, {1, 4, 2, 2}, {1, 2, 2, 4},
-                     {2, 2, 1, 4}, {2, 2, 2, 4}, {2, 2, 4, 4}, {2, 4, 2, 4},
-                     {4, 2, 2, 4}, {2, 2, 2, 8}, {4, 2, 2, 8}, {2, 4, 4, 4},
-                     {4, 4, 2, 4}, {2, 2, 4, 8}, {2, 4, 4, 8}, {4, 2, 4, 8}};
+  const W warps[] = {{Instr::Mma, 1, 2, 1, 4},    {Instr::Mma, 2, 2, 1, 2},
+                     {Instr::Mma, 1, 4, 2, 2},    {Instr::Mma, 1, 2, 2, 4},
+                     {Instr::Mma, 2, 2, 1, 4},    {Instr::Mma, 2, 2, 2, 4},
+                     {Instr::Mma, 2, 2, 4, 4},    {Instr::Mma, 2, 4, 2, 4},
+                     {Instr::Mma, 4, 2, 2, 4},    {Instr::Mma, 2, 2, 2, 8},
+                     {Instr::Mma, 4, 2, 2, 8},    {Instr::Mma, 2, 4, 4, 4},
+                     {Instr::Mma, 4, 4, 2, 4},    {Instr::Mma, 2, 2, 4, 8},
+                     {Instr::Mma, 2, 4, 4, 8},    {Instr::Mma, 4, 2, 4, 8},
+                     {Instr::Wgmma, 1, 1, 1, 4},  {Instr::Wgmma, 1, 1, 1, 8},
+                     {Instr::Wgmma, 1, 1, 2, 8},  {Instr::Wgmma, 1, 1, 2, 16},
+                     {Instr::Wgmma, 2, 1, 1, 16}, {Instr::Wgmma, 2, 1, 2, 16},
+                     {Instr::Wgmma, 1, 1, 1, 32}, {Instr::Wgmma, 2, 1, 1, 32},
+                     {Instr::Wgmma, 2, 1, 2, 8}};
   for (const W &w : warps)
     for (int64_t bk : {32, 64})
       for (int64_t stages : {3, 4}) {
         codegen::MmaLoop m;
-        m.operand = t, m.warpsM = w.wm, m.warpsN = w.wn, m.mi = w.mi;
-        m.ni = w.ni, m.stages = stages;
+        m.instr = w.instr, m.operand = t, m.warpsM = w.wm, m.warpsN = w.wn;
+        m.mi = w.mi, m.ni = w.ni, m.stages = stages;
         out.push_back({m, bk});
       }
   return out;
@@ -58,17 +70,21 @@ std::vector<Tiling> tilings(dfg::Type t) {
 
 TileParams paramsOf(const Tiling &t) {
   TileParams p;
-  p.Nb = t.loop.warpsM * 16 * t.loop.mi, p.Kb = t.loop.warpsN * 8 * t.loop.ni;
+  p.Nb = t.loop.blockRows(), p.Kb = t.loop.blockCols();
   p.Nt = 2 * t.loop.mi, p.Kt = 2 * t.loop.ni, p.Cin = t.bk;
   return p;
 }
 
+bool isWgmma(const Tiling &t) {
+  return t.loop.instr == codegen::MmaLoop::Instr::Wgmma;
+}
+
 std::string describe(const Tiling &t) {
   const codegen::MmaLoop &m = t.loop;
-  return std::to_string(m.warpsM * 16 * m.mi) + "x" +
-         std::to_string(m.warpsN * 8 * m.ni) + "x" + std::to_string(t.bk) +
-         " w" + std::to_string(m.warpsM) + "x" + std::to_string(m.warpsN) +
-         " s" + std::to_string(m.stages);
+  return std::string(isWgmma(t) ? "wgmma " : "mma ") +
+         std::to_string(m.blockRows()) + "x" + std::to_string(m.blockCols()) +
+         "x" + std::to_string(t.bk) + " w" + std::to_string(m.warpsM) + "x" +
+         std::to_string(m.warpsN) + " s" + std::to_string(m.stages);
 }
 
 // cuda_fp16.h's host conversions, round to nearest even.
@@ -100,7 +116,8 @@ std::vector<Compiled> compileAll(const OpDesc &d, dfg::Type t) {
         codegen::buildMmaMatMul("cuts_gemm", d, paramsOf(tl), tl.loop, {}, err);
     if (!k)
       return std::nullopt;
-    auto r = compileWithNvrtc(codegen::emitSource(*k), "sm_90", err);
+    auto r = compileWithNvrtc(codegen::emitSource(*k),
+                              isWgmma(tl) ? "sm_90a" : "sm_90", err);
     if (!r) {
       std::fprintf(stderr, "cuts-kernel-check: %s does not compile: %s\n",
                    describe(tl).c_str(), err.c_str());
@@ -141,10 +158,14 @@ int checkTensorCore(const GpuArch &arch, const std::string &precision,
     std::fprintf(stderr, "cuts-kernel-check: error: cublasCreate failed\n");
     return 1;
   }
+  // BERT-base's and GPT-2's linear layers at sequence 128, batch 1 and 32
+  // (rows = batch x 128): both have hidden 768 and MLP 3072; GPT-2 fuses
+  // Q, K and V into one 768 x 2304 product.
   std::vector<Shape> shapes = {
-      {"bert b1 qkv/out", 128, 768, 768}, {"bert b1 ffn1", 128, 768, 3072},
-      {"bert b1 ffn2", 128, 3072, 768},   {"bert b32 qkv/out", 4096, 768, 768},
-      {"bert b32 ffn1", 4096, 768, 3072}, {"bert b32 ffn2", 4096, 3072, 768}};
+      {"b1 qkv/out 768", 128, 768, 768},   {"b1 gpt2 qkv", 128, 768, 2304},
+      {"b1 ffn1", 128, 768, 3072},         {"b1 ffn2", 128, 3072, 768},
+      {"b32 qkv/out 768", 4096, 768, 768}, {"b32 gpt2 qkv", 4096, 768, 2304},
+      {"b32 ffn1", 4096, 768, 3072},       {"b32 ffn2", 4096, 3072, 768}};
   std::printf("%s GEMM on tensor cores, fp32 accumulate and output\n",
               precision.c_str());
   std::printf("%-18s %3s %9s %9s %8s %7s %6s %9s  %s\n", "shape", "B", "cublas",
