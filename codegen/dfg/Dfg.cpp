@@ -30,7 +30,7 @@ Type resultType(Op op, const std::vector<Type> &in, Type cast) {
 
 int Graph::add(Node n) {
   if (n.op == Op::Load)
-    n.type = buffers[n.buffer].type;
+    n.type = valueType(buffers[n.buffer].type);
   if (n.op == Op::Load && n.in.empty()) {
     auto key = std::make_tuple(n.buffer, n.index, n.indexFrom);
     auto it = loads.find(key);
@@ -61,14 +61,16 @@ int Graph::op(Op o, std::vector<int> in, double value, double value2,
   Node n{o, std::move(in)};
   n.value = value;
   n.value2 = value2;
-  n.type = resultType(o, types, cast);
+  n.type = valueType(resultType(o, types, cast));
+  if (o == Op::Cast)
+    n.to = cast;
   return add(std::move(n));
 }
 
 int Graph::constant(double v, Type type) {
   Node n{Op::Const, {}};
   n.value = v;
-  n.type = type;
+  n.type = valueType(type);
   return add(std::move(n));
 }
 

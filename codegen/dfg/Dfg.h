@@ -38,6 +38,12 @@ enum class Space { Global, Shared };
 /// memory that kernels compute on as fp32 (TensorCore.h's conversions).
 enum class Type { F32, I64, I32, Bool, F16, BF16 };
 
+/// The type a value loaded from a buffer of type t has (and a value stored
+/// into it is converted from).
+inline Type valueType(Type t) {
+  return t == Type::F16 || t == Type::BF16 ? Type::F32 : t;
+}
+
 /// How one buffer dimension moves from thread to thread: position =
 /// thread-0 position + coordinate(outDim) x threadExtent(outDim) x scale.
 /// For global buffers the block's base moves the same way with the block
@@ -119,7 +125,10 @@ struct Node {
   /// along it (a memory-based index function, thesis §3.4.2: ONNX Gather).
   /// A negative value counts from the end; one outside the extent reads 0.
   std::vector<int> indexFrom;
-  Type type = Type::F32;
+  Type type = Type::F32; // the value's type (never F16 / BF16: valueType)
+  /// Cast: the type converted to; to F16 or BF16 the value stays fp32,
+  /// rounded to the 16-bit type.
+  Type to = Type::F32;
   double value = 0, value2 = 0;
   std::string name;         // Value / Result
   std::vector<int64_t> out; // Result / Store: the block output position

@@ -156,6 +156,19 @@ std::string num(double v) {
   return s + "f";
 }
 
+// An element of a buffer of type t as the kernel computes on it (16-bit
+// floats widened to fp32), and a value as stored into one.
+std::string widen(dfg::Type t, const std::string &x) {
+  return t == dfg::Type::F16    ? "cuts_h2f(" + x + ")"
+         : t == dfg::Type::BF16 ? "cuts_bf2f(" + x + ")"
+                                : x;
+}
+std::string narrow(dfg::Type t, const std::string &x) {
+  return t == dfg::Type::F16    ? "cuts_f2h(" + x + ")"
+         : t == dfg::Type::BF16 ? "cuts_f2bf(" + x + ")"
+                                : x;
+}
+
 std::string typedNum(double v, dfg::Type t) {
   switch (t) {
   case dfg::Type::I64:
@@ -203,6 +216,8 @@ std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
                ? "fminf(" + x + ", " + in(1) + ")"
                : x + " < " + in(1) + " ? " + x + " : " + in(1);
   case Op::Cast:
+    if (n.to == dfg::Type::F16 || n.to == dfg::Type::BF16) // round, stay fp32
+      return widen(n.to, narrow(n.to, "static_cast<float>(" + x + ")"));
     return std::string("static_cast<") + typeName(n.type) + ">(" + x + ")";
   case Op::Pow:
     return "powf(" + x + ", " + in(1) + ")";
@@ -973,8 +988,10 @@ void Emitter::emitPick(const dfg::Graph &g, int id,
   std::string v = nameOf(g, id), zero = typedNum(0, n.type);
   if (std::string base = pickBase(g, n, deferred, ind); !base.empty()) {
     auto [guard, offset] = pickInner(g, n, base);
+    const dfg::Type part = g.buffer(g.node(n.in[0]).buffer).type;
     os << ind << "const " << typeName(n.type) << " " << v << " = (" << guard
-       << ") ? " << base << "[" << offset << "] : " << zero << ";\n";
+       << ") ? " << widen(part, base + "[" + offset + "]") << " : " << zero
+       << ";\n";
     return;
   }
   os << ind << typeName(n.type) << " " << v << ";\n";
@@ -982,10 +999,12 @@ void Emitter::emitPick(const dfg::Graph &g, int id,
   emitBisection(g, n, ind, [&](size_t i, const std::string &in) {
     const dfg::Node &l = g.node(n.in[i]);
     const dfg::Buffer &b = g.buffer(l.buffer);
-    std::string value = deferred.count(n.in[i])
-                            ? "(" + inside(b, l.index) + ") ? " + b.name + "[" +
-                                  address(b, l.index) + "] : " + zero
-                            : nameOf(g, n.in[i]);
+    std::string value =
+        deferred.count(n.in[i])
+            ? "(" + inside(b, l.index) + ") ? " +
+                  widen(b.type, b.name + "[" + address(b, l.index) + "]") +
+                  " : " + zero
+            : nameOf(g, n.in[i]);
     os << in << v << " = " << value << ";\n";
   });
 }
@@ -1043,7 +1062,7 @@ std::set<int> deferredLoads(const dfg::Graph &g,
 void Emitter::emitLoad(const dfg::Graph &g, int id, const std::string &ind) {
   const dfg::Node &n = g.node(id);
   const dfg::Buffer &b = g.buffer(n.buffer);
-  std::string zero = typedNum(0, b.type);
+  std::string zero = typedNum(0, n.type);
   if (!n.indexFrom.empty()) {
     // A gathered load: dynamic positions are checked both ways (an
     // index outside the extent reads 0 rather than faulting).
@@ -1061,14 +1080,15 @@ void Emitter::emitLoad(const dfg::Graph &g, int id, const std::string &ind) {
       }
       addr += (d ? " + " : "") + pos + " * " + std::to_string(b.strides[d]);
     }
-    os << ind << "const " << typeName(b.type) << " " << nameOf(g, id) << " = ("
-       << guard << ") ? " << b.name << "[" << addr << "] : " << zero << ";\n";
+    os << ind << "const " << typeName(n.type) << " " << nameOf(g, id) << " = ("
+       << guard << ") ? " << widen(b.type, b.name + "[" + addr + "]") << " : "
+       << zero << ";\n";
     return;
   }
-  std::string a = b.name + "[" + address(b, n.index) + "]";
+  std::string a = widen(b.type, b.name + "[" + address(b, n.index) + "]");
   if (b.space == dfg::Space::Global)
     a = "(" + inside(b, n.index) + ") ? " + a + " : " + zero;
-  os << ind << "const " << typeName(b.type) << " " << nameOf(g, id) << " = "
+  os << ind << "const " << typeName(n.type) << " " << nameOf(g, id) << " = "
      << a << ";\n";
 }
 
@@ -1083,7 +1103,8 @@ void Emitter::emitStore(const dfg::Graph &g, const dfg::Node &n,
        << ";\n";
     return;
   }
-  std::string a = b.name + "[" + address(b, n.index) + "] = " + x + ";";
+  std::string a =
+      b.name + "[" + address(b, n.index) + "] = " + narrow(b.type, x) + ";";
   if (b.space == dfg::Space::Global)
     os << ind << "if (" << inside(b, n.index) << ")\n"
        << ind << "  " << a << "\n";
@@ -1315,7 +1336,8 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
     inside = "*reinterpret_cast<const float4 *>(" + k.tensors[f.tensor].name +
              " + " + global + ")";
   else
-    inside = k.tensors[f.tensor].name + "[" + global + "]";
+    inside = widen(k.tensors[f.tensor].type,
+                   k.tensors[f.tensor].name + "[" + global + "]");
   if (quads)
     outside = "make_float4(" + outside + ", " + outside + ", " + outside +
               ", " + outside + ")";
@@ -1869,9 +1891,15 @@ std::string Emitter::run() {
   os << "\n// generated by cuts; do not edit\n";
   if (target == Target::Hip)
     os << "#include <hip/hip_runtime.h>\n";
-  if (top.mma && target == Target::Hip)
-    os << "#error \"tensor-core kernels are generated for CUDA only\"\n";
-  if (top.mma)
+  // The producer's tensors are among the kernel's (Kernel::producer).
+  const bool half = std::any_of(
+      top.tensors.begin(), top.tensors.end(), [](const TensorArg &t) {
+        return t.type == dfg::Type::F16 || t.type == dfg::Type::BF16;
+      });
+  if ((top.mma || half) && target == Target::Hip)
+    os << "#error \"fp16, bf16 and tensor-core kernels are generated for CUDA "
+          "only\"\n";
+  if (top.mma || half)
     os << tensorCorePrelude();
   if (top.mma && top.mma->instr == MmaLoop::Instr::Wgmma)
     os << wgmmaPrelude()

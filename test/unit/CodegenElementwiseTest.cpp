@@ -1,8 +1,10 @@
 // Fused elementwise chains with broadcasting, generated from DFGs and run on
 // the CPU against a double-precision reference.
 #include "CodegenTestUtil.h"
+#include "Half.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostRun.h"
+#include "codegen/emit/Nvrtc.h"
 #include "codegen/ops/Elementwise.h"
 #include "perfmodel/Describe.h"
 
@@ -422,4 +424,78 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
   err.clear();
   CHECK_FALSE(buildChain("swapped", out, in, swapped, params[0], err));
   CHECK(err.find("concatenated") != std::string::npos);
+}
+
+TEST_CASE("16-bit float chains compute in fp32 and round once at the store",
+          "[codegen][half]") {
+  using dfg::Op;
+  using dfg::Type;
+  // y16 = hard_swish(x16 + bias16[c]); y32 = float(x16) * 2; ybf = bf16(z)
+  std::vector<int64_t> out{2, 6, 5, 7};
+  std::mt19937 rng(16);
+  const int64_t n = numel(out);
+  std::vector<uint16_t> x(n), bias(6);
+  std::vector<float> xv(n), bv(6);
+  test::random16(rng, false, x, xv);
+  test::random16(rng, false, bias, bv);
+  std::vector<float> z = test::randomVector(rng, n);
+  TileParams p;
+  p.Nb = 1, p.Kb = 2, p.Hb = 5, p.Wb = 8, p.Ht = 1, p.Wt = 2;
+  std::string err;
+
+  auto chain = buildChain(
+      "half_chain", out,
+      {{"x", out, {}, Type::F16}, {"bias", {6, 1, 1}, {}, Type::F16}},
+      {{Op::Add, {-1, -2}}, {Op::HardSwish, {0}}}, p, err);
+  INFO(err);
+  REQUIRE(chain);
+  CHECK(chain->tensors.back().type == Type::F16);
+  std::vector<uint16_t> y(n, 0xffff);
+  REQUIRE(runOnHost(
+      *chain, {{"x", x.data()}, {"bias", bias.data()}, {"Y", y.data()}}, err));
+  int wrong = 0;
+  for (int64_t e = 0; e < n; ++e) {
+    float v = xv[e] + bv[e / 35 % 6]; // fp32 as the kernel computes
+    v = v * std::min(std::max(v / 6.0f + 0.5f, 0.0f), 1.0f);
+    // One rounding to fp16; fp32 arithmetic order may move v by an ulp of
+    // fp32, which can flip a tie: accept the neighbouring pattern then.
+    uint16_t want = test::toHalf(v);
+    wrong += y[e] != want && std::abs(int(y[e]) - int(want)) > 1;
+  }
+  CHECK(wrong == 0);
+
+  auto widenK = buildChain(
+      "widen", out, {{"x", out, {}, Type::F16}},
+      {{Op::Cast, {-1}, 0, 0, Type::F32}, {Op::Mul, {0, 0}}}, p, err);
+  INFO(err);
+  REQUIRE(widenK);
+  CHECK(widenK->tensors.back().type == Type::F32);
+  std::vector<float> y32 = test::poisoned(n);
+  REQUIRE(runOnHost(*widenK, {{"x", x.data()}, {"Y", y32.data()}}, err));
+  int wrong32 = 0;
+  for (int64_t e = 0; e < n; ++e)
+    wrong32 += y32[e] != xv[e] * xv[e];
+  CHECK(wrong32 == 0);
+
+  // Cast to bf16 inside a chain rounds there: y = bf16(z) * 1 stored bf16.
+  auto narrowK =
+      buildChain("narrow", out, {{"z", out}},
+                 {{Op::Cast, {-1}, 0, 0, Type::BF16}, {Op::Relu, {0}}}, p, err);
+  INFO(err);
+  REQUIRE(narrowK);
+  CHECK(narrowK->tensors.back().type == Type::BF16);
+  std::vector<uint16_t> ybf(n, 0xffff);
+  REQUIRE(runOnHost(*narrowK, {{"z", z.data()}, {"Y", ybf.data()}}, err));
+  int wrongBf = 0;
+  for (int64_t e = 0; e < n; ++e)
+    wrongBf += ybf[e] != test::toBf16(std::max(z[e], 0.0f));
+  CHECK(wrongBf == 0);
+  // The CUDA source compiles; HIP refuses 16-bit floats for now.
+  std::string src = emitSource(*chain);
+  CHECK(src.find("cuts_h2f") != std::string::npos);
+  CHECK(src.find("cuts_f2h") != std::string::npos);
+  REQUIRE(nvrtcAvailable()); // the tests build with the CUDA toolkit
+  INFO(err);
+  CHECK(compileWithNvrtc(src, "sm_80", err));
+  CHECK(emitSource(*chain, Target::Hip).find("#error") != std::string::npos);
 }

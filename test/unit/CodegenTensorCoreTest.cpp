@@ -4,6 +4,7 @@
 // sm_90 (the GPU's versions). cuts-tensor-core-check (test/gpu, ctest
 // tensor-core-gpu) runs the same kernels on a GPU against the CPU.
 #include "CodegenTestUtil.h"
+#include "Half.h"
 #include "TensorCoreKernels.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostCompile.h"
@@ -52,12 +53,6 @@ void compilesWithNvrtc(const std::string &body, const std::string &name,
 
 KernelArg buf(const void *p) { return KernelArg::buffer(p); }
 
-float bitsToFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 // Every finite positive value of a 16-bit format (`toFloat` of bit
 // patterns 0 .. limit), each value's midpoint with the next, and a float
 // just either side of it: what round-to-nearest must decide.
@@ -70,35 +65,6 @@ std::vector<float> roundingCases(float (*toFloat)(uint16_t), uint16_t limit) {
                          std::nextafter(mid, hi)});
   }
   return xs;
-}
-
-// The format's value of bit pattern h, computed from its definition.
-float halfValue(uint16_t h) {
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e ? std::ldexp(1.0 + m / 1024.0, e - 15) : std::ldexp(m, -24);
-  return float(h & 0x8000 ? -v : v);
-}
-float bf16Value(uint16_t h) { return bitsToFloat(uint32_t(h) << 16); }
-
-// The nearest of the format's values to x, ties to the even pattern.
-uint16_t nearestEven(float x, float (*toFloat)(uint16_t), uint16_t maxFinite,
-                     uint16_t infinity) {
-  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  double a = std::fabs(double(x));
-  // Binary search of the positive patterns (values rise with the pattern).
-  uint32_t lo = 0, hi = maxFinite;
-  while (hi - lo > 1) {
-    uint32_t m = (lo + hi) / 2;
-    (double(toFloat(uint16_t(m))) <= a ? lo : hi) = m;
-  }
-  double dl = a - toFloat(uint16_t(lo)), dh = toFloat(uint16_t(hi)) - a;
-  if (a >= toFloat(maxFinite)) { // past the largest: half an ulp rounds up
-    double ulp = toFloat(maxFinite) - toFloat(uint16_t(maxFinite - 1));
-    return uint16_t(sign |
-                    (a >= toFloat(maxFinite) + ulp / 2 ? infinity : maxFinite));
-  }
-  uint32_t r = dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
-  return uint16_t(sign | r);
 }
 
 } // namespace
@@ -168,24 +134,7 @@ TEST_CASE("fp16, bf16 and tf32 rounding on the CPU", "[codegen][tensorcore]") {
   compilesWithNvrtc(kWiden, "widen");
 }
 
-namespace {
-
-// Random values in a 16-bit format and their floats.
-void random16(std::mt19937 &rng, bool bf16, std::vector<uint16_t> &bits,
-              std::vector<float> &values) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (size_t i = 0; i < bits.size(); ++i) {
-    float x = dist(rng);
-    uint32_t f;
-    std::memcpy(&f, &x, 4);
-    // Round by the reference rule, then read the value back.
-    bits[i] = bf16 ? nearestEven(x, bf16Value, 0x7f7f, 0x7f80)
-                   : nearestEven(x, halfValue, 0x7bff, 0x7c00);
-    values[i] = bf16 ? bf16Value(bits[i]) : halfValue(bits[i]);
-  }
-}
-
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("m16n8k16 fp16 and bf16 tensor-core products on the CPU",
           "[codegen][tensorcore]") {
