@@ -142,6 +142,12 @@ public:
   void renameBuffer(int id, std::string name) {
     buffers[id].name = std::move(name);
   }
+  /// A buffer's element type, as long as its loads' value type stays
+  /// (fp32 <-> fp16 / bf16: storage only).
+  void setBufferType(int id, Type t) {
+    if (valueType(t) == valueType(buffers[id].type))
+      buffers[id].type = t;
+  }
 
   /// Adds a node; loads without predecessors of the same buffer and index
   /// are merged (thesis Fig. 3.3), so duplicating an output's DFG over the

@@ -254,6 +254,12 @@ inline std::array<int64_t, 4> gridExtents(const OpDesc &d) {
   return {d.N, k, h, d.W};
 }
 
+/// Stores tensor `name` of k (and of its producer) as type t in global
+/// memory: its loads widen to fp32 and its stores round (F16, BF16), the
+/// kernel's compute and shared tiles unchanged. False if k has no such
+/// tensor.
+bool setTensorType(Kernel &k, const std::string &name, dfg::Type t);
+
 /// True when every block extent of p is a multiple of its thread extent.
 inline bool threadsTileBlock(const TileParams &p) {
   return p.Nb % p.Nt == 0 && p.Kb % p.Kt == 0 && p.Hb % p.Ht == 0 &&

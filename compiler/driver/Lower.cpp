@@ -37,12 +37,20 @@ int64_t product(llvm::ArrayRef<int64_t> s) {
     p *= d;
   return p;
 }
-bool isF32(mlir::Value v) { return typeOf(v).getElementType().isF32(); }
+/// fp32, fp16 or bf16: what kernels compute on as fp32.
+bool isFloat(mlir::Value v) {
+  mlir::Type t = typeOf(v).getElementType();
+  return t.isF32() || t.isF16() || t.isBF16();
+}
 
 /// The DFG type of an element type the generator handles.
 std::optional<dfg::Type> dfgType(mlir::Type t) {
   if (t.isF32())
     return dfg::Type::F32;
+  if (t.isF16())
+    return dfg::Type::F16;
+  if (t.isBF16())
+    return dfg::Type::BF16;
   if (t.isInteger(64))
     return dfg::Type::I64;
   if (t.isInteger(32))
@@ -93,7 +101,7 @@ std::optional<ScalarOp> scalarOp(mlir::Operation *op) {
   if (!s)
     return std::nullopt;
   for (mlir::Value v : op->getOperands())
-    if (!dfgType(v) || (!anyType(s->op) && !isF32(v)))
+    if (!dfgType(v) || (!anyType(s->op) && !isFloat(v)))
       return std::nullopt;
   for (mlir::Value v : op->getResults())
     if (!dfgType(v))
@@ -245,7 +253,7 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
   Analysis a;
   int escaping = 0;
-  mlir::Operation *nonF32 = nullptr;
+  mlir::Operation *nonFloat = nullptr;
   for (mlir::Operation *op : ops) {
     if (isViewOp(op) || !describeOp(op)) {
       why = opName(op) + " is a view or constant inside a kernel";
@@ -254,10 +262,10 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
     for (mlir::Value v : op->getOperands())
       if (!dfgType(v)) {
         why = opName(op) + " has an operand of a type the generator does "
-                           "not handle (fp32, int64, int32, bool)";
+                           "not handle (fp32, fp16, bf16, int64, int32, bool)";
         return std::nullopt;
-      } else if (!isF32(v)) {
-        nonF32 = op;
+      } else if (!isFloat(v)) {
+        nonFloat = op;
       }
     bool leaves = false;
     for (mlir::OpResult r : op->getResults()) {
@@ -267,10 +275,10 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
       }
       if (!dfgType(r)) {
         why = opName(op) + " has a result of a type the generator does not "
-                           "handle (fp32, int64, int32, bool)";
+                           "handle (fp32, fp16, bf16, int64, int32, bool)";
         return std::nullopt;
-      } else if (!isF32(r)) {
-        nonF32 = op;
+      } else if (!isFloat(r)) {
+        nonFloat = op;
       }
       for (mlir::Operation *user : r.getUsers())
         if (!group.contains(user))
@@ -300,10 +308,12 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
   }
   if (!a.anchor)
     return a;
-  if (nonF32) {
+  if (nonFloat) {
     // Integer and bool tensors only flow through elementwise kernels
-    // (indices, masks); tiled ops and their epilogues compute in fp32.
-    why = opName(nonF32) + " has a non-fp32 tensor in a tiled op's kernel";
+    // (indices, masks); tiled ops and their epilogues compute in fp32 on
+    // fp32, fp16 or bf16 tensors.
+    why = opName(nonFloat) + " has an integer or bool tensor in a tiled "
+                             "op's kernel";
     return std::nullopt;
   }
   // A chain: every op after the anchor reads the previous op's result once.
@@ -495,6 +505,12 @@ std::optional<GroupKernel> finish(std::optional<codegen::Kernel> k,
       return std::nullopt;
     }
     g.args.push_back(it->second);
+  }
+  // Builders make fp32 tensors; 16-bit float values are stored as such.
+  for (size_t i = 0; i < g.args.size(); ++i) {
+    auto t = dfgType(g.args[i]);
+    if (t && (*t == dfg::Type::F16 || *t == dfg::Type::BF16))
+      codegen::setTensorType(*k, k->tensors[i].name, *t);
   }
   g.kernel = std::move(*k);
   return g;
@@ -1013,11 +1029,23 @@ tune::Candidate tuneCandidate(const codegen::Kernel &k, const std::string &arch,
   return c;
 }
 
+/// Whether every tensor `ops` read or write is fp32: what the library calls
+/// take so far (their specs carry no data type).
+bool allF32(llvm::ArrayRef<mlir::Operation *> ops) {
+  for (mlir::Operation *op : ops)
+    for (mlir::ValueRange range : {mlir::ValueRange(op->getOperands()),
+                                   mlir::ValueRange(op->getResults())})
+      for (mlir::Value v : range)
+        if (!typeOf(v).getElementType().isF32())
+          return false;
+  return true;
+}
+
 std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
                                       std::vector<mlir::Value> &args) {
   std::string why;
   auto a = analyse(ops, why);
-  if (!a || !a->anchor)
+  if (!a || !a->anchor || !allF32(ops))
     return std::nullopt;
   rt::ConvSpec s;
   auto conv = llvm::dyn_cast<ConvOp>(a->anchor);
@@ -1119,7 +1147,8 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
                                        std::vector<mlir::Value> &args) {
   std::string why;
   auto a = analyse(ops, why);
-  if (!a || !llvm::isa_and_nonnull<MatMulOp, MatMulAddOp, GemmOp>(a->anchor))
+  if (!a || !llvm::isa_and_nonnull<MatMulOp, MatMulAddOp, GemmOp>(a->anchor) ||
+      !allF32(ops))
     return std::nullopt;
   mlir::Operation *op = a->anchor;
   mlir::Value A = op->getOperand(0), B = op->getOperand(1), C;

@@ -213,6 +213,48 @@ def make_shared_layernorm(path):
                    [tm.vi("y", [1, 48, 64])], opset=18)
 
 
+def make_half_transformer(path):
+    """An fp16 model throughout (no fp32 detour): linear layers with bias,
+    erf GELU, a residual, LayerNormalization and Softmax."""
+    b = tm.Builder(25)
+    f16 = np.float16
+    h = b.node("MatMul", ["x", b.w([32, 48], dtype=f16)])
+    h = b.node("Add", [h, b.w([48], dtype=f16)])
+    e = b.node("Div", [h, b.const(np.array(1.4142135, f16))])
+    e = b.node("Erf", [e])
+    e = b.node("Add", [e, b.const(np.array(1.0, f16))])
+    h = b.node("Mul", [h, e])
+    h = b.node("Mul", [h, b.const(np.array(0.5, f16))])
+    h = b.node("MatMul", [h, b.w([48, 32], dtype=f16)])
+    h = b.node("Add", [h, "x"])
+    h = b.node("LayerNormalization", [h, b.w([32], 0.5, dtype=f16),
+                                      b.w([32], 0.5, dtype=f16)],
+               axis=-1, epsilon=1e-5)
+    b.node("Softmax", [h], axis=-1)
+    tm.rename_last(b, "y")
+    f = TensorProto.FLOAT16
+    return b.model(path, [tm.vi("x", [2, 5, 32], f)],
+                   [tm.vi("y", [2, 5, 32], f)])
+
+
+def make_half_convnet(path):
+    """An fp16 convolution block: conv with bias, relu, max pooling, a
+    depthwise conv and global average pooling."""
+    b = tm.Builder(26)
+    f16 = np.float16
+    h = b.node("Conv", ["x", b.w([8, 4, 3, 3], 0.3, dtype=f16),
+                        b.w([8], dtype=f16)], pads=[1, 1, 1, 1])
+    h = b.node("Relu", [h])
+    h = b.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    h = b.node("Conv", [h, b.w([8, 1, 3, 3], 0.3, dtype=f16)], group=8,
+               pads=[1, 1, 1, 1])
+    b.node("GlobalAveragePool", [h])
+    tm.rename_last(b, "y")
+    f = TensorProto.FLOAT16
+    return b.model(path, [tm.vi("x", [1, 4, 12, 12], f)],
+                   [tm.vi("y", [1, 8, 1, 1], f)])
+
+
 def feeds(shapes, seed):
     """Per (name, shape[, dtype, high]): float inputs standard normal,
     integer ones uniform in [0, high), or (high "mask") ones with trailing
@@ -261,7 +303,14 @@ MODELS = {
     "shared_conv": (make_shared_conv, [("x", (1, 3, 13, 13))], []),
     "shared_layernorm": (make_shared_layernorm, [("x", (1, 48, 32)),
                                                  ("r", (1, 48, 64))], []),
+    "half_transformer": (make_half_transformer,
+                         [("x", (2, 5, 32), np.float16)], []),
+    "half_convnet": (make_half_convnet, [("x", (1, 4, 12, 12), np.float16)],
+                     []),
 }
+# fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
+# a cuts kernel once at its store), tighter than the default for float16.
+HALF_TOLERANCE = {"half_transformer": "2e-3", "half_convnet": "2e-3"}
 # Models the compile must make a shared-memory-level fused kernel of (with a
 # synthetic tuning cache that favours one: favour_shared).
 SHARED = ("shared_conv", "shared_layernorm")
@@ -380,14 +429,16 @@ def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
         np.save(os.path.join(refdir, n + ".npy"), v)
     inputs = save_npy_feeds(d, f)
     art = os.path.join(out, "model.cuts")
+    tol = (["--tolerance", HALF_TOLERANCE[name]] if name in HALF_TOLERANCE
+           else [])
     r = runner.run("run", art, "--emulate", "--compare", refdir,
-                   "--output-dir", d, *inputs)
+                   "--output-dir", d, *tol, *inputs)
     require(r.returncode == 0,
             "emulated outputs differ: " + r.stdout + r.stderr)
     require(r.stdout.count(" ok") == len(outs), "not every output compared: "
             + r.stdout)
     if gpu:
-        r = runner.run("run", art, "--compare", refdir, *inputs)
+        r = runner.run("run", art, "--compare", refdir, *tol, *inputs)
         require(r.returncode == 0, "GPU outputs differ: " + r.stdout + r.stderr)
         check_bench_kernels(runner, art)
     return art, inputs

@@ -3,6 +3,7 @@
 // the right answer.
 #include "compiler/driver/Lower.h"
 #include "GraphTestUtil.h"
+#include "codegen/emit/Cuda.h"
 #include "codegen/emit/HostRun.h"
 #include "cuts/Dialect/Cuts/CutsDialect.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
@@ -286,4 +287,43 @@ func.func @main(%x: tensor<2x4x9xf32>) -> tensor<2x4x3xf32> {
           CHECK(y[(a * 4 + b) * 3 + c] ==
                 std::max(0.0f, x[(a * 4 + b) * 9 + 3 + 2 * c]));
   }
+}
+
+namespace {
+// An fp16 linear layer and conv: no fp32 detour.
+const char *kHalf = R"mlir(
+func.func @main(%x: tensor<4x8xf16>, %i: tensor<1x2x5x5xf16>) -> (tensor<4x6xf16>, tensor<1x3x5x5xf16>) {
+  %w = cuts.constant {value = dense<0.25> : tensor<8x6xf16>} : tensor<8x6xf16>
+  %b = cuts.constant {value = dense<0.5> : tensor<6xf16>} : tensor<6xf16>
+  %c = cuts.constant {value = dense<0.125> : tensor<3x2x3x3xf16>} : tensor<3x2x3x3xf16>
+  %0 = cuts.matmul_add %x, %w, %b : (tensor<4x8xf16>, tensor<8x6xf16>, tensor<6xf16>) -> tensor<4x6xf16>
+  %1 = cuts.relu %0 : (tensor<4x6xf16>) -> tensor<4x6xf16>
+  %2 = cuts.conv %i, %c {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x5x5xf16>, tensor<3x2x3x3xf16>) -> tensor<1x3x5x5xf16>
+  return %1, %2 : tensor<4x6xf16>, tensor<1x3x5x5xf16>
+}
+)mlir";
+} // namespace
+
+TEST_CASE("fp16 groups lower with fp16 tensors; the library calls refuse "
+          "them",
+          "[lower][half]") {
+  Graph g(kHalf);
+  // ops: 0 matmul_add, 1 relu, 2 conv
+  std::string why;
+  REQUIRE(driver::canGenerate(g.pick({0, 1}), &why));
+  REQUIRE(driver::canGenerate(g.pick({2}), &why));
+  std::vector<mlir::Value> args;
+  // Their specs carry no data type: an fp16 call would read fp32.
+  CHECK_FALSE(driver::cublasGemm(g.pick({0, 1}), args));
+  CHECK_FALSE(driver::cudnnConv(g.pick({2}), args));
+  TileParams p;
+  p.Nb = 4, p.Kb = 6, p.Nt = 2, p.Kt = 3, p.Cin = 4;
+  std::string err;
+  auto gk = driver::lowerGroup(g.pick({0, 1}), p, "linear16", err);
+  INFO(err);
+  REQUIRE(gk);
+  for (const codegen::TensorArg &t : gk->kernel.tensors)
+    CHECK(t.type == dfg::Type::F16);
+  std::string src = codegen::emitSource(gk->kernel);
+  CHECK(src.find("const unsigned short *__restrict__") != std::string::npos);
 }

@@ -43,7 +43,8 @@ const char *kUsage =
     "      the CPU); inputs and references are .npy or ONNX TensorProto .pb\n"
     "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
-    "      (fails above T, default 1e-5); integer and bool outputs must\n"
+    "      (fails above T; by default 1e-5 for float32, 1e-2 for float16\n"
+    "      and 5e-2 for bfloat16 outputs); integer and bool outputs must\n"
     "      match exactly. Input files of another dtype than the input's are\n"
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
@@ -76,7 +77,7 @@ int cmdRun(const std::vector<std::string> &args) {
   std::string model, outDir, compareDir;
   std::map<std::string, std::string> inputFiles;
   bool emulate = false, verbose = false;
-  double tolerance = 1e-5;
+  double tolerance = 0; // 0: per output dtype (defaultTolerance)
   for (ArgList a(args); a.next();) {
     std::string v;
     if (a.is("--input")) {
@@ -181,6 +182,7 @@ int cmdRun(const std::vector<std::string> &args) {
   }
 
   int failed = 0;
+  double worst = 0; // the largest tolerance applied, for the message
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
     cuts::HostArray got{x.name, x.shape, x.dtype, std::move(outputs[i])};
@@ -207,7 +209,9 @@ int cmdRun(const std::vector<std::string> &args) {
                             " elements, output '" + x.name + "' " +
                             std::to_string(got.size()));
     std::string detail;
-    bool ok = cuts::matchesReference(got, *r, tolerance, detail);
+    double limit = tolerance > 0 ? tolerance : cuts::defaultTolerance(x.dtype);
+    bool ok = cuts::matchesReference(got, *r, limit, detail);
+    worst = std::max(worst, limit);
     failed += !ok;
     std::printf("%-24s %-18s %s  %s\n", x.name.c_str(),
                 shapeText(x.shape).c_str(), detail.c_str(), ok ? "ok" : "FAIL");
@@ -216,7 +220,7 @@ int cmdRun(const std::vector<std::string> &args) {
     return error(model, std::to_string(failed) +
                             " output(s) differ from the reference by more "
                             "than " +
-                            std::to_string(tolerance));
+                            std::to_string(worst));
   return 0;
 }
 

@@ -130,11 +130,16 @@ void poison(const std::string &dtype, uint8_t *p, uint64_t bytes) {
 
 const char *kernelElementType(const std::string &dtype) {
   static const std::map<std::string, const char *> types = {
-      {"float32", "float"},    {"int64", "long long"},
-      {"int32", "int"},        {"bool", "bool"},
-      {"float64", "double"},   {"int16", "short"},
-      {"int8", "signed char"}, {"uint8", "unsigned char"},
-      {"float16", "__half"},   {"bfloat16", "__nv_bfloat16"}};
+      {"float32", "float"},
+      {"int64", "long long"},
+      {"int32", "int"},
+      {"bool", "bool"},
+      {"float64", "double"},
+      {"int16", "short"},
+      {"int8", "signed char"},
+      {"uint8", "unsigned char"},
+      {"float16", "unsigned short"},
+      {"bfloat16", "unsigned short"}};
   auto it = types.find(dtype);
   return it == types.end() ? nullptr : it->second;
 }

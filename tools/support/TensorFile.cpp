@@ -710,4 +710,8 @@ bool matchesReference(const HostArray &got, const HostArray &ref,
   return e <= tolerance; // NaN fails
 }
 
+double defaultTolerance(const std::string &dtype) {
+  return dtype == "float16" ? 1e-2 : dtype == "bfloat16" ? 5e-2 : 1e-5;
+}
+
 } // namespace cuts

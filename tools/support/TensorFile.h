@@ -63,6 +63,12 @@ std::optional<HostArray> readTensorFile(const std::string &path,
 /// elements differ").
 bool matchesReference(const HostArray &got, const HostArray &ref,
                       double tolerance, std::string &detail);
+/// The relative L2 error `cuts run --compare` accepts by default for an
+/// output of `dtype`: 1e-5 for float32; for float16 1e-2 and bfloat16 5e-2,
+/// a few units of the format's own rounding (2^-11, 2^-8) per layer, since
+/// kernels keep fp32 inside a fused group where a reference may round
+/// after every op.
+double defaultTolerance(const std::string &dtype);
 
 /// Writes `a` in its dtype (bfloat16, which NumPy lacks, as float32).
 bool writeNpy(const std::string &path, const HostArray &a, std::string &error);
