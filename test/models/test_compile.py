@@ -26,6 +26,7 @@ import sys
 import time
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -654,6 +655,46 @@ def check_validate(runner, path):
             "validate_report: " + r.stdout)
 
 
+def bf16_round(x):
+    """float32 -> the nearest bfloat16 (ties to even), as float32."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7fff + ((u >> 16) & 1)) >> 16 << 16
+    return u.astype(np.uint32).view(np.float32)
+
+
+def check_bf16(runner):
+    """A bf16 linear layer + relu (ONNX Runtime's CPU has no bf16 MatMul:
+    the reference is NumPy's, in float64 from the bf16 values)."""
+    d = os.path.join(runner.work, "bf16_linear")
+    os.makedirs(os.path.join(d, "ref"), exist_ok=True)
+    r = np.random.default_rng(27)
+    w = bf16_round(r.standard_normal((48, 24)) * 0.2)
+    x = bf16_round(r.standard_normal((3, 48)))
+    bits = (w.view(np.uint32) >> 16).astype(np.uint16)
+    t = helper.make_tensor("w", TensorProto.BFLOAT16, [48, 24],
+                           bits.tobytes(), raw=True)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["t"]),
+         helper.make_node("Relu", ["t"], ["y"])], "bf16_linear",
+        [tm.vi("x", [3, 48], TensorProto.BFLOAT16)],
+        [tm.vi("y", [3, 24], TensorProto.BFLOAT16)], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(d, "bf16_linear.onnx")
+    onnx.save(m, path)
+    y = np.maximum(x.astype(np.float64) @ w.astype(np.float64), 0)
+    np.save(os.path.join(d, "ref", "y.npy"), y.astype(np.float32))
+    np.save(os.path.join(d, "x.npy"), x)  # float32 holding bf16 values
+    out = os.path.join(d, "out")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    r = runner.run("run", os.path.join(out, "model.cuts"), "--emulate",
+                   "--compare", os.path.join(d, "ref"), "--tolerance", "4e-3",
+                   "--input", "x=" + os.path.join(d, "x.npy"))
+    require(r.returncode == 0, "emulated outputs differ: " + r.stdout
+            + r.stderr)
+
+
 def check_integer_inputs(runner, art):
     """An int64 input takes an int32 file (converted) but refuses a float
     one, naming the input; outputs are written in their dtype."""
@@ -771,6 +812,8 @@ def main():
                      [a for n in ("q", "k", "v") for a in
                       ("--input", n + "=" + os.path.join(d, n + ".npy"))],
                      os.path.join(d, "ref"), "cublaslt.gemm")
+    if not a.k or "bf16" in a.k:
+        runner.check("bf16 linear layer", check_bf16, runner)
     if not a.k or "bert" in a.k:
         runner.check("exported BERT (2 layers)", check_exported_bert, runner)
     if first:
