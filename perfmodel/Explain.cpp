@@ -128,7 +128,8 @@ std::string explainTable(const ExplainReport &r) {
   os << "target " << r.arch << ", top " << r.options.prune.topPercent
      << " % (at least " << r.options.prune.minKeep << ", at most "
      << r.options.prune.maxKeep << ") of parameter sets"
-     << (r.options.fusion ? "" : ", no fusion") << "\n";
+     << (r.options.fusion ? "" : ", no fusion") << ", tensors in "
+     << r.options.precision << " (kernels compute in fp32)\n";
   os << "  #  fusion    enum     kept   PUL     GM     SM     WB     COEF_r  "
         "t_lb(us)  ops\n";
   int k = 0;
@@ -222,6 +223,7 @@ std::string explainJson(const ExplainReport &r) {
               {"minKeep", r.options.prune.minKeep},
               {"maxKeep", r.options.prune.maxKeep},
               {"fusion", r.options.fusion},
+              {"precision", r.options.precision},
               {"groups", groups},
               {"totals",
                {{"kernels", std::count_if(r.groups.begin(), r.groups.end(),

@@ -30,6 +30,9 @@ struct ExplainOptions {
   /// generator's rules; `cuts explain` alone leaves it empty).
   std::function<bool(llvm::ArrayRef<mlir::Operation *>)> canFuse;
   int jobs = 0; // threads for the parameter searches; 0: one per core
+  /// The storage of the graph's floating-point tensors (reported only: the
+  /// graph already carries the types, cuts-convert-precision).
+  std::string precision = "fp32";
   /// A model kept across calls on one graph (tuning's rounds of search),
   /// so each op's parameter search runs once; built with the same arch,
   /// prune and fusion. Null: a model of this call's own.

@@ -16,6 +16,8 @@
 //                      tuned for: {name string, peakFlops number (FP32
 //                      FLOP/s), bandwidth number (global bytes/s)}, both
 //                      numbers >= 0
+//   precision string   (optional, "fp32") the storage of floating-point
+//                      tensors between kernels: "fp32", "fp16" or "bf16"
 //   tensors   [object] indexed by tensor id:
 //     name         string  the ONNX value name (non-empty for inputs and
 //                          outputs, which are bound by name)
@@ -215,6 +217,7 @@ Json manifestJson(const Manifest &m) {
     j["target"] = {{"name", m.target},
                    {"peakFlops", m.peakFlops},
                    {"bandwidth", m.bandwidth}};
+  j["precision"] = m.precision;
   Json tensors = Json::array();
   for (const Tensor &t : m.tensors) {
     Json jt = Json::object();
@@ -567,6 +570,17 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
         !r.amount(*t, "target", "peakFlops", m.peakFlops) ||
         !r.amount(*t, "target", "bandwidth", m.bandwidth))
       return false;
+  }
+  m.precision = "fp32";
+  if (j.contains("precision")) {
+    if (!r.str(j, "", "precision", m.precision))
+      return false;
+    if (m.precision != "fp32" && m.precision != "fp16" &&
+        m.precision != "bf16") {
+      error = "manifest: precision '" + m.precision +
+              "' is none of fp32, fp16, bf16";
+      return false;
+    }
   }
   const Json *tensors = r.array(j, "", "tensors");
   if (!tensors)

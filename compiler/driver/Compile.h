@@ -48,6 +48,9 @@ struct CompileOptions {
   std::string candidatesOut; // write the unmeasured candidates here
   bool progress = false;     // progress lines on stderr (a terminal)
   bool library = true; // tuning also times cuDNN for the groups it can run
+  /// What the module's floating-point tensors were converted to (the
+  /// cuts-convert-precision pass), recorded in the artifact.
+  std::string precision = "fp32";
 };
 
 /// One generated kernel as a reader sees it.

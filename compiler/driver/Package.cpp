@@ -216,6 +216,7 @@ Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
   m.target = opts.arch.name;
   m.peakFlops = opts.arch.perfPeakFp32;
   m.bandwidth = opts.arch.bwGlobal;
+  m.precision = opts.precision;
 }
 
 int Packager::addTensor(mlir::Value v, rt::TensorKind kind,

@@ -62,6 +62,31 @@ def SimplifyDataMovement
   }];
 }
 
+def ConvertPrecision : Pass<"cuts-convert-precision", "mlir::func::FuncOp"> {
+  let summary = "Store the model's floating-point tensors in fp16 or bf16";
+  let description = [{
+    Every fp32 tensor of the function becomes `precision` (f16 or bf16):
+    op results, constants (rounded to nearest even; a constant equal to
+    +-FLT_MAX, the exporters' "dtype minimum" idiom of attention masks,
+    becomes the 16-bit format's largest value; any other constant beyond
+    the format's range is an error naming its user), cast targets and
+    constant_of_shape values. Kernels still compute in fp32 (codegen:
+    loads widen, stores round), so accumulators, softmax and normalization
+    statistics, reductions and the exp / erf / tanh of GELU stay fp32; only
+    the tensors between kernels are 16-bit. The model's fp32 inputs and
+    outputs keep their type behind a cast (fused into the first and last
+    kernels where the partition can), unless `io-precision` is set: then the
+    function takes and returns the 16-bit type itself.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"fp16\"",
+           "fp16 or bf16">,
+    Option<"ioPrecision", "io-precision", "std::string", "\"\"",
+           "\"\" keeps fp32 inputs and outputs; fp16 or bf16 (the same as "
+           "precision) passes 16-bit buffers">
+  ];
+}
+
 def DeadCode : Pass<"cuts-dce", "mlir::func::FuncOp"> {
   let summary = "Erase ops whose results are unused";
 }

@@ -318,8 +318,8 @@ SHARED = ("shared_conv", "shared_layernorm")
 
 
 class Runner:
-    def __init__(self, cuts, work):
-        self.cuts, self.work = cuts, work
+    def __init__(self, cuts, work, gpu=False):
+        self.cuts, self.work, self.gpu = cuts, work, gpu
         self.passed = self.failed = 0
 
     def check(self, name, fn, *args):
@@ -695,6 +695,62 @@ def check_bf16(runner):
             + r.stderr)
 
 
+# fp32 models compiled with --precision fp16 / bf16, against the fp32
+# reference: within 2e-3 and 1e-2 (measured at most 5.2e-4 and 4.7e-3,
+# tighter than cuts run's defaults for the precisions).
+REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
+           "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
+           "two_outputs")
+REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2"}
+
+
+def check_reduced_precision(runner, name, precision):
+    d = os.path.join(runner.work, name)
+    out = os.path.join(d, precision)
+    r = runner.run("compile", os.path.join(runner.work, name + ".onnx"),
+                   "--arch", "sm_90", "--precision", precision, "-o", out)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    shapes = MODELS[name][1]
+    inputs = [a for s in shapes for a in
+              ("--input", s[0] + "=" + os.path.join(d, s[0] + ".npy"))]
+    r = runner.run("run", os.path.join(out, "model.cuts"), "--emulate",
+                   "--compare", os.path.join(d, "ref"), "--tolerance",
+                   REDUCED_TOLERANCE[precision], *inputs)
+    require(r.returncode == 0, "emulated outputs differ: " + r.stdout
+            + r.stderr)
+    if runner.gpu:
+        r = runner.run("run", os.path.join(out, "model.cuts"), "--compare",
+                       os.path.join(d, "ref"), "--tolerance",
+                       REDUCED_TOLERANCE[precision], *inputs)
+        require(r.returncode == 0, "GPU outputs differ: " + r.stdout
+                + r.stderr)
+
+
+def check_precision_errors(runner):
+    """A constant fp16 cannot hold, an unknown precision and a mismatched
+    --io-precision: clear errors, no artifact."""
+    b = tm.Builder(28)
+    b.node("Mul", ["x", b.const(np.full([4], 1e5, np.float32))])
+    tm.rename_last(b, "y")
+    path = b.model(os.path.join(runner.work, "big_constant.onnx"),
+                   [tm.vi("x", [4])], [tm.vi("y", [4])])
+    out = os.path.join(runner.work, "big_constant")
+    for args, want in (
+            (["--precision", "fp16"], "cannot hold a constant 100000"),
+            (["--precision", "tf32"], "tf32 is not available yet"),
+            (["--precision", "fp16", "--io-precision", "bf16"],
+             "--io-precision bf16 needs --precision bf16")):
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out, *args)
+        require(r.returncode != 0 and want in r.stderr
+                and "cuts: error:" in r.stderr,
+                " ".join(args) + ": " + r.stderr)
+        require(not os.path.exists(os.path.join(out, "model.cuts")),
+                " ".join(args) + " left an artifact")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--precision", "bf16")
+    require(r.returncode == 0, "bf16 holds 1e5: " + r.stderr)
+
+
 def check_integer_inputs(runner, art):
     """An int64 input takes an int32 file (converted) but refuses a float
     one, naming the input; outputs are written in their dtype."""
@@ -777,7 +833,7 @@ def main():
             print("no GPU here: skipped")
             return 77  # ctest's SKIP_RETURN_CODE
     os.makedirs(a.work, exist_ok=True)
-    runner = Runner(os.path.abspath(a.cuts), a.work)
+    runner = Runner(os.path.abspath(a.cuts), a.work, a.gpu)
     first = None
     for name, (build, shapes, import_args) in MODELS.items():
         if a.k not in name:
@@ -794,6 +850,10 @@ def main():
             if name == "embedding":
                 runner.check("integer inputs", check_integer_inputs, runner,
                              result["art"][0])
+            if name in REDUCED:
+                for p in ("fp16", "bf16"):
+                    runner.check("%s --precision %s" % (name, p),
+                                 check_reduced_precision, runner, name, p)
     runner.gpu = a.gpu
     if first and not a.k:
         p = os.path.join(a.work, "mobilenet_block.onnx")
@@ -814,6 +874,7 @@ def main():
                      os.path.join(d, "ref"), "cublaslt.gemm")
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
+        runner.check("precision errors", check_precision_errors, runner)
     if not a.k or "bert" in a.k:
         runner.check("exported BERT (2 layers)", check_exported_bert, runner)
     if first:

@@ -1093,6 +1093,23 @@ TEST_CASE("a manifest without the work and ceilings reads them as unknown",
   }
 }
 
+TEST_CASE("the precision round-trips, defaults to fp32 and is checked",
+          "[runtime]") {
+  ArtifactContents c = sampleContents();
+  c.manifest.precision = "bf16";
+  std::string error;
+  auto a = parseArtifact(serializeArtifact(c), error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  CHECK(a->manifest.precision == "bf16");
+  a = parseArtifact(withManifest([](Json &j) { j.erase("precision"); }),
+                    error);
+  REQUIRE(a.has_value());
+  CHECK(a->manifest.precision == "fp32");
+  error = rejection(withManifest([](Json &j) { j["precision"] = "fp8"; }));
+  CHECK(error.find("precision 'fp8'") != std::string::npos);
+}
+
 TEST_CASE("library kernel validation", "[runtime]") {
   ArtifactContents c = libraryContents(true);
   KernelLaunch &k = c.manifest.kernels[0];

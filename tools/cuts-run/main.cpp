@@ -44,7 +44,8 @@ const char *kUsage =
     "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
     "      (fails above T; by default 1e-5 for float32, 1e-2 for float16\n"
-    "      and 5e-2 for bfloat16 outputs); integer and bool outputs must\n"
+    "      and 5e-2 for bfloat16, by the output's dtype or the model's\n"
+    "      --precision, the looser); integer and bool outputs must\n"
     "      match exactly. Input files of another dtype than the input's are\n"
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
@@ -209,7 +210,13 @@ int cmdRun(const std::vector<std::string> &args) {
                             " elements, output '" + x.name + "' " +
                             std::to_string(got.size()));
     std::string detail;
-    double limit = tolerance > 0 ? tolerance : cuts::defaultTolerance(x.dtype);
+    // By default the looser of the output's dtype and the model's storage.
+    const std::string stored = m.precision == "fp16"   ? "float16"
+                               : m.precision == "bf16" ? "bfloat16"
+                                                       : "float32";
+    double limit = tolerance > 0 ? tolerance
+                                 : std::max(cuts::defaultTolerance(x.dtype),
+                                            cuts::defaultTolerance(stored));
     bool ok = cuts::matchesReference(got, *r, limit, detail);
     worst = std::max(worst, limit);
     failed += !ok;

@@ -52,7 +52,7 @@ void usage(llvm::raw_ostream &os) {
         "  explain MODEL.onnx --arch ARCH [--json | --mlir] [--input-shape "
         "...]\n"
         "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
-        "                    [--no-fusion]\n"
+        "                    [--no-fusion] [--precision P] [--io-precision P]\n"
         "      the kernels the performance model groups the graph into, with\n"
         "      candidates enumerated and kept, the best PUL and its factors;\n"
         "      --mlir: the graph with each group a cuts.group region\n"
@@ -63,6 +63,8 @@ void usage(llvm::raw_ostream &os) {
         "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
         "                    [--tune-seconds S]\n"
         "                    [--candidates FILE] [--no-library]\n"
+        "                    [--precision fp32|fp16|bf16] [--io-precision "
+        "fp16|bf16]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
@@ -78,6 +80,9 @@ void usage(llvm::raw_ostream &os) {
         "      library calls first); --candidates FILE: write what CACHE\n"
         "      lacks, for cuts tune; --no-library: never cuDNN (tuning times\n"
         "      it against the generated kernels where it can run a group)\n"
+        "      --precision: store the tensors between kernels in fp16 or bf16\n"
+        "      (weights converted now; kernels compute in fp32); inputs and\n"
+        "      outputs keep the model's types unless --io-precision\n"
         "  tune DIR --cache CACHE\n"
         "      time DIR/candidates.json (from compile --candidates) on this\n"
         "      machine's GPU and add the times to CACHE\n"
@@ -213,6 +218,58 @@ int parsePruneOption(ArgList &a, cuts::PruneOptions &prune) {
   return 0;
 }
 
+/// --precision fp32|fp16|bf16 and --io-precision fp16|bf16 (explain and
+/// compile).
+struct Precision {
+  std::string storage = "fp32", io;
+};
+
+// Parses --precision / --io-precision at the current argument; returns 0
+// when it is neither, 1 when handled, -1 on error (printed).
+int parsePrecisionOption(ArgList &a, Precision &p) {
+  bool io = a.is("--io-precision");
+  if (!io && !a.is("--precision"))
+    return 0;
+  std::string v;
+  const char *known = io ? "fp16, bf16" : "fp32, fp16, bf16";
+  if (!a.value(v) || (v != "fp16" && v != "bf16" && (io || v != "fp32"))) {
+    error("", std::string(io ? "--io-precision" : "--precision") +
+                  " needs one of " + known +
+                  (v == "tf32" ? " (tf32 is not available yet)" : ""));
+    return -1;
+  }
+  (io ? p.io : p.storage) = v;
+  return 1;
+}
+
+// Converts the module's tensors to p (cuts-convert-precision); on failure
+// prints the error (the pass names the op) and returns false.
+bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
+                    const Precision &p, const std::string &model) {
+  if (!p.io.empty() && p.io != p.storage) {
+    error("", "--io-precision " + p.io + " needs --precision " + p.io);
+    return false;
+  }
+  if (p.storage == "fp32")
+    return true;
+  std::string diag;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    if (diag.empty())
+      diag = d.str();
+    return mlir::success();
+  });
+  mlir::PassManager pm(&ctx);
+  cuts::ConvertPrecisionOptions o;
+  o.precision = p.storage;
+  o.ioPrecision = p.io;
+  pm.nest<mlir::func::FuncOp>().addPass(cuts::createConvertPrecision(o));
+  if (failed(pm.run(module))) {
+    error(model, diag);
+    return false;
+  }
+  return true;
+}
+
 /// What --arch takes, for error messages: the built-in names, or a file.
 std::string archList() {
   std::string s;
@@ -249,6 +306,7 @@ int cmdExplain(const std::vector<std::string> &args) {
   bool json = false, mlir = false;
   cuts::ImportOptions opts;
   cuts::ExplainOptions eopts;
+  Precision precision;
   for (ArgList a(args); a.next();) {
     if (a.is("--arch")) {
       if (!a.value(archName))
@@ -260,6 +318,9 @@ int cmdExplain(const std::vector<std::string> &args) {
     } else if (a.is("--no-fusion")) {
       eopts.fusion = false;
     } else if (int r = parsePruneOption(a, eopts.prune)) {
+      if (r < 0)
+        return 1;
+    } else if (int r = parsePrecisionOption(a, precision)) {
       if (r < 0)
         return 1;
     } else if (int r = cuts::cli::parseInputShape(a, opts.inputShapes)) {
@@ -279,8 +340,9 @@ int cmdExplain(const std::vector<std::string> &args) {
     return 1;
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
-  if (!module)
+  if (!module || !applyPrecision(ctx, *module, precision, model))
     return 1;
+  eopts.precision = precision.storage;
   auto func = module->lookupSymbol<mlir::func::FuncOp>("main");
   std::string err;
   auto report = cuts::explainFunction(func, *arch, eopts, err);
@@ -419,6 +481,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   bool emitSource = false;
   cuts::ImportOptions opts;
   cuts::driver::CompileOptions copts;
+  Precision precision;
   for (ArgList a(args); a.next();) {
     if (a.is("--arch")) {
       if (!a.value(archNames))
@@ -463,9 +526,9 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
         return error("", "--candidates needs a file name");
     } else if (a.is("--no-library")) {
       copts.library = false;
-    } else if (a.is("--precision")) {
-      return error("", "compile: --precision is not available in this "
-                       "version: kernels are generated, in fp32");
+    } else if (int r = parsePrecisionOption(a, precision)) {
+      if (r < 0)
+        return 1;
     } else if (int r = cuts::cli::parseInputShape(a, opts.inputShapes)) {
       if (r < 0)
         return 1;
@@ -506,8 +569,9 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
-  if (!module)
+  if (!module || !applyPrecision(ctx, *module, precision, model))
     return 1;
+  copts.precision = precision.storage;
   if (auto ec = llvm::sys::fs::create_directories(outDir))
     return error(outDir, "cannot create (" + ec.message() + ")");
   std::string err;

@@ -101,6 +101,9 @@ struct Manifest {
   /// FP32 PERF_peak in FLOP/s and BW_global in bytes/s ("" and 0: none).
   std::string target;
   double peakFlops = 0, bandwidth = 0;
+  /// How the floating-point tensors between kernels are stored ("fp32",
+  /// "fp16", "bf16": cuts compile --precision); kernels compute in fp32.
+  std::string precision = "fp32";
   std::vector<Tensor> tensors;
   std::vector<int> inputs, outputs; // tensor ids in the model's order
   std::vector<KernelLaunch> kernels;

@@ -5,6 +5,7 @@ import sys
 r = json.load(sys.stdin)
 assert r["arch"] == "H100-SXM", r["arch"]
 assert r["topPercent"] == 1 and r["minKeep"] == 8 and r["maxKeep"] == 4096 and r["fusion"] is True
+assert r["precision"] == "fp32"
 t = r["totals"]
 assert t["ops"] == 11 and 3 <= t["kernels"] <= 10 and not t["truncated"], t
 total = 0.0
