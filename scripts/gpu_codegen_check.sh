@@ -7,7 +7,9 @@
 #  2. compute-sanitizer memcheck and racecheck on the shared-memory-level
 #     fused artifacts (the producer phase's stores and barriers);
 #  3. tools/cuts-kernel-check: generated GEMMs (BERT-base shapes, kept and
-#     pruned sets) against cuBLAS SGEMM, JSON in $OUT/gemm.json.
+#     pruned sets) against cuBLAS SGEMM, JSON in $OUT/gemm.json;
+#  4. the same with --tensor-core fp16: tensor-core GEMMs (BERT-base and
+#     GPT-2 shapes, mma.sync and wgmma tilings) against cublasGemmEx.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -35,3 +37,6 @@ done
 echo "== generated GEMMs vs cuBLAS"
 $b/bin/cuts-kernel-check --arch h200 --kept ${KEPT:-24} \
   --pruned ${PRUNED:-12} --json $OUT/gemm.json 2>&1 | tee $OUT/gemm-summary.txt | tail -9
+echo "== tensor-core GEMMs (fp16) vs cublasGemmEx"
+$b/bin/cuts-kernel-check --tensor-core fp16 --json $OUT/tc-fp16.json \
+  2> $OUT/tc-fp16-errors.txt | tee $OUT/tc-fp16-summary.txt | tail -18
