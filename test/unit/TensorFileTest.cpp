@@ -276,3 +276,19 @@ TEST_CASE("conversions to an input's dtype are exact or refused",
     CHECK(h.value(3) == std::ldexp(2.0, -24)); // the nearest subnormal
   }
 }
+
+TEST_CASE("references: special values match only themselves", "[tensorfile]") {
+  std::string detail;
+  auto arr = [](std::vector<float> v) {
+    return HostArray::fromFloats({int64_t(v.size())}, v);
+  };
+  const float nan = NAN, inf = INFINITY;
+  CHECK(matchesReference(arr({1, nan, inf, -inf}), arr({1, nan, inf, -inf}),
+                         1e-5, detail));
+  CHECK_FALSE(matchesReference(arr({1, nan}), arr({1, 2}), 1e-5, detail));
+  CHECK_FALSE(matchesReference(arr({1, 2}), arr({1, nan}), 1e-5, detail));
+  CHECK_FALSE(matchesReference(arr({1, -inf}), arr({1, inf}), 1e-5, detail));
+  CHECK_FALSE(matchesReference(arr({1, 3e38f}), arr({1, inf}), 1e-5, detail));
+  CHECK(matchesReference(arr({1, 2}), arr({1, 2.00001f}), 1e-5, detail));
+  CHECK_FALSE(matchesReference(arr({1, 2}), arr({1, 2.001f}), 1e-5, detail));
+}

@@ -14,9 +14,10 @@
 // With --numeric, every test whose shapes pass is also compiled (the whole
 // pipeline, no NVRTC) and its artifact run on the CPU (every generated
 // kernel's own CUDA source, cuts run --emulate's path) on the test's inputs;
-// each output must match output_K.pb: fp32 within relative L2 1e-5,
-// integers and bools exactly. Tests the compiler does not cover yet are
-// numeric-skipped with its reason. --jobs N runs N tests at a time.
+// each output must match output_K.pb: within relative L2 1e-5 (fp32), 1e-2
+// (fp16) or 5e-2 (bf16: defaultTolerance), integers and bools exactly. Tests
+// the compiler does not cover yet are numeric-skipped with its reason. --jobs N
+// runs N tests at a time.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
@@ -188,7 +189,8 @@ void numericCheck(mlir::ModuleOp module, const std::string &data, Result &r) {
     }
     cuts::HostArray got{x.name, x.shape, x.dtype, std::move(outputs[i])};
     std::string what;
-    if (!cuts::matchesReference(got, *want, 1e-5, what)) {
+    if (!cuts::matchesReference(got, *want, cuts::defaultTolerance(x.dtype),
+                                what)) {
       r.numeric = "failed";
       r.numericReason =
           "output " + std::to_string(i) + " ('" + x.name + "'): " + what;

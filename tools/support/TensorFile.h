@@ -58,7 +58,9 @@ std::optional<HostArray> parseTensorProto(const std::string &bytes,
 std::optional<HostArray> readTensorFile(const std::string &path,
                                         std::string &error);
 /// Whether got matches ref (equal sizes): a floating-point array within
-/// `tolerance` of relative L2 error (NaN fails), integers and bools exactly.
+/// `tolerance` of relative L2 error over the elements where ref is finite
+/// (a NaN or infinity matches only the same in ref; any other NaN fails),
+/// integers and bools exactly.
 /// `detail` says by how much ("relative L2 1.234e-07", "int64, 2 of 12
 /// elements differ").
 bool matchesReference(const HostArray &got, const HostArray &ref,
