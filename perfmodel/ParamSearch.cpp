@@ -174,6 +174,8 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
                   forEachCinputAndFormat(d, p, cins, fn);
                 }
         }
+  // Matmuls of 16-bit operands also run on tensor cores (one layout each).
+  forEachTensorCoreParams(d, arch, fn);
   // Reductions also split rows over lanes: Wb = G lanes of a warp share a
   // row (G dividing its length), each holding length / G of its elements
   // in registers and combining them by warp shuffles; Wt = 1. Whole warps
@@ -219,14 +221,17 @@ struct FormatGroup {
 bool sameGroup(const TileParams &a, const TileParams &b) {
   return a.Nb == b.Nb && a.Kb == b.Kb && a.Hb == b.Hb && a.Wb == b.Wb &&
          a.Nt == b.Nt && a.Kt == b.Kt && a.Ht == b.Ht && a.Wt == b.Wt &&
-         a.Cin == b.Cin;
+         a.Cin == b.Cin && a.instr == b.instr && a.warpsM == b.warpsM &&
+         a.warpsN == b.warpsN && a.stages == b.stages;
 }
 
 // The sets op d may take with inputs from `input`: a complex successor reads
 // its whole input from shared memory (C_input = C). And the GMRatio the
 // bound is given: 1 from shared memory (NUM_trans = 0), else its own (-1).
+// Tensor-core main loops read global memory only.
 bool allowedFor(const OpDesc &d, InputFrom input, const TileParams &p) {
-  return input != InputFrom::SharedMemory || !isComplex(d.kind) || p.Cin == d.C;
+  return input != InputFrom::SharedMemory ||
+         (!p.tensorCore() && (!isComplex(d.kind) || p.Cin == d.C));
 }
 double gmFor(InputFrom input) {
   return input == InputFrom::SharedMemory ? 1.0 : -1.0;
@@ -314,6 +319,15 @@ void forEachScored(const OpDesc &d, const GpuArch &arch, const FormatGroup &g,
   }
 }
 
+// One tiling for distinctTilingsFirst: a format group, or for tensor cores
+// one block of warps (C_input and the stages vary the pipeline only).
+bool sameTiling(const TileParams &a, const TileParams &b) {
+  if (!a.tensorCore() || !b.tensorCore())
+    return sameGroup(a, b);
+  return a.instr == b.instr && a.Nb == b.Nb && a.Kb == b.Kb && a.Nt == b.Nt &&
+         a.Kt == b.Kt && a.warpsM == b.warpsM && a.warpsN == b.warpsN;
+}
+
 } // namespace
 
 std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
@@ -323,7 +337,7 @@ std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
   for (size_t i = 0; i < ranked.size() && picked.size() < n; ++i) {
     bool seen = false;
     for (size_t j : picked)
-      seen = seen || sameGroup(ranked[j].params, ranked[i].params);
+      seen = seen || sameTiling(ranked[j].params, ranked[i].params);
     (seen ? later : picked).push_back(i);
   }
   for (size_t i = 0; picked.size() < n; ++i)
@@ -469,6 +483,7 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
       if (ext[i] % t == 0)
         opts[i].push_back(t);
   TileParams p = block;
+  p.instr = MatrixInstr::None; // a predecessor's phase runs on SIMT units
   for (int64_t t0 : opts[0])
     for (int64_t t1 : opts[1])
       for (int64_t t2 : opts[2])

@@ -95,8 +95,9 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
                                       const TileParams &block, int64_t threads);
 
 /// The first n indices of `ranked` (best first) to time: the best set of
-/// each tiling (all but FORMAT_shared) in rank order, then the other formats
-/// in rank order if fewer tilings than n are kept. Formats of one tiling
+/// each tiling (all but FORMAT_shared; for tensor cores, all but C_input
+/// and the stages) in rank order, then the others in rank order if fewer
+/// tilings than n are kept. Formats of one tiling
 /// differ in COEF_bc only: on an H200 their times were a median 2-7 %
 /// apart, the tilings' several-fold, and equal-bound formats fill the top
 /// ranks in pairs.

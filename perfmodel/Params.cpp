@@ -58,9 +58,15 @@ std::string paramsText(const TileParams &p) {
     return std::to_string(a) + "x" + std::to_string(b) + "x" +
            std::to_string(c) + "x" + std::to_string(d);
   };
-  return "block " + x4(p.Nb, p.Kb, p.Hb, p.Wb) + ", thread " +
-         x4(p.Nt, p.Kt, p.Ht, p.Wt) + " (N x K x H x W), C_input " +
-         std::to_string(p.Cin) + ", FORMAT_shared " + formatName(p.format);
+  std::string text = "block " + x4(p.Nb, p.Kb, p.Hb, p.Wb) + ", thread " +
+                     x4(p.Nt, p.Kt, p.Ht, p.Wt) + " (N x K x H x W), C_input " +
+                     std::to_string(p.Cin);
+  if (!p.tensorCore())
+    return text + ", FORMAT_shared " + formatName(p.format);
+  return text + (p.instr == MatrixInstr::Wgmma ? ", wgmma " : ", mma.sync ") +
+         std::to_string(p.warpsM) + "x" + std::to_string(p.warpsN) +
+         (p.instr == MatrixInstr::Wgmma ? " warpgroups, " : " warps, ") +
+         std::to_string(p.stages) + " stages";
 }
 
 std::string OpDesc::key() const {

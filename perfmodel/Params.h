@@ -72,13 +72,26 @@ inline int64_t paddedPitch(int64_t inner, int64_t run) {
   return inner % 32 == 0 ? inner + (run % 4 == 0 ? 4 : 1) : inner;
 }
 
+/// The matrix instruction of a tensor-core tiling (not in the thesis):
+/// none (SIMT FMAs), mma.sync (sm_80 on; a warp's 16 x 8 tiles) or wgmma
+/// (sm_90a; a warpgroup's 64-row tiles).
+enum class MatrixInstr : int8_t { None, MmaSync, Wgmma };
+
 /// Table 3.3: the parameters searched for.
 struct TileParams {
   int64_t Nb = 1, Kb = 1, Hb = 1, Wb = 1; // per thread block
   int64_t Nt = 1, Kt = 1, Ht = 1, Wt = 1; // per thread
   int64_t Cin = 1;                        // C_input per iteration
   int format = 0;                         // FORMAT_shared (sharedFormats())
+  /// Tensor cores (matmuls with 16-bit operands): the instruction, the
+  /// warps (wgmma: warpgroups) along the block's rows and columns, and the
+  /// stages of the cp.async pipeline. The thread tile Nt x Kt is then a
+  /// lane's accumulator fragment, 2 mi x 2 ni for mi x ni tiles a warp, and
+  /// FORMAT_shared is unused (the tiles are K-major, padded or swizzled).
+  MatrixInstr instr = MatrixInstr::None;
+  int64_t warpsM = 1, warpsN = 1, stages = 0;
 
+  bool tensorCore() const { return instr != MatrixInstr::None; }
   int64_t threads() const {
     return (Nb / Nt) * (Kb / Kt) * (Hb / Ht) * (Wb / Wt);
   }

@@ -150,6 +150,8 @@ double numTrans(const OpDesc &d, const TileParams &p, int T) { // Table 3.7
 }
 
 int64_t sharedBytes(const OpDesc &d, const TileParams &p) {
+  if (p.tensorCore())
+    return tensorCoreSharedBytes(d, p);
   double n = double(p.Nb), k = double(p.Kb), h = double(p.Hb), w = double(p.Wb),
          cin = double(p.Cin), f = double(d.FH * d.FW);
   double inH = inExtent(h, d.FH, d.SH, d.DH),
@@ -191,6 +193,8 @@ int64_t fetchedPerThread(const OpDesc &d, const TileParams &p) {
 } // namespace
 
 int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
+  if (p.tensorCore())
+    return tensorCoreRegisters(p);
   int64_t acc = p.Nt * p.Kt * p.Ht * p.Wt;
   if (rowsOverLanes(d, p)) // a lane's share of its rows, in registers
     acc = p.Nt * ((d.C + p.Wb - 1) / p.Wb);
@@ -396,6 +400,8 @@ void computeConflictInputs(ConflictInputs &ci, const OpDesc &d,
 } // namespace
 
 double coefBc(const OpDesc &d, const TileParams &p, const GpuArch &arch) {
+  if (p.tensorCore()) // padded (ldmatrix) or swizzled (wgmma) tiles
+    return 1.0;
   thread_local ConflictInputs ci;
   if (ci.key != conflictKey(d, p, arch))
     computeConflictInputs(ci, d, p, arch);
@@ -498,6 +504,7 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
                     double gmOverride, const FusedExtra *extra,
                     double knownCoefBc) {
   Bound b;
+  b.peak = p.tensorCore() ? a.perfPeakFp16 : a.perfPeakFp32;
   int T = std::max(1, a.transGlobalElements(d.elementBytes));
   b.compBlock = compBlock(d, p);
   b.compThread = compThread(d, p);
@@ -544,7 +551,8 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
   // each waiting for its global loads and two barriers (at least
   // LAT_iter, measured), and an SM runs its blocks in waves of the resident
   // ones. Only complex ops loop over C in C_input steps.
-  if (a.latIterCycles > 0 && isComplex(d.kind) && p.Cin > 0) {
+  if (a.latIterCycles > 0 && isComplex(d.kind) && p.Cin > 0 &&
+      !p.tensorCore()) {
     double iterations = std::ceil(double(d.C) / double(p.Cin));
     double waves = double(wavesPerSM(b.numBlocks, b.residentBlocks, a));
     b.chainSteps = waves * iterations;
@@ -817,7 +825,9 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
   b.headroom = std::min({b.gmRaw, latency, throughput});
   double pul = b.gmRatio * b.smRatio * b.wbRatio * b.coefR;
   if (b.wbRatio > 0 && b.totalComp > 0) {
-    if (issueRoofline(d.kind))
+    if (p.tensorCore())
+      pul = tensorCorePul(b, d, p, a);
+    else if (issueRoofline(d.kind))
       pul = issueRooflinePul(b, d, p, a);
     else if (streamingRoofline(d.kind))
       pul = streamingPul(b, d, p, a);
@@ -831,14 +841,13 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
   b.latRatio = 1;
   b.pul = pul;
   if (pul > 0 && b.latencyChainSeconds > 0) {
-    double cap = b.totalComp / (b.latencyChainSeconds * a.perfPeakFp32);
+    double cap = b.totalComp / (b.latencyChainSeconds * b.peak);
     if (cap < pul) {
       b.pul = cap;
       b.latRatio = cap / pul;
     }
   }
-  b.timeLowerBound =
-      b.pul > 0 ? b.totalComp / (b.pul * a.perfPeakFp32) : INFINITY;
+  b.timeLowerBound = b.pul > 0 ? b.totalComp / (b.pul * b.peak) : INFINITY;
 }
 
 } // namespace cuts

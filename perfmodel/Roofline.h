@@ -21,6 +21,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,10 +63,16 @@ struct Bound {
   /// Lower bound of the run time in seconds: total work at PUL x peak.
   double timeLowerBound = 0;
   double totalComp = 0; // the work timeLowerBound divides
+  /// PERF_peak of the units the set runs on, FLOP/s: the FP32 SIMT peak, or
+  /// the tensor cores' for a tensor-core set. PUL is a fraction of it.
+  double peak = 0;
 };
 
-/// The ranking of parameter sets: higher PUL first, then more headroom.
+/// The ranking of parameter sets: higher PUL first, then more headroom;
+/// sets on different units (SIMT, tensor cores) by PUL x their peak.
 inline bool betterBound(const Bound &a, const Bound &b) {
+  if (a.peak != b.peak)
+    return a.pul * a.peak > b.pul * b.peak;
   return a.pul > b.pul || (a.pul == b.pul && a.headroom > b.headroom);
 }
 
@@ -308,6 +315,42 @@ constexpr double kL1SectorsPerCycle = 2;
 /// returns PUL (b's other fields computed).
 double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
                     const GpuArch &arch);
+
+/// Whether op d can run on `arch`'s tensor cores with `instr`: a matmul of
+/// 16-bit operands, A untransposed, rows of whole 16-byte copies (K, and N
+/// where B is not transposed, multiples of 8); mma.sync from sm_80 on,
+/// wgmma on sm_90 (sm_90a code) with B stored N x K, as it reads it.
+bool tensorCoreAllows(const OpDesc &d, const GpuArch &arch, MatrixInstr instr);
+/// Calls fn for every tensor-core tiling of d (none if it cannot use them):
+/// mma.sync with 1-4 x 1-4 warps (at most 8) of 1-4 x 2-8 tiles of 16 x 8,
+/// wgmma with 1-2 warpgroups of 1-2 m64 products n32-n256 wide; C_input
+/// 16, 32 or 64, 2-4 stages; blocks at most a power of two past the matrix.
+void forEachTensorCoreParams(const OpDesc &d, const GpuArch &arch,
+                             const std::function<void(const TileParams &)> &fn);
+/// The shared tiles of a tensor-core set: `stages` copies of A's Nb x Cin
+/// and B's Cin x Kb (Kb x Cin when transposed), rows padded by 16 bytes for
+/// mma.sync, stages whole 1024-byte swizzle patterns for wgmma (the code
+/// generator's layout: CodegenTensorCoreTest holds them equal).
+int64_t tensorCoreSharedBytes(const OpDesc &d, const TileParams &p);
+/// Registers a lane of a tensor-core set needs: its accumulators, one
+/// step's fragments (mma.sync) and 32 for indices and addresses.
+int64_t tensorCoreRegisters(const TileParams &p);
+/// The tensor-core bound (not in the thesis): PUL of the tensor peak
+/// (b.peak) = COEF_r x min(GMRatio, SMRatio x WBRatio), where
+/// - GMRatio is the work at peak over the longer of the compulsory bytes
+///   (operands and result once) at BW_global and the blocks' tiles at bwL2;
+/// - SMRatio is a block's products at its SM's share of the peak over the
+///   bytes its tiles move through shared memory at banks x 4 bytes a cycle:
+///   cp.async's writes once, ldmatrix's reads per warp per 16-deep step
+///   (mma.sync), each m64 product's reads of its A rows and all of B
+///   (wgmma); for mma.sync times the busy schedulers' share (a warp issues
+///   to its own sub-core's tensor core);
+/// and the latency chain has the pipeline's stages - 1 slices in flight: a
+/// wave takes LAT_iter x (1 + (iterations - 1) / (stages - 1)).
+/// Sets b's GMRatio, SMRatio, headroom and chain; returns PUL before
+/// LATRatio.
+double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
+                     const GpuArch &arch);
 
 /// What register-level fusion adds to the anchor op of a group (§3.2.4):
 /// the fused ops' computation, and the global transactions and shared loads

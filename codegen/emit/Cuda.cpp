@@ -78,7 +78,7 @@ struct MmaTiles {
 };
 MmaTiles mmaTiles(const Kernel &k) {
   const TileParams &p = k.params;
-  const bool wgmma = k.mma->instr == MmaLoop::Instr::Wgmma;
+  const bool wgmma = k.mma->instr == MatrixInstr::Wgmma;
   int64_t eb = elementBytes(k.mma->operand), pad = wgmma ? 0 : 16 / eb;
   bool tb = k.desc.transB;
   MmaTiles t;
@@ -125,7 +125,7 @@ std::vector<MmaOperand> mmaOperands(const Kernel &k) {
   const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K;
   const int64_t eb = elementBytes(k.mma->operand);
   const int64_t swizzle =
-      k.mma->instr == MmaLoop::Instr::Wgmma ? mmaSwizzle(k) : 0;
+      k.mma->instr == MatrixInstr::Wgmma ? mmaSwizzle(k) : 0;
   MmaOperand a;
   a.x = "a", a.global = "Ag", a.shared = "sA";
   a.rows = p.Nb, a.cols = p.Cin, a.ld = t.lda, a.stride = K;
@@ -1698,7 +1698,7 @@ void Emitter::emitMma() {
   const MmaTiles t = mmaTiles(k);
   const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K, S = m.stages;
   const int64_t eb = elementBytes(m.operand);
-  const bool wgmma = m.instr == MmaLoop::Instr::Wgmma;
+  const bool wgmma = m.instr == MatrixInstr::Wgmma;
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
   const std::vector<MmaOperand> ops = mmaOperands(k);
   os << "  const int lane = tid % 32, warp = tid / 32;\n"
@@ -1901,7 +1901,7 @@ std::string Emitter::run() {
           "only\"\n";
   if (top.mma || half)
     os << tensorCorePrelude();
-  if (top.mma && top.mma->instr == MmaLoop::Instr::Wgmma)
+  if (top.mma && top.mma->instr == MatrixInstr::Wgmma)
     os << wgmmaPrelude()
        << wgmmaFunction(int(8 * top.mma->ni),
                         top.mma->operand == dfg::Type::BF16);
@@ -1934,7 +1934,7 @@ std::string Emitter::run() {
   // prefetching variant keeps two stages of them.
   if (launchShape(top).sharedBytes > 0)
     os << "  extern __shared__ __align__("
-       << (top.mma && top.mma->instr == MmaLoop::Instr::Wgmma ? 1024 : 16)
+       << (top.mma && top.mma->instr == MatrixInstr::Wgmma ? 1024 : 16)
        << ") float cuts_smem[];\n";
   setPhase(top, "t_", "base_");
   if (top.mma) {

@@ -169,8 +169,11 @@ std::optional<NvrtcResult> compile(const std::string &source,
             nvrtcGetErrorString(rc);
     return std::nullopt;
   }
-  std::vector<std::string> flags = {"-arch=" + arch, "-std=c++17",
-                                    "--ptxas-options=--verbose"};
+  // Hopper's warpgroup instructions exist only in the arch-specific target.
+  const bool hopperOnly =
+      arch == "sm_90" && source.find("wgmma.") != std::string::npos;
+  std::vector<std::string> flags = {"-arch=" + arch + (hopperOnly ? "a" : ""),
+                                    "-std=c++17", "--ptxas-options=--verbose"};
   flags.insert(flags.end(), options.extraOptions.begin(),
                options.extraOptions.end());
   std::vector<const char *> argv;

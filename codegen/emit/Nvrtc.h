@@ -49,8 +49,9 @@ struct NvrtcResult {
 
 /// Compiles `source` for `arch` ("sm_80", "sm_90", "sm_90a": real
 /// architectures only, since the result is a CUBIN) with -std=c++17 and
-/// ptxas -v. On failure returns nullopt and sets `error` to a message that
-/// includes NVRTC's log.
+/// ptxas -v. A source with sm_90a's instructions (wgmma) compiles for
+/// sm_90a when given sm_90: its CUBIN runs on the same GPUs. On failure
+/// returns nullopt and sets `error` to a message that includes NVRTC's log.
 std::optional<NvrtcResult> compileWithNvrtc(const std::string &source,
                                             const std::string &arch,
                                             std::string &error,

@@ -103,34 +103,54 @@ struct EpilogueOp {
 
 /// A tensor-core main loop (buildMmaMatMul) instead of the body DFG, K in
 /// slices of params.Cin through `stages` shared buffers that cp.async
-/// fills. With mma.sync (Instr::Mma), a block's Nb x Kb outputs are
-/// warpsM x warpsN warps', each `mi` x `ni` tiles of 16 x 8 (m16n8k16 for
-/// fp16 and bf16 operands, m16n8k8 for tf32). With wgmma (Instr::Wgmma,
-/// sm_90a), warpsM warpgroups of 4 warps stack along M, each issuing `mi`
-/// m64 x n(8 ni) x k16 products (warpsN = 1). The exit DFG's thread tile
-/// (params.Nt x Kt = 2 mi x 2 ni) is a lane's accumulator fragment: rows
-/// 8 apart within a tile and rowStep() between tiles, columns 1 apart
-/// within a pair and 8 between pairs (fragmentOffset).
+/// fills: the view of TileParams' tensor-core knobs (mmaLoopOf) the emitter
+/// reads. With mma.sync, a block's Nb x Kb outputs are warpsM x warpsN
+/// warps', each `mi` x `ni` tiles of 16 x 8 (m16n8k16 for fp16 and bf16
+/// operands, m16n8k8 for tf32). With wgmma (sm_90a), warpsM warpgroups of 4
+/// warps stack along M, each issuing `mi` m64 x n(8 ni) x k16 products
+/// (warpsN = 1). The exit DFG's thread tile (params.Nt x Kt = 2 mi x 2 ni)
+/// is a lane's accumulator fragment: rows 8 apart within a tile and
+/// rowStep() between tiles, columns 1 apart within a pair and 8 between
+/// pairs (fragmentOffset).
 struct MmaLoop {
-  enum class Instr { Mma, Wgmma };
-  Instr instr = Instr::Mma;
+  MatrixInstr instr = MatrixInstr::MmaSync;
   dfg::Type operand = dfg::Type::F16; // F16, BF16, or F32 computed as tf32
   int64_t warpsM = 2, warpsN = 2, mi = 2, ni = 4;
   int64_t stages = 3;
+  bool wgmma() const { return instr == MatrixInstr::Wgmma; }
   /// The product's k-step: 16 (fp16, bf16) or 8 (tf32).
   int64_t kStep() const { return operand == dfg::Type::F32 ? 8 : 16; }
   /// Rows between a warp's consecutive tiles: a warp's tiles are adjacent
   /// with mma.sync; with wgmma each m64 tile gives a warp 16 of its rows.
-  int64_t rowStep() const { return instr == Instr::Wgmma ? 64 : 16; }
+  int64_t rowStep() const { return wgmma() ? 64 : 16; }
   /// The block's rows and columns.
-  int64_t blockRows() const {
-    return (instr == Instr::Wgmma ? 64 : 16) * warpsM * mi;
-  }
+  int64_t blockRows() const { return (wgmma() ? 64 : 16) * warpsM * mi; }
   int64_t blockCols() const { return 8 * warpsN * ni; }
   int64_t threads() const {
-    return instr == Instr::Wgmma ? 128 * warpsM : 32 * warpsM * warpsN;
+    return wgmma() ? 128 * warpsM : 32 * warpsM * warpsN;
   }
 };
+
+/// The loop of tensor-core parameters p (p.tensorCore()) on operands of
+/// type `operand`.
+inline MmaLoop mmaLoopOf(const TileParams &p, dfg::Type operand) {
+  MmaLoop m;
+  m.instr = p.instr, m.operand = operand;
+  m.warpsM = p.warpsM, m.warpsN = p.warpsN;
+  m.mi = p.Nt / 2, m.ni = p.Kt / 2, m.stages = p.stages;
+  return m;
+}
+
+/// The tensor-core parameters of loop m with C_input `cin` (mmaLoopOf's
+/// inverse).
+inline TileParams mmaParams(const MmaLoop &m, int64_t cin) {
+  TileParams p;
+  p.Nb = m.blockRows(), p.Kb = m.blockCols();
+  p.Nt = 2 * m.mi, p.Kt = 2 * m.ni, p.Cin = cin;
+  p.instr = m.instr, p.warpsM = m.warpsM, p.warpsN = m.warpsN;
+  p.stages = m.stages;
+  return p;
+}
 
 /// The offset of a lane's fragment element `i` (its exit-DFG position)
 /// from the lane's first along dimension N (rows) or K (columns).

@@ -137,27 +137,28 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
 }
 
 std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
-                                     const TileParams &p, const MmaLoop &m,
+                                     const TileParams &p, dfg::Type operand,
                                      const std::vector<EpilogueOp> &epilogue,
                                      std::string &error) {
   const int64_t M = d.N, K = d.C, N = d.K, batch = d.batch;
-  if (m.operand != dfg::Type::F16 && m.operand != dfg::Type::BF16) {
+  if (operand != dfg::Type::F16 && operand != dfg::Type::BF16) {
     error = "tensor-core products take fp16 or bf16 operands";
     return std::nullopt;
   }
   // A copy moves 16 bytes of a row: rows of A, and of B, start aligned.
-  const int64_t perCopy = 16 / elementBytes(m.operand);
+  const int64_t perCopy = 16 / elementBytes(operand);
   if (d.kind != OpKind::MatMul || d.transA || K % perCopy ||
       (!d.transB && N % perCopy)) {
     error = "tensor-core products take A untransposed, and K (and N where "
             "B is not transposed) in whole 16-byte copies";
     return std::nullopt;
   }
-  const bool wgmma = m.instr == MmaLoop::Instr::Wgmma;
-  if (m.warpsM < 1 || m.warpsN < 1 || m.mi < 1 || m.ni < 1 || m.stages < 2 ||
-      p.Nb != m.blockRows() || p.Kb != m.blockCols() || p.Nt != 2 * m.mi ||
-      p.Kt != 2 * m.ni || p.Hb != 1 || p.Wb != 1 || p.Ht != 1 || p.Wt != 1 ||
-      p.Cin < 16 || p.Cin % 16 || (!wgmma && m.ni % 2)) {
+  const MmaLoop m = mmaLoopOf(p, operand);
+  const bool wgmma = m.wgmma();
+  if (!p.tensorCore() || m.warpsM < 1 || m.warpsN < 1 || m.mi < 1 || m.ni < 1 ||
+      m.stages < 2 || p.Nb != m.blockRows() || p.Kb != m.blockCols() ||
+      p.Nt % 2 || p.Kt % 2 || p.Hb != 1 || p.Wb != 1 || p.Ht != 1 ||
+      p.Wt != 1 || p.Cin < 16 || p.Cin % 16 || (!wgmma && m.ni % 2)) {
     error = "parameters are not a tensor-core tiling (block blockRows() by "
             "blockCols(), thread 2 mi x 2 ni, C_input a multiple of 16, at "
             "least 2 stages; mma.sync: ni even)";
@@ -193,11 +194,11 @@ std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
       s.insert(s.begin(), batch);
     return s;
   };
-  k.tensors = {{"A", shape({M, K}), false, m.operand},
+  k.tensors = {{"A", shape({M, K}), false, operand},
                {"B",
                 shape(d.transB ? std::vector<int64_t>{N, K}
                                : std::vector<int64_t>{K, N}),
-                false, m.operand}};
+                false, operand}};
   if (!exitAndSummary(k, "tensor-core matmul ", epilogue, error))
     return std::nullopt;
   return k;

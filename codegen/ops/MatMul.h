@@ -27,12 +27,13 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
                                   std::string &error);
 
 /// The product on tensor cores (Kernel::mma): the same Y, its epilogue as
-/// buildMatMul's, with A and B in m.operand's type (fp16 or bf16) read
-/// through `stages` shared buffers. p's block is m.blockRows() x
-/// m.blockCols(), its thread tile a lane's fragment (2 mi x 2 ni), C_input
-/// the K slice (a multiple of 16). wgmma (sm_90a) needs B transposed.
+/// buildMatMul's, with A and B of type `operand` (fp16 or bf16) read
+/// through p.stages shared buffers, p a tensor-core tiling (its block
+/// mmaLoopOf(p).blockRows() x blockCols(), its thread tile a lane's
+/// fragment, C_input the K slice, a multiple of 16). wgmma (sm_90a) needs
+/// B transposed.
 std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
-                                     const TileParams &p, const MmaLoop &m,
+                                     const TileParams &p, dfg::Type operand,
                                      const std::vector<EpilogueOp> &epilogue,
                                      std::string &error);
 

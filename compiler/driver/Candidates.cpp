@@ -44,7 +44,8 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
       size_t i = order[size_t(l)];
       auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why,
                            predecessorOf(e, i));
-      if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
+      // A tensor-core loop pipelines its slices already.
+      if (!gk || (prefetch && (gk->kernel.loopExtent <= 0 || gk->kernel.mma)))
         continue;
       gk->kernel.prefetch = prefetch;
       // The prefetching variant doubles the tiles; the bound checked one.

@@ -607,8 +607,16 @@ std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
   if (!rest)
     return std::nullopt;
   epi.insert(epi.end(), rest->begin(), rest->end());
-  return finish(codegen::buildMatMul(name, d, p, epi, error), x.b, "matmul",
-                error);
+  if (!p.tensorCore())
+    return finish(codegen::buildMatMul(name, d, p, epi, error), x.b, "matmul",
+                  error);
+  auto ta = dfgType(A), tb = dfgType(B);
+  if (!ta || ta != tb || (*ta != dfg::Type::F16 && *ta != dfg::Type::BF16)) {
+    error = opName(op) + ": tensor cores take two fp16 or two bf16 operands";
+    return std::nullopt;
+  }
+  return finish(codegen::buildMmaMatMul(name, d, p, *ta, epi, error), x.b,
+                "matmul", error);
 }
 
 std::optional<GroupKernel> lowerPool(mlir::Value X, codegen::Pooling pooling,

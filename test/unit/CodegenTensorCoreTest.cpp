@@ -12,6 +12,7 @@
 #include "codegen/emit/Nvrtc.h"
 #include "codegen/emit/TensorCore.h"
 #include "codegen/ops/MatMul.h"
+#include "perfmodel/ParamSearch.h"
 
 #include <catch2/catch.hpp>
 
@@ -233,19 +234,11 @@ struct MmaCase {
 
 MmaLoop mmaLoop(dfg::Type t, int64_t warpsM, int64_t warpsN, int64_t mi,
                 int64_t ni, int64_t stages,
-                MmaLoop::Instr instr = MmaLoop::Instr::Mma) {
+                MatrixInstr instr = MatrixInstr::MmaSync) {
   MmaLoop m;
   m.instr = instr, m.operand = t, m.warpsM = warpsM, m.warpsN = warpsN;
   m.mi = mi, m.ni = ni, m.stages = stages;
   return m;
-}
-
-// C_input bk, the block and thread tiles loop implies.
-TileParams mmaParams(const MmaLoop &m, int64_t bk) {
-  TileParams p;
-  p.Nb = m.blockRows(), p.Kb = m.blockCols();
-  p.Nt = 2 * m.mi, p.Kt = 2 * m.ni, p.Cin = bk;
-  return p;
 }
 
 // Runs the case's kernel on the CPU and returns its relative L2 error
@@ -327,7 +320,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        1,
        true,
        false,
-       mmaLoop(Type::F16, 1, 1, 2, 6, 3, MmaLoop::Instr::Wgmma),
+       mmaLoop(Type::F16, 1, 1, 2, 6, 3, MatrixInstr::Wgmma),
        32,
        {EpilogueOp::binary(dfg::Op::Add, "bias", {48}),
         EpilogueOp::unary(dfg::Op::Relu)}},
@@ -338,7 +331,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        1,
        true,
        true,
-       mmaLoop(Type::BF16, 2, 1, 1, 4, 2, MmaLoop::Instr::Wgmma),
+       mmaLoop(Type::BF16, 2, 1, 1, 4, 2, MatrixInstr::Wgmma),
        64,
        {EpilogueOp::binary(dfg::Op::Add, "res", {64, 40})}},
       // wgmma: batched, n = 16, K = 2 slices of 16.
@@ -348,7 +341,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        2,
        true,
        false,
-       mmaLoop(Type::F16, 1, 1, 1, 2, 4, MmaLoop::Instr::Wgmma),
+       mmaLoop(Type::F16, 1, 1, 1, 2, 4, MatrixInstr::Wgmma),
        16,
        {}},
   };
@@ -364,14 +357,14 @@ TEST_CASE("tensor-core products match the reference on the CPU",
     OpDesc d = describeMatMul(a, b, y, false, c.transB);
     std::string err;
     auto k = codegen::buildMmaMatMul("mma_test", d, mmaParams(c.loop, c.bk),
-                                     c.loop, c.epilogue, err);
+                                     c.loop.operand, c.epilogue, err);
     INFO(err);
     REQUIRE(k);
     INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch
              << (c.transB ? " B^T" : "") << (c.bf16 ? " bf16" : " fp16"));
     CHECK(runMma(*k, c, seed++) <= 1e-6);
     std::string src = emitSource(*k);
-    const bool wgmma = c.loop.instr == MmaLoop::Instr::Wgmma;
+    const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     CHECK(src.find(wgmma ? "wgmma.mma_async" : "cuts_ldmatrix_x4") !=
           std::string::npos);
     // Even rows of Y: a lane's column pairs are stored 8 bytes at a time.
@@ -387,11 +380,74 @@ TEST_CASE("tensor-core products refuse what they cannot tile",
   MmaLoop m;
   std::string err;
   OpDesc d = describeMatMul({32, 20}, {20, 32}, {32, 32}, false, false);
-  CHECK_FALSE(codegen::buildMmaMatMul("k20", d, mmaParams(m, 32), m, {}, err));
+  CHECK_FALSE(
+      codegen::buildMmaMatMul("k20", d, mmaParams(m, 32), m.operand, {}, err));
   CHECK(err.find("16-byte") != std::string::npos);
   d = describeMatMul({32, 32}, {32, 32}, {32, 32}, false, false);
   TileParams p = mmaParams(m, 32);
   p.Nt = 1;
-  CHECK_FALSE(codegen::buildMmaMatMul("tile", d, p, m, {}, err));
+  CHECK_FALSE(codegen::buildMmaMatMul("tile", d, p, m.operand, {}, err));
   CHECK(err.find("tensor-core tiling") != std::string::npos);
+}
+
+TEST_CASE("every tensor-core set the search enumerates is generated, with "
+          "the shared memory the bound counts",
+          "[codegen][tensorcore][perfmodel]") {
+  const GpuArch h100 = *findArch("h100"), a100 = *findArch("a100");
+  struct Shape {
+    std::vector<int64_t> a, b, y;
+    bool transB;
+  };
+  // BERT's batch-1 projection (B as stored, and as a Linear weight), a
+  // ragged attention product, and a batched one.
+  const Shape shapes[] = {{{128, 768}, {768, 2304}, {128, 2304}, false},
+                          {{128, 768}, {3072, 768}, {128, 3072}, true},
+                          {{40, 24}, {24, 56}, {40, 56}, false},
+                          {{4, 64, 32}, {4, 32, 64}, {4, 64, 64}, false}};
+  for (const Shape &s : shapes) {
+    OpDesc d = describeMatMul(s.a, s.b, s.y, false, s.transB);
+    d.elementBytes = 2;
+    for (const GpuArch *arch : {&h100, &a100}) {
+      int64_t sets = 0, wgmma = 0;
+      forEachTensorCoreParams(d, *arch, [&](const TileParams &p) {
+        ++sets;
+        wgmma += p.instr == MatrixInstr::Wgmma;
+        std::string err;
+        auto k = buildMmaMatMul("k", d, p, dfg::Type::F16, {}, err);
+        INFO(paramsText(p) << ": " << err);
+        REQUIRE(k);
+        CHECK(launchShape(*k).sharedBytes == sharedBytes(d, p));
+        CHECK(launchShape(*k).threads == p.threads());
+      });
+      INFO(arch->name << " " << d.N << "x" << d.C << "x" << d.K);
+      CHECK(sets > 0);
+      // wgmma only where it exists and reads B as stored.
+      CHECK((wgmma > 0) == (arch == &h100 && s.transB));
+    }
+  }
+  // fp32 products, and A transposed, stay on the SIMT units.
+  OpDesc f32 = describeMatMul({64, 64}, {64, 64}, {64, 64}, false, false);
+  int64_t n = 0;
+  forEachTensorCoreParams(f32, h100, [&](const TileParams &) { ++n; });
+  CHECK(n == 0);
+}
+
+TEST_CASE("the bound ranks tensor-core sets by their peak",
+          "[perfmodel][tensorcore]") {
+  const GpuArch h100 = *findArch("h100");
+  OpDesc d =
+      describeMatMul({4096, 768}, {3072, 768}, {4096, 3072}, false, true);
+  d.elementBytes = 2;
+  SearchResult r = searchParams(d, h100);
+  REQUIRE(!r.kept.empty());
+  const Candidate &best = r.kept.front();
+  INFO(paramsText(best.params));
+  CHECK(best.params.tensorCore());
+  CHECK(best.bound.peak == h100.perfPeakFp16);
+  // An upper bound: no faster than the tensor peak, and below the time
+  // the GEMM's operands take to read once.
+  const double flops = 2.0 * 4096 * 768 * 3072;
+  CHECK(best.bound.timeLowerBound >= flops / h100.perfPeakFp16);
+  CHECK(best.bound.pul > 0);
+  CHECK(best.bound.pul <= 1);
 }

@@ -38,25 +38,25 @@ struct Tiling {
 // warp tiles up to 64x64; wgmma (B transposed only) from 64x32 to 256x128
 // with one or two warpgroups; two K slices and two pipeline depths.
 std::vector<Tiling> tilings(dfg::Type t) {
-  using Instr = codegen::MmaLoop::Instr;
   std::vector<Tiling> out;
   struct W {
-    Instr instr;
+    MatrixInstr instr;
     int64_t wm, wn, mi, ni;
   };
-  const W warps[] = {{Instr::Mma, 1, 2, 1, 4},    {Instr::Mma, 2, 2, 1, 2},
-                     {Instr::Mma, 1, 4, 2, 2},    {Instr::Mma, 1, 2, 2, 4},
-                     {Instr::Mma, 2, 2, 1, 4},    {Instr::Mma, 2, 2, 2, 4},
-                     {Instr::Mma, 2, 2, 4, 4},    {Instr::Mma, 2, 4, 2, 4},
-                     {Instr::Mma, 4, 2, 2, 4},    {Instr::Mma, 2, 2, 2, 8},
-                     {Instr::Mma, 4, 2, 2, 8},    {Instr::Mma, 2, 4, 4, 4},
-                     {Instr::Mma, 4, 4, 2, 4},    {Instr::Mma, 2, 2, 4, 8},
-                     {Instr::Mma, 2, 4, 4, 8},    {Instr::Mma, 4, 2, 4, 8},
-                     {Instr::Wgmma, 1, 1, 1, 4},  {Instr::Wgmma, 1, 1, 1, 8},
-                     {Instr::Wgmma, 1, 1, 2, 8},  {Instr::Wgmma, 1, 1, 2, 16},
-                     {Instr::Wgmma, 2, 1, 1, 16}, {Instr::Wgmma, 2, 1, 2, 16},
-                     {Instr::Wgmma, 1, 1, 1, 32}, {Instr::Wgmma, 2, 1, 1, 32},
-                     {Instr::Wgmma, 2, 1, 2, 8}};
+  const W warps[] = {
+      {MatrixInstr::MmaSync, 1, 2, 1, 4}, {MatrixInstr::MmaSync, 2, 2, 1, 2},
+      {MatrixInstr::MmaSync, 1, 4, 2, 2}, {MatrixInstr::MmaSync, 1, 2, 2, 4},
+      {MatrixInstr::MmaSync, 2, 2, 1, 4}, {MatrixInstr::MmaSync, 2, 2, 2, 4},
+      {MatrixInstr::MmaSync, 2, 2, 4, 4}, {MatrixInstr::MmaSync, 2, 4, 2, 4},
+      {MatrixInstr::MmaSync, 4, 2, 2, 4}, {MatrixInstr::MmaSync, 2, 2, 2, 8},
+      {MatrixInstr::MmaSync, 4, 2, 2, 8}, {MatrixInstr::MmaSync, 2, 4, 4, 4},
+      {MatrixInstr::MmaSync, 4, 4, 2, 4}, {MatrixInstr::MmaSync, 2, 2, 4, 8},
+      {MatrixInstr::MmaSync, 2, 4, 4, 8}, {MatrixInstr::MmaSync, 4, 2, 4, 8},
+      {MatrixInstr::Wgmma, 1, 1, 1, 4},   {MatrixInstr::Wgmma, 1, 1, 1, 8},
+      {MatrixInstr::Wgmma, 1, 1, 2, 8},   {MatrixInstr::Wgmma, 1, 1, 2, 16},
+      {MatrixInstr::Wgmma, 2, 1, 1, 16},  {MatrixInstr::Wgmma, 2, 1, 2, 16},
+      {MatrixInstr::Wgmma, 1, 1, 1, 32},  {MatrixInstr::Wgmma, 2, 1, 1, 32},
+      {MatrixInstr::Wgmma, 2, 1, 2, 8}};
   for (const W &w : warps)
     for (int64_t bk : {32, 64})
       for (int64_t stages : {3, 4}) {
@@ -69,15 +69,10 @@ std::vector<Tiling> tilings(dfg::Type t) {
 }
 
 TileParams paramsOf(const Tiling &t) {
-  TileParams p;
-  p.Nb = t.loop.blockRows(), p.Kb = t.loop.blockCols();
-  p.Nt = 2 * t.loop.mi, p.Kt = 2 * t.loop.ni, p.Cin = t.bk;
-  return p;
+  return codegen::mmaParams(t.loop, t.bk);
 }
 
-bool isWgmma(const Tiling &t) {
-  return t.loop.instr == codegen::MmaLoop::Instr::Wgmma;
-}
+bool isWgmma(const Tiling &t) { return t.loop.instr == MatrixInstr::Wgmma; }
 
 std::string describe(const Tiling &t) {
   const codegen::MmaLoop &m = t.loop;
@@ -112,8 +107,8 @@ std::vector<Compiled> compileAll(const OpDesc &d, dfg::Type t) {
   std::vector<std::future<std::optional<Compiled>>> jobs;
   auto one = [&d](Tiling tl) -> std::optional<Compiled> {
     std::string err;
-    auto k =
-        codegen::buildMmaMatMul("cuts_gemm", d, paramsOf(tl), tl.loop, {}, err);
+    auto k = codegen::buildMmaMatMul("cuts_gemm", d, paramsOf(tl),
+                                     tl.loop.operand, {}, err);
     if (!k)
       return std::nullopt;
     auto r = compileWithNvrtc(codegen::emitSource(*k),
