@@ -242,7 +242,8 @@ int parsePrecisionOption(ArgList &a, Precision &p) {
   return 1;
 }
 
-// Converts the module's tensors to p (cuts-convert-precision); on failure
+// Converts the module's tensors to p (cuts-convert-precision) and stores
+// 16-bit matmul weights transposed (cuts-transpose-weights); on failure
 // prints the error (the pass names the op) and returns false.
 bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
                     const Precision &p, const std::string &model) {
@@ -250,8 +251,6 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     error("", "--io-precision " + p.io + " needs --precision " + p.io);
     return false;
   }
-  if (p.storage == "fp32")
-    return true;
   std::string diag;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
     if (diag.empty())
@@ -259,10 +258,14 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     return mlir::success();
   });
   mlir::PassManager pm(&ctx);
-  cuts::ConvertPrecisionOptions o;
-  o.precision = p.storage;
-  o.ioPrecision = p.io;
-  pm.nest<mlir::func::FuncOp>().addPass(cuts::createConvertPrecision(o));
+  auto &fn = pm.nest<mlir::func::FuncOp>();
+  if (p.storage != "fp32") {
+    cuts::ConvertPrecisionOptions o;
+    o.precision = p.storage;
+    o.ioPrecision = p.io;
+    fn.addPass(cuts::createConvertPrecision(o));
+  }
+  fn.addPass(cuts::createTransposeWeights());
   if (failed(pm.run(module))) {
     error(model, diag);
     return false;
