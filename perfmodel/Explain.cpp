@@ -129,7 +129,9 @@ std::string explainTable(const ExplainReport &r) {
      << " % (at least " << r.options.prune.minKeep << ", at most "
      << r.options.prune.maxKeep << ") of parameter sets"
      << (r.options.fusion ? "" : ", no fusion") << ", tensors in "
-     << r.options.precision << " (kernels compute in fp32)\n";
+     << r.options.precision
+     << " (kernels compute in fp32); PUL of the FP32 peak, or of the "
+        "tensor-core peak where marked [tc]\n";
   os << "  #  fusion    enum     kept   PUL     GM     SM     WB     COEF_r  "
         "t_lb(us)  ops\n";
   int k = 0;
@@ -155,6 +157,9 @@ std::string explainTable(const ExplainReport &r) {
                     k++, e.fusion.c_str(), (long long)e.enumerated,
                     (long long)e.kept, b.pul, b.gmRatio, b.smRatio, b.wbRatio,
                     b.coefR, e.time * 1e6);
+    if (e.fusion != "view" && e.best.params.tensorCore())
+      ops += e.best.params.instr == MatrixInstr::Wgmma ? " [tc: wgmma]"
+                                                       : " [tc: mma.sync]";
     os << line << ops << "\n";
   }
   size_t kernels = 0;
@@ -182,11 +187,17 @@ std::string explainJson(const ExplainReport &r) {
                   {"kept", e.kept},
                   {"timeLowerBoundUs", e.time * 1e6}};
     auto paramsJson = [](const TileParams &p) {
-      return json{{"Nb", p.Nb},      {"Kb", p.Kb},
-                  {"Hb", p.Hb},      {"Wb", p.Wb},
-                  {"Nt", p.Nt},      {"Kt", p.Kt},
-                  {"Ht", p.Ht},      {"Wt", p.Wt},
-                  {"Cinput", p.Cin}, {"formatShared", formatName(p.format)}};
+      json j{{"Nb", p.Nb},      {"Kb", p.Kb},
+             {"Hb", p.Hb},      {"Wb", p.Wb},
+             {"Nt", p.Nt},      {"Kt", p.Kt},
+             {"Ht", p.Ht},      {"Wt", p.Wt},
+             {"Cinput", p.Cin}, {"formatShared", formatName(p.format)}};
+      if (p.tensorCore()) {
+        j["instr"] = p.instr == MatrixInstr::Wgmma ? "wgmma" : "mma.sync";
+        j["warpsM"] = p.warpsM, j["warpsN"] = p.warpsN;
+        j["stages"] = p.stages;
+      }
+      return j;
     };
     if (e.predecessor) {
       const Bound &b = e.predecessorBest.bound;
@@ -208,6 +219,7 @@ std::string explainJson(const ExplainReport &r) {
                        {"wbRatio", b.wbRatio},
                        {"coefR", b.coefR},
                        {"latRatio", b.latRatio},
+                       {"peak", b.peak},
                        {"coefBc", b.coefBc},
                        {"oiTB", b.oiTB},
                        {"blocks", b.numBlocks},

@@ -345,7 +345,13 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops) {
   // Re-rank the anchor's kept sets with the fused ops added (the fused ops
   // change COMP and NUM_trans little next to the anchor's, so the best fused
   // set is taken to be among the anchor's top T %).
+  // A tensor-core main loop copies its operands into shared memory as
+  // they are (cp.async): it applies no prologue.
+  const bool prologue = std::any_of(fused.begin(), fused.end(),
+                                    [](const Fused &f) { return f.prologue; });
   for (const Candidate &c : sr.kept) {
+    if (prologue && c.params.tensorCore())
+      continue;
     FusedExtra extra;
     double blocks =
         double(std::max<int64_t>(numBlocks(descs[anchor], c.params), 1));

@@ -7,6 +7,8 @@
 # tuning.json (each layer: fastest generated kernel and library call); then compile it
 # again from the cache alone and check that the artifact is byte-identical.
 # EMULATE=1 also runs each batch-1 artifact with --emulate and compares.
+# PRECISIONS="fp16 bf16" compiles each cell in those (default fp32),
+# compared by the precision's default tolerance.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
@@ -21,12 +23,13 @@ python3 bench/run.py --out "$OUT/export" --phases models --models $models \
 for c in $cells; do
   m=${c%%:*}; b=${c##*:}
   f=$(ls bench/models/${m}_b${b}_*.onnx | head -1)
-  d=$OUT/$m-b$b
+  for p in ${PRECISIONS:-fp32}; do
+  d=$OUT/$m-b$b-$p
   mkdir -p $d
-  echo "== $m batch $b"
+  echo "== $m batch $b $p"
   /usr/bin/time -f "compile+tune wall %e s" $cuts compile "$f" --arch sm_90 -o $d/out \
-    --tune --tuning $OUT/cache.json --jobs 16 2>&1 | tail -4
-  python3 scripts/reference.py "$f" $d/in $d/ref > $d/inputs.txt || continue
+    --precision $p --tune --tuning $OUT/cache.json --jobs 16 2>&1 | tail -4
+  [ -d $d/ref ] || python3 scripts/reference.py "$f" $d/in $d/ref > $d/inputs.txt || continue
   $cuts run $d/out/model.cuts $(cat $d/inputs.txt) --compare $d/ref | tail -2
   if [ -n "${EMULATE:-}" ] && [ "$b" = 1 ]; then
     # The same artifact on the CPU: every kernel's own source, library
@@ -35,12 +38,13 @@ for c in $cells; do
       $(cat $d/inputs.txt) --compare $d/ref --emulate 2>&1 | tail -3
   fi
   # Each layer's fastest generated kernel next to its fastest library call.
-  cp $d/out/tuning.json $OUT/$m-b$b.tuning.json
+  cp $d/out/tuning.json $OUT/$m-b$b-$p.tuning.json
   python3 scripts/tuning_report.py $d/out/tuning.json | tail -1
   $cuts bench $d/out/model.cuts --iters 200 --graph | head -1
-  $cuts bench $d/out/model.cuts --iters 50 --kernels > $OUT/$m-b$b.kernels.txt 2>&1
-  $cuts compile "$f" --arch sm_90 -o $d/again --tuning $OUT/cache.json --jobs 16 | tail -1
+  $cuts bench $d/out/model.cuts --iters 50 --kernels > $OUT/$m-b$b-$p.kernels.txt 2>&1
+  $cuts compile "$f" --arch sm_90 -o $d/again --precision $p --tuning $OUT/cache.json --jobs 16 | tail -1
   cmp $d/out/model.cuts $d/again/model.cuts && echo "byte-identical from the cache"
   rm -rf $d/in $d/again
+  done
 done
 ls -la $OUT/cache.json
