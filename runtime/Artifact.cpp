@@ -58,16 +58,20 @@
 //                          "cudnn.conv" an encoded ConvSpec
 //                          (cuts/rt/Library.h): N, C, H, W, K, FH, FW,
 //                          padH, padW, strideH, strideW, dilH, dilW, group,
-//                          OH, OW, bias, residual, relu (0/1), algo. Its
-//                          args are x, w, [bias if bias], [z if residual],
-//                          y, all float32 with exactly the bytes the spec
-//                          implies (x N*C*H*W, w K*(C/group)*FH*FW, bias K,
-//                          z and y N*K*OH*OW floats); outputs is [y], whose
-//                          memory no other arg shares; for "cublaslt.gemm"
-//                          an encoded GemmSpec (cuts/rt/Blas.h): M, N, K,
+//                          OH, OW, bias, residual, relu (0/1), algo, math
+//                          (cuts/rt/LibraryMath.h: 0 fp32, 1 tf32, 2 fp16,
+//                          3 bf16; absent: fp32). Its args are x, w, [bias
+//                          if bias], [z if residual], y, all of the math's
+//                          dtype (float32, or float16 / bfloat16) with
+//                          exactly the bytes the spec implies (x N*C*H*W,
+//                          w K*(C/group)*FH*FW, bias K, z and y N*K*OH*OW
+//                          elements); outputs is [y], whose memory no
+//                          other arg shares; for "cublaslt.gemm" an
+//                          encoded GemmSpec (cuts/rt/Blas.h): M, N, K,
 //                          batch, transA, transB, batchA, batchB, bias,
 //                          residual, batchZ, relu (0/1), alpha (float
-//                          bits), algo, with args A, B, [bias], [Z], Y
+//                          bits), algo, math, with args A, B, [bias], [Z],
+//                          Y of the math's dtype
 //     workspaceBytes uint  (optional, 0) device scratch the library call
 //                          needed when tuned (the runtime asks again)
 //   steps     [object] {kernel, from, to}: kernel >= 0 runs that kernel
@@ -636,13 +640,14 @@ bool validateLibraryKernel(const Manifest &m, const KernelLaunch &k,
   // The args with the bytes the spec implies: x, w, [bias], [z], y for a
   // convolution, A, B, [bias], [Z], Y for a product.
   std::vector<std::pair<const char *, uint64_t>> want;
-  std::string why, described;
+  std::string why, described, dtype;
   if (k.library == kCudnnConv) {
     auto spec = decodeConvSpec(k.libraryParams, why);
     if (!spec)
       return fail(join(p, "libraryParams"), why);
     const ConvSpec &s = *spec;
     described = describeConvSpec(s);
+    dtype = libraryDtype(s.math);
     want = {{"x", s.xBytes()}, {"w", s.wBytes()}};
     if (s.bias)
       want.emplace_back("bias", s.biasBytes());
@@ -655,6 +660,7 @@ bool validateLibraryKernel(const Manifest &m, const KernelLaunch &k,
       return fail(join(p, "libraryParams"), why);
     const GemmSpec &s = *spec;
     described = describeGemmSpec(s);
+    dtype = libraryDtype(s.math);
     want = {{"A", s.aBytes()}, {"B", s.bBytes()}};
     if (s.bias)
       want.emplace_back("bias", s.biasBytes());
@@ -682,10 +688,10 @@ bool validateLibraryKernel(const Manifest &m, const KernelLaunch &k,
   for (size_t i = 0; i < want.size(); ++i) {
     const Tensor &t = m.tensors[k.args[i]];
     std::string pa = at(join(p, "args"), i);
-    if (t.dtype != "float32")
+    if (t.dtype != dtype)
       return fail(pa, std::string(want[i].first) + " is " +
                           tensorLabel(m, k.args[i]) + ", a " + t.dtype +
-                          " tensor; " + k.library + " takes float32");
+                          " tensor; this " + k.library + " takes " + dtype);
     if (t.bytes() != want[i].second)
       return fail(
           pa, std::string(want[i].first) + " is " + tensorLabel(m, k.args[i]) +

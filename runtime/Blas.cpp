@@ -44,8 +44,8 @@ struct cublasLtMatmulHeuristicResult_t {
 };
 
 constexpr cublasStatus_t CUBLAS_STATUS_SUCCESS = 0;
-constexpr int CUDA_R_32F = 0;          // cudaDataType
-constexpr int CUBLAS_COMPUTE_32F = 68; // cublasComputeType_t
+constexpr int CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14; // cudaDataType
+constexpr int CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77;
 constexpr int CUBLAS_OP_N = 0, CUBLAS_OP_T = 1;
 // cublasLtMatmulDescAttributes_t
 constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7,
@@ -159,12 +159,18 @@ const Api *api(std::string &error) {
   return &l.api;
 }
 
+/// The cudaDataType of math m's tensors.
+int dataType(LibraryMath m) {
+  return m == LibraryMath::Fp16   ? CUDA_R_16F
+         : m == LibraryMath::Bf16 ? CUDA_R_16BF
+                                  : CUDA_R_32F;
+}
+
 /// A column-major rows x cols layout (leading dimension rows) of `batch`
-/// matrices `stride` elements apart.
-bool layout(const Api &a, void *&out, uint64_t rows, uint64_t cols,
+/// matrices `stride` elements apart, of `type` (cudaDataType).
+bool layout(const Api &a, void *&out, int type, uint64_t rows, uint64_t cols,
             int64_t batch, int64_t stride, std::string &error) {
-  if (!ok(a.cublasLtMatrixLayoutCreate(&out, CUDA_R_32F, rows, cols,
-                                       int64_t(rows)),
+  if (!ok(a.cublasLtMatrixLayoutCreate(&out, type, rows, cols, int64_t(rows)),
           "cublasLtMatrixLayoutCreate", error))
     return false;
   int32_t count = int32_t(batch);
@@ -187,14 +193,19 @@ std::vector<int64_t> encodeGemmSpec(const GemmSpec &s) {
   std::memcpy(&bits, &s.alpha, sizeof bits);
   return {s.M,      s.N,      s.K,           s.batch, s.transA,
           s.transB, s.batchA, s.batchB,      s.bias,  s.residual,
-          s.batchZ, s.relu,   int64_t(bits), s.algo};
+          s.batchZ, s.relu,   int64_t(bits), s.algo,  int64_t(s.math)};
 }
 
 std::optional<GemmSpec> decodeGemmSpec(const std::vector<int64_t> &p,
                                        std::string &error) {
-  if (p.size() != kGemmSpecParams) {
+  if (p.size() != kGemmSpecParams && p.size() != kGemmSpecParams - 1) {
     error = "a cublaslt.gemm kernel takes " + std::to_string(kGemmSpecParams) +
             " parameters, not " + std::to_string(p.size());
+    return std::nullopt;
+  }
+  if (p.size() == kGemmSpecParams && !validLibraryMath(p[14])) {
+    error = "cublaslt.gemm math " + std::to_string(p[14]) +
+            " is not 0-3 (fp32, tf32, fp16, bf16)";
     return std::nullopt;
   }
   for (size_t i = 4; i < 12; ++i)
@@ -213,6 +224,8 @@ std::optional<GemmSpec> decodeGemmSpec(const std::vector<int64_t> &p,
   uint32_t bits = uint32_t(p[12]);
   std::memcpy(&s.alpha, &bits, sizeof bits);
   s.algo = int(std::max<int64_t>(std::min<int64_t>(p[13], 1 << 20), -1));
+  if (p.size() == kGemmSpecParams)
+    s.math = LibraryMath(p[14]);
   if (!checkGemmSpec(s, error))
     return std::nullopt;
   return s;
@@ -232,6 +245,10 @@ bool checkGemmSpec(const GemmSpec &s, std::string &error) {
   }
   if (!std::isfinite(s.alpha)) {
     error = "cublaslt.gemm alpha is not finite";
+    return false;
+  }
+  if (!validLibraryMath(int64_t(s.math))) {
+    error = "cublaslt.gemm math is not fp32, tf32, fp16 or bf16";
     return false;
   }
   if (s.algo < 0 || s.algo >= kMaxGemmAlgos) {
@@ -261,6 +278,8 @@ std::string describeGemmSpec(const GemmSpec &s) {
     d += s.batchZ || s.batch == 1 ? " +Z" : " +Z(shared)";
   if (s.relu)
     d += " relu";
+  if (s.math != LibraryMath::Fp32)
+    d += std::string(" ") + libraryMathName(s.math);
   return d + " algo " + std::to_string(s.algo);
 }
 
@@ -305,8 +324,12 @@ std::unique_ptr<CublasLtGemm> CublasLtGemm::create(const GemmSpec &s,
   if (s.relu)
     epilogue |= EPILOGUE_RELU;
   int64_t biasStride = 0;
-  if (!ok(a->cublasLtMatmulDescCreate(&g->desc_, CUBLAS_COMPUTE_32F,
-                                      CUDA_R_32F),
+  // fp32 accumulation and scale (alpha, beta) in every math; the bias and
+  // the residual have D's type (cuBLASLt's default).
+  const int compute = s.math == LibraryMath::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                  : CUBLAS_COMPUTE_32F;
+  const int type = dataType(s.math);
+  if (!ok(a->cublasLtMatmulDescCreate(&g->desc_, compute, CUDA_R_32F),
           "cublasLtMatmulDescCreate", error) ||
       !ok(a->cublasLtMatmulDescSetAttribute(g->desc_, DESC_TRANSA, &opFirst,
                                             sizeof opFirst),
@@ -326,13 +349,13 @@ std::unique_ptr<CublasLtGemm> CublasLtGemm::create(const GemmSpec &s,
   uint64_t bRows = s.transB ? s.K : s.N, bCols = s.transB ? s.N : s.K;
   uint64_t aRows = s.transA ? s.M : s.K, aCols = s.transA ? s.K : s.M;
   int64_t one = s.batch > 1 ? 1 : 0;
-  if (!layout(*a, g->ltA_, bRows, bCols, s.batch,
+  if (!layout(*a, g->ltA_, type, bRows, bCols, s.batch,
               s.batchB ? s.K * s.N * one : 0, error) ||
-      !layout(*a, g->ltB_, aRows, aCols, s.batch,
+      !layout(*a, g->ltB_, type, aRows, aCols, s.batch,
               s.batchA ? s.M * s.K * one : 0, error) ||
-      !layout(*a, g->c_, s.N, s.M, s.batch,
+      !layout(*a, g->c_, type, s.N, s.M, s.batch,
               s.residual && !s.batchZ ? 0 : s.M * s.N * one, error) ||
-      !layout(*a, g->d_, s.N, s.M, s.batch, s.M * s.N * one, error))
+      !layout(*a, g->d_, type, s.N, s.M, s.batch, s.M * s.N * one, error))
     return nullptr;
 
   void *pref = nullptr;

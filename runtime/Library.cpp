@@ -33,8 +33,10 @@ using cudnnConvolutionDescriptor_t = struct cudnnConvolutionStruct *;
 using cudnnActivationDescriptor_t = struct cudnnActivationStruct *;
 
 constexpr cudnnStatus_t CUDNN_STATUS_SUCCESS = 0;
-constexpr int CUDNN_DATA_FLOAT = 0;          // cudnnDataType_t
-constexpr int CUDNN_FMA_MATH = 3;            // cudnnMathType_t
+constexpr int CUDNN_DATA_FLOAT = 0, CUDNN_DATA_HALF = 2,
+              CUDNN_DATA_BFLOAT16 = 9; // cudnnDataType_t
+constexpr int CUDNN_DEFAULT_MATH = 0, CUDNN_TENSOR_OP_MATH = 1,
+              CUDNN_FMA_MATH = 3;            // cudnnMathType_t
 constexpr int CUDNN_NOT_PROPAGATE_NAN = 0;   // cudnnNanPropagation_t
 constexpr int CUDNN_TENSOR_NCHW = 0;         // cudnnTensorFormat_t
 constexpr int CUDNN_ACTIVATION_RELU = 1;     // cudnnActivationMode_t
@@ -215,18 +217,25 @@ bool ConvSpec::operator==(const ConvSpec &o) const {
 }
 
 std::vector<int64_t> encodeConvSpec(const ConvSpec &s) {
-  return {s.N,    s.C,    s.H,       s.W,        s.K,    s.FH,   s.FW,
-          s.padH, s.padW, s.strideH, s.strideW,  s.dilH, s.dilW, s.group,
-          s.OH,   s.OW,   s.bias,    s.residual, s.relu, s.algo};
+  return {
+      s.N,    s.C,    s.H,       s.W,        s.K,    s.FH,   s.FW,
+      s.padH, s.padW, s.strideH, s.strideW,  s.dilH, s.dilW, s.group,
+      s.OH,   s.OW,   s.bias,    s.residual, s.relu, s.algo, int64_t(s.math)};
 }
 
 std::optional<ConvSpec> decodeConvSpec(const std::vector<int64_t> &p,
                                        std::string &error) {
-  if (p.size() != kConvSpecParams) {
+  if (p.size() != kConvSpecParams && p.size() != kConvSpecParams - 1) {
     error = "a cudnn.conv kernel has " + std::to_string(kConvSpecParams) +
             " params (N, C, H, W, K, FH, FW, padH, padW, strideH, strideW, "
-            "dilH, dilW, group, OH, OW, bias, residual, relu, algo), not " +
+            "dilH, dilW, group, OH, OW, bias, residual, relu, algo, math), "
+            "not " +
             std::to_string(p.size());
+    return std::nullopt;
+  }
+  if (p.size() == kConvSpecParams && !validLibraryMath(p[20])) {
+    error = "the math (param 20) " + std::to_string(p[20]) +
+            " is not 0-3 (fp32, tf32, fp16, bf16)";
     return std::nullopt;
   }
   const char *flags[] = {"bias", "residual", "relu"};
@@ -250,6 +259,8 @@ std::optional<ConvSpec> decodeConvSpec(const std::vector<int64_t> &p,
   s.group = p[13], s.OH = p[14], s.OW = p[15];
   s.bias = p[16] != 0, s.residual = p[17] != 0, s.relu = p[18] != 0;
   s.algo = int(p[19]);
+  if (p.size() == kConvSpecParams)
+    s.math = LibraryMath(p[20]);
   if (!checkConvSpec(s, error))
     return std::nullopt;
   return s;
@@ -284,6 +295,10 @@ bool checkConvSpec(const ConvSpec &s, std::string &error) {
               std::to_string(kInt) + "]";
       return false;
     }
+  if (!validLibraryMath(int64_t(s.math))) {
+    error = "the math is not fp32, tf32, fp16 or bf16";
+    return false;
+  }
   if (s.C % s.group != 0 || s.K % s.group != 0) {
     error = "C = " + std::to_string(s.C) + " and K = " + std::to_string(s.K) +
             " must both be multiples of group = " + std::to_string(s.group);
@@ -356,6 +371,8 @@ std::string describeConvSpec(const ConvSpec &s) {
     r += " +z";
   if (s.relu)
     r += " relu";
+  if (s.math != LibraryMath::Fp32)
+    r += std::string(" ") + libraryMathName(s.math);
   return r + " algo " + std::to_string(s.algo);
 }
 
@@ -428,15 +445,20 @@ std::unique_ptr<CudnnConv> CudnnConv::create(const ConvSpec &spec,
     return ok(*a, st, what, why);
   };
 
+  const int type = s.math == LibraryMath::Fp16   ? CUDNN_DATA_HALF
+                   : s.math == LibraryMath::Bf16 ? CUDNN_DATA_BFLOAT16
+                                                 : CUDNN_DATA_FLOAT;
+  const int mathType = s.math == LibraryMath::Fp32   ? CUDNN_FMA_MATH
+                       : s.math == LibraryMath::Tf32 ? CUDNN_DEFAULT_MATH
+                                                     : CUDNN_TENSOR_OP_MATH;
   auto tensor = [&](void *&slot, int64_t n, int64_t ch, int64_t h, int64_t w) {
     cudnnTensorDescriptor_t d = nullptr;
     if (!check(a->cudnnCreateTensorDescriptor(&d),
                "cudnnCreateTensorDescriptor"))
       return false;
     slot = d;
-    return check(a->cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW,
-                                               CUDNN_DATA_FLOAT, int(n),
-                                               int(ch), int(h), int(w)),
+    return check(a->cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type,
+                                               int(n), int(ch), int(h), int(w)),
                  "cudnnSetTensor4dDescriptor");
   };
   if (!tensor(c->x_, s.N, s.C, s.H, s.W) ||
@@ -448,9 +470,9 @@ std::unique_ptr<CudnnConv> CudnnConv::create(const ConvSpec &spec,
              "cudnnCreateFilterDescriptor"))
     return fail(why);
   c->w_ = wd;
-  if (!check(a->cudnnSetFilter4dDescriptor(
-                 wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(s.K),
-                 int(s.C / s.group), int(s.FH), int(s.FW)),
+  if (!check(a->cudnnSetFilter4dDescriptor(wd, type, CUDNN_TENSOR_NCHW,
+                                           int(s.K), int(s.C / s.group),
+                                           int(s.FH), int(s.FW)),
              "cudnnSetFilter4dDescriptor"))
     return fail(why);
 
@@ -459,13 +481,15 @@ std::unique_ptr<CudnnConv> CudnnConv::create(const ConvSpec &spec,
              "cudnnCreateConvolutionDescriptor"))
     return fail(why);
   c->conv_ = cd;
-  // FMA math: cuDNN may not use TF32 (nor any down-conversion) for fp32.
+  // fp32 accumulation; FMA math keeps fp32 off TF32 (and any down-
+  // conversion), the default math lets tf32 use it, tensor-op math the
+  // 16-bit types.
   if (!check(a->cudnnSetConvolution2dDescriptor(
                  cd, int(s.padH), int(s.padW), int(s.strideH), int(s.strideW),
                  int(s.dilH), int(s.dilW), CUDNN_CROSS_CORRELATION,
                  CUDNN_DATA_FLOAT),
              "cudnnSetConvolution2dDescriptor") ||
-      !check(a->cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH),
+      !check(a->cudnnSetConvolutionMathType(cd, mathType),
              "cudnnSetConvolutionMathType") ||
       !check(a->cudnnSetConvolutionGroupCount(cd, int(s.group)),
              "cudnnSetConvolutionGroupCount"))

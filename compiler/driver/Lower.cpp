@@ -415,6 +415,12 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
           opName(S) + " after " + opName(P) + ")";
     return std::nullopt;
   }
+  // The producer's tile goes to shared memory as the consumer's fp32 fetch
+  // would have left it (codegen's SharedFusion).
+  if (!typeOf(mid).getElementType().isF32()) {
+    why = "shared-memory-level fusion passes fp32 tiles only";
+    return std::nullopt;
+  }
   auto g = llvm::dyn_cast<GemmOp>(S);
   if (rows &&
       (batched(P) || (isMatMulOp(S) && batched(S)) || (g && g.getTransA()))) {
@@ -1037,25 +1043,41 @@ tune::Candidate tuneCandidate(const codegen::Kernel &k, const std::string &arch,
   return c;
 }
 
-/// Whether every tensor `ops` read or write is fp32: what the library calls
-/// take so far (their specs carry no data type).
-bool allF32(llvm::ArrayRef<mlir::Operation *> ops) {
+/// The math of a library call over `ops`: every tensor they read or write
+/// fp32 (Fp32), fp16 (Fp16) or bf16 (Bf16); nullopt for mixed types, which
+/// no library call takes.
+std::optional<rt::LibraryMath>
+libraryMath(llvm::ArrayRef<mlir::Operation *> ops) {
+  std::optional<mlir::Type> type;
   for (mlir::Operation *op : ops)
     for (mlir::ValueRange range : {mlir::ValueRange(op->getOperands()),
                                    mlir::ValueRange(op->getResults())})
-      for (mlir::Value v : range)
-        if (!typeOf(v).getElementType().isF32())
-          return false;
-  return true;
+      for (mlir::Value v : range) {
+        mlir::Type t = typeOf(v).getElementType();
+        if (type && t != *type)
+          return std::nullopt;
+        type = t;
+      }
+  if (!type)
+    return std::nullopt;
+  if (type->isF32())
+    return rt::LibraryMath::Fp32;
+  if (type->isF16())
+    return rt::LibraryMath::Fp16;
+  if (type->isBF16())
+    return rt::LibraryMath::Bf16;
+  return std::nullopt;
 }
 
 std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
                                       std::vector<mlir::Value> &args) {
   std::string why;
   auto a = analyse(ops, why);
-  if (!a || !a->anchor || !allF32(ops))
+  auto math = libraryMath(ops);
+  if (!a || !a->anchor || !math)
     return std::nullopt;
   rt::ConvSpec s;
+  s.math = *math;
   auto conv = llvm::dyn_cast<ConvOp>(a->anchor);
   if (auto g = llvm::dyn_cast<GemmOp>(a->anchor)) {
     // Y[M, N] = A[M, K] B[N, K]^T + C[N] is a 1x1 convolution of M images
@@ -1155,12 +1177,14 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
                                        std::vector<mlir::Value> &args) {
   std::string why;
   auto a = analyse(ops, why);
+  auto math = libraryMath(ops);
   if (!a || !llvm::isa_and_nonnull<MatMulOp, MatMulAddOp, GemmOp>(a->anchor) ||
-      !allF32(ops))
+      !math)
     return std::nullopt;
   mlir::Operation *op = a->anchor;
   mlir::Value A = op->getOperand(0), B = op->getOperand(1), C;
   rt::GemmSpec s;
+  s.math = *math;
   if (auto g = llvm::dyn_cast<GemmOp>(op)) {
     s.transA = g.getTransA(), s.transB = g.getTransB();
     C = g.getC();

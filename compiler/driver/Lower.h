@@ -69,8 +69,9 @@ tune::Candidate tuneCandidate(const codegen::Kernel &k, const std::string &arch,
 
 /// The group as cuDNN's fused convolution, y = act(conv(x, w) + bias + z):
 /// a 2-D conv followed only by at most one per-channel add (its bias), at
-/// most one full-size add (z) and a relu last. `args` gets the graph values
-/// x, w, [bias], [z], y in that order. Nullopt if the group is not one.
+/// most one full-size add (z) and a relu last, its tensors all fp32, fp16
+/// or bf16 (the spec's math). `args` gets the graph values x, w, [bias],
+/// [z], y in that order. Nullopt if the group is not one.
 std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
                                       std::vector<mlir::Value> &args);
 
@@ -78,8 +79,9 @@ std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
 /// matmul, matmul_add or Gemm (both operands batched alike, or B one
 /// matrix), then at most a multiplication by a constant scalar (alpha), a
 /// per-column add (bias), an add of Y's shape or of one matrix shared by
-/// the batch (Z), and a relu last. `args` gets the graph values A, B,
-/// [bias], [Z], y. Nullopt if the group is not one.
+/// the batch (Z), and a relu last, its tensors all fp32, fp16 or bf16. `args`
+/// gets the graph values A, B, [bias], [Z], y. Nullopt if the group is not
+/// one.
 std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
                                        std::vector<mlir::Value> &args);
 

@@ -558,13 +558,14 @@ def check_unmeasured_fusion(runner, path):
 
 
 def check_tuning_cache(runner, name, path, inputs, refdir,
-                       library="cudnn.conv"):
+                       library="cudnn.conv", extra=()):
     """--candidates lists what a cache lacks; a cache of (synthetic) times
     makes the choice, every kernel chosen by time, `library` calls among
     them (emulated by the CPU); two compiles from the same cache give
-    byte-identical artifacts whose outputs still match."""
+    byte-identical artifacts whose outputs still match. `extra`: compile
+    arguments (--precision)."""
     import json
-    d = os.path.join(runner.work, name + "_tuning")
+    d = os.path.join(runner.work, name + "_tuning" + "".join(extra))
     os.makedirs(d, exist_ok=True)
 
     def us(x, h):
@@ -575,7 +576,7 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
         if x.get("library") == library:
             return 1 + h % 100 / 100.0
         return 5 + h % 1000 / 10.0 + (1000 if is_fused(x) else 0)
-    c, cache = synthetic_cache(runner, path, d, [], us)
+    c, cache = synthetic_cache(runner, path, d, list(extra), us)
     require(len(c) > 3, "only %d candidates" % len(c))
     require(any(x.get("library") == library for x in c),
             "no %s candidates" % library)
@@ -590,7 +591,7 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
     for k in ("b", "c"):
         out = os.path.join(d, k)
         r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
-                       "--tuning", cache)
+                       "--tuning", cache, *extra)
         require(r.returncode == 0, "compile --tuning: " + r.stderr)
         m = re.search(r"(\d+) of (\d+) kernels chosen by measured time",
                       r.stdout)
@@ -872,6 +873,21 @@ def main():
                      [a for n in ("q", "k", "v") for a in
                       ("--input", n + "=" + os.path.join(d, n + ".npy"))],
                      os.path.join(d, "ref"), "cublaslt.gemm")
+        # The libraries in 16 bits: cuBLASLt on a native fp16 model (its
+        # Linear weights transposed), cuDNN on an fp32 one made bf16.
+        d = os.path.join(runner.work, "half_transformer")
+        runner.check("tuning cache (cuBLASLt fp16)", check_tuning_cache,
+                     runner, "half_transformer",
+                     os.path.join(runner.work, "half_transformer.onnx"),
+                     ["--input", "x=" + os.path.join(d, "x.npy")],
+                     os.path.join(d, "ref"), "cublaslt.gemm")
+        d = os.path.join(runner.work, "resnet_block")
+        runner.check("tuning cache (cuDNN bf16)", check_tuning_cache,
+                     runner, "resnet_block",
+                     os.path.join(runner.work, "resnet_block.onnx"),
+                     ["--input", "x=" + os.path.join(d, "x.npy")],
+                     os.path.join(d, "ref"), "cudnn.conv",
+                     ("--precision", "bf16"))
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

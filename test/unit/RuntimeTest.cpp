@@ -5,6 +5,7 @@
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
 #include "cuts/rt/Binding.h"
+#include "cuts/rt/Blas.h"
 #include "cuts/rt/Library.h"
 
 #include <catch2/catch.hpp>
@@ -929,8 +930,8 @@ TEST_CASE("ConvSpec encodes in a fixed order and decodes back", "[runtime]") {
   s.OH = 6, s.OW = 9; // (11 + 2 - 2 - 1) / 2 + 1, (13 + 4 - 8 - 1) / 1 + 1
   s.bias = true, s.residual = false, s.relu = true, s.algo = 6;
   std::vector<int64_t> p = encodeConvSpec(s);
-  CHECK(p == std::vector<int64_t>{2, 6, 11, 13, 9, 3, 5, 1, 2, 2,
-                                  1, 1, 2,  3,  6, 9, 1, 0, 1, 6});
+  CHECK(p == std::vector<int64_t>{2, 6, 11, 13, 9, 3, 5, 1, 2, 2, 1,
+                                  1, 2, 3,  6,  9, 1, 0, 1, 6, 0});
   CHECK(p.size() == kConvSpecParams);
   std::string error;
   auto back = decodeConvSpec(p, error);
@@ -975,8 +976,8 @@ TEST_CASE("ConvSpec checks", "[runtime]") {
   REQUIRE(decodeConvSpec(good, error).has_value());
 
   std::vector<int64_t> p = good;
-  p.pop_back();
-  CHECK(refuse(p).find("20 params") != std::string::npos);
+  p.resize(19);
+  CHECK(refuse(p).find("21 params") != std::string::npos);
   p = good;
   p[17] = 2; // residual
   CHECK(refuse(p).find("residual") != std::string::npos);
@@ -1102,12 +1103,55 @@ TEST_CASE("the precision round-trips, defaults to fp32 and is checked",
   INFO(error);
   REQUIRE(a.has_value());
   CHECK(a->manifest.precision == "bf16");
-  a = parseArtifact(withManifest([](Json &j) { j.erase("precision"); }),
-                    error);
+  a = parseArtifact(withManifest([](Json &j) { j.erase("precision"); }), error);
   REQUIRE(a.has_value());
   CHECK(a->manifest.precision == "fp32");
   error = rejection(withManifest([](Json &j) { j["precision"] = "fp8"; }));
   CHECK(error.find("precision 'fp8'") != std::string::npos);
+}
+
+TEST_CASE("library specs carry their math; older ones decode as fp32",
+          "[runtime]") {
+  std::string error;
+  ConvSpec c = testSpec();
+  c.math = LibraryMath::Fp16;
+  std::vector<int64_t> p = encodeConvSpec(c);
+  REQUIRE(p.size() == kConvSpecParams);
+  CHECK(p.back() == 2);
+  auto conv = decodeConvSpec(p, error);
+  REQUIRE(conv.has_value());
+  CHECK(conv->math == LibraryMath::Fp16);
+  CHECK(conv->xBytes() == testSpec().xBytes() / 2);
+  CHECK(describeConvSpec(*conv).find(" fp16 ") != std::string::npos);
+  p.pop_back(); // as written before the math was
+  conv = decodeConvSpec(p, error);
+  REQUIRE(conv.has_value());
+  CHECK(conv->math == LibraryMath::Fp32);
+  p.push_back(4);
+  CHECK_FALSE(decodeConvSpec(p, error));
+  CHECK(error.find("math (param 20) 4") != std::string::npos);
+
+  GemmSpec g;
+  g.M = 128, g.N = 2304, g.K = 768, g.transB = true, g.bias = true;
+  g.math = LibraryMath::Bf16;
+  std::vector<int64_t> q = encodeGemmSpec(g);
+  REQUIRE(q.size() == kGemmSpecParams);
+  auto gemm = decodeGemmSpec(q, error);
+  INFO(error);
+  REQUIRE(gemm.has_value());
+  CHECK(*gemm == g);
+  CHECK(gemm->aBytes() == 2 * 128 * 768);
+  CHECK(gemm->bBytes() == 2 * 768 * 2304);
+  CHECK(gemm->biasBytes() == 2 * 2304);
+  CHECK(describeGemmSpec(*gemm).find(" bf16 ") != std::string::npos);
+  q.pop_back();
+  gemm = decodeGemmSpec(q, error);
+  REQUIRE(gemm.has_value());
+  CHECK(gemm->math == LibraryMath::Fp32);
+  CHECK(gemm->yBytes() == 4 * 128 * 2304);
+  q.push_back(-1);
+  CHECK_FALSE(decodeGemmSpec(q, error));
+  CHECK(error.find("math -1") != std::string::npos);
 }
 
 TEST_CASE("library kernel validation", "[runtime]") {
@@ -1171,6 +1215,14 @@ TEST_CASE("library kernel validation", "[runtime]") {
   SECTION("an arg that is not float32") {
     c.manifest.tensors[3].dtype = "int32";
     CHECK(rejected().find("float32") != std::string::npos);
+  }
+  SECTION("fp16 math over float32 tensors") {
+    std::string why;
+    ConvSpec s = *decodeConvSpec(k.libraryParams, why);
+    s.math = LibraryMath::Fp16;
+    k.libraryParams = encodeConvSpec(s);
+    std::string error = rejected();
+    CHECK(error.find("takes float16") != std::string::npos);
   }
   SECTION("a second output") {
     k.outputs = {4, 1};

@@ -4,6 +4,7 @@
 #include "codegen/emit/HostCompile.h"
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/Library.h"
+#include "tools/support/TensorFile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,8 +19,42 @@ namespace cuts {
 
 namespace {
 
-/// cuDNN's fused convolution on the CPU, y = act(conv(x, w) + bias + z),
-/// accumulated in double.
+/// A library call's tensor on the CPU: elements of its math's dtype read
+/// as double, results rounded to it once; tf32 rounds the product's
+/// operands to 10 mantissa bits, as the tensor cores do.
+class Elements {
+public:
+  Elements(uint8_t *base, rt::LibraryMath m)
+      : p(base), dtype(rt::libraryDtype(m)), bytes(rt::libraryElementBytes(m)),
+        tf32(m == rt::LibraryMath::Tf32) {}
+  double operand(int64_t i) const {
+    double v = (*this)[i];
+    return tf32 ? roundTf32(v) : v;
+  }
+  double operator[](int64_t i) const {
+    return decodeElement(dtype, p + uint64_t(i) * bytes);
+  }
+  void set(int64_t i, double v) {
+    encodeElement(dtype, v, p + uint64_t(i) * bytes);
+  }
+  explicit operator bool() const { return p != nullptr; }
+
+private:
+  static double roundTf32(double v) {
+    float f = float(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    if ((bits & 0x7f800000u) != 0x7f800000u) // round to nearest even
+      bits = (bits + 0xfffu + ((bits >> 13) & 1u)) & ~0x1fffu;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  uint8_t *p;
+  const char *dtype;
+  uint64_t bytes;
+  bool tf32;
+};
+
 /// cuBLASLt's product on the CPU, Y = act(alpha A B + bias + Z),
 /// accumulated in double.
 template <typename Pointer>
@@ -29,52 +64,52 @@ bool emulateGemm(const rt::KernelLaunch &k, Pointer pointer,
   if (!spec)
     return false;
   const rt::GemmSpec &s = *spec;
-  auto floats = [&](int t) { return reinterpret_cast<float *>(pointer(t)); };
-  const float *A = floats(k.args[0]), *B = floats(k.args[1]);
-  const float *bias = s.bias ? floats(k.args[2]) : nullptr;
-  const float *z = s.residual ? floats(k.args[2 + s.bias]) : nullptr;
-  float *y = floats(k.args.back());
+  auto view = [&](int t) {
+    return Elements(static_cast<uint8_t *>(pointer(t)), s.math);
+  };
+  const Elements A = view(k.args[0]), B = view(k.args[1]);
+  const Elements bias = s.bias ? view(k.args[2]) : Elements(nullptr, s.math);
+  const Elements z =
+      s.residual ? view(k.args[2 + s.bias]) : Elements(nullptr, s.math);
+  Elements y = view(k.args.back());
   for (int64_t b = 0; b < s.batch; ++b) {
-    const float *a = A + (s.batchA ? b * s.M * s.K : 0);
-    const float *bb = B + (s.batchB ? b * s.K * s.N : 0);
-    const float *zb = z ? z + (s.batchZ ? b * s.M * s.N : 0) : nullptr;
-    float *yb = y + b * s.M * s.N;
+    const int64_t a0 = s.batchA ? b * s.M * s.K : 0;
+    const int64_t b0 = s.batchB ? b * s.K * s.N : 0;
+    const int64_t z0 = s.batchZ ? b * s.M * s.N : 0, y0 = b * s.M * s.N;
     for (int64_t i = 0; i < s.M; ++i)
       for (int64_t j = 0; j < s.N; ++j) {
         double acc = 0;
         for (int64_t c = 0; c < s.K; ++c)
-          acc += double(s.transA ? a[c * s.M + i] : a[i * s.K + c]) *
-                 double(s.transB ? bb[j * s.K + c] : bb[c * s.N + j]);
+          acc += A.operand(a0 + (s.transA ? c * s.M + i : i * s.K + c)) *
+                 B.operand(b0 + (s.transB ? j * s.K + c : c * s.N + j));
         acc *= double(s.alpha);
         if (bias)
           acc += bias[j];
-        if (zb)
-          acc += zb[i * s.N + j];
-        yb[i * s.N + j] = float(s.relu ? std::max(acc, 0.0) : acc);
+        if (z)
+          acc += z[z0 + i * s.N + j];
+        y.set(y0 + i * s.N + j, s.relu ? std::max(acc, 0.0) : acc);
       }
   }
   return true;
 }
 
+/// cuDNN's fused convolution on the CPU, y = act(conv(x, w) + bias + z),
+/// accumulated in double.
 template <typename Pointer>
-bool emulateLibrary(const rt::KernelLaunch &k, Pointer pointer,
-                    std::string &error) {
-  if (k.library == rt::kCublasGemm)
-    return emulateGemm(k, pointer, error);
-  if (k.library != rt::kCudnnConv) {
-    error = "unknown library call";
-    return false;
-  }
+bool emulateConv(const rt::KernelLaunch &k, Pointer pointer,
+                 std::string &error) {
   auto spec = rt::decodeConvSpec(k.libraryParams, error);
   if (!spec)
     return false;
   const rt::ConvSpec &s = *spec;
-  // Library args are float32 (the artifact's validation checks it).
-  auto floats = [&](int t) { return reinterpret_cast<float *>(pointer(t)); };
-  const float *x = floats(k.args[0]), *w = floats(k.args[1]);
-  const float *bias = s.bias ? floats(k.args[2]) : nullptr;
-  const float *z = s.residual ? floats(k.args[2 + s.bias]) : nullptr;
-  float *y = floats(k.args.back());
+  auto view = [&](int t) {
+    return Elements(static_cast<uint8_t *>(pointer(t)), s.math);
+  };
+  const Elements x = view(k.args[0]), w = view(k.args[1]);
+  const Elements bias = s.bias ? view(k.args[2]) : Elements(nullptr, s.math);
+  const Elements z =
+      s.residual ? view(k.args[2 + s.bias]) : Elements(nullptr, s.math);
+  Elements y = view(k.args.back());
   int64_t cg = s.C / s.group, kg = s.K / s.group;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t ko = 0; ko < s.K; ++ko) {
@@ -92,8 +127,8 @@ bool emulateLibrary(const rt::KernelLaunch &k, Pointer pointer,
                 if (iw < 0 || iw >= s.W)
                   continue;
                 acc +=
-                    double(x[((n * s.C + g * cg + c) * s.H + ih) * s.W + iw]) *
-                    double(w[((ko * cg + c) * s.FH + fh) * s.FW + fw]);
+                    x.operand(((n * s.C + g * cg + c) * s.H + ih) * s.W + iw) *
+                    w.operand(((ko * cg + c) * s.FH + fh) * s.FW + fw);
               }
             }
           int64_t o = ((n * s.K + ko) * s.OH + oh) * s.OW + ow;
@@ -101,10 +136,21 @@ bool emulateLibrary(const rt::KernelLaunch &k, Pointer pointer,
             acc += bias[ko];
           if (z)
             acc += z[o];
-          y[o] = float(s.relu ? std::max(acc, 0.0) : acc);
+          y.set(o, s.relu ? std::max(acc, 0.0) : acc);
         }
     }
   return true;
+}
+
+template <typename Pointer>
+bool emulateLibrary(const rt::KernelLaunch &k, Pointer pointer,
+                    std::string &error) {
+  if (k.library == rt::kCublasGemm)
+    return emulateGemm(k, pointer, error);
+  if (k.library == rt::kCudnnConv)
+    return emulateConv(k, pointer, error);
+  error = "unknown library call";
+  return false;
 }
 
 /// Fills `bytes` bytes at p with values no kernel computes: NaN for

@@ -293,6 +293,14 @@ bool readVarint(const std::string &b, size_t &pos, uint64_t &v) {
 
 } // namespace
 
+double decodeElement(const std::string &dtype, const uint8_t *p) {
+  return decode(dtype, p);
+}
+
+void encodeElement(const std::string &dtype, double v, uint8_t *p) {
+  encode(dtype, v, p);
+}
+
 size_t HostArray::size() const {
   size_t eb = elementBytes(dtype);
   return eb ? bytes.size() / eb : 0;

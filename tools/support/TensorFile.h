@@ -72,6 +72,11 @@ bool matchesReference(const HostArray &got, const HostArray &ref,
 /// after every op.
 double defaultTolerance(const std::string &dtype);
 
+/// The element of `dtype` at p as a double, and v written at p rounded to
+/// `dtype` (floats to nearest even): the codecs of HostArray.
+double decodeElement(const std::string &dtype, const uint8_t *p);
+void encodeElement(const std::string &dtype, double v, uint8_t *p);
+
 /// Writes `a` in its dtype (bfloat16, which NumPy lacks, as float32).
 bool writeNpy(const std::string &path, const HostArray &a, std::string &error);
 

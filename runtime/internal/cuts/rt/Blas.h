@@ -14,6 +14,7 @@
 #define CUTS_RUNTIME_BLAS_H
 
 #include "cuts/rt/CudaDriver.h"
+#include "cuts/rt/LibraryMath.h"
 
 #include <cstdint>
 #include <memory>
@@ -27,8 +28,9 @@ namespace cuts::rt {
 /// KernelLaunch::library of a cuBLASLt matrix product.
 inline constexpr const char *kCublasGemm = "cublaslt.gemm";
 
-/// A batch of row-major fp32 products, as cuBLASLt computes them (compute
-/// type 32F: never TF32):
+/// A batch of row-major products, as cuBLASLt computes them in `math`
+/// (LibraryMath.h: fp32 tensors with compute type 32F, never TF32; fp32
+/// with 32F_FAST_TF32; fp16 or bf16 tensors with 32F):
 ///
 ///   Y[b] = act(alpha * op(A[b]) op(B[b]) + bias[n] + Z[b])
 ///
@@ -49,12 +51,20 @@ struct GemmSpec {
   /// Index into the list cuBLASLt's heuristic returns for the spec
   /// (cublasLtMatmulAlgoGetHeuristic, at most kMaxGemmAlgos).
   int algo = 0;
+  LibraryMath math = LibraryMath::Fp32;
 
-  uint64_t aBytes() const { return 4 * uint64_t((batchA ? batch : 1) * M * K); }
-  uint64_t bBytes() const { return 4 * uint64_t((batchB ? batch : 1) * K * N); }
-  uint64_t biasBytes() const { return 4 * uint64_t(N); }
-  uint64_t zBytes() const { return 4 * uint64_t((batchZ ? batch : 1) * M * N); }
-  uint64_t yBytes() const { return 4 * uint64_t(batch * M * N); }
+  uint64_t elem() const { return libraryElementBytes(math); }
+  uint64_t aBytes() const {
+    return elem() * uint64_t((batchA ? batch : 1) * M * K);
+  }
+  uint64_t bBytes() const {
+    return elem() * uint64_t((batchB ? batch : 1) * K * N);
+  }
+  uint64_t biasBytes() const { return elem() * uint64_t(N); }
+  uint64_t zBytes() const {
+    return elem() * uint64_t((batchZ ? batch : 1) * M * N);
+  }
+  uint64_t yBytes() const { return elem() * uint64_t(batch * M * N); }
   /// A, B, [bias], [Z], Y.
   size_t numArgs() const { return 3 + size_t(bias) + size_t(residual); }
 
@@ -66,13 +76,16 @@ struct GemmSpec {
 constexpr int kMaxGemmAlgos = 8;
 
 /// The number of values in an encoded GemmSpec.
-constexpr size_t kGemmSpecParams = 14;
+constexpr size_t kGemmSpecParams = 15;
 
 /// The manifest's libraryParams of a "cublaslt.gemm" kernel: kGemmSpecParams
 /// integers in this order (part of the artifact format),
 ///
 ///   M, N, K, batch, transA, transB, batchA, batchB, bias, residual,
-///   batchZ, relu, alpha (the bits of the float), algo
+///   batchZ, relu, alpha (the bits of the float), algo, math
+///
+/// (decoding also takes the first 14 alone, as fp32: artifacts written
+/// before the math was).
 std::vector<int64_t> encodeGemmSpec(const GemmSpec &s);
 
 /// The inverse of encodeGemmSpec; also checks the spec (checkGemmSpec).

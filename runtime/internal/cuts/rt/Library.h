@@ -18,6 +18,7 @@
 #define CUTS_RUNTIME_LIBRARY_H
 
 #include "cuts/rt/CudaDriver.h"
+#include "cuts/rt/LibraryMath.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,8 +32,10 @@ namespace cuts::rt {
 /// KernelLaunch::library of a cuDNN fused convolution.
 inline constexpr const char *kCudnnConv = "cudnn.conv";
 
-/// A 2-D convolution as cuDNN's fused forward computes it, in fp32, NCHW,
-/// weights KCRS (K x C/group x FH x FW):
+/// A 2-D convolution as cuDNN's fused forward computes it, in `math`
+/// (LibraryMath.h: fp32 tensors with FMA math, never TF32; fp32 with TF32
+/// allowed; fp16 or bf16 tensors on tensor cores; fp32 accumulation in
+/// all), NCHW, weights KCRS (K x C/group x FH x FW):
 ///
 ///   y = act(conv(x, w) + bias[k] + z)
 ///
@@ -54,12 +57,16 @@ struct ConvSpec {
   /// cudnnConvolutionFwdAlgo_t; 1 (IMPLICIT_PRECOMP_GEMM) is the only one
   /// cuDNN runs without relu.
   int algo = 1;
+  LibraryMath math = LibraryMath::Fp32;
 
-  /// Bytes of each operand (float32); valid once checkConvSpec passed.
-  uint64_t xBytes() const { return 4 * uint64_t(N * C * H * W); }
-  uint64_t wBytes() const { return 4 * uint64_t(K * (C / group) * FH * FW); }
-  uint64_t biasBytes() const { return 4 * uint64_t(K); }
-  uint64_t yBytes() const { return 4 * uint64_t(N * K * OH * OW); }
+  /// Bytes of each operand; valid once checkConvSpec passed.
+  uint64_t elem() const { return libraryElementBytes(math); }
+  uint64_t xBytes() const { return elem() * uint64_t(N * C * H * W); }
+  uint64_t wBytes() const {
+    return elem() * uint64_t(K * (C / group) * FH * FW);
+  }
+  uint64_t biasBytes() const { return elem() * uint64_t(K); }
+  uint64_t yBytes() const { return elem() * uint64_t(N * K * OH * OW); }
   /// x, w, [bias], [z], y.
   size_t numArgs() const { return 3 + size_t(bias) + size_t(residual); }
 
@@ -68,15 +75,17 @@ struct ConvSpec {
 };
 
 /// The number of values in an encoded ConvSpec.
-constexpr size_t kConvSpecParams = 20;
+constexpr size_t kConvSpecParams = 21;
 
 /// The manifest's libraryParams of a "cudnn.conv" kernel: kConvSpecParams
 /// integers in the order of the struct's fields,
 ///
 ///   N, C, H, W, K, FH, FW, padH, padW, strideH, strideW, dilH, dilW,
-///   group, OH, OW, bias, residual, relu, algo
+///   group, OH, OW, bias, residual, relu, algo, math
 ///
-/// (the flags 0 or 1). The order is part of the artifact format.
+/// (the flags 0 or 1). The order is part of the artifact format; decoding
+/// also takes the first 20 alone, as fp32 (artifacts written before the
+/// math was).
 std::vector<int64_t> encodeConvSpec(const ConvSpec &s);
 
 /// The inverse of encodeConvSpec; also checks the spec (checkConvSpec). On
@@ -132,8 +141,9 @@ private:
 class CudnnConv {
 public:
   /// Checks the spec, loads cuDNN and builds the descriptors (math type
-  /// CUDNN_FMA_MATH: never TF32). Without spec.bias, allocates the zero bias
-  /// through the CUDA driver, so a CUDA context must be current; the
+  /// CUDNN_FMA_MATH for fp32: never TF32; DEFAULT_MATH for tf32;
+  /// TENSOR_OP_MATH for fp16 and bf16). Without spec.bias, allocates the zero
+  /// bias through the CUDA driver, so a CUDA context must be current; the
   /// destructor frees it, with that context current. Nullptr and `error`
   /// on failure (cuDNN missing, the spec refused).
   static std::unique_ptr<CudnnConv> create(const ConvSpec &spec,
