@@ -17,7 +17,9 @@
 //                      FLOP/s), bandwidth number (global bytes/s)}, both
 //                      numbers >= 0
 //   precision string   (optional, "fp32") the storage of floating-point
-//                      tensors between kernels: "fp32", "fp16" or "bf16"
+//                      tensors between kernels: "fp32", "fp16" or "bf16";
+//                      or "tf32": fp32 tensors whose products may round
+//                      their operands to tf32
 //   tensors   [object] indexed by tensor id:
 //     name         string  the ONNX value name (non-empty for inputs and
 //                          outputs, which are bound by name)
@@ -579,10 +581,10 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
   if (j.contains("precision")) {
     if (!r.str(j, "", "precision", m.precision))
       return false;
-    if (m.precision != "fp32" && m.precision != "fp16" &&
-        m.precision != "bf16") {
+    if (m.precision != "fp32" && m.precision != "tf32" &&
+        m.precision != "fp16" && m.precision != "bf16") {
       error = "manifest: precision '" + m.precision +
-              "' is none of fp32, fp16, bf16";
+              "' is none of fp32, tf32, fp16, bf16";
       return false;
     }
   }

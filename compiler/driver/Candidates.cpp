@@ -103,11 +103,19 @@ void CandidateTable::addLibrary(llvm::ArrayRef<mlir::Operation *> ops,
   if (!opts.library)
     return;
   std::vector<mlir::Value> args;
+  // --precision tf32 keeps fp32 tensors and lets the libraries' tensor
+  // cores round the operands to tf32 (PyTorch's default for convolutions).
+  auto math = [&](rt::LibraryMath m) {
+    return opts.precision == "tf32" && m == rt::LibraryMath::Fp32
+               ? rt::LibraryMath::Tf32
+               : m;
+  };
   // cuDNN's fused convolution, once per forward algorithm.
   if (auto spec = cudnnConv(ops, args))
     for (int algo : rt::CudnnConv::forwardAlgorithms()) {
       rt::ConvSpec sp = *spec;
       sp.algo = algo;
+      sp.math = math(sp.math);
       std::string why;
       if (rt::checkConvSpec(sp, why))
         list.push_back(libraryCandidate(
@@ -121,6 +129,7 @@ void CandidateTable::addLibrary(llvm::ArrayRef<mlir::Operation *> ops,
     for (int algo = 0; algo < rt::kMaxGemmAlgos; ++algo) {
       rt::GemmSpec sp = *gemm;
       sp.algo = algo;
+      sp.math = math(sp.math);
       list.push_back(libraryCandidate(
           args, rt::kCublasGemm, "cublaslt", rt::encodeGemmSpec(sp),
           argBytes({sp.aBytes(), sp.bBytes()}, sp.bias, sp.biasBytes(),

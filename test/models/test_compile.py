@@ -626,6 +626,26 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
                 "tune without a GPU must fail cleanly: " + r.stderr)
 
 
+def check_tf32(runner):
+    """--precision tf32 keeps fp32 tensors and gives the library calls tf32
+    math, which the CPU emulates by rounding their operands: the outputs
+    match the fp32 reference within tf32's default tolerance, and not
+    within fp32's."""
+    d = os.path.join(runner.work, "resnet_block")
+    inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
+    check_tuning_cache(runner, "resnet_block",
+                       os.path.join(runner.work, "resnet_block.onnx"), inputs,
+                       os.path.join(d, "ref"), "cudnn.conv",
+                       ("--precision", "tf32"))
+    art = os.path.join(runner.work, "resnet_block_tuning--precisiontf32", "b",
+                       "model.cuts")
+    require(b'"tf32"' in open(art, "rb").read(), "no tf32 in the artifact")
+    r = runner.run("run", art, "--emulate", "--compare",
+                   os.path.join(d, "ref"), "--tolerance", "1e-6", *inputs)
+    require(r.returncode != 0, "tf32 products matched fp32 to 1e-6: " +
+            r.stdout)
+
+
 def check_validate(runner, path):
     """cuts validate samples kept and pruned sets of each conv as kernels
     for cuts tune; validate_report.py joins them with (synthetic) times."""
@@ -738,7 +758,9 @@ def check_precision_errors(runner):
     out = os.path.join(runner.work, "big_constant")
     for args, want in (
             (["--precision", "fp16"], "cannot hold a constant 100000"),
-            (["--precision", "tf32"], "tf32 is not available yet"),
+            (["--precision", "fp8"], "needs one of fp32, tf32, fp16, bf16"),
+            (["--precision", "tf32", "--io-precision", "fp16"],
+             "--io-precision fp16 needs --precision fp16"),
             (["--precision", "fp16", "--io-precision", "bf16"],
              "--io-precision bf16 needs --precision bf16")):
         r = runner.run("compile", path, "--arch", "sm_90", "-o", out, *args)
@@ -888,6 +910,7 @@ def main():
                      ["--input", "x=" + os.path.join(d, "x.npy")],
                      os.path.join(d, "ref"), "cudnn.conv",
                      ("--precision", "bf16"))
+        runner.check("tuning cache (cuDNN tf32)", check_tf32, runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

@@ -45,7 +45,8 @@ const char *kUsage =
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
     "      (fails above T; by default 1e-5 for float32, 1e-2 for float16\n"
     "      and 5e-2 for bfloat16, by the output's dtype or the model's\n"
-    "      --precision, the looser); integer and bool outputs must\n"
+    "      --precision (tf32 as float16), the looser); integer and bool\n"
+    "      outputs must\n"
     "      match exactly. Input files of another dtype than the input's are\n"
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
@@ -210,8 +211,10 @@ int cmdRun(const std::vector<std::string> &args) {
                             " elements, output '" + x.name + "' " +
                             std::to_string(got.size()));
     std::string detail;
-    // By default the looser of the output's dtype and the model's storage.
-    const std::string stored = m.precision == "fp16"   ? "float16"
+    // By default the looser of the output's dtype and the model's storage
+    // (tf32 products round their operands to fp16's 10-bit mantissa).
+    const std::string stored = m.precision == "fp16" || m.precision == "tf32"
+                                   ? "float16"
                                : m.precision == "bf16" ? "bfloat16"
                                                        : "float32";
     double limit = tolerance > 0 ? tolerance

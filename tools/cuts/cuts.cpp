@@ -63,8 +63,8 @@ void usage(llvm::raw_ostream &os) {
         "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
         "                    [--tune-seconds S]\n"
         "                    [--candidates FILE] [--no-library]\n"
-        "                    [--precision fp32|fp16|bf16] [--io-precision "
-        "fp16|bf16]\n"
+        "                    [--precision fp32|tf32|fp16|bf16] "
+        "[--io-precision fp16|bf16]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
@@ -82,7 +82,8 @@ void usage(llvm::raw_ostream &os) {
         "      it against the generated kernels where it can run a group)\n"
         "      --precision: store the tensors between kernels in fp16 or bf16\n"
         "      (weights converted now; kernels compute in fp32); inputs and\n"
-        "      outputs keep the model's types unless --io-precision\n"
+        "      outputs keep the model's types unless --io-precision; tf32\n"
+        "      keeps fp32 tensors and lets library products use TF32\n"
         "  tune DIR --cache CACHE\n"
         "      time DIR/candidates.json (from compile --candidates) on this\n"
         "      machine's GPU and add the times to CACHE\n"
@@ -218,8 +219,9 @@ int parsePruneOption(ArgList &a, cuts::PruneOptions &prune) {
   return 0;
 }
 
-/// --precision fp32|fp16|bf16 and --io-precision fp16|bf16 (explain and
-/// compile).
+/// --precision fp32|tf32|fp16|bf16 and --io-precision fp16|bf16 (explain
+/// and compile). tf32 keeps fp32 tensors (its products' math is the
+/// libraries').
 struct Precision {
   std::string storage = "fp32", io;
 };
@@ -231,11 +233,11 @@ int parsePrecisionOption(ArgList &a, Precision &p) {
   if (!io && !a.is("--precision"))
     return 0;
   std::string v;
-  const char *known = io ? "fp16, bf16" : "fp32, fp16, bf16";
-  if (!a.value(v) || (v != "fp16" && v != "bf16" && (io || v != "fp32"))) {
+  const char *known = io ? "fp16, bf16" : "fp32, tf32, fp16, bf16";
+  if (!a.value(v) ||
+      (v != "fp16" && v != "bf16" && (io || (v != "fp32" && v != "tf32")))) {
     error("", std::string(io ? "--io-precision" : "--precision") +
-                  " needs one of " + known +
-                  (v == "tf32" ? " (tf32 is not available yet)" : ""));
+                  " needs one of " + known);
     return -1;
   }
   (io ? p.io : p.storage) = v;
@@ -259,7 +261,7 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   });
   mlir::PassManager pm(&ctx);
   auto &fn = pm.nest<mlir::func::FuncOp>();
-  if (p.storage != "fp32") {
+  if (p.storage == "fp16" || p.storage == "bf16") {
     cuts::ConvertPrecisionOptions o;
     o.precision = p.storage;
     o.ioPrecision = p.io;
