@@ -4,10 +4,14 @@
 #include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace cuts {
@@ -92,6 +96,8 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
   std::optional<mlir::ElementsAttr> convertValues(mlir::Operation *op,
                                                   mlir::Attribute value,
                                                   mlir::RankedTensorType to) {
+    if (auto res = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(value))
+      return convertBlob(op, res, to);
     auto host = toHost(value);
     if (!host) {
       op->emitError("cannot read the constant's values");
@@ -113,6 +119,38 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
       out.set(k, r);
     }
     return toAttr(out, "converted");
+  }
+
+  /// convertValues for weights: fp32 words straight to 16-bit ones.
+  std::optional<mlir::ElementsAttr>
+  convertBlob(mlir::Operation *op, mlir::DenseResourceElementsAttr value,
+              mlir::RankedTensorType to) {
+    mlir::AsmResourceBlob *blob = value.getRawHandle().getBlob();
+    const int64_t n = to.getNumElements();
+    if (!blob || int64_t(blob->getData().size()) != 4 * n) {
+      op->emitError("cannot read the constant's values");
+      return std::nullopt;
+    }
+    const auto &sem =
+        llvm::cast<mlir::FloatType>(to.getElementType()).getFloatSemantics();
+    const float largest =
+        float(llvm::APFloat::getLargest(sem).convertToDouble());
+    const uint16_t infinity = *halfBits(to.getElementType(), INFINITY);
+    const char *in = blob->getData().data();
+    std::vector<char> out(size_t(2 * n));
+    for (int64_t k = 0; k < n; ++k) {
+      float v;
+      std::memcpy(&v, in + 4 * k, 4);
+      if (std::fabs(v) == FLT_MAX)
+        v = std::copysign(largest, v);
+      uint16_t bits = *halfBits(to.getElementType(), v);
+      if ((bits & 0x7fffu) == infinity && std::isfinite(v)) {
+        overflow(op, v, largest);
+        return std::nullopt;
+      }
+      std::memcpy(out.data() + 2 * k, &bits, 2);
+    }
+    return rawAttr(to, out, "converted");
   }
 
   void overflow(mlir::Operation *op, double v, double largest) {

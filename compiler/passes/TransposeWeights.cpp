@@ -3,8 +3,13 @@
 
 #include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
+
+#include <cstring>
+#include <vector>
 
 namespace cuts {
 #define GEN_PASS_DEF_TRANSPOSEWEIGHTS
@@ -16,24 +21,37 @@ mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
 
-// W [K, N] as its transpose [N, K]; nullopt unless W is a 2-D 16-bit float
+// W [K, N] as its transpose [N, K]; null unless W is a 2-D 16-bit float
 // constant used once.
-std::optional<HostTensor> transposedWeight(mlir::Value w) {
+mlir::ElementsAttr transposedWeight(mlir::Value w) {
   mlir::Attribute attr;
   auto t = tensorType(w);
   if (t.getRank() != 2 || !w.hasOneUse() ||
       !(t.getElementType().isF16() || t.getElementType().isBF16()) ||
       !mlir::matchPattern(w, mlir::m_Constant(&attr)))
-    return std::nullopt;
+    return nullptr;
+  const int64_t K = t.getDimSize(0), N = t.getDimSize(1);
+  auto type = mlir::RankedTensorType::get({N, K}, t.getElementType());
+  // Weights: their 16-bit words moved as they are.
+  if (auto res = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
+    mlir::AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob || int64_t(blob->getData().size()) != 2 * K * N)
+      return nullptr;
+    const char *in = blob->getData().data();
+    std::vector<char> out(size_t(2 * K * N));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        std::memcpy(&out[size_t(2 * (n * K + k))], in + 2 * (k * N + n), 2);
+    return rawAttr(type, out, "transposed_weight");
+  }
   auto host = toHost(attr);
   if (!host)
-    return std::nullopt;
-  const int64_t K = t.getDimSize(0), N = t.getDimSize(1);
-  HostTensor out(mlir::RankedTensorType::get({N, K}, t.getElementType()));
+    return nullptr;
+  HostTensor out(type);
   for (int64_t k = 0; k < K; ++k)
     for (int64_t n = 0; n < N; ++n)
       out.f[n * K + k] = host->f[k * N + n]; // already of the element type
-  return out;
+  return toAttr(out, "transposed_weight");
 }
 
 // C of matmul_add as Gemm's C for the product's [M, N] view: a scalar or a
@@ -72,7 +90,7 @@ bool rewrite(mlir::Operation *op) {
   auto y = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
   if (at.getRank() < 2 || at.getElementType() != y.getElementType())
     return false;
-  auto wt = transposedWeight(w);
+  mlir::ElementsAttr wt = transposedWeight(w);
   if (!wt)
     return false;
   const int64_t K = at.getShape().back(), N = y.getShape().back();
@@ -87,8 +105,7 @@ bool rewrite(mlir::Operation *op) {
   if (at.getRank() != 2)
     a2 = b.create<ReshapeOp>(loc, mlir::RankedTensorType::get({M, K}, elem), a,
                              b.getDenseI64ArrayAttr({M, K}));
-  mlir::Value wT =
-      b.create<ConstantOp>(loc, wt->type, toAttr(*wt, "transposed_weight"));
+  mlir::Value wT = b.create<ConstantOp>(loc, wt.getShapedType(), wt);
   auto gemm =
       b.create<GemmOp>(loc, mlir::RankedTensorType::get({M, N}, elem), a2, wT,
                        cc, b.getF32FloatAttr(1.0f), b.getF32FloatAttr(1.0f),

@@ -8,6 +8,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <random>
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/APFloat.h"
 
 using namespace cuts;
 
@@ -100,4 +106,68 @@ TEST_CASE("toHost rejects what it cannot read", "[consteval]") {
   mlir::Builder b(&ctx);
   CHECK(!toHost(mlir::Attribute()));
   CHECK(!toHost(b.getI64IntegerAttr(3)));
+}
+
+TEST_CASE("fp16 and bf16 constants round, encode and decode as APFloat does",
+          "[consteval]") {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<CutsDialect>();
+  mlir::Builder b(&ctx);
+  for (mlir::FloatType t : {b.getF16Type(), b.getBF16Type()}) {
+    const auto &sem = t.getFloatSemantics();
+    const unsigned w = t.getWidth();
+    // Every finite bit pattern: decoded by APFloat, written by toAttr as a
+    // resource blob, read back by toHost.
+    std::vector<uint16_t> patterns;
+    std::vector<double> values;
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      llvm::APFloat x(sem, llvm::APInt(w, bits));
+      if (!x.isFinite())
+        continue;
+      bool lost;
+      x.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+      patterns.push_back(uint16_t(bits));
+      values.push_back(x.convertToDouble());
+    }
+    auto type = mlir::RankedTensorType::get({int64_t(values.size())}, t);
+    HostTensor h(type);
+    h.f = values;
+    auto attr = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(toAttr(h));
+    REQUIRE(attr);
+    llvm::ArrayRef<char> raw = attr.getRawHandle().getBlob()->getData();
+    REQUIRE(raw.size() == 2 * patterns.size());
+    size_t wrong = 0;
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      uint16_t got;
+      std::memcpy(&got, raw.data() + 2 * i, 2);
+      // -0 and +0 both stay as written.
+      wrong += got != patterns[i];
+    }
+    CHECK(wrong == 0);
+    auto back = toHost(attr);
+    REQUIRE(back);
+    CHECK(back->f == values);
+    // Rounding: random doubles across the range, subnormals, ties and
+    // overflow, against APFloat's round to nearest even.
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> mant(1.0, 2.0);
+    std::uniform_int_distribution<int> exp(-140, 140);
+    size_t differ = 0;
+    for (int i = 0; i < 200000; ++i) {
+      double v = std::ldexp(mant(rng), exp(rng)) * (i % 2 ? -1 : 1);
+      if (i % 7 == 0) // a tie between two neighbours
+        v = (values[size_t(i) % values.size()] +
+             values[(size_t(i) + 1) % values.size()]) /
+            2;
+      llvm::APFloat x(v);
+      bool lost;
+      x.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+      x.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+      double want = x.convertToDouble(), got = roundToType(t, v);
+      differ += !(got == want || (std::isnan(got) && std::isnan(want)));
+    }
+    CHECK(differ == 0);
+  }
 }

@@ -50,6 +50,14 @@ std::optional<HostTensor> toHost(mlir::Attribute attr);
 mlir::ElementsAttr toAttr(const HostTensor &t,
                           llvm::StringRef blobName = "folded");
 
+/// The bits of the fp16 or bf16 value of type t nearest to v (ties to even,
+/// overflow to infinity): what toAttr stores; nullopt for other types.
+std::optional<uint16_t> halfBits(mlir::Type t, float v);
+/// A resource attribute of `type` holding `raw` (its little-endian
+/// elements), as toAttr makes for large tensors.
+mlir::ElementsAttr rawAttr(mlir::RankedTensorType type,
+                           llvm::ArrayRef<char> raw, llvm::StringRef blobName);
+
 /// Row-major strides of a shape.
 llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 
