@@ -98,9 +98,9 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
     return m;
   };
   if (auto mm = llvm::dyn_cast<MatMulOp>(op))
-    return matmul(mm.getA(), mm.getB(), false, false);
+    return matmul(mm.getA(), mm.getB(), false, mm.getTransB());
   if (auto mm = llvm::dyn_cast<MatMulAddOp>(op))
-    return matmul(mm.getA(), mm.getB(), false, false);
+    return matmul(mm.getA(), mm.getB(), false, mm.getTransB());
   if (auto gemm = llvm::dyn_cast<GemmOp>(op))
     return matmul(gemm.getA(), gemm.getB(), gemm.getTransA(), gemm.getTransB());
 

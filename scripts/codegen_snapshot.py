@@ -168,8 +168,13 @@ def main():
     os.makedirs(work, exist_ok=True)
     result = {}
     for name, path, import_args in models(work, a.k):
-        result[name] = snapshot_model(cuts, name, path, import_args, work,
-                                      a.jobs)
+        try:
+            result[name] = snapshot_model(cuts, name, path, import_args,
+                                          work, a.jobs)
+        except RuntimeError as e:  # a failing compile is a difference too
+            result[name] = {"error": sha(str(e).encode())}
+            print("%-28s failed: %s" % (name, str(e)[-200:]), flush=True)
+            continue
         print("%-28s %d files" % (name, len(result[name])), flush=True)
     json.dump(result, open(a.out, "w"), indent=1, sort_keys=True)
     return 0

@@ -1193,6 +1193,9 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
       return std::nullopt;
   } else if (auto ma = llvm::dyn_cast<MatMulAddOp>(op)) {
     C = ma.getC();
+    s.transB = ma.getTransB();
+  } else {
+    s.transB = llvm::cast<MatMulOp>(op).getTransB();
   }
   auto as = shapeOf(A), bs = shapeOf(B), out = shapeOf(op->getResult(0));
   if (as.size() < 2 || bs.size() < 2)

@@ -26,7 +26,7 @@ bool fuse(AddOp add) {
     mlir::OpBuilder builder(add);
     auto fused = builder.create<MatMulAddOp>(
         add.getLoc(), add.getType(), mlir::ValueRange{mm.getA(), mm.getB(), c},
-        llvm::ArrayRef<mlir::NamedAttribute>{});
+        mm->getAttrs());
     add.getC().replaceAllUsesWith(fused.getY());
     add->erase();
     mm->erase();

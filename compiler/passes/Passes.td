@@ -88,15 +88,13 @@ def ConvertPrecision : Pass<"cuts-convert-precision", "mlir::func::FuncOp"> {
 }
 
 def TransposeWeights : Pass<"cuts-transpose-weights", "mlir::func::FuncOp"> {
-  let summary = "Store 16-bit matmul weights transposed, as Gemm's B (N x K)";
+  let summary = "Store 16-bit matmul weights transposed (N x K)";
   let description = [{
-    matmul(A, W) and matmul_add(A, W, C), with W a 2-D fp16 or bf16
-    constant [K, N] used once, become reshape(gemm(reshape(A, [M, K]), W^T,
-    C', transB = 1)) with M the product of A's leading axes: the tensor
-    cores' wgmma reads B K-major (N x K, a Linear layer's own layout), which
-    the exporters transpose away. C' is a scalar or per-column C as it is,
-    or one of Y's shape viewed as [M, N]; other addends leave the op alone.
-    The reshapes are views (no copy). fp32 models are left as they are.
+    matmul(A, W), matmul_add(A, W, C) and gemm(A, W, C) without transB,
+    with W a 2-D fp16 or bf16 constant [K, N] used once, read W^T [N, K]
+    instead, with transB set: the tensor cores' wgmma reads B K-major (a
+    Linear layer's own layout, which the exporters transpose away). fp32
+    models are left as they are.
   }];
 }
 

@@ -1,4 +1,4 @@
-//===- TransposeWeights.cpp - 16-bit matmul weights as Gemm's B^T ---------===//
+//===- TransposeWeights.cpp - 16-bit matmul weights stored transposed -----===//
 #include "compiler/passes/Passes.h"
 
 #include "cuts/Dialect/Cuts/ConstEval.h"
@@ -54,79 +54,41 @@ mlir::ElementsAttr transposedWeight(mlir::Value w) {
   return toAttr(out, "transposed_weight");
 }
 
-// C of matmul_add as Gemm's C for the product's [M, N] view: a scalar or a
-// per-column vector as it is, Y's shape viewed as [M, N]; null otherwise.
-mlir::Value gemmAddend(mlir::OpBuilder &b, mlir::Value c,
-                       mlir::RankedTensorType y, int64_t M) {
-  auto t = tensorType(c);
-  auto shape = t.getShape();
-  const int64_t N = y.getShape().back();
-  if (t.getNumElements() == 1 ||
-      (t.getNumElements() == N && !shape.empty() && shape.back() == N))
-    return t.getRank() <= 1
-               ? c
-               : b.create<ReshapeOp>(
-                     c.getLoc(),
-                     mlir::RankedTensorType::get(
-                         {t.getNumElements() == 1 ? 1 : N}, t.getElementType()),
-                     c,
-                     b.getDenseI64ArrayAttr({t.getNumElements() == 1 ? 1 : N}));
-  if (shape == y.getShape())
-    return y.getRank() == 2
-               ? c
-               : b.create<ReshapeOp>(
-                     c.getLoc(),
-                     mlir::RankedTensorType::get({M, N}, t.getElementType()), c,
-                     b.getDenseI64ArrayAttr({M, N}));
-  return nullptr;
-}
-
-// matmul(A, W) or matmul_add(A, W, C) as reshape(gemm(reshape(A), W^T, C',
-// transB = 1)); false where the pattern does not hold.
+// The product `op` reading W transposed: W replaced by its transpose and
+// transB set; false where the pattern does not hold.
 bool rewrite(mlir::Operation *op) {
-  mlir::Value a = op->getOperand(0), w = op->getOperand(1);
-  mlir::Value c = op->getNumOperands() > 2 ? op->getOperand(2) : nullptr;
-  auto at = tensorType(a);
-  auto y = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
-  if (at.getRank() < 2 || at.getElementType() != y.getElementType())
-    return false;
+  mlir::Value w = op->getOperand(1);
   mlir::ElementsAttr wt = transposedWeight(w);
   if (!wt)
     return false;
-  const int64_t K = at.getShape().back(), N = y.getShape().back();
-  const int64_t M = at.getNumElements() / std::max<int64_t>(K, 1);
   mlir::OpBuilder b(op);
-  auto loc = op->getLoc();
-  auto elem = y.getElementType();
-  mlir::Value cc;
-  if (c && !(cc = gemmAddend(b, c, y, M)))
-    return false;
-  mlir::Value a2 = a;
-  if (at.getRank() != 2)
-    a2 = b.create<ReshapeOp>(loc, mlir::RankedTensorType::get({M, K}, elem), a,
-                             b.getDenseI64ArrayAttr({M, K}));
-  mlir::Value wT = b.create<ConstantOp>(loc, wt.getShapedType(), wt);
-  auto gemm =
-      b.create<GemmOp>(loc, mlir::RankedTensorType::get({M, N}, elem), a2, wT,
-                       cc, b.getF32FloatAttr(1.0f), b.getF32FloatAttr(1.0f),
-                       b.getBoolAttr(false), b.getBoolAttr(true));
-  mlir::Value out = gemm.getY();
-  if (y.getRank() != 2)
-    out =
-        b.create<ReshapeOp>(loc, y, out, b.getDenseI64ArrayAttr(y.getShape()));
-  op->getResult(0).replaceAllUsesWith(out);
-  mlir::Operation *weight = w.getDefiningOp();
-  op->erase();
-  if (weight && weight->use_empty())
+  mlir::Value wT = b.create<ConstantOp>(op->getLoc(), wt.getShapedType(), wt);
+  op->setOperand(1, wT);
+  if (auto gemm = llvm::dyn_cast<GemmOp>(op))
+    gemm.setTransB(true);
+  else
+    op->setAttr("transB", b.getUnitAttr());
+  if (mlir::Operation *weight = w.getDefiningOp();
+      weight && weight->use_empty())
     weight->erase();
   return true;
+}
+
+bool transposes(mlir::Operation *op) {
+  if (auto mm = llvm::dyn_cast<MatMulOp>(op))
+    return !mm.getTransB();
+  if (auto mm = llvm::dyn_cast<MatMulAddOp>(op))
+    return !mm.getTransB();
+  if (auto gemm = llvm::dyn_cast<GemmOp>(op))
+    return !gemm.getTransB();
+  return false;
 }
 
 struct TransposeWeightsPass : impl::TransposeWeightsBase<TransposeWeightsPass> {
   void runOnOperation() override {
     llvm::SmallVector<mlir::Operation *> ops;
     getOperation().walk([&](mlir::Operation *op) {
-      if (llvm::isa<MatMulOp, MatMulAddOp>(op))
+      if (transposes(op))
         ops.push_back(op);
     });
     for (mlir::Operation *op : ops)

@@ -391,6 +391,8 @@ OpFoldResult ClipOp::fold(FoldAdaptor a) {
 constexpr int64_t kMaxFoldFlops = int64_t(1) << 28;
 
 OpFoldResult MatMulOp::fold(FoldAdaptor a) {
+  if (getTransB()) // only weights are stored transposed, after folding
+    return {};
   auto ha = toHost(a.getA()), hb = toHost(a.getB());
   if (!ha || !hb)
     return {};

@@ -342,13 +342,22 @@ LogicalResult GeluOp::verify() {
 // Linear algebra and convolution
 //===----------------------------------------------------------------------===//
 
+// B's shape as a product reads it: its last two axes swapped when stored
+// transposed (transB).
+static SmallVector<int64_t> storedB(ArrayRef<int64_t> b, bool transB) {
+  SmallVector<int64_t> s(b);
+  if (transB && s.size() >= 2)
+    std::swap(s[s.size() - 1], s[s.size() - 2]);
+  return s;
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc, Adaptor a,
                                          SmallVectorImpl<Type> &out) {
   if (failed(sameElementType(loc, a.getA(), a.getB(), "A and B")))
     return failure();
   auto s = matmulShape(loc, typeOf(a.getA()).getShape(),
-                       typeOf(a.getB()).getShape());
+                       storedB(typeOf(a.getB()).getShape(), a.getTransB()));
   if (failed(s))
     return failure();
   return push(out, *s, typeOf(a.getA()).getElementType());
@@ -362,7 +371,7 @@ LogicalResult MatMulAddOp::inferReturnTypes(MLIRContext *,
       failed(sameElementType(loc, a.getA(), a.getC(), "A and C")))
     return failure();
   auto s = matmulShape(loc, typeOf(a.getA()).getShape(),
-                       typeOf(a.getB()).getShape());
+                       storedB(typeOf(a.getB()).getShape(), a.getTransB()));
   if (failed(s))
     return failure();
   auto b = broadcastShapes(*s, typeOf(a.getC()).getShape());

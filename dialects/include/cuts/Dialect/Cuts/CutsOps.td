@@ -246,7 +246,11 @@ def Cuts_ClipOp : Cuts_UnaryOp<"clip", "Clip", Cuts_NumTensor> {
 
 def Cuts_MatMulOp : Cuts_Op<"matmul"> {
   let summary = "ONNX MatMul (numpy matmul: batched, broadcasting, 1-D operands)";
-  let arguments = (ins Cuts_NumTensor:$A, Cuts_NumTensor:$B);
+  let description = [{
+    With `transB` (not ONNX: `cuts-transpose-weights` sets it), B is stored
+    transposed: its last two axes are [N, K].
+  }];
+  let arguments = (ins Cuts_NumTensor:$A, Cuts_NumTensor:$B, UnitAttr:$transB);
   let results = (outs Cuts_NumTensor:$Y);
   let hasFolder = 1;
 }
@@ -256,9 +260,11 @@ def Cuts_MatMulAddOp : Cuts_Op<"matmul_add"> {
   let description = [{
     Not an ONNX operator: `cuts-fuse-matmul-add` forms it from MatMul whose
     only use is an Add. Y = matmul(A, B) + C, where C broadcasts to the
-    product's shape without changing it (a bias, or a residual).
+    product's shape without changing it (a bias, or a residual). `transB`
+    as for cuts.matmul.
   }];
-  let arguments = (ins Cuts_FloatTensor:$A, Cuts_FloatTensor:$B, Cuts_FloatTensor:$C);
+  let arguments = (ins Cuts_FloatTensor:$A, Cuts_FloatTensor:$B, Cuts_FloatTensor:$C,
+                       UnitAttr:$transB);
   let results = (outs Cuts_FloatTensor:$Y);
 }
 
