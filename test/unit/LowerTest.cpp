@@ -304,8 +304,8 @@ func.func @main(%x: tensor<4x8xf16>, %i: tensor<1x2x5x5xf16>) -> (tensor<4x6xf16
 )mlir";
 } // namespace
 
-TEST_CASE("fp16 groups lower with fp16 tensors; the library calls refuse "
-          "them",
+TEST_CASE("fp16 groups lower with fp16 tensors; the library calls take "
+          "them in fp16 math",
           "[lower][half]") {
   Graph g(kHalf);
   // ops: 0 matmul_add, 1 relu, 2 conv
@@ -313,9 +313,15 @@ TEST_CASE("fp16 groups lower with fp16 tensors; the library calls refuse "
   REQUIRE(driver::canGenerate(g.pick({0, 1}), &why));
   REQUIRE(driver::canGenerate(g.pick({2}), &why));
   std::vector<mlir::Value> args;
-  // Their specs carry no data type: an fp16 call would read fp32.
-  CHECK_FALSE(driver::cublasGemm(g.pick({0, 1}), args));
-  CHECK_FALSE(driver::cudnnConv(g.pick({2}), args));
+  auto gemm = driver::cublasGemm(g.pick({0, 1}), args);
+  REQUIRE(gemm);
+  CHECK(gemm->math == rt::LibraryMath::Fp16);
+  CHECK(gemm->aBytes() == 2 * 4 * 8);
+  CHECK(gemm->relu);
+  auto conv = driver::cudnnConv(g.pick({2}), args);
+  REQUIRE(conv);
+  CHECK(conv->math == rt::LibraryMath::Fp16);
+  CHECK(conv->yBytes() == 2 * 3 * 5 * 5);
   TileParams p;
   p.Nb = 4, p.Kb = 6, p.Nt = 2, p.Kt = 3, p.Cin = 4;
   std::string err;
