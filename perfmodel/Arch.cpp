@@ -70,6 +70,7 @@ const std::pair<const char *, double GpuArch::*> kOptionalFields[] = {
     {"bwL2", &GpuArch::bwL2},
     {"bwL2PerSM", &GpuArch::bwL2PerSM},
     {"blockDispatchCycles", &GpuArch::blockDispatchCycles},
+    {"perfPeakMmaSync", &GpuArch::perfPeakMmaSync},
 };
 
 const char *const kStringFields[] = {"name", "aliases", "vendor",

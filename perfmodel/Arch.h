@@ -60,6 +60,11 @@ struct GpuArch {
   /// measured. Optional in the JSON. A grid of many small blocks cannot run
   /// faster than its blocks per SM times this.
   double blockDispatchCycles = 0;
+  /// FLOP/s of a full grid of warps issuing independent mma.sync m16n8k16
+  /// (fp16 in, fp32 accumulate), measured (cuts-probe); 0 where not
+  /// measured, and then taken as perfPeakFp16. Optional in the JSON. On
+  /// Hopper the legacy warp-level instruction does not reach the wgmma peak.
+  double perfPeakMmaSync = 0;
 
   /// R_peak / BW_global: the roofline's ridge point in FLOP per byte.
   double ridgePoint() const { return perfPeakFp32 / bwGlobal; }

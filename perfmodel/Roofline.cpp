@@ -504,7 +504,10 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
                     double gmOverride, const FusedExtra *extra,
                     double knownCoefBc) {
   Bound b;
-  b.peak = p.tensorCore() ? a.perfPeakFp16 : a.perfPeakFp32;
+  b.peak = !p.tensorCore() ? a.perfPeakFp32
+           : p.instr == MatrixInstr::MmaSync && a.perfPeakMmaSync > 0
+               ? std::min(a.perfPeakMmaSync, a.perfPeakFp16)
+               : a.perfPeakFp16;
   int T = std::max(1, a.transGlobalElements(d.elementBytes));
   b.compBlock = compBlock(d, p);
   b.compThread = compThread(d, p);

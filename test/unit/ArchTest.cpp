@@ -157,7 +157,8 @@ TEST_CASE("the measured-only fields are optional, positive where given",
       {"latIterCycles", &GpuArch::latIterCycles},
       {"launchSeconds", &GpuArch::launchSeconds},
       {"bwL2", &GpuArch::bwL2},
-      {"bwL2PerSM", &GpuArch::bwL2PerSM}};
+      {"bwL2PerSM", &GpuArch::bwL2PerSM},
+      {"perfPeakMmaSync", &GpuArch::perfPeakMmaSync}};
   for (const auto &[field, member] : fields) {
     INFO(field);
     auto j = h100Json();

@@ -451,3 +451,21 @@ TEST_CASE("the bound ranks tensor-core sets by their peak",
   CHECK(best.bound.pul > 0);
   CHECK(best.bound.pul <= 1);
 }
+
+TEST_CASE("mma.sync sets are bounded by its measured peak where known",
+          "[perfmodel][tensorcore]") {
+  GpuArch h100 = *findArch("h100");
+  OpDesc d =
+      describeMatMul({4096, 768}, {3072, 768}, {4096, 3072}, false, true);
+  d.elementBytes = 2;
+  TileParams sync, wg;
+  forEachTensorCoreParams(d, h100, [&](const TileParams &p) {
+    (p.instr == MatrixInstr::MmaSync ? sync : wg) = p;
+  });
+  REQUIRE(sync.tensorCore());
+  REQUIRE(wg.tensorCore());
+  CHECK(evaluateBound(d, sync, h100).peak == h100.perfPeakFp16);
+  h100.perfPeakMmaSync = 0.6 * h100.perfPeakFp16;
+  CHECK(evaluateBound(d, sync, h100).peak == h100.perfPeakMmaSync);
+  CHECK(evaluateBound(d, wg, h100).peak == h100.perfPeakFp16);
+}

@@ -140,6 +140,61 @@ double measureFp32Peak(const cudaDeviceProp &prop) {
 }
 
 //===----------------------------------------------------------------------===//
+// mma.sync's peak
+//===----------------------------------------------------------------------===//
+
+constexpr int kMmaChains = 4;     // independent accumulator tiles per warp
+constexpr int kMmaIters = 16384;  // products per chain
+constexpr int kMmaBlock = 128;    // four warps: one per scheduler
+
+/// Each warp issues m16n8k16 products (fp16 in, fp32 accumulate) into four
+/// independent accumulators from operand registers that never change; the
+/// impossible store keeps them live.
+__global__ void mmaSyncKernel(float *out, unsigned a0, unsigned b0) {
+#if __CUDA_ARCH__ >= 800
+  float acc[kMmaChains][4] = {};
+  const unsigned a1 = a0 ^ threadIdx.x, a2 = a0 + 1, a3 = a0 + 2;
+  const unsigned b1 = b0 ^ threadIdx.x;
+#pragma unroll 4
+  for (int it = 0; it < kMmaIters; ++it) {
+#pragma unroll
+    for (int c = 0; c < kMmaChains; ++c)
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                   "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                   "{%0, %1, %2, %3};\n"
+                   : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]),
+                     "+f"(acc[c][3])
+                   : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  float sum = 0;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c)
+    sum += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
+  if (sum == -1.0f)
+    out[blockIdx.x] = sum;
+#endif
+}
+
+/// FLOP/s of mma.sync over full waves (every SM at its thread limit); 0
+/// before sm_80.
+double measureMmaSyncPeak(const cudaDeviceProp &prop) {
+  if (prop.major < 8)
+    return 0;
+  const int blocks =
+      prop.multiProcessorCount * (prop.maxThreadsPerMultiProcessor / kMmaBlock);
+  float *out = nullptr;
+  check(cudaMalloc(&out, blocks * sizeof(float)), "cudaMalloc");
+  const unsigned one = 0x3c003c00u; // two fp16 1.0s: finite sums throughout
+  const double seconds = timedMedian(5, "mmaSyncKernel", [&] {
+    mmaSyncKernel<<<blocks, kMmaBlock>>>(out, one, one);
+  });
+  cudaFree(out);
+  const double flop = 2.0 * 16 * 8 * 16 * double(blocks) *
+                      (kMmaBlock / 32) * kMmaChains * kMmaIters;
+  return flop / seconds;
+}
+
+//===----------------------------------------------------------------------===//
 // LAT_shared
 //===----------------------------------------------------------------------===//
 
@@ -448,6 +503,7 @@ int main(int argc, char **argv) {
                prop.name, prop.major, prop.minor, prop.multiProcessorCount);
   const double bw = measureBandwidth();
   const double fp32 = measureFp32Peak(prop);
+  const double mmaSync = measureMmaSyncPeak(prop);
   const int lat = measureSharedLatency();
   const double latIter = measureIterationLatency(prop);
   const double launch = measureLaunchSeconds(prop);
@@ -465,9 +521,9 @@ int main(int argc, char **argv) {
                "cuts-probe: BW_global %.3g B/s, PERF_peak %.3g FLOP/s, "
                "LAT_shared %d cycles, LAT_iter %.0f cycles, launch %.3g s, "
                "BW_L2 %.3g B/s, BW_L2 of one SM %.3g B/s, block dispatch %s "
-               "cycles (32, 128, 256, 1024 threads)\n",
+               "cycles (32, 128, 256, 1024 threads), mma.sync %.3g FLOP/s\n",
                bw, fp32, lat, latIter, launch, bwL2, bwL2PerSM,
-               dispatchText.c_str());
+               dispatchText.c_str(), mmaSync);
 
   char date[16];
   const std::time_t now = std::time(nullptr);
@@ -515,6 +571,7 @@ int main(int argc, char **argv) {
       {"bwL2", num(bwL2)},
       {"bwL2PerSM", num(bwL2PerSM)},
       {"blockDispatchCycles", num(dispatch)},
+      {"perfPeakMmaSync", num(mmaSync)},
   };
   std::vector<std::pair<std::string, std::string>> sources = {
       {"numSM", props},
@@ -566,6 +623,10 @@ int main(int argc, char **argv) {
            "kernel's time less one launch, in cycles per block an SM runs, "
            "median of 5: " +
            dispatchText + "; the least"},
+      {"perfPeakMmaSync",
+       measured + ": warps of 128-thread blocks filling every SM, each "
+                  "issuing 4 independent chains of mma.sync m16n8k16 "
+                  "(fp16 in, fp32 accumulate), median of 5"},
   };
 
   std::string json = "{\n  \"name\": " + jsonString(name) +
