@@ -143,9 +143,9 @@ double measureFp32Peak(const cudaDeviceProp &prop) {
 // mma.sync's peak
 //===----------------------------------------------------------------------===//
 
-constexpr int kMmaChains = 4;     // independent accumulator tiles per warp
-constexpr int kMmaIters = 16384;  // products per chain
-constexpr int kMmaBlock = 128;    // four warps: one per scheduler
+constexpr int kMmaChains = 4;    // independent accumulator tiles per warp
+constexpr int kMmaIters = 16384; // products per chain
+constexpr int kMmaBlock = 128;   // four warps: one per scheduler
 
 /// Each warp issues m16n8k16 products (fp16 in, fp32 accumulate) into four
 /// independent accumulators from operand registers that never change; the
@@ -189,8 +189,8 @@ double measureMmaSyncPeak(const cudaDeviceProp &prop) {
     mmaSyncKernel<<<blocks, kMmaBlock>>>(out, one, one);
   });
   cudaFree(out);
-  const double flop = 2.0 * 16 * 8 * 16 * double(blocks) *
-                      (kMmaBlock / 32) * kMmaChains * kMmaIters;
+  const double flop = 2.0 * 16 * 8 * 16 * double(blocks) * (kMmaBlock / 32) *
+                      kMmaChains * kMmaIters;
   return flop / seconds;
 }
 
