@@ -5,7 +5,8 @@
 #     fused, grouped, rows over lanes, ...) compiled, emulated on the CPU and
 #     run on the GPU, each against ONNX Runtime;
 #  2. compute-sanitizer memcheck and racecheck on the shared-memory-level
-#     fused artifacts (the producer phase's stores and barriers);
+#     fused artifacts (the producer phase's stores and barriers) and on the
+#     fp16 models (tensor-core main loops: cp.async, ldmatrix, wgmma);
 #  3. tools/cuts-kernel-check: generated GEMMs (BERT-base shapes, kept and
 #     pruned sets) against cuBLAS SGEMM, JSON in $OUT/gemm.json;
 #  4. the same with --tensor-core fp16: tensor-core GEMMs (BERT-base and
@@ -21,7 +22,8 @@ echo "== test_compile --gpu"
 python3 test/models/test_compile.py --gpu --cuts $b/bin/cuts --work $w \
   2>&1 | tee $OUT/test_compile.txt | grep -v "^ok" | tail -15
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
-for m in shared_conv shared_layernorm grouped_conv; do
+for m in shared_conv shared_layernorm grouped_conv half_transformer \
+  half_convnet; do
   ins=""
   for f in $w/$m/*.npy; do
     n=$(basename $f .npy)
