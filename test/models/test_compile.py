@@ -823,6 +823,20 @@ def check_exported_bert(runner):
                    "--compare", os.path.join(d, "ref"),
                    *ref.stdout.split())
     require(r.returncode == 0, "emulated BERT differs: " + r.stdout + r.stderr)
+    # In fp16 its Linear layers run on wgmma and its attention products on
+    # mma.sync: emulated, against the fp32 reference (measured 7.2e-4).
+    r = runner.run("explain", model, "--arch", "sm_90", "--precision", "fp16")
+    require(r.returncode == 0 and "[tc: wgmma]" in r.stdout and
+            "[tc: mma.sync]" in r.stdout, "fp16 BERT off the tensor cores: " +
+            r.stdout + r.stderr)
+    r = runner.run("compile", model, "--arch", "sm_90", "-o",
+                   os.path.join(d, "fp16"), "--precision", "fp16")
+    require(r.returncode == 0, "compile --precision fp16: " + r.stderr)
+    r = runner.run("run", os.path.join(d, "fp16", "model.cuts"), "--emulate",
+                   "--compare", os.path.join(d, "ref"), "--tolerance", "2e-3",
+                   *ref.stdout.split())
+    require(r.returncode == 0, "emulated fp16 BERT differs: " + r.stdout +
+            r.stderr)
 
 
 def check_no_gpu(runner, art, inputs):
