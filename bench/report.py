@@ -27,7 +27,9 @@ PEERS = [
 ]
 # The GEMM ceiling that bounds a cell's arithmetic: fp32 cells run with TF32
 # off, so their FLOPs are bounded by the SIMT FP32 rate, not the TF32 one.
-RATE_FOR = {"fp32": "gemm_fp32_simt", "fp16": "gemm_fp16"}
+RATE_FOR = {"fp32": "gemm_fp32_simt", "tf32": "gemm_tf32", "fp16": "gemm_fp16",
+            "bf16": "gemm_bf16"}
+PRECISION_ORDER = ["fp32", "tf32", "fp16", "bf16"]
 COLORS = {"eager": "tab:blue", "cuda_graph": "tab:orange", "compile_default": "tab:green",
           "compile_max_autotune": "tab:purple", "cuts": "tab:red"}
 BEGIN, END = "<!-- bench:performance:begin -->", "<!-- bench:performance:end -->"
@@ -61,7 +63,7 @@ def derive(results):
              "pct_of_floor": {}, "cuts_ms": None, "cuts_vs_best": None}
         fl = results.get("floors", {}).get(f"{c['model']}/b{c['batch']}")
         rate, bw = ceil.get(RATE_FOR[prec], {}), ceil.get("copy", {})
-        if ok(fl) and ok(rate) and ok(bw):
+        if ok(fl) and ok(rate) and ok(bw) and prec in fl.get("bytes", {}):
             t_compute = fl["flops"] / rate["flops_per_s"]
             t_memory = fl["bytes"][prec]["total"] / bw["bytes_per_s"]
             d["floor_ms"] = max(t_compute, t_memory) * 1e3
@@ -154,7 +156,9 @@ def floor_table(results, derived):
         fl = results.get("floors", {}).get(f"{c['model']}/b{c['batch']}")
         row = [c["model"], str(c["batch"]), c["precision"]]
         if ok(fl):
-            row += [f"{fl['flops'] / 1e9:.2f}", f"{fl['bytes'][c['precision']]['total'] / 1e6:.1f}"]
+            moved = fl["bytes"].get(c["precision"], {}).get("total")
+            row += [f"{fl['flops'] / 1e9:.2f}",
+                    f"{moved / 1e6:.1f}" if moved is not None else "-"]
         else:
             row += ["—", "—"]
         row += [fmt_ms(d.get("compute_ms")), fmt_ms(d.get("memory_ms")), fmt_ms(d["floor_ms"])]
@@ -237,8 +241,9 @@ def write_report(results, out_dir, plots):
     lines = [f"# Benchmark: {env.get('gpu_name', '?')}, {env.get('date', '?')}", "",
              "Written by bench/report.py from results.json (bench/run.py measured every "
              "number on the GPU). Latency: median of CUDA-event timings of one inference "
-             "after warm-up, inputs resident on the GPU. fp32 runs with TF32 off; fp16 is "
-             "model.half(). Floor: max(FLOPs / measured GEMM rate of the precision, minimal "
+             "after warm-up, inputs resident on the GPU. fp32 runs with TF32 off; tf32 is "
+             "PyTorch's default (TF32 in cuDNN convolutions, not in matmuls); fp16 and bf16 "
+             "are model.half() and model.bfloat16(); cuts compiles with --precision. Floor: max(FLOPs / measured GEMM rate of the precision, minimal "
              "bytes / measured copy bandwidth); % of floor = floor / latency.", "",
              "## Latency", ""]
     lines += main_table(results, derived, notes)
@@ -276,7 +281,7 @@ def write_plots(results, derived, out_dir):
         print("report: matplotlib not installed, no plots", file=sys.stderr)
         return []
     cells = cell_list(results)
-    precisions = sorted({c["precision"] for c in cells}, key=["fp32", "fp16"].index)
+    precisions = sorted({c["precision"] for c in cells}, key=PRECISION_ORDER.index)
     systems = [n for n, _ in PEERS] + ["cuts"]
     written = []
     for fname, ylabel, value, log in (

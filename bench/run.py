@@ -32,7 +32,8 @@ scripts/gpu_e2e.sh), it resumes from the autotuning already done and its
 compile time is the sum of its attempts; with the cache carried, compiles
 start whenever 90 s are left.
 
-usage: run.py [--out DIR] [--phases P ...] [--models M ...] [--precisions fp32 fp16]
+usage: run.py [--out DIR] [--phases P ...] [--models M ...]
+              [--precisions fp32 tf32 fp16 bf16]
               [--batches small large] [--budget S] [--cuts PATH] [--dry-run]
 """
 import argparse
@@ -60,7 +61,9 @@ from export_models import SUITE  # noqa: E402  (no torch needed to read it)
 import report  # noqa: E402
 
 PHASES = ("ceilings", "floors", "peers", "models", "cuts")
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+# Bytes an element of each precision moves (tf32 keeps fp32 tensors).
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 PEERS = tuple(name for name, _ in report.PEERS)
 # Compile time guesses (s) for the budget check until a model has been
 # compiled once in this results file; then its measured time is used.
@@ -384,6 +387,19 @@ def set_tf32(enabled):
     torch.backends.cudnn.allow_tf32 = enabled
 
 
+def set_math(prec):
+    """The PyTorch math of a cell: tf32 is PyTorch's default (TF32 in cuDNN
+    convolutions, not in matmuls); every other precision with TF32 off."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = prec == "tf32"
+
+
+def torch_dtype(prec):
+    import torch
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec, torch.float32)
+
+
 # ---------------------------------------------------------------- timing
 
 def measure(ctx, fn):
@@ -491,8 +507,8 @@ def gpu_model(ctx, name, prec):
     if (name, prec) not in ctx.gpu_models:
         model, _ = cpu_model(ctx, name)
         m = copy.deepcopy(model).cuda()
-        if prec == "fp16":
-            m = m.half()
+        if prec in ("fp16", "bf16"):
+            m = m.to(torch_dtype(prec))
         ctx.gpu_models[(name, prec)] = tensor_outputs(m)
     return ctx.gpu_models[(name, prec)]
 
@@ -505,8 +521,8 @@ def gpu_inputs(ctx, name, batch, prec):
         out = []
         for a in args:
             a = a[:batch].cuda()
-            if a.is_floating_point() and prec == "fp16":
-                a = a.half()
+            if a.is_floating_point():
+                a = a.to(torch_dtype(prec))
             out.append(a.contiguous())
         ctx.gpu_inputs[key] = tuple(out)
     return ctx.gpu_inputs[key]
@@ -521,7 +537,7 @@ def capturable_inputs(name, x, prec):
     padding mask, GPT-2's causal one. Returns (args, kwargs); other models'
     inputs are unchanged."""
     import torch
-    dtype = torch.float16 if prec == "fp16" else torch.float32
+    dtype = torch_dtype(prec)
     low = torch.finfo(dtype).min
     if name == "bert_base":
         ids, mask = x
@@ -578,7 +594,7 @@ def phase_floors(ctx, cells):
             by_op = {str(k): v for k, v in counter.get_flop_counts().get("Global", {}).items()}
             emb = {id(p): mod for mod in rows for p in mod.parameters()}
             bytes_ = {}
-            for prec, size in (("fp32", 4), ("fp16", 2)):
+            for prec, size in ELEMENT_BYTES.items():
                 weights = 0
                 for p in list(m.parameters()) + [b for b in m.buffers() if b.is_floating_point()]:
                     n = p.numel()
@@ -608,6 +624,7 @@ def phase_peers(ctx, cells):
             fn = {"eager": run_eager, "cuda_graph": run_cuda_graph,
                   "compile_default": lambda *a: run_compile(*a, mode="reduce-overhead"),
                   "compile_max_autotune": lambda *a: run_compile(*a, mode="max-autotune")}[peer]
+            set_math(prec)
             ctx.unit("peers", key, peer, lambda: fn(ctx, name, batch, prec, key), est)
         if peer.startswith("compile"):
             torch._dynamo.reset()
@@ -902,10 +919,10 @@ def run_cuts(ctx, cell, arch):
         _, args = SUITE[cell["model"]].build(cell["batch"])
         feeds = {}
         for n, a in zip(SUITE[cell["model"]].input_names, args):
-            arr = a.numpy()
-            if arr.dtype == np.float32 and cell["precision"] == "fp16":
-                arr = arr.astype(np.float16)
-            feeds[n] = arr
+            # --precision keeps the model's fp32 inputs and outputs (the
+            # casts fused into the first and last kernels), so the fp32
+            # reference and its inputs serve every precision.
+            feeds[n] = a.numpy()
         sess = ort.InferenceSession(model["path"], providers=["CPUExecutionProvider"])
         refdir = os.path.join(work, "ref")
         os.makedirs(refdir)

@@ -98,6 +98,12 @@ def main():
         raise AssertionError("--redo without --redo-after must fail")
     except SystemExit as e:
         assert "--redo-after" in str(e.code), e.code
+    # Every precision is a cell of its own; tf32 and bf16 too.
+    cells = run.plan(run.parse_args(["--models", "resnet50", "--batches", "small",
+                                     "--precisions", "tf32", "bf16"]))
+    assert [c["key"] for c in cells] == ["resnet50/b1/tf32", "resnet50/b1/bf16"], cells
+    assert run.ELEMENT_BYTES["tf32"] == 4 and run.ELEMENT_BYTES["bf16"] == 2
+    assert set(run.PRECISIONS) == set(run.ELEMENT_BYTES)
     print("bench run.py bookkeeping: ok")
 
 
