@@ -165,7 +165,10 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
       std::max(dram / a.bwGlobal, a.bwL2 > 0 ? tiles / a.bwL2 : 0.0);
   b.gmRaw = b.totalComp / b.peak / seconds;
   b.gmRatio = std::min(1.0, b.gmRaw);
-  b.headroom = std::min(b.gmRaw, sharedRatio);
+  // Sets whose binding ceiling is the same (GMRatio of a large GEMM's
+  // 128 x 256 blocks) rank by both: the one with more shared-memory slack
+  // first.
+  b.headroom = 1.0 / (1.0 / b.gmRaw + 1.0 / sharedRatio);
   // The pipeline keeps stages - 1 slices in flight: after the first slice's
   // LAT_iter, a slice at least every LAT_iter / (stages - 1).
   if (a.latIterCycles > 0) {
