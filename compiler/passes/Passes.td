@@ -88,12 +88,17 @@ def ConvertPrecision : Pass<"cuts-convert-precision", "mlir::func::FuncOp"> {
 }
 
 def TransposeWeights : Pass<"cuts-transpose-weights", "mlir::func::FuncOp"> {
-  let summary = "Store 16-bit matmul weights transposed (N x K)";
+  let summary = "Read 16-bit matmul operands B as N x K (transB)";
   let description = [{
-    matmul(A, W), matmul_add(A, W, C) and gemm(A, W, C) without transB,
-    with W a 2-D fp16 or bf16 constant [K, N] used once, read W^T [N, K]
-    instead, with transB set: the tensor cores' wgmma reads B K-major (a
-    Linear layer's own layout, which the exporters transpose away). fp32
+    matmul(A, B), matmul_add(A, B, C) and gemm(A, B, C) without transB, in
+    fp16 or bf16, read B^T [N, K] with transB set where that is free:
+    * B a 2-D constant [K, N] used once (a Linear layer's weight, which the
+      exporters transpose): stored transposed now;
+    * B = transpose(X, p) used once, p putting X's innermost axis on B's
+      rows (attention's K^T): B^T = transpose(X, p with its last two
+      entries swapped), which moves whole rows, or X itself where that is
+      the identity.
+    The tensor cores' wgmma reads B K-major, as transB stores it. fp32
     models are left as they are.
   }];
 }

@@ -74,6 +74,42 @@ bool rewrite(mlir::Operation *op) {
   return true;
 }
 
+// B = transpose(X, p) whose permutation puts X's innermost axis on B's
+// rows: read as B^T = transpose(X, p with its last two entries swapped),
+// which keeps the innermost axis innermost (rows move whole), or X itself
+// where that permutation is the identity. BERT's K^T ([0, 2, 3, 1] of
+// [B, S, H, D]) becomes the row move [0, 2, 1, 3] and a wgmma operand.
+bool rewriteTransposeB(mlir::Operation *op) {
+  auto t = op->getOperand(1).getDefiningOp<TransposeOp>();
+  if (!t || !t->hasOneUse())
+    return false;
+  auto type = tensorType(t.getTransposed());
+  llvm::SmallVector<int64_t> perm(t.getPerm());
+  const size_t r = perm.size();
+  if (r < 2 || perm[r - 2] != int64_t(r - 1) ||
+      !(type.getElementType().isF16() || type.getElementType().isBF16()))
+    return false;
+  std::swap(perm[r - 1], perm[r - 2]);
+  llvm::SmallVector<int64_t> shape(type.getShape());
+  std::swap(shape[r - 1], shape[r - 2]);
+  bool identity = true;
+  for (size_t i = 0; i < r; ++i)
+    identity = identity && perm[i] == int64_t(i);
+  mlir::OpBuilder b(op);
+  mlir::Value bt = t.getData();
+  if (!identity)
+    bt = b.create<TransposeOp>(
+        t.getLoc(), mlir::RankedTensorType::get(shape, type.getElementType()),
+        t.getData(), b.getDenseI64ArrayAttr(perm));
+  op->setOperand(1, bt);
+  if (auto gemm = llvm::dyn_cast<GemmOp>(op))
+    gemm.setTransB(true);
+  else
+    op->setAttr("transB", b.getUnitAttr());
+  t->erase();
+  return true;
+}
+
 bool transposes(mlir::Operation *op) {
   if (auto mm = llvm::dyn_cast<MatMulOp>(op))
     return !mm.getTransB();
@@ -92,7 +128,8 @@ struct TransposeWeightsPass : impl::TransposeWeightsBase<TransposeWeightsPass> {
         ops.push_back(op);
     });
     for (mlir::Operation *op : ops)
-      (void)rewrite(op);
+      if (!rewrite(op))
+        (void)rewriteTransposeB(op);
   }
 };
 

@@ -40,3 +40,21 @@ func.func @untouched(%x: tensor<4x2xf32>, %h: tensor<4x2xf16>, %k: tensor<2x3xf1
   %3 = cuts.matmul %h, %s : (tensor<4x2xf16>, tensor<2x3xf16>) -> tensor<4x3xf16>
   return %0, %1, %2, %3 : tensor<4x3xf32>, tensor<4x3xf16>, tensor<4x3xf16>, tensor<4x3xf16>
 }
+
+// -----
+
+// Attention's K^T: transpose [0, 2, 3, 1] of [B, S, H, D] becomes the row
+// move [0, 2, 1, 3] read with transB; a 2-D transpose disappears.
+// CHECK-LABEL: func.func @attention(
+// CHECK-SAME: %[[Q:[a-z0-9_]+]]: tensor<1x2x4x8xf16>, %[[K:[a-z0-9_]+]]: tensor<1x4x2x8xf16>
+// CHECK: %[[KT:[a-z0-9_]+]] = cuts.transpose %[[K]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x8xf16>) -> tensor<1x2x4x8xf16>
+// CHECK: cuts.matmul %[[Q]], %[[KT]] {transB} : (tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x4xf16>
+// CHECK: cuts.matmul %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {transB} : (tensor<4x8xf16>, tensor<3x8xf16>) -> tensor<4x3xf16>
+// CHECK-NOT: cuts.transpose
+func.func @attention(%q: tensor<1x2x4x8xf16>, %k: tensor<1x4x2x8xf16>, %a: tensor<4x8xf16>, %x: tensor<3x8xf16>) -> (tensor<1x2x4x4xf16>, tensor<4x3xf16>) {
+  %kt = cuts.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x4x2x8xf16>) -> tensor<1x2x8x4xf16>
+  %0 = cuts.matmul %q, %kt : (tensor<1x2x4x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x4x4xf16>
+  %xt = cuts.transpose %x {perm = array<i64: 1, 0>} : (tensor<3x8xf16>) -> tensor<8x3xf16>
+  %1 = cuts.matmul %a, %xt : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf16>
+  return %0, %1 : tensor<1x2x4x4xf16>, tensor<4x3xf16>
+}
