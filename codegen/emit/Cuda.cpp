@@ -113,6 +113,7 @@ struct MmaOperand {
   std::string global, shared; // Ag, sA
   int64_t rows = 0, cols = 0, ld = 0, stride = 0, stageBytes = 0;
   std::string rowBase = "0", colBase = "0"; // the tile's first row, column
+  std::string batchOffset; // element offset of product base_h's matrix
   bool kAlongRows = false;
   int64_t swizzle = 0;
   int64_t rowLimit = 0, colLimit = 0;
@@ -132,8 +133,10 @@ std::vector<MmaOperand> mmaOperands(const Kernel &k) {
   a.stageBytes = t.aElems * eb, a.rowBase = "base_n", a.swizzle = swizzle;
   a.rowLimit = M, a.colLimit = K;
   a.rowRagged = M % p.Nb != 0, a.colRagged = K % p.Cin != 0;
+  a.batchOffset = "base_h * " + std::to_string(M * K) + "LL";
   MmaOperand b;
   b.x = "b", b.global = "Bg", b.shared = "sB", b.ld = t.ldb;
+  b.batchOffset = "base_h * " + std::to_string(K * N) + "LL";
   b.stageBytes = t.bElems * eb, b.swizzle = swizzle;
   if (k.desc.transB) { // B is N x K: the tile's rows are along N
     b.rows = p.Kb, b.cols = p.Cin, b.stride = K, b.rowBase = "base_k";
@@ -144,6 +147,20 @@ std::vector<MmaOperand> mmaOperands(const Kernel &k) {
     b.kAlongRows = true, b.rowLimit = K, b.colLimit = N;
     b.rowRagged = K % p.Cin != 0, b.colRagged = N % p.Kb != 0;
   }
+  // Operands read in place: their own row stride and batch offsets.
+  MmaOperand *ops[2] = {&a, &b};
+  for (int i = 0; i < 2; ++i)
+    if (const auto &v = k.mmaViews[i]) {
+      ops[i]->stride = v->rowStride;
+      std::string off, idx = "base_h";
+      for (size_t j = v->batchExtents.size(); j-- > 0;) {
+        off += (off.empty() ? "" : " + ") + std::string("(") + idx + " % " +
+               std::to_string(v->batchExtents[j]) + ") * " +
+               std::to_string(v->batchStrides[j]) + "LL";
+        idx = "(" + idx + " / " + std::to_string(v->batchExtents[j]) + ")";
+      }
+      ops[i]->batchOffset = off.empty() ? "0" : off;
+    }
   return {a, b};
 }
 
@@ -1696,7 +1713,7 @@ void Emitter::emitMma() {
   const TileParams &p = k.params;
   const MmaLoop &m = *k.mma;
   const MmaTiles t = mmaTiles(k);
-  const int64_t M = k.desc.N, K = k.desc.C, N = k.desc.K, S = m.stages;
+  const int64_t K = k.desc.C, S = m.stages;
   const int64_t eb = elementBytes(m.operand);
   const bool wgmma = m.instr == MatrixInstr::Wgmma;
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
@@ -1718,8 +1735,8 @@ void Emitter::emitMma() {
        << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
      << "  const cuts_sptr sB = sA + " << S * t.aElems * eb << ";\n"
-     << "  const unsigned short *Ag = A + base_h * " << M * K << "LL;\n"
-     << "  const unsigned short *Bg = B + base_h * " << K * N << "LL;\n";
+     << "  const unsigned short *Ag = A + " << ops[0].batchOffset << ";\n"
+     << "  const unsigned short *Bg = B + " << ops[1].batchOffset << ";\n";
   for (const MmaOperand &o : ops)
     emitMmaCopySlots(o);
   if (!wgmma)

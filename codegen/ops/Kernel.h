@@ -131,6 +131,16 @@ struct MmaLoop {
   }
 };
 
+/// A tensor-core operand read in place from `shape` (a transpose of it that
+/// keeps the innermost axis innermost): product b of the batch sits at
+/// sum_i (b's index along batchExtents[i]) x batchStrides[i], row r at
+/// r x rowStride, columns contiguous.
+struct MmaView {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> batchExtents, batchStrides; // outermost first
+  int64_t rowStride = 0;
+};
+
 /// The loop of tensor-core parameters p (p.tensorCore()) on operands of
 /// type `operand`.
 inline MmaLoop mmaLoopOf(const TileParams &p, dfg::Type operand) {
@@ -190,6 +200,9 @@ struct Kernel {
   int producedFetch = -1;
   /// A tensor-core main loop (then `body` and `fetches` are empty).
   std::optional<MmaLoop> mma;
+  /// Its operands A and B read in place from a tensor they are a
+  /// row-preserving transpose of (MmaView); dense where absent.
+  std::array<std::optional<MmaView>, 2> mmaViews;
 };
 
 /// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's

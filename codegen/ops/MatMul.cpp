@@ -136,10 +136,11 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
   return k;
 }
 
-std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
-                                     const TileParams &p, dfg::Type operand,
-                                     const std::vector<EpilogueOp> &epilogue,
-                                     std::string &error) {
+std::optional<Kernel>
+buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
+               dfg::Type operand, const std::vector<EpilogueOp> &epilogue,
+               std::string &error,
+               const std::array<std::optional<MmaView>, 2> &views) {
   const int64_t M = d.N, K = d.C, N = d.K, batch = d.batch;
   if (operand != dfg::Type::F16 && operand != dfg::Type::BF16) {
     error = "tensor-core products take fp16 or bf16 operands";
@@ -194,11 +195,26 @@ std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
       s.insert(s.begin(), batch);
     return s;
   };
-  k.tensors = {{"A", shape({M, K}), false, operand},
-               {"B",
-                shape(d.transB ? std::vector<int64_t>{N, K}
-                               : std::vector<int64_t>{K, N}),
-                false, operand}};
+  // A view's rows start 16-byte aligned where its row stride and every
+  // batch stride are whole copies.
+  for (const auto &v : views)
+    if (v) {
+      bool aligned = v->rowStride % perCopy == 0;
+      for (int64_t st : v->batchStrides)
+        aligned = aligned && st % perCopy == 0;
+      if (!aligned) {
+        error = "an operand read in place needs rows of whole 16-byte copies";
+        return std::nullopt;
+      }
+    }
+  k.mmaViews = views;
+  k.tensors = {
+      {"A", views[0] ? views[0]->shape : shape({M, K}), false, operand},
+      {"B",
+       views[1] ? views[1]->shape
+                : shape(d.transB ? std::vector<int64_t>{N, K}
+                                 : std::vector<int64_t>{K, N}),
+       false, operand}};
   if (!exitAndSummary(k, "tensor-core matmul ", epilogue, error))
     return std::nullopt;
   return k;

@@ -31,11 +31,12 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
 /// through p.stages shared buffers, p a tensor-core tiling (its block
 /// mmaLoopOf(p).blockRows() x blockCols(), its thread tile a lane's
 /// fragment, C_input the K slice, a multiple of 16). wgmma (sm_90a) needs
-/// B transposed.
-std::optional<Kernel> buildMmaMatMul(const std::string &name, const OpDesc &d,
-                                     const TileParams &p, dfg::Type operand,
-                                     const std::vector<EpilogueOp> &epilogue,
-                                     std::string &error);
+/// B transposed. `views`: A and B read in place where given (MmaView).
+std::optional<Kernel>
+buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
+               dfg::Type operand, const std::vector<EpilogueOp> &epilogue,
+               std::string &error,
+               const std::array<std::optional<MmaView>, 2> &views = {});
 
 } // namespace cuts::codegen
 

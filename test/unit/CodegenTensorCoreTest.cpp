@@ -469,3 +469,59 @@ TEST_CASE("mma.sync sets are bounded by its measured peak where known",
   CHECK(evaluateBound(d, sync, h100).peak == h100.perfPeakMmaSync);
   CHECK(evaluateBound(d, wg, h100).peak == h100.perfPeakFp16);
 }
+
+TEST_CASE("tensor-core products read transposed operands in place",
+          "[codegen][tensorcore]") {
+  // Attention's scores: Q' K''^T for each (b, h), Q' and K'' the [0, 2, 1,
+  // 3] transposes of [B, S, H, D] tensors, read where they are (rows H x D
+  // apart, product (b, h) at b S H D + h D); S = 40 leaves a ragged tile.
+  const int64_t Bn = 2, S = 40, H = 3, D = 32;
+  OpDesc d = describeMatMul({Bn * H, S, D}, {Bn * H, S, D}, {Bn * H, S, S},
+                            false, true);
+  MmaView v;
+  v.shape = {Bn, S, H, D};
+  v.batchExtents = {Bn, H};
+  v.batchStrides = {S * H * D, D};
+  v.rowStride = H * D;
+  for (MatrixInstr instr : {MatrixInstr::MmaSync, MatrixInstr::Wgmma}) {
+    MmaLoop m = instr == MatrixInstr::Wgmma
+                    ? mmaLoop(dfg::Type::F16, 1, 1, 1, 4, 3, instr)
+                    : mmaLoop(dfg::Type::F16, 2, 2, 1, 2, 3, instr);
+    std::string err;
+    auto k = buildMmaMatMul("views", d, mmaParams(m, 32), dfg::Type::F16, {},
+                            err, {v, v});
+    INFO(err);
+    REQUIRE(k);
+    std::mt19937 rng(5);
+    std::vector<uint16_t> q(Bn * S * H * D), kk(q.size());
+    std::vector<float> qv(q.size()), kv(q.size());
+    random16(rng, false, q, qv);
+    random16(rng, false, kk, kv);
+    std::vector<float> y = test::poisoned(Bn * H * S * S);
+    REQUIRE(runOnHost(*k, {{"A", q.data()}, {"B", kk.data()}, {"Y", y.data()}},
+                      err));
+    test::RelativeL2 e;
+    for (int64_t b = 0; b < Bn; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < S; ++i)
+          for (int64_t j = 0; j < S; ++j) {
+            double ref = 0;
+            for (int64_t c = 0; c < D; ++c)
+              ref += double(qv[((b * S + i) * H + h) * D + c]) *
+                     kv[((b * S + j) * H + h) * D + c];
+            e.add(y[((b * H + h) * S + i) * S + j], ref);
+          }
+    CHECK(e.value() <= 1e-6);
+    compilesWithNvrtc(emitSource(*k), "views", /*withPrelude=*/false,
+                      instr == MatrixInstr::Wgmma
+                          ? std::vector<const char *>{"sm_90a"}
+                          : std::vector<const char *>{"sm_90"});
+  }
+  // Rows that do not start on 16 bytes are refused.
+  v.rowStride = H * D + 1;
+  std::string err;
+  CHECK_FALSE(buildMmaMatMul(
+      "views", d, mmaParams(mmaLoop(dfg::Type::F16, 2, 2, 1, 2, 3), 32),
+      dfg::Type::F16, {}, err, {v, std::nullopt}));
+  CHECK(err.find("16-byte") != std::string::npos);
+}
