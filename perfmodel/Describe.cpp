@@ -32,6 +32,17 @@ std::vector<int64_t> vec(llvm::ArrayRef<int64_t> a) {
 
 bool isViewOp(mlir::Operation *op) { return op->hasTrait<OpTrait::View>(); }
 
+bool readInPlace(mlir::Operation *op, mlir::Operation *user) {
+  auto t = llvm::dyn_cast<TransposeOp>(op);
+  if (!t || !user || !llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(user) ||
+      !t->hasOneUse() || *t->getUsers().begin() != user)
+    return false;
+  auto perm = t.getPerm();
+  return perm.size() >= 2 && perm.back() == int64_t(perm.size() - 1) &&
+         (user->getOperand(0) == t.getResult() ||
+          user->getOperand(1) == t.getResult());
+}
+
 int externalInputs(mlir::Operation *op,
                    const llvm::SmallPtrSetImpl<mlir::Operation *> &inside) {
   int n = 0;

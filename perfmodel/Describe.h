@@ -24,6 +24,13 @@ bool isViewOp(mlir::Operation *op);
 /// describers of Params.h, from the op's shapes and attributes).
 std::optional<OpDesc> describeOp(mlir::Operation *op);
 
+/// Whether a tensor-core product `user` reads transpose `op`'s result in
+/// place (codegen's MmaView): the transpose keeps the innermost axis
+/// innermost and feeds only user's A or B. No kernel runs it: a group of
+/// such transposes and their product is priced as the product alone, on
+/// tensor cores only.
+bool readInPlace(mlir::Operation *op, mlir::Operation *user);
+
 /// Full-size tensor operands of op that come from outside `inside` (what a
 /// register-level fused op reads from global memory besides its
 /// predecessor's output). Scalars and per-channel vectors are not counted:

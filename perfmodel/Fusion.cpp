@@ -346,11 +346,16 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops) {
   // change COMP and NUM_trans little next to the anchor's, so the best fused
   // set is taken to be among the anchor's top T %).
   // A tensor-core main loop copies its operands into shared memory as
-  // they are (cp.async): it applies no prologue.
-  const bool prologue = std::any_of(fused.begin(), fused.end(),
-                                    [](const Fused &f) { return f.prologue; });
+  // they are (cp.async): it applies no prologue, but reads a row-moving
+  // transpose's input in place, which only it does.
+  bool prologue = false, inPlace = true;
+  for (size_t i = 0; i < real.size(); ++i)
+    if (int(i) != anchor && reaches(real[i], a, group)) {
+      prologue = true;
+      inPlace = inPlace && readInPlace(real[i], a);
+    }
   for (const Candidate &c : sr.kept) {
-    if (prologue && c.params.tensorCore())
+    if (prologue && c.params.tensorCore() != inPlace)
       continue;
     FusedExtra extra;
     double blocks =

@@ -246,12 +246,26 @@ struct Analysis {
   mlir::Operation *anchor = nullptr;    // null: elementwise only
   std::vector<mlir::Operation *> chain; // after the anchor, in order
   mlir::Operation *last = nullptr;      // its result leaves the group
+  /// Transposes before the anchor that its tensor-core kernel reads in
+  /// place (readInPlace).
+  std::vector<mlir::Operation *> inPlace;
 };
 
 std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
                                 std::string &why) {
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
   Analysis a;
+  // Leading transposes the first other op, a product, reads in place.
+  size_t lead = 0;
+  while (lead < ops.size() && llvm::isa<TransposeOp>(ops[lead]))
+    ++lead;
+  if (lead > 0 && lead < ops.size() &&
+      std::all_of(ops.begin(), ops.begin() + lead, [&](mlir::Operation *t) {
+        return readInPlace(t, ops[lead]);
+      })) {
+    a.inPlace.assign(ops.begin(), ops.begin() + lead);
+    ops = ops.drop_front(lead);
+  }
   int escaping = 0;
   mlir::Operation *nonFloat = nullptr;
   for (mlir::Operation *op : ops) {
@@ -560,6 +574,24 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
                 error);
 }
 
+/// The view a tensor-core kernel reads transpose t's result through, from
+/// t's input: the result's batch axes and rows at the input's strides.
+codegen::MmaView inPlaceView(TransposeOp t) {
+  codegen::MmaView v;
+  v.shape = shapeOf(t.getData());
+  std::vector<int64_t> strides(v.shape.size(), 1);
+  for (size_t d = v.shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * v.shape[d];
+  auto perm = t.getPerm();
+  const size_t r = perm.size();
+  for (size_t i = 0; i + 2 < r; ++i) {
+    v.batchExtents.push_back(v.shape[perm[i]]);
+    v.batchStrides.push_back(strides[perm[i]]);
+  }
+  v.rowStride = strides[perm[r - 2]];
+  return v;
+}
+
 std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
                                        const TileParams &p,
                                        const std::string &name,
@@ -589,6 +621,23 @@ std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
   const OpDesc &d = x.d;
   x.b.values["A"] = A;
   x.b.values["B"] = B;
+  // Operands the kernel reads in place, from the transposes' inputs.
+  std::array<std::optional<codegen::MmaView>, 2> views;
+  for (mlir::Operation *t : x.a.inPlace)
+    for (int i = 0; i < 2; ++i)
+      if (op->getOperand(i) == t->getResult(0)) {
+        if (as.size() != bs.size()) {
+          error = opName(op) + ": an operand read in place needs both batched";
+          return std::nullopt;
+        }
+        views[i] = inPlaceView(llvm::cast<TransposeOp>(t));
+        x.b.values[i ? "B" : "A"] = t->getOperand(0);
+      }
+  if ((views[0] || views[1]) && !p.tensorCore()) {
+    error = "transposed operands are read in place by tensor-core kernels "
+            "only";
+    return std::nullopt;
+  }
   std::vector<int64_t> kout = d.batch > 1
                                   ? std::vector<int64_t>{d.batch, d.N, d.K}
                                   : std::vector<int64_t>{d.N, d.K};
@@ -621,8 +670,8 @@ std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
     error = opName(op) + ": tensor cores take two fp16 or two bf16 operands";
     return std::nullopt;
   }
-  return finish(codegen::buildMmaMatMul(name, d, p, *ta, epi, error), x.b,
-                "matmul", error);
+  return finish(codegen::buildMmaMatMul(name, d, p, *ta, epi, error, views),
+                x.b, "matmul", error);
 }
 
 std::optional<GroupKernel> lowerPool(mlir::Value X, codegen::Pooling pooling,
@@ -1277,6 +1326,17 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
   return s;
 }
 
+/// The smallest tiling of a's anchor, or where it reads operands in place
+/// the smallest tensor-core one (one warp, a 16 x 16 block, 2 stages).
+TileParams probeParams(const Analysis &a) {
+  TileParams p = smallestParams(*describeOp(a.anchor ? a.anchor : a.last));
+  if (!a.inPlace.empty()) {
+    p.instr = MatrixInstr::MmaSync, p.warpsM = p.warpsN = 1, p.stages = 2;
+    p.Nb = p.Kb = p.Cin = 16, p.Nt = 2, p.Kt = 4;
+  }
+  return p;
+}
+
 bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
   std::string w;
   bool ok;
@@ -1291,10 +1351,7 @@ bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
     // ops without a builder) they refuse here, so the partition search never
     // picks a group that cannot be lowered.
     auto a = analyse(ops, w);
-    ok = a &&
-         bool(lowerGroup(
-             ops, smallestParams(*describeOp(a->anchor ? a->anchor : a->last)),
-             "probe", w));
+    ok = a && bool(lowerGroup(ops, probeParams(*a), "probe", w));
   }
   if (!ok && why)
     *why = w;

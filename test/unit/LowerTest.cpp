@@ -7,6 +7,7 @@
 #include "codegen/emit/HostRun.h"
 #include "cuts/Dialect/Cuts/CutsDialect.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
+#include "perfmodel/Describe.h"
 #include "perfmodel/ParamSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -332,4 +333,51 @@ TEST_CASE("fp16 groups lower with fp16 tensors; the library calls take "
     CHECK(t.type == dfg::Type::F16);
   std::string src = codegen::emitSource(gk->kernel);
   CHECK(src.find("const unsigned short *__restrict__") != std::string::npos);
+}
+
+namespace {
+// Attention's scores in fp16 as cuts-transpose-weights leaves them: Q and K
+// row-moved from [B, S, H, D] and read with transB.
+const char *kInPlace = R"mlir(
+func.func @main(%q: tensor<1x16x2x32xf16>, %k: tensor<1x16x2x32xf16>) -> tensor<1x2x16x16xf16> {
+  %0 = cuts.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x16x2x32xf16>) -> tensor<1x2x16x32xf16>
+  %1 = cuts.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x16x2x32xf16>) -> tensor<1x2x16x32xf16>
+  %2 = cuts.matmul %0, %1 {transB} : (tensor<1x2x16x32xf16>, tensor<1x2x16x32xf16>) -> tensor<1x2x16x16xf16>
+  return %2 : tensor<1x2x16x16xf16>
+}
+)mlir";
+} // namespace
+
+TEST_CASE("a tensor-core product reads row-moving transposes in place",
+          "[lower][half]") {
+  Graph g(kInPlace);
+  // ops: 0, 1 transposes, 2 matmul
+  std::string why;
+  REQUIRE(driver::canGenerate(g.pick({0, 1, 2}), &why));
+  TileParams simt = smallestParams(*describeOp(g.ops[2]));
+  std::string err;
+  CHECK_FALSE(driver::lowerGroup(g.pick({0, 1, 2}), simt, "k", err));
+  CHECK(err.find("tensor-core") != std::string::npos);
+  TileParams tc;
+  tc.instr = MatrixInstr::MmaSync, tc.warpsM = tc.warpsN = 1, tc.stages = 2;
+  tc.Nb = tc.Kb = 16, tc.Cin = 32, tc.Nt = 2, tc.Kt = 4;
+  auto gk = driver::lowerGroup(g.pick({0, 1, 2}), tc, "scores", err);
+  INFO(err);
+  REQUIRE(gk);
+  // A and B are the transposes' inputs, read at their own strides.
+  REQUIRE(gk->args.size() == 3);
+  CHECK(gk->args[0] == g.ops[0]->getOperand(0));
+  CHECK(gk->args[1] == g.ops[1]->getOperand(0));
+  REQUIRE(gk->kernel.mmaViews[0]);
+  CHECK(gk->kernel.mmaViews[0]->rowStride == 64);
+  CHECK(gk->kernel.mmaViews[0]->batchStrides == std::vector<int64_t>{1024, 32});
+  // A transpose that moves the innermost axis is no view.
+  Graph h(R"mlir(
+func.func @main(%q: tensor<1x2x16x32xf16>, %k: tensor<1x2x16x32xf16>) -> tensor<1x2x16x16xf16> {
+  %0 = cuts.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x16x32xf16>) -> tensor<1x2x32x16xf16>
+  %1 = cuts.matmul %q, %0 : (tensor<1x2x16x32xf16>, tensor<1x2x32x16xf16>) -> tensor<1x2x16x16xf16>
+  return %1 : tensor<1x2x16x16xf16>
+}
+)mlir");
+  CHECK_FALSE(driver::canGenerate(h.pick({0, 1}), &why));
 }
