@@ -21,6 +21,7 @@ Prints one line per check and `N passed, N failed`; exits 1 on a failure.
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -756,6 +757,7 @@ def check_precision_errors(runner):
     path = b.model(os.path.join(runner.work, "big_constant.onnx"),
                    [tm.vi("x", [4])], [tm.vi("y", [4])])
     out = os.path.join(runner.work, "big_constant")
+    shutil.rmtree(out, ignore_errors=True)  # a reused work folder's artifact
     for args, want in (
             (["--precision", "fp16"], "cannot hold a constant 100000"),
             (["--precision", "fp8"], "needs one of fp32, tf32, fp16, bf16"),
