@@ -65,6 +65,10 @@ struct GpuArch {
   /// measured, and then taken as perfPeakFp16. Optional in the JSON. On
   /// Hopper the legacy warp-level instruction does not reach the wgmma peak.
   double perfPeakMmaSync = 0;
+  /// Not in the JSON: every architecture the kernels are compiled for
+  /// (the CUBIN targets, "sm_90", "sm_80"); the search chooses only
+  /// instructions all of them have. Empty: computeArch alone.
+  std::vector<std::string> targets;
 
   /// R_peak / BW_global: the roofline's ridge point in FLOP per byte.
   double ridgePoint() const { return perfPeakFp32 / bwGlobal; }

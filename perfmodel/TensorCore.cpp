@@ -7,10 +7,18 @@
 namespace cuts {
 namespace {
 
-int smVersion(const GpuArch &a) {
-  if (a.vendor != "nvidia" || a.computeArch.rfind("sm_", 0) != 0)
-    return 0;
-  return std::atoi(a.computeArch.c_str() + 3);
+int smVersion(const std::string &arch) {
+  return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
+}
+
+// Whether every architecture a's kernels are compiled for passes `has`.
+template <typename Has> bool everyTarget(const GpuArch &a, Has has) {
+  if (a.vendor != "nvidia" || !has(smVersion(a.computeArch)))
+    return false;
+  for (const std::string &t : a.targets)
+    if (!has(smVersion(t)))
+      return false;
+  return true;
 }
 
 int64_t roundUp(int64_t x, int64_t unit) {
@@ -40,12 +48,11 @@ bool tensorCoreAllows(const OpDesc &d, const GpuArch &a, MatrixInstr instr) {
   if (d.kind != OpKind::MatMul || d.elementBytes != 2 || d.transA ||
       a.perfPeakFp16 <= 0 || d.C % 8 || (!d.transB && d.K % 8))
     return false;
-  const int sm = smVersion(a);
   switch (instr) {
   case MatrixInstr::MmaSync:
-    return sm >= 80;
-  case MatrixInstr::Wgmma:
-    return sm == 90 && d.transB;
+    return everyTarget(a, [](int sm) { return sm >= 80; });
+  case MatrixInstr::Wgmma: // sm_90a only: Blackwell has tcgen05 instead
+    return d.transB && everyTarget(a, [](int sm) { return sm == 90; });
   case MatrixInstr::None:
     return true;
   }

@@ -627,6 +627,19 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
                 "tune without a GPU must fail cleanly: " + r.stderr)
 
 
+def check_targets(runner):
+    """Kernels build for every --arch: an fp16 model for sm_90 alone uses
+    wgmma, for sm_90 and sm_80 only mma.sync (sm_80 has no wgmma)."""
+    path = os.path.join(runner.work, "half_transformer.onnx")
+    for archs, wgmma in (("sm_90", True), ("sm_90,sm_80", False)):
+        out = os.path.join(runner.work, "targets", archs)
+        r = runner.run("compile", path, "--arch", archs, "-o", out)
+        require(r.returncode == 0, archs + ": " + r.stderr)
+        art = open(os.path.join(out, "model.cuts"), "rb").read()
+        require((b"wgmma.mma_async" in art) == wgmma and
+                b"cuts_ldmatrix" in art, archs + ": wrong instructions")
+
+
 def check_tf32(runner):
     """--precision tf32 keeps fp32 tensors and gives the library calls tf32
     math, which the CPU emulates by rounding their operands: the outputs
@@ -927,6 +940,7 @@ def main():
                      os.path.join(d, "ref"), "cudnn.conv",
                      ("--precision", "bf16"))
         runner.check("tuning cache (cuDNN tf32)", check_tf32, runner)
+        runner.check("fp16 for sm_90 and sm_80", check_targets, runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

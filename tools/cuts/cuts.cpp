@@ -566,6 +566,9 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
         copts.archs.end())
       copts.archs.push_back(arch->computeArch);
   }
+  // Kernels must build for every CUBIN target (wgmma only where all are
+  // sm_90).
+  copts.arch.targets = copts.archs;
 
   if (copts.cost == cuts::driver::CostSource::Model &&
       (!copts.tuningCache.empty() || !copts.candidatesOut.empty()))
