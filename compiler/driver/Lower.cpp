@@ -1123,7 +1123,7 @@ std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
   std::string why;
   auto a = analyse(ops, why);
   auto math = libraryMath(ops);
-  if (!a || !a->anchor || !math)
+  if (!a || !a->anchor || !a->inPlace.empty() || !math)
     return std::nullopt;
   rt::ConvSpec s;
   s.math = *math;
@@ -1227,8 +1227,9 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
   std::string why;
   auto a = analyse(ops, why);
   auto math = libraryMath(ops);
+  // A library call reads its operands from memory: no transpose in place.
   if (!a || !llvm::isa_and_nonnull<MatMulOp, MatMulAddOp, GemmOp>(a->anchor) ||
-      !math)
+      !a->inPlace.empty() || !math)
     return std::nullopt;
   mlir::Operation *op = a->anchor;
   mlir::Value A = op->getOperand(0), B = op->getOperand(1), C;
