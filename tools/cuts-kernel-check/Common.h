@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,20 @@ struct Shape {
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// The relative L2 error of the `ref.size()` floats at device pointer y
+// against ref (a NaN, such as an unwritten output, counts as infinite).
+inline double deviceRelativeL2(const float *y, const std::vector<float> &ref) {
+  std::vector<float> hy(ref.size());
+  cudaMemcpy(hy.data(), y, ref.size() * 4, cudaMemcpyDeviceToHost);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double e = double(hy[i]) - ref[i];
+    num += std::isnan(hy[i]) ? INFINITY : e * e;
+    den += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / den);
 }
 
 // Times `launch` with CUDA events: warm-up, then the median of `reps`.

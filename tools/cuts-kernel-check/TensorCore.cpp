@@ -229,20 +229,13 @@ int checkTensorCore(const GpuArch &arch, const std::string &precision,
         };
         run();
         CHECK_CU(cuCtxSynchronize());
-        std::vector<float> hy(ny);
-        cudaMemcpy(hy.data(), y, ny * 4, cudaMemcpyDeviceToHost);
-        double num = 0, den = 0;
-        for (size_t i = 0; i < ny; ++i) {
-          double e = double(hy[i]) - hr[i];
-          num += std::isnan(hy[i]) ? INFINITY : e * e;
-          den += double(hr[i]) * hr[i];
-        }
+        const double err = deviceRelativeL2(y, hr);
         ++tested;
         // Both accumulate exact 16-bit products in fp32, in different orders.
-        if (!(std::sqrt(num / den) <= 1e-5)) {
+        if (!(err <= 1e-5)) {
           ++wrong;
           std::fprintf(stderr, "cuts-kernel-check: %s wrong: rel L2 %.3g\n",
-                       describe(c.tiling).c_str(), std::sqrt(num / den));
+                       describe(c.tiling).c_str(), err);
           cuModuleUnload(mod);
           continue;
         }

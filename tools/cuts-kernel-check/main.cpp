@@ -207,15 +207,7 @@ int main(int argc, char **argv) {
       };
       run();
       cudaDeviceSynchronize();
-      std::vector<float> hy(ny);
-      cudaMemcpy(hy.data(), y, ny * 4, cudaMemcpyDeviceToHost);
-      double num = 0, den = 0;
-      for (size_t i = 0; i < ny; ++i) {
-        double e = double(hy[i]) - hr[i];
-        num += std::isnan(hy[i]) ? INFINITY : e * e;
-        den += double(hr[i]) * hr[i];
-      }
-      double t = std::sqrt(num / den) <= 1e-5 ? timeMs(run) : -1.0;
+      double t = deviceRelativeL2(y, hr) <= 1e-5 ? timeMs(run) : -1.0;
       cuModuleUnload(mod);
       return t;
     };
