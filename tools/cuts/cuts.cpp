@@ -105,6 +105,19 @@ void usage(llvm::raw_ostream &os) {
         "      or such a FILE.json\n";
 }
 
+// Runs pm on module; on failure false, with the first diagnostic the
+// passes emitted (which names the op) in `diag`.
+bool runPassesOn(mlir::PassManager &pm, mlir::ModuleOp module,
+                 std::string &diag) {
+  mlir::ScopedDiagnosticHandler handler(pm.getContext(),
+                                        [&](mlir::Diagnostic &d) {
+                                          if (diag.empty())
+                                            diag = d.str();
+                                          return mlir::success();
+                                        });
+  return mlir::succeeded(pm.run(module));
+}
+
 // Imports and cleans a model; on failure prints the error and returns null.
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
                                             const std::string &model,
@@ -119,14 +132,9 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
   }
   if (runPasses) {
     std::string diag;
-    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-      if (diag.empty())
-        diag = d.str();
-      return mlir::success();
-    });
     mlir::PassManager pm(&ctx);
     cuts::buildCleanupPipeline(pm);
-    if (failed(pm.run(*module))) {
+    if (!runPassesOn(pm, *module, diag)) {
       error(model, "the clean-up passes failed: " + diag);
       return nullptr;
     }
@@ -253,12 +261,6 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     error("", "--io-precision " + p.io + " needs --precision " + p.io);
     return false;
   }
-  std::string diag;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (diag.empty())
-      diag = d.str();
-    return mlir::success();
-  });
   mlir::PassManager pm(&ctx);
   auto &fn = pm.nest<mlir::func::FuncOp>();
   if (p.storage == "fp16" || p.storage == "bf16") {
@@ -268,7 +270,8 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     fn.addPass(cuts::createConvertPrecision(o));
   }
   fn.addPass(cuts::createTransposeWeights());
-  if (failed(pm.run(module))) {
+  std::string diag;
+  if (!runPassesOn(pm, module, diag)) {
     error(model, diag);
     return false;
   }
