@@ -55,6 +55,22 @@ private:
   bool tf32;
 };
 
+/// A library call's args in their order: two operands, the optional bias
+/// and residual, and the output (bias and z null where absent).
+struct LibraryArgs {
+  Elements in0, in1, bias, z, y;
+};
+template <typename Pointer>
+LibraryArgs libraryArgs(const rt::KernelLaunch &k, Pointer pointer,
+                        rt::LibraryMath math, bool bias, bool residual) {
+  auto view = [&](bool present, size_t i) {
+    return Elements(
+        present ? static_cast<uint8_t *>(pointer(k.args[i])) : nullptr, math);
+  };
+  return {view(true, 0), view(true, 1), view(bias, 2), view(residual, 2 + bias),
+          view(true, k.args.size() - 1)};
+}
+
 /// cuBLASLt's product on the CPU, Y = act(alpha A B + bias + Z),
 /// accumulated in double.
 template <typename Pointer>
@@ -64,14 +80,7 @@ bool emulateGemm(const rt::KernelLaunch &k, Pointer pointer,
   if (!spec)
     return false;
   const rt::GemmSpec &s = *spec;
-  auto view = [&](int t) {
-    return Elements(static_cast<uint8_t *>(pointer(t)), s.math);
-  };
-  const Elements A = view(k.args[0]), B = view(k.args[1]);
-  const Elements bias = s.bias ? view(k.args[2]) : Elements(nullptr, s.math);
-  const Elements z =
-      s.residual ? view(k.args[2 + s.bias]) : Elements(nullptr, s.math);
-  Elements y = view(k.args.back());
+  auto [A, B, bias, z, y] = libraryArgs(k, pointer, s.math, s.bias, s.residual);
   for (int64_t b = 0; b < s.batch; ++b) {
     const int64_t a0 = s.batchA ? b * s.M * s.K : 0;
     const int64_t b0 = s.batchB ? b * s.K * s.N : 0;
@@ -102,14 +111,7 @@ bool emulateConv(const rt::KernelLaunch &k, Pointer pointer,
   if (!spec)
     return false;
   const rt::ConvSpec &s = *spec;
-  auto view = [&](int t) {
-    return Elements(static_cast<uint8_t *>(pointer(t)), s.math);
-  };
-  const Elements x = view(k.args[0]), w = view(k.args[1]);
-  const Elements bias = s.bias ? view(k.args[2]) : Elements(nullptr, s.math);
-  const Elements z =
-      s.residual ? view(k.args[2 + s.bias]) : Elements(nullptr, s.math);
-  Elements y = view(k.args.back());
+  auto [x, w, bias, z, y] = libraryArgs(k, pointer, s.math, s.bias, s.residual);
   int64_t cg = s.C / s.group, kg = s.K / s.group;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t ko = 0; ko < s.K; ++ko) {
