@@ -444,17 +444,18 @@ private:
   static std::vector<std::vector<int>>
   alignedRuns(const std::map<int64_t, int> &byPos, int64_t width,
               std::set<int> &taken);
-  // A run of fp32 accesses at consecutive words of a buffer's unit-stride
-  // axis whose first word every thread reaches is `width`-aligned, so one
-  // 8- or 16-byte access does them all (`ids` by position).
+  // A run of accesses at consecutive elements of a buffer's unit-stride
+  // axis whose first element every thread reaches is `width`-aligned, so
+  // one 4-, 8- or 16-byte access does them all (`ids` by position).
   struct VectorRun {
     std::vector<int> ids;
     bool store = false;
   };
   // The runs of `order`, keyed by the node whose place emits them: a load
   // run at its first member, a store run at its last (its values are
-  // computed by then). Shared tiles get 128-bit loads (§3.4.1); global
-  // tensors 128- or 64-bit loads and stores, which rely on the runtime's
+  // computed by then). fp32 shared tiles get 128-bit loads (§3.4.1);
+  // global tensors 128- or 64-bit loads and stores (16-bit ones also
+  // 32-bit: a fragment's column pair), which rely on the runtime's
   // contract that every tensor starts 16-byte aligned.
   std::map<int, VectorRun> vectorRuns(const dfg::Graph &g,
                                       const std::vector<int> &order) const;
@@ -463,6 +464,8 @@ private:
   bool widthAligned(const dfg::Buffer &b, int u, int64_t width) const;
   void emitVectorRun(const dfg::Graph &g, const VectorRun &r,
                      const std::string &indent);
+  void emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
+                       const std::string &indent);
   enum class FetchMode { Direct, ToRegisters, FromRegisters };
   // How a fetch is emitted, from the range each global position takes over
   // every block and C_input slice: the bounds checks that can fail, whether
@@ -697,7 +700,10 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
       continue;
     const dfg::Buffer &b = g.buffer(n.buffer);
     int u = unitAxis(b);
-    if (b.type != dfg::Type::F32 || u < 0 || n.index[u] < 0)
+    const bool half = b.type == dfg::Type::F16 || b.type == dfg::Type::BF16;
+    if ((b.type != dfg::Type::F32 && !half) || u < 0 || n.index[u] < 0)
+      continue;
+    if (half && b.space != dfg::Space::Global)
       continue;
     if (b.space == dfg::Space::Global &&
         (ph.k != &top || (loaded.count(b.name) && stored.count(b.name))))
@@ -719,13 +725,17 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
     const dfg::Buffer &b = g.buffer(std::get<1>(key));
     bool store = std::get<0>(key);
     int u = unitAxis(b);
-    // Shared tiles: 128-bit loads only; global tensors: 128 or 64 bits.
+    // fp32 shared tiles: 128-bit loads only; global tensors: 128 or 64
+    // bits, and 32 for 16-bit elements.
     std::vector<int64_t> widths{4};
-    if (b.space == dfg::Space::Global)
+    if (b.type != dfg::Type::F32)
+      widths = {8, 4, 2};
+    else if (b.space == dfg::Space::Global)
       widths.push_back(2);
     if (ph.fragment) {
       // A lane's fragment holds pairs of adjacent columns (fragmentOffset):
-      // 64-bit accesses where the unit axis is K itself, else none.
+      // 64-bit (32-bit for 16-bit elements) accesses where the unit axis is
+      // K itself, else none.
       const dfg::DimMap &m = b.map[u];
       bool pairs = b.space == dfg::Space::Global && m.outDim == dfg::DimK &&
                    m.scale == 1 && !m.inner;
@@ -749,6 +759,10 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
   const dfg::Node &head = g.node(r.ids.front());
   const dfg::Node &last = g.node(r.ids.back());
   const dfg::Buffer &b = g.buffer(head.buffer);
+  if (b.type != dfg::Type::F32) {
+    emitVectorRun16(g, r, ind);
+    return;
+  }
   size_t w = r.ids.size();
   std::string vec = w == 4 ? "float4" : "float2";
   std::string ptr = "reinterpret_cast<" + std::string(r.store ? "" : "const ") +
@@ -802,6 +816,73 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
                                     ") ? " + scalar(j) + " : 0.0f"
                               : "0.0f");
   emitVectorLoad(g, r.ids, all, ptr, fallback, ind);
+}
+
+// A run of 2, 4 or 8 16-bit elements of a global tensor moves as 1, 2 or 4
+// 32-bit words (unsigned, uint2, uint4), each two elements, the first in
+// its low half (little-endian, as on the GPU and the host).
+void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
+                              const std::string &ind) {
+  const dfg::Node &head = g.node(r.ids.front());
+  const dfg::Node &last = g.node(r.ids.back());
+  const dfg::Buffer &b = g.buffer(head.buffer);
+  const size_t w = r.ids.size(), words = w / 2;
+  const std::string vec =
+      words == 1 ? "unsigned" : words == 2 ? "uint2" : "uint4";
+  std::string ptr = "reinterpret_cast<" + std::string(r.store ? "" : "const ") +
+                    vec + " *>(&" + b.name + "[" + address(b, head.index) +
+                    "])";
+  const int u = unitAxis(b);
+  const bool ragged = b.extents[u] % int64_t(w) != 0;
+  const std::string all = inside(b, ragged ? last.index : head.index);
+  auto index = [&](size_t j) { return g.node(r.ids[j]).index; };
+  auto scalar = [&](size_t j) {
+    return b.name + "[" + address(b, index(j)) + "]";
+  };
+  auto pack = [&](const std::vector<std::string> &raw) {
+    std::string out;
+    for (size_t k = 0; k < words; ++k)
+      out += std::string(k ? ", " : "") + "(unsigned)" + raw[2 * k] +
+             " | (unsigned)" + raw[2 * k + 1] + " << 16";
+    return words == 1 ? "(" + out + ")" : "make_" + vec + "(" + out + ")";
+  };
+  if (r.store) {
+    std::vector<std::string> raw;
+    for (size_t j = 0; j < w; ++j)
+      raw.push_back(narrow(b.type, nameOf(g, g.node(r.ids[j]).in[0])));
+    os << ind << "if (" << all << ")\n"
+       << ind << "  "
+       << (target == Target::Cuda ? "__stwb(" + ptr + ", " + pack(raw) + ");"
+                                  : "*" + ptr + " = " + pack(raw) + ";")
+       << "\n";
+    if (ragged) {
+      os << ind << "else {\n";
+      for (size_t j = 0; j < w; ++j)
+        os << ind << "  if (" << inside(b, index(j)) << ")\n"
+           << ind << "    " << scalar(j) << " = " << raw[j] << ";\n";
+      os << ind << "}\n";
+    }
+    return;
+  }
+  // Outside the tensor an element reads as +0 (all bits clear).
+  std::vector<std::string> fallback;
+  for (size_t j = 0; j < w; ++j)
+    fallback.push_back(ragged ? "((" + inside(b, index(j)) + ") ? " +
+                                    scalar(j) + " : (unsigned short)0)"
+                              : "0u");
+  const std::string v = nameOf(g, r.ids[0]) + "_w" + std::to_string(w);
+  os << ind << "const " << vec << " " << v << " = (" << all << ") ? *" << ptr
+     << " : " << pack(fallback) << ";\n";
+  const char *lane = "xyzw";
+  for (size_t j = 0; j < w; ++j) {
+    std::string word = words == 1 ? v : v + "." + lane[j / 2];
+    std::string e = v + "_" + std::to_string(j);
+    os << ind << "const float " << e << " = "
+       << widen(b.type, "(unsigned short)(" + word + (j % 2 ? " >> 16" : "") +
+                            ")")
+       << ";\n";
+    names[{&g, r.ids[j]}] = e;
+  }
 }
 
 void Emitter::emitVectorLoad(const dfg::Graph &g, const std::vector<int> &ids,

@@ -375,6 +375,87 @@ TEST_CASE("tensor-core products match the reference on the CPU",
   }
 }
 
+TEST_CASE("tensor-core epilogues move 16-bit tensors a column pair at a time",
+          "[codegen][tensorcore]") {
+  // As in a model compiled --precision fp16 or bf16: bias, residual and Y
+  // hold 16-bit values, so a lane's column pair is one 32-bit load or
+  // store, guarded as a whole where a block overhangs N. An odd N puts
+  // Y's rows at odd elements, where pairs are not 4-byte aligned: its
+  // stores stay single, while the bias vector's pairs end ragged (the last
+  // element read alone).
+  using dfg::Type;
+  struct Case {
+    int64_t M, K, N;
+    bool bf16;
+    MmaLoop loop;
+    int64_t bk;
+  };
+  const std::vector<Case> cases = {
+      {40, 48, 42, false, mmaLoop(Type::F16, 2, 2, 1, 2, 3), 32},
+      {40, 48, 41, false, mmaLoop(Type::F16, 2, 2, 1, 2, 3), 32},
+      {64, 64, 48, true, mmaLoop(Type::BF16, 1, 2, 2, 2, 2), 32},
+      {100, 80, 46, false,
+       mmaLoop(Type::F16, 1, 1, 2, 6, 3, MatrixInstr::Wgmma), 32}};
+  const std::vector<EpilogueOp> epilogue = {
+      EpilogueOp::binary(dfg::Op::Add, "bias", {0}),
+      EpilogueOp::binary(dfg::Op::Add, "res", {0, 0}),
+      EpilogueOp::unary(dfg::Op::Relu)};
+  std::mt19937 rng(5);
+  for (const Case &c : cases) {
+    const int64_t M = c.M, K = c.K, N = c.N;
+    std::vector<EpilogueOp> epi = epilogue;
+    epi[0].operandShape = {N}, epi[1].operandShape = {M, N};
+    OpDesc d = describeMatMul({M, K}, {N, K}, {M, N}, false, true);
+    std::string err;
+    auto k = buildMmaMatMul("mma16", d, mmaParams(c.loop, c.bk), c.loop.operand,
+                            epi, err);
+    INFO(err);
+    REQUIRE(k);
+    for (const char *t : {"bias", "res", "Y"})
+      REQUIRE(setTensorType(*k, t, c.loop.operand));
+    std::vector<uint16_t> a(M * K), b(N * K), bias(N), res(M * N);
+    std::vector<float> av(a.size()), bv(b.size()), biasv(N), resv(M * N);
+    random16(rng, c.bf16, a, av);
+    random16(rng, c.bf16, b, bv);
+    random16(rng, c.bf16, bias, biasv);
+    random16(rng, c.bf16, res, resv);
+    std::vector<uint16_t> y(M * N, 0x7fff); // NaN in both formats
+    REQUIRE(runOnHost(*k,
+                      {{"A", a.data()},
+                       {"B", b.data()},
+                       {"bias", bias.data()},
+                       {"res", res.data()},
+                       {"Y", y.data()}},
+                      err));
+    // Against the reference rounded once to the 16-bit type, as the kernel
+    // rounds its fp32 result: equal but where the summation order tips a
+    // rounding.
+    RelativeL2 e;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double v = biasv[j] + resv[i * N + j];
+        for (int64_t p = 0; p < K; ++p)
+          v += double(av[i * K + p]) * bv[j * K + p];
+        float want = float(std::max(v, 0.0));
+        uint16_t got = y[i * N + j];
+        want = c.bf16 ? bf16Value(toBf16(want)) : halfValue(toHalf(want));
+        e.add(c.bf16 ? bf16Value(got) : halfValue(got), want);
+      }
+    INFO(M << "x" << K << "x" << N << (c.bf16 ? " bf16" : " fp16"));
+    CHECK(e.value() <= 5e-4);
+    std::string src = emitSource(*k);
+    const bool pairs = N % 2 == 0;
+    CHECK((src.find("__stwb(reinterpret_cast<unsigned *>(&Y[") !=
+           std::string::npos) == pairs);
+    CHECK(src.find("reinterpret_cast<const unsigned *>(&bias[") !=
+          std::string::npos);
+    const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
+    compilesWithNvrtc(src, "mma16", /*withPrelude=*/false,
+                      wgmma ? std::vector<const char *>{"sm_90a"}
+                            : std::vector<const char *>{"sm_80", "sm_90"});
+  }
+}
+
 TEST_CASE("tensor-core products refuse what they cannot tile",
           "[codegen][tensorcore]") {
   MmaLoop m;

@@ -189,7 +189,8 @@ int checkTensorCore(const GpuArch &arch, const std::string &precision,
       float one = 1, zero = 0;
       // Row-major Y = A B is column-major Y^T = B^T A^T; a transposed B
       // (stored [N, K]) is column-major B, so cuBLAS transposes it back.
-      auto gemmEx = [&] {
+      auto gemmEx = [&](cudaStream_t st) {
+        cublasSetStream(blas, st);
         cublasGemmEx(blas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N,
                      int(s.N), int(s.M), int(s.K), &one, b, cudaType,
                      int(transB ? s.K : s.N), a, cudaType, int(s.K), &zero, ref,
@@ -222,12 +223,12 @@ int checkTensorCore(const GpuArch &arch, const std::string &precision,
         }
         void *args[] = {&a, &b, &y};
         cudaMemset(y, 0xff, ny * 4); // NaN: unwritten outputs fail the check
-        auto run = [&] {
+        auto run = [&](cudaStream_t st) {
           cuLaunchKernel(
               fn, unsigned(c.launch.blocks), 1, 1, unsigned(c.launch.threads),
-              1, 1, unsigned(c.launch.sharedBytes), nullptr, args, nullptr);
+              1, 1, unsigned(c.launch.sharedBytes), st, args, nullptr);
         };
-        run();
+        run(timingStream());
         CHECK_CU(cuCtxSynchronize());
         const double err = deviceRelativeL2(y, hr);
         ++tested;
