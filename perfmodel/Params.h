@@ -92,6 +92,14 @@ struct TileParams {
   int64_t warpsM = 1, warpsN = 1, stages = 0;
 
   bool tensorCore() const { return instr != MatrixInstr::None; }
+  /// Slices a tensor-core pipeline loads ahead of the one it computes:
+  /// stages - 1, but with wgmma and 3 or more stages stages - 2, as each
+  /// slice's products run on across the next barrier (the tensor cores stay
+  /// busy through it) and keep their stage read until the slice after.
+  int64_t slicesAhead() const {
+    const bool overlap = instr == MatrixInstr::Wgmma && stages >= 3;
+    return stages - (overlap ? 2 : 1);
+  }
   int64_t threads() const {
     return (Nb / Nt) * (Kb / Kt) * (Hb / Ht) * (Wb / Wt);
   }

@@ -345,8 +345,8 @@ int64_t tensorCoreRegisters(const TileParams &p);
 ///   (mma.sync), each m64 product's reads of its A rows and all of B
 ///   (wgmma); for mma.sync times the busy schedulers' share (a warp issues
 ///   to its own sub-core's tensor core);
-/// and the latency chain has the pipeline's stages - 1 slices in flight: a
-/// wave takes LAT_iter x (1 + (iterations - 1) / (stages - 1)).
+/// and the latency chain has the pipeline's slices ahead in flight: a
+/// wave takes LAT_iter x (1 + (iterations - 1) / ahead).
 /// Sets b's GMRatio, SMRatio, headroom and chain; returns PUL before
 /// LATRatio.
 double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,

@@ -176,14 +176,15 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
   // 128 x 256 blocks) rank by both: the one with more shared-memory slack
   // first.
   b.headroom = 1.0 / (1.0 / b.gmRaw + 1.0 / sharedRatio);
-  // The pipeline keeps stages - 1 slices in flight: after the first slice's
-  // LAT_iter, a slice at least every LAT_iter / (stages - 1).
+  // The pipeline keeps `ahead` slices in flight: after the first slice's
+  // LAT_iter, a slice at least every LAT_iter / ahead.
   if (a.latIterCycles > 0) {
     double iterations = std::ceil(double(d.C) / double(p.Cin));
     double waves = double(wavesPerSM(b.numBlocks, b.residentBlocks, a));
     b.chainSteps = waves * iterations;
     b.latencyChainSeconds = waves * a.latIterCycles *
-                            (1 + (iterations - 1) / double(p.stages - 1)) /
+                            (1 + (iterations - 1) /
+                                     double(p.slicesAhead())) /
                             clock;
   }
   return b.coefR * std::min(b.gmRatio, b.smRatio * b.wbRatio);

@@ -525,7 +525,9 @@ private:
   void emitMma();
   void emitLdmatrixBases();
   void emitMmaSyncSlice();
-  void emitWgmmaSlice();
+  // `inFlight`: the commit groups of products left running (0 or 1).
+  void emitWgmmaSlice(int64_t inFlight);
+  void emitWgmmaHold(const char *indent);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
 
@@ -1795,6 +1797,7 @@ void Emitter::emitMma() {
   const MmaLoop &m = *k.mma;
   const MmaTiles t = mmaTiles(k);
   const int64_t K = k.desc.C, S = m.stages;
+  const int64_t ahead = p.slicesAhead();
   const int64_t eb = elementBytes(m.operand);
   const bool wgmma = m.instr == MatrixInstr::Wgmma;
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
@@ -1834,32 +1837,41 @@ void Emitter::emitMma() {
   for (const MmaOperand &o : ops)
     emitMmaCopies(o, "    ");
   os << "  };\n"
-     << "  // A pipeline of " << S << " stages: slice kt + " << S - 1
-     << " loads while slice kt computes.\n"
+     << "  // A pipeline of " << S << " stages: slice kt + " << ahead
+     << " loads while slice kt computes";
+  if (ahead < S - 1)
+    os << "\n  // (and slice kt - 1's products finish)";
+  os << ".\n"
      << "  constexpr int kTiles = " << (K + p.Cin - 1) / p.Cin << ";\n"
-     << "  for (int s = 0; s < " << S - 1 << "; ++s) {\n"
+     << "  for (int s = 0; s < " << ahead << "; ++s) {\n"
      << "    if (s < kTiles)\n"
      << "      fetch(s, s * " << p.Cin << ");\n"
      << "    cuts_cp_async_commit();\n"
      << "  }\n"
-     << "  int rs = 0, ws = " << S - 1 << "; // the stages read and written\n"
+     << "  int rs = 0, ws = " << ahead << "; // the stages read and written\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
-     << "    cuts_cp_async_wait<" << S - 2 << ">();\n";
+     << "    cuts_cp_async_wait<" << ahead - 1 << ">();\n";
   // No proxy fence for wgmma's reads of cp.async's writes: the fence
   // (MEMBAR.ALL.CTA) would also wait for the later stages' copies in flight,
   // undoing the pipeline; CUTLASS's cp.async + GMMA mainloops order them by
   // the barrier alone, as here.
-  os << "    __syncthreads(); // slice kt is in; slice kt - 1 is done with\n"
-     << "    if (kt + " << S - 1 << " < kTiles)\n"
-     << "      fetch(ws, (kt + " << S - 1 << ") * " << p.Cin << ");\n"
+  os << "    __syncthreads(); // slice kt is in; slice kt - " << S - ahead
+     << " is done with\n"
+     << "    if (kt + " << ahead << " < kTiles)\n"
+     << "      fetch(ws, (kt + " << ahead << ") * " << p.Cin << ");\n"
      << "    cuts_cp_async_commit();\n";
   if (wgmma)
-    emitWgmmaSlice();
+    emitWgmmaSlice(S - 1 - ahead);
   else
     emitMmaSyncSlice();
   os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
      << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
-     << "  }\n"
+     << "  }\n";
+  if (wgmma && ahead < S - 1) {
+    os << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
+    emitWgmmaHold("  ");
+  }
+  os
      << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
      << "  // (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";
   for (int64_t n = 0; n < 2 * m.mi; ++n)
@@ -1932,11 +1944,26 @@ void Emitter::emitMmaSyncSlice() {
      << "    }\n";
 }
 
+// Keeps the compiler from moving the accumulators across an asynchronous
+// product's issue and wait (CUTLASS's warpgroup_fence_operand).
+void Emitter::emitWgmmaHold(const char *ind) {
+  const MmaLoop &m = *top.mma;
+  os << ind << "#pragma unroll\n"
+     << ind << "for (int i = 0; i < " << m.mi << "; ++i)\n"
+     << ind << "#pragma unroll\n"
+     << ind << "  for (int j = 0; j < " << m.ni << "; ++j)\n"
+     << ind << "#pragma unroll\n"
+     << ind << "    for (int e = 0; e < 4; ++e)\n"
+     << ind << "      cuts_wgmma_hold(acc[i][j][e]);\n";
+}
+
 // One slice on wgmma: per 16-deep step, mi products m64 x n(8 ni) x k16
 // from the swizzled tiles (the step moves the start 32 bytes along the
-// rows; the hardware swizzles the address), then a wait for all of them,
-// so that the next iteration may refill this stage after its barrier.
-void Emitter::emitWgmmaSlice() {
+// rows; the hardware swizzles the address), then a wait for all but
+// `inFlight` commit groups: with one, this slice's products run on while
+// the next iteration waits at its barrier and issues its copies, and the
+// wait lets the previous slice's stage be refilled after that barrier.
+void Emitter::emitWgmmaSlice(int64_t inFlight) {
   const Kernel &k = top;
   const MmaLoop &m = *k.mma;
   const MmaTiles t = mmaTiles(k);
@@ -1944,20 +1971,11 @@ void Emitter::emitWgmmaSlice() {
   const int64_t row = k.params.Cin * eb, sbo = 8 * row, sw = mmaSwizzle(k);
   const std::string fn = "cuts_wgmma_m64n" + std::to_string(8 * m.ni) + "k16_" +
                          (m.operand == dfg::Type::BF16 ? "bf16" : "f16");
-  const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
-  auto hold = [&](const char *ind) {
-    os << ind << "#pragma unroll\n"
-       << ind << "for (int i = 0; i < " << MI << "; ++i)\n"
-       << ind << "#pragma unroll\n"
-       << ind << "  for (int j = 0; j < " << NI << "; ++j)\n"
-       << ind << "#pragma unroll\n"
-       << ind << "    for (int e = 0; e < 4; ++e)\n"
-       << ind << "      cuts_wgmma_hold(acc[i][j][e]);\n";
-  };
+  const std::string MI = std::to_string(m.mi);
   os << "    const cuts_sptr At = sA + rs * " << t.aElems * eb << " + wg * "
      << m.mi * 64 * row << ";\n"
      << "    const cuts_sptr Bt = sB + rs * " << t.bElems * eb << ";\n";
-  hold("    ");
+  emitWgmmaHold("    ");
   os << "    cuts_wgmma_fence();\n"
      << "#pragma unroll\n"
      << "    for (int kk = 0; kk < " << k.params.Cin << "; kk += 16) {\n"
@@ -1969,8 +1987,8 @@ void Emitter::emitWgmmaSlice() {
      << 64 * row << " + kk * " << eb << ", " << sbo << ", " << sw << "), db);\n"
      << "    }\n"
      << "    cuts_wgmma_commit();\n"
-     << "    cuts_wgmma_wait<0>();\n";
-  hold("    ");
+     << "    cuts_wgmma_wait<" << inFlight << ">();\n";
+  emitWgmmaHold("    ");
 }
 
 std::string Emitter::run() {

@@ -88,6 +88,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <exception>
 #include <math.h>
 #if defined(__x86_64__)
@@ -463,6 +465,10 @@ struct ThreadContext {
   Warp *warp = nullptr;
   unsigned lane = 0;
   unsigned long long round = 0; // collectives this lane has executed
+  // wgmma products issued and not yet waited for: the committed groups,
+  // oldest first, and the open one (cuts_wgmma_wait runs them).
+  std::deque<std::vector<std::function<void()>>> wgmmaCommitted;
+  std::vector<std::function<void()>> wgmmaOpen;
 };
 inline thread_local ThreadContext *current = nullptr;
 
@@ -541,6 +547,9 @@ inline void runThread(Block &block, unsigned tid, Invoke invoke,
   } catch (...) {
     recordError(blockName() + ": exception in the kernel");
   }
+  if (!context.wgmmaCommitted.empty() || !context.wgmmaOpen.empty())
+    recordError(blockName() + ": thread " + std::to_string(tid) +
+                " returned with wgmma products not waited for");
   context.warp->barrier.leave();
   block.barrier.leave();
   current = nullptr;
@@ -1263,8 +1272,7 @@ inline void cuts_cp_async_commit() {}
 template <int N> inline void cuts_cp_async_wait() {}
 
 // wgmma (TensorCore.h's wgmmaPrelude): a descriptor keeps the byte pointer,
-// the 8-row groups' stride and the swizzle; the product runs at once, so
-// the fences and waits have nothing to order.
+// the 8-row groups' stride and the swizzle.
 struct cuts_gdesc {
   const unsigned char *start;
   unsigned sbo, swizzle;
@@ -1272,18 +1280,14 @@ struct cuts_gdesc {
 inline cuts_gdesc cuts_wgmma_desc(cuts_sptr a, unsigned sbo, unsigned swizzle) {
   return {a, sbo, swizzle};
 }
-inline void cuts_wgmma_fence() {}
-inline void cuts_wgmma_commit() {}
-template <int N> inline void cuts_wgmma_wait() {}
-inline void cuts_wgmma_hold(float &) {}
 
 // D[64 x n] += A[64 x 16] B[16 x n] for this thread's elements: warp w of
 // the warpgroup, lane 4 g + t holds d[4 j + e] at row 16 w + g + 8 (e / 2),
 // column 8 j + 2 t + e % 2. A K-major operand's rows are 16 x 2^swizzle
 // bytes (swizzle 1, 2, 3: 32, 64, 128), 8-row groups sbo apart; the GPU
 // swaps 16-byte chunks by address bits 7-9 (their low `swizzle` bits).
-inline void cuts_wgmma_host(float *d, cuts_gdesc a, cuts_gdesc b, int n,
-                            bool bf16) {
+inline void cuts_wgmma_product(float *d, cuts_gdesc a, cuts_gdesc b, int n,
+                               bool bf16, unsigned tid) {
   auto at = [bf16](const cuts_gdesc &m, unsigned r, unsigned k) {
     const uintptr_t rowBytes = uintptr_t(16) << m.swizzle;
     uintptr_t addr = reinterpret_cast<uintptr_t>(m.start) + (r / 8) * m.sbo +
@@ -1293,8 +1297,6 @@ inline void cuts_wgmma_host(float *d, cuts_gdesc a, cuts_gdesc b, int n,
     std::memcpy(&v, reinterpret_cast<const void *>(addr), 2);
     return double(bf16 ? cuts_bf2f(v) : cuts_h2f(v));
   };
-  unsigned tid =
-      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   unsigned w = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
   for (int i = 0; i < n / 2; ++i) {
     unsigned row = 16 * w + g + 8 * (i % 4 / 2),
@@ -1304,6 +1306,32 @@ inline void cuts_wgmma_host(float *d, cuts_gdesc a, cuts_gdesc b, int n,
       sum += at(a, row, k) * at(b, col, k);
     d[i] = float(sum);
   }
+}
+
+// A product runs at the wait that retires its commit group: the latest the
+// GPU may read its operands, so a kernel that refills a stage before its
+// products are waited for computes wrong sums here too.
+inline void cuts_wgmma_fence() {}
+inline void cuts_wgmma_commit() {
+  auto &t = cuts_host::detail::self();
+  t.wgmmaCommitted.push_back(std::move(t.wgmmaOpen));
+  t.wgmmaOpen.clear();
+}
+template <int N> inline void cuts_wgmma_wait() {
+  auto &t = cuts_host::detail::self();
+  while (t.wgmmaCommitted.size() > size_t(N)) {
+    for (const auto &run : t.wgmmaCommitted.front())
+      run();
+    t.wgmmaCommitted.pop_front();
+  }
+}
+inline void cuts_wgmma_hold(float &) {}
+inline void cuts_wgmma_host(float *d, cuts_gdesc a, cuts_gdesc b, int n,
+                            bool bf16) {
+  unsigned tid =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  cuts_host::detail::self().wgmmaOpen.push_back(
+      [=] { cuts_wgmma_product(d, a, b, n, bf16, tid); });
 }
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_HOST_H
