@@ -334,9 +334,10 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        mmaLoop(Type::BF16, 2, 1, 1, 4, 2, MatrixInstr::Wgmma),
        64,
        {EpilogueOp::binary(dfg::Op::Add, "res", {64, 40})}},
-      // wgmma: 5 slices through 3 and 4 stages, one slice's products in
-      // flight across the next barrier (the emulation runs them at their
-      // wait, so a stage refilled too early sums wrong values).
+      // wgmma: 5 slices through 3 stages, and through 4 with one slice's
+      // products in flight across the next barrier (the emulation runs
+      // them at their wait, so a stage refilled too early sums wrong
+      // values).
       {64,
        160,
        32,
