@@ -19,6 +19,7 @@
 #include "perfmodel/Params.h"
 
 #include <array>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -69,10 +70,16 @@ struct Bound {
 };
 
 /// The ranking of parameter sets: higher PUL first, then more headroom;
-/// sets on different units (SIMT, tensor cores) by PUL x their peak.
+/// sets on different units (SIMT, mma.sync, wgmma) by PUL x their peak,
+/// then headroom x their peak (equal memory-bound rates: the set with more
+/// slack in FLOP/s, not in shares of its own peak).
 inline bool betterBound(const Bound &a, const Bound &b) {
-  if (a.peak != b.peak)
-    return a.pul * a.peak > b.pul * b.peak;
+  if (a.peak != b.peak) {
+    const double ra = a.pul * a.peak, rb = b.pul * b.peak;
+    if (std::abs(ra - rb) > 1e-9 * std::max(ra, rb))
+      return ra > rb;
+    return a.headroom * a.peak > b.headroom * b.peak;
+  }
   return a.pul > b.pul || (a.pul == b.pul && a.headroom > b.headroom);
 }
 

@@ -567,6 +567,7 @@ TEST_CASE("mma.sync sets are bounded by its measured peak where known",
   });
   REQUIRE(sync.tensorCore());
   REQUIRE(wg.tensorCore());
+  h100.perfPeakMmaSync = 0;
   CHECK(evaluateBound(d, sync, h100).peak == h100.perfPeakFp16);
   h100.perfPeakMmaSync = 0.6 * h100.perfPeakFp16;
   CHECK(evaluateBound(d, sync, h100).peak == h100.perfPeakMmaSync);
