@@ -345,6 +345,24 @@ std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
   return picked;
 }
 
+std::optional<size_t> pipelineAlternative(const std::vector<Candidate> &ranked,
+                                          size_t i) {
+  const Candidate &c = ranked[i];
+  if (!c.params.tensorCore())
+    return std::nullopt;
+  auto overlaps = [](const TileParams &p) {
+    return p.slicesAhead() < p.stages - 1;
+  };
+  for (size_t j = 0; j < ranked.size(); ++j) {
+    const Candidate &o = ranked[j];
+    if (j != i && sameTiling(o.params, c.params) &&
+        (overlaps(o.params) != overlaps(c.params) ||
+         o.bound.residentBlocks != c.bound.residentBlocks))
+      return j;
+  }
+  return std::nullopt;
+}
+
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                           const PruneOptions &opts, InputFrom input) {
   SearchResult r;

@@ -104,6 +104,16 @@ std::optional<Candidate> bestForBlock(const OpDesc &d, const GpuArch &arch,
 std::vector<size_t> distinctTilingsFirst(const std::vector<Candidate> &ranked,
                                          size_t n);
 
+/// For tensor-core set ranked[i]: the best-ranked set of the same tiling
+/// whose pipeline runs differently (wgmma overlapping its slices or not,
+/// TileParams::slicesAhead, or another count of resident blocks), the
+/// tuner's second variant of the tiling. The bound cannot rank these
+/// variants (each hides latency another way); on an H100 a 3-stage 128 x
+/// 128 set with two blocks a SM ran BERT's batch-32 products 5-15 % faster
+/// than the 4-stage one ranked above it.
+std::optional<size_t> pipelineAlternative(const std::vector<Candidate> &ranked,
+                                          size_t i);
+
 /// The number of sets to keep out of n.
 int64_t keepCount(int64_t n, const PruneOptions &opts);
 

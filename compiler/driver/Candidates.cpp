@@ -5,6 +5,8 @@
 #include "codegen/emit/Nvrtc.h"
 
 #include <cmath>
+#include <optional>
+#include <set>
 
 namespace cuts::driver {
 
@@ -38,14 +40,25 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
   // One set of each tiling before a second format of any.
   std::vector<size_t> order =
       distinctTilingsFirst(e.ranked, size_t(std::max(0, opts.tuneCandidates)));
+  std::set<size_t> timed(order.begin(), order.end());
   for (int l = 0; l < int(order.size()); ++l)
-    for (bool prefetch : {false, true}) {
+    for (bool second : {false, true}) {
       std::string why;
       size_t i = order[size_t(l)];
+      // A set's second variant: a SIMT loop prefetching its next slice into
+      // registers; for tensor cores (which pipeline already) the tiling
+      // with its pipeline run another way, unless that set is timed anyway.
+      const bool tensorCore = e.ranked[i].params.tensorCore();
+      if (second && tensorCore) {
+        std::optional<size_t> alt = pipelineAlternative(e.ranked, i);
+        if (!alt || !timed.insert(*alt).second)
+          continue;
+        i = *alt;
+      }
+      const bool prefetch = second && !tensorCore;
       auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why,
                            predecessorOf(e, i));
-      // A tensor-core loop pipelines its slices already.
-      if (!gk || (prefetch && (gk->kernel.loopExtent <= 0 || gk->kernel.mma)))
+      if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
         continue;
       gk->kernel.prefetch = prefetch;
       // The prefetching variant doubles the tiles; the bound checked one.
@@ -55,7 +68,7 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
         continue;
       tune::Candidate tc = tuneCandidate(gk->kernel, arch0, nvrtc);
       tc.group = group;
-      tc.level = 2 * l + prefetch;
+      tc.level = 2 * l + second;
       list.push_back({std::move(*gk), std::move(tc)});
     }
 }

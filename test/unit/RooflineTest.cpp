@@ -387,6 +387,33 @@ TEST_CASE("the tuner times one set of each tiling before a second format",
   CHECK(distinctTilingsFirst(ranked, 0).empty());
 }
 
+TEST_CASE("the tuner times a tensor-core tiling's pipeline alternative",
+          "[roofline][tensorcore]") {
+  auto set = [](int64_t kb, int64_t stages, int64_t resident) {
+    TileParams p;
+    p.Nb = 128, p.Kb = kb, p.Nt = 2, p.Kt = kb / 4, p.Cin = 64;
+    p.instr = MatrixInstr::Wgmma, p.stages = stages;
+    Bound b;
+    b.residentBlocks = resident;
+    return Candidate{p, b};
+  };
+  // Ranked: 128x128 s4 (1 a SM, overlapped), 128x256 s4, 128x128 s4 with
+  // C_input 32 (same pipeline), 128x128 s3 (2 a SM, not overlapped).
+  std::vector<Candidate> ranked = {set(128, 4, 1), set(256, 4, 1),
+                                   set(128, 4, 1), set(128, 3, 2)};
+  ranked[2].params.Cin = 32;
+  CHECK(pipelineAlternative(ranked, 0) == std::optional<size_t>(3));
+  CHECK(pipelineAlternative(ranked, 3) == std::optional<size_t>(0));
+  CHECK(!pipelineAlternative(ranked, 1));
+  // Same pipeline, another residency: an alternative too.
+  ranked[2].bound.residentBlocks = 2;
+  CHECK(pipelineAlternative(ranked, 0) == std::optional<size_t>(2));
+  // SIMT sets have none (their second variant prefetches instead).
+  std::vector<Candidate> simt = {Candidate{TileParams{}, Bound{}},
+                                 Candidate{TileParams{}, Bound{}}};
+  CHECK(!pipelineAlternative(simt, 0));
+}
+
 TEST_CASE("sets of equal PUL are ranked by headroom, and none that ranks "
           "above a kept one is dropped",
           "[roofline]") {
