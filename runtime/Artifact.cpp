@@ -13,9 +13,10 @@
 //                      "cubin.<arch>" exists for each, and every generated
 //                      kernel has a CUBIN for every arch
 //   target    object   (optional, none) the GPU descriptor the plan was
-//                      tuned for: {name string, peakFlops number (FP32
-//                      FLOP/s), bandwidth number (global bytes/s)}, both
-//                      numbers >= 0
+//                      tuned for: {name string, peakFlops number (FLOP/s
+//                      of the precision's units: FP32 SIMT, or the fp16
+//                      tensor cores for fp16 and bf16), bandwidth number
+//                      (global bytes/s)}, both numbers >= 0
 //   precision string   (optional, "fp32") the storage of floating-point
 //                      tensors between kernels: "fp32", "fp16" or "bf16";
 //                      or "tf32": fp32 tensors whose products may round

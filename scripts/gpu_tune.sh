@@ -41,7 +41,7 @@ for c in $cells; do
   cp $d/out/tuning.json $OUT/$m-b$b-$p.tuning.json
   python3 scripts/tuning_report.py $d/out/tuning.json | tail -1
   $cuts bench $d/out/model.cuts --iters 200 --graph | head -1
-  $cuts bench $d/out/model.cuts --iters 50 --kernels > $OUT/$m-b$b-$p.kernels.txt 2>&1
+  $cuts bench $d/out/model.cuts --iters 50 --graph --kernels > $OUT/$m-b$b-$p.kernels.txt 2>&1
   $cuts compile "$f" --arch sm_90 -o $d/again --precision $p --tuning $OUT/cache.json --jobs 16 | tail -1
   cmp $d/out/model.cuts $d/again/model.cuts && echo "byte-identical from the cache"
   rm -rf $d/in $d/again

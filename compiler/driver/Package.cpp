@@ -214,7 +214,11 @@ Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
   m.producer = "cuts 0.1.0";
   m.archs = opts.archs;
   m.target = opts.arch.name;
-  m.peakFlops = opts.arch.perfPeakFp32;
+  // The units the precision's generated products run on: the tensor cores
+  // for 16-bit tensors, else the FP32 SIMT units.
+  const bool half = opts.precision == "fp16" || opts.precision == "bf16";
+  m.peakFlops = half && opts.arch.perfPeakFp16 > 0 ? opts.arch.perfPeakFp16
+                                                   : opts.arch.perfPeakFp32;
   m.bandwidth = opts.arch.bwGlobal;
   m.precision = opts.precision;
 }

@@ -372,7 +372,7 @@ int cmdBench(const std::vector<std::string> &args) {
               j["arena_bytes"].get<double>() / (1 << 20));
   if (kernels) {
     const auto &c = j["ceilings"];
-    std::printf("ceilings (%s): FP32 %.1f TFLOP/s, global memory %.0f GB/s\n",
+    std::printf("ceilings (%s): peak %.1f TFLOP/s, global memory %.0f GB/s\n",
                 c["from"].get<std::string>().empty()
                     ? "none in the artifact"
                     : c["from"].get<std::string>().c_str(),

@@ -98,7 +98,9 @@ struct Manifest {
   std::string producer; // "cuts 0.1.0"
   std::vector<std::string> archs;
   /// The GPU descriptor the plan was tuned for ("H200") and its ceilings:
-  /// FP32 PERF_peak in FLOP/s and BW_global in bytes/s ("" and 0: none).
+  /// PERF_peak in FLOP/s of the units `precision` runs on (FP32 SIMT; the
+  /// tensor cores' fp16 peak for fp16 and bf16) and BW_global in bytes/s
+  /// ("" and 0: none).
   std::string target;
   double peakFlops = 0, bandwidth = 0;
   /// How the floating-point tensors between kernels are stored ("fp32",

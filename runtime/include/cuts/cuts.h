@@ -165,9 +165,10 @@ cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,
 cuts_status cuts_model_kernel_work(const cuts_model *model, int i,
                                    double *flops, double *bytes);
 /* The GPU descriptor the model was compiled for ("H200"; "" if the
- * artifact does not name one) and its ceilings: FP32 peak in FLOP/s and
- * global-memory bandwidth in bytes/s (0 where unknown). Any result may be
- * NULL. */
+ * artifact does not name one) and its ceilings: the peak in FLOP/s of the
+ * units its precision runs on (FP32 SIMT; the tensor cores for fp16 and
+ * bf16) and global-memory bandwidth in bytes/s (0 where unknown). Any
+ * result may be NULL. */
 cuts_status cuts_model_target(const cuts_model *model, const char **name,
                               double *peak_flops, double *bandwidth);
 /* Times every kernel on its own (CUDA events around each launch, `iters`
