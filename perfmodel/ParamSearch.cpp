@@ -350,13 +350,10 @@ std::optional<size_t> pipelineAlternative(const std::vector<Candidate> &ranked,
   const Candidate &c = ranked[i];
   if (!c.params.tensorCore())
     return std::nullopt;
-  auto overlaps = [](const TileParams &p) {
-    return p.slicesAhead() < p.stages - 1;
-  };
   for (size_t j = 0; j < ranked.size(); ++j) {
     const Candidate &o = ranked[j];
     if (j != i && sameTiling(o.params, c.params) &&
-        (overlaps(o.params) != overlaps(c.params) ||
+        (o.params.overlapsSlices() != c.params.overlapsSlices() ||
          o.bound.residentBlocks != c.bound.residentBlocks))
       return j;
   }

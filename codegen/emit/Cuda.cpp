@@ -466,6 +466,14 @@ private:
                      const std::string &indent);
   void emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
                        const std::string &indent);
+  // A run's store of `value` through `ptr` where the whole run is inside
+  // the tensor (`all`); with a ragged end, else each element's
+  // `elements[j]` where it is.
+  void emitVectorStore(const dfg::Graph &g, const VectorRun &r,
+                       const std::string &ptr, const std::string &value,
+                       const std::string &all,
+                       const std::vector<std::string> &elements, bool ragged,
+                       const std::string &indent);
   enum class FetchMode { Direct, ToRegisters, FromRegisters };
   // How a fetch is emitted, from the range each global position takes over
   // every block and C_input slice: the bounds checks that can fail, whether
@@ -789,27 +797,14 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
     return b.name + "[" + address(b, n.index) + "]";
   };
   if (r.store) {
-    std::string values;
-    for (size_t j = 0; j < w; ++j)
-      values += (j ? ", " : "") + nameOf(g, g.node(r.ids[j]).in[0]);
-    // NVVM (CUDA 13.0) splits some of these stores, often a kernel's
-    // first, into scalar ones (seen in the PTX): four times the store
-    // requests. __stwb, a store with the default write-back policy, keeps
-    // the vector.
-    std::string value = "make_" + vec + "(" + values + ")";
-    os << ind << "if (" << all << ")\n"
-       << ind << "  "
-       << (target == Target::Cuda ? "__stwb(" + ptr + ", " + value + ");"
-                                  : "*" + ptr + " = " + value + ";")
-       << "\n";
-    if (ragged) {
-      os << ind << "else {\n";
-      for (size_t j = 0; j < w; ++j)
-        os << ind << "  if (" << inside(b, g.node(r.ids[j]).index) << ")\n"
-           << ind << "    " << scalar(j) << " = "
-           << nameOf(g, g.node(r.ids[j]).in[0]) << ";\n";
-      os << ind << "}\n";
+    std::vector<std::string> values;
+    std::string list;
+    for (size_t j = 0; j < w; ++j) {
+      values.push_back(nameOf(g, g.node(r.ids[j]).in[0]));
+      list += (j ? ", " : "") + values.back();
     }
+    emitVectorStore(g, r, ptr, "make_" + vec + "(" + list + ")", all, values,
+                    ragged, ind);
     return;
   }
   std::vector<std::string> fallback;
@@ -818,6 +813,32 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
                                     ") ? " + scalar(j) + " : 0.0f"
                               : "0.0f");
   emitVectorLoad(g, r.ids, all, ptr, fallback, ind);
+}
+
+void Emitter::emitVectorStore(const dfg::Graph &g, const VectorRun &r,
+                              const std::string &ptr, const std::string &value,
+                              const std::string &all,
+                              const std::vector<std::string> &elements,
+                              bool ragged, const std::string &ind) {
+  const dfg::Buffer &b = g.buffer(g.node(r.ids.front()).buffer);
+  // NVVM (CUDA 13.0) splits some of these stores, often a kernel's first,
+  // into scalar ones (seen in the PTX): four times the store requests.
+  // __stwb, a store with the default write-back policy, keeps the vector.
+  os << ind << "if (" << all << ")\n"
+     << ind << "  "
+     << (target == Target::Cuda ? "__stwb(" + ptr + ", " + value + ");"
+                                : "*" + ptr + " = " + value + ";")
+     << "\n";
+  if (!ragged)
+    return;
+  os << ind << "else {\n";
+  for (size_t j = 0; j < r.ids.size(); ++j) {
+    const std::vector<int64_t> &at = g.node(r.ids[j]).index;
+    os << ind << "  if (" << inside(b, at) << ")\n"
+       << ind << "    " << b.name << "[" << address(b, at)
+       << "] = " << elements[j] << ";\n";
+  }
+  os << ind << "}\n";
 }
 
 // A run of 2, 4 or 8 16-bit elements of a global tensor moves as 1, 2 or 4
@@ -829,8 +850,9 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
   const dfg::Node &last = g.node(r.ids.back());
   const dfg::Buffer &b = g.buffer(head.buffer);
   const size_t w = r.ids.size(), words = w / 2;
-  const std::string vec =
-      words == 1 ? "unsigned" : words == 2 ? "uint2" : "uint4";
+  const std::string vec = words == 1   ? "unsigned"
+                          : words == 2 ? "uint2"
+                                       : "uint4";
   std::string ptr = "reinterpret_cast<" + std::string(r.store ? "" : "const ") +
                     vec + " *>(&" + b.name + "[" + address(b, head.index) +
                     "])";
@@ -852,18 +874,7 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
     std::vector<std::string> raw;
     for (size_t j = 0; j < w; ++j)
       raw.push_back(narrow(b.type, nameOf(g, g.node(r.ids[j]).in[0])));
-    os << ind << "if (" << all << ")\n"
-       << ind << "  "
-       << (target == Target::Cuda ? "__stwb(" + ptr + ", " + pack(raw) + ");"
-                                  : "*" + ptr + " = " + pack(raw) + ";")
-       << "\n";
-    if (ragged) {
-      os << ind << "else {\n";
-      for (size_t j = 0; j < w; ++j)
-        os << ind << "  if (" << inside(b, index(j)) << ")\n"
-           << ind << "    " << scalar(j) << " = " << raw[j] << ";\n";
-      os << ind << "}\n";
-    }
+    emitVectorStore(g, r, ptr, pack(raw), all, raw, ragged, ind);
     return;
   }
   // Outside the tensor an element reads as +0 (all bits clear).
@@ -880,8 +891,8 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
     std::string word = words == 1 ? v : v + "." + lane[j / 2];
     std::string e = v + "_" + std::to_string(j);
     os << ind << "const float " << e << " = "
-       << widen(b.type, "(unsigned short)(" + word + (j % 2 ? " >> 16" : "") +
-                            ")")
+       << widen(b.type,
+                "(unsigned short)(" + word + (j % 2 ? " >> 16" : "") + ")")
        << ";\n";
     names[{&g, r.ids[j]}] = e;
   }
@@ -1839,7 +1850,7 @@ void Emitter::emitMma() {
   os << "  };\n"
      << "  // A pipeline of " << S << " stages: slice kt + " << ahead
      << " loads while slice kt computes";
-  if (ahead < S - 1)
+  if (p.overlapsSlices())
     os << "\n  // (and slice kt - 1's products finish)";
   os << ".\n"
      << "  constexpr int kTiles = " << (K + p.Cin - 1) / p.Cin << ";\n"
@@ -1861,18 +1872,17 @@ void Emitter::emitMma() {
      << "      fetch(ws, (kt + " << ahead << ") * " << p.Cin << ");\n"
      << "    cuts_cp_async_commit();\n";
   if (wgmma)
-    emitWgmmaSlice(S - 1 - ahead);
+    emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
   else
     emitMmaSyncSlice();
   os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
      << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
      << "  }\n";
-  if (wgmma && ahead < S - 1) {
+  if (p.overlapsSlices()) {
     os << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
     emitWgmmaHold("  ");
   }
-  os
-     << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
+  os << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
      << "  // (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";
   for (int64_t n = 0; n < 2 * m.mi; ++n)
     for (int64_t c = 0; c < 2 * m.ni; ++c) {
