@@ -80,13 +80,6 @@ bool followsOf(const ElementwiseInput &x,
   return true;
 }
 
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
 // Each step's result type, checking that it reads only earlier steps and
 // existing inputs (a Pick: concatenated parts in rising offsets).
 bool typeSteps(const std::vector<ElementwiseInput> &in,
@@ -173,8 +166,8 @@ buildElementwise(const std::string &name, const OpDesc &d,
   std::vector<int> buffers;
   for (size_t i = 0; i < in.size(); ++i) {
     const ElementwiseInput &x = in[i];
-    dfg::Buffer b{x.name, dfg::Space::Global, x.shape, stridesOf(x.shape), {},
-                  x.type};
+    dfg::Buffer b{
+        x.name, dfg::Space::Global, x.shape, denseStrides(x.shape), {}, x.type};
     for (size_t d = 0; d < follows[i].size(); ++d) {
       int f = follows[i][d];
       b.map.push_back(
@@ -188,15 +181,15 @@ buildElementwise(const std::string &name, const OpDesc &d,
   if (!typeSteps(in, steps, r, stepTypes, error))
     return std::nullopt;
   dfg::Type outType = stepTypes.back();
-  int y =
-      k.exit.addBuffer({"Y", dfg::Space::Global, outShape, stridesOf(outShape),
-                        [&] {
-                          std::vector<dfg::DimMap> m;
-                          for (int d : dims)
-                            m.push_back({d, 1});
-                          return m;
-                        }(),
-                        outType});
+  int y = k.exit.addBuffer({"Y", dfg::Space::Global, outShape,
+                            denseStrides(outShape),
+                            [&] {
+                              std::vector<dfg::DimMap> m;
+                              for (int d : dims)
+                                m.push_back({d, 1});
+                              return m;
+                            }(),
+                            outType});
   k.tensors.push_back({"Y", outShape, true, outType});
 
   forEachChunkPosition(p, [&](const int64_t *pos) {

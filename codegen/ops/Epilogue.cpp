@@ -66,17 +66,11 @@ bool buildExit(Kernel &k, const std::string &out,
                const std::vector<int> &outDims,
                const std::vector<EpilogueOp> &epilogue, std::string &error) {
   const TileParams &p = k.params;
-  auto stridesOf = [](const std::vector<int64_t> &shape) {
-    std::vector<int64_t> s(shape.size(), 1);
-    for (size_t d = shape.size(); d-- > 1;)
-      s[d - 1] = s[d] * shape[d];
-    return s;
-  };
   std::vector<dfg::DimMap> outMap;
   for (int d : outDims)
     outMap.push_back({d, 1});
   int y = k.exit.addBuffer(
-      {out, dfg::Space::Global, outShape, stridesOf(outShape), outMap});
+      {out, dfg::Space::Global, outShape, denseStrides(outShape), outMap});
 
   // Operands: a scalar stays at index 0 for every thread and block; a
   // per-channel vector follows K; an operand of the output's rank follows
@@ -97,7 +91,7 @@ bool buildExit(Kernel &k, const std::string &out,
       continue;
     }
     const std::vector<int64_t> &os = e.operandShape;
-    dfg::Buffer b{e.operand, dfg::Space::Global, os, stridesOf(os), {}};
+    dfg::Buffer b{e.operand, dfg::Space::Global, os, denseStrides(os), {}};
     if (os.size() == outShape.size()) {
       for (size_t d = 0; d < os.size(); ++d) {
         if (os[d] != outShape[d] && os[d] != 1) {

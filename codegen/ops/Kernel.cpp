@@ -21,4 +21,11 @@ bool setTensorType(Kernel &k, const std::string &name, dfg::Type t) {
   return found;
 }
 
+std::vector<int64_t> denseStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
 } // namespace cuts::codegen

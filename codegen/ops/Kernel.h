@@ -293,6 +293,9 @@ inline std::array<int64_t, 4> gridExtents(const OpDesc &d) {
 /// tensor.
 bool setTensorType(Kernel &k, const std::string &name, dfg::Type t);
 
+/// The element strides of a dense row-major tensor of `shape`.
+std::vector<int64_t> denseStrides(const std::vector<int64_t> &shape);
+
 /// True when every block extent of p is a multiple of its thread extent.
 inline bool threadsTileBlock(const TileParams &p) {
   return p.Nb % p.Nt == 0 && p.Kb % p.Kt == 0 && p.Hb % p.Ht == 0 &&

@@ -579,9 +579,7 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
 codegen::MmaView inPlaceView(TransposeOp t) {
   codegen::MmaView v;
   v.shape = shapeOf(t.getData());
-  std::vector<int64_t> strides(v.shape.size(), 1);
-  for (size_t d = v.shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * v.shape[d];
+  const std::vector<int64_t> strides = codegen::denseStrides(v.shape);
   auto perm = t.getPerm();
   const size_t r = perm.size();
   for (size_t i = 0; i + 2 < r; ++i) {
