@@ -54,6 +54,16 @@ mlir::ElementsAttr transposedWeight(mlir::Value w) {
   return toAttr(out, "transposed_weight");
 }
 
+// The product `op` reading bt as its B stored N x K: bt as operand 1,
+// transB set.
+void readTransposed(mlir::Operation *op, mlir::Value bt) {
+  op->setOperand(1, bt);
+  if (auto gemm = llvm::dyn_cast<GemmOp>(op))
+    gemm.setTransB(true);
+  else
+    op->setAttr("transB", mlir::UnitAttr::get(op->getContext()));
+}
+
 // The product `op` reading W transposed: W replaced by its transpose and
 // transB set; false where the pattern does not hold.
 bool rewrite(mlir::Operation *op) {
@@ -62,12 +72,8 @@ bool rewrite(mlir::Operation *op) {
   if (!wt)
     return false;
   mlir::OpBuilder b(op);
-  mlir::Value wT = b.create<ConstantOp>(op->getLoc(), wt.getShapedType(), wt);
-  op->setOperand(1, wT);
-  if (auto gemm = llvm::dyn_cast<GemmOp>(op))
-    gemm.setTransB(true);
-  else
-    op->setAttr("transB", b.getUnitAttr());
+  readTransposed(op,
+                 b.create<ConstantOp>(op->getLoc(), wt.getShapedType(), wt));
   if (mlir::Operation *weight = w.getDefiningOp();
       weight && weight->use_empty())
     weight->erase();
@@ -101,11 +107,7 @@ bool rewriteTransposeB(mlir::Operation *op) {
     bt = b.create<TransposeOp>(
         t.getLoc(), mlir::RankedTensorType::get(shape, type.getElementType()),
         t.getData(), b.getDenseI64ArrayAttr(perm));
-  op->setOperand(1, bt);
-  if (auto gemm = llvm::dyn_cast<GemmOp>(op))
-    gemm.setTransB(true);
-  else
-    op->setAttr("transB", b.getUnitAttr());
+  readTransposed(op, bt);
   t->erase();
   return true;
 }
