@@ -558,6 +558,14 @@ def check_unmeasured_fusion(runner, path):
     require(arts[0] == arts[1], "two compiles from one cache differ")
 
 
+def one_input(runner, name):
+    """check_tuning_cache's name, model, inputs and reference directory for
+    test model `name`, whose one input is x."""
+    d = os.path.join(runner.work, name)
+    return (name, d + ".onnx", ["--input", "x=" + os.path.join(d, "x.npy")],
+            os.path.join(d, "ref"))
+
+
 def check_tuning_cache(runner, name, path, inputs, refdir,
                        library="cudnn.conv", extra=()):
     """--candidates lists what a cache lacks; a cache of (synthetic) times
@@ -645,17 +653,14 @@ def check_tf32(runner):
     math, which the CPU emulates by rounding their operands: the outputs
     match the fp32 reference within tf32's default tolerance, and not
     within fp32's."""
-    d = os.path.join(runner.work, "resnet_block")
-    inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
-    check_tuning_cache(runner, "resnet_block",
-                       os.path.join(runner.work, "resnet_block.onnx"), inputs,
-                       os.path.join(d, "ref"), "cudnn.conv",
+    name, path, inputs, ref = one_input(runner, "resnet_block")
+    check_tuning_cache(runner, name, path, inputs, ref, "cudnn.conv",
                        ("--precision", "tf32"))
     art = os.path.join(runner.work, "resnet_block_tuning--precisiontf32", "b",
                        "model.cuts")
     require(b'"tf32"' in open(art, "rb").read(), "no tf32 in the artifact")
-    r = runner.run("run", art, "--emulate", "--compare",
-                   os.path.join(d, "ref"), "--tolerance", "1e-6", *inputs)
+    r = runner.run("run", art, "--emulate", "--compare", ref, "--tolerance",
+                   "1e-6", *inputs)
     require(r.returncode != 0, "tf32 products matched fp32 to 1e-6: " +
             r.stdout)
 
@@ -908,14 +913,10 @@ def main():
                                  check_reduced_precision, runner, name, p)
     runner.gpu = a.gpu
     if first and not a.k:
-        p = os.path.join(a.work, "mobilenet_block.onnx")
-        d = os.path.join(a.work, "mobilenet_block")
         runner.check("validate", check_validate, runner,
                      os.path.join(a.work, "resnet_block.onnx"))
         runner.check("tuning cache", check_tuning_cache, runner,
-                     "mobilenet_block", p,
-                     ["--input", "x=" + os.path.join(d, "x.npy")],
-                     os.path.join(d, "ref"))
+                     *one_input(runner, "mobilenet_block"))
         runner.check("unmeasured fusion", check_unmeasured_fusion, runner,
                      os.path.join(runner.work, "shared_conv.onnx"))
         d = os.path.join(runner.work, "attention")
@@ -926,19 +927,12 @@ def main():
                      os.path.join(d, "ref"), "cublaslt.gemm")
         # The libraries in 16 bits: cuBLASLt on a native fp16 model (its
         # Linear weights transposed), cuDNN on an fp32 one made bf16.
-        d = os.path.join(runner.work, "half_transformer")
         runner.check("tuning cache (cuBLASLt fp16)", check_tuning_cache,
-                     runner, "half_transformer",
-                     os.path.join(runner.work, "half_transformer.onnx"),
-                     ["--input", "x=" + os.path.join(d, "x.npy")],
-                     os.path.join(d, "ref"), "cublaslt.gemm")
-        d = os.path.join(runner.work, "resnet_block")
+                     runner, *one_input(runner, "half_transformer"),
+                     "cublaslt.gemm")
         runner.check("tuning cache (cuDNN bf16)", check_tuning_cache,
-                     runner, "resnet_block",
-                     os.path.join(runner.work, "resnet_block.onnx"),
-                     ["--input", "x=" + os.path.join(d, "x.npy")],
-                     os.path.join(d, "ref"), "cudnn.conv",
-                     ("--precision", "bf16"))
+                     runner, *one_input(runner, "resnet_block"),
+                     "cudnn.conv", ("--precision", "bf16"))
         runner.check("tuning cache (cuDNN tf32)", check_tf32, runner)
         runner.check("fp16 for sm_90 and sm_80", check_targets, runner)
     if not a.k or "bf16" in a.k:
