@@ -75,6 +75,13 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
   if (auto conv = llvm::dyn_cast<ConvOp>(op)) {
     Window win{vec(conv.getStrides()), vec(conv.getPads()),
                vec(conv.getDilations())};
+    if (conv.getChannelsLast()) {
+      d = describeImplicitGemm(vec(tensorType(conv.getX()).getShape()),
+                               vec(tensorType(conv.getW()).getShape()),
+                               vec(out.getShape()), win);
+      d.elementBytes = elementBytes(out);
+      return d;
+    }
     d = describeConv(vec(tensorType(conv.getX()).getShape()),
                      vec(tensorType(conv.getW()).getShape()),
                      vec(out.getShape()), conv.getGroup(), win);

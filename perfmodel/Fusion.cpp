@@ -98,6 +98,8 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt;
   if (ds.kind == OpKind::Conv && ds.batch != 1)
     return std::nullopt; // grouped successors read channel slices
+  if (ds.im2col || dp.im2col)
+    return std::nullopt; // implicit GEMMs fetch through their windows
 
   const SearchResult &sr = searchOnChip(ds);
   GroupEstimate g;

@@ -138,6 +138,9 @@ void forEachCinputAndFormat(const OpDesc &d, TileParams p,
 
 void forEachParams(const OpDesc &d, const GpuArch &arch,
                    const std::function<void(const TileParams &)> &fn) {
+  // An implicit GEMM has tensor-core kernels only.
+  if (d.im2col)
+    return forEachTensorCoreParams(d, arch, fn);
   const int64_t dims[4] = {d.N, d.K, d.H, d.W};
   Caps caps = capsFor(d.kind);
   int64_t span[4];

@@ -75,6 +75,8 @@ std::string OpDesc::key() const {
      << ',' << FH << ',' << FW << ',' << PH << ',' << PW << ',' << SH << ','
      << SW << ',' << DH << ',' << DW << ',' << batch << ',' << inputs << ','
      << elementBytes << ',' << compPerElement;
+  if (im2col)
+    os << ",im2col:" << IC << ',' << IH << ',' << IW << ',' << OH << ',' << OW;
   return os.str();
 }
 
@@ -130,6 +132,24 @@ OpDesc describeConv(const std::vector<int64_t> &x,
     d.C = cin / group;
     d.batch = group;
   }
+  return d;
+}
+
+OpDesc describeImplicitGemm(const std::vector<int64_t> &x,
+                            const std::vector<int64_t> &w,
+                            const std::vector<int64_t> &y, const Window &win) {
+  OpDesc d;
+  d.kind = OpKind::MatMul;
+  d.im2col = d.transB = true;
+  d.IH = x[1], d.IW = x[2], d.IC = x[3];
+  d.OH = y[1], d.OW = y[2];
+  d.N = y[0] * y[1] * y[2];
+  d.K = w[0];
+  d.FH = w[1], d.FW = w[2];
+  d.C = d.FH * d.FW * d.IC;
+  d.SH = at(win.strides, 0, 1), d.SW = at(win.strides, 1, 1);
+  d.PH = at(win.pads, 0, 0), d.PW = at(win.pads, 1, 0);
+  d.DH = at(win.dilations, 0, 1), d.DW = at(win.dilations, 1, 1);
   return d;
 }
 

@@ -50,6 +50,14 @@ struct OpDesc {
   // product's transposed operands.
   int64_t IC = 1, IH = 1, IW = 1;
   bool transA = false, transB = false;
+  /// A channels-last conv on tensor cores is the implicit GEMM of its
+  /// output pixels (kind MatMul): N = images x OH x OW rows, K output
+  /// channels, C = FH x FW x IC, B the weight M x FH x FW x IC (transB).
+  /// Row (n, oh, ow)'s K slice at window position (r, s) is IC-contiguous
+  /// input at pixel (oh SH - PH + r DH, ow SW - PW + s DW); outside the
+  /// input it reads zeros.
+  bool im2col = false;
+  int64_t OH = 1, OW = 1;
 
   /// Total operations of the op (all blocks): COMP_block summed.
   double totalComp() const;
@@ -130,6 +138,11 @@ OpDesc describeConv(const std::vector<int64_t> &x,
                     const std::vector<int64_t> &w,
                     const std::vector<int64_t> &y, int64_t group,
                     const Window &win);
+/// A channels-last 2-D conv of x[N, H, W, C] by w[M, FH, FW, C] into
+/// y[N, OH, OW, M] (one group) as its implicit GEMM (OpDesc::im2col).
+OpDesc describeImplicitGemm(const std::vector<int64_t> &x,
+                            const std::vector<int64_t> &w,
+                            const std::vector<int64_t> &y, const Window &win);
 /// Max or average pooling of x[N, C, spatial] into y with `kernel`.
 OpDesc describePool(const std::vector<int64_t> &x,
                     const std::vector<int64_t> &y,

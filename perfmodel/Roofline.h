@@ -323,6 +323,9 @@ constexpr double kL1SectorsPerCycle = 2;
 double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
                     const GpuArch &arch);
 
+/// Whether every target of `arch` has mma.sync tensor cores (NVIDIA sm_80
+/// on): where 16-bit convs run channels-last (cuts-channels-last).
+bool hasMmaSync(const GpuArch &arch);
 /// Whether op d can run on `arch`'s tensor cores with `instr`: a matmul of
 /// 16-bit operands, A untransposed, rows of whole 16-byte copies (K, and N
 /// where B is not transposed, multiples of 8); mma.sync from sm_80 on,

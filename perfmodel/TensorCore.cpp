@@ -44,6 +44,10 @@ bool copiesDivide(const OpDesc &d, const TileParams &p) {
 
 } // namespace
 
+bool hasMmaSync(const GpuArch &a) {
+  return a.perfPeakFp16 > 0 && everyTarget(a, [](int sm) { return sm >= 80; });
+}
+
 bool tensorCoreAllows(const OpDesc &d, const GpuArch &a, MatrixInstr instr) {
   if (d.kind != OpKind::MatMul || d.elementBytes != 2 || d.transA ||
       a.perfPeakFp16 <= 0 || d.C % 8 || (!d.transB && d.K % 8))
@@ -82,7 +86,8 @@ void forEachTensorCoreParams(
     // Among sets of equal bounds the first enumerated ranks first: the
     // widest slice and the deepest pipeline, which hide the most latency.
     for (int64_t cin : {64, 32, 16}) {
-      if (cin > 16 && !fits(cin, d.C, 16))
+      // An implicit GEMM's slice is channels of one window position.
+      if ((cin > 16 && !fits(cin, d.C, 16)) || (d.im2col && d.IC % cin))
         continue;
       p.Cin = cin;
       if (!copiesDivide(d, p))
@@ -163,9 +168,13 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
   // BW_global would count as DRAM traffic (it bounded BERT's batch-32
   // projections below the 47 % of peak they ran at on an H100).
   const double eb = d.elementBytes;
+  // An implicit GEMM's A is its input, each element read by up to FH x FW
+  // rows' slices (from L2 after the first).
+  const double aElems = d.im2col ? double(d.N / (d.OH * d.OW)) * d.IH * d.IW *
+                                       d.IC
+                                 : double(d.N) * d.C;
   const double dram =
-      (double(d.N) * d.C + double(d.C) * d.K + double(d.N) * d.K) * eb *
-      double(d.batch);
+      (aElems + double(d.C) * d.K + double(d.N) * d.K) * eb * double(d.batch);
   const double tiles = double(b.numBlocks) * double(p.Nb + p.Kb) *
                        std::ceil(double(d.C) / double(p.Cin)) * p.Cin * eb;
   const double seconds =

@@ -63,7 +63,9 @@
 //                          padH, padW, strideH, strideW, dilH, dilW, group,
 //                          OH, OW, bias, residual, relu (0/1), algo, math
 //                          (cuts/rt/LibraryMath.h: 0 fp32, 1 tf32, 2 fp16,
-//                          3 bf16; absent: fp32). Its args are x, w, [bias
+//                          3 bf16; absent: fp32), channelsLast (0/1: x, z,
+//                          y NHWC, w K x FH x FW x C/group; absent: 0,
+//                          NCHW). Its args are x, w, [bias
 //                          if bias], [z if residual], y, all of the math's
 //                          dtype (float32, or float16 / bfloat16) with
 //                          exactly the bytes the spec implies (x N*C*H*W,

@@ -36,9 +36,10 @@ constexpr cudnnStatus_t CUDNN_STATUS_SUCCESS = 0;
 constexpr int CUDNN_DATA_FLOAT = 0, CUDNN_DATA_HALF = 2,
               CUDNN_DATA_BFLOAT16 = 9; // cudnnDataType_t
 constexpr int CUDNN_DEFAULT_MATH = 0, CUDNN_TENSOR_OP_MATH = 1,
-              CUDNN_FMA_MATH = 3;            // cudnnMathType_t
-constexpr int CUDNN_NOT_PROPAGATE_NAN = 0;   // cudnnNanPropagation_t
-constexpr int CUDNN_TENSOR_NCHW = 0;         // cudnnTensorFormat_t
+              CUDNN_FMA_MATH = 3;          // cudnnMathType_t
+constexpr int CUDNN_NOT_PROPAGATE_NAN = 0; // cudnnNanPropagation_t
+constexpr int CUDNN_TENSOR_NCHW = 0;       // cudnnTensorFormat_t
+constexpr int CUDNN_TENSOR_NHWC = 1;
 constexpr int CUDNN_ACTIVATION_RELU = 1;     // cudnnActivationMode_t
 constexpr int CUDNN_ACTIVATION_IDENTITY = 5; // cudnnActivationMode_t
 constexpr int CUDNN_CROSS_CORRELATION = 1;   // cudnnConvolutionMode_t
@@ -217,33 +218,35 @@ bool ConvSpec::operator==(const ConvSpec &o) const {
 }
 
 std::vector<int64_t> encodeConvSpec(const ConvSpec &s) {
-  return {
-      s.N,    s.C,    s.H,       s.W,        s.K,    s.FH,   s.FW,
-      s.padH, s.padW, s.strideH, s.strideW,  s.dilH, s.dilW, s.group,
-      s.OH,   s.OW,   s.bias,    s.residual, s.relu, s.algo, int64_t(s.math)};
+  // clang-format off
+  return {s.N,    s.C,    s.H,       s.W,       s.K,    s.FH,   s.FW,
+          s.padH, s.padW, s.strideH, s.strideW, s.dilH, s.dilW, s.group,
+          s.OH,   s.OW,   s.bias,    s.residual, s.relu, s.algo,
+          int64_t(s.math), s.channelsLast};
+  // clang-format on
 }
 
 std::optional<ConvSpec> decodeConvSpec(const std::vector<int64_t> &p,
                                        std::string &error) {
-  if (p.size() != kConvSpecParams && p.size() != kConvSpecParams - 1) {
+  if (p.size() > kConvSpecParams || p.size() < kConvSpecParams - 2) {
     error = "a cudnn.conv kernel has " + std::to_string(kConvSpecParams) +
             " params (N, C, H, W, K, FH, FW, padH, padW, strideH, strideW, "
-            "dilH, dilW, group, OH, OW, bias, residual, relu, algo, math), "
-            "not " +
+            "dilH, dilW, group, OH, OW, bias, residual, relu, algo, math, "
+            "channelsLast), not " +
             std::to_string(p.size());
     return std::nullopt;
   }
-  if (p.size() == kConvSpecParams && !validLibraryMath(p[20])) {
+  if (p.size() > 20 && !validLibraryMath(p[20])) {
     error = "the math (param 20) " + std::to_string(p[20]) +
             " is not 0-3 (fp32, tf32, fp16, bf16)";
     return std::nullopt;
   }
-  const char *flags[] = {"bias", "residual", "relu"};
-  for (int i = 0; i < 3; ++i)
-    if (p[16 + i] != 0 && p[16 + i] != 1) {
-      error = std::string("the flag ") + flags[i] + " (param " +
-              std::to_string(16 + i) + ") is " + std::to_string(p[16 + i]) +
-              ", not 0 or 1";
+  const std::pair<const char *, size_t> flags[] = {
+      {"bias", 16}, {"residual", 17}, {"relu", 18}, {"channelsLast", 21}};
+  for (auto [name, i] : flags)
+    if (i < p.size() && p[i] != 0 && p[i] != 1) {
+      error = std::string("the flag ") + name + " (param " + std::to_string(i) +
+              ") is " + std::to_string(p[i]) + ", not 0 or 1";
       return std::nullopt;
     }
   if (p[19] < std::numeric_limits<int>::min() ||
@@ -259,8 +262,9 @@ std::optional<ConvSpec> decodeConvSpec(const std::vector<int64_t> &p,
   s.group = p[13], s.OH = p[14], s.OW = p[15];
   s.bias = p[16] != 0, s.residual = p[17] != 0, s.relu = p[18] != 0;
   s.algo = int(p[19]);
-  if (p.size() == kConvSpecParams)
+  if (p.size() > 20)
     s.math = LibraryMath(p[20]);
+  s.channelsLast = p.size() > 21 && p[21] != 0;
   if (!checkConvSpec(s, error))
     return std::nullopt;
   return s;
@@ -373,6 +377,8 @@ std::string describeConvSpec(const ConvSpec &s) {
     r += " relu";
   if (s.math != LibraryMath::Fp32)
     r += std::string(" ") + libraryMathName(s.math);
+  if (s.channelsLast)
+    r += " NHWC";
   return r + " algo " + std::to_string(s.algo);
 }
 
@@ -451,14 +457,15 @@ std::unique_ptr<CudnnConv> CudnnConv::create(const ConvSpec &spec,
   const int mathType = s.math == LibraryMath::Fp32   ? CUDNN_FMA_MATH
                        : s.math == LibraryMath::Tf32 ? CUDNN_DEFAULT_MATH
                                                      : CUDNN_TENSOR_OP_MATH;
+  const int format = s.channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   auto tensor = [&](void *&slot, int64_t n, int64_t ch, int64_t h, int64_t w) {
     cudnnTensorDescriptor_t d = nullptr;
     if (!check(a->cudnnCreateTensorDescriptor(&d),
                "cudnnCreateTensorDescriptor"))
       return false;
     slot = d;
-    return check(a->cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type,
-                                               int(n), int(ch), int(h), int(w)),
+    return check(a->cudnnSetTensor4dDescriptor(d, format, type, int(n), int(ch),
+                                               int(h), int(w)),
                  "cudnnSetTensor4dDescriptor");
   };
   if (!tensor(c->x_, s.N, s.C, s.H, s.W) ||
@@ -470,9 +477,9 @@ std::unique_ptr<CudnnConv> CudnnConv::create(const ConvSpec &spec,
              "cudnnCreateFilterDescriptor"))
     return fail(why);
   c->w_ = wd;
-  if (!check(a->cudnnSetFilter4dDescriptor(wd, type, CUDNN_TENSOR_NCHW,
-                                           int(s.K), int(s.C / s.group),
-                                           int(s.FH), int(s.FW)),
+  if (!check(a->cudnnSetFilter4dDescriptor(wd, type, format, int(s.K),
+                                           int(s.C / s.group), int(s.FH),
+                                           int(s.FW)),
              "cudnnSetFilter4dDescriptor"))
     return fail(why);
 

@@ -118,6 +118,7 @@ struct MmaOperand {
   int64_t swizzle = 0;
   int64_t rowLimit = 0, colLimit = 0;
   bool rowRagged = false, colRagged = false;
+  const OpDesc *im2col = nullptr; // A of an implicit GEMM: its conv
 };
 
 std::vector<MmaOperand> mmaOperands(const Kernel &k) {
@@ -134,6 +135,8 @@ std::vector<MmaOperand> mmaOperands(const Kernel &k) {
   a.rowLimit = M, a.colLimit = K;
   a.rowRagged = M % p.Nb != 0, a.colRagged = K % p.Cin != 0;
   a.batchOffset = "base_h * " + std::to_string(M * K) + "LL";
+  if (k.desc.im2col)
+    a.im2col = &k.desc;
   MmaOperand b;
   b.x = "b", b.global = "Bg", b.shared = "sB", b.ld = t.ldb;
   b.batchOffset = "base_h * " + std::to_string(K * N) + "LL";
@@ -537,6 +540,7 @@ private:
   void emitWgmmaSlice(int64_t inFlight);
   void emitWgmmaHold(const char *indent);
   void emitMmaCopySlots(const MmaOperand &o);
+  void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
 
   const Kernel &top;
@@ -1739,6 +1743,42 @@ void Emitter::emitProducer() {
      << "  __syncthreads(); // the tile is complete\n\n";
 }
 
+namespace {
+// Whether conv d's windows stay inside its input (no zero padding read).
+bool windowsInside(const OpDesc &d) {
+  return d.PH == 0 && d.PW == 0 &&
+         (d.OH - 1) * d.SH + (d.FH - 1) * d.DH < d.IH &&
+         (d.OW - 1) * d.SW + (d.FW - 1) * d.DW < d.IW;
+}
+} // namespace
+
+// An implicit GEMM's A copies: for each of this thread's rows (output
+// pixels), the input offset of its window's origin and the origin's row
+// and column (out of range for rows past the GEMM's).
+void Emitter::emitIm2colSlots(const MmaOperand &o, int64_t count,
+                              int64_t perPass) {
+  const OpDesc &d = *o.im2col;
+  const int64_t pixels = d.OH * d.OW;
+  const bool wide = (d.N / pixels) * d.IH * d.IW * d.IC >= (int64_t(1) << 31);
+  os << "  " << (wide ? "long long " : "int ") << o.x << "_off[" << count
+     << "];\n"
+     << "  int " << o.x << "_ih[" << count << "], " << o.x << "_iw[" << count
+     << "];\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << count << "; ++i) {\n"
+     << "    const int row = " << o.rowBase << " + " << o.x << "_r + i * "
+     << perPass << ", q = row % " << pixels << ";\n"
+     << "    const int ih = q / " << d.OW << " * " << d.SH << " - " << d.PH
+     << ";\n"
+     << "    " << o.x << "_iw[i] = q % " << d.OW << " * " << d.SW << " - "
+     << d.PW << ";\n"
+     << "    " << o.x << "_off[i] = ((" << (wide ? "(long long)" : "")
+     << "(row / " << pixels << ") * " << d.IH << " + ih) * " << d.IW << " + "
+     << o.x << "_iw[i]) * " << d.IC << " + " << o.x << "_e;\n"
+     << "    " << o.x << "_ih[i] = row < " << d.N << " ? ih : -(1 << 20);\n"
+     << "  }\n";
+}
+
 // This thread's first copy of operand o (16 bytes): its row and column in
 // the tile, its global source and its shared destination. Copy i is i x
 // rows-per-pass rows further on, a compile-time offset in both.
@@ -1746,11 +1786,16 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
   const int64_t ch = 16 / elementBytes(top.mma->operand), cpr = o.cols / ch;
   const int64_t eb = elementBytes(top.mma->operand);
   os << "  const int " << o.x << "_r = tid / " << cpr << ", " << o.x
-     << "_e = (tid % " << cpr << ") * " << ch << ";\n"
-     << "  const unsigned short *const " << o.x << "_g = " << o.global << " + ("
-     << o.rowBase << " + " << o.x << "_r) * " << o.stride << "LL + "
-     << o.colBase << " + " << o.x << "_e;\n"
-     << "  const cuts_sptr " << o.x << "_s = " << o.shared;
+     << "_e = (tid % " << cpr << ") * " << ch << ";\n";
+  if (o.im2col) {
+    const int64_t threads = top.params.threads();
+    emitIm2colSlots(o, (o.rows * cpr + threads - 1) / threads, threads / cpr);
+  } else {
+    os << "  const unsigned short *const " << o.x << "_g = " << o.global
+       << " + (" << o.rowBase << " + " << o.x << "_r) * " << o.stride << "LL + "
+       << o.colBase << " + " << o.x << "_e;\n";
+  }
+  os << "  const cuts_sptr " << o.x << "_s = " << o.shared;
   if (o.swizzle) // chunk e / ch of row r, swizzled by r
     os << " + " << o.x << "_r * " << o.ld * eb << " + ((" << o.x << "_e / "
        << ch << ") ^ (" << o.x << "_r % 8 >> " << 3 - o.swizzle << ")) * 16;\n";
@@ -1769,6 +1814,13 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
   const int64_t count = (total + threads - 1) / threads;
   std::string k0 = o.kAlongRows ? "k0 * " + std::to_string(o.stride) + "LL"
                                 : std::string("k0");
+  if (o.im2col) {
+    const OpDesc &d = *o.im2col;
+    os << ind << "const int wpos = k0 / " << d.IC << ", dh = wpos / " << d.FW
+       << " * " << d.DH << ", dw = wpos % " << d.FW << " * " << d.DW << ";\n"
+       << ind << "const int kofs = (dh * " << d.IW << " + dw) * " << d.IC
+       << " + k0 % " << d.IC << ";\n";
+  }
   os << ind << "#pragma unroll\n"
      << ind << "for (int i = 0; i < " << count << "; ++i) {\n";
   if (total % threads) // the last pass covers part of the tile
@@ -1786,6 +1838,17 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
                  std::to_string(o.colLimit));
   std::string src = o.x + std::string("_g + ") + k0 + " + i * " +
                     std::to_string(perPass * o.stride) + "LL";
+  if (o.im2col) { // the window position and channels of slice k0
+    const OpDesc &d = *o.im2col;
+    in.clear();
+    if (!windowsInside(d))
+      in.push_back(std::string("unsigned(") + o.x + "_ih[i] + dh) < " +
+                   std::to_string(d.IH) + "u && unsigned(" + o.x +
+                   "_iw[i] + dw) < " + std::to_string(d.IW) + "u");
+    else if (o.rowRagged)
+      in.push_back(o.x + std::string("_ih[i] >= 0"));
+    src = o.global + std::string(" + ") + o.x + "_off[i] + kofs";
+  }
   // A pass moves whole 8-row swizzle patterns (threads / cpr rows).
   const int64_t passBytes = perPass * o.ld * eb;
   std::string dst = o.x + std::string("_s + st * ") +

@@ -207,15 +207,25 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
         return std::nullopt;
       }
     }
+  if (d.im2col && (views[0] || views[1] || d.IC % p.Cin)) {
+    error = "an implicit GEMM reads its own operands, a slice of channels "
+            "at one window position (C_input dividing the input channels)";
+    return std::nullopt;
+  }
   k.mmaViews = views;
-  k.tensors = {
-      {"A", views[0] ? views[0]->shape : shape({M, K}), false, operand},
-      {"B",
-       views[1] ? views[1]->shape
-                : shape(d.transB ? std::vector<int64_t>{N, K}
-                                 : std::vector<int64_t>{K, N}),
-       false, operand}};
-  if (!exitAndSummary(k, "tensor-core matmul ", epilogue, error))
+  const std::vector<int64_t> a =
+      d.im2col   ? std::vector<int64_t>{M / (d.OH * d.OW), d.IH, d.IW, d.IC}
+      : views[0] ? views[0]->shape
+                 : shape({M, K});
+  k.tensors = {{"A", a, false, operand},
+               {"B",
+                views[1] ? views[1]->shape
+                         : shape(d.transB ? std::vector<int64_t>{N, K}
+                                          : std::vector<int64_t>{K, N}),
+                false, operand}};
+  if (!exitAndSummary(
+          k, d.im2col ? "tensor-core implicit GEMM " : "tensor-core matmul ",
+          epilogue, error))
     return std::nullopt;
   return k;
 }

@@ -32,6 +32,8 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
 /// mmaLoopOf(p).blockRows() x blockCols(), its thread tile a lane's
 /// fragment, C_input the K slice, a multiple of 16). wgmma (sm_90a) needs
 /// B transposed. `views`: A and B read in place where given (MmaView).
+/// An implicit GEMM (d.im2col) reads A as the channels-last input
+/// [images, IH, IW, IC] through its windows, zeros outside it.
 std::optional<Kernel>
 buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
                dfg::Type operand, const std::vector<EpilogueOp> &epilogue,

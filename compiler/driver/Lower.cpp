@@ -419,6 +419,12 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   };
   bool windowed = llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(S) &&
                   llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(P);
+  for (mlir::Operation *op : {S, P})
+    if (auto conv = llvm::dyn_cast<ConvOp>(op);
+        conv && conv.getChannelsLast()) {
+      why = opName(op) + ": an implicit GEMM fetches through its windows";
+      return std::nullopt;
+    }
   bool rows =
       (isMatMulOp(S) || llvm::isa<SoftmaxOp, LayerNormalizationOp, ReduceMeanOp,
                                   ReduceSumOp, ReduceMaxOp>(S)) &&
@@ -552,10 +558,40 @@ Anchored anchored(const Analysis &a) {
   return x;
 }
 
+/// A channels-last conv: the implicit GEMM of its pixels on tensor cores,
+/// its epilogue a product's (channels innermost).
+std::optional<GroupKernel> lowerImplicitGemm(ConvOp conv, Anchored &x,
+                                             const TileParams &p,
+                                             const std::string &name,
+                                             std::string &error) {
+  auto t = dfgType(conv.getX());
+  if (!p.tensorCore() || !t ||
+      (*t != dfg::Type::F16 && *t != dfg::Type::BF16)) {
+    error = opName(conv) + ": a channels-last conv runs on tensor cores only, "
+                           "in fp16 or bf16";
+    return std::nullopt;
+  }
+  x.b.values["A"] = conv.getX();
+  x.b.values["B"] = conv.getW();
+  const std::vector<int64_t> kout{x.d.N, x.d.K};
+  std::vector<EpilogueOp> epi;
+  if (conv.getB())
+    epi.push_back(
+        EpilogueOp::binary(Op::Add, x.b.add("bias", conv.getB()), {x.d.K}));
+  auto rest = epilogueOf(x.a, x.out, x.out.size() - 1, kout, x.b, error);
+  if (!rest)
+    return std::nullopt;
+  epi.insert(epi.end(), rest->begin(), rest->end());
+  return finish(codegen::buildMmaMatMul(name, x.d, p, *t, epi, error, {}), x.b,
+                "conv", error);
+}
+
 std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
                                      const TileParams &p,
                                      const std::string &name,
                                      std::string &error) {
+  if (conv.getChannelsLast())
+    return lowerImplicitGemm(conv, x, p, name, error);
   if (shapeOf(conv.getX()).size() != 4) {
     error = "only 2-D convolutions are generated";
     return std::nullopt;
@@ -1159,8 +1195,11 @@ std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt;
   auto x = shapeOf(conv.getX()), w = shapeOf(conv.getW());
   auto out = shapeOf(conv.getResult());
-  s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
-  s.K = w[0], s.FH = w[2], s.FW = w[3];
+  // Channels-last: x N x H x W x C, w K x FH x FW x C, y N x OH x OW x K.
+  s.channelsLast = conv.getChannelsLast();
+  const size_t ch = s.channelsLast ? 3 : 1, sp = s.channelsLast ? 1 : 2;
+  s.N = x[0], s.C = x[ch], s.H = x[sp], s.W = x[sp + 1];
+  s.K = w[0], s.FH = w[sp], s.FW = w[sp + 1];
   s.strideH = conv.getStrides()[0], s.strideW = conv.getStrides()[1];
   s.padH = conv.getPads()[0], s.padW = conv.getPads()[1];
   s.dilH = conv.getDilations()[0], s.dilW = conv.getDilations()[1];
@@ -1168,7 +1207,7 @@ std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
   if (conv.getPads()[2] != s.padH || conv.getPads()[3] != s.padW)
     return std::nullopt;
   s.group = conv.getGroup();
-  s.OH = out[2], s.OW = out[3];
+  s.OH = out[sp], s.OW = out[sp + 1];
   s.bias = bool(conv.getB());
   mlir::Value bias = conv.getB(), z;
   mlir::Operation *prev = conv;
@@ -1181,7 +1220,7 @@ std::optional<rt::ConvSpec> cudnnConv(llvm::ArrayRef<mlir::Operation *> ops,
       mlir::Value other = op->getOperand(0).getDefiningOp() == prev
                               ? op->getOperand(1)
                               : op->getOperand(0);
-      OperandForm f = operandForm(shapeOf(other), out, 1);
+      OperandForm f = operandForm(shapeOf(other), out, ch);
       if (f == OperandForm::PerChannel && !s.bias &&
           product(shapeOf(other)) == s.K) {
         s.bias = true;
@@ -1326,10 +1365,12 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
 }
 
 /// The smallest tiling of a's anchor, or where it reads operands in place
-/// the smallest tensor-core one (one warp, a 16 x 16 block, 2 stages).
+/// or is an implicit GEMM the smallest tensor-core one (one warp, a 16 x 16
+/// block, 2 stages).
 TileParams probeParams(const Analysis &a) {
-  TileParams p = smallestParams(*describeOp(a.anchor ? a.anchor : a.last));
-  if (!a.inPlace.empty()) {
+  const OpDesc d = *describeOp(a.anchor ? a.anchor : a.last);
+  TileParams p = smallestParams(d);
+  if (!a.inPlace.empty() || d.im2col) {
     p.instr = MatrixInstr::MmaSync, p.warpsM = p.warpsN = 1, p.stages = 2;
     p.Nb = p.Kb = p.Cin = 16, p.Nt = 2, p.Kt = 4;
   }

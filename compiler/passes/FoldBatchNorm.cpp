@@ -25,7 +25,7 @@ std::optional<HostTensor> constant(mlir::Value v) {
 // constants are not there.
 bool fold(BatchNormalizationOp bn) {
   auto conv = bn.getX().getDefiningOp<ConvOp>();
-  if (!conv || !conv->hasOneUse())
+  if (!conv || !conv->hasOneUse() || conv.getChannelsLast())
     return false;
   auto w = constant(conv.getW());
   auto scale = constant(bn.getScale()), beta = constant(bn.getB());

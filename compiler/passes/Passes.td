@@ -103,6 +103,27 @@ def TransposeWeights : Pass<"cuts-transpose-weights", "mlir::func::FuncOp"> {
   }];
 }
 
+def ChannelsLast : Pass<"cuts-channels-last", "mlir::func::FuncOp"> {
+  let summary = "Run 16-bit convolutions channels-last (NHWC) on tensor cores";
+  let description = [{
+    Tensor cores take a convolution as an implicit GEMM over output pixels,
+    whose K slices are runs of input channels: contiguous only when the
+    channels are innermost. Every 2-D conv of fp16 or bf16 tensors with
+    group 1, input channels in multiples of 16 and output channels in
+    multiples of 8 becomes
+      transpose(conv{channels_last}(transpose(X, [0, 2, 3, 1]), W', B),
+                [0, 3, 1, 2])
+    with its weight stored M x kH x kW x C (folded). Then transposes move
+    down past elementwise ops whose other operands are the same transpose
+    or constants (transposed too, and folded) and past concats of the same
+    transposes, and a transpose of a
+    transpose becomes one, or none: between two channels-last convs no
+    transpose is left. A conv of 3 input channels (an image stem) stays
+    NCHW. The pass converts nothing in a function that has a
+    grouped or depthwise conv, which have no channels-last kernel: each
+    would cost two transposes.
+  }];
+}
 def DeadCode : Pass<"cuts-dce", "mlir::func::FuncOp"> {
   let summary = "Erase ops whose results are unused";
 }

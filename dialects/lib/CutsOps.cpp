@@ -425,13 +425,16 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
       failed(checkSpatial(loc, "pads", a.getPads(), 2 * s, 0)) ||
       failed(checkSpatial(loc, "dilations", a.getDilations(), s, 1)))
     return failure();
-  int64_t g = a.getGroup(), c = tx.getDimSize(1), m = tw.getDimSize(0);
+  // Channels on axis 1 (NCHW), or innermost with channels_last.
+  const bool last = bool(a.getChannelsLast());
+  const size_t ch = last ? tx.getRank() - 1 : 1, sp = last ? 1 : 2;
+  int64_t g = a.getGroup(), c = tx.getDimSize(ch), m = tw.getDimSize(0);
   if (g < 1 || c % g != 0 || m % g != 0)
     return fail(loc, "group " + Twine(g) + " must divide the " + Twine(c) +
                          " input and " + Twine(m) + " output channels");
-  if (tw.getDimSize(1) * g != c)
+  if (tw.getDimSize(ch) * g != c)
     return fail(loc, "W " + shapeStr(tw.getShape()) + " expects " +
-                         Twine(tw.getDimSize(1) * g) +
+                         Twine(tw.getDimSize(ch) * g) +
                          " input channels, X has " + Twine(c));
   if (Value b = a.getB()) {
     if (typeOf(b).getShape() != ArrayRef<int64_t>{m})
@@ -440,16 +443,20 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     if (failed(sameElementType(loc, a.getX(), b, "X and B")))
       return failure();
   }
-  Shape shape{tx.getDimSize(0), m};
+  Shape shape{tx.getDimSize(0)};
+  if (!last)
+    shape.push_back(m);
   for (size_t d = 0; d < s; ++d) {
-    int64_t o = windowOut(tx.getDimSize(d + 2), tw.getDimSize(d + 2),
+    int64_t o = windowOut(tx.getDimSize(d + sp), tw.getDimSize(d + sp),
                           a.getStrides()[d], a.getDilations()[d],
                           a.getPads()[d], a.getPads()[d + s], false);
     if (o < 1)
       return fail(loc,
-                  "kernel larger than padded input on axis " + Twine(d + 2));
+                  "kernel larger than padded input on axis " + Twine(d + sp));
     shape.push_back(o);
   }
+  if (last)
+    shape.push_back(m);
   return push(out, shape, tx.getElementType());
 }
 

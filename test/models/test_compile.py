@@ -257,6 +257,26 @@ def make_half_convnet(path):
                    [tm.vi("y", [1, 8, 1, 1], f)])
 
 
+def make_resnet_stage(path):
+    """A ResNet stage in small: a 3-channel stem conv (which stays NCHW),
+    max pooling, then a strided bottleneck with a projection shortcut.
+    Under --precision fp16 / bf16 its convs run channels-last as implicit
+    GEMMs, with ragged pixel tiles (2 x 7 x 7 rows) and zero padding."""
+    b = tm.Builder(27)
+    h = b.node("Relu", [b.conv("x", 3, 16, 3, pads=[1, 1, 1, 1])])
+    h = b.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    a = b.node("Relu", [b.bn(b.conv(h, 16, 32, 3, bias=False,
+                                    pads=[1, 1, 1, 1]), 32)])
+    a = b.node("Relu", [b.conv(a, 32, 32, 3, strides=[2, 2],
+                               pads=[1, 1, 1, 1])])
+    a = b.conv(a, 32, 64, 1)
+    s = b.conv(h, 16, 64, 1, strides=[2, 2])
+    b.node("GlobalAveragePool", [b.node("Relu", [b.node("Add", [a, s])])])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 3, 14, 14])],
+                   [tm.vi("y", [2, 64, 1, 1])])
+
+
 def feeds(shapes, seed):
     """Per (name, shape[, dtype, high]): float inputs standard normal,
     integer ones uniform in [0, high), or (high "mask") ones with trailing
@@ -309,6 +329,7 @@ MODELS = {
                          [("x", (2, 5, 32), np.float16)], []),
     "half_convnet": (make_half_convnet, [("x", (1, 4, 12, 12), np.float16)],
                      []),
+    "resnet_stage": (make_resnet_stage, [("x", (2, 3, 14, 14))], []),
 }
 # fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
 # a cuts kernel once at its store), tighter than the default for float16.
@@ -740,7 +761,7 @@ def check_bf16(runner):
 # tighter than cuts run's defaults for the precisions).
 REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
-           "two_outputs")
+           "two_outputs", "resnet_stage")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2"}
 
 
@@ -764,6 +785,21 @@ def check_reduced_precision(runner, name, precision):
                        REDUCED_TOLERANCE[precision], *inputs)
         require(r.returncode == 0, "GPU outputs differ: " + r.stdout
                 + r.stderr)
+
+
+def check_cudnn_nhwc(runner):
+    """resnet_stage in fp16 runs its convs channels-last; cuDNN's calls for
+    them are NHWC (ConvSpec's channelsLast), and emulated as such."""
+    import json
+    check_tuning_cache(runner, *one_input(runner, "resnet_stage"),
+                       "cudnn.conv", ("--precision", "fp16"))
+    d = os.path.join(runner.work, "resnet_stage_tuning--precisionfp16")
+    c = json.load(open(os.path.join(d, "candidates.json")))["candidates"]
+    last = [x["libraryParams"][21] for x in c
+            if x.get("library") == "cudnn.conv"]
+    require(last.count(1) >= 4 and last.count(0) >= 1,
+            "cuDNN calls NHWC / NCHW: %d / %d" % (last.count(1),
+                                                  last.count(0)))
 
 
 def check_precision_errors(runner):
@@ -933,6 +969,8 @@ def main():
         runner.check("tuning cache (cuDNN bf16)", check_tuning_cache,
                      runner, *one_input(runner, "resnet_block"),
                      "cudnn.conv", ("--precision", "bf16"))
+        runner.check("tuning cache (cuDNN fp16 NHWC)", check_cudnn_nhwc,
+                     runner)
         runner.check("tuning cache (cuDNN tf32)", check_tf32, runner)
         runner.check("fp16 for sm_90 and sm_80", check_targets, runner)
     if not a.k or "bf16" in a.k:

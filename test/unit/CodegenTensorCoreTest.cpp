@@ -629,3 +629,109 @@ TEST_CASE("tensor-core products read transposed operands in place",
       dfg::Type::F16, {}, err, {v, std::nullopt}));
   CHECK(err.find("16-byte") != std::string::npos);
 }
+
+TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
+          "[codegen][tensorcore]") {
+  struct ConvCase {
+    std::vector<int64_t> x, w;          // N H W C, M FH FW C
+    int64_t stride, pad, dilation, cin; // cin: C_input
+    MmaLoop loop;
+  };
+  using dfg::Type;
+  const std::vector<ConvCase> cases = {
+      // 3x3, padding, 2 images of 7 x 7 (98 rows: a ragged tile), 2 slices
+      // of channels a window position.
+      {{2, 7, 7, 32},
+       {24, 3, 3, 32},
+       1,
+       1,
+       1,
+       16,
+       mmaLoop(Type::F16, 2, 1, 2, 2, 3)},
+      // Strided 3x3 (ResNet's downsampling), wgmma, one slice a position.
+      {{1, 9, 9, 16},
+       {32, 3, 3, 16},
+       2,
+       1,
+       1,
+       16,
+       mmaLoop(Type::F16, 1, 1, 1, 4, 4, MatrixInstr::Wgmma)},
+      // 1x1 without padding (no window checks), bf16, wgmma, 64 channels.
+      {{2, 6, 6, 64},
+       {40, 1, 1, 64},
+       1,
+       0,
+       1,
+       64,
+       mmaLoop(Type::BF16, 1, 1, 1, 6, 2, MatrixInstr::Wgmma)},
+      // Dilated 3x3 reaching past a 10 x 10 input.
+      {{1, 10, 10, 16},
+       {16, 3, 3, 16},
+       1,
+       2,
+       2,
+       16,
+       mmaLoop(Type::F16, 1, 2, 2, 2, 2)},
+  };
+  uint32_t seed = 40;
+  for (const ConvCase &c : cases) {
+    const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
+    const int64_t M = c.w[0], F = c.w[1];
+    const int64_t OH =
+        (H + 2 * c.pad - c.dilation * (F - 1) - 1) / c.stride + 1;
+    const int64_t OW =
+        (W + 2 * c.pad - c.dilation * (F - 1) - 1) / c.stride + 1;
+    Window win{{c.stride, c.stride},
+               {c.pad, c.pad, c.pad, c.pad},
+               {c.dilation, c.dilation}};
+    OpDesc d = describeImplicitGemm(c.x, c.w, {N, OH, OW, M}, win);
+    d.elementBytes = 2;
+    const bool bf16 = c.loop.operand == Type::BF16;
+    std::vector<EpilogueOp> epi = {
+        EpilogueOp::binary(dfg::Op::Add, "bias", {M}),
+        EpilogueOp::unary(dfg::Op::Relu)};
+    std::string err;
+    auto k = buildMmaMatMul("im2col_test", d, mmaParams(c.loop, c.cin),
+                            c.loop.operand, epi, err);
+    INFO(err);
+    REQUIRE(k);
+    std::mt19937 rng(seed++);
+    std::vector<uint16_t> x(N * H * W * C), w(M * F * F * C);
+    std::vector<float> xv(x.size()), wv(w.size());
+    random16(rng, bf16, x, xv);
+    random16(rng, bf16, w, wv);
+    std::vector<float> bias = test::randomVector(rng, M);
+    std::vector<float> y = test::poisoned(N * OH * OW * M);
+    REQUIRE(runOnHost(*k,
+                      {{"A", x.data()},
+                       {"B", w.data()},
+                       {"bias", bias.data()},
+                       {"Y", y.data()}},
+                      err));
+    test::RelativeL2 e;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t m = 0; m < M; ++m) {
+            double v = bias[m];
+            for (int64_t r = 0; r < F; ++r)
+              for (int64_t s = 0; s < F; ++s) {
+                const int64_t ih = oh * c.stride - c.pad + r * c.dilation;
+                const int64_t iw = ow * c.stride - c.pad + s * c.dilation;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  continue;
+                for (int64_t q = 0; q < C; ++q)
+                  v += double(xv[((n * H + ih) * W + iw) * C + q]) *
+                       wv[((m * F + r) * F + s) * C + q];
+              }
+            e.add(y[((n * OH + oh) * OW + ow) * M + m], std::max(v, 0.0));
+          }
+    INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << F << "x"
+           << F << " stride " << c.stride << " pad " << c.pad);
+    CHECK(e.value() <= 1e-6);
+    const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
+    compilesWithNvrtc(emitSource(*k), "im2col_test", /*withPrelude=*/false,
+                      wgmma ? std::vector<const char *>{"sm_90a"}
+                            : std::vector<const char *>{"sm_80", "sm_90"});
+  }
+}

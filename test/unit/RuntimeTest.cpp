@@ -931,7 +931,7 @@ TEST_CASE("ConvSpec encodes in a fixed order and decodes back", "[runtime]") {
   s.bias = true, s.residual = false, s.relu = true, s.algo = 6;
   std::vector<int64_t> p = encodeConvSpec(s);
   CHECK(p == std::vector<int64_t>{2, 6, 11, 13, 9, 3, 5, 1, 2, 2, 1,
-                                  1, 2, 3,  6,  9, 1, 0, 1, 6, 0});
+                                  1, 2, 3,  6,  9, 1, 0, 1, 6, 0, 0});
   CHECK(p.size() == kConvSpecParams);
   std::string error;
   auto back = decodeConvSpec(p, error);
@@ -953,6 +953,20 @@ TEST_CASE("ConvSpec encodes in a fixed order and decodes back", "[runtime]") {
   CHECK(*d == dw);
   CHECK(d->wBytes() == 4 * 8 * 1 * 3 * 3);
   CHECK(d != s);
+
+  // Channels-last (param 21); older artifacts' 21 params decode as NCHW.
+  ConvSpec nhwc = testSpec();
+  nhwc.channelsLast = true;
+  auto l = decodeConvSpec(encodeConvSpec(nhwc), error);
+  REQUIRE(l.has_value());
+  CHECK(l->channelsLast);
+  CHECK(*l != testSpec());
+  std::vector<int64_t> old = encodeConvSpec(nhwc);
+  old.pop_back();
+  auto o = decodeConvSpec(old, error);
+  REQUIRE(o.has_value());
+  CHECK(*o == testSpec());
+  CHECK(describeConvSpec(nhwc).find(" NHWC algo") != std::string::npos);
 
   CHECK(CudnnConv::forwardAlgorithms() ==
         std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
@@ -977,10 +991,13 @@ TEST_CASE("ConvSpec checks", "[runtime]") {
 
   std::vector<int64_t> p = good;
   p.resize(19);
-  CHECK(refuse(p).find("21 params") != std::string::npos);
+  CHECK(refuse(p).find("22 params") != std::string::npos);
   p = good;
   p[17] = 2; // residual
   CHECK(refuse(p).find("residual") != std::string::npos);
+  p = good;
+  p[21] = 3; // channelsLast
+  CHECK(refuse(p).find("channelsLast") != std::string::npos);
   p = good;
   p[14] = 5; // OH
   CHECK(refuse(p).find("gives 6x6") != std::string::npos);
@@ -1117,13 +1134,13 @@ TEST_CASE("library specs carry their math; older ones decode as fp32",
   c.math = LibraryMath::Fp16;
   std::vector<int64_t> p = encodeConvSpec(c);
   REQUIRE(p.size() == kConvSpecParams);
-  CHECK(p.back() == 2);
+  CHECK(p[20] == 2);
   auto conv = decodeConvSpec(p, error);
   REQUIRE(conv.has_value());
   CHECK(conv->math == LibraryMath::Fp16);
   CHECK(conv->xBytes() == testSpec().xBytes() / 2);
   CHECK(describeConvSpec(*conv).find(" fp16 ") != std::string::npos);
-  p.pop_back(); // as written before the math was
+  p.resize(20); // as written before the math was
   conv = decodeConvSpec(p, error);
   REQUIRE(conv.has_value());
   CHECK(conv->math == LibraryMath::Fp32);

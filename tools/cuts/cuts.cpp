@@ -230,13 +230,23 @@ int parsePruneOption(ArgList &a, cuts::PruneOptions &prune) {
 /// --precision fp32|tf32|fp16|bf16 and --io-precision fp16|bf16 (explain
 /// and compile). tf32 keeps fp32 tensors (its products' math is the
 /// libraries').
+/// --layout auto|nchw: auto runs 16-bit convs channels-last where the
+/// tensor cores take them (cuts-channels-last).
 struct Precision {
   std::string storage = "fp32", io;
+  std::string layout = "auto";
 };
 
-// Parses --precision / --io-precision at the current argument; returns 0
-// when it is neither, 1 when handled, -1 on error (printed).
+// Parses --precision / --io-precision / --layout at the current argument;
+// returns 0 when it is none of them, 1 when handled, -1 on error (printed).
 int parsePrecisionOption(ArgList &a, Precision &p) {
+  if (a.is("--layout")) {
+    if (!a.value(p.layout) || (p.layout != "auto" && p.layout != "nchw")) {
+      error("", "--layout needs auto or nchw");
+      return -1;
+    }
+    return 1;
+  }
   bool io = a.is("--io-precision");
   if (!io && !a.is("--precision"))
     return 0;
@@ -252,11 +262,14 @@ int parsePrecisionOption(ArgList &a, Precision &p) {
   return 1;
 }
 
-// Converts the module's tensors to p (cuts-convert-precision) and stores
-// 16-bit matmul weights transposed (cuts-transpose-weights); on failure
-// prints the error (the pass names the op) and returns false.
+// Converts the module's tensors to p (cuts-convert-precision), stores
+// 16-bit matmul weights transposed (cuts-transpose-weights) and, where
+// `arch` has tensor cores and p.layout allows, runs 16-bit convs
+// channels-last (cuts-channels-last); on failure prints the error (the
+// pass names the op) and returns false.
 bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
-                    const Precision &p, const std::string &model) {
+                    const Precision &p, const cuts::GpuArch &arch,
+                    const std::string &model) {
   if (!p.io.empty() && p.io != p.storage) {
     error("", "--io-precision " + p.io + " needs --precision " + p.io);
     return false;
@@ -270,6 +283,8 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     fn.addPass(cuts::createConvertPrecision(o));
   }
   fn.addPass(cuts::createTransposeWeights());
+  if (p.layout == "auto" && cuts::hasMmaSync(arch))
+    fn.addPass(cuts::createChannelsLast());
   std::string diag;
   if (!runPassesOn(pm, module, diag)) {
     error(model, diag);
@@ -348,7 +363,7 @@ int cmdExplain(const std::vector<std::string> &args) {
     return 1;
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
-  if (!module || !applyPrecision(ctx, *module, precision, model))
+  if (!module || !applyPrecision(ctx, *module, precision, *arch, model))
     return 1;
   eopts.precision = precision.storage;
   auto func = module->lookupSymbol<mlir::func::FuncOp>("main");
@@ -580,7 +595,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
-  if (!module || !applyPrecision(ctx, *module, precision, model))
+  if (!module || !applyPrecision(ctx, *module, precision, copts.arch, model))
     return 1;
   copts.precision = precision.storage;
   if (auto ec = llvm::sys::fs::create_directories(outDir))

@@ -113,6 +113,12 @@ bool emulateConv(const rt::KernelLaunch &k, Pointer pointer,
   const rt::ConvSpec &s = *spec;
   auto [x, w, bias, z, y] = libraryArgs(k, pointer, s.math, s.bias, s.residual);
   int64_t cg = s.C / s.group, kg = s.K / s.group;
+  // Element offsets of x (channel c) and y (channel k) in either layout.
+  auto at = [&](int64_t n, int64_t c, int64_t h, int64_t w, int64_t C,
+                int64_t H, int64_t W) {
+    return s.channelsLast ? ((n * H + h) * W + w) * C + c
+                          : ((n * C + c) * H + h) * W + w;
+  };
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t ko = 0; ko < s.K; ++ko) {
       int64_t g = ko / kg;
@@ -128,12 +134,13 @@ bool emulateConv(const rt::KernelLaunch &k, Pointer pointer,
                 int64_t iw = ow * s.strideW - s.padW + fw * s.dilW;
                 if (iw < 0 || iw >= s.W)
                   continue;
-                acc +=
-                    x.operand(((n * s.C + g * cg + c) * s.H + ih) * s.W + iw) *
-                    w.operand(((ko * cg + c) * s.FH + fh) * s.FW + fw);
+                acc += x.operand(at(n, g * cg + c, ih, iw, s.C, s.H, s.W)) *
+                       w.operand(s.channelsLast
+                                     ? ((ko * s.FH + fh) * s.FW + fw) * cg + c
+                                     : ((ko * cg + c) * s.FH + fh) * s.FW + fw);
               }
             }
-          int64_t o = ((n * s.K + ko) * s.OH + oh) * s.OW + ow;
+          int64_t o = at(n, ko, oh, ow, s.K, s.OH, s.OW);
           if (bias)
             acc += bias[ko];
           if (z)

@@ -44,7 +44,7 @@ inline constexpr const char *kCudnnConv = "cudnn.conv";
 /// and bottom). The library kernel's args are tensor ids in the order
 /// x, w, [bias], [z], y; y is its one output.
 struct ConvSpec {
-  int64_t N = 0, C = 0, H = 0, W = 0; // x: N x C x H x W
+  int64_t N = 0, C = 0, H = 0, W = 0; // x: N x C x H x W (NCHW)
   int64_t K = 0, FH = 1, FW = 1;      // w: K x C/group x FH x FW
   int64_t padH = 0, padW = 0;
   int64_t strideH = 1, strideW = 1;
@@ -58,6 +58,8 @@ struct ConvSpec {
   /// cuDNN runs without relu.
   int algo = 1;
   LibraryMath math = LibraryMath::Fp32;
+  /// x, z and y stored N x H x W x C (NHWC), w K x FH x FW x C/group.
+  bool channelsLast = false;
 
   /// Bytes of each operand; valid once checkConvSpec passed.
   uint64_t elem() const { return libraryElementBytes(math); }
@@ -75,17 +77,17 @@ struct ConvSpec {
 };
 
 /// The number of values in an encoded ConvSpec.
-constexpr size_t kConvSpecParams = 21;
+constexpr size_t kConvSpecParams = 22;
 
 /// The manifest's libraryParams of a "cudnn.conv" kernel: kConvSpecParams
 /// integers in the order of the struct's fields,
 ///
 ///   N, C, H, W, K, FH, FW, padH, padW, strideH, strideW, dilH, dilW,
-///   group, OH, OW, bias, residual, relu, algo, math
+///   group, OH, OW, bias, residual, relu, algo, math, channelsLast
 ///
 /// (the flags 0 or 1). The order is part of the artifact format; decoding
-/// also takes the first 20 alone, as fp32 (artifacts written before the
-/// math was).
+/// also takes the first 21 alone, as NCHW, and the first 20, as fp32 NCHW
+/// (artifacts written before those were).
 std::vector<int64_t> encodeConvSpec(const ConvSpec &s);
 
 /// The inverse of encodeConvSpec; also checks the spec (checkConvSpec). On

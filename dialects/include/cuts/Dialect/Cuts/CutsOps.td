@@ -283,11 +283,16 @@ def Cuts_ConvOp : Cuts_Op<"conv"> {
     `pads` holds the begin pads of every spatial axis, then the end pads;
     auto_pad is resolved to explicit pads at import. kernel_shape is W's
     spatial shape. group = C gives a depthwise convolution.
+
+    With `channels_last` (set by cuts-channels-last, never by the importer)
+    the channels are the innermost axis: X is N x spatial x C, W is
+    M x kernel x C/group and Y is N x spatial x M.
   }];
   let arguments = (ins Cuts_FloatTensor:$X, Cuts_FloatTensor:$W,
                        Optional<Cuts_FloatTensor>:$B,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+                       DenseI64ArrayAttr:$dilations, I64Attr:$group,
+                       UnitAttr:$channels_last);
   let results = (outs Cuts_FloatTensor:$Y);
 }
 

@@ -1,0 +1,219 @@
+//===- ChannelsLast.cpp - 16-bit convolutions in NHWC ---------------------===//
+#include "compiler/passes/Passes.h"
+
+#include "cuts/Dialect/Cuts/CutsOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace cuts {
+#define GEN_PASS_DEF_CHANNELSLAST
+#include "compiler/passes/Passes.h.inc"
+
+namespace {
+
+constexpr int64_t kToLast[] = {0, 2, 3, 1};  // NCHW -> NHWC
+constexpr int64_t kToFirst[] = {0, 3, 1, 2}; // NHWC -> NCHW
+
+mlir::RankedTensorType tensorType(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
+bool sixteenBit(mlir::Value v) {
+  mlir::Type t = tensorType(v).getElementType();
+  return t.isF16() || t.isBF16();
+}
+
+bool isDense2d(ConvOp conv) { return tensorType(conv.getX()).getRank() == 4; }
+
+// A conv the tensor cores take channels-last: 2-D, one group, 16-bit,
+// input channels in whole k16 steps, output channels in whole 16-byte
+// copies, a constant weight (stored permuted).
+bool convertible(ConvOp conv) {
+  auto x = tensorType(conv.getX()), w = tensorType(conv.getW());
+  return !conv.getChannelsLast() && isDense2d(conv) && conv.getGroup() == 1 &&
+         sixteenBit(conv.getX()) && x.getDimSize(1) % 16 == 0 &&
+         w.getDimSize(0) % 8 == 0 && conv.getW().getDefiningOp<ConstantOp>();
+}
+
+// transpose(v, perm), reusing one that already exists.
+mlir::Value transposed(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                       llvm::ArrayRef<int64_t> perm) {
+  for (mlir::Operation *user : v.getUsers())
+    if (auto t = llvm::dyn_cast<TransposeOp>(user);
+        t && t.getPerm() == perm && t->getBlock() == b.getInsertionBlock() &&
+        t->isBeforeInBlock(&*b.getInsertionPoint()))
+      return t;
+  return b.create<TransposeOp>(loc, v, b.getDenseI64ArrayAttr(perm));
+}
+
+void convert(ConvOp conv) {
+  mlir::OpBuilder b(conv);
+  mlir::Location loc = conv.getLoc();
+  llvm::SmallVector<mlir::Value> operands{
+      transposed(b, loc, conv.getX(), kToLast),
+      b.create<TransposeOp>(loc, conv.getW(), b.getDenseI64ArrayAttr(kToLast))};
+  if (conv.getB())
+    operands.push_back(conv.getB());
+  llvm::SmallVector<mlir::NamedAttribute> attrs(conv->getAttrs());
+  attrs.push_back(b.getNamedAttr("channels_last", b.getUnitAttr()));
+  auto last = b.create<ConvOp>(loc, operands, attrs);
+  conv.getY().replaceAllUsesWith(
+      b.create<TransposeOp>(loc, last, b.getDenseI64ArrayAttr(kToFirst)));
+  conv->erase();
+}
+
+// transpose(transpose(x, p0), p1) = transpose(x, p0[p1[i]]); the folder
+// drops an identity.
+struct ComposeTransposes : mlir::OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult
+  matchAndRewrite(TransposeOp t, mlir::PatternRewriter &rw) const override {
+    auto inner = t.getData().getDefiningOp<TransposeOp>();
+    if (!inner)
+      return mlir::failure();
+    llvm::SmallVector<int64_t> perm;
+    for (int64_t p : t.getPerm())
+      perm.push_back(inner.getPerm()[p]);
+    rw.replaceOpWithNewOp<TransposeOp>(t, inner.getData(),
+                                       rw.getDenseI64ArrayAttr(perm));
+    return mlir::success();
+  }
+};
+
+// op(transpose(a, p), transpose(b, p), c) = transpose(op(a, b, c'), p) for
+// an elementwise op whose result has a's shape transposed; a constant
+// operand c is made full-rank and transposed back (both fold), as is a
+// function argument of the result's shape (a kernel, so only where no
+// more of them than transposes move: the model input a residual add
+// reads). A transpose of an argument stays put, so nothing moves back.
+struct SinkTranspose : mlir::RewritePattern {
+  explicit SinkTranspose(mlir::MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+
+  mlir::LogicalResult
+  matchAndRewrite(mlir::Operation *op,
+                  mlir::PatternRewriter &rw) const override {
+    if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
+      return mlir::failure();
+    auto out = tensorType(op->getResult(0));
+    std::optional<llvm::SmallVector<int64_t>> perm;
+    int sunk = 0, added = 0;
+    for (mlir::Value v : op->getOperands()) {
+      auto t = v.getDefiningOp<TransposeOp>();
+      if (t && tensorType(t).getShape() == out.getShape() &&
+          !llvm::isa<mlir::BlockArgument>(t.getData())) {
+        if (!perm)
+          perm.emplace(t.getPerm());
+        else if (t.getPerm() != llvm::ArrayRef<int64_t>(*perm))
+          return mlir::failure();
+        ++sunk;
+      } else if (tensorType(v).getShape() == out.getShape() &&
+                 llvm::isa<mlir::BlockArgument>(v)) {
+        ++added;
+      } else if (!v.getDefiningOp<ConstantOp>() ||
+                 tensorType(v).getRank() > out.getRank()) {
+        return mlir::failure();
+      }
+    }
+    if (!perm || added > sunk)
+      return mlir::failure();
+    const size_t r = perm->size();
+    llvm::SmallVector<int64_t> inverse(r), shape(r);
+    for (size_t i = 0; i < r; ++i)
+      inverse[(*perm)[i]] = int64_t(i);
+    for (size_t j = 0; j < r; ++j)
+      shape[j] = out.getDimSize(inverse[j]);
+    llvm::SmallVector<mlir::Value> operands;
+    for (mlir::Value v : op->getOperands()) {
+      if (auto t = v.getDefiningOp<TransposeOp>();
+          t && tensorType(t).getShape() == out.getShape() &&
+          !llvm::isa<mlir::BlockArgument>(t.getData())) {
+        operands.push_back(t.getData());
+        continue;
+      }
+      auto c = tensorType(v);
+      if (llvm::isa<mlir::BlockArgument>(v)) {
+        operands.push_back(transposed(rw, op->getLoc(), v, inverse));
+        continue;
+      }
+      if (c.getNumElements() == 1) { // broadcasts as it is
+        operands.push_back(v);
+        continue;
+      }
+      llvm::SmallVector<int64_t> full(r - c.getRank(), 1);
+      full.append(c.getShape().begin(), c.getShape().end());
+      mlir::Value cf = v;
+      if (size_t(c.getRank()) != r)
+        cf = rw.create<ReshapeOp>(op->getLoc(), v,
+                                  rw.getDenseI64ArrayAttr(full));
+      operands.push_back(rw.create<TransposeOp>(
+          op->getLoc(), cf, rw.getDenseI64ArrayAttr(inverse)));
+    }
+    mlir::OperationState state(op->getLoc(), op->getName());
+    state.addOperands(operands);
+    state.addAttributes(op->getAttrs());
+    state.addTypes(mlir::RankedTensorType::get(shape, out.getElementType()));
+    mlir::Operation *moved = rw.create(state);
+    rw.replaceOpWithNewOp<TransposeOp>(op, moved->getResult(0),
+                                       rw.getDenseI64ArrayAttr(*perm));
+    return mlir::success();
+  }
+};
+
+// concat(transpose(a, p), transpose(b, p), axis) =
+// transpose(concat(a, b, p[axis]), p): DenseNet's and Inception's channel
+// concats of channels-last convs.
+struct SinkTransposeThroughConcat : mlir::OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult
+  matchAndRewrite(ConcatOp cat, mlir::PatternRewriter &rw) const override {
+    llvm::SmallVector<mlir::Value> inputs;
+    std::optional<llvm::ArrayRef<int64_t>> perm;
+    for (mlir::Value v : cat.getInputs()) {
+      auto t = v.getDefiningOp<TransposeOp>();
+      if (!t || llvm::isa<mlir::BlockArgument>(t.getData()) ||
+          (perm && t.getPerm() != *perm))
+        return mlir::failure();
+      perm = t.getPerm();
+      inputs.push_back(t.getData());
+    }
+    if (!perm)
+      return mlir::failure();
+    auto moved = rw.create<ConcatOp>(
+        cat.getLoc(), inputs,
+        rw.getI64IntegerAttr((*perm)[size_t(cat.getAxis())]));
+    rw.replaceOpWithNewOp<TransposeOp>(cat, moved,
+                                       rw.getDenseI64ArrayAttr(*perm));
+    return mlir::success();
+  }
+};
+
+struct ChannelsLastPass : impl::ChannelsLastBase<ChannelsLastPass> {
+  void runOnOperation() override {
+    llvm::SmallVector<ConvOp> convs;
+    bool grouped = false;
+    getOperation().walk([&](ConvOp conv) {
+      grouped |= isDense2d(conv) && conv.getGroup() != 1;
+      if (convertible(conv))
+        convs.push_back(conv);
+    });
+    if (grouped || convs.empty())
+      return;
+    for (ConvOp conv : convs)
+      convert(conv);
+    mlir::RewritePatternSet patterns(&getContext());
+    patterns.add<ComposeTransposes, SinkTranspose, SinkTransposeThroughConcat>(
+        &getContext());
+    // Every rewrite keeps the function's meaning: a graph the patterns do
+    // not settle (a bounded number of moves an op) is still a right one.
+    int64_t ops = 0;
+    getOperation().walk([&](mlir::Operation *) { ++ops; });
+    mlir::GreedyRewriteConfig config;
+    config.maxNumRewrites = 8 * ops;
+    (void)mlir::applyPatternsAndFoldGreedily(getOperation(),
+                                             std::move(patterns), config);
+  }
+};
+
+} // namespace
+} // namespace cuts
