@@ -75,6 +75,18 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
   if (auto conv = llvm::dyn_cast<ConvOp>(op)) {
     Window win{vec(conv.getStrides()), vec(conv.getPads()),
                vec(conv.getDilations())};
+    if (conv.getChannelsLast() && conv.getGroup() > 1) {
+      // A depthwise conv: described on its NCHW shapes, read NHWC.
+      auto nchw = [](llvm::ArrayRef<int64_t> s) {
+        return std::vector<int64_t>{s[0], s[3], s[1], s[2]};
+      };
+      d = describeConv(nchw(tensorType(conv.getX()).getShape()),
+                       nchw(tensorType(conv.getW()).getShape()),
+                       nchw(out.getShape()), conv.getGroup(), win);
+      d.channelsLast = true;
+      d.elementBytes = elementBytes(out);
+      return d;
+    }
     if (conv.getChannelsLast()) {
       d = describeImplicitGemm(vec(tensorType(conv.getX()).getShape()),
                                vec(tensorType(conv.getW()).getShape()),

@@ -98,7 +98,7 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt;
   if (ds.kind == OpKind::Conv && ds.batch != 1)
     return std::nullopt; // grouped successors read channel slices
-  if (ds.im2col || dp.im2col)
+  if (ds.im2col || dp.im2col || ds.channelsLast || dp.channelsLast)
     return std::nullopt; // implicit GEMMs fetch through their windows
 
   const SearchResult &sr = searchOnChip(ds);

@@ -75,6 +75,8 @@ std::string OpDesc::key() const {
      << ',' << FH << ',' << FW << ',' << PH << ',' << PW << ',' << SH << ','
      << SW << ',' << DH << ',' << DW << ',' << batch << ',' << inputs << ','
      << elementBytes << ',' << compPerElement;
+  if (channelsLast)
+    os << ",nhwc";
   if (im2col)
     os << ",im2col:" << IC << ',' << IH << ',' << IW << ',' << OH << ',' << OW;
   return os.str();

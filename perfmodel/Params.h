@@ -58,6 +58,10 @@ struct OpDesc {
   /// input it reads zeros.
   bool im2col = false;
   int64_t OH = 1, OW = 1;
+  /// A depthwise conv of channels-last tensors (x N x H x W x C, w
+  /// M x FH x FW x 1, y N x OH x OW x M): the same op, read and written
+  /// channels innermost.
+  bool channelsLast = false;
 
   /// Total operations of the op (all blocks): COMP_block summed.
   double totalComp() const;

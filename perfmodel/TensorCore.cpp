@@ -86,8 +86,10 @@ void forEachTensorCoreParams(
     // Among sets of equal bounds the first enumerated ranks first: the
     // widest slice and the deepest pipeline, which hide the most latency.
     for (int64_t cin : {64, 32, 16}) {
-      // An implicit GEMM's slice is channels of one window position.
-      if ((cin > 16 && !fits(cin, d.C, 16)) || (d.im2col && d.IC % cin))
+      // An implicit GEMM's slice is channels of one window position (a
+      // 1 x 1 conv's last one may be ragged).
+      if ((cin > 16 && !fits(cin, d.C, 16)) ||
+          (d.im2col && d.IC % cin && d.FH * d.FW != 1))
         continue;
       p.Cin = cin;
       if (!copiesDivide(d, p))
@@ -170,9 +172,9 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
   const double eb = d.elementBytes;
   // An implicit GEMM's A is its input, each element read by up to FH x FW
   // rows' slices (from L2 after the first).
-  const double aElems = d.im2col ? double(d.N / (d.OH * d.OW)) * d.IH * d.IW *
-                                       d.IC
-                                 : double(d.N) * d.C;
+  const double aElems = d.im2col
+                            ? double(d.N / (d.OH * d.OW)) * d.IH * d.IW * d.IC
+                            : double(d.N) * d.C;
   const double dram =
       (aElems + double(d.C) * d.K + double(d.N) * d.K) * eb * double(d.batch);
   const double tiles = double(b.numBlocks) * double(p.Nb + p.Kb) *

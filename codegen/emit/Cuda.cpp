@@ -1847,6 +1847,8 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
                    "_iw[i] + dw) < " + std::to_string(d.IW) + "u");
     else if (o.rowRagged)
       in.push_back(o.x + std::string("_ih[i] >= 0"));
+    if (o.colRagged) // a 1 x 1 conv's last slice past its channels
+      in.push_back(o.x + std::string("_e + k0 < ") + std::to_string(d.IC));
     src = o.global + std::string(" + ") + o.x + "_off[i] + kofs";
   }
   // A pass moves whole 8-row swizzle patterns (threads / cpr rows).

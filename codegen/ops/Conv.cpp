@@ -57,6 +57,11 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
             "multiples of thread extents, C_input must divide C / group)";
     return std::nullopt;
   }
+  if (d.channelsLast && !depthwise) {
+    error = "only depthwise convs are generated channels-last on SIMT "
+            "units (the others are implicit GEMMs)";
+    return std::nullopt;
+  }
   if (!depthwise && group > 1 && kg % p.Kb) {
     error = "a block's output channels must lie in one group (Kb dividing "
             "K / group)";
@@ -76,8 +81,17 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
   int64_t inH = (p.Hb - 1) * s.SH + (s.FH - 1) * s.DH + 1;
   int64_t inW = (p.Wb - 1) * s.SW + (s.FW - 1) * s.DW + 1;
   int64_t cw = cg; // weight's channels per output
-  k.tensors = {{"X", {s.N, s.C, s.H, s.W}, false},
-               {"Wt", {s.K, cw, s.FH, s.FW}, false}};
+  // Channels-last: X N x H x W x C, the weight K x FH x FW x 1 (the same
+  // memory as K x 1 x FH x FW), Y N x OH x OW x K.
+  const bool nhwc = d.channelsLast;
+  k.tensors = {{"X",
+                nhwc ? std::vector<int64_t>{s.N, s.H, s.W, s.C}
+                     : std::vector<int64_t>{s.N, s.C, s.H, s.W},
+                false},
+               {"Wt",
+                nhwc ? std::vector<int64_t>{s.K, s.FH, s.FW, cw}
+                     : std::vector<int64_t>{s.K, cw, s.FH, s.FW},
+                false}};
 
   // The input tile: N x (C_input, or the block's channels when depthwise) x
   // inH x inW in FORMAT_shared; the filter tile row-major.
@@ -104,18 +118,25 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
                               {dfg::NoDim, 1, loop},
                               {dfg::NoDim, 1},
                               {dfg::NoDim, 1}}});
-  int64_t hw = s.H * s.W;
+  // Global strides of X's N, C, H, W; channels-last fetches list C last,
+  // so that consecutive threads read consecutive channels.
+  const int64_t hw = s.H * s.W;
+  const int64_t gs[4] = {s.C * hw, nhwc ? 1 : hw, nhwc ? s.W * s.C : s.W,
+                         nhwc ? s.C : 1};
   FetchDim channels =
-      depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, hw, is[1])
-                : fetchDim(ext[1], dfg::NoDim, 1, 0, true, s.C, hw, is[1]);
+      depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, gs[1], is[1])
+                : fetchDim(ext[1], dfg::NoDim, 1, 0, true, s.C, gs[1], is[1]);
   if (!depthwise && group > 1)
     channels.groupK = kg, channels.groupC = cg;
+  FetchDim batch = fetchDim(ext[0], dfg::DimN, 1, 0, false, s.N, gs[0], is[0]);
+  FetchDim rows =
+      fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, gs[2], is[2]);
+  FetchDim cols =
+      fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, gs[3], is[3]);
   k.fetches.push_back(
-      {0,
-       in,
-       {fetchDim(ext[0], dfg::DimN, 1, 0, false, s.N, s.C * hw, is[0]),
-        channels, fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, s.W, is[2]),
-        fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, 1, is[3])}});
+      {0, in,
+       nhwc ? std::vector<FetchDim>{batch, rows, cols, channels}
+            : std::vector<FetchDim>{batch, channels, rows, cols}});
   int64_t fhw = s.FH * s.FW;
   k.fetches.push_back(
       {1,
@@ -150,10 +171,17 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
   });
   declareAccumulators(k);
 
-  if (!buildExit(k, "Y", {s.N, s.K, s.OH, s.OW},
-                 {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue, error))
+  const bool exited =
+      nhwc ? buildExit(k, "Y", {s.N, s.OH, s.OW, s.K},
+                       {dfg::DimN, dfg::DimH, dfg::DimW, dfg::DimK}, epilogue,
+                       error)
+           : buildExit(k, "Y", {s.N, s.K, s.OH, s.OW},
+                       {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue,
+                       error);
+  if (!exited)
     return std::nullopt;
-  k.summary = (depthwise   ? std::string("depthwise conv ")
+  k.summary = (depthwise   ? std::string(nhwc ? "channels-last depthwise conv "
+                                              : "depthwise conv ")
                : group > 1 ? std::to_string(group) + "-group conv "
                            : std::string("conv ")) +
               std::to_string(s.FH) + "x" + std::to_string(s.FW) + " stride " +

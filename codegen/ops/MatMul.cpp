@@ -207,9 +207,11 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
         return std::nullopt;
       }
     }
-  if (d.im2col && (views[0] || views[1] || d.IC % p.Cin)) {
+  if (d.im2col &&
+      (views[0] || views[1] || (d.IC % p.Cin && d.FH * d.FW != 1))) {
     error = "an implicit GEMM reads its own operands, a slice of channels "
-            "at one window position (C_input dividing the input channels)";
+            "at one window position (C_input dividing the input channels "
+            "but for 1 x 1 convs)";
     return std::nullopt;
   }
   k.mmaViews = views;

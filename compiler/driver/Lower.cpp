@@ -590,7 +590,7 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
                                      const TileParams &p,
                                      const std::string &name,
                                      std::string &error) {
-  if (conv.getChannelsLast())
+  if (conv.getChannelsLast() && conv.getGroup() == 1)
     return lowerImplicitGemm(conv, x, p, name, error);
   if (shapeOf(conv.getX()).size() != 4) {
     error = "only 2-D convolutions are generated";
@@ -598,11 +598,13 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
   }
   x.b.values["X"] = conv.getX();
   x.b.values["Wt"] = conv.getW();
+  // Channels on axis 1, or innermost (a channels-last depthwise conv).
+  const size_t ch = conv.getChannelsLast() ? x.out.size() - 1 : 1;
   std::vector<EpilogueOp> epi;
   if (conv.getB())
     epi.push_back(
-        EpilogueOp::binary(Op::Add, x.b.add("bias", conv.getB()), {x.out[1]}));
-  auto rest = epilogueOf(x.a, x.out, 1, x.out, x.b, error);
+        EpilogueOp::binary(Op::Add, x.b.add("bias", conv.getB()), {x.out[ch]}));
+  auto rest = epilogueOf(x.a, x.out, ch, x.out, x.b, error);
   if (!rest)
     return std::nullopt;
   epi.insert(epi.end(), rest->begin(), rest->end());

@@ -25,14 +25,27 @@ bool sixteenBit(mlir::Value v) {
 
 bool isDense2d(ConvOp conv) { return tensorType(conv.getX()).getRank() == 4; }
 
-// A conv the tensor cores take channels-last: 2-D, one group, 16-bit,
-// input channels in whole k16 steps, output channels in whole 16-byte
-// copies, a constant weight (stored permuted).
-bool convertible(ConvOp conv) {
+// One input and one output channel a group (MobileNet's 3 x 3 convs).
+bool isDepthwise(ConvOp conv) {
   auto x = tensorType(conv.getX()), w = tensorType(conv.getW());
-  return !conv.getChannelsLast() && isDense2d(conv) && conv.getGroup() == 1 &&
-         sixteenBit(conv.getX()) && x.getDimSize(1) % 16 == 0 &&
-         w.getDimSize(0) % 8 == 0 && conv.getW().getDefiningOp<ConstantOp>();
+  return int64_t(conv.getGroup()) == x.getDimSize(1) && w.getDimSize(1) == 1 &&
+         w.getDimSize(0) == x.getDimSize(1);
+}
+
+// A conv that runs channels-last: 2-D, 16-bit, a constant weight (stored
+// permuted), and either one group with input channels in whole k16 steps
+// (1 x 1: 16-byte copies) and output channels in whole 16-byte copies (the
+// tensor cores' implicit GEMM), or depthwise (a SIMT kernel reading
+// channels innermost).
+bool convertible(ConvOp conv) {
+  if (conv.getChannelsLast() || !isDense2d(conv) || !sixteenBit(conv.getX()) ||
+      !conv.getW().getDefiningOp<ConstantOp>())
+    return false;
+  auto x = tensorType(conv.getX()), w = tensorType(conv.getW());
+  const bool pointwise = w.getDimSize(2) == 1 && w.getDimSize(3) == 1;
+  return isDepthwise(conv) ||
+         (conv.getGroup() == 1 && w.getDimSize(0) % 8 == 0 &&
+          x.getDimSize(1) % (pointwise ? 8 : 16) == 0);
 }
 
 // transpose(v, perm), reusing one that already exists.
@@ -193,7 +206,7 @@ struct ChannelsLastPass : impl::ChannelsLastBase<ChannelsLastPass> {
     llvm::SmallVector<ConvOp> convs;
     bool grouped = false;
     getOperation().walk([&](ConvOp conv) {
-      grouped |= isDense2d(conv) && conv.getGroup() != 1;
+      grouped |= isDense2d(conv) && conv.getGroup() != 1 && !isDepthwise(conv);
       if (convertible(conv))
         convs.push_back(conv);
     });

@@ -109,8 +109,8 @@ def ChannelsLast : Pass<"cuts-channels-last", "mlir::func::FuncOp"> {
     Tensor cores take a convolution as an implicit GEMM over output pixels,
     whose K slices are runs of input channels: contiguous only when the
     channels are innermost. Every 2-D conv of fp16 or bf16 tensors with
-    group 1, input channels in multiples of 16 and output channels in
-    multiples of 8 becomes
+    group 1, input channels in multiples of 16 (of 8 for a 1 x 1 conv)
+    and output channels in multiples of 8, and every depthwise one, becomes
       transpose(conv{channels_last}(transpose(X, [0, 2, 3, 1]), W', B),
                 [0, 3, 1, 2])
     with its weight stored M x kH x kW x C (folded). Then transposes move
@@ -119,9 +119,11 @@ def ChannelsLast : Pass<"cuts-channels-last", "mlir::func::FuncOp"> {
     transposes, and a transpose of a
     transpose becomes one, or none: between two channels-last convs no
     transpose is left. A conv of 3 input channels (an image stem) stays
-    NCHW. The pass converts nothing in a function that has a
-    grouped or depthwise conv, which have no channels-last kernel: each
-    would cost two transposes.
+    NCHW. Depthwise convs run channels-last on the SIMT units (their
+    kernel reading and writing channels innermost), so MobileNet's blocks
+    stay NHWC. The pass converts nothing in a function with another
+    grouped conv, which has no channels-last kernel: each would cost two
+    transposes.
   }];
 }
 def DeadCode : Pass<"cuts-dce", "mlir::func::FuncOp"> {

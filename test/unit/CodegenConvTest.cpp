@@ -156,6 +156,58 @@ TEST_CASE("generated convolution kernels match the reference on the CPU",
   }
 }
 
+TEST_CASE("channels-last depthwise convs match the reference on the CPU",
+          "[codegen]") {
+  // MobileNet's stride-2 and stride-1 3x3 blocks with bias + clip, every
+  // tensor channels innermost (x N x H x W x C, w K x 3 x 3 x 1).
+  for (const test::ConvCase &s :
+       {test::convCase(2, 24, 9, 24, 3, 2, 1, 1, 24),
+        test::convCase(1, 16, 7, 16, 3, 1, 1, 1, 16)}) {
+    OpDesc d = s.desc();
+    d.channelsLast = true;
+    const std::vector<EpilogueOp> epi = {
+        EpilogueOp::binary(dfg::Op::Add, "bias", {s.K}),
+        EpilogueOp::unary(dfg::Op::Clip, 0.0, 6.0)};
+    TileParams t;
+    t.Nb = 1, t.Kb = 8, t.Hb = 2, t.Wb = 4;
+    t.Nt = 1, t.Kt = 2, t.Ht = 1, t.Wt = 2;
+    for (const TileParams &p : {keptParams(s), t}) {
+      std::string err;
+      auto k = buildConv("dw_nhwc", d, p, epi, err);
+      INFO(err);
+      REQUIRE(k);
+      std::mt19937 rng(11);
+      std::vector<float> x = test::randomVector(rng, s.N * s.H * s.W * s.C);
+      std::vector<float> w = test::randomVector(rng, s.K * s.FH * s.FW);
+      std::vector<float> bias = test::randomVector(rng, s.K);
+      std::vector<float> y = test::poisoned(s.N * s.OH * s.OW * s.K);
+      REQUIRE(runOnHost(*k,
+                        {{"X", x.data()},
+                         {"Wt", w.data()},
+                         {"bias", bias.data()},
+                         {"Y", y.data()}},
+                        err));
+      test::RelativeL2 e;
+      for (int64_t n = 0; n < s.N; ++n)
+        for (int64_t h = 0; h < s.OH; ++h)
+          for (int64_t q = 0; q < s.OW; ++q)
+            for (int64_t c = 0; c < s.K; ++c) {
+              double v = bias[c];
+              for (int64_t fh = 0; fh < s.FH; ++fh)
+                for (int64_t fw = 0; fw < s.FW; ++fw) {
+                  int64_t ih = h * s.SH - s.PH + fh, iw = q * s.SW - s.PW + fw;
+                  if (ih >= 0 && ih < s.H && iw >= 0 && iw < s.W)
+                    v += double(x[((n * s.H + ih) * s.W + iw) * s.C + c]) *
+                         w[(c * s.FH + fh) * s.FW + fw];
+                }
+              e.add(y[((n * s.OH + h) * s.OW + q) * s.K + c],
+                    std::min(std::max(v, 0.0), 6.0));
+            }
+      CHECK(e.value() <= 1e-5);
+    }
+  }
+}
+
 TEST_CASE("a body past kMaxUnrolledFma loops over its C_input slice",
           "[codegen]") {
   // 16-channel slices; 32 outputs a thread x 9 taps is 288 FMAs a channel:

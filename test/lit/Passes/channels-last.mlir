@@ -51,9 +51,16 @@ func.func @kept(%x: tensor<1x3x8x8xf16>, %f: tensor<1x16x4x4xf32>) -> (tensor<1x
 
 // -----
 
-// A depthwise conv has no channels-last kernel: nothing in the function
-// is converted (each would cost two transposes).
+// A depthwise conv runs channels-last too (MobileNet's block stays NHWC,
+// its weight K x 3 x 3 x 1); a 2-group conv has no channels-last kernel, so
+// nothing in its function is converted.
 // CHECK-LABEL: func.func @depthwise(
+// CHECK: cuts.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: cuts.conv {{.*}}channels_last{{.*}} : (tensor<1x6x6x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x6x6x16xf16>
+// CHECK: cuts.conv {{.*}}channels_last{{.*}}group = 16{{.*}} : (tensor<1x6x6x16xf16>, tensor<16x3x3x1xf16>) -> tensor<1x6x6x16xf16>
+// CHECK: cuts.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @grouped(
 // CHECK-NOT: channels_last
 // CHECK-NOT: cuts.transpose
 func.func @depthwise(%x: tensor<1x16x6x6xf16>) -> tensor<1x16x6x6xf16> {
@@ -61,6 +68,13 @@ func.func @depthwise(%x: tensor<1x16x6x6xf16>) -> tensor<1x16x6x6xf16> {
   %w2 = cuts.constant {value = dense<1.0> : tensor<16x1x3x3xf16>} : tensor<16x1x3x3xf16>
   %0 = cuts.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x6x6xf16>, tensor<16x16x1x1xf16>) -> tensor<1x16x6x6xf16>
   %1 = cuts.conv %0, %w2 {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x6x6xf16>, tensor<16x1x3x3xf16>) -> tensor<1x16x6x6xf16>
+  return %1 : tensor<1x16x6x6xf16>
+}
+func.func @grouped(%x: tensor<1x16x6x6xf16>) -> tensor<1x16x6x6xf16> {
+  %w1 = cuts.constant {value = dense<1.0> : tensor<16x16x1x1xf16>} : tensor<16x16x1x1xf16>
+  %w2 = cuts.constant {value = dense<1.0> : tensor<16x8x3x3xf16>} : tensor<16x8x3x3xf16>
+  %0 = cuts.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x6x6xf16>, tensor<16x16x1x1xf16>) -> tensor<1x16x6x6xf16>
+  %1 = cuts.conv %0, %w2 {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x6x6xf16>, tensor<16x8x3x3xf16>) -> tensor<1x16x6x6xf16>
   return %1 : tensor<1x16x6x6xf16>
 }
 
