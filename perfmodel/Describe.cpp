@@ -144,22 +144,25 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
     b.elementBytes = d.elementBytes;
     return b;
   }
-  if (auto mp = llvm::dyn_cast<MaxPoolOp>(op)) {
-    d = describePool(
-        vec(tensorType(mp.getX()).getShape()), vec(out.getShape()),
-        vec(mp.getKernelShape()),
-        {vec(mp.getStrides()), vec(mp.getPads()), vec(mp.getDilations())});
-    d.elementBytes = elementBytes(out);
-    return d;
-  }
-  if (auto ap = llvm::dyn_cast<AveragePoolOp>(op)) {
-    d = describePool(
-        vec(tensorType(ap.getX()).getShape()), vec(out.getShape()),
-        vec(ap.getKernelShape()),
-        {vec(ap.getStrides()), vec(ap.getPads()), vec(ap.getDilations())});
-    d.elementBytes = elementBytes(out);
-    return d;
-  }
+  // A pooling, channels-last ones described on their NCHW shapes.
+  auto pool = [&](auto p) {
+    auto shape = [&](mlir::Value v) {
+      std::vector<int64_t> s = vec(tensorType(v).getShape());
+      if (p.getChannelsLast() && s.size() == 4)
+        s = {s[0], s[3], s[1], s[2]};
+      return s;
+    };
+    OpDesc pd = describePool(
+        shape(p.getX()), shape(p.getY()), vec(p.getKernelShape()),
+        {vec(p.getStrides()), vec(p.getPads()), vec(p.getDilations())});
+    pd.channelsLast = bool(p.getChannelsLast());
+    pd.elementBytes = elementBytes(out);
+    return pd;
+  };
+  if (auto mp = llvm::dyn_cast<MaxPoolOp>(op))
+    return pool(mp);
+  if (auto ap = llvm::dyn_cast<AveragePoolOp>(op))
+    return pool(ap);
 
   // Reductions: rows of a reduced extent. Operations per element are
   // derived from the computation: softmax max, subtract, exp, sum, divide

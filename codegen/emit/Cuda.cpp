@@ -2103,16 +2103,26 @@ std::string Emitter::run() {
     os << (i ? ", " : "") << paramType(top.tensors[i]) << " "
        << top.tensors[i].name;
   os << ") {\n"
-     << "  constexpr int kThreads = " << threads << ";\n"
-     << "  // Thread coordinates (W fastest, then H, K, N) and the block's\n"
-     << "  // first output along each dimension.\n"
-     << "  const int tid = threadIdx.x;\n"
-     << "  const int t_w = tid % " << cnt[3] << ";\n"
-     << "  const int t_h = (tid / " << cnt[3] << ") % " << cnt[2] << ";\n"
-     << "  const int t_k = (tid / " << cnt[3] * cnt[2] << ") % " << cnt[1]
-     << ";\n"
-     << "  const int t_n = tid / " << cnt[3] * cnt[2] * cnt[1] << ";\n"
-     << "  long long block = blockIdx.x;\n";
+     << "  constexpr int kThreads = " << threads << ";\n";
+  if (top.desc.channelsLast) // K innermost in memory: consecutive channels
+    os << "  // Thread coordinates (K fastest, then W, H, N) and the block's\n"
+       << "  // first output along each dimension.\n"
+       << "  const int tid = threadIdx.x;\n"
+       << "  const int t_k = tid % " << cnt[1] << ";\n"
+       << "  const int t_w = (tid / " << cnt[1] << ") % " << cnt[3] << ";\n"
+       << "  const int t_h = (tid / " << cnt[1] * cnt[3] << ") % " << cnt[2]
+       << ";\n"
+       << "  const int t_n = tid / " << cnt[3] * cnt[2] * cnt[1] << ";\n";
+  else
+    os << "  // Thread coordinates (W fastest, then H, K, N) and the block's\n"
+       << "  // first output along each dimension.\n"
+       << "  const int tid = threadIdx.x;\n"
+       << "  const int t_w = tid % " << cnt[3] << ";\n"
+       << "  const int t_h = (tid / " << cnt[3] << ") % " << cnt[2] << ";\n"
+       << "  const int t_k = (tid / " << cnt[3] * cnt[2] << ") % " << cnt[1]
+       << ";\n"
+       << "  const int t_n = tid / " << cnt[3] * cnt[2] * cnt[1] << ";\n";
+  os << "  long long block = blockIdx.x;\n";
   for (int d = 3; d >= 0; --d) {
     int64_t tiles = (dims[d] + blockExt[d] - 1) / blockExt[d];
     os << "  const long long base_" << kDimLetter[d] << " = (block % " << tiles

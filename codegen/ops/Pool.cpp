@@ -48,7 +48,12 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
   k.params = p;
   k.loopExtent = 1; // one fetch, one compute phase
   k.accumulatorInit = s.max ? -INFINITY : 0.0;
-  k.tensors = {{"X", {s.N, s.C, s.H, s.W}, false}};
+  // Channels-last: X N x H x W x C, Y N x OH x OW x C.
+  const bool nhwc = d.channelsLast;
+  k.tensors = {{"X",
+                nhwc ? std::vector<int64_t>{s.N, s.H, s.W, s.C}
+                     : std::vector<int64_t>{s.N, s.C, s.H, s.W},
+                false}};
 
   int64_t inH = (p.Hb - 1) * s.SH + (s.FH - 1) * s.DH + 1;
   int64_t inW = (p.Wb - 1) * s.SW + (s.FW - 1) * s.DW + 1;
@@ -59,12 +64,22 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
       {dfg::DimN, 1}, {dfg::DimK, 1}, {dfg::DimH, s.SH}, {dfg::DimW, s.SW}};
   int xs = k.body.addBuffer(
       {"Xs", dfg::Space::Shared, {p.Nb, p.Kb, inH, inW}, strides, map});
-  int64_t hw = s.H * s.W;
-  std::vector<FetchDim> dims{
-      fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.N, s.C * hw, strides[0]),
-      fetchDim(p.Kb, dfg::DimK, 1, 0, false, s.C, hw, strides[1]),
-      fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, s.W, strides[2]),
-      fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, 1, strides[3])};
+  // Global strides of N, C, H, W; channels-last fetches list C last, so
+  // that consecutive threads read consecutive channels.
+  const int64_t hw = s.H * s.W;
+  const int64_t gs[4] = {s.C * hw, nhwc ? 1 : hw, nhwc ? s.W * s.C : s.W,
+                         nhwc ? s.C : 1};
+  FetchDim batch =
+      fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.N, gs[0], strides[0]);
+  FetchDim channels =
+      fetchDim(p.Kb, dfg::DimK, 1, 0, false, s.C, gs[1], strides[1]);
+  FetchDim rows =
+      fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, gs[2], strides[2]);
+  FetchDim cols =
+      fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, gs[3], strides[3]);
+  std::vector<FetchDim> dims =
+      nhwc ? std::vector<FetchDim>{batch, rows, cols, channels}
+           : std::vector<FetchDim>{batch, channels, rows, cols};
   Fetch fx{0, xs, dims};
   fx.outside = s.max ? -INFINITY : 0.0;
   k.fetches.push_back(fx);
@@ -108,12 +123,18 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
     addResult(k, acc, v.name, pos);
   });
   declareAccumulators(k);
-  if (!buildExit(k, "Y", {s.N, s.C, s.OH, s.OW},
-                 {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue, error))
+  const bool exited =
+      nhwc ? buildExit(k, "Y", {s.N, s.OH, s.OW, s.C},
+                       {dfg::DimN, dfg::DimH, dfg::DimW, dfg::DimK}, epilogue,
+                       error)
+           : buildExit(k, "Y", {s.N, s.C, s.OH, s.OW},
+                       {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue,
+                       error);
+  if (!exited)
     return std::nullopt;
-  k.summary = std::string(s.max ? "max" : "average") + " pool " +
-              std::to_string(s.FH) + "x" + std::to_string(s.FW) + " stride " +
-              std::to_string(s.SH);
+  k.summary = std::string(nhwc ? "channels-last " : "") +
+              (s.max ? "max" : "average") + " pool " + std::to_string(s.FH) +
+              "x" + std::to_string(s.FW) + " stride " + std::to_string(s.SH);
   return k;
 }
 

@@ -420,9 +420,9 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   bool windowed = llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(S) &&
                   llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(P);
   for (mlir::Operation *op : {S, P})
-    if (auto conv = llvm::dyn_cast<ConvOp>(op);
-        conv && conv.getChannelsLast()) {
-      why = opName(op) + ": an implicit GEMM fetches through its windows";
+    if (describeOp(op)->channelsLast || describeOp(op)->im2col) {
+      why = opName(op) + ": channels-last ops are not fused at the "
+                         "shared-memory level";
       return std::nullopt;
     }
   bool rows =
@@ -719,7 +719,9 @@ std::optional<GroupKernel> lowerPool(mlir::Value X, codegen::Pooling pooling,
     return std::nullopt;
   }
   x.b.values["X"] = X;
-  auto epi = epilogueOf(x.a, x.out, 1, x.out, x.b, error);
+  // Channels on axis 1, or innermost (a channels-last pooling).
+  auto epi =
+      epilogueOf(x.a, x.out, x.d.channelsLast ? 3 : 1, x.out, x.b, error);
   if (!epi)
     return std::nullopt;
   return finish(codegen::buildPool(name, x.d, pooling, p, *epi, error), x.b,

@@ -201,6 +201,28 @@ struct SinkTransposeThroughConcat : mlir::OpRewritePattern<ConcatOp> {
   }
 };
 
+// pool(transpose(x, [0, 3, 1, 2])) = transpose(pool{channels_last}(x),
+// [0, 3, 1, 2]): a max or average pooling of a channels-last conv's
+// result pools it where it is (ResNet's after its stem, Inception's).
+template <typename Pool>
+struct SinkTransposeThroughPool : mlir::OpRewritePattern<Pool> {
+  using mlir::OpRewritePattern<Pool>::OpRewritePattern;
+  mlir::LogicalResult
+  matchAndRewrite(Pool pool, mlir::PatternRewriter &rw) const override {
+    auto t = pool.getX().template getDefiningOp<TransposeOp>();
+    if (!t || t.getPerm() != llvm::ArrayRef<int64_t>(kToFirst) ||
+        llvm::isa<mlir::BlockArgument>(t.getData()))
+      return mlir::failure();
+    llvm::SmallVector<mlir::NamedAttribute> attrs(pool->getAttrs());
+    attrs.push_back(rw.getNamedAttr("channels_last", rw.getUnitAttr()));
+    auto last =
+        rw.create<Pool>(pool.getLoc(), mlir::ValueRange{t.getData()}, attrs);
+    rw.replaceOpWithNewOp<TransposeOp>(pool, last,
+                                       rw.getDenseI64ArrayAttr(kToFirst));
+    return mlir::success();
+  }
+};
+
 struct ChannelsLastPass : impl::ChannelsLastBase<ChannelsLastPass> {
   void runOnOperation() override {
     llvm::SmallVector<ConvOp> convs;
@@ -215,8 +237,9 @@ struct ChannelsLastPass : impl::ChannelsLastBase<ChannelsLastPass> {
     for (ConvOp conv : convs)
       convert(conv);
     mlir::RewritePatternSet patterns(&getContext());
-    patterns.add<ComposeTransposes, SinkTranspose, SinkTransposeThroughConcat>(
-        &getContext());
+    patterns.add<ComposeTransposes, SinkTranspose, SinkTransposeThroughConcat,
+                 SinkTransposeThroughPool<MaxPoolOp>,
+                 SinkTransposeThroughPool<AveragePoolOp>>(&getContext());
     // Every rewrite keeps the function's meaning: a graph the patterns do
     // not settle (a bounded number of moves an op) is still a right one.
     int64_t ops = 0;

@@ -115,8 +115,9 @@ def ChannelsLast : Pass<"cuts-channels-last", "mlir::func::FuncOp"> {
                 [0, 3, 1, 2])
     with its weight stored M x kH x kW x C (folded). Then transposes move
     down past elementwise ops whose other operands are the same transpose
-    or constants (transposed too, and folded) and past concats of the same
-    transposes, and a transpose of a
+    or constants (transposed too, and folded), past concats of the same
+    transposes and past max and average poolings (which then run
+    channels-last), and a transpose of a
     transpose becomes one, or none: between two channels-last convs no
     transpose is left. A conv of 3 input channels (an image stem) stays
     NCHW. Depthwise convs run channels-last on the SIMT units (their

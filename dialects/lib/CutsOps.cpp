@@ -111,12 +111,13 @@ int64_t windowOut(int64_t in, int64_t k, int64_t stride, int64_t dil,
 LogicalResult inferPool(std::optional<Location> loc, Value x,
                         ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                         ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
-                        bool ceilMode, SmallVectorImpl<Type> &out) {
+                        bool ceilMode, bool channelsLast,
+                        SmallVectorImpl<Type> &out) {
   auto t = typeOf(x);
   if (t.getRank() < 3)
     return fail(loc, "pooling input must have rank >= 3, got " +
                          shapeStr(t.getShape()));
-  size_t s = t.getRank() - 2;
+  size_t s = t.getRank() - 2, sp = channelsLast ? 1 : 2;
   if (failed(checkSpatial(loc, "kernel_shape", kernel, s, 1)) ||
       failed(checkSpatial(loc, "strides", strides, s, 1)) ||
       failed(checkSpatial(loc, "pads", pads, 2 * s, 0)) ||
@@ -124,11 +125,11 @@ LogicalResult inferPool(std::optional<Location> loc, Value x,
     return failure();
   Shape shape(t.getShape());
   for (size_t d = 0; d < s; ++d) {
-    shape[d + 2] = windowOut(t.getDimSize(d + 2), kernel[d], strides[d],
-                             dilations[d], pads[d], pads[d + s], ceilMode);
-    if (shape[d + 2] < 1)
+    shape[d + sp] = windowOut(t.getDimSize(d + sp), kernel[d], strides[d],
+                              dilations[d], pads[d], pads[d + s], ceilMode);
+    if (shape[d + sp] < 1)
       return fail(loc, "pooling window larger than padded input on axis " +
-                           Twine(d + 2));
+                           Twine(d + sp));
   }
   return push(out, shape, t.getElementType());
 }
@@ -561,7 +562,8 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           Adaptor a,
                                           SmallVectorImpl<Type> &out) {
   return inferPool(loc, a.getX(), a.getKernelShape(), a.getStrides(),
-                   a.getPads(), a.getDilations(), a.getCeilMode(), out);
+                   a.getPads(), a.getDilations(), a.getCeilMode(),
+                   bool(a.getChannelsLast()), out);
 }
 
 LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
@@ -569,7 +571,8 @@ LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
                                               Adaptor a,
                                               SmallVectorImpl<Type> &out) {
   return inferPool(loc, a.getX(), a.getKernelShape(), a.getStrides(),
-                   a.getPads(), a.getDilations(), a.getCeilMode(), out);
+                   a.getPads(), a.getDilations(), a.getCeilMode(),
+                   bool(a.getChannelsLast()), out);
 }
 
 LogicalResult

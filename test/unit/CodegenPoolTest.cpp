@@ -83,3 +83,46 @@ TEST_CASE("generated pooling kernels match the reference on the CPU",
     CHECK(r);
   }
 }
+
+TEST_CASE("channels-last pooling kernels match the reference on the CPU",
+          "[codegen]") {
+  // ResNet's 3x3 stride-2 max pool after its stem, and an average pool
+  // that excludes the padding, on x N x H x W x C into y N x OH x OW x C.
+  for (const test::PoolCase &s :
+       {pool(2, 16, 9, 3, 2, 1, true), pool(1, 24, 7, 3, 1, 1, false)}) {
+    OpDesc d = s.desc();
+    d.channelsLast = true;
+    TileParams t;
+    t.Nb = 1, t.Kb = 8, t.Hb = 2, t.Wb = 2;
+    t.Nt = 1, t.Kt = 2, t.Ht = 1, t.Wt = 1;
+    std::string err;
+    auto k = buildPool("pool_nhwc", d, s.pooling(), t, {}, err);
+    INFO(err);
+    REQUIRE(k);
+    std::mt19937 rng(3);
+    std::vector<float> x = test::randomVector(rng, s.N * s.H * s.W * s.C);
+    std::vector<float> y = test::poisoned(size_t(s.N * s.OH * s.OW * s.C));
+    REQUIRE(runOnHost(*k, {{"X", x.data()}, {"Y", y.data()}}, err));
+    test::RelativeL2 e;
+    for (int64_t n = 0; n < s.N; ++n)
+      for (int64_t h = 0; h < s.OH; ++h)
+        for (int64_t w = 0; w < s.OW; ++w)
+          for (int64_t c = 0; c < s.C; ++c) {
+            double acc = s.max ? -INFINITY : 0.0;
+            int count = 0;
+            for (int64_t fh = 0; fh < s.FH; ++fh)
+              for (int64_t fw = 0; fw < s.FW; ++fw) {
+                int64_t ih = h * s.SH - s.PH + fh, iw = w * s.SW - s.PW + fw;
+                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W)
+                  continue;
+                double v = x[((n * s.H + ih) * s.W + iw) * s.C + c];
+                acc = s.max ? std::max(acc, v) : acc + v;
+                ++count;
+              }
+            if (!s.max)
+              acc /= double(count);
+            e.add(y[((n * s.OH + h) * s.OW + w) * s.C + c], acc);
+          }
+    CHECK(e.value() <= 1e-6);
+  }
+}

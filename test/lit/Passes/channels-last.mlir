@@ -30,13 +30,13 @@ func.func @block(%x: tensor<1x16x6x6xf16>) -> tensor<1x16x6x6xf16> {
 
 // -----
 
-// A 3-channel stem, an fp32 conv and a bias-free pooling consumer: the
-// stem and the fp32 conv stay NCHW; the pooling reads its input back.
+// A 3-channel stem and an fp32 conv stay NCHW; a max pooling after a
+// channels-last conv runs channels-last too.
 // CHECK-LABEL: func.func @kept(
 // CHECK: cuts.conv %arg0, {{.*}} : (tensor<1x3x8x8xf16>, tensor<16x3x3x3xf16>) -> tensor<1x16x6x6xf16>
 // CHECK: cuts.conv {{.*}}channels_last{{.*}} -> tensor<1x6x6x16xf16>
-// CHECK: cuts.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
-// CHECK-NEXT: cuts.max_pool
+// CHECK-NEXT: cuts.max_pool {{.*}}channels_last{{.*}} : (tensor<1x6x6x16xf16>) -> tensor<1x3x3x16xf16>
+// CHECK-NEXT: cuts.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
 // CHECK: cuts.conv %arg1, {{.*}} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
 func.func @kept(%x: tensor<1x3x8x8xf16>, %f: tensor<1x16x4x4xf32>) -> (tensor<1x16x3x3xf16>, tensor<1x16x4x4xf32>) {
   %w0 = cuts.constant {value = dense<1.0> : tensor<16x3x3x3xf16>} : tensor<16x3x3x3xf16>

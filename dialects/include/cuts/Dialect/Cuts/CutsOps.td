@@ -345,18 +345,25 @@ def Cuts_SoftmaxOp : Cuts_Op<"softmax"> {
 
 def Cuts_MaxPoolOp : Cuts_Op<"max_pool"> {
   let summary = "ONNX MaxPool (the Indices output is not supported)";
+  let description = [{
+    With `channels_last` (cuts-channels-last) X and Y are N x spatial x C.
+  }];
   let arguments = (ins Cuts_NumTensor:$X, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode);
+                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
+                       UnitAttr:$channels_last);
   let results = (outs Cuts_NumTensor:$Y);
 }
 
 def Cuts_AveragePoolOp : Cuts_Op<"average_pool"> {
   let summary = "ONNX AveragePool";
+  let description = [{
+    With `channels_last` (cuts-channels-last) X and Y are N x spatial x C.
+  }];
   let arguments = (ins Cuts_FloatTensor:$X, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
-                       BoolAttr:$count_include_pad);
+                       BoolAttr:$count_include_pad, UnitAttr:$channels_last);
   let results = (outs Cuts_FloatTensor:$Y);
 }
 
