@@ -35,6 +35,25 @@ std::vector<int64_t> formatStrides(const SharedFormat &f,
   return strides;
 }
 
+// "depthwise conv 3x3 stride 2 on 1x32x112x112 -> 32 channels + bias0":
+// the kernel header's line.
+std::string summary(const OpDesc &d, bool depthwise, int64_t group,
+                    const std::vector<EpilogueOp> &epilogue) {
+  std::string s =
+      depthwise   ? std::string(d.channelsLast ? "channels-last depthwise conv "
+                                               : "depthwise conv ")
+      : group > 1 ? std::to_string(group) + "-group conv "
+                  : std::string("conv ");
+  s += std::to_string(d.FH) + "x" + std::to_string(d.FW) + " stride " +
+       std::to_string(d.SH) + " on " + std::to_string(d.N) + "x" +
+       std::to_string(d.IC) + "x" + std::to_string(d.IH) + "x" +
+       std::to_string(d.IW) + " -> " +
+       std::to_string(d.kind == OpKind::Conv ? d.K * group : d.K) + " channels";
+  for (const EpilogueOp &e : epilogue)
+    s += e.operand.empty() ? " + unary" : " + " + e.operand;
+  return s;
+}
+
 } // namespace
 
 std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
@@ -180,16 +199,7 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
                        error);
   if (!exited)
     return std::nullopt;
-  k.summary = (depthwise   ? std::string(nhwc ? "channels-last depthwise conv "
-                                              : "depthwise conv ")
-               : group > 1 ? std::to_string(group) + "-group conv "
-                           : std::string("conv ")) +
-              std::to_string(s.FH) + "x" + std::to_string(s.FW) + " stride " +
-              std::to_string(s.SH) + " on " + std::to_string(s.N) + "x" +
-              std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
-              std::to_string(s.W) + " -> " + std::to_string(s.K) + " channels";
-  for (const EpilogueOp &e : epilogue)
-    k.summary += e.operand.empty() ? " + unary" : " + " + e.operand;
+  k.summary = summary(d, depthwise, group, epilogue);
   return k;
 }
 
