@@ -803,8 +803,8 @@ def check_cudnn_nhwc(runner):
 
 
 def check_precision_errors(runner):
-    """A constant fp16 cannot hold, an unknown precision and a mismatched
-    --io-precision: clear errors, no artifact."""
+    """A constant fp16 cannot hold, an unknown precision or layout and a
+    mismatched --io-precision: clear errors, no artifact."""
     b = tm.Builder(28)
     b.node("Mul", ["x", b.const(np.full([4], 1e5, np.float32))])
     tm.rename_last(b, "y")
@@ -815,6 +815,7 @@ def check_precision_errors(runner):
     for args, want in (
             (["--precision", "fp16"], "cannot hold a constant 100000"),
             (["--precision", "fp8"], "needs one of fp32, tf32, fp16, bf16"),
+            (["--layout", "nhwc"], "--layout needs auto or nchw"),
             (["--precision", "tf32", "--io-precision", "fp16"],
              "--io-precision fp16 needs --precision fp16"),
             (["--precision", "fp16", "--io-precision", "bf16"],
