@@ -35,13 +35,33 @@ def export_dynamo(model, args, path, opset, input_names):
     prog.save(path)
 
 
+def calibrate(model, size):
+    """Sets every BatchNorm's running statistics to those of random images,
+    as training would have. With the initial ones (mean 0, variance 1) the
+    random weights leave MobileNetV2's logits near 1e-9, below fp16's
+    smallest value, and overflow fp16 inside Inception-v3. The global RNG
+    is left as it was (dropout runs in these train-mode passes)."""
+    import torch
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
+            mod.reset_running_stats()
+            mod.momentum = None  # a cumulative average over the batches
+    g = torch.Generator().manual_seed(1)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        model.train()
+        for _ in range(4):
+            model(torch.randn(8, 3, size, size, generator=g))
+    model.eval()
+
+
 def cnn(name, batch):
     import torch
     import torchvision
     torch.manual_seed(0)
-    m = getattr(torchvision.models, name)(weights=None).eval()
-    x = torch.randn(batch, 3, 299 if name == "inception_v3" else 224,
-                    299 if name == "inception_v3" else 224)
+    size = 299 if name == "inception_v3" else 224
+    m = getattr(torchvision.models, name)(weights=None)
+    calibrate(m, size)
+    x = torch.randn(batch, 3, size, size)
     return m, (x,)
 
 
