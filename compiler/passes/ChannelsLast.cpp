@@ -75,6 +75,14 @@ void convert(ConvOp conv) {
   conv->erase();
 }
 
+// v as a transpose that may move down past its user: one whose input is
+// not a function argument (a transpose put before an op for its argument
+// stays there, so nothing moves back up); null otherwise.
+TransposeOp movable(mlir::Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  return t && !llvm::isa<mlir::BlockArgument>(t.getData()) ? t : nullptr;
+}
+
 // transpose(transpose(x, p0), p1) = transpose(x, p0[p1[i]]); the folder
 // drops an identity.
 struct ComposeTransposes : mlir::OpRewritePattern<TransposeOp> {
@@ -98,7 +106,7 @@ struct ComposeTransposes : mlir::OpRewritePattern<TransposeOp> {
 // operand c is made full-rank and transposed back (both fold), as is a
 // function argument of the result's shape (a kernel, so only where no
 // more of them than transposes move: the model input a residual add
-// reads). A transpose of an argument stays put, so nothing moves back.
+// reads).
 struct SinkTranspose : mlir::RewritePattern {
   explicit SinkTranspose(mlir::MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
@@ -111,10 +119,12 @@ struct SinkTranspose : mlir::RewritePattern {
     auto out = tensorType(op->getResult(0));
     std::optional<llvm::SmallVector<int64_t>> perm;
     int sunk = 0, added = 0;
+    auto sinking = [&](mlir::Value v) {
+      TransposeOp t = movable(v);
+      return t && tensorType(t).getShape() == out.getShape() ? t : nullptr;
+    };
     for (mlir::Value v : op->getOperands()) {
-      auto t = v.getDefiningOp<TransposeOp>();
-      if (t && tensorType(t).getShape() == out.getShape() &&
-          !llvm::isa<mlir::BlockArgument>(t.getData())) {
+      if (TransposeOp t = sinking(v)) {
         if (!perm)
           perm.emplace(t.getPerm());
         else if (t.getPerm() != llvm::ArrayRef<int64_t>(*perm))
@@ -138,9 +148,7 @@ struct SinkTranspose : mlir::RewritePattern {
       shape[j] = out.getDimSize(inverse[j]);
     llvm::SmallVector<mlir::Value> operands;
     for (mlir::Value v : op->getOperands()) {
-      if (auto t = v.getDefiningOp<TransposeOp>();
-          t && tensorType(t).getShape() == out.getShape() &&
-          !llvm::isa<mlir::BlockArgument>(t.getData())) {
+      if (TransposeOp t = sinking(v)) {
         operands.push_back(t.getData());
         continue;
       }
@@ -183,9 +191,8 @@ struct SinkTransposeThroughConcat : mlir::OpRewritePattern<ConcatOp> {
     llvm::SmallVector<mlir::Value> inputs;
     std::optional<llvm::ArrayRef<int64_t>> perm;
     for (mlir::Value v : cat.getInputs()) {
-      auto t = v.getDefiningOp<TransposeOp>();
-      if (!t || llvm::isa<mlir::BlockArgument>(t.getData()) ||
-          (perm && t.getPerm() != *perm))
+      TransposeOp t = movable(v);
+      if (!t || (perm && t.getPerm() != *perm))
         return mlir::failure();
       perm = t.getPerm();
       inputs.push_back(t.getData());
@@ -209,9 +216,8 @@ struct SinkTransposeThroughPool : mlir::OpRewritePattern<Pool> {
   using mlir::OpRewritePattern<Pool>::OpRewritePattern;
   mlir::LogicalResult
   matchAndRewrite(Pool pool, mlir::PatternRewriter &rw) const override {
-    auto t = pool.getX().template getDefiningOp<TransposeOp>();
-    if (!t || t.getPerm() != llvm::ArrayRef<int64_t>(kToFirst) ||
-        llvm::isa<mlir::BlockArgument>(t.getData()))
+    TransposeOp t = movable(pool.getX());
+    if (!t || t.getPerm() != llvm::ArrayRef<int64_t>(kToFirst))
       return mlir::failure();
     llvm::SmallVector<mlir::NamedAttribute> attrs(pool->getAttrs());
     attrs.push_back(rw.getNamedAttr("channels_last", rw.getUnitAttr()));
