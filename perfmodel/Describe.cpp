@@ -28,6 +28,15 @@ std::vector<int64_t> vec(llvm::ArrayRef<int64_t> a) {
   return {a.begin(), a.end()};
 }
 
+// A 4-D shape as its NCHW equivalent: a channels-last op is described by
+// the op it computes, whatever its layout.
+std::vector<int64_t> nchw(mlir::Value v, bool channelsLast) {
+  std::vector<int64_t> s = vec(tensorType(v).getShape());
+  if (channelsLast && s.size() == 4)
+    s = {s[0], s[3], s[1], s[2]};
+  return s;
+}
+
 } // namespace
 
 bool isViewOp(mlir::Operation *op) { return op->hasTrait<OpTrait::View>(); }
@@ -77,12 +86,8 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
                vec(conv.getDilations())};
     if (conv.getChannelsLast() && conv.getGroup() > 1) {
       // A depthwise conv: described on its NCHW shapes, read NHWC.
-      auto nchw = [](llvm::ArrayRef<int64_t> s) {
-        return std::vector<int64_t>{s[0], s[3], s[1], s[2]};
-      };
-      d = describeConv(nchw(tensorType(conv.getX()).getShape()),
-                       nchw(tensorType(conv.getW()).getShape()),
-                       nchw(out.getShape()), conv.getGroup(), win);
+      d = describeConv(nchw(conv.getX(), true), nchw(conv.getW(), true),
+                       nchw(conv.getY(), true), conv.getGroup(), win);
       d.channelsLast = true;
       d.elementBytes = elementBytes(out);
       return d;
@@ -146,16 +151,11 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
   }
   // A pooling, channels-last ones described on their NCHW shapes.
   auto pool = [&](auto p) {
-    auto shape = [&](mlir::Value v) {
-      std::vector<int64_t> s = vec(tensorType(v).getShape());
-      if (p.getChannelsLast() && s.size() == 4)
-        s = {s[0], s[3], s[1], s[2]};
-      return s;
-    };
+    const bool last = bool(p.getChannelsLast());
     OpDesc pd = describePool(
-        shape(p.getX()), shape(p.getY()), vec(p.getKernelShape()),
+        nchw(p.getX(), last), nchw(p.getY(), last), vec(p.getKernelShape()),
         {vec(p.getStrides()), vec(p.getPads()), vec(p.getDilations())});
-    pd.channelsLast = bool(p.getChannelsLast());
+    pd.channelsLast = last;
     pd.elementBytes = elementBytes(out);
     return pd;
   };

@@ -420,7 +420,7 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   bool windowed = llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(S) &&
                   llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp>(P);
   for (mlir::Operation *op : {S, P})
-    if (describeOp(op)->channelsLast || describeOp(op)->im2col) {
+    if (const OpDesc d = *describeOp(op); d.channelsLast || d.im2col) {
       why = opName(op) + ": channels-last ops are not fused at the "
                          "shared-memory level";
       return std::nullopt;
