@@ -102,15 +102,9 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
   int64_t cw = cg; // weight's channels per output
   // Channels-last: X N x H x W x C, the weight K x FH x FW x 1 (the same
   // memory as K x 1 x FH x FW), Y N x OH x OW x K.
-  const bool nhwc = d.channelsLast;
-  k.tensors = {{"X",
-                nhwc ? std::vector<int64_t>{s.N, s.H, s.W, s.C}
-                     : std::vector<int64_t>{s.N, s.C, s.H, s.W},
-                false},
-               {"Wt",
-                nhwc ? std::vector<int64_t>{s.K, s.FH, s.FW, cw}
-                     : std::vector<int64_t>{s.K, cw, s.FH, s.FW},
-                false}};
+  const ImageLayout layout{d.channelsLast};
+  k.tensors = {{"X", layout.order(s.N, s.C, s.H, s.W), false},
+               {"Wt", layout.order(s.K, cw, s.FH, s.FW), false}};
 
   // The input tile: N x (C_input, or the block's channels when depthwise) x
   // inH x inW in FORMAT_shared; the filter tile row-major.
@@ -137,11 +131,7 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
                               {dfg::NoDim, 1, loop},
                               {dfg::NoDim, 1},
                               {dfg::NoDim, 1}}});
-  // Global strides of X's N, C, H, W; channels-last fetches list C last,
-  // so that consecutive threads read consecutive channels.
-  const int64_t hw = s.H * s.W;
-  const int64_t gs[4] = {s.C * hw, nhwc ? 1 : hw, nhwc ? s.W * s.C : s.W,
-                         nhwc ? s.C : 1};
+  const std::array<int64_t, 4> gs = layout.strides(s.C, s.H, s.W);
   FetchDim channels =
       depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, gs[1], is[1])
                 : fetchDim(ext[1], dfg::NoDim, 1, 0, true, s.C, gs[1], is[1]);
@@ -152,10 +142,7 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
       fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, gs[2], is[2]);
   FetchDim cols =
       fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, gs[3], is[3]);
-  k.fetches.push_back(
-      {0, in,
-       nhwc ? std::vector<FetchDim>{batch, rows, cols, channels}
-            : std::vector<FetchDim>{batch, channels, rows, cols}});
+  k.fetches.push_back({0, in, layout.order(batch, channels, rows, cols)});
   int64_t fhw = s.FH * s.FW;
   k.fetches.push_back(
       {1,
@@ -190,14 +177,9 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
   });
   declareAccumulators(k);
 
-  const bool exited =
-      nhwc ? buildExit(k, "Y", {s.N, s.OH, s.OW, s.K},
-                       {dfg::DimN, dfg::DimH, dfg::DimW, dfg::DimK}, epilogue,
-                       error)
-           : buildExit(k, "Y", {s.N, s.K, s.OH, s.OW},
-                       {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue,
-                       error);
-  if (!exited)
+  if (!buildExit(k, "Y", layout.order(s.N, s.K, s.OH, s.OW),
+                 layout.order<int>(dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW),
+                 epilogue, error))
     return std::nullopt;
   k.summary = summary(d, depthwise, group, epilogue);
   return k;

@@ -296,6 +296,25 @@ bool setTensorType(Kernel &k, const std::string &name, dfg::Type t);
 /// The element strides of a dense row-major tensor of `shape`.
 std::vector<int64_t> denseStrides(const std::vector<int64_t> &shape);
 
+/// The layout of a windowed op's image tensors (convs, poolings): NCHW, or
+/// channels-last N x H x W x C (OpDesc::channelsLast).
+struct ImageLayout {
+  bool channelsLast = false;
+  /// Four things of axes N, C, H, W in the tensor's order, outermost
+  /// first: its shape, buildExit's output dims, or a fetch's dims (the
+  /// innermost last, so that consecutive threads read along it).
+  template <typename T> std::vector<T> order(T n, T c, T h, T w) const {
+    return channelsLast ? std::vector<T>{n, h, w, c}
+                        : std::vector<T>{n, c, h, w};
+  }
+  /// The element strides of axes N, C, H, W of a tensor of c x h x w
+  /// images.
+  std::array<int64_t, 4> strides(int64_t c, int64_t h, int64_t w) const {
+    return channelsLast ? std::array<int64_t, 4>{c * h * w, 1, w * c, c}
+                        : std::array<int64_t, 4>{c * h * w, h * w, w, 1};
+  }
+};
+
 /// True when every block extent of p is a multiple of its thread extent.
 inline bool threadsTileBlock(const TileParams &p) {
   return p.Nb % p.Nt == 0 && p.Kb % p.Kt == 0 && p.Hb % p.Ht == 0 &&

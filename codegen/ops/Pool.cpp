@@ -49,11 +49,8 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
   k.loopExtent = 1; // one fetch, one compute phase
   k.accumulatorInit = s.max ? -INFINITY : 0.0;
   // Channels-last: X N x H x W x C, Y N x OH x OW x C.
-  const bool nhwc = d.channelsLast;
-  k.tensors = {{"X",
-                nhwc ? std::vector<int64_t>{s.N, s.H, s.W, s.C}
-                     : std::vector<int64_t>{s.N, s.C, s.H, s.W},
-                false}};
+  const ImageLayout layout{d.channelsLast};
+  k.tensors = {{"X", layout.order(s.N, s.C, s.H, s.W), false}};
 
   int64_t inH = (p.Hb - 1) * s.SH + (s.FH - 1) * s.DH + 1;
   int64_t inW = (p.Wb - 1) * s.SW + (s.FW - 1) * s.DW + 1;
@@ -64,11 +61,7 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
       {dfg::DimN, 1}, {dfg::DimK, 1}, {dfg::DimH, s.SH}, {dfg::DimW, s.SW}};
   int xs = k.body.addBuffer(
       {"Xs", dfg::Space::Shared, {p.Nb, p.Kb, inH, inW}, strides, map});
-  // Global strides of N, C, H, W; channels-last fetches list C last, so
-  // that consecutive threads read consecutive channels.
-  const int64_t hw = s.H * s.W;
-  const int64_t gs[4] = {s.C * hw, nhwc ? 1 : hw, nhwc ? s.W * s.C : s.W,
-                         nhwc ? s.C : 1};
+  const std::array<int64_t, 4> gs = layout.strides(s.C, s.H, s.W);
   FetchDim batch =
       fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.N, gs[0], strides[0]);
   FetchDim channels =
@@ -77,9 +70,7 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
       fetchDim(inH, dfg::DimH, s.SH, -s.PH, false, s.H, gs[2], strides[2]);
   FetchDim cols =
       fetchDim(inW, dfg::DimW, s.SW, -s.PW, false, s.W, gs[3], strides[3]);
-  std::vector<FetchDim> dims =
-      nhwc ? std::vector<FetchDim>{batch, rows, cols, channels}
-           : std::vector<FetchDim>{batch, channels, rows, cols};
+  std::vector<FetchDim> dims = layout.order(batch, channels, rows, cols);
   Fetch fx{0, xs, dims};
   fx.outside = s.max ? -INFINITY : 0.0;
   k.fetches.push_back(fx);
@@ -123,16 +114,11 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
     addResult(k, acc, v.name, pos);
   });
   declareAccumulators(k);
-  const bool exited =
-      nhwc ? buildExit(k, "Y", {s.N, s.OH, s.OW, s.C},
-                       {dfg::DimN, dfg::DimH, dfg::DimW, dfg::DimK}, epilogue,
-                       error)
-           : buildExit(k, "Y", {s.N, s.C, s.OH, s.OW},
-                       {dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW}, epilogue,
-                       error);
-  if (!exited)
+  if (!buildExit(k, "Y", layout.order(s.N, s.C, s.OH, s.OW),
+                 layout.order<int>(dfg::DimN, dfg::DimK, dfg::DimH, dfg::DimW),
+                 epilogue, error))
     return std::nullopt;
-  k.summary = std::string(nhwc ? "channels-last " : "") +
+  k.summary = std::string(d.channelsLast ? "channels-last " : "") +
               (s.max ? "max" : "average") + " pool " + std::to_string(s.FH) +
               "x" + std::to_string(s.FW) + " stride " + std::to_string(s.SH);
   return k;
