@@ -539,6 +539,7 @@ private:
   // `inFlight`: the commit groups of products left running (0 or 1).
   void emitWgmmaSlice(int64_t inFlight);
   void emitWgmmaHold(const char *indent);
+  void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
@@ -1743,6 +1744,35 @@ void Emitter::emitProducer() {
      << "  __syncthreads(); // the tile is complete\n\n";
 }
 
+// Thread tid's coordinates t_n, t_k, t_h, t_w among the block's cnt[d]
+// threads along each dimension: W fastest, then H, K, N; K fastest, then
+// W, H, N in a channels-last kernel, whose tensors hold K innermost (so a
+// warp's accesses run along the channels).
+void Emitter::emitThreadCoordinates(const int64_t cnt[4]) {
+  static const char *const kName[4] = {"N", "K", "H", "W"};
+  const int fastestFirst[2][4] = {{3, 2, 1, 0}, {1, 3, 2, 0}};
+  const int *order = fastestFirst[top.desc.channelsLast];
+  os << "  // Thread coordinates (" << kName[order[0]] << " fastest, then "
+     << kName[order[1]] << ", " << kName[order[2]] << ", " << kName[order[3]]
+     << ") and the block's\n"
+     << "  // first output along each dimension.\n"
+     << "  const int tid = threadIdx.x;\n";
+  int64_t below = 1; // threads along the dimensions faster than d
+  for (int i = 0; i < 4; ++i) {
+    const int d = order[i];
+    os << "  const int t_" << kDimLetter[d] << " = ";
+    if (i == 0)
+      os << "tid % " << cnt[d];
+    else if (i == 3)
+      os << "tid / " << below;
+    else
+      os << "(tid / " << below << ") % " << cnt[d];
+    os << ";\n";
+    below *= cnt[d];
+  }
+  os << "  long long block = blockIdx.x;\n";
+}
+
 namespace {
 // Whether conv d's windows stay inside its input (no zero padding read).
 bool windowsInside(const OpDesc &d) {
@@ -2104,25 +2134,7 @@ std::string Emitter::run() {
        << top.tensors[i].name;
   os << ") {\n"
      << "  constexpr int kThreads = " << threads << ";\n";
-  if (top.desc.channelsLast) // K innermost in memory: consecutive channels
-    os << "  // Thread coordinates (K fastest, then W, H, N) and the block's\n"
-       << "  // first output along each dimension.\n"
-       << "  const int tid = threadIdx.x;\n"
-       << "  const int t_k = tid % " << cnt[1] << ";\n"
-       << "  const int t_w = (tid / " << cnt[1] << ") % " << cnt[3] << ";\n"
-       << "  const int t_h = (tid / " << cnt[1] * cnt[3] << ") % " << cnt[2]
-       << ";\n"
-       << "  const int t_n = tid / " << cnt[3] * cnt[2] * cnt[1] << ";\n";
-  else
-    os << "  // Thread coordinates (W fastest, then H, K, N) and the block's\n"
-       << "  // first output along each dimension.\n"
-       << "  const int tid = threadIdx.x;\n"
-       << "  const int t_w = tid % " << cnt[3] << ";\n"
-       << "  const int t_h = (tid / " << cnt[3] << ") % " << cnt[2] << ";\n"
-       << "  const int t_k = (tid / " << cnt[3] * cnt[2] << ") % " << cnt[1]
-       << ";\n"
-       << "  const int t_n = tid / " << cnt[3] * cnt[2] * cnt[1] << ";\n";
-  os << "  long long block = blockIdx.x;\n";
+  emitThreadCoordinates(cnt);
   for (int d = 3; d >= 0; --d) {
     int64_t tiles = (dims[d] + blockExt[d] - 1) / blockExt[d];
     os << "  const long long base_" << kDimLetter[d] << " = (block % " << tiles
