@@ -24,8 +24,13 @@ struct Case {
   std::vector<EpilogueOp> epilogue;
 };
 
-double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
+// x, res and y are laid out as `layout` says (the weight, K x C/group x FH
+// x FW, is K x FH x FW x 1 channels-last for a depthwise conv: the same).
+double runAndCompare(const Kernel &k, const Case &c, uint32_t seed,
+                     ImageLayout layout = {}) {
   const test::ConvCase &s = c.s;
+  const auto xs = layout.strides(s.C, s.H, s.W);
+  const auto ys = layout.strides(s.K, s.OH, s.OW);
   int64_t cw = s.C / s.group, kg = s.K / s.group;
   std::mt19937 rng(seed);
   auto fill = [&](size_t n) { return test::randomVector(rng, n); };
@@ -60,10 +65,11 @@ double runAndCompare(const Kernel &k, const Case &c, uint32_t seed) {
                 if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W)
                   continue;
                 int64_t ic = o / kg * cw + c;
-                v += double(x[((n * s.C + ic) * s.H + ih) * s.W + iw]) *
+                v += double(
+                         x[n * xs[0] + ic * xs[1] + ih * xs[2] + iw * xs[3]]) *
                      double(w[((o * cw + c) * s.FH + fh) * s.FW + fw]);
               }
-          size_t at = size_t(((n * s.K + o) * s.OH + h) * s.OW + q);
+          size_t at = size_t(n * ys[0] + o * ys[1] + h * ys[2] + q * ys[3]);
           for (const EpilogueOp &e : c.epilogue) {
             if (e.op == dfg::Op::Add)
               v += e.operand == "bias" ? bias[o] : res[at];
@@ -176,34 +182,7 @@ TEST_CASE("channels-last depthwise convs match the reference on the CPU",
       auto k = buildConv("dw_nhwc", d, p, epi, err);
       INFO(err);
       REQUIRE(k);
-      std::mt19937 rng(11);
-      std::vector<float> x = test::randomVector(rng, s.N * s.H * s.W * s.C);
-      std::vector<float> w = test::randomVector(rng, s.K * s.FH * s.FW);
-      std::vector<float> bias = test::randomVector(rng, s.K);
-      std::vector<float> y = test::poisoned(s.N * s.OH * s.OW * s.K);
-      REQUIRE(runOnHost(*k,
-                        {{"X", x.data()},
-                         {"Wt", w.data()},
-                         {"bias", bias.data()},
-                         {"Y", y.data()}},
-                        err));
-      test::RelativeL2 e;
-      for (int64_t n = 0; n < s.N; ++n)
-        for (int64_t h = 0; h < s.OH; ++h)
-          for (int64_t q = 0; q < s.OW; ++q)
-            for (int64_t c = 0; c < s.K; ++c) {
-              double v = bias[c];
-              for (int64_t fh = 0; fh < s.FH; ++fh)
-                for (int64_t fw = 0; fw < s.FW; ++fw) {
-                  int64_t ih = h * s.SH - s.PH + fh, iw = q * s.SW - s.PW + fw;
-                  if (ih >= 0 && ih < s.H && iw >= 0 && iw < s.W)
-                    v += double(x[((n * s.H + ih) * s.W + iw) * s.C + c]) *
-                         w[(c * s.FH + fh) * s.FW + fw];
-                }
-              e.add(y[((n * s.OH + h) * s.OW + q) * s.K + c],
-                    std::min(std::max(v, 0.0), 6.0));
-            }
-      CHECK(e.value() <= 1e-5);
+      CHECK(runAndCompare(*k, {s, epi}, 11, ImageLayout{true}) <= 1e-5);
     }
   }
 }
