@@ -283,9 +283,13 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops) {
 
   // The anchor: the one complex op, else the one op needing neighbours
   // (depthwise conv, pooling, normalisation, reductions), else the first
-  // op. A second such op would need shared-memory-level fusion.
+  // op of the largest result (a pad's, not its input's). A second complex
+  // or neighbour op would need shared-memory-level fusion.
   int anchor = 0, complexOps = 0, neighbourOps = 0;
   for (size_t i = 0; i < real.size(); ++i) {
+    if (resultElements(real[i]) > resultElements(real[anchor]) &&
+        complexOps + neighbourOps == 0)
+      anchor = int(i);
     if (isComplex(descs[i].kind)) {
       ++complexOps;
       anchor = int(i);

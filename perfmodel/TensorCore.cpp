@@ -86,10 +86,8 @@ void forEachTensorCoreParams(
     // Among sets of equal bounds the first enumerated ranks first: the
     // widest slice and the deepest pipeline, which hide the most latency.
     for (int64_t cin : {64, 32, 16}) {
-      // An implicit GEMM's slice is channels of one window position (a
-      // 1 x 1 conv's last one may be ragged).
       if ((cin > 16 && !fits(cin, d.C, 16)) ||
-          (d.im2col && d.IC % cin && d.FH * d.FW != 1))
+          (d.im2col && !d.im2colSlices(cin)))
         continue;
       p.Cin = cin;
       if (!copiesDivide(d, p))
@@ -194,8 +192,7 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
     double waves = double(wavesPerSM(b.numBlocks, b.residentBlocks, a));
     b.chainSteps = waves * iterations;
     b.latencyChainSeconds = waves * a.latIterCycles *
-                            (1 + (iterations - 1) /
-                                     double(p.slicesAhead())) /
+                            (1 + (iterations - 1) / double(p.slicesAhead())) /
                             clock;
   }
   return b.coefR * std::min(b.gmRatio, b.smRatio * b.wbRatio);

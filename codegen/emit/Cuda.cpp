@@ -1780,6 +1780,13 @@ bool windowsInside(const OpDesc &d) {
          (d.OH - 1) * d.SH + (d.FH - 1) * d.DH < d.IH &&
          (d.OW - 1) * d.SW + (d.FW - 1) * d.DW < d.IW;
 }
+
+// Whether an implicit GEMM's K slice spans several window positions, each
+// 16-byte chunk of it finding its own (input channels fewer than C_input:
+// a stem conv's channels padded to 8).
+bool chunkWindows(const OpDesc &d, const TileParams &p) {
+  return d.IC % p.Cin != 0 && d.FH * d.FW != 1;
+}
 } // namespace
 
 // An implicit GEMM's A copies: for each of this thread's rows (output
@@ -1804,7 +1811,9 @@ void Emitter::emitIm2colSlots(const MmaOperand &o, int64_t count,
      << d.PW << ";\n"
      << "    " << o.x << "_off[i] = ((" << (wide ? "(long long)" : "")
      << "(row / " << pixels << ") * " << d.IH << " + ih) * " << d.IW << " + "
-     << o.x << "_iw[i]) * " << d.IC << " + " << o.x << "_e;\n"
+     << o.x << "_iw[i]) * " << d.IC
+     << (chunkWindows(d, top.params) ? "" : std::string(" + ") + o.x + "_e")
+     << ";\n"
      << "    " << o.x << "_ih[i] = row < " << d.N << " ? ih : -(1 << 20);\n"
      << "  }\n";
 }
@@ -1845,11 +1854,17 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
   std::string k0 = o.kAlongRows ? "k0 * " + std::to_string(o.stride) + "LL"
                                 : std::string("k0");
   if (o.im2col) {
+    // Slice k0's window position, or this thread's chunk's where a slice
+    // spans several positions (fewer channels than the slice is wide).
     const OpDesc &d = *o.im2col;
-    os << ind << "const int wpos = k0 / " << d.IC << ", dh = wpos / " << d.FW
-       << " * " << d.DH << ", dw = wpos % " << d.FW << " * " << d.DW << ";\n"
+    const std::string kk = chunkWindows(d, top.params)
+                               ? std::string("(k0 + ") + o.x + "_e)"
+                               : "k0";
+    os << ind << "const int wpos = " << kk << " / " << d.IC << ", dh = wpos / "
+       << d.FW << " * " << d.DH << ", dw = wpos % " << d.FW << " * " << d.DW
+       << ";\n"
        << ind << "const int kofs = (dh * " << d.IW << " + dw) * " << d.IC
-       << " + k0 % " << d.IC << ";\n";
+       << " + " << kk << " % " << d.IC << ";\n";
   }
   os << ind << "#pragma unroll\n"
      << ind << "for (int i = 0; i < " << count << "; ++i) {\n";
@@ -1877,8 +1892,9 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
                    "_iw[i] + dw) < " + std::to_string(d.IW) + "u");
     else if (o.rowRagged)
       in.push_back(o.x + std::string("_ih[i] >= 0"));
-    if (o.colRagged) // a 1 x 1 conv's last slice past its channels
-      in.push_back(o.x + std::string("_e + k0 < ") + std::to_string(d.IC));
+    if (o.colRagged) // the last slice past the window's channels
+      in.push_back(o.x + std::string("_e + k0 < ") +
+                   std::to_string(o.colLimit));
     src = o.global + std::string(" + ") + o.x + "_off[i] + kofs";
   }
   // A pass moves whole 8-row swizzle patterns (threads / cpr rows).

@@ -207,11 +207,9 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
         return std::nullopt;
       }
     }
-  if (d.im2col &&
-      (views[0] || views[1] || (d.IC % p.Cin && d.FH * d.FW != 1))) {
-    error = "an implicit GEMM reads its own operands, a slice of channels "
-            "at one window position (C_input dividing the input channels "
-            "but for 1 x 1 convs)";
+  if (d.im2col && (views[0] || views[1] || !d.im2colSlices(p.Cin))) {
+    error = "an implicit GEMM reads its own operands, in slices of whole "
+            "16-byte chunks of channels (OpDesc::im2colSlices)";
     return std::nullopt;
   }
   k.mmaViews = views;

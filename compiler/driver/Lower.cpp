@@ -17,6 +17,7 @@
 
 #include <cfloat>
 #include <map>
+#include <numeric>
 
 namespace cuts::driver {
 namespace {
@@ -837,6 +838,7 @@ private:
   bool addConcat(ConcatOp cat, std::string &error);
   bool addSlice(SliceOp sl, std::string &error);
   bool addGather(GatherOp g, std::string &error);
+  bool addPad(PadOp pad, std::string &error);
   bool addScalar(mlir::Operation *op, std::string &error);
 
   std::vector<int64_t> out;
@@ -967,6 +969,42 @@ bool ElementwiseLowering::addGather(GatherOp g, std::string &error) {
   return true;
 }
 
+// A pad with zeros reads its input shifted back by the begin pads, the
+// positions outside it reading 0; a transposed input through both.
+bool ElementwiseLowering::addPad(PadOp pad, std::string &error) {
+  if (pad.getMode() != "constant" || pad.getValue().convertToDouble() != 0) {
+    error = opName(pad) + ": only pads with zeros are generated yet";
+    return false;
+  }
+  if (shapeOf(pad.getOutput()) != out) {
+    error = opName(pad) + ": a pad is fused only at the output's shape";
+    return false;
+  }
+  const size_t r = out.size();
+  std::vector<int64_t> perm(r);
+  std::iota(perm.begin(), perm.end(), 0);
+  int i;
+  auto t = pad.getData().getDefiningOp<TransposeOp>();
+  if (t && stepOf.count(t) && t->hasOneUse()) {
+    i = -1 - stepOf[t]; // the transpose's input, read by the pad alone
+    perm = inputs[i].perm;
+  } else {
+    if (!fromOutside(pad, pad.getData(), error))
+      return false;
+    i = int(inputs.size());
+    inputs.push_back({b.add("in", pad.getData()), shapeOf(pad.getData())});
+    inputs.back().type = *dfgType(pad.getData());
+  }
+  codegen::ElementwiseInput &x = inputs[i];
+  x.perm.clear();
+  x.follows.assign(r, 0), x.start.assign(r, 0), x.step.assign(r, 1);
+  for (size_t d = 0; d < r; ++d)
+    x.follows[perm[d]] = int(d), x.start[perm[d]] = -pad.getPads()[d];
+  x.outsideReadsZero = true;
+  stepOf[pad] = -1 - i;
+  return true;
+}
+
 bool ElementwiseLowering::addScalar(mlir::Operation *op, std::string &error) {
   auto s = scalarOp(op);
   if (!s) {
@@ -1010,10 +1048,16 @@ bool ElementwiseLowering::add(mlir::Operation *op, std::string &error) {
     return addSlice(sl, error);
   if (auto g = llvm::dyn_cast<GatherOp>(op))
     return addGather(g, error);
+  if (auto pad = llvm::dyn_cast<PadOp>(op))
+    return addPad(pad, error);
   if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
     // A transpose reads an input of the group in permuted order.
     auto *def = t.getData().getDefiningOp();
-    if ((def && stepOf.count(def)) || shapeOf(t.getResult()) != out) {
+    // One a pad reads alone takes the pad's shape (addPad).
+    const bool padded =
+        t->hasOneUse() && llvm::isa<PadOp>(*t->getUsers().begin());
+    if ((def && stepOf.count(def)) ||
+        (shapeOf(t.getResult()) != out && !padded)) {
       error = opName(op) + ": only transposes of the group's inputs to the "
                            "output's shape are fused";
       return false;

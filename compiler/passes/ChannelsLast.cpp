@@ -33,19 +33,19 @@ bool isDepthwise(ConvOp conv) {
 }
 
 // A conv that runs channels-last: 2-D, 16-bit, a constant weight (stored
-// permuted), and either one group with input channels in whole k16 steps
-// (1 x 1: 16-byte copies) and output channels in whole 16-byte copies (the
-// tensor cores' implicit GEMM), or depthwise (a SIMT kernel reading
+// permuted), and either one group with input and output channels in whole
+// 16-byte copies (the tensor cores' implicit GEMM; a stem's fewer than 8
+// input channels padded with zeros), or depthwise (a SIMT kernel reading
 // channels innermost).
 bool convertible(ConvOp conv) {
   if (conv.getChannelsLast() || !isDense2d(conv) || !sixteenBit(conv.getX()) ||
       !conv.getW().getDefiningOp<ConstantOp>())
     return false;
   auto x = tensorType(conv.getX()), w = tensorType(conv.getW());
-  const bool pointwise = w.getDimSize(2) == 1 && w.getDimSize(3) == 1;
+  const int64_t ic = x.getDimSize(1);
   return isDepthwise(conv) ||
          (conv.getGroup() == 1 && w.getDimSize(0) % 8 == 0 &&
-          x.getDimSize(1) % (pointwise ? 8 : 16) == 0);
+          (ic % 8 == 0 || ic < 8));
 }
 
 // transpose(v, perm), reusing one that already exists.
@@ -59,12 +59,40 @@ mlir::Value transposed(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
   return b.create<TransposeOp>(loc, v, b.getDenseI64ArrayAttr(perm));
 }
 
+// v (channels-last) with its channels padded with zeros to a multiple of 8.
+mlir::Value padChannels(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) {
+  const int64_t c = tensorType(v).getDimSize(3);
+  if (c % 8 == 0)
+    return v;
+  return b.create<PadOp>(
+      loc, v, b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, 0, 0, (8 - c % 8) % 8}),
+      b.getStringAttr("constant"), b.getF64FloatAttr(0));
+}
+
+// x channels-last and padded. A model input's cast moves after both, so
+// that one kernel reads the input, reorders, pads and converts it.
+mlir::Value lastInput(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x) {
+  auto cast = x.getDefiningOp<CastOp>();
+  if (!cast || !llvm::isa<mlir::BlockArgument>(cast.getInput()) ||
+      !cast->hasOneUse() || tensorType(x).getDimSize(1) % 8 == 0)
+    return padChannels(b, loc, transposed(b, loc, x, kToLast));
+  mlir::Value v =
+      padChannels(b, loc, transposed(b, loc, cast.getInput(), kToLast));
+  auto t = tensorType(v);
+  return b.create<CastOp>(
+      loc, mlir::RankedTensorType::get(t.getShape(), cast.getTo()), v,
+      cast.getToAttr());
+}
+
 void convert(ConvOp conv) {
   mlir::OpBuilder b(conv);
   mlir::Location loc = conv.getLoc();
+  mlir::Value w =
+      b.create<TransposeOp>(loc, conv.getW(), b.getDenseI64ArrayAttr(kToLast));
   llvm::SmallVector<mlir::Value> operands{
-      transposed(b, loc, conv.getX(), kToLast),
-      b.create<TransposeOp>(loc, conv.getW(), b.getDenseI64ArrayAttr(kToLast))};
+      isDepthwise(conv) ? transposed(b, loc, conv.getX(), kToLast)
+                        : lastInput(b, loc, conv.getX()),
+      isDepthwise(conv) ? w : padChannels(b, loc, w)};
   if (conv.getB())
     operands.push_back(conv.getB());
   llvm::SmallVector<mlir::NamedAttribute> attrs(conv->getAttrs());

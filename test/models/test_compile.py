@@ -258,10 +258,11 @@ def make_half_convnet(path):
 
 
 def make_resnet_stage(path):
-    """A ResNet stage in small: a 3-channel stem conv (which stays NCHW),
-    max pooling, then a strided bottleneck with a projection shortcut.
-    Under --precision fp16 / bf16 its convs run channels-last as implicit
-    GEMMs, with ragged pixel tiles (2 x 7 x 7 rows) and zero padding."""
+    """A ResNet stage in small: a 3-channel stem conv, max pooling, then a
+    strided bottleneck with a projection shortcut. Under --precision fp16 /
+    bf16 its convs run channels-last as implicit GEMMs, with ragged pixel
+    tiles (2 x 7 x 7 rows) and zero padding; the stem's input is padded to
+    8 channels, its K slices spanning window positions."""
     b = tm.Builder(27)
     h = b.node("Relu", [b.conv("x", 3, 16, 3, pads=[1, 1, 1, 1])])
     h = b.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])

@@ -680,6 +680,24 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
        1,
        16,
        mmaLoop(Type::BF16, 1, 1, 1, 4, 3, MatrixInstr::Wgmma)},
+      // A stem: 7x7 stride 2 on 8 channels (3 padded), each 16-byte chunk
+      // of a slice at its own window position, K = 392 ragged; wgmma.
+      {{2, 12, 12, 8},
+       {16, 7, 7, 8},
+       2,
+       3,
+       1,
+       16,
+       mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma)},
+      // 3x3 on 8 channels, 8 window positions a slice (K = 72: the second
+      // slice mostly past it), bf16, mma.sync.
+      {{1, 9, 9, 8},
+       {24, 3, 3, 8},
+       2,
+       1,
+       1,
+       64,
+       mmaLoop(Type::BF16, 1, 2, 1, 2, 2)},
       // Dilated 3x3 reaching past a 10 x 10 input.
       {{1, 10, 10, 16},
        {16, 3, 3, 16},

@@ -30,10 +30,13 @@ func.func @block(%x: tensor<1x16x6x6xf16>) -> tensor<1x16x6x6xf16> {
 
 // -----
 
-// A 3-channel stem and an fp32 conv stay NCHW; a max pooling after a
-// channels-last conv runs channels-last too.
+// A 3-channel stem runs channels-last with its channels and its weight's
+// padded with zeros to 8 (whole 16-byte copies); an fp32 conv stays NCHW; a
+// max pooling after a channels-last conv runs channels-last too.
 // CHECK-LABEL: func.func @kept(
-// CHECK: cuts.conv %arg0, {{.*}} : (tensor<1x3x8x8xf16>, tensor<16x3x3x3xf16>) -> tensor<1x16x6x6xf16>
+// CHECK: %[[T:.*]] = cuts.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[P:.*]] = cuts.pad %[[T]] {mode = "constant", pads = array<i64: 0, 0, 0, 0, 0, 0, 0, 5>{{.*}}} : (tensor<1x8x8x3xf16>) -> tensor<1x8x8x8xf16>
+// CHECK: cuts.conv %[[P]], {{.*}}channels_last{{.*}} : (tensor<1x8x8x8xf16>, tensor<16x3x3x8xf16>) -> tensor<1x6x6x16xf16>
 // CHECK: cuts.conv {{.*}}channels_last{{.*}} -> tensor<1x6x6x16xf16>
 // CHECK-NEXT: cuts.max_pool {{.*}}channels_last{{.*}} : (tensor<1x6x6x16xf16>) -> tensor<1x3x3x16xf16>
 // CHECK-NEXT: cuts.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
@@ -47,6 +50,22 @@ func.func @kept(%x: tensor<1x3x8x8xf16>, %f: tensor<1x16x4x4xf32>) -> (tensor<1x
   %2 = cuts.max_pool %1 {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x16x6x6xf16>) -> tensor<1x16x3x3xf16>
   %3 = cuts.conv %f, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
   return %2, %3 : tensor<1x16x3x3xf16>, tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// A model input's conversion to fp16 moves after the layout change and the
+// padding, so one kernel reads the input, reorders, pads and converts it.
+// CHECK-LABEL: func.func @stem(
+// CHECK: %[[T:.*]] = cuts.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x8x8xf32>) -> tensor<1x8x8x3xf32>
+// CHECK: %[[P:.*]] = cuts.pad %[[T]] {{.*}} : (tensor<1x8x8x3xf32>) -> tensor<1x8x8x8xf32>
+// CHECK: %[[C:.*]] = cuts.cast %[[P]] {to = f16} : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf16>
+// CHECK: cuts.conv %[[C]], {{.*}}channels_last
+func.func @stem(%x: tensor<1x3x8x8xf32>) -> tensor<1x16x6x6xf16> {
+  %w = cuts.constant {value = dense<1.0> : tensor<16x3x3x3xf16>} : tensor<16x3x3x3xf16>
+  %0 = cuts.cast %x {to = f16} : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf16>
+  %1 = cuts.conv %0, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf16>, tensor<16x3x3x3xf16>) -> tensor<1x16x6x6xf16>
+  return %1 : tensor<1x16x6x6xf16>
 }
 
 // -----
