@@ -134,6 +134,28 @@ void forEachCinputAndFormat(const OpDesc &d, TileParams p,
   }
 }
 
+// Channel vectors (OpDesc::channelVector): a thread takes V channels of
+// Wt output pixels along W (Nt = Ht = 1), blocks of 64 to 512 threads. A
+// block's threads span a pixel's channels first (up to a warp of them), so
+// that a warp reads whole pixels: 16 bytes a lane at a pixel stride read
+// half of each 32-byte sector.
+void forEachChannelVectorParams(
+    const OpDesc &d, const std::function<void(const TileParams &)> &fn) {
+  const int64_t v = d.channelVector();
+  TileParams p;
+  p.Nt = p.Ht = p.Nb = 1, p.Kt = v, p.Cin = 1, p.format = 0;
+  for (int64_t kb : {std::min<int64_t>(nextPow2(d.K / v), 32)})
+    for (int64_t wt : {1, 2, 4})
+      for (int64_t wb : pow2UpTo(nextPow2(d.W) / std::min<int64_t>(wt, d.W)))
+        for (int64_t hb : {1, 2, 4, 8}) {
+          const int64_t threads = kb * wb * hb;
+          if (threads < 64 || threads > 512 || hb > nextPow2(d.H))
+            continue;
+          p.Kb = kb * v, p.Wt = wt, p.Wb = wb * wt, p.Hb = hb;
+          fn(p);
+        }
+}
+
 } // namespace
 
 void forEachParams(const OpDesc &d, const GpuArch &arch,
@@ -141,6 +163,8 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
   // An implicit GEMM has tensor-core kernels only.
   if (d.im2col)
     return forEachTensorCoreParams(d, arch, fn);
+  if (d.channelVector())
+    return forEachChannelVectorParams(d, fn);
   const int64_t dims[4] = {d.N, d.K, d.H, d.W};
   Caps caps = capsFor(d.kind);
   int64_t span[4];

@@ -68,6 +68,14 @@ struct OpDesc {
   /// M x FH x FW x 1, y N x OH x OW x M): the same op, read and written
   /// channels innermost.
   bool channelsLast = false;
+  /// Such an op (or a channels-last pooling) whose channels split into
+  /// 16-byte vectors runs as channel vectors: a thread reads this many
+  /// channels of a pixel at once, straight from global memory (no shared
+  /// tile); 0 otherwise.
+  int64_t channelVector() const {
+    const int64_t v = 16 / elementBytes;
+    return channelsLast && K % v == 0 ? v : 0;
+  }
 
   /// Total operations of the op (all blocks): COMP_block summed.
   double totalComp() const;

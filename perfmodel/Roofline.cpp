@@ -152,6 +152,8 @@ double numTrans(const OpDesc &d, const TileParams &p, int T) { // Table 3.7
 int64_t sharedBytes(const OpDesc &d, const TileParams &p) {
   if (p.tensorCore())
     return tensorCoreSharedBytes(d, p);
+  if (d.channelVector())
+    return 0;
   double n = double(p.Nb), k = double(p.Kb), h = double(p.Hb), w = double(p.Wb),
          cin = double(p.Cin), f = double(d.FH * d.FW);
   double inH = inExtent(h, d.FH, d.SH, d.DH),

@@ -534,6 +534,9 @@ private:
   /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
   /// the lanes' accumulator fragments.
   void emitMma();
+  void emitChannelVectors();
+  // The channels of pixel column iw of the current row into x0.. (floats).
+  void emitChannelVectorLoad(const std::string &ind);
   void emitLdmatrixBases();
   void emitMmaSyncSlice();
   // `inFlight`: the commit groups of products left running (0 or 1).
@@ -2008,6 +2011,120 @@ void Emitter::emitMma() {
   emitGraph(k.exit, "  ");
 }
 
+// One 16-byte load of `width` channels at column iw of the row, widened
+// to floats x0, x1, ... (halves: the low one first, as in memory).
+void Emitter::emitChannelVectorLoad(const std::string &ind) {
+  const dfg::Type t = top.tensors[0].type;
+  const int64_t v = top.vec->width;
+  const std::string at = "row + (long long)iw * " + std::to_string(top.desc.K);
+  if (t == dfg::Type::F32) {
+    os << ind << "const float4 u = __ldg(reinterpret_cast<const float4 *>("
+       << at << "));\n"
+       << ind << "const float x0 = u.x, x1 = u.y, x2 = u.z, x3 = u.w;\n";
+    return;
+  }
+  os << ind << "const uint4 u = __ldg(reinterpret_cast<const uint4 *>(" << at
+     << "));\n";
+  static const char *const kWord[] = {"u.x", "u.y", "u.z", "u.w"};
+  for (int64_t j = 0; j < v; ++j)
+    os << ind << "const float x" << j << " = "
+       << widen(t, std::string("(unsigned short)(") + kWord[j / 2] +
+                       (j % 2 ? " >> 16" : " & 0xffffu") + ")")
+       << ";\n";
+}
+
+// A channel-vector main loop (ChannelVectorLoop): this thread's channels
+// c0 .. c0 + width - 1 of output pixels ow0 .. ow0 + Wt - 1 of row oh. Each
+// window row's input columns are loaded once and added to every pixel
+// whose window holds them.
+void Emitter::emitChannelVectors() {
+  using Reduce = ChannelVectorLoop::Reduce;
+  const Kernel &k = top;
+  const OpDesc &d = k.desc;
+  const ChannelVectorLoop &m = *k.vec;
+  const int64_t v = m.width, wt = k.params.Wt;
+  const bool max = m.reduce == Reduce::Max;
+  const bool counted = m.reduce == Reduce::Average;
+  const bool depthwise = m.reduce == Reduce::Depthwise;
+  os << "  const int c0 = int(base_k) + t_k * " << v << ";\n"
+     << "  const long long n = base_n + t_n;\n"
+     << "  const int oh = int(base_h) + t_h, ow0 = int(base_w) + t_w * " << wt
+     << ";\n";
+  for (int64_t w = 0; w < wt; ++w) {
+    for (int64_t j = 0; j < v; ++j) {
+      const int64_t local[4] = {0, j, 0, w};
+      os << "  float " << accName(local) << " = "
+         << (max ? floatLiteral(-INFINITY) : "0.0f") << ";\n";
+    }
+    if (counted)
+      os << "  float inside_" << w << " = 0.0f;\n";
+  }
+  os << "  if (n < " << d.N << " && oh < " << d.H << " && c0 < " << d.K
+     << ") {\n"
+     << "#pragma unroll\n"
+     << "    for (int r = 0; r < " << d.FH << "; ++r) {\n"
+     << "      const int ih = oh * " << d.SH << " - " << d.PH << " + r * "
+     << d.DH << ";\n"
+     << "      if (unsigned(ih) >= " << d.IH << "u)\n"
+     << "        continue;\n"
+     << "      const " << typeName(k.tensors[0].type)
+     << " *const row = X + ((n * " << d.IH << " + ih) * " << d.IW << "LL) * "
+     << d.K << " + c0;\n";
+  if (depthwise)
+    for (int64_t s = 0; s < d.FW; ++s)
+      for (int64_t j = 0; j < v; ++j)
+        os << "      const float w" << s << "_" << j << " = "
+           << widen(k.tensors[1].type,
+                    "Wt[(c0 + " + std::to_string(j) + ") * " +
+                        std::to_string(d.FH * d.FW) + " + r * " +
+                        std::to_string(d.FW) + " + " + std::to_string(s) + "]")
+           << ";\n";
+  const int64_t span = (wt - 1) * d.SW + (d.FW - 1) * d.DW + 1;
+  for (int64_t q = 0; q < span; ++q) {
+    std::vector<std::pair<int64_t, int64_t>> users; // (pixel, window column)
+    for (int64_t w = 0; w < wt; ++w)
+      for (int64_t s = 0; s < d.FW; ++s)
+        if (w * d.SW + s * d.DW == q)
+          users.push_back({w, s});
+    if (users.empty())
+      continue;
+    os << "      {\n"
+       << "        const int iw = ow0 * " << d.SW << " - " << d.PW << " + " << q
+       << ";\n"
+       << "        if (unsigned(iw) < " << d.IW << "u) {\n";
+    emitChannelVectorLoad("          ");
+    for (auto [w, s] : users) {
+      for (int64_t j = 0; j < v; ++j) {
+        const int64_t local[4] = {0, j, 0, w};
+        const std::string a = accName(local), x = "x" + std::to_string(j);
+        os << "          " << a << " = "
+           << (max         ? "fmaxf(" + a + ", " + x + ")"
+               : depthwise ? "fmaf(" + x + ", w" + std::to_string(s) + "_" +
+                                 std::to_string(j) + ", " + a + ")"
+                           : a + " + " + x)
+           << ";\n";
+      }
+      if (counted)
+        os << "          inside_" << w << " += 1.0f;\n";
+    }
+    os << "        }\n"
+       << "      }\n";
+  }
+  os << "    }\n"
+     << "  }\n";
+  if (!max && !depthwise)
+    for (int64_t w = 0; w < wt; ++w)
+      for (int64_t j = 0; j < v; ++j) {
+        const int64_t local[4] = {0, j, 0, w};
+        os << "  " << accName(local) << " /= "
+           << (counted ? "inside_" + std::to_string(w)
+                       : num(double(d.FH * d.FW)))
+           << ";\n";
+      }
+  os << "  // Loop exit: epilogue and stores.\n";
+  emitGraph(k.exit, "  ");
+}
+
 // ldmatrix rows: lanes 0-15 give A's 16 rows at k and lanes 16-31 the same
 // rows at k + 8; B's four 8x8 matrices are (n, k), (n, k+8), (n+8, k),
 // (n+8, k+8) when transposed, else the trans loads of rows k..k+15.
@@ -2168,6 +2285,8 @@ std::string Emitter::run() {
   setPhase(top, "t_", "base_");
   if (top.mma) {
     emitMma();
+  } else if (top.vec) {
+    emitChannelVectors();
   } else if (!top.producer) {
     emitPhase("  ", threads, top.prefetch, false);
   } else {

@@ -169,6 +169,18 @@ inline int64_t fragmentOffset(const MmaLoop &m, int dim, int64_t i) {
                           : 8 * (i / 2) + i % 2;
 }
 
+/// A channels-last depthwise conv or pooling as channel vectors
+/// (OpDesc::channelVector): a thread reads `width` channels of a pixel as
+/// one 16-byte load straight from global memory and reduces them over the
+/// windows of its Wt output pixels along W (each input column once), in
+/// registers; no shared tile. The exit DFG takes the accumulators
+/// (0, c, 0, w) of its Kt = width x Wt tile.
+struct ChannelVectorLoop {
+  enum class Reduce { Max, Average, AverageWithPad, Depthwise };
+  Reduce reduce = Reduce::Max;
+  int64_t width = 8;
+};
+
 struct Kernel {
   std::string name;
   std::string summary; // ops and parameters, for the header comment
@@ -203,6 +215,8 @@ struct Kernel {
   /// Its operands A and B read in place from a tensor they are a
   /// row-preserving transpose of (MmaView); dense where absent.
   std::array<std::optional<MmaView>, 2> mmaViews;
+  /// A channel-vector main loop (then `body` and `fetches` are empty).
+  std::optional<ChannelVectorLoop> vec;
 };
 
 /// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's

@@ -8,6 +8,7 @@
 #include "codegen/ops/Pool.h"
 #include "codegen/ops/Reduction.h"
 #include "codegen/ops/SharedFusion.h"
+#include "codegen/ops/Window.h"
 #include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "perfmodel/Describe.h"
@@ -609,6 +610,11 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
   if (!rest)
     return std::nullopt;
   epi.insert(epi.end(), rest->begin(), rest->end());
+  if (x.d.channelVector())
+    return finish(codegen::buildChannelVectors(
+                      name, x.d, codegen::ChannelVectorLoop::Reduce::Depthwise,
+                      p, epi, error),
+                  x.b, "conv", error);
   return finish(codegen::buildConv(name, x.d, p, epi, error), x.b, "conv",
                 error);
 }
@@ -725,6 +731,15 @@ std::optional<GroupKernel> lowerPool(mlir::Value X, codegen::Pooling pooling,
       epilogueOf(x.a, x.out, x.d.channelsLast ? 3 : 1, x.out, x.b, error);
   if (!epi)
     return std::nullopt;
+  if (x.d.channelVector()) {
+    using Reduce = codegen::ChannelVectorLoop::Reduce;
+    const Reduce r = pooling == codegen::Pooling::Max ? Reduce::Max
+                     : pooling == codegen::Pooling::Average
+                         ? Reduce::Average
+                         : Reduce::AverageWithPad;
+    return finish(codegen::buildChannelVectors(name, x.d, r, p, *epi, error),
+                  x.b, "pool", error);
+  }
   return finish(codegen::buildPool(name, x.d, pooling, p, *epi, error), x.b,
                 "pool", error);
 }
@@ -1422,6 +1437,8 @@ TileParams probeParams(const Analysis &a) {
     p.instr = MatrixInstr::MmaSync, p.warpsM = p.warpsN = 1, p.stages = 2;
     p.Nb = p.Kb = p.Cin = 16, p.Nt = 2, p.Kt = 4;
   }
+  if (d.channelVector()) // one vector a thread
+    p.Kb = p.Kt = d.channelVector();
   return p;
 }
 
