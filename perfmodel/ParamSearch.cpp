@@ -136,24 +136,29 @@ void forEachCinputAndFormat(const OpDesc &d, TileParams p,
 
 // Channel vectors (OpDesc::channelVector): a thread takes V channels of
 // Wt output pixels along W (Nt = Ht = 1), blocks of 64 to 512 threads. A
-// block's threads span a pixel's channels first (up to a warp of them), so
-// that a warp reads whole pixels: 16 bytes a lane at a pixel stride read
-// half of each 32-byte sector.
+// block's threads span a pixel's channels first, up to a warp of them and
+// dividing them where they can (Inception's 288 = 2 x 18 x 8: 256 a block
+// left the second block's threads mostly idle), so that a warp reads whole
+// pixels: 16 bytes a lane at a pixel stride read half of each sector.
 void forEachChannelVectorParams(
     const OpDesc &d, const std::function<void(const TileParams &)> &fn) {
-  const int64_t v = d.channelVector();
+  const int64_t v = d.channelVector(), vectors = d.K / v;
+  int64_t kb = std::min<int64_t>(vectors, 32);
+  while (vectors % kb)
+    --kb;
+  if (kb < 8 && kb < vectors)
+    kb = std::min<int64_t>(nextPow2(vectors), 32);
   TileParams p;
   p.Nt = p.Ht = p.Nb = 1, p.Kt = v, p.Cin = 1, p.format = 0;
-  for (int64_t kb : {std::min<int64_t>(nextPow2(d.K / v), 32)})
-    for (int64_t wt : {1, 2, 4})
-      for (int64_t wb : pow2UpTo(nextPow2(d.W) / std::min<int64_t>(wt, d.W)))
-        for (int64_t hb : {1, 2, 4, 8}) {
-          const int64_t threads = kb * wb * hb;
-          if (threads < 64 || threads > 512 || hb > nextPow2(d.H))
-            continue;
-          p.Kb = kb * v, p.Wt = wt, p.Wb = wb * wt, p.Hb = hb;
-          fn(p);
-        }
+  for (int64_t wt : {1, 2, 4})
+    for (int64_t wb : pow2UpTo(nextPow2(d.W) / std::min<int64_t>(wt, d.W)))
+      for (int64_t hb : {1, 2, 4, 8}) {
+        const int64_t threads = kb * wb * hb;
+        if (threads < 64 || threads > 512 || hb > nextPow2(d.H))
+          continue;
+        p.Kb = kb * v, p.Wt = wt, p.Wb = wb * wt, p.Hb = hb;
+        fn(p);
+      }
 }
 
 } // namespace

@@ -802,6 +802,29 @@ double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
   return b.coefR * ratio;
 }
 
+double channelVectorPul(Bound &b, const OpDesc &d, const TileParams &p,
+                        const GpuArch &a) {
+  // Every input and output element crosses DRAM once (neighbouring windows
+  // share theirs through L1 and L2), in the blocks' waves: a bound the
+  // kernel cannot beat, however its loads are issued.
+  (void)p;
+  double bytes = double(d.N) * double(d.K) *
+                 (double(d.IH * d.IW) + double(d.H * d.W)) * d.elementBytes;
+  if (d.kind == OpKind::DepthwiseConv)
+    bytes += double(d.K * d.FH * d.FW) * d.elementBytes;
+  double clock = a.clockGHz * 1e9;
+  double tDram = bytes / a.bwGlobal;
+  double tDispatch =
+      std::ceil(double(b.numBlocks) / a.numSM) * a.blockDispatchCycles / clock;
+  double slots = wbRatio(b.numBlocks, int64_t(a.numSM) * b.residentBlocks);
+  double seconds = slots > 0 ? std::max(tDram, tDispatch) / slots : INFINITY;
+  b.gmRaw = b.totalComp / (tDram * a.perfPeakFp32);
+  b.gmRatio = std::min(1.0, b.gmRaw);
+  b.smRatio = 1;
+  b.headroom = b.gmRaw;
+  return b.totalComp / (seconds * a.perfPeakFp32);
+}
+
 void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
                const TileParams &p, const GpuArch &a) {
   b.coefBc = coefBcValue;
@@ -832,6 +855,8 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
   if (b.wbRatio > 0 && b.totalComp > 0) {
     if (p.tensorCore())
       pul = tensorCorePul(b, d, p, a);
+    else if (d.channelVector())
+      pul = channelVectorPul(b, d, p, a);
     else if (issueRoofline(d.kind))
       pul = issueRooflinePul(b, d, p, a);
     else if (streamingRoofline(d.kind))

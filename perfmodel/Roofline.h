@@ -18,8 +18,8 @@
 #include "perfmodel/Arch.h"
 #include "perfmodel/Params.h"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -322,6 +322,10 @@ constexpr double kL1SectorsPerCycle = 2;
 /// returns PUL (b's other fields computed).
 double streamingPul(Bound &b, const OpDesc &d, const TileParams &p,
                     const GpuArch &arch);
+/// The bound of a channel-vector kernel (OpDesc::channelVector): its input
+/// and output moved through DRAM once, in the blocks' waves.
+double channelVectorPul(Bound &b, const OpDesc &d, const TileParams &p,
+                        const GpuArch &a);
 
 /// Whether every target of `arch` has mma.sync tensor cores (NVIDIA sm_80
 /// on): where 16-bit convs run channels-last (cuts-channels-last).
