@@ -411,9 +411,15 @@ private:
                        const std::set<int> &deferred,
                        const std::string &indent);
   // pickBase's key for Pick n (its parts and their positions up to the
-  // concat axis), or empty where it does not apply.
+  // concat axis, along it rounded down to pickGroup's width), or empty
+  // where it does not apply.
   std::vector<int64_t> pickKey(const dfg::Graph &g, const dfg::Node &n,
                                const std::set<int> &deferred) const;
+  // Where the concat axis is the parts' unit axis (channels-last), the
+  // widest w (8, 4, 2) dividing every part's offset and extent along it and
+  // a thread's extent: a thread's w-aligned positions along the axis then
+  // lie in one part, and one bisection serves them. 1 otherwise.
+  int64_t pickGroup(const dfg::Graph &g, const dfg::Node &n) const;
   // The guard and offset, past the concat axis, of Pick n's element
   // through `base`.
   std::pair<std::string, std::string> pickInner(const dfg::Graph &g,
@@ -555,7 +561,9 @@ private:
   std::map<std::tuple<const dfg::Graph *, int, int64_t>, std::string> positions;
   // pickBase's pointers of the graph being emitted, by the parts and their
   // positions up to the concat axis.
-  std::map<std::vector<int64_t>, std::string> pickBases;
+  // pickBase's pointers by key, and the position along the concat axis
+  // (part 0's) of the Pick each points at.
+  std::map<std::vector<int64_t>, std::pair<std::string, int64_t>> pickBases;
   int counter = 0;
 };
 
@@ -985,8 +993,29 @@ std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
     }
     key.push_back(l.buffer);
     key.insert(key.end(), l.index.begin(), l.index.begin() + axis + 1);
+    key.back() -= first.index[axis] % pickGroup(g, n);
   }
   return key;
+}
+
+int64_t Emitter::pickGroup(const dfg::Graph &g, const dfg::Node &n) const {
+  const size_t axis = size_t(n.value);
+  const dfg::Node &first = g.node(n.in[0]);
+  for (int64_t w : {8, 4, 2}) {
+    bool whole = first.index[axis] >= 0;
+    for (int in : n.in) {
+      const dfg::Node &l = g.node(in);
+      const dfg::Buffer &b = g.buffer(l.buffer);
+      const dfg::DimMap &m = b.map[axis];
+      whole = whole && b.strides[axis] == 1 && m.outDim != dfg::NoDim &&
+              m.scale == 1 && !m.inner && b.extents[axis] % w == 0 &&
+              (first.index[axis] - l.index[axis]) % w == 0 &&
+              ph.threadExt[m.outDim] % w == 0;
+    }
+    if (whole)
+      return w;
+  }
+  return 1;
 }
 
 std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
@@ -997,12 +1026,18 @@ std::string Emitter::pickBase(const dfg::Graph &g, const dfg::Node &n,
   std::vector<int64_t> key = pickKey(g, n, deferred);
   if (key.empty())
     return "";
-  auto [at, fresh] =
-      pickBases.emplace(key, "pick_base" + std::to_string(counter));
-  if (!fresh)
-    return at->second;
+  const int64_t pos = g.node(n.in[0]).index[axis];
+  auto [at, fresh] = pickBases.emplace(
+      key, std::make_pair("pick_base" + std::to_string(counter), pos));
+  if (!fresh) { // the element pos - at's along the axis (pickGroup)
+    const std::string &b = at->second.first;
+    const int64_t d = pos - at->second.second;
+    return d == 0 ? b
+                  : "(" + b + " ? " + b + " + " + std::to_string(d) +
+                        " : nullptr)";
+  }
   ++counter;
-  const std::string &base = at->second;
+  const std::string &base = at->second.first;
   os << ind << "const " << typeName(fb.type) << " *" << base << ";\n";
   // Part i's element if the position lies inside it up to the axis.
   emitBisection(g, n, ind, [&](size_t i, const std::string &in) {

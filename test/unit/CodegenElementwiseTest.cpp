@@ -360,6 +360,56 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
       }
     CHECK(mismatches == 0);
   }
+  // Channels-last: parts of 8, 16 and 8 channels along the innermost axis.
+  // A thread's 4 or 8 aligned channels lie in one part: one bisection
+  // serves them (DenseNet's concats with batch norm and ReLU).
+  for (int64_t wt : {4, 8}) {
+    const std::vector<int64_t> cols{8, 16, 8};
+    std::vector<int64_t> outC{2, 3, 4, 32};
+    std::vector<ElementwiseInput> inC;
+    std::vector<int> partsC;
+    std::vector<std::vector<float>> dataC;
+    int64_t at = 0;
+    for (size_t i = 0; i < cols.size(); ++i) {
+      ElementwiseInput x{"c" + std::to_string(i), {2, 3, 4, cols[i]}};
+      x.outsideReadsZero = true;
+      x.follows = {0, 1, 2, 3};
+      x.start = {0, 0, 0, -at};
+      x.step = {1, 1, 1, 1};
+      at += cols[i];
+      partsC.push_back(-1 - int(i));
+      inC.push_back(x);
+      dataC.emplace_back(numel(x.shape));
+      for (float &v : dataC.back())
+        v = dist(rng);
+    }
+    TileParams p;
+    p.Kb = 2, p.Hb = 2, p.Wb = 16, p.Wt = wt;
+    std::string err;
+    auto k =
+        buildChain("concatC", outC, inC, {{dfg::Op::Pick, partsC, 3}}, p, err);
+    INFO(err);
+    REQUIRE(k);
+    std::string src = emitSource(*k);
+    size_t bisections = 0;
+    for (size_t f = src.find("const float *pick_base"); f != std::string::npos;
+         f = src.find("const float *pick_base", f + 1))
+      ++bisections;
+    CHECK(bisections == 1);
+    std::vector<float> y(numel(outC), std::numeric_limits<float>::quiet_NaN());
+    std::map<std::string, void *> buffers{{"Y", y.data()}};
+    for (size_t i = 0; i < inC.size(); ++i)
+      buffers[inC[i].name] = dataC[i].data();
+    REQUIRE(runOnHost(*k, buffers, err));
+    int64_t mismatches = 0;
+    for (int64_t r = 0; r < 2 * 3 * 4; ++r)
+      for (int64_t w = 0, part = 0, first = 0; w < 32; ++w) {
+        if (w - first == cols[part])
+          first += cols[part++];
+        mismatches += dataC[part][r * cols[part] + w - first] != y[r * 32 + w];
+      }
+    CHECK(mismatches == 0);
+  }
   // Single-channel parts of rows of 5: every other axis has extent 1, so
   // 4-word vectors are aligned and the row's end is ragged (checked
   // element by element).
