@@ -13,8 +13,8 @@ namespace cuts {
 
 /// The clean-up `cuts import` runs: remove Identity and Dropout, fold
 /// constants, simplify data movement (gather_nd / and / or that only reshape
-/// or broadcast), fold BatchNormalization into Conv, fuse MatMul + Add, fold
-/// again and erase dead code.
+/// or broadcast), fold BatchNormalization into Conv, fuse MatMul + Add,
+/// recognise decomposed GELUs, fold again and erase dead code.
 void buildCleanupPipeline(mlir::OpPassManager &pm);
 
 /// Registers every pass and the `cuts-cleanup` pipeline (for cuts-opt).

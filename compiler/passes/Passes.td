@@ -37,6 +37,18 @@ def FuseMatMulAdd : Pass<"cuts-fuse-matmul-add", "mlir::func::FuncOp"> {
   }];
 }
 
+def FuseGelu : Pass<"cuts-fuse-gelu", "mlir::func::FuncOp"> {
+  let summary = "Recognise decomposed GELUs as one cuts.gelu";
+  let description = [{
+    Exporters without a Gelu op spell it out: TorchScript's opset 17 as
+    0.5 x (1 + erf(x / sqrt 2)), and GPT-2's gelu_new (any exporter) as
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 pow(x, 3)))). Either, with
+    its products in any order and nesting and constants within 1e-3,
+    becomes cuts.gelu (approximate "none" or "tanh"): one step of a fused
+    chain instead of eight. The decomposition is left to dead-code removal.
+  }];
+}
+
 def SimplifyDataMovement
     : Pass<"cuts-simplify-data-movement", "mlir::func::FuncOp"> {
   let summary = "Rewrite gather_nd / and / or that only reshape or broadcast, split as slices";

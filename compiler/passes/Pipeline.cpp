@@ -16,6 +16,7 @@ void buildCleanupPipeline(mlir::OpPassManager &pm) {
   fn.addPass(createSimplifyDataMovement());
   fn.addPass(createFoldBatchNorm());
   fn.addPass(createFuseMatMulAdd());
+  fn.addPass(createFuseGelu());
   fn.addPass(createFoldConstants());
   fn.addPass(createDeadCode());
 }

@@ -115,9 +115,8 @@ def make_attention(path):
 
 
 def make_gelu_tanh(path):
-    """GPT-2's GELU as its exporter writes it: x used by three ops of one
-    elementwise chain (an input read once, referenced thrice), Pow included;
-    and a Split whose parts are combined."""
+    """GPT-2's GELU as its exporter writes it (cuts-fuse-gelu makes it one
+    cuts.gelu, approximate tanh); and a Split whose parts are combined."""
     b = tm.Builder(27)
 
     def c(v):
@@ -132,6 +131,19 @@ def make_gelu_tanh(path):
     tm.rename_last(b, "y")
     return b.model(path, [tm.vi("x", [2, 5, 24])], [tm.vi("y", [2, 5, 12])],
                    opset=18)
+
+
+def make_gelu_erf(path):
+    """The erf GELU as TorchScript's opset 17 writes it, 0.5 last: one
+    cuts.gelu after cuts-fuse-gelu."""
+    b = tm.Builder(29)
+
+    def c(v):
+        return b.const(np.array(v, np.float32))
+    e = b.node("Erf", [b.node("Div", ["x", c(1.4142135)])])
+    b.node("Mul", [b.node("Mul", ["x", b.node("Add", [e, c(1.0)])]), c(0.5)])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [3, 40])], [tm.vi("y", [3, 40])])
 
 
 def make_dense_block(path):
@@ -318,6 +330,7 @@ MODELS = {
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
     "gelu_tanh": (make_gelu_tanh, [("x", (2, 5, 24))], []),
+    "gelu_erf": (make_gelu_erf, [("x", (3, 40))], []),
     "dense_block": (make_dense_block, [("x", (1, 4, 7, 7))], []),
     "embedding": (make_embedding, [("input_ids", (2, 6), np.int64, 30),
                                    ("attention_mask", (2, 6), np.int64,
