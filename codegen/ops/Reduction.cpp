@@ -24,10 +24,13 @@ const char *rowOpName(RowOp op) {
 }
 
 /// Rows over lanes: G = p.Wb lanes of a warp share each row; lane l holds
-/// elements l, l + G, l + 2G, ... (coalesced across the lanes) in
-/// registers, straight from global memory; LaneSum/LaneMax combine the
-/// lanes' partial results by shuffles. Everything is loop-exit DFG: no
-/// shared memory, no barrier.
+/// runs of V consecutive elements, l V .. l V + V - 1, then G V further on
+/// (the lanes' runs side by side: coalesced, and one 16-byte access a run
+/// of 8 16-bit elements), in registers, straight from global memory;
+/// LaneSum/LaneMax combine the lanes' partial results by shuffles. V is 8,
+/// 4 or 2 where it divides a lane's share of the row, else 1; 1 from
+/// shared memory, whose rows are padded for strided lanes. Everything is
+/// loop-exit DFG: no shared memory, no barrier.
 std::optional<Kernel> buildRowOverLanes(const std::string &name,
                                         const OpDesc &d, const RowSpec &s,
                                         const TileParams &p,
@@ -47,7 +50,14 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   // From shared memory the row pass is the body of one fetch-and-compute
   // iteration; from global memory it is all loop exit.
   auto &g = s.sharedInput ? k.body : k.exit;
-  const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, 1}};
+  const int64_t per = L / G;
+  int64_t V = 1;
+  for (int64_t w : {8, 4, 2})
+    if (V == 1 && !s.sharedInput && per % w == 0)
+      V = w;
+  // Lane element t of a row: its position for lane 0 (lane l adds l V).
+  auto at = [&](int64_t t) { return t / V * G * V + t % V; };
+  const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, V}};
   k.tensors = {{"X", {rows, L}, false}};
   int x;
   if (s.sharedInput) {
@@ -66,11 +76,11 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   int scale = -1, bias = -1;
   if (s.op == RowOp::LayerNorm) {
     scale =
-        g.addBuffer({"scale", dfg::Space::Global, {L}, {1}, {{dfg::DimW, 1}}});
+        g.addBuffer({"scale", dfg::Space::Global, {L}, {1}, {{dfg::DimW, V}}});
     k.tensors.push_back({"scale", {L}, false});
     if (s.bias) {
       bias =
-          g.addBuffer({"bias", dfg::Space::Global, {L}, {1}, {{dfg::DimW, 1}}});
+          g.addBuffer({"bias", dfg::Space::Global, {L}, {1}, {{dfg::DimW, V}}});
       k.tensors.push_back({"bias", {L}, false});
     }
   }
@@ -89,11 +99,10 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     st.out = {i, 0, 0, 0}; // all of them thread 0's
     g.add(st);
   };
-  const int64_t per = L / G;
   for (int64_t i = 0; i < p.Nt; ++i) {
     std::vector<int> v; // this lane's elements of row i
     for (int64_t t = 0; t < per; ++t)
-      v.push_back(g.load(x, {i, t * G}));
+      v.push_back(g.load(x, {i, at(t)}));
     auto fold = [&](dfg::Op op, auto element) {
       int acc = element(v[0]);
       for (int64_t t = 1; t < per; ++t)
@@ -126,7 +135,7 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
         sum = g.op(dfg::Op::Add, {sum, e[t]});
       int inv = g.op(dfg::Op::Recip, {lanes(dfg::Op::LaneSum, sum)});
       for (int64_t t = 0; t < per; ++t)
-        store(i, {i, t * G}, g.op(dfg::Op::Mul, {e[t], inv}));
+        store(i, {i, at(t)}, g.op(dfg::Op::Mul, {e[t], inv}));
       break;
     }
     case RowOp::LayerNorm: {
@@ -146,10 +155,10 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
                      {g.op(dfg::Op::Add, {var, g.constant(s.epsilon)})})});
       for (int64_t t = 0; t < per; ++t) {
         int o = g.op(dfg::Op::Mul, {g.op(dfg::Op::Mul, {d[t], rstd}),
-                                    g.load(scale, {t * G})});
+                                    g.load(scale, {at(t)})});
         if (bias >= 0)
-          o = g.op(dfg::Op::Add, {o, g.load(bias, {t * G})});
-        store(i, {i, t * G}, o);
+          o = g.op(dfg::Op::Add, {o, g.load(bias, {at(t)})});
+        store(i, {i, at(t)}, o);
       }
       break;
     }
