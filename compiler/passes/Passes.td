@@ -33,7 +33,11 @@ def FuseMatMulAdd : Pass<"cuts-fuse-matmul-add", "mlir::func::FuncOp"> {
     add(matmul(A, B), C), in either operand order, where the matmul has no
     other user and C broadcasts to the product's shape without growing it,
     becomes matmul_add(A, B, C): the Gemm-like op with a bias (or residual)
-    epilogue that code generation fuses.
+    epilogue that code generation fuses. First, a 2-D Gemm whose result is
+    reshaped to leading axes and its columns (GPT-2's Conv1D),
+    reshape(gemm(A, B, C)) with alpha = beta = 1, A untransposed and C a
+    bias, becomes matmul_add(reshape(A), B, C) (matmul without C), so that
+    what follows it can be its epilogue.
   }];
 }
 

@@ -133,3 +133,41 @@ func.func @sub_not_fused(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>, %c: tensor<5x
   %1 = cuts.sub %0, %c : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>
   return %1 : tensor<3x5xf32>
 }
+
+// GPT-2's Conv1D: a 2-D Gemm between a flattening reshape and one back to
+// the leading axes is the batched matmul_add of its input; an Add after it
+// then fuses as a residual (matmul_add with the bias, then add: the
+// product's Add stays, its bias taken).
+// CHECK-LABEL: func.func @conv1d(
+// CHECK: %[[X:.*]] = cuts.reshape %{{.*}} {shape = array<i64: 2, 3, 4>} : (tensor<6x4xf32>) -> tensor<2x3x4xf32>
+// CHECK: %[[Y:.*]] = cuts.matmul_add %[[X]], %arg1, %arg2 : (tensor<2x3x4xf32>, tensor<4x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+// CHECK-NOT: cuts.gemm
+// CHECK: return %[[Y]]
+func.func @conv1d(%x: tensor<2x3x4xf32>, %w: tensor<4x5xf32>, %c: tensor<5xf32>) -> tensor<2x3x5xf32> {
+  %0 = cuts.reshape %x {shape = array<i64: 6, 4>} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %1 = cuts.gemm %0, %w, %c {alpha = 1.0 : f32, beta = 1.0 : f32, transA = false, transB = false} : (tensor<6x4xf32>, tensor<4x5xf32>, tensor<5xf32>) -> tensor<6x5xf32>
+  %2 = cuts.reshape %1 {shape = array<i64: 2, 3, 5>} : (tensor<6x5xf32>) -> tensor<2x3x5xf32>
+  return %2 : tensor<2x3x5xf32>
+}
+
+// Without a bias, a residual Add after it makes it the matmul_add.
+// CHECK-LABEL: func.func @conv1d_residual(
+// CHECK: cuts.matmul_add %{{.*}}, %arg1, %arg2 {transB} : (tensor<2x3x4xf32>, tensor<5x4xf32>, tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+func.func @conv1d_residual(%x: tensor<6x4xf32>, %w: tensor<5x4xf32>, %r: tensor<2x3x5xf32>) -> tensor<2x3x5xf32> {
+  %1 = cuts.gemm %x, %w {alpha = 1.0 : f32, beta = 1.0 : f32, transA = false, transB = true} : (tensor<6x4xf32>, tensor<5x4xf32>) -> tensor<6x5xf32>
+  %2 = cuts.reshape %1 {shape = array<i64: 2, 3, 5>} : (tensor<6x5xf32>) -> tensor<2x3x5xf32>
+  %3 = cuts.add %2, %r : (tensor<2x3x5xf32>, tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  return %3 : tensor<2x3x5xf32>
+}
+
+// A scaled product, or a full [M, N] addend, stays a Gemm.
+// CHECK-LABEL: func.func @not_conv1d(
+// CHECK: cuts.gemm
+// CHECK: cuts.gemm
+func.func @not_conv1d(%x: tensor<6x4xf32>, %w: tensor<4x5xf32>, %c: tensor<6x5xf32>) -> (tensor<2x3x5xf32>, tensor<2x3x5xf32>) {
+  %0 = cuts.gemm %x, %w {alpha = 2.0 : f32, beta = 1.0 : f32, transA = false, transB = false} : (tensor<6x4xf32>, tensor<4x5xf32>) -> tensor<6x5xf32>
+  %1 = cuts.reshape %0 {shape = array<i64: 2, 3, 5>} : (tensor<6x5xf32>) -> tensor<2x3x5xf32>
+  %2 = cuts.gemm %x, %w, %c {alpha = 1.0 : f32, beta = 1.0 : f32, transA = false, transB = false} : (tensor<6x4xf32>, tensor<4x5xf32>, tensor<6x5xf32>) -> tensor<6x5xf32>
+  %3 = cuts.reshape %2 {shape = array<i64: 2, 3, 5>} : (tensor<6x5xf32>) -> tensor<2x3x5xf32>
+  return %1, %3 : tensor<2x3x5xf32>, tensor<2x3x5xf32>
+}
