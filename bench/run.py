@@ -150,6 +150,14 @@ class Context:
         if self.done(section, key, name):
             return self.entry(section, key, name)
         if estimate_s > self.remaining():
+            before = self.entry(section, key, name)
+            if isinstance(before, dict) and before.get("status") == "ok":
+                # A redo that does not fit keeps the earlier measurement
+                # (its "at" says when it was taken).
+                log(self, f"{label}: kept the result of {before.get('at', '?')} "
+                          f"(needs ~{estimate_s:.0f} s, "
+                          f"{max(0, self.remaining()):.0f} s left)")
+                return before
             value = {"status": "skipped: time budget",
                      "needed_s": round(estimate_s), "left_s": round(max(0, self.remaining()))}
             attempts = earlier_attempts(self.entry(section, key, name))

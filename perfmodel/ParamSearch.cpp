@@ -148,13 +148,16 @@ void forEachChannelVectorParams(
     --kb;
   if (kb < 8 && kb < vectors)
     kb = std::min<int64_t>(nextPow2(vectors), 32);
+  // At least 64 threads, or as many as a small image gives.
+  const int64_t least = std::min<int64_t>(
+      64, kb * nextPow2(d.W) * std::min<int64_t>(8, nextPow2(d.H)));
   TileParams p;
   p.Nt = p.Ht = p.Nb = 1, p.Kt = v, p.Cin = 1, p.format = 0;
   for (int64_t wt : {1, 2, 4})
     for (int64_t wb : pow2UpTo(nextPow2(d.W) / std::min<int64_t>(wt, d.W)))
       for (int64_t hb : {1, 2, 4, 8}) {
         const int64_t threads = kb * wb * hb;
-        if (threads < 64 || threads > 512 || hb > nextPow2(d.H))
+        if (threads < least || threads > 512 || hb > nextPow2(d.H))
           continue;
         p.Kb = kb * v, p.Wt = wt, p.Wb = wb * wt, p.Hb = hb;
         fn(p);
