@@ -42,6 +42,10 @@ bool checkCoverage(mlir::func::FuncOp func, std::string &error) {
 
 } // namespace
 
+bool canGenerateGroup(llvm::ArrayRef<mlir::Operation *> ops) {
+  return canGenerate(ops);
+}
+
 bool notCoveredYet(const std::string &error) {
   return error.find(" cannot be compiled yet: ") != std::string::npos ||
          error.find(", which an artifact cannot hold") != std::string::npos;

@@ -100,6 +100,11 @@ struct CompileResult {
 /// failed.
 bool notCoveredYet(const std::string &error);
 
+/// Whether the code generator can make one kernel of `ops`: the test the
+/// partition search of compileModule puts every candidate group to, so that
+/// `cuts explain` shows the partition a compile builds.
+bool canGenerateGroup(llvm::ArrayRef<mlir::Operation *> ops);
+
 /// The timings as JSON (`cuts compile` writes it to DIR/tuning.json).
 std::string timingsJson(const CompileResult &r, const std::string &arch);
 

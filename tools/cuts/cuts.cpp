@@ -366,6 +366,7 @@ int cmdExplain(const std::vector<std::string> &args) {
   if (!module || !applyPrecision(ctx, *module, precision, *arch, model))
     return 1;
   eopts.precision = precision.storage;
+  eopts.canFuse = cuts::driver::canGenerateGroup; // the groups compile makes
   auto func = module->lookupSymbol<mlir::func::FuncOp>("main");
   std::string err;
   auto report = cuts::explainFunction(func, *arch, eopts, err);
