@@ -58,11 +58,15 @@ struct OpDesc {
   /// input it reads zeros.
   bool im2col = false;
   int64_t OH = 1, OW = 1;
-  /// Whether an implicit GEMM can read K slices of `cin` channels: each at
-  /// one window position (cin dividing IC; a 1 x 1 conv's last one may be
-  /// ragged), or each 16-byte chunk of 16-bit channels at its own.
+  /// Whether an implicit GEMM's K slices of `cin` channels span several
+  /// window positions (fewer input channels than cin: a padded stem's 8),
+  /// each 16-byte chunk at its own; else a slice is at one (cin dividing
+  /// IC; a 1 x 1 conv's last one may be ragged).
+  bool im2colChunks(int64_t cin) const { return IC % cin != 0 && FH * FW != 1; }
+  /// Whether an implicit GEMM can read K slices of `cin` channels: at one
+  /// window position, or in chunks of 16-bit channels at their own.
   bool im2colSlices(int64_t cin) const {
-    return IC % cin == 0 || FH * FW == 1 || IC % 8 == 0;
+    return !im2colChunks(cin) || IC % 8 == 0;
   }
   /// A depthwise conv of channels-last tensors (x N x H x W x C, w
   /// M x FH x FW x 1, y N x OH x OW x M): the same op, read and written

@@ -189,6 +189,16 @@ std::string narrow(dfg::Type t, const std::string &x) {
                                 : x;
 }
 
+// Element j of 16-bit elements packed in 32-bit words (`words` an unsigned
+// or the lanes of a uint2 / uint4 named `v`), widened: word j / 2, the
+// first element in its low half (little-endian, as on the GPU and the host).
+std::string unpack16(dfg::Type t, const std::string &v, size_t words,
+                     size_t j) {
+  static const char lane[] = "xyzw";
+  std::string word = words == 1 ? v : v + "." + lane[j / 2];
+  return widen(t, "(unsigned short)(" + word + (j % 2 ? " >> 16" : "") + ")");
+}
+
 std::string typedNum(double v, dfg::Type t) {
   switch (t) {
   case dfg::Type::I64:
@@ -902,13 +912,9 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
   const std::string v = nameOf(g, r.ids[0]) + "_w" + std::to_string(w);
   os << ind << "const " << vec << " " << v << " = (" << all << ") ? *" << ptr
      << " : " << pack(fallback) << ";\n";
-  const char *lane = "xyzw";
   for (size_t j = 0; j < w; ++j) {
-    std::string word = words == 1 ? v : v + "." + lane[j / 2];
     std::string e = v + "_" + std::to_string(j);
-    os << ind << "const float " << e << " = "
-       << widen(b.type,
-                "(unsigned short)(" + word + (j % 2 ? " >> 16" : "") + ")")
+    os << ind << "const float " << e << " = " << unpack16(b.type, v, words, j)
        << ";\n";
     names[{&g, r.ids[j]}] = e;
   }
@@ -978,6 +984,7 @@ std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
   const dfg::Node &first = g.node(n.in[0]);
   const dfg::Buffer &fb = g.buffer(first.buffer);
   std::vector<int64_t> key{int64_t(axis)};
+  std::vector<size_t> along; // the key's positions along the axis
   for (int in : n.in) {
     const dfg::Node &l = g.node(in);
     const dfg::Buffer &b = g.buffer(l.buffer);
@@ -993,8 +1000,11 @@ std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
     }
     key.push_back(l.buffer);
     key.insert(key.end(), l.index.begin(), l.index.begin() + axis + 1);
-    key.back() -= first.index[axis] % pickGroup(g, n);
+    along.push_back(key.size() - 1);
   }
+  const int64_t lead = first.index[axis] % pickGroup(g, n);
+  for (size_t k : along)
+    key[k] -= lead;
   return key;
 }
 
@@ -1818,13 +1828,6 @@ bool windowsInside(const OpDesc &d) {
          (d.OH - 1) * d.SH + (d.FH - 1) * d.DH < d.IH &&
          (d.OW - 1) * d.SW + (d.FW - 1) * d.DW < d.IW;
 }
-
-// Whether an implicit GEMM's K slice spans several window positions, each
-// 16-byte chunk of it finding its own (input channels fewer than C_input:
-// a stem conv's channels padded to 8).
-bool chunkWindows(const OpDesc &d, const TileParams &p) {
-  return d.IC % p.Cin != 0 && d.FH * d.FW != 1;
-}
 } // namespace
 
 // An implicit GEMM's A copies: for each of this thread's rows (output
@@ -1850,7 +1853,7 @@ void Emitter::emitIm2colSlots(const MmaOperand &o, int64_t count,
      << "    " << o.x << "_off[i] = ((" << (wide ? "(long long)" : "")
      << "(row / " << pixels << ") * " << d.IH << " + ih) * " << d.IW << " + "
      << o.x << "_iw[i]) * " << d.IC
-     << (chunkWindows(d, top.params) ? "" : std::string(" + ") + o.x + "_e")
+     << (d.im2colChunks(top.params.Cin) ? "" : std::string(" + ") + o.x + "_e")
      << ";\n"
      << "    " << o.x << "_ih[i] = row < " << d.N << " ? ih : -(1 << 20);\n"
      << "  }\n";
@@ -1895,7 +1898,7 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
     // Slice k0's window position, or this thread's chunk's where a slice
     // spans several positions (fewer channels than the slice is wide).
     const OpDesc &d = *o.im2col;
-    const std::string kk = chunkWindows(d, top.params)
+    const std::string kk = d.im2colChunks(top.params.Cin)
                                ? std::string("(k0 + ") + o.x + "_e)"
                                : "k0";
     os << ind << "const int wpos = " << kk << " / " << d.IC << ", dh = wpos / "
@@ -2060,11 +2063,8 @@ void Emitter::emitChannelVectorLoad(const std::string &ind) {
   }
   os << ind << "const uint4 u = __ldg(reinterpret_cast<const uint4 *>(" << at
      << "));\n";
-  static const char *const kWord[] = {"u.x", "u.y", "u.z", "u.w"};
   for (int64_t j = 0; j < v; ++j)
-    os << ind << "const float x" << j << " = "
-       << widen(t, std::string("(unsigned short)(") + kWord[j / 2] +
-                       (j % 2 ? " >> 16" : " & 0xffffu") + ")")
+    os << ind << "const float x" << j << " = " << unpack16(t, "u", 4, size_t(j))
        << ";\n";
 }
 

@@ -65,7 +65,7 @@ mlir::Value padChannels(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) {
   if (c % 8 == 0)
     return v;
   return b.create<PadOp>(
-      loc, v, b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, 0, 0, (8 - c % 8) % 8}),
+      loc, v, b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, 0, 0, 8 - c % 8}),
       b.getStringAttr("constant"), b.getF64FloatAttr(0));
 }
 
