@@ -72,7 +72,9 @@ int externalInputs(mlir::Operation *op,
   return n;
 }
 
-std::optional<OpDesc> describeOp(mlir::Operation *op) {
+namespace {
+
+std::optional<OpDesc> describeShapes(mlir::Operation *op) {
   if (op->getNumResults() == 0 || llvm::isa<ConstantOp>(op) || isViewOp(op))
     return std::nullopt;
   auto out = tensorType(op->getResult(0));
@@ -204,6 +206,15 @@ std::optional<OpDesc> describeOp(mlir::Operation *op) {
                                  std::max(1, externalInputs(op, none)));
   e.elementBytes = d.elementBytes;
   return e;
+}
+
+} // namespace
+
+std::optional<OpDesc> describeOp(mlir::Operation *op) {
+  std::optional<OpDesc> d = describeShapes(op);
+  if (d && d->kind == OpKind::MatMul && d->elementBytes == 4)
+    d->tf32 = allowsTf32(op);
+  return d;
 }
 
 } // namespace cuts

@@ -129,7 +129,7 @@ std::string explainTable(const ExplainReport &r) {
      << " % (at least " << r.options.prune.minKeep << ", at most "
      << r.options.prune.maxKeep << ") of parameter sets"
      << (r.options.fusion ? "" : ", no fusion") << ", tensors in "
-     << (r.options.precision == "tf32"   ? "fp32, library products in tf32"
+     << (r.options.precision == "tf32"   ? "fp32, products in tf32"
          : r.options.precision == "fp32" ? "the model's types"
                                          : r.options.precision)
      << " (kernels compute in fp32); PUL of the FP32 peak, or of the "

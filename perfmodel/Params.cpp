@@ -75,6 +75,10 @@ std::string OpDesc::key() const {
      << ',' << FH << ',' << FW << ',' << PH << ',' << PW << ',' << SH << ','
      << SW << ',' << DH << ',' << DW << ',' << batch << ',' << inputs << ','
      << elementBytes << ',' << compPerElement;
+  if (transA || transB)
+    os << ",t" << transA << transB;
+  if (tf32)
+    os << ",tf32";
   if (channelsLast)
     os << ",nhwc";
   if (im2col)

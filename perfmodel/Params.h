@@ -50,6 +50,9 @@ struct OpDesc {
   // product's transposed operands.
   int64_t IC = 1, IH = 1, IW = 1;
   bool transA = false, transB = false;
+  /// fp32 operands whose products may run on tensor cores in tf32
+  /// (--precision tf32).
+  bool tf32 = false;
   /// A channels-last conv on tensor cores is the implicit GEMM of its
   /// output pixels (kind MatMul): N = images x OH x OW rows, K output
   /// channels, C = FH x FW x IC, B the weight M x FH x FW x IC (transB).
@@ -64,9 +67,9 @@ struct OpDesc {
   /// IC; a 1 x 1 conv's last one may be ragged).
   bool im2colChunks(int64_t cin) const { return IC % cin != 0 && FH * FW != 1; }
   /// Whether an implicit GEMM can read K slices of `cin` channels: at one
-  /// window position, or in chunks of 16-bit channels at their own.
+  /// window position, or in 16-byte chunks of channels at their own.
   bool im2colSlices(int64_t cin) const {
-    return !im2colChunks(cin) || IC % 8 == 0;
+    return !im2colChunks(cin) || IC % (16 / elementBytes) == 0;
   }
   /// A depthwise conv of channels-last tensors (x N x H x W x C, w
   /// M x FH x FW x 1, y N x OH x OW x M): the same op, read and written

@@ -510,6 +510,9 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
            : p.instr == MatrixInstr::MmaSync && a.perfPeakMmaSync > 0
                ? std::min(a.perfPeakMmaSync, a.perfPeakFp16)
                : a.perfPeakFp16;
+  // tf32 products run at half the 16-bit rate (A100 and H100 data sheets).
+  if (p.tensorCore() && d.elementBytes == 4)
+    b.peak /= 2;
   int T = std::max(1, a.transGlobalElements(d.elementBytes));
   b.compBlock = compBlock(d, p);
   b.compThread = compThread(d, p);

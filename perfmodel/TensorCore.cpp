@@ -49,8 +49,15 @@ bool hasMmaSync(const GpuArch &a) {
 }
 
 bool tensorCoreAllows(const OpDesc &d, const GpuArch &a, MatrixInstr instr) {
-  if (d.kind != OpKind::MatMul || d.elementBytes != 2 || d.transA ||
-      a.perfPeakFp16 <= 0 || d.C % 8 || (!d.transB && d.K % 8))
+  // tf32: fp32 operands on mma.sync, B K-major (codegen's ldmatrix cannot
+  // transpose 32-bit words).
+  const bool tf32 = d.elementBytes == 4 && d.tf32 && d.transB &&
+                    instr != MatrixInstr::Wgmma;
+  // Rows of K (and of N where B is K x N) in whole 16-byte copies.
+  const int64_t perCopy = 16 / d.elementBytes;
+  if (d.kind != OpKind::MatMul || (d.elementBytes != 2 && !tf32) ||
+      d.transA || a.perfPeakFp16 <= 0 || d.C % perCopy ||
+      (!d.transB && d.K % perCopy))
     return false;
   switch (instr) {
   case MatrixInstr::MmaSync:

@@ -1871,7 +1871,8 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
     const int64_t threads = top.params.threads();
     emitIm2colSlots(o, (o.rows * cpr + threads - 1) / threads, threads / cpr);
   } else {
-    os << "  const unsigned short *const " << o.x << "_g = " << o.global
+    os << "  const " << typeName(top.mma->operand) << " *const " << o.x
+       << "_g = " << o.global
        << " + (" << o.rowBase << " + " << o.x << "_r) * " << o.stride << "LL + "
        << o.colBase << " + " << o.x << "_e;\n";
   }
@@ -1982,8 +1983,10 @@ void Emitter::emitMma() {
        << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
      << "  const cuts_sptr sB = sA + " << S * t.aElems * eb << ";\n"
-     << "  const unsigned short *Ag = A + " << ops[0].batchOffset << ";\n"
-     << "  const unsigned short *Bg = B + " << ops[1].batchOffset << ";\n";
+     << "  const " << typeName(m.operand) << " *Ag = A + " << ops[0].batchOffset
+     << ";\n"
+     << "  const " << typeName(m.operand) << " *Bg = B + " << ops[1].batchOffset
+     << ";\n";
   for (const MmaOperand &o : ops)
     emitMmaCopySlots(o);
   if (!wgmma)
@@ -2161,34 +2164,40 @@ void Emitter::emitChannelVectors() {
 }
 
 // ldmatrix rows: lanes 0-15 give A's 16 rows at k and lanes 16-31 the same
-// rows at k + 8; B's four 8x8 matrices are (n, k), (n, k+8), (n+8, k),
-// (n+8, k+8) when transposed, else the trans loads of rows k..k+15.
+// rows at k + h, h half the k-step (8 elements: 16 bytes of 16-bit ones, 4
+// of tf32's 32-bit words, each of which ldmatrix moves as two halves); B's
+// four 8x8 matrices are (n, k), (n, k+h), (n+8, k), (n+8, k+h) when
+// transposed, else the trans loads of rows k..k+15.
 void Emitter::emitLdmatrixBases() {
   const Kernel &k = top;
   const MmaTiles t = mmaTiles(k);
   const int64_t wm = k.params.Nb / k.mma->warpsM;
   const int64_t wn = k.params.Kb / k.mma->warpsN;
-  const int64_t eb = elementBytes(k.mma->operand);
+  const int64_t eb = elementBytes(k.mma->operand), h = k.mma->kStep() / 2;
   os << "  const cuts_sptr a_ld = sA + ((wm * " << wm << " + lane % 16) * "
-     << t.lda << " + (lane / 16) * 8) * " << eb << ";\n";
+     << t.lda << " + (lane / 16) * " << h << ") * " << eb << ";\n";
   if (k.desc.transB)
     os << "  const cuts_sptr b_ld = sB + ((wn * " << wn
-       << " + lane % 8 + (lane / 16) * 8) * " << t.ldb
-       << " + ((lane / 8) % 2) * 8) * " << eb << ";\n";
+       << " + lane % 8 + (lane / 16) * 8) * " << t.ldb << " + ((lane / 8) % 2) * "
+       << h << ") * " << eb << ";\n";
   else
     os << "  const cuts_sptr b_ld = sB + ((lane % 16) * " << t.ldb << " + wn * "
        << wn << " + (lane / 16) * 8) * " << eb << ";\n";
 }
 
-// One slice on mma.sync: per 16-deep step, the warp's A and B fragments by
-// ldmatrix, then mi x ni products.
+// One slice on mma.sync: per k-step (16 deep, tf32's 8), the warp's A and B
+// fragments by ldmatrix (tf32's rounded to nearest, as cuBLAS and CUTLASS
+// round, where the tensor core would drop the low 13 bits), then mi x ni
+// products.
 void Emitter::emitMmaSyncSlice() {
   const Kernel &k = top;
   const MmaLoop &m = *k.mma;
   const MmaTiles t = mmaTiles(k);
   const int64_t eb = elementBytes(m.operand);
-  const char *mma =
-      m.operand == dfg::Type::BF16 ? "cuts_mma_bf16" : "cuts_mma_f16";
+  const bool tf32 = m.operand == dfg::Type::F32;
+  const char *mma = tf32                           ? "cuts_mma_tf32"
+                    : m.operand == dfg::Type::BF16 ? "cuts_mma_bf16"
+                                                   : "cuts_mma_f16";
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
   // B's step between 8-column tiles j and between the 16-deep k steps.
   const std::string bj = std::to_string((k.desc.transB ? 8 * t.ldb : 8) * eb);
@@ -2196,7 +2205,8 @@ void Emitter::emitMmaSyncSlice() {
   os << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n"
      << "    const cuts_sptr Bt = b_ld + rs * " << t.bElems * eb << ";\n"
      << "#pragma unroll\n"
-     << "    for (int kk = 0; kk < " << k.params.Cin << "; kk += 16) {\n"
+     << "    for (int kk = 0; kk < " << k.params.Cin << "; kk += " << m.kStep()
+     << ") {\n"
      << "      unsigned a[" << MI << "][4], b[" << NI << "][2], r[4];\n"
      << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
@@ -2208,8 +2218,11 @@ void Emitter::emitMmaSyncSlice() {
      << "(r, Bt + j * " << bj << " + kk * " << bk << ");\n"
      << "        b[j][0] = r[0], b[j][1] = r[1];\n"
      << "        b[j + 1][0] = r[2], b[j + 1][1] = r[3];\n"
-     << "      }\n"
-     << "#pragma unroll\n"
+     << "      }\n";
+  if (tf32)
+    os << "      cuts_round_tf32(&a[0][0], " << 4 * m.mi << ");\n"
+       << "      cuts_round_tf32(&b[0][0], " << 2 * m.ni << ");\n";
+  os << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
      << "#pragma unroll\n"
      << "        for (int j = 0; j < " << NI << "; ++j)\n"

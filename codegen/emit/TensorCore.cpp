@@ -29,6 +29,12 @@ __device__ __forceinline__ float cuts_tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return __uint_as_float(r);
 }
+// n fragment registers of fp32 words rounded to tf32 (nearest, ties away).
+__device__ __forceinline__ void cuts_round_tf32(unsigned *r, int n) {
+#pragma unroll
+  for (int i = 0; i < n; ++i)
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[i]) : "f"(__uint_as_float(r[i])));
+}
 typedef unsigned cuts_sptr; // a shared-memory address; + adds bytes
 __device__ __forceinline__ cuts_sptr cuts_saddr(const void *p) {
   unsigned long long a;

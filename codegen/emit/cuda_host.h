@@ -1121,6 +1121,12 @@ inline float cuts_tf32(float x) {
   return cutsHostBitCast<float>(f & ~0x1fffu);
 }
 
+// n fragment registers of fp32 words rounded to tf32.
+inline void cuts_round_tf32(unsigned *r, int n) {
+  for (int i = 0; i < n; ++i)
+    r[i] = cutsHostBitCast<uint32_t>(cuts_tf32(cutsHostBitCast<float>(r[i])));
+}
+
 namespace cuts_host::detail {
 
 // Every lane's n 32-bit registers r[0..n), n <= 4, as all[lane][i] (zero

@@ -142,8 +142,9 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
                std::string &error,
                const std::array<std::optional<MmaView>, 2> &views) {
   const int64_t M = d.N, K = d.C, N = d.K, batch = d.batch;
-  if (operand != dfg::Type::F16 && operand != dfg::Type::BF16) {
-    error = "tensor-core products take fp16 or bf16 operands";
+  if (operand != dfg::Type::F16 && operand != dfg::Type::BF16 &&
+      operand != dfg::Type::F32) {
+    error = "tensor-core products take fp16, bf16 or fp32 (as tf32) operands";
     return std::nullopt;
   }
   // A copy moves 16 bytes of a row: rows of A, and of B, start aligned.
@@ -163,6 +164,12 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
     error = "parameters are not a tensor-core tiling (block blockRows() by "
             "blockCols(), thread 2 mi x 2 ni, C_input a multiple of 16, at "
             "least 2 stages; mma.sync: ni even)";
+    return std::nullopt;
+  }
+  // tf32 fragments are 32-bit words, which ldmatrix cannot transpose: B
+  // must be K-major (N x K) as a Linear layer's or a conv's weight is.
+  if (operand == dfg::Type::F32 && (wgmma || !d.transB)) {
+    error = "tf32 products run on mma.sync with B transposed (N x K)";
     return std::nullopt;
   }
   // wgmma reads both operands K-major from shared memory, B as its N x K

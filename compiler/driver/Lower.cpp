@@ -560,6 +560,13 @@ Anchored anchored(const Analysis &a) {
   return x;
 }
 
+/// Whether tensor cores take operands of type t for op d: 16-bit floats,
+/// or fp32 rounded to tf32 where the model allows it (OpDesc::tf32).
+bool tensorCoreOperand(dfg::Type t, const OpDesc &d) {
+  return t == dfg::Type::F16 || t == dfg::Type::BF16 ||
+         (t == dfg::Type::F32 && d.tf32);
+}
+
 /// A channels-last conv: the implicit GEMM of its pixels on tensor cores,
 /// its epilogue a product's (channels innermost).
 std::optional<GroupKernel> lowerImplicitGemm(ConvOp conv, Anchored &x,
@@ -567,10 +574,9 @@ std::optional<GroupKernel> lowerImplicitGemm(ConvOp conv, Anchored &x,
                                              const std::string &name,
                                              std::string &error) {
   auto t = dfgType(conv.getX());
-  if (!p.tensorCore() || !t ||
-      (*t != dfg::Type::F16 && *t != dfg::Type::BF16)) {
+  if (!p.tensorCore() || !t || !tensorCoreOperand(*t, x.d)) {
     error = opName(conv) + ": a channels-last conv runs on tensor cores only, "
-                           "in fp16 or bf16";
+                           "in fp16, bf16 or tf32";
     return std::nullopt;
   }
   x.b.values["A"] = conv.getX();
@@ -709,8 +715,9 @@ std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
     return finish(codegen::buildMatMul(name, d, p, epi, error), x.b, "matmul",
                   error);
   auto ta = dfgType(A), tb = dfgType(B);
-  if (!ta || ta != tb || (*ta != dfg::Type::F16 && *ta != dfg::Type::BF16)) {
-    error = opName(op) + ": tensor cores take two fp16 or two bf16 operands";
+  if (!ta || ta != tb || !tensorCoreOperand(*ta, d)) {
+    error = opName(op) + ": tensor cores take two fp16, two bf16 or (under "
+                         "--precision tf32) two fp32 operands";
     return std::nullopt;
   }
   return finish(codegen::buildMmaMatMul(name, d, p, *ta, epi, error, views),

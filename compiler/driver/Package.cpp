@@ -214,11 +214,15 @@ Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
   m.producer = "cuts 0.1.0";
   m.archs = opts.archs;
   m.target = opts.arch.name;
-  // The units the precision's generated products run on: the tensor cores
-  // for 16-bit tensors, else the FP32 SIMT units.
+  // The units the precision's products run on: the tensor cores for
+  // 16-bit tensors and tf32 (at half their 16-bit rate), else the FP32
+  // SIMT units.
   const bool half = opts.precision == "fp16" || opts.precision == "bf16";
-  m.peakFlops = half && opts.arch.perfPeakFp16 > 0 ? opts.arch.perfPeakFp16
-                                                   : opts.arch.perfPeakFp32;
+  const bool tf32 = opts.precision == "tf32";
+  m.peakFlops = opts.arch.perfPeakFp16 <= 0 ? opts.arch.perfPeakFp32
+                : half                      ? opts.arch.perfPeakFp16
+                : tf32                      ? opts.arch.perfPeakFp16 / 2
+                                            : opts.arch.perfPeakFp32;
   m.bandwidth = opts.arch.bwGlobal;
   m.precision = opts.precision;
 }

@@ -18,9 +18,9 @@ mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
 
-bool sixteenBit(mlir::Value v) {
-  mlir::Type t = tensorType(v).getElementType();
-  return t.isF16() || t.isBF16();
+// The channels of one 16-byte copy of v's elements (8 for 16-bit ones).
+int64_t copyChannels(mlir::Value v) {
+  return 128 / tensorType(v).getElementTypeBitWidth();
 }
 
 bool isDense2d(ConvOp conv) { return tensorType(conv.getX()).getRank() == 4; }
@@ -32,20 +32,21 @@ bool isDepthwise(ConvOp conv) {
          w.getDimSize(0) == x.getDimSize(1);
 }
 
-// A conv that runs channels-last: 2-D, 16-bit, a constant weight (stored
-// permuted), and either one group with input and output channels in whole
-// 16-byte copies (the tensor cores' implicit GEMM; a stem's fewer than 8
-// input channels padded with zeros), or depthwise (a SIMT kernel reading
-// channels innermost).
+// A conv that runs channels-last: 2-D, of tensor-core operands (16-bit,
+// or fp32 under tf32), a constant weight (stored permuted), and either one
+// group with input and output channels in whole 16-byte copies (the tensor
+// cores' implicit GEMM; a stem's fewer input channels padded with zeros),
+// or depthwise (a SIMT kernel reading channels innermost).
 bool convertible(ConvOp conv) {
-  if (conv.getChannelsLast() || !isDense2d(conv) || !sixteenBit(conv.getX()) ||
+  if (conv.getChannelsLast() || !isDense2d(conv) ||
+      !tensorCoreElement(tensorType(conv.getX()).getElementType(), conv) ||
       !conv.getW().getDefiningOp<ConstantOp>())
     return false;
   auto x = tensorType(conv.getX()), w = tensorType(conv.getW());
-  const int64_t ic = x.getDimSize(1);
+  const int64_t ic = x.getDimSize(1), unit = copyChannels(conv.getX());
   return isDepthwise(conv) ||
          (conv.getGroup() == 1 && w.getDimSize(0) % 8 == 0 &&
-          (ic % 8 == 0 || ic < 8));
+          (ic % unit == 0 || ic < unit));
 }
 
 // transpose(v, perm), reusing one that already exists.
@@ -59,25 +60,29 @@ mlir::Value transposed(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
   return b.create<TransposeOp>(loc, v, b.getDenseI64ArrayAttr(perm));
 }
 
-// v (channels-last) with its channels padded with zeros to a multiple of 8.
-mlir::Value padChannels(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) {
+// v (channels-last) with its channels padded with zeros to a multiple of
+// `unit`.
+mlir::Value padChannels(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                        int64_t unit) {
   const int64_t c = tensorType(v).getDimSize(3);
-  if (c % 8 == 0)
+  if (c % unit == 0)
     return v;
   return b.create<PadOp>(
-      loc, v, b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, 0, 0, 8 - c % 8}),
+      loc, v, b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, 0, 0, unit - c % unit}),
       b.getStringAttr("constant"), b.getF64FloatAttr(0));
 }
 
-// x channels-last and padded. A model input's cast moves after both, so
-// that one kernel reads the input, reorders, pads and converts it.
+// x channels-last and padded to whole 16-byte copies. A model input's cast
+// moves after both, so that one kernel reads the input, reorders, pads and
+// converts it.
 mlir::Value lastInput(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x) {
+  const int64_t unit = copyChannels(x);
   auto cast = x.getDefiningOp<CastOp>();
   if (!cast || !llvm::isa<mlir::BlockArgument>(cast.getInput()) ||
-      !cast->hasOneUse() || tensorType(x).getDimSize(1) % 8 == 0)
-    return padChannels(b, loc, transposed(b, loc, x, kToLast));
-  mlir::Value v =
-      padChannels(b, loc, transposed(b, loc, cast.getInput(), kToLast));
+      !cast->hasOneUse() || tensorType(x).getDimSize(1) % unit == 0)
+    return padChannels(b, loc, transposed(b, loc, x, kToLast), unit);
+  mlir::Value v = padChannels(
+      b, loc, transposed(b, loc, cast.getInput(), kToLast), unit);
   auto t = tensorType(v);
   return b.create<CastOp>(
       loc, mlir::RankedTensorType::get(t.getShape(), cast.getTo()), v,
@@ -92,7 +97,7 @@ void convert(ConvOp conv) {
   llvm::SmallVector<mlir::Value> operands{
       isDepthwise(conv) ? transposed(b, loc, conv.getX(), kToLast)
                         : lastInput(b, loc, conv.getX()),
-      isDepthwise(conv) ? w : padChannels(b, loc, w)};
+      isDepthwise(conv) ? w : padChannels(b, loc, w, copyChannels(w))};
   if (conv.getB())
     operands.push_back(conv.getB());
   llvm::SmallVector<mlir::NamedAttribute> attrs(conv->getAttrs());

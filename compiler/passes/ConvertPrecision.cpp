@@ -46,6 +46,12 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
   void runOnOperation() override {
     mlir::func::FuncOp func = getOperation();
     mlir::MLIRContext *ctx = &getContext();
+    // tf32 keeps every tensor fp32: the function only allows its products
+    // to round their operands (kTf32Attr).
+    if (precision == "tf32" && ioPrecision.empty()) {
+      func->setAttr(kTf32Attr, mlir::UnitAttr::get(ctx));
+      return;
+    }
     mlir::Type half;
     if (precision == "fp16")
       half = mlir::Float16Type::get(ctx);
@@ -53,8 +59,8 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
       half = mlir::BFloat16Type::get(ctx);
     if (!half ||
         (!ioPrecision.empty() && ioPrecision != precision.getValue())) {
-      func.emitError("precision must be fp16 or bf16 and io-precision empty "
-                     "or the same");
+      func.emitError("precision must be fp16, bf16 or tf32 and io-precision "
+                     "empty or (fp16, bf16) the same");
       return signalPassFailure();
     }
     bool ok = true;

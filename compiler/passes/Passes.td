@@ -92,11 +92,15 @@ def ConvertPrecision : Pass<"cuts-convert-precision", "mlir::func::FuncOp"> {
     the tensors between kernels are 16-bit. The model's fp32 inputs and
     outputs keep their type behind a cast (fused into the first and last
     kernels where the partition can), unless `io-precision` is set: then the
-    function takes and returns the 16-bit type itself.
+    function takes and returns the 16-bit type itself. With `precision`
+    tf32 the tensors stay fp32 and the function gets the unit attribute
+    `cuts.tf32`: its products may round their operands to tf32 on tensor
+    cores (and cuts-transpose-weights and cuts-channels-last treat its fp32
+    products and convs as they do 16-bit ones).
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"fp16\"",
-           "fp16 or bf16">,
+           "fp16, bf16, or tf32 (fp32 tensors; marks the function cuts.tf32)">,
     Option<"ioPrecision", "io-precision", "std::string", "\"\"",
            "\"\" keeps fp32 inputs and outputs; fp16 or bf16 (the same as "
            "precision) passes 16-bit buffers">
@@ -104,7 +108,7 @@ def ConvertPrecision : Pass<"cuts-convert-precision", "mlir::func::FuncOp"> {
 }
 
 def TransposeWeights : Pass<"cuts-transpose-weights", "mlir::func::FuncOp"> {
-  let summary = "Read 16-bit matmul operands B as N x K (transB)";
+  let summary = "Read tensor-core matmul operands B as N x K (transB)";
   let description = [{
     matmul(A, B), matmul_add(A, B, C) and gemm(A, B, C) without transB, in
     fp16 or bf16, read B^T [N, K] with transB set where that is free:
@@ -114,19 +118,22 @@ def TransposeWeights : Pass<"cuts-transpose-weights", "mlir::func::FuncOp"> {
       rows (attention's K^T): B^T = transpose(X, p with its last two
       entries swapped), which moves whole rows, or X itself where that is
       the identity.
-    The tensor cores' wgmma reads B K-major, as transB stores it. fp32
-    models are left as they are.
+    The tensor cores' wgmma reads B K-major, as transB stores it, and
+    tf32 fragments can only be loaded from it. fp32 products are left as
+    they are unless the function has `cuts.tf32`.
   }];
 }
 
 def ChannelsLast : Pass<"cuts-channels-last", "mlir::func::FuncOp"> {
-  let summary = "Run 16-bit convolutions channels-last (NHWC) on tensor cores";
+  let summary = "Run tensor-core convolutions channels-last (NHWC)";
   let description = [{
     Tensor cores take a convolution as an implicit GEMM over output pixels,
     whose K slices are runs of input channels: contiguous only when the
-    channels are innermost. Every 2-D conv of fp16 or bf16 tensors with
-    group 1, input channels in multiples of 16 (of 8 for a 1 x 1 conv)
-    and output channels in multiples of 8, and every depthwise one, becomes
+    channels are innermost. Every 2-D conv of fp16 or bf16 tensors (fp32
+    ones in a function with `cuts.tf32`) with group 1, input channels in
+    whole 16-byte copies (or fewer: an image stem's, padded with zero
+    channels) and output channels in multiples of 8, and every depthwise
+    one, becomes
       transpose(conv{channels_last}(transpose(X, [0, 2, 3, 1]), W', B),
                 [0, 3, 1, 2])
     with its weight stored M x kH x kW x C (folded). Then transposes move
@@ -135,8 +142,7 @@ def ChannelsLast : Pass<"cuts-channels-last", "mlir::func::FuncOp"> {
     transposes and past max and average poolings (which then run
     channels-last), and a transpose of a
     transpose becomes one, or none: between two channels-last convs no
-    transpose is left. A conv of 3 input channels (an image stem) stays
-    NCHW. Depthwise convs run channels-last on the SIMT units (their
+    transpose is left. Depthwise convs run channels-last on the SIMT units (their
     kernel reading and writing channels innermost), so MobileNet's blocks
     stay NHWC. The pass converts nothing in a function with another
     grouped conv, which has no channels-last kernel: each would cost two

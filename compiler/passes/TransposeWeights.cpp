@@ -21,27 +21,29 @@ mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
 
-// W [K, N] as its transpose [N, K]; null unless W is a 2-D 16-bit float
-// constant used once.
-mlir::ElementsAttr transposedWeight(mlir::Value w) {
+// W [K, N] as its transpose [N, K]; null unless W is a 2-D constant of
+// tensor-core operands used once.
+mlir::ElementsAttr transposedWeight(mlir::Value w, mlir::Operation *user) {
   mlir::Attribute attr;
   auto t = tensorType(w);
   if (t.getRank() != 2 || !w.hasOneUse() ||
-      !(t.getElementType().isF16() || t.getElementType().isBF16()) ||
+      !tensorCoreElement(t.getElementType(), user) ||
       !mlir::matchPattern(w, mlir::m_Constant(&attr)))
     return nullptr;
   const int64_t K = t.getDimSize(0), N = t.getDimSize(1);
   auto type = mlir::RankedTensorType::get({N, K}, t.getElementType());
-  // Weights: their 16-bit words moved as they are.
+  // Weights: their words moved as they are.
   if (auto res = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
+    const int64_t eb = t.getElementTypeBitWidth() / 8;
     mlir::AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob || int64_t(blob->getData().size()) != 2 * K * N)
+    if (!blob || int64_t(blob->getData().size()) != eb * K * N)
       return nullptr;
     const char *in = blob->getData().data();
-    std::vector<char> out(size_t(2 * K * N));
+    std::vector<char> out(size_t(eb * K * N));
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n)
-        std::memcpy(&out[size_t(2 * (n * K + k))], in + 2 * (k * N + n), 2);
+        std::memcpy(&out[size_t(eb * (n * K + k))], in + eb * (k * N + n),
+                    eb);
     return rawAttr(type, out, "transposed_weight");
   }
   auto host = toHost(attr);
@@ -68,7 +70,7 @@ void readTransposed(mlir::Operation *op, mlir::Value bt) {
 // transB set; false where the pattern does not hold.
 bool rewrite(mlir::Operation *op) {
   mlir::Value w = op->getOperand(1);
-  mlir::ElementsAttr wt = transposedWeight(w);
+  mlir::ElementsAttr wt = transposedWeight(w, op);
   if (!wt)
     return false;
   mlir::OpBuilder b(op);
@@ -93,7 +95,7 @@ bool rewriteTransposeB(mlir::Operation *op) {
   llvm::SmallVector<int64_t> perm(t.getPerm());
   const size_t r = perm.size();
   if (r < 2 || perm[r - 2] != int64_t(r - 1) ||
-      !(type.getElementType().isF16() || type.getElementType().isBF16()))
+      !tensorCoreElement(type.getElementType(), op))
     return false;
   std::swap(perm[r - 1], perm[r - 2]);
   llvm::SmallVector<int64_t> shape(type.getShape());

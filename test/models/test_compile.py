@@ -776,7 +776,10 @@ def check_bf16(runner):
 REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
            "two_outputs", "resnet_stage")
-REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2"}
+REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
+# Models whose convs or products run on tensor cores in tf32 too.
+TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "shared_conv",
+        "resnet_stage")
 
 
 def check_reduced_precision(runner, name, precision):
@@ -793,6 +796,9 @@ def check_reduced_precision(runner, name, precision):
                    REDUCED_TOLERANCE[precision], *inputs)
     require(r.returncode == 0, "emulated outputs differ: " + r.stdout
             + r.stderr)
+    if precision == "tf32":
+        art = open(os.path.join(out, "model.cuts"), "rb").read()
+        require(b"cuts_mma_tf32" in art, "no tf32 tensor-core kernel")
     if runner.gpu:
         r = runner.run("run", os.path.join(out, "model.cuts"), "--compare",
                        os.path.join(d, "ref"), "--tolerance",
@@ -960,7 +966,8 @@ def main():
                 runner.check("integer inputs", check_integer_inputs, runner,
                              result["art"][0])
             if name in REDUCED:
-                for p in ("fp16", "bf16"):
+                for p in ("fp16", "bf16") + (("tf32",) if name in TF32
+                                             else ()):
                     runner.check("%s --precision %s" % (name, p),
                                  check_reduced_precision, runner, name, p)
     runner.gpu = a.gpu

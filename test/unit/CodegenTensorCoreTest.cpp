@@ -226,7 +226,7 @@ namespace {
 
 struct MmaCase {
   int64_t M, K, N, batch;
-  bool transB, bf16;
+  bool transB;
   MmaLoop loop;
   int64_t bk;
   std::vector<EpilogueOp> epilogue;
@@ -241,22 +241,56 @@ MmaLoop mmaLoop(dfg::Type t, int64_t warpsM, int64_t warpsN, int64_t mi,
   return m;
 }
 
+// x rounded to tf32: 10 mantissa bits, ties away from zero (cvt.rna).
+float tf32Value(float x) {
+  int e;
+  std::frexp(double(x), &e);
+  double ulp = std::ldexp(1.0, e - 11);
+  double r = std::floor(std::fabs(double(x)) / ulp + 0.5) * ulp;
+  return float(x < 0 ? -r : r);
+}
+
+// Random operands of type t: their stored words (`bits`: 16-bit patterns,
+// or fp32 values) and the values the tensor cores multiply (`v`: tf32's
+// rounded).
+struct Operand {
+  std::vector<uint16_t> half;
+  std::vector<float> full, v;
+  // Host kernels take their buffers as void * (runOnHost).
+  void *bits() const {
+    return half.empty() ? const_cast<float *>(full.data())
+                        : static_cast<void *>(const_cast<uint16_t *>(half.data()));
+  }
+};
+Operand randomOperand(std::mt19937 &rng, dfg::Type t, size_t n) {
+  Operand o;
+  if (t == dfg::Type::F32) {
+    o.full = test::randomVector(rng, int64_t(n));
+    for (float x : o.full)
+      o.v.push_back(tf32Value(x));
+    return o;
+  }
+  o.half.resize(n), o.v.resize(n);
+  random16(rng, t == dfg::Type::BF16, o.half, o.v);
+  return o;
+}
+
 // Runs the case's kernel on the CPU and returns its relative L2 error
-// against a double-precision product of the same 16-bit operands.
+// against a double-precision product of the same 16-bit (or tf32)
+// operands.
 double runMma(const Kernel &k, const MmaCase &c, uint32_t seed) {
   std::mt19937 rng(seed);
   const int64_t M = c.M, K = c.K, N = c.N, B = c.batch;
-  std::vector<uint16_t> a(B * M * K), b(B * K * N);
-  std::vector<float> av(a.size()), bv(b.size());
-  random16(rng, c.bf16, a, av);
-  random16(rng, c.bf16, b, bv);
+  const Operand a = randomOperand(rng, c.loop.operand, size_t(B * M * K));
+  const Operand b = randomOperand(rng, c.loop.operand, size_t(B * K * N));
+  const std::vector<float> &av = a.v, &bv = b.v;
   std::vector<float> bias = test::randomVector(rng, N);
   std::vector<float> res = test::randomVector(rng, B * M * N);
   std::vector<float> y = test::poisoned(B * M * N);
   std::string err;
   bool ran = runOnHost(k,
-                       {{"A", a.data()},
-                        {"B", b.data()},
+                       {{"A", a.bits()},
+                        {"B", b.bits()},
                         {"bias", bias.data()},
                         {"res", res.data()},
                         {"Y", y.data()}},
@@ -294,7 +328,6 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        64,
        1,
        false,
-       false,
        mmaLoop(Type::F16, 2, 2, 1, 2, 3),
        32,
        {EpilogueOp::binary(dfg::Op::Add, "bias", {64}),
@@ -305,21 +338,19 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        48,
        1,
        true,
-       true,
        mmaLoop(Type::BF16, 1, 2, 2, 2, 2),
        32,
        {EpilogueOp::binary(dfg::Op::Add, "res", {32, 48})}},
       // Batched products (attention), 4 stages, a wider warp tile.
-      {24, 32, 32, 2, false, false, mmaLoop(Type::F16, 1, 1, 2, 4, 4), 16, {}},
+      {24, 32, 32, 2, false, mmaLoop(Type::F16, 1, 1, 2, 4, 4), 16, {}},
       // Fewer copies than threads (a guarded last copy), N ragged, 2 stages.
-      {64, 80, 48, 1, false, false, mmaLoop(Type::F16, 2, 2, 1, 2, 2), 16, {}},
+      {64, 80, 48, 1, false, mmaLoop(Type::F16, 2, 2, 1, 2, 2), 16, {}},
       // wgmma: ragged M and K, two m64 tiles, n = 48, bias + relu.
       {100,
        80,
        48,
        1,
        true,
-       false,
        mmaLoop(Type::F16, 1, 1, 2, 6, 3, MatrixInstr::Wgmma),
        32,
        {EpilogueOp::binary(dfg::Op::Add, "bias", {48}),
@@ -329,7 +360,6 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        64,
        40,
        1,
-       true,
        true,
        mmaLoop(Type::BF16, 2, 1, 1, 4, 2, MatrixInstr::Wgmma),
        64,
@@ -343,7 +373,6 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        32,
        1,
        true,
-       false,
        mmaLoop(Type::F16, 1, 1, 1, 4, 3, MatrixInstr::Wgmma),
        32,
        {}},
@@ -352,17 +381,28 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        64,
        1,
        true,
-       true,
        mmaLoop(Type::BF16, 2, 1, 1, 8, 4, MatrixInstr::Wgmma),
        32,
        {EpilogueOp::binary(dfg::Op::Add, "bias", {64})}},
+      // tf32 (fp32 operands, B transposed): ragged M, N and K (3 slices of
+      // 16, the last past K), bias + relu, 3 stages.
+      {40,
+       40,
+       24,
+       1,
+       true,
+       mmaLoop(Type::F32, 2, 1, 1, 2, 3),
+       16,
+       {EpilogueOp::binary(dfg::Op::Add, "bias", {24}),
+        EpilogueOp::unary(dfg::Op::Relu)}},
+      // tf32: batched, a wider warp tile, slices of 32, 2 stages.
+      {32, 64, 32, 2, true, mmaLoop(Type::F32, 1, 2, 2, 2, 2), 32, {}},
       // wgmma: batched, n = 16, K = 2 slices of 16.
       {64,
        32,
        16,
        2,
        true,
-       false,
        mmaLoop(Type::F16, 1, 1, 1, 2, 4, MatrixInstr::Wgmma),
        16,
        {}},
@@ -383,7 +423,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
     INFO(err);
     REQUIRE(k);
     INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch
-             << (c.transB ? " B^T" : "") << (c.bf16 ? " bf16" : " fp16"));
+             << (c.transB ? " B^T" : "") << " " << int(c.loop.operand));
     CHECK(runMma(*k, c, seed++) <= 1e-6);
     std::string src = emitSource(*k);
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
@@ -528,11 +568,27 @@ TEST_CASE("every tensor-core set the search enumerates is generated, with "
       CHECK((wgmma > 0) == (arch == &h100 && s.transB));
     }
   }
-  // fp32 products, and A transposed, stay on the SIMT units.
+  // fp32 products stay on the SIMT units, unless tf32 is allowed and B is
+  // N x K: then mma.sync sets only, every one generated.
   OpDesc f32 = describeMatMul({64, 64}, {64, 64}, {64, 64}, false, false);
   int64_t n = 0;
   forEachTensorCoreParams(f32, h100, [&](const TileParams &) { ++n; });
   CHECK(n == 0);
+  f32.tf32 = true;
+  forEachTensorCoreParams(f32, h100, [&](const TileParams &) { ++n; });
+  CHECK(n == 0);
+  OpDesc tf32 = describeMatMul({128, 96}, {64, 96}, {128, 64}, false, true);
+  tf32.tf32 = true;
+  forEachTensorCoreParams(tf32, h100, [&](const TileParams &p) {
+    ++n;
+    CHECK(p.instr == MatrixInstr::MmaSync);
+    std::string err;
+    auto k = buildMmaMatMul("k", tf32, p, dfg::Type::F32, {}, err);
+    INFO(paramsText(p) << ": " << err);
+    REQUIRE(k);
+    CHECK(launchShape(*k).sharedBytes == sharedBytes(tf32, p));
+  });
+  CHECK(n > 0);
 }
 
 TEST_CASE("the bound ranks tensor-core sets by their peak",
@@ -698,6 +754,23 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
        1,
        64,
        mmaLoop(Type::BF16, 1, 2, 1, 2, 2)},
+      // tf32: a stem of 4 channels (3 padded), each 16-byte chunk of 4
+      // fp32 channels at its own window position, K = 196 ragged.
+      {{2, 12, 12, 4},
+       {16, 7, 7, 4},
+       2,
+       3,
+       1,
+       16,
+       mmaLoop(Type::F32, 2, 1, 2, 2, 3)},
+      // tf32: 3x3 with padding, 2 slices of 16 channels a position.
+      {{1, 7, 7, 32},
+       {24, 3, 3, 32},
+       1,
+       1,
+       1,
+       16,
+       mmaLoop(Type::F32, 2, 1, 1, 4, 2)},
       // Dilated 3x3 reaching past a 10 x 10 input.
       {{1, 10, 10, 16},
        {16, 3, 3, 16},
@@ -719,8 +792,8 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
                {c.pad, c.pad, c.pad, c.pad},
                {c.dilation, c.dilation}};
     OpDesc d = describeImplicitGemm(c.x, c.w, {N, OH, OW, M}, win);
-    d.elementBytes = 2;
-    const bool bf16 = c.loop.operand == Type::BF16;
+    d.elementBytes = c.loop.operand == Type::F32 ? 4 : 2;
+    d.tf32 = c.loop.operand == Type::F32;
     std::vector<EpilogueOp> epi = {
         EpilogueOp::binary(dfg::Op::Add, "bias", {M}),
         EpilogueOp::unary(dfg::Op::Relu)};
@@ -730,15 +803,14 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
     INFO(err);
     REQUIRE(k);
     std::mt19937 rng(seed++);
-    std::vector<uint16_t> x(N * H * W * C), w(M * F * F * C);
-    std::vector<float> xv(x.size()), wv(w.size());
-    random16(rng, bf16, x, xv);
-    random16(rng, bf16, w, wv);
+    const Operand x = randomOperand(rng, c.loop.operand, size_t(N * H * W * C));
+    const Operand w = randomOperand(rng, c.loop.operand, size_t(M * F * F * C));
+    const std::vector<float> &xv = x.v, &wv = w.v;
     std::vector<float> bias = test::randomVector(rng, M);
     std::vector<float> y = test::poisoned(N * OH * OW * M);
     REQUIRE(runOnHost(*k,
-                      {{"A", x.data()},
-                       {"B", w.data()},
+                      {{"A", x.bits()},
+                       {"B", w.bits()},
                        {"bias", bias.data()},
                        {"Y", y.data()}},
                       err));

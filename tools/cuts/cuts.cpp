@@ -276,7 +276,7 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   }
   mlir::PassManager pm(&ctx);
   auto &fn = pm.nest<mlir::func::FuncOp>();
-  if (p.storage == "fp16" || p.storage == "bf16") {
+  if (p.storage == "fp16" || p.storage == "bf16" || p.storage == "tf32") {
     cuts::ConvertPrecisionOptions o;
     o.precision = p.storage;
     o.ioPrecision = p.io;

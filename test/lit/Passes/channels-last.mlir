@@ -113,3 +113,18 @@ func.func @concat(%x: tensor<1x16x4x4xf16>) -> tensor<1x32x4x4xf16> {
   %2 = cuts.concat %0, %1 {axis = 1 : i64} : (tensor<1x16x4x4xf16>, tensor<1x16x4x4xf16>) -> tensor<1x32x4x4xf16>
   return %2 : tensor<1x32x4x4xf16>
 }
+
+// -----
+
+// In a function that allows tf32, fp32 convs run channels-last too: a
+// 3-channel stem is padded to 4 channels (16 bytes of fp32).
+// CHECK-LABEL: func.func @tf32(
+// CHECK: %[[T:.*]] = cuts.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[P:.*]] = cuts.pad %[[T]] {mode = "constant", pads = array<i64: 0, 0, 0, 0, 0, 0, 0, 1>{{.*}}} : (tensor<1x8x8x3xf32>) -> tensor<1x8x8x4xf32>
+// CHECK: cuts.conv %[[P]], {{.*}}channels_last{{.*}} : (tensor<1x8x8x4xf32>, tensor<16x3x3x4xf32>) -> tensor<1x6x6x16xf32>
+// CHECK-NEXT: cuts.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
+func.func @tf32(%x: tensor<1x3x8x8xf32>) -> tensor<1x16x6x6xf32> attributes {cuts.tf32} {
+  %w = cuts.constant {value = dense<1.0> : tensor<16x3x3x3xf32>} : tensor<16x3x3x3xf32>
+  %0 = cuts.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x6x6xf32>
+  return %0 : tensor<1x16x6x6xf32>
+}

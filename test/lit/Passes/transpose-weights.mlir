@@ -58,3 +58,15 @@ func.func @attention(%q: tensor<1x2x4x8xf16>, %k: tensor<1x4x2x8xf16>, %a: tenso
   %1 = cuts.matmul %a, %xt : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf16>
   return %0, %1 : tensor<1x2x4x4xf16>, tensor<4x3xf16>
 }
+
+// -----
+
+// A function that allows tf32 stores its fp32 weights transposed too.
+// CHECK-LABEL: func.func @tf32(
+// CHECK: %[[W:[a-z0-9_]+]] = cuts.constant {value = dense<1.000000e+00> : tensor<3x2xf32>}
+// CHECK: cuts.matmul %arg0, %[[W]] {transB} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
+func.func @tf32(%x: tensor<4x2xf32>) -> tensor<4x3xf32> attributes {cuts.tf32} {
+  %w = cuts.constant {value = dense<1.0> : tensor<2x3xf32>} : tensor<2x3xf32>
+  %0 = cuts.matmul %x, %w : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
