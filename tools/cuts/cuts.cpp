@@ -262,8 +262,10 @@ int parsePrecisionOption(ArgList &a, Precision &p) {
   return 1;
 }
 
-// Converts the module's tensors to p (cuts-convert-precision), stores
-// 16-bit matmul weights transposed (cuts-transpose-weights) and, where
+// Converts the module's tensors to p (cuts-convert-precision), splits
+// products for their slices where the parts fill the GPU
+// (cuts-split-products), stores tensor-core matmul weights transposed
+// (cuts-transpose-weights) and, where
 // `arch` has tensor cores and p.layout allows, runs 16-bit convs
 // channels-last (cuts-channels-last); on failure prints the error (the
 // pass names the op) and returns false.
@@ -282,6 +284,13 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     o.ioPrecision = p.io;
     fn.addPass(cuts::createConvertPrecision(o));
   }
+  // A product split for its slices' sake only where each part fills a
+  // wave of 128 x 128 tiles (cuts-split-products).
+  cuts::SplitProductsOptions split;
+  split.minElements = int64_t(arch.numSM) * 128 * 128;
+  fn.addPass(cuts::createSplitProducts(split));
+  fn.addPass(cuts::createFoldConstants());
+  fn.addPass(cuts::createDeadCode());
   fn.addPass(cuts::createTransposeWeights());
   if (p.layout == "auto" && cuts::hasMmaSync(arch))
     fn.addPass(cuts::createChannelsLast());
