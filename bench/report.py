@@ -63,9 +63,12 @@ def derive(results):
              "pct_of_floor": {}, "cuts_ms": None, "cuts_vs_best": None}
         fl = results.get("floors", {}).get(f"{c['model']}/b{c['batch']}")
         rate, bw = ceil.get(RATE_FOR[prec], {}), ceil.get("copy", {})
-        if ok(fl) and ok(rate) and ok(bw) and prec in fl.get("bytes", {}):
+        # tf32 moves fp32's bytes, bf16 fp16's (floors counts those two).
+        moved = prec if prec in (fl or {}).get("bytes", {}) else \
+            {"tf32": "fp32", "bf16": "fp16"}.get(prec)
+        if ok(fl) and ok(rate) and ok(bw) and moved in fl.get("bytes", {}):
             t_compute = fl["flops"] / rate["flops_per_s"]
-            t_memory = fl["bytes"][prec]["total"] / bw["bytes_per_s"]
+            t_memory = fl["bytes"][moved]["total"] / bw["bytes_per_s"]
             d["floor_ms"] = max(t_compute, t_memory) * 1e3
             d["bound"] = "compute" if t_compute >= t_memory else "memory"
             d["compute_ms"], d["memory_ms"] = t_compute * 1e3, t_memory * 1e3

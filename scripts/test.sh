@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-(cd build && ctest --output-on-failure)
+# Tests run side by side, one per core (each has its own work folder).
+(cd build && ctest --output-on-failure -j"$(nproc)")
 FUZZ_SECONDS=${CUTS_FUZZ_SECONDS:-60}
 # fuzz TARGET SECONDS WHAT: one fuzzer (scripts/fuzz.sh), its log in build/.
 fuzz() {
