@@ -144,6 +144,8 @@ private:
   LogicalResult convGemm(const onnx::NodeProto &);
   template <typename OpTy> LogicalResult convBinary(const onnx::NodeProto &);
   template <typename OpTy> LogicalResult convUnary(const onnx::NodeProto &);
+  template <bool Greater, bool OrEqual>
+  LogicalResult convCompare(const onnx::NodeProto &);
   LogicalResult convPow(const onnx::NodeProto &);
   LogicalResult convWhere(const onnx::NodeProto &);
   LogicalResult convLeakyRelu(const onnx::NodeProto &);
@@ -856,6 +858,24 @@ LogicalResult Importer::convUnary(const onnx::NodeProto &) {
   if (failed(x))
     return failure();
   return emit<OpTy>({*x});
+}
+
+// Greater, GreaterOrEqual, LessOrEqual from the dialect's less and equal:
+// a > b is b < a, and a <= b is (a < b) or (a == b), false with a NaN as
+// ONNX says (not(b < a) would be true).
+template <bool Greater, bool OrEqual>
+LogicalResult Importer::convCompare(const onnx::NodeProto &) {
+  auto a = required(0), b = required(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Value lo = Greater ? *b : *a, hi = Greater ? *a : *b;
+  if (!OrEqual)
+    return emit<LessOp>({lo, hi});
+  auto less = create<LessOp>({lo, hi}, {});
+  auto equal = create<EqualOp>({*a, *b}, {});
+  if (failed(less) || failed(equal))
+    return failure();
+  return emit<OrOp>({(*less)->getResult(0), (*equal)->getResult(0)});
 }
 
 LogicalResult Importer::convPow(const onnx::NodeProto &n) {
@@ -1631,6 +1651,8 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"GatherND", &Importer::convGatherND},
       {"Gelu", &Importer::convGelu},
       {"Gemm", &Importer::convGemm},
+      {"Greater", &Importer::convCompare<true, false>},
+      {"GreaterOrEqual", &Importer::convCompare<true, true>},
       {"GlobalAveragePool", &Importer::convGlobalAveragePool},
       {"HardSigmoid", &Importer::convHardSigmoid},
       {"HardSwish", &Importer::convUnary<HardSwishOp>},
@@ -1638,6 +1660,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"LayerNormalization", &Importer::convLayerNorm},
       {"LeakyRelu", &Importer::convLeakyRelu},
       {"Less", &Importer::convBinary<LessOp>},
+      {"LessOrEqual", &Importer::convCompare<false, true>},
       {"Log", &Importer::convUnary<LogOp>},
       {"MatMul", &Importer::convMatMul},
       {"MaxPool", &Importer::convMaxPool},
