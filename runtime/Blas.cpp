@@ -51,7 +51,8 @@ constexpr int CUBLAS_OP_N = 0, CUBLAS_OP_T = 1;
 constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7,
               DESC_BIAS_POINTER = 8, DESC_BIAS_BATCH_STRIDE = 10;
 // cublasLtEpilogue_t
-constexpr uint32_t EPILOGUE_DEFAULT = 1, EPILOGUE_RELU = 2, EPILOGUE_BIAS = 4;
+constexpr uint32_t EPILOGUE_DEFAULT = 1, EPILOGUE_RELU = 2, EPILOGUE_BIAS = 4,
+                   EPILOGUE_GELU = 32;
 // cublasLtMatrixLayoutAttribute_t
 constexpr int LAYOUT_BATCH_COUNT = 5, LAYOUT_STRIDED_BATCH_OFFSET = 6;
 constexpr int PREF_MAX_WORKSPACE_BYTES =
@@ -193,7 +194,8 @@ std::vector<int64_t> encodeGemmSpec(const GemmSpec &s) {
   std::memcpy(&bits, &s.alpha, sizeof bits);
   return {s.M,      s.N,      s.K,           s.batch, s.transA,
           s.transB, s.batchA, s.batchB,      s.bias,  s.residual,
-          s.batchZ, s.relu,   int64_t(bits), s.algo,  int64_t(s.math)};
+          s.batchZ, int64_t(s.act), int64_t(bits), s.algo,
+          int64_t(s.math)};
 }
 
 std::optional<GemmSpec> decodeGemmSpec(const std::vector<int64_t> &p,
@@ -208,11 +210,16 @@ std::optional<GemmSpec> decodeGemmSpec(const std::vector<int64_t> &p,
             " is not 0-3 (fp32, tf32, fp16, bf16)";
     return std::nullopt;
   }
-  for (size_t i = 4; i < 12; ++i)
+  for (size_t i = 4; i < 11; ++i)
     if (p[i] != 0 && p[i] != 1) {
       error = "cublaslt.gemm flag " + std::to_string(i) + " is not 0 or 1";
       return std::nullopt;
     }
+  if (p[11] < 0 || p[11] > int64_t(GemmAct::GeluTanh)) {
+    error = "cublaslt.gemm activation " + std::to_string(p[11]) +
+            " is not 0-2 (none, relu, gelu)";
+    return std::nullopt;
+  }
   if (p[12] < 0 || p[12] > int64_t(std::numeric_limits<uint32_t>::max())) {
     error = "cublaslt.gemm alpha is not a float's bits";
     return std::nullopt;
@@ -220,7 +227,8 @@ std::optional<GemmSpec> decodeGemmSpec(const std::vector<int64_t> &p,
   GemmSpec s;
   s.M = p[0], s.N = p[1], s.K = p[2], s.batch = p[3];
   s.transA = p[4], s.transB = p[5], s.batchA = p[6], s.batchB = p[7];
-  s.bias = p[8], s.residual = p[9], s.batchZ = p[10], s.relu = p[11];
+  s.bias = p[8], s.residual = p[9], s.batchZ = p[10];
+  s.act = GemmAct(p[11]);
   uint32_t bits = uint32_t(p[12]);
   std::memcpy(&s.alpha, &bits, sizeof bits);
   s.algo = int(std::max<int64_t>(std::min<int64_t>(p[13], 1 << 20), -1));
@@ -276,8 +284,8 @@ std::string describeGemmSpec(const GemmSpec &s) {
     d += " +bias";
   if (s.residual)
     d += s.batchZ || s.batch == 1 ? " +Z" : " +Z(shared)";
-  if (s.relu)
-    d += " relu";
+  if (s.act != GemmAct::None)
+    d += s.act == GemmAct::Relu ? " relu" : " gelu";
   if (s.math != LibraryMath::Fp32)
     d += std::string(" ") + libraryMathName(s.math);
   return d + " algo " + std::to_string(s.algo);
@@ -320,9 +328,13 @@ std::unique_ptr<CublasLtGemm> CublasLtGemm::create(const GemmSpec &s,
   // Y^T = op(B)^T op(A)^T in column-major terms (see the top).
   int32_t opFirst = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   int32_t opSecond = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  uint32_t epilogue = s.bias ? EPILOGUE_BIAS : EPILOGUE_DEFAULT;
-  if (s.relu)
-    epilogue |= EPILOGUE_RELU;
+  // RELU_BIAS and GELU_BIAS are the flags or-ed; DEFAULT (1) is none.
+  uint32_t epilogue = (s.bias ? EPILOGUE_BIAS : 0) |
+                      (s.act == GemmAct::Relu       ? EPILOGUE_RELU
+                       : s.act == GemmAct::GeluTanh ? EPILOGUE_GELU
+                                                    : 0);
+  if (epilogue == 0)
+    epilogue = EPILOGUE_DEFAULT;
   int64_t biasStride = 0;
   // fp32 accumulation and scale (alpha, beta) in every math; the bias and
   // the residual have D's type (cuBLASLt's default).

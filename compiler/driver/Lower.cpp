@@ -1400,14 +1400,18 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt;
   mlir::Operation *prev = op;
   for (mlir::Operation *next : a->chain) {
-    if (s.relu)
-      return std::nullopt; // relu must be last
+    if (s.act != rt::GemmAct::None)
+      return std::nullopt; // the activation must be last
     mlir::Value other = next->getNumOperands() < 2 ? mlir::Value()
                         : next->getOperand(0).getDefiningOp() == prev
                             ? next->getOperand(1)
                             : next->getOperand(0);
+    auto gelu = llvm::dyn_cast<GeluOp>(next);
     if (llvm::isa<ReluOp>(next)) {
-      s.relu = true;
+      s.act = rt::GemmAct::Relu;
+    } else if (gelu && gelu.getApproximate() == "tanh") {
+      // cuBLASLt's GELU is the tanh form only; erf's stays generated.
+      s.act = rt::GemmAct::GeluTanh;
     } else if (llvm::isa<MulOp>(next)) {
       // alpha scales the product only: nothing may have been added yet.
       auto v = scalarConstant(other);

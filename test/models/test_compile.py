@@ -115,15 +115,19 @@ def make_attention(path):
 
 
 def make_gelu_tanh(path):
-    """GPT-2's GELU as its exporter writes it (cuts-fuse-gelu makes it one
-    cuts.gelu, approximate tanh); and a Split whose parts are combined."""
+    """GPT-2's MLP GELU as its exporter writes it, after a Linear layer
+    (cuts-fuse-gelu makes it one cuts.gelu, approximate tanh: cuBLASLt's
+    epilogue); and a Split whose parts are combined."""
     b = tm.Builder(27)
 
     def c(v):
         return b.const(np.array(v, np.float32))
     b.nodes.append(helper.make_node("Split", ["x"], ["s0", "s1"], axis=2,
                                     num_outputs=2))
-    x = b.node("Add", ["s0", "s1"])
+    rng = np.random.default_rng(27)
+    x = b.node("MatMul", [b.node("Add", ["s0", "s1"]),
+                          c(rng.normal(0, 0.5, (12, 12)))])
+    x = b.node("Add", [x, c(rng.normal(0, 0.5, 12))])
     half = b.node("Mul", [x, c(0.5)])
     p = b.node("Mul", [b.node("Pow", [x, c(3.0)]), c(0.044715)])
     t = b.node("Tanh", [b.node("Mul", [b.node("Add", [x, p]), c(0.7978846)])])
@@ -807,6 +811,26 @@ def check_reduced_precision(runner, name, precision):
                 + r.stderr)
 
 
+def check_cublas_gelu(runner):
+    """A Linear layer's tanh GELU is cuBLASLt's GELU epilogue (activation
+    2 in its spec), emulated by the CPU as the tanh form."""
+    import json
+    name, path, inputs, ref = one_input(runner, "gelu_tanh")
+    check_tuning_cache(runner, name, path, inputs, ref, "cublaslt.gemm")
+    c = json.load(open(os.path.join(runner.work, name + "_tuning",
+                                    "candidates.json")))["candidates"]
+    acts = [x["libraryParams"][11] for x in c
+            if x.get("library") == "cublaslt.gemm"]
+    require(2 in acts, "no cuBLASLt GELU epilogue among %s" % acts)
+    if runner.gpu:
+        # fp32's 1e-5 tells the tanh form from erf's (4e-4 apart).
+        r = runner.run("run", os.path.join(runner.work, name + "_tuning", "b",
+                                           "model.cuts"), "--compare", ref,
+                       *inputs)
+        require(r.returncode == 0, "cuBLASLt's GELU on the GPU: " + r.stdout
+                + r.stderr)
+
+
 def check_cudnn_nhwc(runner):
     """resnet_stage in fp16 runs every conv channels-last, its 3-channel
     stem padded to 8; cuDNN's calls for them are NHWC (ConvSpec's
@@ -993,6 +1017,8 @@ def main():
                      runner, *one_input(runner, "resnet_block"),
                      "cudnn.conv", ("--precision", "bf16"))
         runner.check("tuning cache (cuDNN fp16 NHWC)", check_cudnn_nhwc,
+                     runner)
+        runner.check("tuning cache (cuBLASLt GELU)", check_cublas_gelu,
                      runner)
         runner.check("tuning cache (cuDNN tf32)", check_tf32, runner)
         runner.check("fp16 for sm_90 and sm_80", check_targets, runner)

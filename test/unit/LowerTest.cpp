@@ -146,6 +146,26 @@ func.func @main(%q: tensor<1x2x4x3xf32>, %k: tensor<1x2x3x4xf32>, %mask: tensor<
 )mlir";
 } // namespace
 
+TEST_CASE("cublasGemm takes a tanh GELU as its epilogue, not erf's",
+          "[lower]") {
+  Graph g(R"mlir(
+func.func @main(%x: tensor<4x3xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
+  %w = cuts.constant {value = dense<0.25> : tensor<3x5xf32>} : tensor<3x5xf32>
+  %b = cuts.constant {value = dense<0.5> : tensor<5xf32>} : tensor<5xf32>
+  %0 = cuts.matmul_add %x, %w, %b : (tensor<4x3xf32>, tensor<3x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  %1 = cuts.gelu %0 {approximate = "tanh"} : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  %2 = cuts.matmul_add %x, %w, %b : (tensor<4x3xf32>, tensor<3x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  %3 = cuts.gelu %2 {approximate = "none"} : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  return %1, %3 : tensor<4x5xf32>, tensor<4x5xf32>
+}
+)mlir");
+  std::vector<mlir::Value> args;
+  auto s = driver::cublasGemm(g.pick({0, 1}), args);
+  REQUIRE(s);
+  CHECK((s->bias && s->act == rt::GemmAct::GeluTanh));
+  CHECK_FALSE(driver::cublasGemm(g.pick({2, 3}), args));
+}
+
 TEST_CASE("cublasGemm: attention scores and a linear layer as cuBLASLt "
           "products",
           "[lower]") {
@@ -163,7 +183,8 @@ TEST_CASE("cublasGemm: attention scores and a linear layer as cuBLASLt "
   auto l = driver::cublasGemm(g.pick({3, 4, 5}), args);
   REQUIRE(l);
   CHECK((l->M == 4 && l->N == 5 && l->K == 3 && l->batch == 1));
-  CHECK((l->bias && l->residual && l->batchZ && l->relu && !l->batchB));
+  CHECK((l->bias && l->residual && l->batchZ && !l->batchB));
+  CHECK(l->act == rt::GemmAct::Relu);
   CHECK(args.size() == 5);
   // A scale after the bias would scale the bias too: refused.
   CHECK_FALSE(driver::cublasGemm(g.pick({0, 2, 1}), args));
@@ -318,7 +339,7 @@ TEST_CASE("fp16 groups lower with fp16 tensors; the library calls take "
   REQUIRE(gemm);
   CHECK(gemm->math == rt::LibraryMath::Fp16);
   CHECK(gemm->aBytes() == 2 * 4 * 8);
-  CHECK(gemm->relu);
+  CHECK(gemm->act == rt::GemmAct::Relu);
   auto conv = driver::cudnnConv(g.pick({2}), args);
   REQUIRE(conv);
   CHECK(conv->math == rt::LibraryMath::Fp16);

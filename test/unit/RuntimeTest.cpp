@@ -1169,6 +1169,21 @@ TEST_CASE("library specs carry their math; older ones decode as fp32",
   q.push_back(-1);
   CHECK_FALSE(decodeGemmSpec(q, error));
   CHECK(error.find("math -1") != std::string::npos);
+
+  // The activation: 0 none, 1 relu (what artifacts before GELU hold), 2
+  // cuBLASLt's GELU; nothing else.
+  g.act = GemmAct::GeluTanh;
+  q = encodeGemmSpec(g);
+  CHECK(q[11] == 2);
+  gemm = decodeGemmSpec(q, error);
+  REQUIRE(gemm.has_value());
+  CHECK(gemm->act == GemmAct::GeluTanh);
+  CHECK(describeGemmSpec(*gemm).find(" gelu") != std::string::npos);
+  q[11] = 1;
+  CHECK(decodeGemmSpec(q, error)->act == GemmAct::Relu);
+  q[11] = 3;
+  CHECK_FALSE(decodeGemmSpec(q, error));
+  CHECK(error.find("activation 3") != std::string::npos);
 }
 
 TEST_CASE("library kernel validation", "[runtime]") {

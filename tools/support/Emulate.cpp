@@ -71,6 +71,20 @@ LibraryArgs libraryArgs(const rt::KernelLaunch &k, Pointer pointer,
           view(true, k.args.size() - 1)};
 }
 
+/// cuBLASLt's epilogue activation of x (its GELU the tanh form).
+double activate(rt::GemmAct act, double x) {
+  switch (act) {
+  case rt::GemmAct::Relu:
+    return std::max(x, 0.0);
+  case rt::GemmAct::GeluTanh:
+    return 0.5 * x *
+           (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  case rt::GemmAct::None:
+    break;
+  }
+  return x;
+}
+
 /// cuBLASLt's product on the CPU, Y = act(alpha A B + bias + Z),
 /// accumulated in double.
 template <typename Pointer>
@@ -96,7 +110,7 @@ bool emulateGemm(const rt::KernelLaunch &k, Pointer pointer,
           acc += bias[j];
         if (z)
           acc += z[z0 + i * s.N + j];
-        y.set(y0 + i * s.N + j, s.relu ? std::max(acc, 0.0) : acc);
+        y.set(y0 + i * s.N + j, activate(s.act, acc));
       }
   }
   return true;

@@ -36,8 +36,13 @@ inline constexpr const char *kCublasGemm = "cublaslt.gemm";
 ///
 /// op(A) is M x K (A stored K x M if transA), op(B) is K x N (B stored
 /// N x K if transB), Y is M x N. An operand without its batch flag is one
-/// matrix shared by every product (Z then broadcasts). act is relu if
-/// `relu`. The args are tensor ids in the order A, B, [bias], [Z], Y.
+/// matrix shared by every product (Z then broadcasts). act is `act`.
+/// The args are tensor ids in the order A, B, [bias], [Z], Y.
+/// cuBLASLt's epilogue activations (part of the artifact format): GELU is
+/// its tanh approximation, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715
+/// x^3))), GPT-2's gelu_new and ONNX's Gelu with approximate = "tanh".
+enum class GemmAct : int8_t { None = 0, Relu = 1, GeluTanh = 2 };
+
 struct GemmSpec {
   int64_t M = 0, N = 0, K = 0;
   int64_t batch = 1;
@@ -46,7 +51,7 @@ struct GemmSpec {
   bool bias = false;
   bool residual = false;
   bool batchZ = true;
-  bool relu = false;
+  GemmAct act = GemmAct::None;
   float alpha = 1.0f;
   /// Index into the list cuBLASLt's heuristic returns for the spec
   /// (cublasLtMatmulAlgoGetHeuristic, at most kMaxGemmAlgos).
@@ -82,7 +87,7 @@ constexpr size_t kGemmSpecParams = 15;
 /// integers in this order (part of the artifact format),
 ///
 ///   M, N, K, batch, transA, transB, batchA, batchB, bias, residual,
-///   batchZ, relu, alpha (the bits of the float), algo, math
+///   batchZ, act (GemmAct), alpha (the bits of the float), algo, math
 ///
 /// (decoding also takes the first 14 alone, as fp32: artifacts written
 /// before the math was).
