@@ -81,6 +81,7 @@ enum class Op {
   Fma, // binary (Fma: in0 * in1 + in2)
   Pow, // in0 ^ in1
   Neg,
+  Abs,
   Relu,
   Exp,
   Log,

@@ -267,6 +267,9 @@ std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
     return x + " ? " + in(1) + " : " + in(2);
   case Op::Neg:
     return "-" + x;
+  case Op::Abs: // fabsf: -0 is +0
+    return n.type == dfg::Type::F32 ? "fabsf(" + x + ")"
+                                    : x + " < 0 ? -" + x + " : " + x;
   case Op::Relu:
     return "fmaxf(" + x + ", 0.0f)";
   case Op::Exp:
@@ -593,6 +596,8 @@ std::string opName(Op op) {
     return "minv";
   case Op::Neg:
     return "neg";
+  case Op::Abs:
+    return "absv";
   case Op::Relu:
     return "relu";
   case Op::Exp:

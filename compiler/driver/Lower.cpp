@@ -128,6 +128,7 @@ const llvm::DenseMap<mlir::TypeID, Op> &plainScalarOps() {
       {mlir::TypeID::get<PowOp>(), Op::Pow},
       {mlir::TypeID::get<ReluOp>(), Op::Relu},
       {mlir::TypeID::get<NegOp>(), Op::Neg},
+      {mlir::TypeID::get<AbsOp>(), Op::Abs},
       {mlir::TypeID::get<ExpOp>(), Op::Exp},
       {mlir::TypeID::get<LogOp>(), Op::Log},
       {mlir::TypeID::get<SqrtOp>(), Op::Sqrt},

@@ -1628,6 +1628,7 @@ LogicalResult Importer::convRange(const onnx::NodeProto &) {
 
 const llvm::StringMap<Importer::Converter> &Importer::converters() {
   static const llvm::StringMap<Converter> table = {
+      {"Abs", &Importer::convUnary<AbsOp>},
       {"Add", &Importer::convBinary<AddOp>},
       {"And", &Importer::convBinary<AndOp>},
       {"AveragePool", &Importer::convAveragePool},

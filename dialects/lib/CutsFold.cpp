@@ -366,6 +366,10 @@ OpFoldResult ReluOp::fold(FoldAdaptor a) {
 OpFoldResult NegOp::fold(FoldAdaptor a) {
   return foldUnaryNum(*this, a.getX(), [](auto x) { return -x; });
 }
+OpFoldResult AbsOp::fold(FoldAdaptor a) {
+  // std::abs keeps fabs's +0 for -0.
+  return foldUnaryNum(*this, a.getX(), [](auto x) { return std::abs(x); });
+}
 OpFoldResult ClipOp::fold(FoldAdaptor a) {
   std::optional<double> lo, hi;
   if (auto m = getMinAttr())

@@ -731,6 +731,19 @@ func.func @gelu() -> (tensor<3xf32>, tensor<3xf32>) {
   return %0, %1 : tensor<3xf32>, tensor<3xf32>
 }
 
+// Abs on floats (-0 is +0) and integers.
+// CHECK-LABEL: func.func @abs(
+// CHECK-NEXT: %[[V0:[a-z0-9_]+]] = cuts.constant {value = dense<[4.000000e+00, 0.000000e+00, 5.000000e-01]> : tensor<3xf32>} : tensor<3xf32>
+// CHECK-NEXT: %[[V1:[a-z0-9_]+]] = cuts.constant {value = dense<[7, 0, 3]> : tensor<3xi32>} : tensor<3xi32>
+// CHECK-NEXT: return %[[V0]], %[[V1]]
+func.func @abs() -> (tensor<3xf32>, tensor<3xi32>) {
+  %a = cuts.constant {value = dense<[-4.0, -0.0, 0.5]> : tensor<3xf32>} : tensor<3xf32>
+  %i = cuts.constant {value = dense<[-7, 0, 3]> : tensor<3xi32>} : tensor<3xi32>
+  %0 = cuts.abs %a : (tensor<3xf32>) -> tensor<3xf32>
+  %1 = cuts.abs %i : (tensor<3xi32>) -> tensor<3xi32>
+  return %0, %1 : tensor<3xf32>, tensor<3xi32>
+}
+
 // Relu, Neg and Clip on integers stay exact.
 // CHECK-LABEL: func.func @int_unary(
 // CHECK-NEXT: %[[V0:[a-z0-9_]+]] = cuts.constant {value = dense<[0, 0, 3, 300]> : tensor<4xi32>} : tensor<4xi32>

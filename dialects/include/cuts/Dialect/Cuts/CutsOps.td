@@ -213,6 +213,7 @@ def Cuts_TanhOp : Cuts_UnaryOp<"tanh", "Tanh", Cuts_FloatTensor>;
 def Cuts_SigmoidOp : Cuts_UnaryOp<"sigmoid", "Sigmoid", Cuts_FloatTensor>;
 def Cuts_ReluOp : Cuts_UnaryOp<"relu", "Relu", Cuts_NumTensor>;
 def Cuts_NegOp : Cuts_UnaryOp<"neg", "Neg", Cuts_NumTensor>;
+def Cuts_AbsOp : Cuts_UnaryOp<"abs", "Abs", Cuts_NumTensor>;
 def Cuts_ReciprocalOp : Cuts_UnaryOp<"reciprocal", "Reciprocal", Cuts_FloatTensor>;
 def Cuts_HardSwishOp : Cuts_UnaryOp<"hard_swish", "HardSwish", Cuts_FloatTensor>;
 
