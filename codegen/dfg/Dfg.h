@@ -76,6 +76,8 @@ enum class Op {
   Sub,
   Mul,
   Div,
+  Mod,  // the divisor's sign (Python's %); 0 by 0
+  FMod, // the dividend's sign (C's fmod); 0 by 0
   Max,
   Min,
   Fma, // binary (Fma: in0 * in1 + in2)

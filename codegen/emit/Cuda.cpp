@@ -222,6 +222,12 @@ std::string floatLiteral(double v) {
 
 // The expression of a pure scalar node over its inputs' names `x` (the
 // first) and in(i); empty for the ops emitGraph writes otherwise.
+// An integer remainder by 0 is 0, and by -1 too: the generator's integers
+// are signed, and INT_MIN % -1 traps on a CPU.
+std::string noRemainder(const std::string &y) {
+  return y + " == 0 || " + y + " == -1 ? 0 : ";
+}
+
 template <typename In>
 std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
   switch (n.op) {
@@ -237,6 +243,17 @@ std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
     return x + " * " + in(1);
   case Op::Div:
     return x + " / " + in(1);
+  case Op::FMod:
+    return n.type == dfg::Type::F32
+               ? "fmodf(" + x + ", " + in(1) + ")"
+               : noRemainder(in(1)) + x + " % " + in(1);
+  case Op::Mod: { // C's remainder, moved to the divisor's sign
+    const bool f = n.type == dfg::Type::F32;
+    const std::string r = f ? "fmodf(" + x + ", " + in(1) + ")"
+                            : "(" + x + " % " + in(1) + ")";
+    return (f ? "" : noRemainder(in(1))) + r + " != 0 && (" + r +
+           " < 0) != (" + in(1) + " < 0) ? " + r + " + " + in(1) + " : " + r;
+  }
   case Op::Max:
     return n.type == dfg::Type::F32
                ? "fmaxf(" + x + ", " + in(1) + ")"
@@ -590,6 +607,9 @@ std::string opName(Op op) {
     return "prod";
   case Op::Div:
     return "quot";
+  case Op::Mod:
+  case Op::FMod:
+    return "rem";
   case Op::Max:
     return "maxv";
   case Op::Min:

@@ -81,6 +81,9 @@ bool anyType(Op op) {
   case Op::Sub:
   case Op::Mul:
   case Op::Div:
+  case Op::Mod:
+  case Op::FMod:
+  case Op::Abs:
   case Op::Cast:
   case Op::Equal:
   case Op::Less:
@@ -123,6 +126,8 @@ const llvm::DenseMap<mlir::TypeID, Op> &plainScalarOps() {
       {mlir::TypeID::get<WhereOp>(), Op::Where},
       {mlir::TypeID::get<AddOp>(), Op::Add},
       {mlir::TypeID::get<SubOp>(), Op::Sub},
+      {mlir::TypeID::get<ModOp>(), Op::Mod},
+      {mlir::TypeID::get<FModOp>(), Op::FMod},
       {mlir::TypeID::get<MulOp>(), Op::Mul},
       {mlir::TypeID::get<DivOp>(), Op::Div},
       {mlir::TypeID::get<PowOp>(), Op::Pow},

@@ -146,6 +146,7 @@ private:
   template <typename OpTy> LogicalResult convUnary(const onnx::NodeProto &);
   template <bool Greater, bool OrEqual>
   LogicalResult convCompare(const onnx::NodeProto &);
+  LogicalResult convMod(const onnx::NodeProto &);
   LogicalResult convPow(const onnx::NodeProto &);
   LogicalResult convWhere(const onnx::NodeProto &);
   LogicalResult convLeakyRelu(const onnx::NodeProto &);
@@ -876,6 +877,16 @@ LogicalResult Importer::convCompare(const onnx::NodeProto &) {
   if (failed(less) || failed(equal))
     return failure();
   return emit<OrOp>({(*less)->getResult(0), (*equal)->getResult(0)});
+}
+
+LogicalResult Importer::convMod(const onnx::NodeProto &) {
+  auto a = required(0), b = required(1);
+  auto fmod = attrInt("fmod", 0);
+  if (failed(a) || failed(b) || failed(fmod))
+    return failure();
+  if (*fmod != 0 && *fmod != 1)
+    return nodeFail("fmod " + std::to_string(*fmod) + " is not 0 or 1");
+  return *fmod ? emit<FModOp>({*a, *b}) : emit<ModOp>({*a, *b});
 }
 
 LogicalResult Importer::convPow(const onnx::NodeProto &n) {
@@ -1665,6 +1676,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Log", &Importer::convUnary<LogOp>},
       {"MatMul", &Importer::convMatMul},
       {"MaxPool", &Importer::convMaxPool},
+      {"Mod", &Importer::convMod},
       {"Mul", &Importer::convBinary<MulOp>},
       {"Neg", &Importer::convUnary<NegOp>},
       {"Not", &Importer::convUnary<NotOp>},

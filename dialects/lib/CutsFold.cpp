@@ -11,6 +11,7 @@
 #include "cuts/Dialect/Cuts/CutsOps.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 
@@ -210,6 +211,32 @@ OpFoldResult AddOp::fold(FoldAdaptor a) {
       *this, {a.getA(), a.getB()}, [](double x, double y) { return x + y; },
       [](int64_t x, int64_t y) -> std::optional<int64_t> {
         return int64_t(uint64_t(x) + uint64_t(y));
+      });
+}
+
+OpFoldResult ModOp::fold(FoldAdaptor a) {
+  return foldArith(
+      *this, {a.getA(), a.getB()},
+      [](double x, double y) {
+        double r = std::fmod(x, y);
+        return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+      },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min()))
+          return 0;
+        int64_t r = x % y;
+        return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+      });
+}
+
+OpFoldResult FModOp::fold(FoldAdaptor a) {
+  return foldArith(
+      *this, {a.getA(), a.getB()},
+      [](double x, double y) { return std::fmod(x, y); },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min()))
+          return 0;
+        return x % y;
       });
 }
 

@@ -744,6 +744,24 @@ func.func @abs() -> (tensor<3xf32>, tensor<3xi32>) {
   return %0, %1 : tensor<3xf32>, tensor<3xi32>
 }
 
+// Mod: the divisor's sign (fmod = 0, cuts.mod) or the dividend's (cuts.fmod);
+// an integer remainder by 0 is 0.
+// CHECK-LABEL: func.func @mod(
+// CHECK-NEXT: %[[V0:[a-z0-9_]+]] = cuts.constant {value = dense<[1, -1, 0]> : tensor<3xi64>} : tensor<3xi64>
+// CHECK-NEXT: %[[V1:[a-z0-9_]+]] = cuts.constant {value = dense<[-2, 2, 0]> : tensor<3xi64>} : tensor<3xi64>
+// CHECK-NEXT: %[[V2:[a-z0-9_]+]] = cuts.constant {value = dense<[1.500000e+00, -1.500000e+00, 5.000000e-01]> : tensor<3xf32>} : tensor<3xf32>
+// CHECK-NEXT: return %[[V0]], %[[V1]], %[[V2]]
+func.func @mod() -> (tensor<3xi64>, tensor<3xi64>, tensor<3xf32>) {
+  %a = cuts.constant {value = dense<[-5, 5, 7]> : tensor<3xi64>} : tensor<3xi64>
+  %b = cuts.constant {value = dense<[3, -3, 0]> : tensor<3xi64>} : tensor<3xi64>
+  %x = cuts.constant {value = dense<[-4.5, 4.5, 2.5]> : tensor<3xf32>} : tensor<3xf32>
+  %y = cuts.constant {value = dense<[3.0, -3.0, 2.0]> : tensor<3xf32>} : tensor<3xf32>
+  %0 = cuts.mod %a, %b : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %1 = cuts.fmod %a, %b : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %2 = cuts.mod %x, %y : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0, %1, %2 : tensor<3xi64>, tensor<3xi64>, tensor<3xf32>
+}
+
 // Relu, Neg and Clip on integers stay exact.
 // CHECK-LABEL: func.func @int_unary(
 // CHECK-NEXT: %[[V0:[a-z0-9_]+]] = cuts.constant {value = dense<[0, 0, 3, 300]> : tensor<4xi32>} : tensor<4xi32>

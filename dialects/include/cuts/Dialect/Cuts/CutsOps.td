@@ -180,6 +180,11 @@ def Cuts_AddOp : Cuts_BinaryOp<"add", "Add", Cuts_NumTensor, Cuts_NumTensor, [Co
 def Cuts_SubOp : Cuts_BinaryOp<"sub", "Sub", Cuts_NumTensor, Cuts_NumTensor>;
 def Cuts_MulOp : Cuts_BinaryOp<"mul", "Mul", Cuts_NumTensor, Cuts_NumTensor, [Commutative]>;
 def Cuts_DivOp : Cuts_BinaryOp<"div", "Div", Cuts_NumTensor, Cuts_NumTensor>;
+// ONNX Mod: fmod = 0 (the remainder takes the divisor's sign, as Python's
+// %) and fmod = 1 (C's fmod: the dividend's sign). An integer remainder by
+// 0 is 0; a float one is NaN, as fmod's.
+def Cuts_ModOp : Cuts_BinaryOp<"mod", "Mod", Cuts_NumTensor, Cuts_NumTensor>;
+def Cuts_FModOp : Cuts_BinaryOp<"fmod", "Mod", Cuts_NumTensor, Cuts_NumTensor>;
 def Cuts_EqualOp : Cuts_BinaryOp<"equal", "Equal", Cuts_Tensor, Cuts_BoolTensor, [Commutative]>;
 def Cuts_LessOp : Cuts_BinaryOp<"less", "Less", Cuts_NumTensor, Cuts_BoolTensor>;
 
