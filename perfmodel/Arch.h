@@ -65,6 +65,9 @@ struct GpuArch {
   /// measured, and then taken as perfPeakFp16. Optional in the JSON. On
   /// Hopper the legacy warp-level instruction does not reach the wgmma peak.
   double perfPeakMmaSync = 0;
+  /// tf32 tensor-core products run at this share of the 16-bit rate (A100
+  /// and H100 data sheets).
+  static constexpr double kTf32PerFp16 = 0.5;
   /// Not in the JSON: every architecture the kernels are compiled for
   /// (the CUBIN targets, "sm_90", "sm_80"); the search chooses only
   /// instructions all of them have. Empty: computeArch alone.

@@ -510,9 +510,8 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
            : p.instr == MatrixInstr::MmaSync && a.perfPeakMmaSync > 0
                ? std::min(a.perfPeakMmaSync, a.perfPeakFp16)
                : a.perfPeakFp16;
-  // tf32 products run at half the 16-bit rate (A100 and H100 data sheets).
-  if (p.tensorCore() && d.elementBytes == 4)
-    b.peak /= 2;
+  if (p.tensorCore() && d.elementBytes == 4) // tf32
+    b.peak *= GpuArch::kTf32PerFp16;
   int T = std::max(1, a.transGlobalElements(d.elementBytes));
   b.compBlock = compBlock(d, p);
   b.compThread = compThread(d, p);

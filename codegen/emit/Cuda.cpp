@@ -220,14 +220,14 @@ std::string floatLiteral(double v) {
   return num(v);
 }
 
-// The expression of a pure scalar node over its inputs' names `x` (the
-// first) and in(i); empty for the ops emitGraph writes otherwise.
 // An integer remainder by 0 is 0, and by -1 too: the generator's integers
 // are signed, and INT_MIN % -1 traps on a CPU.
 std::string noRemainder(const std::string &y) {
   return y + " == 0 || " + y + " == -1 ? 0 : ";
 }
 
+// The expression of a pure scalar node over its inputs' names `x` (the
+// first) and in(i); empty for the ops emitGraph writes otherwise.
 template <typename In>
 std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
   switch (n.op) {
@@ -244,15 +244,14 @@ std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
   case Op::Div:
     return x + " / " + in(1);
   case Op::FMod:
-    return n.type == dfg::Type::F32
-               ? "fmodf(" + x + ", " + in(1) + ")"
-               : noRemainder(in(1)) + x + " % " + in(1);
+    return n.type == dfg::Type::F32 ? "fmodf(" + x + ", " + in(1) + ")"
+                                    : noRemainder(in(1)) + x + " % " + in(1);
   case Op::Mod: { // C's remainder, moved to the divisor's sign
     const bool f = n.type == dfg::Type::F32;
-    const std::string r = f ? "fmodf(" + x + ", " + in(1) + ")"
-                            : "(" + x + " % " + in(1) + ")";
-    return (f ? "" : noRemainder(in(1))) + r + " != 0 && (" + r +
-           " < 0) != (" + in(1) + " < 0) ? " + r + " + " + in(1) + " : " + r;
+    const std::string r =
+        f ? "fmodf(" + x + ", " + in(1) + ")" : "(" + x + " % " + in(1) + ")";
+    return (f ? "" : noRemainder(in(1))) + r + " != 0 && (" + r + " < 0) != (" +
+           in(1) + " < 0) ? " + r + " + " + in(1) + " : " + r;
   }
   case Op::Max:
     return n.type == dfg::Type::F32
@@ -1897,9 +1896,8 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
     emitIm2colSlots(o, (o.rows * cpr + threads - 1) / threads, threads / cpr);
   } else {
     os << "  const " << typeName(top.mma->operand) << " *const " << o.x
-       << "_g = " << o.global
-       << " + (" << o.rowBase << " + " << o.x << "_r) * " << o.stride << "LL + "
-       << o.colBase << " + " << o.x << "_e;\n";
+       << "_g = " << o.global << " + (" << o.rowBase << " + " << o.x << "_r) * "
+       << o.stride << "LL + " << o.colBase << " + " << o.x << "_e;\n";
   }
   os << "  const cuts_sptr " << o.x << "_s = " << o.shared;
   if (o.swizzle) // chunk e / ch of row r, swizzled by r
@@ -2203,8 +2201,8 @@ void Emitter::emitLdmatrixBases() {
      << t.lda << " + (lane / 16) * " << h << ") * " << eb << ";\n";
   if (k.desc.transB)
     os << "  const cuts_sptr b_ld = sB + ((wn * " << wn
-       << " + lane % 8 + (lane / 16) * 8) * " << t.ldb << " + ((lane / 8) % 2) * "
-       << h << ") * " << eb << ";\n";
+       << " + lane % 8 + (lane / 16) * 8) * " << t.ldb
+       << " + ((lane / 8) % 2) * " << h << ") * " << eb << ";\n";
   else
     os << "  const cuts_sptr b_ld = sB + ((lane % 16) * " << t.ldb << " + wn * "
        << wn << " + (lane / 16) * 8) * " << eb << ";\n";
@@ -2224,7 +2222,7 @@ void Emitter::emitMmaSyncSlice() {
                     : m.operand == dfg::Type::BF16 ? "cuts_mma_bf16"
                                                    : "cuts_mma_f16";
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
-  // B's step between 8-column tiles j and between the 16-deep k steps.
+  // B's step between 8-column tiles j and between the k-steps.
   const std::string bj = std::to_string((k.desc.transB ? 8 * t.ldb : 8) * eb);
   const std::string bk = std::to_string((k.desc.transB ? 1 : t.ldb) * eb);
   os << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n"

@@ -215,14 +215,13 @@ Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
   m.archs = opts.archs;
   m.target = opts.arch.name;
   // The units the precision's products run on: the tensor cores for
-  // 16-bit tensors and tf32 (at half their 16-bit rate), else the FP32
-  // SIMT units.
+  // 16-bit tensors and tf32, else the FP32 SIMT units.
   const bool half = opts.precision == "fp16" || opts.precision == "bf16";
   const bool tf32 = opts.precision == "tf32";
   m.peakFlops = opts.arch.perfPeakFp16 <= 0 ? opts.arch.perfPeakFp32
                 : half                      ? opts.arch.perfPeakFp16
-                : tf32                      ? opts.arch.perfPeakFp16 / 2
-                                            : opts.arch.perfPeakFp32;
+                : tf32 ? opts.arch.perfPeakFp16 * cuts::GpuArch::kTf32PerFp16
+                       : opts.arch.perfPeakFp32;
   m.bandwidth = opts.arch.bwGlobal;
   m.precision = opts.precision;
 }
