@@ -916,7 +916,7 @@ def run_cuts(ctx, cell, arch):
             if ctx.args.cuts_tune_seconds:
                 cmd += ["--tune-seconds", str(ctx.args.cuts_tune_seconds)]
             if ctx.args.keep:
-                cmd += ["--tuning", os.path.join(out, "tuning.json")]
+                cmd += ["--tuning", os.path.join(out, "tuning-cache.json")]
         if "--precision" in usage:
             cmd += ["--precision", cell["precision"]]
         t = time.perf_counter()

@@ -108,6 +108,16 @@ std::vector<int> Graph::reachedFrom(const std::vector<int> &roots) const {
   return order;
 }
 
+void Graph::relayoutStores(
+    int id, Buffer to,
+    const std::function<std::vector<int64_t>(const std::vector<int64_t> &)>
+        &index) {
+  buffers[id] = std::move(to);
+  for (Node &n : nodes)
+    if (n.op == Op::Store && n.buffer == id)
+      n.index = index(n.index);
+}
+
 std::vector<int> Graph::nodesWith(Op o) const {
   std::vector<int> ids;
   for (int i = 0; i < size(); ++i)

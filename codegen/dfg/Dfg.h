@@ -20,6 +20,7 @@
 #define CUTS_CODEGEN_DFG_DFG_H
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -54,6 +55,11 @@ struct DimMap {
   /// The dimension also moves with the body's channel loop (see
   /// codegen::Kernel::bodyStep): position += the loop's channel.
   bool inner = false;
+  /// A digit of the output dimension, which merges several tensor axes (a
+  /// batched matmul's batch axes): position = (position / div) % mod, mod 0
+  /// taking no remainder.
+  int64_t div = 1, mod = 0;
+  bool digit() const { return div != 1 || mod != 0; }
 };
 
 struct Buffer {
@@ -171,6 +177,13 @@ public:
   /// reversed edges (every node after its operands): §3.3.3's extraction
   /// and §3.4.1's emission order in one.
   std::vector<int> reachedFrom(const std::vector<int> &roots) const;
+
+  /// Gives buffer `id` a new layout `to`, its stores' indices mapped by
+  /// `index` (an output stored transposed: codegen::storeDigits).
+  void relayoutStores(
+      int id, Buffer to,
+      const std::function<std::vector<int64_t>(const std::vector<int64_t> &)>
+          &index);
 
   /// Ids of the nodes with op `op` (e.g. the final stores to chunk).
   std::vector<int> nodesWith(Op op) const;

@@ -365,6 +365,16 @@ private:
   // thread (and block, for global buffers).
   std::string position(const dfg::Buffer &b, size_t d, int64_t i) const {
     const dfg::DimMap &m = b.map[d];
+    std::string p = undigited(b, d, i);
+    if (m.div != 1)
+      p = "(" + p + " / " + std::to_string(m.div) + ")";
+    if (m.mod != 0)
+      p = "(" + p + " % " + std::to_string(m.mod) + ")";
+    return p;
+  }
+  // position() before DimMap's digit is taken.
+  std::string undigited(const dfg::Buffer &b, size_t d, int64_t i) const {
+    const dfg::DimMap &m = b.map[d];
     std::string s;
     if (m.outDim != dfg::NoDim) {
       if (b.space == dfg::Space::Global)
@@ -725,6 +735,8 @@ bool Emitter::widthAligned(const dfg::Buffer &b, int u, int64_t width) const {
     if (int(d) != u && b.strides[d] % width != 0 && b.extents[d] != 1)
       return false;
   const dfg::DimMap &m = b.map[u];
+  if (m.digit())
+    return false;
   if (m.outDim != dfg::NoDim) {
     if (ph.threadExt[m.outDim] * m.scale % width != 0)
       return false;
@@ -1019,7 +1031,8 @@ std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
       const dfg::DimMap &m = b.map[d], &fm = fb.map[d];
       if (l.index[d] != first.index[d] || b.strides[d] != fb.strides[d] ||
           b.extents[d] != fb.extents[d] || m.outDim != fm.outDim ||
-          m.scale != fm.scale || m.inner != fm.inner)
+          m.scale != fm.scale || m.inner != fm.inner || m.div != fm.div ||
+          m.mod != fm.mod)
         return {};
     }
     key.push_back(l.buffer);

@@ -92,6 +92,19 @@ bool buildExit(Kernel &k, const std::string &out,
     }
     const std::vector<int64_t> &os = e.operandShape;
     dfg::Buffer b{e.operand, dfg::Space::Global, os, denseStrides(os), {}};
+    if (!e.digits.empty()) {
+      for (size_t d = 0; d < os.size(); ++d) {
+        const OutputDigit &g = e.digits[d];
+        dfg::DimMap m = outMap[g.axis];
+        m.div = g.div, m.mod = g.mod;
+        b.map.push_back(m);
+        o.follows.push_back(g.axis);
+      }
+      k.tensors.push_back({e.operand, os, false});
+      o.buffer = k.exit.addBuffer(b);
+      operands.push_back(o);
+      continue;
+    }
     if (os.size() == outShape.size()) {
       for (size_t d = 0; d < os.size(); ++d) {
         if (os[d] != outShape[d] && os[d] != 1) {
@@ -148,6 +161,36 @@ bool buildExit(Kernel &k, const std::string &out,
     st.out = {pos[0], pos[1], pos[2], pos[3]};
     k.exit.add(st);
   });
+  return true;
+}
+
+bool storeDigits(Kernel &k, const std::vector<int64_t> &shape,
+                 const std::vector<OutputDigit> &digits, std::string &error) {
+  const auto &buffers = k.exit.allBuffers();
+  auto y = std::find_if(buffers.begin(), buffers.end(),
+                        [](const dfg::Buffer &b) { return b.name == "Y"; });
+  const OutputDigit &inner = digits.back();
+  if (y == buffers.end() || digits.size() != shape.size() ||
+      inner.axis != int(y->extents.size()) - 1 || inner.div != 1) {
+    error = "a transposed store must keep the output's innermost axis";
+    return false;
+  }
+  dfg::Buffer to{y->name, y->space, shape, denseStrides(shape), {}, y->type};
+  for (const OutputDigit &g : digits) {
+    dfg::DimMap m = y->map[g.axis];
+    m.div = g.div, m.mod = g.mod;
+    to.map.push_back(m);
+  }
+  for (TensorArg &t : k.tensors)
+    if (t.name == "Y")
+      t.shape = shape;
+  k.exit.relayoutStores(int(y - buffers.begin()), std::move(to),
+                        [&](const std::vector<int64_t> &index) {
+                          std::vector<int64_t> at;
+                          for (const OutputDigit &g : digits)
+                            at.push_back(index[g.axis]);
+                          return at;
+                        });
   return true;
 }
 

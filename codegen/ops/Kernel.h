@@ -82,22 +82,34 @@ struct Fetch {
   bool mask = false;  // write 1 inside the tensor instead of its values
 };
 
+/// One axis of a tensor the exit reads or writes, as a digit of axis `axis`
+/// of buildExit's output: position (p / div) % mod (mod 0: no remainder).
+/// A batched matmul's output merges its batch axes into one; a tensor that
+/// broadcasts along some of them, or a transposed store, reads them apart.
+struct OutputDigit {
+  int axis = 0;
+  int64_t div = 1, mod = 0;
+};
+
 /// An elementwise op fused after the anchor at the register level (thesis
 /// Fig. 3.4(c)): op(value[, operand]). The operand, if any, is a global
 /// tensor: a scalar (shape [1]), a per-channel vector (shape [extent along
-/// K], e.g. a bias) or a tensor of the output's shape (e.g. a residual).
+/// K], e.g. a bias), a tensor of the output's shape (e.g. a residual), or
+/// one whose axes are `digits` of the output's.
 struct EpilogueOp {
   dfg::Op op;
   double value = 0, value2 = 0;
   std::string operand; // empty: a unary op
   std::vector<int64_t> operandShape;
+  std::vector<OutputDigit> digits; // per operand axis; empty: by shape
 
   static EpilogueOp unary(dfg::Op op, double value = 0, double value2 = 0) {
-    return {op, value, value2, "", {}};
+    return {op, value, value2, "", {}, {}};
   }
   static EpilogueOp binary(dfg::Op op, std::string operand,
-                           std::vector<int64_t> shape) {
-    return {op, 0, 0, std::move(operand), std::move(shape)};
+                           std::vector<int64_t> shape,
+                           std::vector<OutputDigit> digits = {}) {
+    return {op, 0, 0, std::move(operand), std::move(shape), std::move(digits)};
   }
 };
 
@@ -266,6 +278,12 @@ bool buildExit(Kernel &k, const std::string &out,
                const std::vector<int64_t> &outShape,
                const std::vector<int> &outDims,
                const std::vector<EpilogueOp> &epilogue, std::string &error);
+
+/// Stores k's output "Y" (of buildExit's shape) as a tensor of `shape`
+/// whose axis j is digits[j] of it: a transpose fused after the anchor.
+/// Fails where the innermost axis moves (the stores would not coalesce).
+bool storeDigits(Kernel &k, const std::vector<int64_t> &shape,
+                 const std::vector<OutputDigit> &digits, std::string &error);
 
 /// Calls fn(pos) for every output position (n, k, h, w) of thread 0's chunk
 /// of p's block. The thesis duplicates an output's DFG over the whole block

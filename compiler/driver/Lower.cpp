@@ -189,39 +189,92 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
   return true;
 }
 
+/// The runs [first, last) of out's axes that the kernel's output
+/// `kernelOut` merges into each of its axes (a batched matmul's leading
+/// axes into one); trailing extent-1 axes of out belong to none.
+std::optional<std::vector<std::pair<size_t, size_t>>>
+runsOf(llvm::ArrayRef<int64_t> out, llvm::ArrayRef<int64_t> kernelOut) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t d = 0;
+  for (int64_t extent : kernelOut) {
+    size_t first = d;
+    int64_t run = 1;
+    while (d < out.size() && (run < extent || (extent == 1 && run == 1))) {
+      run *= out[d++];
+      if (extent == 1)
+        break;
+    }
+    if (run != extent)
+      return std::nullopt;
+    runs.push_back({first, d});
+  }
+  for (; d < out.size(); ++d)
+    if (out[d] != 1)
+      return std::nullopt;
+  return runs;
+}
+
+/// Axis d of out as a digit of the kernel's output (runsOf): the product
+/// of its run's later axes divides, and out[d] is the remainder's modulus
+/// unless d leads its run.
+codegen::OutputDigit digitOf(size_t d, llvm::ArrayRef<int64_t> out,
+                             llvm::ArrayRef<std::pair<size_t, size_t>> runs) {
+  for (size_t r = 0; r < runs.size(); ++r)
+    if (d >= runs[r].first && d < runs[r].second) {
+      int64_t div = 1;
+      for (size_t e = d + 1; e < runs[r].second; ++e)
+        div *= out[e];
+      return {int(r), div, d == runs[r].first ? 0 : out[d]};
+    }
+  return {0, 1, 0}; // an extent-1 axis after every run: always 0
+}
+
 /// An operand broadcast to `out` as a shape of the kernel's output's rank,
-/// where the kernel's output `kernelOut` merges runs of out's axes (a
-/// batched matmul's leading axes): each run must be all broadcast or all
-/// full in the operand, so that its memory reads the same either way.
+/// where the kernel's output `kernelOut` merges runs of out's axes: each
+/// run must be all broadcast or all full in the operand, so that its
+/// memory reads the same either way.
 std::optional<std::vector<int64_t>>
 broadcastView(llvm::ArrayRef<int64_t> operand, llvm::ArrayRef<int64_t> out,
               llvm::ArrayRef<int64_t> kernelOut) {
-  if (!broadcastsTo(operand, out))
+  auto runs = runsOf(out, kernelOut);
+  if (!broadcastsTo(operand, out) || !runs)
     return std::nullopt;
   std::vector<int64_t> padded(out.size() - operand.size(), 1);
   padded.insert(padded.end(), operand.begin(), operand.end());
   std::vector<int64_t> view;
-  size_t d = 0;
-  for (int64_t extent : kernelOut) {
-    int64_t run = 1;
+  for (auto [first, last] : *runs) {
     bool full = true, broadcast = true;
-    while (d < out.size() && (run < extent || (extent == 1 && run == 1))) {
-      run *= out[d];
+    for (size_t d = first; d < last; ++d) {
       full &= padded[d] == out[d];
       broadcast &= padded[d] == 1;
-      ++d;
-      if (extent == 1)
-        break;
     }
-    if (run != extent || (!full && !broadcast))
+    if (!full && !broadcast)
       return std::nullopt;
-    view.push_back(full ? extent : 1);
+    view.push_back(full ? product(out.slice(first, last - first)) : 1);
   }
-  // Trailing extent-1 axes of out.
-  for (; d < out.size(); ++d)
-    if (out[d] != 1)
-      return std::nullopt;
   return view;
+}
+
+/// An operand broadcast to `out` along some of the axes a run merges (an
+/// attention mask shared by the heads): its axes that are not broadcast,
+/// each as a digit of the kernel's output.
+std::optional<
+    std::pair<std::vector<int64_t>, std::vector<codegen::OutputDigit>>>
+digitView(llvm::ArrayRef<int64_t> operand, llvm::ArrayRef<int64_t> out,
+          llvm::ArrayRef<int64_t> kernelOut) {
+  auto runs = runsOf(out, kernelOut);
+  if (!broadcastsTo(operand, out) || !runs)
+    return std::nullopt;
+  std::vector<int64_t> padded(out.size() - operand.size(), 1);
+  padded.insert(padded.end(), operand.begin(), operand.end());
+  std::vector<int64_t> shape;
+  std::vector<codegen::OutputDigit> digits;
+  for (size_t d = 0; d < out.size(); ++d)
+    if (padded[d] != 1) {
+      shape.push_back(padded[d]);
+      digits.push_back(digitOf(d, out, *runs));
+    }
+  return std::make_pair(shape, digits);
 }
 
 /// How an epilogue operand of an anchor's output of shape `out` (channels
@@ -257,7 +310,11 @@ struct Analysis {
   /// Transposes before the anchor that its tensor-core kernel reads in
   /// place (readInPlace).
   std::vector<mlir::Operation *> inPlace;
+  /// A transpose ending a product's chain: the kernel stores transposed.
+  TransposeOp store;
 };
+
+bool isMatMulOp(mlir::Operation *op);
 
 std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
                                 std::string &why) {
@@ -342,7 +399,13 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
   mlir::Operation *prev = a.anchor;
   for (mlir::Operation *op : ops.drop_front()) {
     auto s = scalarOp(op);
-    if (!s) {
+    // A transpose that keeps the innermost axis ends a product's chain as
+    // its store (storeDigits).
+    auto t = llvm::dyn_cast<TransposeOp>(op);
+    if (t && (op != ops.back() || !isMatMulOp(a.anchor) ||
+              t.getPerm().back() != int64_t(t.getPerm().size() - 1)))
+      t = nullptr;
+    if (!s && !t) {
       why = opName(op) + " cannot follow an anchor in registers";
       return std::nullopt;
     }
@@ -355,6 +418,14 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
         why = opName(op) + " reads two values of the group";
         return std::nullopt;
       }
+    }
+    if (t && fromPrev == 1) {
+      a.store = t;
+      break;
+    }
+    if (t) {
+      why = opName(op) + " does not continue the anchor's chain";
+      return std::nullopt;
     }
     if (fromPrev != 1 ||
         (s->binary && op->getOperand(0).getDefiningOp() != prev &&
@@ -510,13 +581,16 @@ epilogueOf(const Analysis &a, llvm::ArrayRef<int64_t> out, size_t channelAxis,
       e.push_back(EpilogueOp::binary(s.op, b.add("res", other), kernelOut));
       break;
     case OperandForm::Other: {
-      auto view = broadcastView(os, out, kernelOut);
-      if (!view) {
+      if (auto view = broadcastView(os, out, kernelOut)) {
+        e.push_back(EpilogueOp::binary(s.op, b.add("bcast", other), *view));
+      } else if (auto dv = digitView(os, out, kernelOut)) {
+        e.push_back(EpilogueOp::binary(s.op, b.add("bcast", other), dv->first,
+                                       dv->second));
+      } else {
         error = opName(op) + " reads an operand that broadcasts to the "
                              "output in a way the kernel cannot index";
         return std::nullopt;
       }
-      e.push_back(EpilogueOp::binary(s.op, b.add("bcast", other), *view));
       break;
     }
     }
@@ -717,17 +791,33 @@ std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
   if (!rest)
     return std::nullopt;
   epi.insert(epi.end(), rest->begin(), rest->end());
-  if (!p.tensorCore())
-    return finish(codegen::buildMatMul(name, d, p, epi, error), x.b, "matmul",
-                  error);
-  auto ta = dfgType(A), tb = dfgType(B);
-  if (!ta || ta != tb || !tensorCoreOperand(*ta, d)) {
-    error = opName(op) + ": tensor cores take two fp16, two bf16 or (under "
-                         "--precision tf32) two fp32 operands";
-    return std::nullopt;
+  std::optional<codegen::Kernel> k;
+  if (!p.tensorCore()) {
+    k = codegen::buildMatMul(name, d, p, epi, error);
+  } else {
+    auto ta = dfgType(A), tb = dfgType(B);
+    if (!ta || ta != tb || !tensorCoreOperand(*ta, d)) {
+      error = opName(op) + ": tensor cores take two fp16, two bf16 or (under "
+                           "--precision tf32) two fp32 operands";
+      return std::nullopt;
+    }
+    k = codegen::buildMmaMatMul(name, d, p, *ta, epi, error, views);
   }
-  return finish(codegen::buildMmaMatMul(name, d, p, *ta, epi, error, views),
-                x.b, "matmul", error);
+  if (k && x.a.store) {
+    // The transpose's axis j is out's axis perm[j], a digit of kout's.
+    TransposeOp t = x.a.store;
+    auto runs = runsOf(x.out, kout);
+    if (!runs) {
+      error = opName(t) + ": the product's output axes do not split";
+      return std::nullopt;
+    }
+    std::vector<codegen::OutputDigit> digits;
+    for (int64_t axis : t.getPerm())
+      digits.push_back(digitOf(size_t(axis), x.out, *runs));
+    if (!codegen::storeDigits(*k, shapeOf(t.getResult()), digits, error))
+      return std::nullopt;
+  }
+  return finish(std::move(k), x.b, "matmul", error);
 }
 
 std::optional<GroupKernel> lowerPool(mlir::Value X, codegen::Pooling pooling,

@@ -19,6 +19,7 @@ emulated too (slow: minutes).
 Prints one line per check and `N passed, N failed`; exits 1 on a failure.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -112,6 +113,26 @@ def make_attention(path):
     shape = [2, 3, 5, 8]
     return b.model(path, [tm.vi("q", shape), tm.vi("k", shape),
                           tm.vi("v", shape)], [tm.vi("y", shape)])
+
+
+def make_masked_attention(path):
+    """BERT's attention at batch 2: a [B, 1, S, S] mask added to every
+    head's scores, and the heads' outputs transposed back to [B, S, H, D]
+    and merged. The mask reads the batch's digit of the product's batch
+    axis, and the transpose is the P x V product's store."""
+    b = tm.Builder(26)
+    kt = b.node("Transpose", ["k"], perm=[0, 1, 3, 2])
+    s = b.node("MatMul", ["q", kt])
+    s = b.node("Mul", [s, b.const(np.array(0.25, np.float32))])
+    s = b.node("Add", [s, "mask"])
+    s = b.node("Softmax", [s], axis=-1)
+    o = b.node("Transpose", [b.node("MatMul", [s, "v"])], perm=[0, 2, 1, 3])
+    b.node("Reshape", [o, b.const(np.array([2, 5, 24], np.int64))])
+    tm.rename_last(b, "y")
+    shape = [2, 3, 5, 8]
+    return b.model(path, [tm.vi("q", shape), tm.vi("k", shape),
+                          tm.vi("v", shape), tm.vi("mask", [2, 1, 5, 5])],
+                   [tm.vi("y", [2, 5, 24])])
 
 
 def make_gelu_tanh(path):
@@ -333,6 +354,9 @@ MODELS = {
     "awkward_names": (make_awkward_names, [('in"put', (2, 3))], []),
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
+    "masked_attention": (make_masked_attention,
+                         [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
+                          ("v", (2, 3, 5, 8)), ("mask", (2, 1, 5, 5))], []),
     "gelu_tanh": (make_gelu_tanh, [("x", (2, 5, 24))], []),
     "gelu_erf": (make_gelu_erf, [("x", (3, 40))], []),
     "dense_block": (make_dense_block, [("x", (1, 4, 7, 7))], []),
@@ -778,11 +802,13 @@ def check_bf16(runner):
 # reference: within 2e-3 and 1e-2 (measured at most 5.2e-4 and 4.7e-3,
 # tighter than cuts run's defaults for the precisions).
 REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
+           "masked_attention",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
            "two_outputs", "resnet_stage")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
 # Models whose convs or products run on tensor cores in tf32 too.
-TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "shared_conv",
+TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "masked_attention",
+        "shared_conv",
         "resnet_stage")
 
 
@@ -874,6 +900,11 @@ def check_precision_errors(runner):
     r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
                    "--precision", "bf16")
     require(r.returncode == 0, "bf16 holds 1e5: " + r.stderr)
+    # A cache where the tuned compile writes its report would be lost.
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out, "--tuning",
+                   os.path.join(out, "tuning.json"))
+    require(r.returncode != 0 and "tuned compile's report" in r.stderr,
+            "--tuning DIR/tuning.json: " + r.stderr)
 
 
 def check_integer_inputs(runner, art):
@@ -941,6 +972,23 @@ def check_exported_bert(runner):
             r.stderr)
 
 
+def check_attention_fusion(runner):
+    """The mask add joins the scores' product and the heads' transpose the
+    P x V product, in fp32 (SIMT) and fp16 (tensor cores; fp16 inputs, as
+    a mask computed in the model would be)."""
+    model = os.path.join(runner.work, "masked_attention.onnx")
+    for precision in (["fp32"], ["fp16", "--io-precision", "fp16"]):
+        r = runner.run("explain", model, "--arch", "sm_90", "--json",
+                       "--precision", *precision)
+        require(r.returncode == 0, "explain: " + r.stderr)
+        groups = [[o["op"] for o in g["ops"]]
+                  for g in json.loads(r.stdout)["groups"]]
+        for want in (["cuts.matmul", "cuts.mul", "cuts.add"],
+                     ["cuts.matmul", "cuts.transpose"]):
+            require(want in groups, "%s: no kernel %s in %s" %
+                    (precision, want, groups))
+
+
 def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
@@ -1002,6 +1050,7 @@ def main():
                      *one_input(runner, "mobilenet_block"))
         runner.check("unmeasured fusion", check_unmeasured_fusion, runner,
                      os.path.join(runner.work, "shared_conv.onnx"))
+        runner.check("attention fusion", check_attention_fusion, runner)
         d = os.path.join(runner.work, "attention")
         runner.check("tuning cache (cuBLASLt)", check_tuning_cache, runner,
                      "attention", os.path.join(runner.work, "attention.onnx"),

@@ -339,6 +339,57 @@ TEST_CASE("batched matmul: one product per grid row, with a bias epilogue",
   CHECK(tried > 0);
 }
 
+TEST_CASE("batched matmul: a mask shared by the heads, stored transposed",
+          "[codegen][matmul]") {
+  // out [Bn, H, M, N] as the kernel's [Bn H, M, N]: mask[b] (its batch
+  // digit b = bh / H) is added, and Y is stored as [Bn, M, H, N].
+  const int64_t Bn = 2, H = 3, M = 5, K = 8, N = 6;
+  OpDesc d = test::matmulDesc(M, K, N, false, false, Bn * H);
+  PruneOptions opts;
+  opts.topPercent = 5;
+  SearchResult r = searchParams(d, *findArch("h100"), opts);
+  REQUIRE(!r.kept.empty());
+  std::mt19937 rng(12);
+  std::vector<float> a = test::randomVector(rng, Bn * H * M * K);
+  std::vector<float> b = test::randomVector(rng, Bn * H * K * N);
+  std::vector<float> mask = test::randomVector(rng, Bn * M * N);
+  int tried = 0;
+  for (const Candidate &c : r.kept) {
+    if (c.params.threads() > 64 || tried == 3)
+      continue;
+    ++tried;
+    std::string err;
+    auto k = buildMatMul("masked", d, c.params,
+                         {EpilogueOp::binary(dfg::Op::Add, "mask", {Bn, M, N},
+                                             {{0, H, 0}, {1}, {2}})},
+                         err);
+    INFO(err);
+    REQUIRE(k);
+    REQUIRE(
+        storeDigits(*k, {Bn, M, H, N}, {{0, H, 0}, {1}, {0, 1, H}, {2}}, err));
+    std::vector<float> y = test::poisoned(Bn * H * M * N);
+    REQUIRE(runOnHost(*k,
+                      {{"A", a.data()},
+                       {"B", b.data()},
+                       {"mask", mask.data()},
+                       {"Y", y.data()}},
+                      err));
+    test::RelativeL2 e;
+    for (int64_t q = 0; q < Bn * H; ++q)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double v = mask[(q / H * M + i) * N + j];
+          for (int64_t p = 0; p < K; ++p)
+            v +=
+                double(a[(q * M + i) * K + p]) * double(b[(q * K + p) * N + j]);
+          e.add(y[((q / H * M + i) * H + q % H) * N + j], v);
+        }
+    CHECK(e.value() <= 1e-5);
+    CHECK(compileWithNvrtc(emitSource(*k), "sm_90", err));
+  }
+  CHECK(tried > 0);
+}
+
 namespace {
 // The line of `src` that contains `what` (empty if none).
 std::string lineWith(const std::string &src, const std::string &what) {

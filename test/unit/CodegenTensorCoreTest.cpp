@@ -258,8 +258,9 @@ struct Operand {
   std::vector<float> full, v;
   // Host kernels take their buffers as void * (runOnHost).
   void *bits() const {
-    return half.empty() ? const_cast<float *>(full.data())
-                        : static_cast<void *>(const_cast<uint16_t *>(half.data()));
+    return half.empty()
+               ? const_cast<float *>(full.data())
+               : static_cast<void *>(const_cast<uint16_t *>(half.data()));
   }
 };
 Operand randomOperand(std::mt19937 &rng, dfg::Type t, size_t n) {
@@ -684,6 +685,68 @@ TEST_CASE("tensor-core products read transposed operands in place",
       "views", d, mmaParams(mmaLoop(dfg::Type::F16, 2, 2, 1, 2, 3), 32),
       dfg::Type::F16, {}, err, {v, std::nullopt}));
   CHECK(err.find("16-byte") != std::string::npos);
+}
+
+TEST_CASE("tensor-core epilogues read a mask shared by the heads and store "
+          "transposed",
+          "[codegen][tensorcore]") {
+  // Attention's scores for (b, h) plus mask[b] (a [B, 1, S, S] tensor: the
+  // batch axis's digit b = bh / H), stored as [B, S, H, S] (a [0, 2, 1, 3]
+  // transpose: h = bh % H is the second digit); S = 40 is ragged.
+  const int64_t Bn = 2, S = 40, H = 3, D = 32;
+  OpDesc d = describeMatMul({Bn * H, S, D}, {Bn * H, S, D}, {Bn * H, S, S},
+                            false, true);
+  const std::vector<EpilogueOp> epi = {EpilogueOp::binary(
+      dfg::Op::Add, "mask", {Bn, S, S}, {{0, H, 0}, {1}, {2}})};
+  const std::vector<OutputDigit> store = {{0, H, 0}, {1}, {0, 1, H}, {2}};
+  for (MatrixInstr instr : {MatrixInstr::MmaSync, MatrixInstr::Wgmma}) {
+    MmaLoop m = instr == MatrixInstr::Wgmma
+                    ? mmaLoop(dfg::Type::F16, 1, 1, 1, 4, 3, instr)
+                    : mmaLoop(dfg::Type::F16, 2, 2, 1, 2, 3, instr);
+    std::string err;
+    auto k =
+        buildMmaMatMul("masked", d, mmaParams(m, 32), dfg::Type::F16, epi, err);
+    INFO(err);
+    REQUIRE(k);
+    REQUIRE(storeDigits(*k, {Bn, S, H, S}, store, err));
+    std::mt19937 rng(6);
+    std::vector<uint16_t> q(Bn * H * S * D), kk(q.size());
+    std::vector<float> qv(q.size()), kv(q.size());
+    random16(rng, false, q, qv);
+    random16(rng, false, kk, kv);
+    std::vector<float> mask = test::randomVector(rng, Bn * S * S);
+    std::vector<float> y = test::poisoned(Bn * H * S * S);
+    REQUIRE(runOnHost(*k,
+                      {{"A", q.data()},
+                       {"B", kk.data()},
+                       {"mask", mask.data()},
+                       {"Y", y.data()}},
+                      err));
+    test::RelativeL2 e;
+    for (int64_t b = 0; b < Bn; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < S; ++i)
+          for (int64_t j = 0; j < S; ++j) {
+            double ref = mask[(b * S + i) * S + j];
+            for (int64_t c = 0; c < D; ++c)
+              ref += double(qv[((b * H + h) * S + i) * D + c]) *
+                     kv[((b * H + h) * S + j) * D + c];
+            e.add(y[((b * S + i) * H + h) * S + j], ref);
+          }
+    CHECK(e.value() <= 1e-6);
+    compilesWithNvrtc(emitSource(*k), "masked", /*withPrelude=*/false,
+                      instr == MatrixInstr::Wgmma
+                          ? std::vector<const char *>{"sm_90a"}
+                          : std::vector<const char *>{"sm_90"});
+  }
+  // A store that moves the innermost axis would not coalesce: refused.
+  std::string err;
+  auto k = buildMmaMatMul("masked", d,
+                          mmaParams(mmaLoop(dfg::Type::F16, 2, 2, 1, 2, 3), 32),
+                          dfg::Type::F16, {}, err);
+  REQUIRE(k);
+  CHECK_FALSE(storeDigits(*k, {Bn * H, S, S}, {{0}, {2}, {1}}, err));
+  CHECK(err.find("innermost") != std::string::npos);
 }
 
 TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",

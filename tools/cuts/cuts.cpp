@@ -576,6 +576,15 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     return error("", "compile: --arch is required (" + archList() + ")");
   if (outDir.empty())
     return error("", "compile: -o DIR is required");
+  // A tuned compile writes its report to DIR/tuning.json: a cache there
+  // would be overwritten by it.
+  if (!copts.tuningCache.empty() &&
+      llvm::sys::path::filename(copts.tuningCache) == "tuning.json" &&
+      llvm::sys::fs::equivalent(llvm::sys::path::parent_path(copts.tuningCache),
+                                outDir))
+    return error(copts.tuningCache,
+                 "--tuning: DIR/tuning.json is the tuned compile's report; "
+                 "keep the cache under another name");
   // Each --arch entry names a descriptor; its compute arch gets a CUBIN.
   llvm::SmallVector<llvm::StringRef> names;
   llvm::StringRef(archNames).split(names, ',');
