@@ -1430,9 +1430,10 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
   std::string why;
   auto a = analyse(ops, why);
   auto math = libraryMath(ops);
-  // A library call reads its operands from memory: no transpose in place.
+  // A library call reads its operands from memory and stores its result
+  // at one batch stride: no transpose in place or in the store.
   if (!a || !llvm::isa_and_nonnull<MatMulOp, MatMulAddOp, GemmOp>(a->anchor) ||
-      !a->inPlace.empty() || !math)
+      !a->inPlace.empty() || a->store || !math)
     return std::nullopt;
   mlir::Operation *op = a->anchor;
   mlir::Value A = op->getOperand(0), B = op->getOperand(1), C;

@@ -262,7 +262,7 @@ TEST_CASE("a mask shared by the heads and a transposed store lower as digits "
   // mask reads its batch digit, and the [0, 2, 1, 3] transpose stores the
   // heads apart. cuBLASLt cannot broadcast the mask.
   Graph g(R"mlir(
-func.func @main(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x5x4xf32>, %mask: tensor<2x1x4x4xf32>, %m1: tensor<1x1x4x4xf32>) -> (tensor<2x4x3x4xf32>, tensor<2x3x4x4xf32>, tensor<3x2x4x4xf32>) {
+func.func @main(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x5x4xf32>, %mask: tensor<2x1x4x4xf32>, %m1: tensor<1x1x4x4xf32>) -> (tensor<2x4x3x4xf32>, tensor<2x3x4x4xf32>, tensor<3x2x4x4xf32>, tensor<2x4x3x4xf32>) {
   %0 = cuts.matmul %q, %k : (tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32>) -> tensor<2x3x4x4xf32>
   %1 = cuts.add %0, %mask : (tensor<2x3x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x3x4x4xf32>
   %2 = cuts.transpose %1 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x4xf32>) -> tensor<2x4x3x4xf32>
@@ -270,7 +270,9 @@ func.func @main(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x5x4xf32>, %mask: tensor<
   %4 = cuts.add %3, %m1 : (tensor<2x3x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<2x3x4x4xf32>
   %5 = cuts.matmul %q, %k : (tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32>) -> tensor<2x3x4x4xf32>
   %6 = cuts.transpose %5 {perm = array<i64: 1, 0, 3, 2>} : (tensor<2x3x4x4xf32>) -> tensor<3x2x4x4xf32>
-  return %2, %4, %6 : tensor<2x4x3x4xf32>, tensor<2x3x4x4xf32>, tensor<3x2x4x4xf32>
+  %7 = cuts.matmul %q, %k : (tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32>) -> tensor<2x3x4x4xf32>
+  %8 = cuts.transpose %7 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x4xf32>) -> tensor<2x4x3x4xf32>
+  return %2, %4, %6, %8 : tensor<2x4x3x4xf32>, tensor<2x3x4x4xf32>, tensor<3x2x4x4xf32>, tensor<2x4x3x4xf32>
 }
 )mlir");
   std::string why;
@@ -281,6 +283,9 @@ func.func @main(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x5x4xf32>, %mask: tensor<
   CHECK(why.find("cannot follow an anchor") != std::string::npos);
   std::vector<mlir::Value> args;
   CHECK_FALSE(driver::cublasGemm(g.pick({0, 1}), args));
+  // cuBLASLt stores each product at one batch stride, not transposed.
+  CHECK(driver::canGenerate(g.pick({7, 8})));
+  CHECK_FALSE(driver::cublasGemm(g.pick({7, 8}), args));
   auto s = driver::cublasGemm(g.pick({3, 4}), args);
   REQUIRE(s);
   CHECK((s->batch == 6 && s->residual && !s->batchZ));
