@@ -556,6 +556,8 @@ TEST_CASE("every tensor-core set the search enumerates is generated, with "
       forEachTensorCoreParams(d, *arch, [&](const TileParams &p) {
         ++sets;
         wgmma += p.instr == MatrixInstr::Wgmma;
+        // No stage beyond the product's K slices (two at least).
+        CHECK(p.stages <= std::max<int64_t>(2, (d.C + p.Cin - 1) / p.Cin));
         std::string err;
         auto k = buildMmaMatMul("k", d, p, dfg::Type::F16, {}, err);
         INFO(paramsText(p) << ": " << err);
