@@ -64,6 +64,26 @@ def SplitProducts : Pass<"cuts-split-products", "mlir::func::FuncOp"> {
   ];
 }
 
+def SplitReductions : Pass<"cuts-split-reductions", "mlir::func::FuncOp"> {
+  let summary = "Reduce rows longer than max-row in two steps";
+  let description = [{
+    A global average pool, or a mean, sum or max over the trailing axes,
+    whose rows are longer than `max-row` (EfficientNet's squeeze over a
+    112 x 112 map: 12544) becomes a reshape to rows of B elements (the
+    largest divisor of the length up to `max-row`, a multiple of 32 where
+    one is), the reduction of those, and the same reduction of the
+    length / B partial results of each row. A row kernel holds a row in a
+    warp's registers; one of 12544 would be unrolled into a megabyte of
+    source. Means of equal parts average to the mean, so a float mean
+    splits exactly up to rounding; an integer mean is left alone. A length
+    with no divisor up to `max-row` stays as it is.
+  }];
+  let options = [
+    Option<"maxRow", "max-row", "int64_t", "1024",
+           "the longest row reduced in one step">
+  ];
+}
+
 def FuseGelu : Pass<"cuts-fuse-gelu", "mlir::func::FuncOp"> {
   let summary = "Recognise decomposed GELUs as one cuts.gelu";
   let description = [{

@@ -17,6 +17,7 @@ void buildCleanupPipeline(mlir::OpPassManager &pm) {
   fn.addPass(createFoldBatchNorm());
   fn.addPass(createFuseMatMulAdd());
   fn.addPass(createFuseGelu());
+  fn.addPass(createSplitReductions());
   fn.addPass(createFoldConstants());
   fn.addPass(createDeadCode());
 }

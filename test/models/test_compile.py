@@ -135,6 +135,18 @@ def make_masked_attention(path):
                    [tm.vi("y", [2, 5, 24])])
 
 
+def make_long_rows(path):
+    """Reductions whose rows no warp holds: EfficientNet's squeeze over a
+    112 x 112 map and a max over 5000 (cuts-split-reductions)."""
+    b = tm.Builder(29)
+    b.node("GlobalAveragePool", ["x"])
+    tm.rename_last(b, "pooled")
+    b.node("ReduceMax", ["r"], axes=[1], keepdims=0)
+    tm.rename_last(b, "top")
+    return b.model(path, [tm.vi("x", [1, 4, 112, 112]), tm.vi("r", [2, 5000])],
+                   [tm.vi("pooled", [1, 4, 1, 1]), tm.vi("top", [2])])
+
+
 def make_gelu_tanh(path):
     """GPT-2's MLP GELU as its exporter writes it, after a Linear layer
     (cuts-fuse-gelu makes it one cuts.gelu, approximate tanh: cuBLASLt's
@@ -357,6 +369,8 @@ MODELS = {
     "masked_attention": (make_masked_attention,
                          [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                           ("v", (2, 3, 5, 8)), ("mask", (2, 1, 5, 5))], []),
+    "long_rows": (make_long_rows, [("x", (1, 4, 112, 112)),
+                                   ("r", (2, 5000))], []),
     "gelu_tanh": (make_gelu_tanh, [("x", (2, 5, 24))], []),
     "gelu_erf": (make_gelu_erf, [("x", (3, 40))], []),
     "dense_block": (make_dense_block, [("x", (1, 4, 7, 7))], []),
@@ -804,7 +818,7 @@ def check_bf16(runner):
 # reference: within 2e-3 and 1e-2 (measured at most 5.2e-4 and 4.7e-3,
 # tighter than cuts run's defaults for the precisions).
 REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
-           "masked_attention",
+           "masked_attention", "long_rows",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
            "two_outputs", "resnet_stage")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
