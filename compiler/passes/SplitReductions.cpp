@@ -14,11 +14,13 @@ mlir::RankedTensorType rankedType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
 
-// The inner factor of a row of `length`: the largest divisor up to maxRow,
-// a multiple of a warp's 32 lanes where one is; 0 where none splits it.
+// The inner factor of a row of `length` that divides it: the largest
+// divisor in [maxRow / 4, maxRow], a multiple of a warp's 32 lanes where
+// one is; 0 where none is (the row is padded instead).
 int64_t innerFactor(int64_t length, int64_t maxRow) {
   int64_t best = 0, lanes = 0;
-  for (int64_t b = 2; b <= maxRow && b < length; ++b)
+  for (int64_t b = std::max<int64_t>(2, maxRow / 4); b <= maxRow && b < length;
+       ++b)
     if (length % b == 0) {
       best = b;
       if (b % 32 == 0)
@@ -27,35 +29,66 @@ int64_t innerFactor(int64_t length, int64_t maxRow) {
   return lanes ? lanes : best;
 }
 
-// op(v) over v's last axis, that axis dropped.
-mlir::Value reduceLast(mlir::OpBuilder &b, mlir::Operation *op, mlir::Value v) {
+mlir::Value scalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Type element,
+                   double value) {
+  auto t = mlir::RankedTensorType::get({}, element);
+  return b.create<ConstantOp>(
+      loc, t,
+      mlir::DenseElementsAttr::get(t, mlir::FloatAttr::get(element, value)));
+}
+
+// v with `pad` elements of `value` after the end of its last axis.
+mlir::Value padLast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                    int64_t pad, double value) {
+  auto t = rankedType(v);
+  llvm::SmallVector<int64_t> pads(2 * t.getRank(), 0), shape(t.getShape());
+  pads.back() = pad;
+  shape.back() += pad;
+  return b.create<PadOp>(loc,
+                         mlir::RankedTensorType::get(shape, t.getElementType()),
+                         v, b.getDenseI64ArrayAttr(pads),
+                         b.getStringAttr("constant"), b.getF64FloatAttr(value));
+}
+
+// A reduction of kind `like` (a global average pool: a mean) over v's last
+// axis, that axis dropped.
+mlir::Value reduceLast(mlir::OpBuilder &b, mlir::Operation *like, mlir::Value v,
+                       bool sum = false) {
   auto t = rankedType(v);
   auto shape = llvm::to_vector(t.getShape().drop_back());
   auto type = mlir::RankedTensorType::get(shape, t.getElementType());
   auto axes = b.getDenseI64ArrayAttr({t.getRank() - 1});
   auto keep = b.getBoolAttr(false);
-  mlir::Location loc = op->getLoc();
-  if (llvm::isa<ReduceSumOp>(op))
+  mlir::Location loc = like->getLoc();
+  if (sum || llvm::isa<ReduceSumOp>(like))
     return b.create<ReduceSumOp>(loc, type, v, axes, keep);
-  if (llvm::isa<ReduceMaxOp>(op))
+  if (llvm::isa<ReduceMaxOp>(like))
     return b.create<ReduceMaxOp>(loc, type, v, axes, keep);
   return b.create<ReduceMeanOp>(loc, type, v, axes, keep);
 }
 
 mlir::Value reshape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                     llvm::ArrayRef<int64_t> shape) {
+  if (rankedType(v).getShape() == shape)
+    return v;
   auto t = mlir::RankedTensorType::get(shape, rankedType(v).getElementType());
   return b.create<ReshapeOp>(loc, t, v, b.getDenseI64ArrayAttr(shape));
 }
 
 // A global average pool or a reduction over v's last k axes, whose rows
-// are longer than maxRow: rows of B = innerFactor elements reduced first,
-// then the A = length / B partial results of each row. Means of equal
-// parts average to the mean; sums and maxima compose as they are. Integer
-// means are left alone (their parts would truncate).
-void split(mlir::Operation *op, int64_t maxRow) {
+// are longer than maxRow: rows of B elements reduced first, then the A
+// partial results of each row. B divides the length where a divisor
+// close to maxRow does; otherwise the rows are padded to A x B (B a
+// multiple of 32) with zeros: the identity of sums and means (a mean is
+// then a sum over the length), and of a max whose caller knows it is at
+// least 0 (`maxAtLeastZero`); other maxima are left whole (the generator
+// pads with zeros only). Means of equal parts average to the mean; sums
+// and maxima compose as they are. Integer means are left alone (their
+// parts would truncate).
+void split(mlir::Operation *op, int64_t maxRow, bool maxAtLeastZero = false) {
   mlir::Value x = op->getOperand(0);
-  auto xs = rankedType(x).getShape();
+  auto xt = rankedType(x);
+  auto xs = xt.getShape();
   size_t k = xs.size() - 2;
   if (!llvm::isa<GlobalAveragePoolOp>(op)) {
     auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes").asArrayRef();
@@ -63,31 +96,95 @@ void split(mlir::Operation *op, int64_t maxRow) {
     for (size_t i = 0; i < k; ++i)
       if (axes[i] != int64_t(xs.size() - k + i))
         return; // not the trailing axes: no row kernel either way
-    if (llvm::isa<ReduceMeanOp>(op) &&
-        !llvm::isa<mlir::FloatType>(rankedType(x).getElementType()))
-      return;
   }
+  auto element = llvm::dyn_cast<mlir::FloatType>(xt.getElementType());
+  bool mean = !llvm::isa<ReduceSumOp, ReduceMaxOp>(op);
+  if (mean && !element)
+    return;
   int64_t length = 1;
   for (int64_t e : xs.take_back(k))
     length *= e;
-  int64_t inner = length > maxRow ? innerFactor(length, maxRow) : 0;
-  if (inner == 0)
+  if (length <= maxRow)
+    return;
+  int64_t inner = innerFactor(length, maxRow), outer = 0, pad = 0;
+  if (inner) {
+    outer = length / inner;
+  } else {
+    outer = (length + maxRow - 1) / maxRow;
+    inner = ((length + outer - 1) / outer + 31) / 32 * 32;
+    pad = outer * inner - length;
+  }
+  if (pad && llvm::isa<ReduceMaxOp>(op) && !maxAtLeastZero)
     return;
   mlir::OpBuilder b(op);
+  mlir::Location loc = op->getLoc();
   auto lead = llvm::to_vector(xs.drop_back(k));
+  mlir::Value v = x;
+  if (pad) {
+    auto row = lead;
+    row.push_back(length);
+    v = padLast(b, loc, reshape(b, loc, v, row), pad, 0.0);
+  }
   auto parts = lead;
-  parts.append({length / inner, inner});
-  mlir::Value v = reshape(b, op->getLoc(), x, parts);
-  v = reduceLast(b, op, reduceLast(b, op, v));
+  parts.append({outer, inner});
+  v = reshape(b, loc, v, parts);
+  bool sum = mean && pad;
+  v = reduceLast(b, op, reduceLast(b, op, v, sum), sum);
+  if (sum)
+    v = b.create<MulOp>(loc, v.getType(), v,
+                        scalar(b, loc, element, 1.0 / double(length)));
+  mlir::Value last = v;
   auto out = rankedType(op->getResult(0)).getShape();
   if (out != llvm::ArrayRef<int64_t>(lead))
-    v = reshape(b, op->getLoc(), v, out);
+    v = reshape(b, loc, v, out);
   op->getResult(0).replaceAllUsesWith(v);
   op->erase();
   // The outer step may itself be long: it is split again in turn.
-  if (auto *outer = v.getDefiningOp(); outer && llvm::isa<ReshapeOp>(outer))
-    v = outer->getOperand(0);
-  split(v.getDefiningOp(), maxRow);
+  if (auto *outerOp = last.getDefiningOp(); llvm::isa<MulOp>(outerOp))
+    last = outerOp->getOperand(0);
+  split(last.getDefiningOp(), maxRow, maxAtLeastZero);
+}
+
+// softmax(x) over a last axis no row kernel holds (longer than 4096, or
+// than 1024 and not whole warps' lanes: GPT-2's 50257-word vocabulary) as
+// exp(x - m) / sum(exp(x - m)), its two reductions split. m is the row's
+// max, taken as x0 + max(x - x0) with x0 the row's first element where the
+// row is padded: that max is at least 0, so zeros pad it. Softmax does
+// not change with m; m only keeps exp from overflowing.
+void decompose(SoftmaxOp sm, int64_t maxRow) {
+  auto t = rankedType(sm.getInput());
+  int64_t length = t.getShape().back();
+  if (int64_t(sm.getAxis()) != t.getRank() - 1 ||
+      !(length > 4096 || (length > maxRow && length % 32)))
+    return;
+  mlir::OpBuilder b(sm);
+  mlir::Location loc = sm.getLoc();
+  auto keptShape = llvm::to_vector(t.getShape());
+  keptShape.back() = 1;
+  auto kept = mlir::RankedTensorType::get(keptShape, t.getElementType());
+  auto axes = b.getDenseI64ArrayAttr({t.getRank() - 1});
+  mlir::Value x = sm.getInput(), first;
+  if (length > maxRow && !innerFactor(length, maxRow)) {
+    llvm::SmallVector<int64_t> starts(t.getRank(), 0), ends(t.getShape()),
+        steps(t.getRank(), 1);
+    ends.back() = 1;
+    first = b.create<SliceOp>(loc, kept, x, b.getDenseI64ArrayAttr(starts),
+                              b.getDenseI64ArrayAttr(ends),
+                              b.getDenseI64ArrayAttr(steps));
+    x = b.create<SubOp>(loc, t, x, first);
+  }
+  auto max = b.create<ReduceMaxOp>(loc, kept, x, axes, b.getBoolAttr(true));
+  mlir::Value m = max.getResult();
+  if (first)
+    m = b.create<AddOp>(loc, kept, m, first);
+  mlir::Value e =
+      b.create<ExpOp>(loc, t, b.create<SubOp>(loc, t, sm.getInput(), m));
+  auto sum = b.create<ReduceSumOp>(loc, kept, e, axes, b.getBoolAttr(true));
+  mlir::Value y = b.create<DivOp>(loc, t, e, sum.getResult());
+  sm.getOutput().replaceAllUsesWith(y);
+  sm.erase();
+  split(max, maxRow, /*maxAtLeastZero=*/bool(first));
+  split(sum, maxRow);
 }
 
 struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
@@ -96,12 +193,15 @@ struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
   void runOnOperation() override {
     llvm::SmallVector<mlir::Operation *> ops;
     getOperation().walk([&](mlir::Operation *op) {
-      if (llvm::isa<GlobalAveragePoolOp, ReduceMeanOp, ReduceSumOp,
-                    ReduceMaxOp>(op))
+      if (llvm::isa<GlobalAveragePoolOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp,
+                    SoftmaxOp>(op))
         ops.push_back(op);
     });
     for (mlir::Operation *op : ops)
-      split(op, maxRow);
+      if (auto sm = llvm::dyn_cast<SoftmaxOp>(op))
+        decompose(sm, maxRow);
+      else
+        split(op, maxRow);
   }
 };
 

@@ -136,15 +136,20 @@ def make_masked_attention(path):
 
 
 def make_long_rows(path):
-    """Reductions whose rows no warp holds: EfficientNet's squeeze over a
-    112 x 112 map and a max over 5000 (cuts-split-reductions)."""
+    """Rows no warp holds (cuts-split-reductions): EfficientNet's squeeze
+    over a 112 x 112 map, a max over 5000, and softmax over GPT-2's
+    50257-word vocabulary (a prime's multiple: padded)."""
     b = tm.Builder(29)
     b.node("GlobalAveragePool", ["x"])
     tm.rename_last(b, "pooled")
     b.node("ReduceMax", ["r"], axes=[1], keepdims=0)
     tm.rename_last(b, "top")
-    return b.model(path, [tm.vi("x", [1, 4, 112, 112]), tm.vi("r", [2, 5000])],
-                   [tm.vi("pooled", [1, 4, 1, 1]), tm.vi("top", [2])])
+    b.node("Softmax", ["logits"], axis=-1)
+    tm.rename_last(b, "p")
+    return b.model(path, [tm.vi("x", [1, 4, 112, 112]), tm.vi("r", [2, 5000]),
+                          tm.vi("logits", [2, 50257])],
+                   [tm.vi("pooled", [1, 4, 1, 1]), tm.vi("top", [2]),
+                    tm.vi("p", [2, 50257])])
 
 
 def make_gelu_tanh(path):
@@ -370,7 +375,8 @@ MODELS = {
                          [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                           ("v", (2, 3, 5, 8)), ("mask", (2, 1, 5, 5))], []),
     "long_rows": (make_long_rows, [("x", (1, 4, 112, 112)),
-                                   ("r", (2, 5000))], []),
+                                   ("r", (2, 5000)),
+                                   ("logits", (2, 50257))], []),
     "gelu_tanh": (make_gelu_tanh, [("x", (2, 5, 24))], []),
     "gelu_erf": (make_gelu_erf, [("x", (3, 40))], []),
     "dense_block": (make_dense_block, [("x", (1, 4, 7, 7))], []),

@@ -18,9 +18,10 @@ func.func @squeeze(%x: tensor<1x32x112x112xf32>) -> tensor<1x32x1x1xf32> {
 
 // -----
 
-// Sums and maxima over trailing axes, kept dimensions or not; a row with
-// no divisor up to max-row (2053 is prime), an integer mean and rows that
-// fit stay whole.
+// Sums and maxima over trailing axes, kept dimensions or not. A mean whose
+// length (2053, prime) no divisor near max-row splits is padded with zeros
+// to 3 rows of 704 and summed, then scaled by 1 / 2053; a max of such a
+// row, an integer mean, rows that fit and other axes stay whole.
 // CHECK-LABEL: func.func @reductions(
 // CHECK: cuts.reshape %arg0 {shape = array<i64: 3, 4, 1024>}
 // CHECK: cuts.reduce_sum {{.*}} -> tensor<3x4xf32>
@@ -29,15 +30,50 @@ func.func @squeeze(%x: tensor<1x32x112x112xf32>) -> tensor<1x32x1x1xf32> {
 // CHECK: cuts.reshape %arg1 {shape = array<i64: 2, 5, 1000>}
 // CHECK: cuts.reduce_max {{.*}} -> tensor<2x5xf16>
 // CHECK: cuts.reduce_max {{.*}} -> tensor<2xf16>
-// CHECK-NOT: cuts.reshape
-// CHECK: cuts.reduce_mean %arg2 {axes = array<i64: 1>, keepdims = false} : (tensor<2x2053xf32>)
+// CHECK: %[[P:.+]] = cuts.pad %arg2 {mode = "constant", pads = array<i64: 0, 0, 0, 59>, value = 0.000000e+00 : f64}
+// CHECK: %[[R:.+]] = cuts.reshape %[[P]] {shape = array<i64: 2, 3, 704>}
+// CHECK: %[[S:.+]] = cuts.reduce_sum %[[R]] {axes = array<i64: 2>, keepdims = false}
+// CHECK: %[[T:.+]] = cuts.reduce_sum %[[S]] {axes = array<i64: 1>, keepdims = false}
+// CHECK: %[[C:.+]] = cuts.constant {value = dense<4.87092067E-4> : tensor<f32>}
+// CHECK: cuts.mul %[[T]], %[[C]]
+// CHECK: cuts.reduce_max %arg5 {axes = array<i64: 1>, keepdims = false} : (tensor<2x2053xf32>)
 // CHECK: cuts.reduce_mean %arg3 {axes = array<i64: 1>, keepdims = false} : (tensor<2x4096xi64>)
 // CHECK: cuts.reduce_sum %arg4 {axes = array<i64: 0>, keepdims = false} : (tensor<4096x2xf32>)
-func.func @reductions(%a: tensor<3x64x64xf32>, %b: tensor<2x5000xf16>, %c: tensor<2x2053xf32>, %d: tensor<2x4096xi64>, %e: tensor<4096x2xf32>) -> (tensor<3x1x1xf32>, tensor<2xf16>, tensor<2xf32>, tensor<2xi64>, tensor<2xf32>) {
+func.func @reductions(%a: tensor<3x64x64xf32>, %b: tensor<2x5000xf16>, %c: tensor<2x2053xf32>, %d: tensor<2x4096xi64>, %e: tensor<4096x2xf32>, %f: tensor<2x2053xf32>) -> (tensor<3x1x1xf32>, tensor<2xf16>, tensor<2xf32>, tensor<2xi64>, tensor<2xf32>, tensor<2xf32>) {
   %0 = cuts.reduce_sum %a {axes = array<i64: 1, 2>, keepdims = true} : (tensor<3x64x64xf32>) -> tensor<3x1x1xf32>
   %1 = cuts.reduce_max %b {axes = array<i64: 1>, keepdims = false} : (tensor<2x5000xf16>) -> tensor<2xf16>
   %2 = cuts.reduce_mean %c {axes = array<i64: 1>, keepdims = false} : (tensor<2x2053xf32>) -> tensor<2xf32>
+  %5 = cuts.reduce_max %f {axes = array<i64: 1>, keepdims = false} : (tensor<2x2053xf32>) -> tensor<2xf32>
   %3 = cuts.reduce_mean %d {axes = array<i64: 1>, keepdims = false} : (tensor<2x4096xi64>) -> tensor<2xi64>
   %4 = cuts.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<4096x2xf32>) -> tensor<2xf32>
-  return %0, %1, %2, %3, %4 : tensor<3x1x1xf32>, tensor<2xf16>, tensor<2xf32>, tensor<2xi64>, tensor<2xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<3x1x1xf32>, tensor<2xf16>, tensor<2xf32>, tensor<2xi64>, tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// Softmax over GPT-2's vocabulary (50257 = 29 x 1733: no divisor near
+// max-row): its max is x0 + max(x - x0), padded with zeros; then exp, a
+// padded sum and a division. A softmax over 5000 takes 5 rows of 1000; one
+// over 128 stays a row kernel's.
+// CHECK-LABEL: func.func @softmax(
+// CHECK: %[[X0:.+]] = cuts.slice %arg0 {ends = array<i64: 2, 1>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}
+// CHECK: %[[D:.+]] = cuts.sub %arg0, %[[X0]]
+// CHECK: %[[P:.+]] = cuts.pad %[[D]] {mode = "constant", pads = array<i64: 0, 0, 0, 943>, value = 0.000000e+00 : f64} : (tensor<2x50257xf32>) -> tensor<2x51200xf32>
+// CHECK: cuts.reduce_max {{.*}} -> tensor<2x50xf32>
+// CHECK: %[[M:.+]] = cuts.reduce_max {{.*}} -> tensor<2xf32>
+// CHECK: %[[MK:.+]] = cuts.reshape %[[M]] {shape = array<i64: 2, 1>}
+// CHECK: %[[MX:.+]] = cuts.add %[[MK]], %[[X0]]
+// CHECK: %[[E:.+]] = cuts.exp {{.*}}
+// CHECK: cuts.pad %[[E]]
+// CHECK: cuts.reduce_sum {{.*}} -> tensor<2x50xf32>
+// CHECK: cuts.div %[[E]]
+// CHECK: cuts.reshape %arg1 {shape = array<i64: 2, 5, 1000>}
+// CHECK-NOT: cuts.slice
+// CHECK: cuts.div
+// CHECK: cuts.softmax %arg2
+func.func @softmax(%x: tensor<2x50257xf32>, %y: tensor<2x5000xf32>, %z: tensor<2x128xf32>) -> (tensor<2x50257xf32>, tensor<2x5000xf32>, tensor<2x128xf32>) {
+  %0 = cuts.softmax %x {axis = 1 : i64} : (tensor<2x50257xf32>) -> tensor<2x50257xf32>
+  %1 = cuts.softmax %y {axis = 1 : i64} : (tensor<2x5000xf32>) -> tensor<2x5000xf32>
+  %2 = cuts.softmax %z {axis = 1 : i64} : (tensor<2x128xf32>) -> tensor<2x128xf32>
+  return %0, %1, %2 : tensor<2x50257xf32>, tensor<2x5000xf32>, tensor<2x128xf32>
 }
