@@ -160,6 +160,12 @@ std::optional<NvrtcResult> compile(const std::string &source,
             "' is not a real GPU architecture (sm_XX): a CUBIN needs one";
     return std::nullopt;
   }
+  // NVRTC (CUDA 12.9+) keeps compiled programs in the driver's cache where
+  // a GPU is, and a hit's log has no ptxas report: registers and spills
+  // (the tuner's and the kernel sources' report) would go missing on the
+  // second compile of a kernel. Binaries are cached by the tuning cache.
+  static const bool uncached = setenv("CUDA_CACHE_DISABLE", "1", 1) == 0;
+  (void)uncached;
   Program program;
   nvrtcResult rc =
       nvrtcCreateProgram(&program.prog, source.c_str(),

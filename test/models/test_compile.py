@@ -494,7 +494,7 @@ def compile_and_emulate(runner, name, path, import_args, shapes, gpu):
         if k.endswith(".cu"):
             text = open(os.path.join(out, "kernels", k)).read()
             require("__global__" in text and "// ptxas:" in text,
-                    k + " lacks its kernel or ptxas report")
+                    k + " lacks its kernel or ptxas report: " + text[:400])
     if name in SHARED:
         require(any(k.startswith("fused_") and k.endswith(".cu")
                     for k in kernels), "no shared-memory-level fused kernel: "
