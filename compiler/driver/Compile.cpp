@@ -92,9 +92,14 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
                res);
   if (!pkg.addInputs(error))
     return std::nullopt;
-  for (const GroupReport &g : report->groups)
-    if (!pkg.addGroup(g, error))
-      return std::nullopt;
+  {
+    tune::Progress progress(opts.progress, "codegen", report->groups.size());
+    for (size_t i = 0; i < report->groups.size(); ++i) {
+      if (!pkg.addGroup(report->groups[i], error))
+        return std::nullopt;
+      progress.step(i + 1);
+    }
+  }
   if (!pkg.addOutputs(error))
     return std::nullopt;
   res.codegenSeconds = secondsSince(codegenStart);

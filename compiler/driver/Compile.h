@@ -46,7 +46,7 @@ struct CompileOptions {
   int tuneCandidates = 8;    // best-bound parameter sets timed per group
   double tuneSeconds = 0;    // stop measuring after this long; 0: no limit
   std::string candidatesOut; // write the unmeasured candidates here
-  bool progress = false;     // progress lines on stderr (a terminal)
+  tune::ProgressMode progress = tune::ProgressMode::Off; // on stderr
   bool library = true; // tuning also times cuDNN for the groups it can run
   /// What the module's floating-point tensors were converted to (the
   /// cuts-convert-precision pass), recorded in the artifact.

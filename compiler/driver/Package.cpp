@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <atomic>
@@ -497,7 +498,10 @@ bool Packager::compileKernels(std::string &error) {
   int jobs = opts.jobs > 0
                  ? opts.jobs
                  : int(std::max(1u, std::thread::hardware_concurrency()));
+  tune::Progress progress(opts.progress, "NVRTC", unique.size());
+  std::atomic<size_t> compiled{0};
   parallelFor(unique.size(), jobs, [&](size_t i) {
+    auto count = llvm::make_scope_exit([&] { progress.step(++compiled); });
     KernelSource &s = res.sources[i];
     s.name = unique[i].name;
     s.source = codegen::emitSource(unique[i]);

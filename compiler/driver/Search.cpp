@@ -98,7 +98,7 @@ bool measureRound(const std::vector<tune::Candidate> &pending,
   mo.stats = &res.measureStats;
   if (opts.tuneSeconds > 0)
     mo.maxSeconds = secondsLeft;
-  if (opts.progress)
+  if (opts.progress != tune::ProgressMode::Off)
     std::fprintf(stderr, "tuning round %d: %zu candidates\n", round + 1,
                  pending.size());
   if (!tune::measure(pending, arch, cache, mo, error))

@@ -71,30 +71,6 @@ template <typename Fn> struct OnExit {
 };
 template <typename Fn> OnExit(Fn) -> OnExit<Fn>;
 
-class Progress {
-public:
-  Progress(bool on, size_t total)
-      : on(on && isatty(2)), total(total), start(Clock::now()) {}
-  void step(const char *what, size_t done) {
-    if (!on)
-      return;
-    double t = since(start);
-    double eta = done ? t / double(done) * double(total - done) : 0;
-    std::fprintf(stderr, "\rtuning: %s %zu/%zu, %.0f s, ETA %.0f s   ", what,
-                 done, total, t, eta);
-    std::fflush(stderr);
-  }
-  ~Progress() {
-    if (on)
-      std::fprintf(stderr, "\n");
-  }
-
-private:
-  bool on;
-  size_t total;
-  Clock::time_point start;
-};
-
 /// An NVTX range named "cuts-tune:<key>" ('/' -> ':', which NVTX filters
 /// read as nesting) around a candidate's one sizing launch, so a profiler
 /// reads exactly one launch per candidate and names it:
@@ -588,7 +564,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
   if (!bench.open(error))
     return false;
   CompileAhead compiles(todo, arch, opts, overTime);
-  Progress progress(opts.progress, todo.size());
+  Progress progress(opts.progress, "measuring", todo.size());
   std::map<int, double> groupBest; // the fastest median so far of each group
   bool ok = true;
   for (size_t i = 0; i < todo.size() && ok; ++i) {
@@ -616,7 +592,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
         stats.slowestName = c.name + (c.library.empty() ? "" : " " + c.library);
       }
     }};
-    progress.step("timed", i);
+    progress.step(i);
     Launchable l;
     std::string note;
     if (!bench.prepare(c, compiles.result(i), compiles.error(i), l, note)) {
@@ -655,7 +631,7 @@ bool measure(const std::vector<Candidate> &all, const std::string &arch,
                   t.ms.size(), t.how, sets.size());
     cache.put(c.key, {us, text});
   }
-  progress.step("timed", todo.size());
+  progress.step(todo.size());
   // After an error, or at maxSeconds: compile nothing more.
   stats.finish = compiles.finish();
   return ok;

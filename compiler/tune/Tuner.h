@@ -14,6 +14,8 @@
 #ifndef CUTS_COMPILER_TUNE_TUNER_H
 #define CUTS_COMPILER_TUNE_TUNER_H
 
+#include "compiler/tune/Progress.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -117,7 +119,7 @@ struct MeasureOptions {
   int warmup = 2;        // launches before timing
   int maxIters = 20;     // timed launches (fewer for slow kernels)
   double targetMs = 20;  // timed milliseconds to aim for per candidate
-  bool progress = false; // a progress line with ETA on stderr
+  ProgressMode progress = ProgressMode::Off; // on stderr (Progress.h)
   /// A candidate whose first timed launch is this many times its group's
   /// fastest median so far is recorded with that one launch: it cannot
   /// win, and at batch 64 a poor conv tiling runs for milliseconds, times

@@ -7,7 +7,9 @@
 #include "codegen/emit/Nvrtc.h"
 #include "compiler/tune/NvrtcWorker.h"
 
+#include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <utility>
@@ -146,4 +148,39 @@ TEST_CASE("NVRTC workers compile what the process would, and a dead one is "
   // An executable that is not there: no worker, the reason named.
   CHECK_FALSE(NvrtcWorker::start("/nonexistent/cuts", error));
   CHECK(error.find("/nonexistent/cuts") != std::string::npos);
+}
+
+namespace {
+// What a Progress of `total` steps, stepped through all of them, wrote.
+std::string progressText(cuts::tune::ProgressMode mode, double quietSeconds,
+                         size_t total) {
+  std::FILE *f = std::tmpfile();
+  REQUIRE(f);
+  {
+    cuts::tune::Progress p(mode, "NVRTC", total, quietSeconds, f);
+    for (size_t i = 1; i <= total; ++i)
+      p.step(i);
+  }
+  std::rewind(f);
+  std::string text;
+  for (int c; (c = std::fgetc(f)) != EOF;)
+    text += char(c);
+  std::fclose(f);
+  return text;
+}
+} // namespace
+
+TEST_CASE("progress: plain lines every 10 % off a terminal, one rewritten "
+          "line on it, nothing for short work",
+          "[tuner]") {
+  std::string lines = progressText(cuts::tune::ProgressMode::Lines, 0, 20);
+  CHECK(std::count(lines.begin(), lines.end(), '\n') == 11);
+  CHECK(lines.find("cuts: NVRTC: 2/20, ") == 0);
+  CHECK(lines.find("cuts: NVRTC: 20/20 in ") != std::string::npos);
+  CHECK(lines.find('\r') == std::string::npos);
+  std::string term = progressText(cuts::tune::ProgressMode::Terminal, 0, 5);
+  CHECK(std::count(term.begin(), term.end(), '\r') == 6);
+  CHECK(std::count(term.begin(), term.end(), '\n') == 1);
+  CHECK(progressText(cuts::tune::ProgressMode::Lines, 60, 20).empty());
+  CHECK(progressText(cuts::tune::ProgressMode::Off, 0, 20).empty());
 }

@@ -400,7 +400,7 @@ int cmdTune(const std::vector<std::string> &args) {
   std::string dir, cachePath;
   double maxSeconds = 0; // 0: no limit
   cuts::tune::MeasureOptions mo;
-  mo.progress = isatty(2);
+  mo.progress = cuts::tune::stderrProgress();
   mo.nvrtcWorker = cuts::tune::nvrtcWorkerExecutable();
   for (ArgList a(args); a.next();) {
     if (a.is("--cache")) {

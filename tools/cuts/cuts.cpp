@@ -610,7 +610,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (copts.cost == cuts::driver::CostSource::Model &&
       (!copts.tuningCache.empty() || !copts.candidatesOut.empty()))
     copts.cost = cuts::driver::CostSource::Cache;
-  copts.progress = isatty(2);
+  copts.progress = cuts::tune::stderrProgress();
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
