@@ -229,6 +229,15 @@ codegen::OutputDigit digitOf(size_t d, llvm::ArrayRef<int64_t> out,
   return {0, 1, 0}; // an extent-1 axis after every run: always 0
 }
 
+/// `shape` with 1s in front up to `rank` axes (ONNX broadcasting's
+/// alignment).
+std::vector<int64_t> withLeadingOnes(llvm::ArrayRef<int64_t> shape,
+                                     size_t rank) {
+  std::vector<int64_t> padded(rank - shape.size(), 1);
+  padded.insert(padded.end(), shape.begin(), shape.end());
+  return padded;
+}
+
 /// An operand broadcast to `out` as a shape of the kernel's output's rank,
 /// where the kernel's output `kernelOut` merges runs of out's axes: each
 /// run must be all broadcast or all full in the operand, so that its
@@ -239,8 +248,7 @@ broadcastView(llvm::ArrayRef<int64_t> operand, llvm::ArrayRef<int64_t> out,
   auto runs = runsOf(out, kernelOut);
   if (!broadcastsTo(operand, out) || !runs)
     return std::nullopt;
-  std::vector<int64_t> padded(out.size() - operand.size(), 1);
-  padded.insert(padded.end(), operand.begin(), operand.end());
+  std::vector<int64_t> padded = withLeadingOnes(operand, out.size());
   std::vector<int64_t> view;
   for (auto [first, last] : *runs) {
     bool full = true, broadcast = true;
@@ -265,8 +273,7 @@ digitView(llvm::ArrayRef<int64_t> operand, llvm::ArrayRef<int64_t> out,
   auto runs = runsOf(out, kernelOut);
   if (!broadcastsTo(operand, out) || !runs)
     return std::nullopt;
-  std::vector<int64_t> padded(out.size() - operand.size(), 1);
-  padded.insert(padded.end(), operand.begin(), operand.end());
+  std::vector<int64_t> padded = withLeadingOnes(operand, out.size());
   std::vector<int64_t> shape;
   std::vector<codegen::OutputDigit> digits;
   for (size_t d = 0; d < out.size(); ++d)
@@ -1476,8 +1483,7 @@ std::optional<rt::GemmSpec> cublasGemm(llvm::ArrayRef<mlir::Operation *> ops,
     auto vs = shapeOf(v);
     if (!broadcastsTo(vs, out))
       return false;
-    std::vector<int64_t> padded(out.size() - vs.size(), 1);
-    padded.insert(padded.end(), vs.begin(), vs.end());
+    std::vector<int64_t> padded = withLeadingOnes(vs, out.size());
     if (product(vs) == s.N && padded.back() == s.N && !s.bias) {
       s.bias = true, bias = v;
       return true;
