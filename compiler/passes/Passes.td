@@ -76,7 +76,10 @@ def SplitReductions : Pass<"cuts-split-reductions", "mlir::func::FuncOp"> {
     warp's registers; one of 12544 would be unrolled into a megabyte of
     source. Means of equal parts average to the mean, so a float mean
     splits exactly up to rounding; an integer mean is left alone. A length
-    with no divisor up to `max-row` stays as it is.
+    with no divisor near `max-row` is padded with zeros (sums, means, and
+    maxima known to be at least 0). A softmax or layer normalisation over
+    rows no row kernel holds (over 8192, or over `max-row` and not a
+    multiple of 32) becomes its formula, its reductions split.
   }];
   let options = [
     Option<"maxRow", "max-row", "int64_t", "1024",

@@ -145,8 +145,16 @@ void split(mlir::Operation *op, int64_t maxRow, bool maxAtLeastZero = false) {
   split(last.getDefiningOp(), maxRow, maxAtLeastZero);
 }
 
-// softmax(x) over a last axis no row kernel holds (longer than 4096, or
-// than 1024 and not whole warps' lanes: GPT-2's 50257-word vocabulary) as
+// Whether a row kernel (a warp's lanes sharing a row, each holding its
+// share in registers) cannot hold a row of `length`: longer than 8192
+// (256 a lane; 12544 found no set that fit), or than maxRow and not split
+// over whole warps' lanes.
+bool longRow(int64_t length, int64_t maxRow) {
+  return length > 8192 || (length > maxRow && length % 32);
+}
+
+// softmax(x) over a last axis no row kernel holds (longRow: GPT-2's
+// 50257-word vocabulary) as
 // exp(x - m) / sum(exp(x - m)), its two reductions split. m is the row's
 // max, taken as x0 + max(x - x0) with x0 the row's first element where the
 // row is padded: that max is at least 0, so zeros pad it. Softmax does
@@ -154,8 +162,7 @@ void split(mlir::Operation *op, int64_t maxRow, bool maxAtLeastZero = false) {
 void decompose(SoftmaxOp sm, int64_t maxRow) {
   auto t = rankedType(sm.getInput());
   int64_t length = t.getShape().back();
-  if (int64_t(sm.getAxis()) != t.getRank() - 1 ||
-      !(length > 4096 || (length > maxRow && length % 32)))
+  if (int64_t(sm.getAxis()) != t.getRank() - 1 || !longRow(length, maxRow))
     return;
   mlir::OpBuilder b(sm);
   mlir::Location loc = sm.getLoc();
@@ -187,6 +194,47 @@ void decompose(SoftmaxOp sm, int64_t maxRow) {
   split(sum, maxRow);
 }
 
+// A layer normalisation over rows no row kernel holds, whose mean and
+// inverse deviation nothing reads, as its formula: d = x - mean(x),
+// d / sqrt(mean(d d) + epsilon) x scale (+ B), the two means split.
+void decompose(LayerNormalizationOp ln, int64_t maxRow) {
+  auto t = rankedType(ln.getX());
+  const int64_t axis = int64_t(ln.getAxis()), rank = t.getRank();
+  int64_t length = 1;
+  for (int64_t e : t.getShape().drop_front(axis))
+    length *= e;
+  if (!ln.getMean().use_empty() || !ln.getInvStdDev().use_empty() ||
+      !longRow(length, maxRow))
+    return;
+  mlir::OpBuilder b(ln);
+  mlir::Location loc = ln.getLoc();
+  auto keptShape = llvm::to_vector(t.getShape());
+  for (int64_t d = axis; d < rank; ++d)
+    keptShape[d] = 1;
+  auto kept = mlir::RankedTensorType::get(keptShape, t.getElementType());
+  llvm::SmallVector<int64_t> axesList;
+  for (int64_t d = axis; d < rank; ++d)
+    axesList.push_back(d);
+  auto axes = b.getDenseI64ArrayAttr(axesList);
+  mlir::Value x = ln.getX();
+  auto mean = b.create<ReduceMeanOp>(loc, kept, x, axes, b.getBoolAttr(true));
+  mlir::Value d = b.create<SubOp>(loc, t, x, mean.getResult());
+  auto var = b.create<ReduceMeanOp>(loc, kept, b.create<MulOp>(loc, t, d, d),
+                                    axes, b.getBoolAttr(true));
+  mlir::Value eps = scalar(b, loc, t.getElementType(),
+                           double(ln.getEpsilon().convertToFloat()));
+  mlir::Value dev = b.create<SqrtOp>(
+      loc, kept, b.create<AddOp>(loc, kept, var.getResult(), eps));
+  mlir::Value y =
+      b.create<MulOp>(loc, t, b.create<DivOp>(loc, t, d, dev), ln.getScale());
+  if (ln.getB())
+    y = b.create<AddOp>(loc, t, y, ln.getB());
+  ln.getY().replaceAllUsesWith(y);
+  ln.erase();
+  split(mean, maxRow);
+  split(var, maxRow);
+}
+
 struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
   using SplitReductionsBase::SplitReductionsBase;
 
@@ -194,12 +242,14 @@ struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
     llvm::SmallVector<mlir::Operation *> ops;
     getOperation().walk([&](mlir::Operation *op) {
       if (llvm::isa<GlobalAveragePoolOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp,
-                    SoftmaxOp>(op))
+                    SoftmaxOp, LayerNormalizationOp>(op))
         ops.push_back(op);
     });
     for (mlir::Operation *op : ops)
       if (auto sm = llvm::dyn_cast<SoftmaxOp>(op))
         decompose(sm, maxRow);
+      else if (auto ln = llvm::dyn_cast<LayerNormalizationOp>(op))
+        decompose(ln, maxRow);
       else
         split(op, maxRow);
   }

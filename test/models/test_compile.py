@@ -137,8 +137,8 @@ def make_masked_attention(path):
 
 def make_long_rows(path):
     """Rows no warp holds (cuts-split-reductions): EfficientNet's squeeze
-    over a 112 x 112 map, a max over 5000, and softmax over GPT-2's
-    50257-word vocabulary (a prime's multiple: padded)."""
+    over a 112 x 112 map, a max and a layer norm over 5000, and softmax
+    over GPT-2's 50257-word vocabulary (a prime's multiple: padded)."""
     b = tm.Builder(29)
     b.node("GlobalAveragePool", ["x"])
     tm.rename_last(b, "pooled")
@@ -146,10 +146,15 @@ def make_long_rows(path):
     tm.rename_last(b, "top")
     b.node("Softmax", ["logits"], axis=-1)
     tm.rename_last(b, "p")
+    rng = np.random.default_rng(29)
+    b.node("LayerNormalization",
+           ["r", b.const(rng.normal(1, 0.1, 5000).astype(np.float32)),
+            b.const(rng.normal(0, 0.1, 5000).astype(np.float32))], axis=-1)
+    tm.rename_last(b, "n")
     return b.model(path, [tm.vi("x", [1, 4, 112, 112]), tm.vi("r", [2, 5000]),
                           tm.vi("logits", [2, 50257])],
                    [tm.vi("pooled", [1, 4, 1, 1]), tm.vi("top", [2]),
-                    tm.vi("p", [2, 50257])])
+                    tm.vi("p", [2, 50257]), tm.vi("n", [2, 5000])])
 
 
 def make_gelu_tanh(path):
