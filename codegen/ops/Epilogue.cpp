@@ -169,9 +169,9 @@ bool storeDigits(Kernel &k, const std::vector<int64_t> &shape,
   const auto &buffers = k.exit.allBuffers();
   auto y = std::find_if(buffers.begin(), buffers.end(),
                         [](const dfg::Buffer &b) { return b.name == "Y"; });
-  const OutputDigit &inner = digits.back();
-  if (y == buffers.end() || digits.size() != shape.size() ||
-      inner.axis != int(y->extents.size()) - 1 || inner.div != 1) {
+  if (y == buffers.end() || digits.empty() || digits.size() != shape.size() ||
+      digits.back().axis != int(y->extents.size()) - 1 ||
+      digits.back().digit()) {
     error = "a transposed store must keep the output's innermost axis";
     return false;
   }

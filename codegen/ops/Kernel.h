@@ -89,6 +89,7 @@ struct Fetch {
 struct OutputDigit {
   int axis = 0;
   int64_t div = 1, mod = 0;
+  bool digit() const { return div != 1 || mod != 0; }
 };
 
 /// An elementwise op fused after the anchor at the register level (thesis
