@@ -424,6 +424,13 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
     if (library)
       return bool(gk);
   }
+  // No set fits the GPU (its registers or shared memory): its kernel would
+  // be a pathological one (a row walked by one thread), so none is made.
+  if (!gk && !std::isfinite(g.estimate.time)) {
+    error = "no tile of " + ops + " fits " + opts.arch.name +
+            " (each needs more registers or shared memory than a block has)";
+    return false;
+  }
   if (!gk && !(gk = boundChoice(g, why))) {
     error = "no kernel for " + opName(g.operations.front()) + ": " + why;
     return false;

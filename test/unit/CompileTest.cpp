@@ -109,6 +109,26 @@ func.func @main(%x: tensor<4xui32> {cuts.name = "x"}) -> (tensor<4xui32>) {
   CHECK(error.rfind("input 0 (\"x\") has element type ui32", 0) == 0);
 }
 
+TEST_CASE("compile: an op that no tile fits is named, not made a "
+          "pathological kernel",
+          "[driver]") {
+  // A 12544-element row (EfficientNet's squeeze) outside the clean-up,
+  // whose cuts-split-reductions would have split it.
+  test::Graph g(R"mlir(
+func.func @main(%x: tensor<1x32x112x112xf32> {cuts.name = "x"}) -> (tensor<1x32x1x1xf32> {cuts.name = "y"}) {
+  %0 = cuts.global_average_pool %x : (tensor<1x32x112x112xf32>) -> tensor<1x32x1x1xf32>
+  return %0 : tensor<1x32x1x1xf32>
+}
+)mlir");
+  driver::CompileOptions opts;
+  opts.arch = *findArch("h100");
+  std::string error;
+  CHECK_FALSE(driver::compileModule(*g.module, opts, error));
+  INFO(error);
+  CHECK(error.find("no tile of global_average_pool") != std::string::npos);
+  CHECK(error.find("fits") != std::string::npos);
+}
+
 TEST_CASE("compile: each kernel carries its least work, the manifest its "
           "ceilings",
           "[driver]") {
