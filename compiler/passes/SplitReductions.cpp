@@ -29,6 +29,12 @@ int64_t innerFactor(int64_t length, int64_t maxRow) {
   return lanes ? lanes : best;
 }
 
+// Whether split pads a row of `length`: longer than maxRow with no divisor
+// near it.
+bool padded(int64_t length, int64_t maxRow) {
+  return length > maxRow && !innerFactor(length, maxRow);
+}
+
 mlir::Value scalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Type element,
                    double value) {
   auto t = mlir::RankedTensorType::get({}, element);
@@ -107,7 +113,7 @@ void split(mlir::Operation *op, int64_t maxRow, bool maxAtLeastZero = false) {
   if (length <= maxRow)
     return;
   int64_t inner = innerFactor(length, maxRow), outer = 0, pad = 0;
-  if (inner) {
+  if (!padded(length, maxRow)) {
     outer = length / inner;
   } else {
     outer = (length + maxRow - 1) / maxRow;
@@ -171,7 +177,7 @@ void decompose(SoftmaxOp sm, int64_t maxRow) {
   auto kept = mlir::RankedTensorType::get(keptShape, t.getElementType());
   auto axes = b.getDenseI64ArrayAttr({t.getRank() - 1});
   mlir::Value x = sm.getInput(), first;
-  if (length > maxRow && !innerFactor(length, maxRow)) {
+  if (padded(length, maxRow)) { // split will pad the max with zeros
     llvm::SmallVector<int64_t> starts(t.getRank(), 0), ends(t.getShape()),
         steps(t.getRank(), 1);
     ends.back() = 1;

@@ -712,15 +712,14 @@ TEST_CASE("tensor-core epilogues read a mask shared by the heads and store "
     REQUIRE(k);
     REQUIRE(storeDigits(*k, {Bn, S, H, S}, store, err));
     std::mt19937 rng(6);
-    std::vector<uint16_t> q(Bn * H * S * D), kk(q.size());
-    std::vector<float> qv(q.size()), kv(q.size());
-    random16(rng, false, q, qv);
-    random16(rng, false, kk, kv);
+    const Operand q = randomOperand(rng, dfg::Type::F16, Bn * H * S * D);
+    const Operand kk = randomOperand(rng, dfg::Type::F16, Bn * H * S * D);
+    const std::vector<float> &qv = q.v, &kv = kk.v;
     std::vector<float> mask = test::randomVector(rng, Bn * S * S);
     std::vector<float> y = test::poisoned(Bn * H * S * S);
     REQUIRE(runOnHost(*k,
-                      {{"A", q.data()},
-                       {"B", kk.data()},
+                      {{"A", q.bits()},
+                       {"B", kk.bits()},
                        {"mask", mask.data()},
                        {"Y", y.data()}},
                       err));
