@@ -198,6 +198,7 @@ std::string explainJson(const ExplainReport &r) {
         j["instr"] = p.instr == MatrixInstr::Wgmma ? "wgmma" : "mma.sync";
         j["warpsM"] = p.warpsM, j["warpsN"] = p.warpsN;
         j["stages"] = p.stages;
+        j["warpSpecialized"] = p.warpSpecialized;
       }
       return j;
     };

@@ -257,7 +257,8 @@ bool sameGroup(const TileParams &a, const TileParams &b) {
   return a.Nb == b.Nb && a.Kb == b.Kb && a.Hb == b.Hb && a.Wb == b.Wb &&
          a.Nt == b.Nt && a.Kt == b.Kt && a.Ht == b.Ht && a.Wt == b.Wt &&
          a.Cin == b.Cin && a.instr == b.instr && a.warpsM == b.warpsM &&
-         a.warpsN == b.warpsN && a.stages == b.stages;
+         a.warpsN == b.warpsN && a.stages == b.stages &&
+         a.warpSpecialized == b.warpSpecialized;
 }
 
 // The sets op d may take with inputs from `input`: a complex successor reads

@@ -66,7 +66,8 @@ std::string paramsText(const TileParams &p) {
   return text + (p.instr == MatrixInstr::Wgmma ? ", wgmma " : ", mma.sync ") +
          std::to_string(p.warpsM) + "x" + std::to_string(p.warpsN) +
          (p.instr == MatrixInstr::Wgmma ? " warpgroups, " : " warps, ") +
-         std::to_string(p.stages) + " stages";
+         std::to_string(p.stages) + " stages" +
+         (p.warpSpecialized ? ", warp-specialised" : "");
 }
 
 std::string OpDesc::key() const {

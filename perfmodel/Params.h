@@ -123,6 +123,10 @@ struct TileParams {
   /// FORMAT_shared is unused (the tiles are K-major, padded or swizzled).
   MatrixInstr instr = MatrixInstr::None;
   int64_t warpsM = 1, warpsN = 1, stages = 0;
+  /// wgmma, warp-specialised: one more warpgroup only copies (cp.async
+  /// into stages that mbarriers guard) while the others only compute, so
+  /// no block-wide barrier stalls the tensor cores between slices.
+  bool warpSpecialized = false;
 
   bool tensorCore() const { return instr != MatrixInstr::None; }
   /// Slices a tensor-core pipeline loads ahead of the one it computes:
@@ -138,8 +142,12 @@ struct TileParams {
     return instr == MatrixInstr::Wgmma && stages >= 4;
   }
   int64_t threads() const {
-    return (Nb / Nt) * (Kb / Kt) * (Hb / Ht) * (Wb / Wt);
+    return (Nb / Nt) * (Kb / Kt) * (Hb / Ht) * (Wb / Wt) +
+           (warpSpecialized ? 128 : 0);
   }
+  /// The threads that copy a tensor-core slice: the producer warpgroup, or
+  /// every thread.
+  int64_t copyThreads() const { return warpSpecialized ? 128 : threads(); }
 };
 
 /// "block 32x16x1x1, thread 2x1x1x1 (N x K x H x W), C_input 64,

@@ -35,7 +35,7 @@ int64_t bRows(const OpDesc &d, const TileParams &p) {
 // sets): a row's copies divide the block's threads, and for wgmma's 8-row
 // core matrices a pass of copies covers whole ones.
 bool copiesDivide(const OpDesc &d, const TileParams &p) {
-  const int64_t perCopy = 16 / d.elementBytes, threads = p.threads();
+  const int64_t perCopy = 16 / d.elementBytes, threads = p.copyThreads();
   const int64_t cprA = p.Cin / perCopy;
   const int64_t cprB = (d.transB ? p.Cin : p.Kb) / perCopy;
   return threads % cprA == 0 && threads % cprB == 0 &&
@@ -51,13 +51,12 @@ bool hasMmaSync(const GpuArch &a) {
 bool tensorCoreAllows(const OpDesc &d, const GpuArch &a, MatrixInstr instr) {
   // tf32: fp32 operands on mma.sync, B K-major (codegen's ldmatrix cannot
   // transpose 32-bit words).
-  const bool tf32 = d.elementBytes == 4 && d.tf32 && d.transB &&
-                    instr != MatrixInstr::Wgmma;
+  const bool tf32 =
+      d.elementBytes == 4 && d.tf32 && d.transB && instr != MatrixInstr::Wgmma;
   // Rows of K (and of N where B is K x N) in whole 16-byte copies.
   const int64_t perCopy = 16 / d.elementBytes;
-  if (d.kind != OpKind::MatMul || (d.elementBytes != 2 && !tf32) ||
-      d.transA || a.perfPeakFp16 <= 0 || d.C % perCopy ||
-      (!d.transB && d.K % perCopy))
+  if (d.kind != OpKind::MatMul || (d.elementBytes != 2 && !tf32) || d.transA ||
+      a.perfPeakFp16 <= 0 || d.C % perCopy || (!d.transB && d.K % perCopy))
     return false;
   switch (instr) {
   case MatrixInstr::MmaSync:
@@ -85,7 +84,7 @@ void forEachTensorCoreParams(
   p.Hb = p.Wb = p.Ht = p.Wt = 1;
   auto emit = [&](MatrixInstr instr, int64_t rowsPerTile, int64_t wm,
                   int64_t wn, int64_t mi, int64_t ni) {
-    p.instr = instr, p.warpsM = wm, p.warpsN = wn;
+    p.instr = instr, p.warpsM = wm, p.warpsN = wn, p.warpSpecialized = false;
     p.Nt = 2 * mi, p.Kt = 2 * ni;
     p.Nb = rowsPerTile * wm * mi, p.Kb = 8 * wn * ni;
     if (!fits(p.Nb, d.N, rowsPerTile * wm) || !fits(p.Kb, d.K, 8 * wn * 2))
@@ -106,7 +105,13 @@ void forEachTensorCoreParams(
         if (!d.im2col && stages > std::max<int64_t>(2, slices))
           continue;
         p.stages = stages;
-        fn(p);
+        // wgmma warp-specialised first: no block barrier between slices.
+        for (bool ws : {true, false}) {
+          p.warpSpecialized = ws;
+          if (ws && (instr != MatrixInstr::Wgmma || !copiesDivide(d, p)))
+            continue;
+          fn(p);
+        }
       }
     }
   };
@@ -138,7 +143,8 @@ int64_t tensorCoreSharedBytes(const OpDesc &d, const TileParams &p) {
     a = roundUp(a, 1024 / eb);
     b = roundUp(b, 1024 / eb);
   }
-  return p.stages * (a + b) * eb;
+  // A warp-specialised pipeline's full and empty mbarriers, 8 bytes each.
+  return p.stages * ((a + b) * eb + (p.warpSpecialized ? 16 : 0));
 }
 
 int64_t tensorCoreRegisters(const TileParams &p) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -92,6 +93,8 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.bElems = (t.bElems + unit - 1) / unit * unit;
   }
   t.bytes = k.mma->stages * (t.aElems + t.bElems) * eb;
+  if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
+    t.bytes += k.mma->stages * 16;
   return t;
 }
 
@@ -101,6 +104,60 @@ MmaTiles mmaTiles(const Kernel &k) {
 int64_t mmaSwizzle(const Kernel &k) {
   const int64_t rowBytes = k.params.Cin * elementBytes(k.mma->operand);
   return rowBytes == 32 ? 1 : rowBytes == 64 ? 2 : 3;
+}
+
+// A tensor-core exit whose stores go through shared memory: each lane's
+// fragment (a column pair of 8 rows a warp: 16-byte runs of a row) into a
+// row-major tile of the block's output, then 16-byte coalesced stores of
+// its rows. Where the output is one global tensor, its K axis contiguous
+// in whole 16-byte chunks, not read back, and the tile fits in the memory
+// the pipeline's stages leave free after the loop.
+struct StagedStore {
+  int buffer = -1;              // the output, in Kernel::exit
+  int nAxis = -1, kAxis = -1;   // its axes along the block's rows and columns
+  int64_t pitch = 0, chunk = 0; // the tile's row pitch, elements a copy
+};
+std::optional<StagedStore> stagedStore(const Kernel &k) {
+  StagedStore s;
+  for (int id : k.exit.nodesWith(Op::Store)) {
+    const int b = k.exit.node(id).buffer;
+    if (s.buffer >= 0 && b != s.buffer)
+      return std::nullopt;
+    s.buffer = b;
+  }
+  if (s.buffer < 0)
+    return std::nullopt;
+  const dfg::Buffer &b = k.exit.buffer(s.buffer);
+  for (int id : k.exit.nodesWith(Op::Load))
+    if (k.exit.buffer(k.exit.node(id).buffer).name == b.name)
+      return std::nullopt;
+  const int64_t eb = elementBytes(b.type);
+  s.chunk = 16 / eb;
+  if (b.space != dfg::Space::Global ||
+      (b.type != dfg::Type::F32 && b.type != dfg::Type::F16 &&
+       b.type != dfg::Type::BF16))
+    return std::nullopt;
+  for (size_t d = 0; d < b.map.size(); ++d) {
+    const dfg::DimMap &m = b.map[d];
+    const bool plain = m.scale == 1 && !m.digit() && !m.inner;
+    if (m.outDim == dfg::DimN && plain && s.nAxis < 0)
+      s.nAxis = int(d);
+    else if (m.outDim == dfg::DimK && plain && s.kAxis < 0 &&
+             b.strides[d] == 1 && b.extents[d] % s.chunk == 0)
+      s.kAxis = int(d);
+    else if (m.outDim == dfg::DimN || m.outDim == dfg::DimK || m.inner ||
+             b.strides[d] % s.chunk)
+      return std::nullopt;
+  }
+  const TileParams &p = k.params;
+  const MmaTiles t = mmaTiles(k);
+  s.pitch = p.Kb + s.chunk; // 16 bytes of padding: 8 rows, distinct banks
+  const int64_t free =
+      k.mma->stages * (t.aElems + t.bElems) * elementBytes(k.mma->operand);
+  if (s.nAxis < 0 || s.kAxis < 0 || p.Kb % s.chunk ||
+      p.Nb * s.pitch * eb > free)
+    return std::nullopt;
+  return s;
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -357,6 +414,8 @@ private:
     // A tensor-core kernel's exit: thread-0 positions along N and K are a
     // lane's fragment elements (fragmentOffset), coord the lane's first.
     bool fragment = false;
+    // Its output goes through this shared tile (stagedStore).
+    std::string stagedTile;
   };
 
   void setPhase(const Kernel &k, const std::string &coordPrefix,
@@ -579,6 +638,9 @@ private:
   /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
   /// the lanes' accumulator fragments.
   void emitMma();
+  void emitMultistagePipeline();
+  void emitSpecializedPipeline(bool staged);
+  void emitStagedCopyOut(const StagedStore &s, const dfg::Buffer &out);
   void emitChannelVectors();
   // The channels of pixel column iw of the current row into x0.. (floats).
   void emitChannelVectorLoad(const std::string &ind);
@@ -775,12 +837,13 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
     const bool half = b.type == dfg::Type::F16 || b.type == dfg::Type::BF16;
     if ((b.type != dfg::Type::F32 && !half) || u < 0 || n.index[u] < 0)
       continue;
-    if (half && b.space != dfg::Space::Global)
+    const bool staged = store && b.name == ph.stagedTile;
+    if (half && b.space != dfg::Space::Global && !staged)
       continue;
     if (b.space == dfg::Space::Global &&
         (ph.k != &top || (loaded.count(b.name) && stored.count(b.name))))
       continue;
-    if (b.space == dfg::Space::Shared && store)
+    if (b.space == dfg::Space::Shared && store && !staged)
       continue;
     std::vector<int64_t> rest = n.index;
     rest[u] = 0;
@@ -809,8 +872,8 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
       // 64-bit (32-bit for 16-bit elements) accesses where the unit axis is
       // K itself, else none.
       const dfg::DimMap &m = b.map[u];
-      bool pairs = b.space == dfg::Space::Global && m.outDim == dfg::DimK &&
-                   m.scale == 1 && !m.inner;
+      bool pairs = (b.space == dfg::Space::Global || b.name == ph.stagedTile) &&
+                   m.outDim == dfg::DimK && m.scale == 1 && !m.inner;
       widths = pairs ? std::vector<int64_t>{2} : std::vector<int64_t>{};
     }
     for (int64_t w : widths) {
@@ -841,6 +904,13 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
                     vec + " *>(&" + b.name + "[" + address(b, head.index) +
                     "])";
   const char *lane = "xyzw";
+  if (b.space == dfg::Space::Shared && r.store) { // the staged output tile
+    std::string list;
+    for (size_t j = 0; j < w; ++j)
+      list += (j ? ", " : "") + nameOf(g, g.node(r.ids[j]).in[0]);
+    os << ind << "*" << ptr << " = make_" << vec << "(" << list << ");\n";
+    return;
+  }
   if (b.space == dfg::Space::Shared) {
     // §3.4.1's 128-bit shared-memory load: four consecutive words.
     std::string v = nameOf(g, r.ids[0]) + "_x4";
@@ -883,6 +953,10 @@ void Emitter::emitVectorStore(const dfg::Graph &g, const VectorRun &r,
                               const std::vector<std::string> &elements,
                               bool ragged, const std::string &ind) {
   const dfg::Buffer &b = g.buffer(g.node(r.ids.front()).buffer);
+  if (b.space == dfg::Space::Shared) { // the staged output tile
+    os << ind << "*" << ptr << " = " << value << ";\n";
+    return;
+  }
   // NVVM (CUDA 13.0) splits some of these stores, often a kernel's first,
   // into scalar ones (seen in the PTX): four times the store requests.
   // __stwb, a store with the default write-back policy, keeps the vector.
@@ -1905,7 +1979,7 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
   os << "  const int " << o.x << "_r = tid / " << cpr << ", " << o.x
      << "_e = (tid % " << cpr << ") * " << ch << ";\n";
   if (o.im2col) {
-    const int64_t threads = top.params.threads();
+    const int64_t threads = top.mma->copyThreads();
     emitIm2colSlots(o, (o.rows * cpr + threads - 1) / threads, threads / cpr);
   } else {
     os << "  const " << typeName(top.mma->operand) << " *const " << o.x
@@ -1924,7 +1998,7 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
 // Operand o's copies of the K slice from k0 into stage st (cp.async, zero
 // where the tile overhangs the tensor).
 void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
-  const int64_t threads = top.params.threads();
+  const int64_t threads = top.mma->copyThreads();
   const int64_t ch = 16 / elementBytes(top.mma->operand), cpr = o.cols / ch;
   const int64_t eb = elementBytes(top.mma->operand);
   const int64_t total = o.rows * cpr, perPass = threads / cpr;
@@ -1996,8 +2070,6 @@ void Emitter::emitMma() {
   const TileParams &p = k.params;
   const MmaLoop &m = *k.mma;
   const MmaTiles t = mmaTiles(k);
-  const int64_t K = k.desc.C, S = m.stages;
-  const int64_t ahead = p.slicesAhead();
   const int64_t eb = elementBytes(m.operand);
   const bool wgmma = m.instr == MatrixInstr::Wgmma;
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
@@ -2005,9 +2077,14 @@ void Emitter::emitMma() {
   os << "  const int lane = tid % 32, warp = tid / 32;\n"
      << "  const int g = lane / 4, tq = lane % 4;\n";
   if (wgmma)
-    os << "  // Tensor cores: warpgroup wg of the block, each of its m64\n"
+    os << "  // Tensor cores: warpgroup wg of the block"
+       << (m.warpSpecialized ? "'s consumers (the producer's\n"
+                               "  // wg is -1)"
+                             : "")
+       << ", each of its m64\n"
        << "  // tiles giving warp warp % 4 rows 16 (warp % 4) + g (+ 8).\n"
-       << "  const int wg = tid / 128;\n"
+       << "  const int wg = tid / 128" << (m.warpSpecialized ? " - 1" : "")
+       << ";\n"
        << "  const int mma_row = wg * " << 64 * m.mi
        << " + (warp % 4) * 16 + g, mma_col = tq * 2;\n";
   else
@@ -2018,7 +2095,7 @@ void Emitter::emitMma() {
        << "  const int mma_row = wm * " << p.Nb / m.warpsM
        << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
-     << "  const cuts_sptr sB = sA + " << S * t.aElems * eb << ";\n"
+     << "  const cuts_sptr sB = sA + " << m.stages * t.aElems * eb << ";\n"
      << "  const " << typeName(m.operand) << " *Ag = A + " << ops[0].batchOffset
      << ";\n"
      << "  const " << typeName(m.operand) << " *Bg = B + " << ops[1].batchOffset
@@ -2039,12 +2116,89 @@ void Emitter::emitMma() {
   for (const MmaOperand &o : ops)
     emitMmaCopies(o, "    ");
   os << "  };\n"
-     << "  // A pipeline of " << S << " stages: slice kt + " << ahead
+     << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
+  const std::optional<StagedStore> staged = stagedStore(k);
+  if (m.warpSpecialized)
+    emitSpecializedPipeline(staged.has_value());
+  else
+    emitMultistagePipeline();
+  std::string in = "  ";
+  const dfg::Type outType =
+      staged ? k.exit.buffer(staged->buffer).type : dfg::Type::F32;
+  if (staged)
+    os << "  __syncthreads(); // every product is done with the stages\n"
+       << "  " << typeName(outType) << " *const cuts_ytile = reinterpret_cast<"
+       << typeName(outType) << " *>(cuts_smem);\n";
+  if (staged && m.warpSpecialized)
+    os << "  if (tid >= 128) { // the consumers' fragments\n", in = "    ";
+  os << in
+     << "// The exit DFG's accumulators: fragment element (i, e) of tile\n"
+     << in << "// (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";
+  for (int64_t n = 0; n < 2 * m.mi; ++n)
+    for (int64_t c = 0; c < 2 * m.ni; ++c) {
+      const int64_t local[4] = {n, c, 0, 0};
+      os << in << "float " << accName(local) << " = acc[" << n / 2 << "]["
+         << c / 2 << "][" << (n % 2) * 2 + c % 2 << "];\n";
+    }
+  ph.fragment = true;
+  ph.coord[dfg::DimN] = "mma_row";
+  ph.coord[dfg::DimK] = "mma_col";
+  os << in << "// Loop exit: epilogue and stores.\n";
+  if (!staged) {
+    emitGraph(k.exit, in);
+    return;
+  }
+  dfg::Graph exit = k.exit;
+  const dfg::Buffer &out = k.exit.buffer(staged->buffer);
+  dfg::Buffer tile = out;
+  tile.name = ph.stagedTile = "cuts_ytile";
+  tile.space = dfg::Space::Shared;
+  for (size_t d = 0; d < tile.map.size(); ++d) {
+    const bool n = int(d) == staged->nAxis, kx = int(d) == staged->kAxis;
+    tile.strides[d] = n ? staged->pitch : kx ? 1 : 0;
+    tile.extents[d] = n ? p.Nb : kx ? p.Kb : 1;
+  }
+  exit.relayoutStores(staged->buffer, tile,
+                      [](const std::vector<int64_t> &i) { return i; });
+  emitGraph(exit, in);
+  if (m.warpSpecialized)
+    os << "  }\n";
+  emitStagedCopyOut(*staged, out);
+}
+
+// The staged output tile to its tensor: 16 bytes a thread, a row's copies
+// by consecutive threads.
+void Emitter::emitStagedCopyOut(const StagedStore &s, const dfg::Buffer &out) {
+  const TileParams &p = top.params;
+  const int64_t perRow = p.Kb / s.chunk;
+  ph.fragment = false;
+  ph.threadExt[dfg::DimN] = ph.threadExt[dfg::DimK] = 1;
+  ph.coord[dfg::DimN] = "r", ph.coord[dfg::DimK] = "q";
+  std::vector<int64_t> first(out.map.size(), 0), last = first;
+  last[size_t(s.kAxis)] = s.chunk - 1;
+  os << "  __syncthreads(); // the tile is in\n"
+     << "  for (int c = tid; c < " << p.Nb * perRow << "; c += kThreads) {\n"
+     << "    const int r = c / " << perRow << ", q = c % " << perRow << " * "
+     << s.chunk << ";\n"
+     << "    if (" << inside(out, last) << ")\n"
+     << "      " << (target == Target::Cuda ? "__stwb(" : "*")
+     << "reinterpret_cast<uint4 *>(&" << out.name << "[" << address(out, first)
+     << "])" << (target == Target::Cuda ? ", " : " = ")
+     << "*reinterpret_cast<const uint4 *>(&cuts_ytile[r * " << s.pitch
+     << " + q])" << (target == Target::Cuda ? ")" : "") << ";\n"
+     << "  }\n";
+}
+
+// Every thread copies and computes: slice kt + ahead loads while slice kt
+// computes, a block barrier between slices.
+void Emitter::emitMultistagePipeline() {
+  const TileParams &p = top.params;
+  const int64_t S = p.stages, ahead = p.slicesAhead();
+  os << "  // A pipeline of " << S << " stages: slice kt + " << ahead
      << " loads while slice kt computes";
   if (p.overlapsSlices())
     os << "\n  // (and slice kt - 1's products finish)";
   os << ".\n"
-     << "  constexpr int kTiles = " << (K + p.Cin - 1) / p.Cin << ";\n"
      << "  for (int s = 0; s < " << ahead << "; ++s) {\n"
      << "    if (s < kTiles)\n"
      << "      fetch(s, s * " << p.Cin << ");\n"
@@ -2062,7 +2216,7 @@ void Emitter::emitMma() {
      << "    if (kt + " << ahead << " < kTiles)\n"
      << "      fetch(ws, (kt + " << ahead << ") * " << p.Cin << ");\n"
      << "    cuts_cp_async_commit();\n";
-  if (wgmma)
+  if (top.mma->wgmma())
     emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
   else
     emitMmaSyncSlice();
@@ -2073,19 +2227,51 @@ void Emitter::emitMma() {
     os << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
     emitWgmmaHold("  ");
   }
-  os << "  // The exit DFG's accumulators: fragment element (i, e) of tile\n"
-     << "  // (mi, ni) is position (2 mi + e / 2, 2 ni + e % 2).\n";
-  for (int64_t n = 0; n < 2 * m.mi; ++n)
-    for (int64_t c = 0; c < 2 * m.ni; ++c) {
-      const int64_t local[4] = {n, c, 0, 0};
-      os << "  float " << accName(local) << " = acc[" << n / 2 << "][" << c / 2
-         << "][" << (n % 2) * 2 + c % 2 << "];\n";
-    }
-  ph.fragment = true;
-  ph.coord[dfg::DimN] = "mma_row";
-  ph.coord[dfg::DimK] = "mma_col";
-  os << "  // Loop exit: epilogue and stores.\n";
-  emitGraph(k.exit, "  ");
+}
+
+// Warpgroup 0 only copies and the others only compute; per stage, a full
+// mbarrier (the producers' 128 copy arrivals) and an empty one (every
+// consumer thread, once the products that read the stage are done). The
+// producer returns after its copies unless it helps store a staged tile.
+void Emitter::emitSpecializedPipeline(bool staged) {
+  const TileParams &p = top.params;
+  const MmaTiles t = mmaTiles(top);
+  const int64_t S = p.stages, eb = elementBytes(top.mma->operand);
+  const int64_t consumers = 128 * top.mma->warpsM;
+  const std::string full = "bars + 8 * ",
+                    empty = "bars + 8 * (" + std::to_string(S) + " + ";
+  os << "  // " << S << " stages, each with a full and an empty mbarrier.\n"
+     << "  const cuts_sptr bars = sA + " << S * (t.aElems + t.bElems) * eb
+     << ";\n"
+     << "  if (tid == 0)\n"
+     << "    for (int s = 0; s < " << S << "; ++s) {\n"
+     << "      cuts_mbar_init(" << full << "s, 128);\n"
+     << "      cuts_mbar_init(" << empty << "s), " << consumers << ");\n"
+     << "    }\n"
+     << "  __syncthreads();\n"
+     << "  if (tid < 128) { // the producer: slice kt into stage kt % " << S
+     << " once it is free\n"
+     << "    for (int kt = 0; kt < kTiles; ++kt) {\n"
+     << "      const int st = kt % " << S << ";\n"
+     << "      cuts_mbar_wait(" << empty << "st), (kt / " << S
+     << " + 1) & 1);\n"
+     << "      fetch(st, kt * " << p.Cin << ");\n"
+     << "      cuts_cp_async_mbar_arrive(" << full << "st);\n"
+     << "    }\n"
+     << (staged ? "" : "    return;\n") << "  } else {\n"
+     << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
+     << "    const int rs = kt % " << S << ";\n"
+     << "    cuts_mbar_wait(" << full << "rs, (kt / " << S << ") & 1);\n"
+     << "    cuts_fence_proxy_async(); // the copies, before wgmma reads "
+        "them\n";
+  emitWgmmaSlice(1);
+  os << "    if (kt > 0) // slice kt - 1's products are done with its stage\n"
+     << "      cuts_mbar_arrive(" << empty << "(kt + " << S - 1 << ") % " << S
+     << "));\n"
+     << "  }\n"
+     << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
+  emitWgmmaHold("  ");
+  os << "  }\n";
 }
 
 // One 16-byte load of `width` channels at column iw of the row, widened

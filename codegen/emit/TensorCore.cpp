@@ -131,6 +131,33 @@ template <int N> __device__ __forceinline__ void cuts_wgmma_wait() {
 __device__ __forceinline__ void cuts_wgmma_hold(float &r) {
   asm volatile("" : "+f"(r)::"memory");
 }
+// mbarriers guarding a warp-specialised pipeline's stages.
+__device__ __forceinline__ void cuts_mbar_init(cuts_sptr b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(b), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void cuts_mbar_arrive(cuts_sptr b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(b)
+               : "memory");
+}
+__device__ __forceinline__ void cuts_cp_async_mbar_arrive(cuts_sptr b) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(b)
+               : "memory");
+}
+__device__ __forceinline__ void cuts_mbar_wait(cuts_sptr b, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(b), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void cuts_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
 #endif
 )CUDA";
 }

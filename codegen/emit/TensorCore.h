@@ -47,6 +47,14 @@ const char *tensorCorePrelude();
 ///       its 8-row group 2^sw x 128-byte aligned but for the k offset
 ///   cuts_wgmma_fence(), cuts_wgmma_commit(), cuts_wgmma_wait<N>()
 ///   cuts_wgmma_hold(float &)    pins an accumulator across issue and wait
+///   cuts_mbar_init(cuts_sptr b, unsigned count)   an mbarrier of `count`
+///                                  arrivals a phase (8 bytes, 8-aligned)
+///   cuts_mbar_arrive(b), cuts_cp_async_mbar_arrive(b)  an arrival now, or
+///                                  once this thread's cp.asyncs have landed
+///                                  (.noinc: counted in `count`)
+///   cuts_mbar_wait(b, parity)      until the phase of that parity completes
+///   cuts_fence_proxy_async()       orders generic-proxy shared accesses
+///                                  before the async proxy's (wgmma)
 const char *wgmmaPrelude();
 
 /// cuts_wgmma_m64n<n>k16_<f16|bf16>(float *d, cuts_gdesc a, cuts_gdesc b):

@@ -89,8 +89,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <exception>
+#include <functional>
 #include <math.h>
 #if defined(__x86_64__)
 #include <sys/mman.h>
@@ -458,6 +458,8 @@ struct Warp {
 struct Block {
   Barrier barrier;
   std::vector<std::unique_ptr<Warp>> warps;
+  // Set when the block deadlocked: mbarrier waits return at once.
+  std::atomic<bool> broken{false};
 };
 
 struct ThreadContext {
@@ -469,6 +471,10 @@ struct ThreadContext {
   // oldest first, and the open one (cuts_wgmma_wait runs them).
   std::deque<std::vector<std::function<void()>>> wgmmaCommitted;
   std::vector<std::function<void()>> wgmmaOpen;
+  // cp.async copies issued and not yet landed, the same way: they land at
+  // the wait or mbarrier arrival that retires them.
+  std::deque<std::vector<std::function<void()>>> copiesCommitted;
+  std::vector<std::function<void()>> copiesOpen;
 };
 inline thread_local ThreadContext *current = nullptr;
 
@@ -550,6 +556,12 @@ inline void runThread(Block &block, unsigned tid, Invoke invoke,
   if (!context.wgmmaCommitted.empty() || !context.wgmmaOpen.empty())
     recordError(blockName() + ": thread " + std::to_string(tid) +
                 " returned with wgmma products not waited for");
+  bool copying = !context.copiesOpen.empty();
+  for (const auto &group : context.copiesCommitted)
+    copying = copying || !group.empty();
+  if (copying) // landing nowhere that is read: a missing wait
+    recordError(blockName() + ": thread " + std::to_string(tid) +
+                " returned with cp.async copies not waited for");
   context.warp->barrier.leave();
   block.barrier.leave();
   current = nullptr;
@@ -778,6 +790,7 @@ public:
         block.barrier.breakFiber();
         for (auto &w : block.warps)
           w->barrier.breakFiber();
+        block.broken = true;
       }
     }
   }
@@ -1268,14 +1281,97 @@ inline void cuts_ldmatrix_x2_trans(unsigned *r, cuts_sptr p) {
   cuts_host::detail::ldmatrix(r, p, 2, true);
 }
 
-// cp.async with a source size: `bytes` (0 or 16) read, the rest zeroed. The
-// host copies at once, so the groups are complete when committed.
+// cp.async with a source size: `bytes` (0 or 16) read, the rest zeroed. A
+// copy lands at the latest the GPU's may: at the cp.async.wait_group or the
+// mbarrier arrival that retires it, so a stage read before its copies are
+// waited for holds the previous contents (or the poison) here too.
 inline void cuts_cp_async16(cuts_sptr dst, const void *src, int bytes) {
-  std::memcpy(dst, src, size_t(bytes));
-  std::memset(dst + bytes, 0, size_t(16 - bytes));
+  cuts_host::detail::self().copiesOpen.push_back([=] {
+    std::memcpy(dst, src, size_t(bytes));
+    std::memset(dst + bytes, 0, size_t(16 - bytes));
+  });
 }
-inline void cuts_cp_async_commit() {}
-template <int N> inline void cuts_cp_async_wait() {}
+inline void cuts_cp_async_commit() {
+  auto &t = cuts_host::detail::self();
+  t.copiesCommitted.push_back(std::move(t.copiesOpen));
+  t.copiesOpen.clear();
+}
+template <int N> inline void cuts_cp_async_wait() {
+  auto &t = cuts_host::detail::self();
+  while (t.copiesCommitted.size() > size_t(N)) {
+    for (const auto &copy : t.copiesCommitted.front())
+      copy();
+    t.copiesCommitted.pop_front();
+  }
+}
+
+// mbarriers: the 64-bit word holds the arrivals pending (bits 0-31), the
+// count a phase expects (32-62) and the phase's parity (63).
+namespace cuts_host::detail {
+inline uint64_t *mbarrier(cuts_sptr b) {
+  return reinterpret_cast<uint64_t *>(b);
+}
+inline void mbarrierArrive(cuts_sptr b) {
+  uint64_t *w = mbarrier(b), old = __atomic_load_n(w, __ATOMIC_ACQUIRE), next;
+  do {
+    const uint64_t pending = old & 0xffffffffu;
+    const uint64_t expected = (old >> 32) & 0x7fffffffu;
+    if (pending == 0) {
+      recordError(blockName() + ": mbarrier arrival beyond its count");
+      return;
+    }
+    next =
+        pending > 1
+            ? old - 1
+            : ((old ^ (uint64_t(1) << 63)) & ~uint64_t(0xffffffffu)) | expected;
+  } while (!__atomic_compare_exchange_n(w, &old, next, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE));
+  ++state.progress;
+}
+} // namespace cuts_host::detail
+
+inline void cuts_mbar_init(cuts_sptr b, unsigned count) {
+  __atomic_store_n(cuts_host::detail::mbarrier(b),
+                   uint64_t(count) << 32 | count, __ATOMIC_RELEASE);
+}
+inline void cuts_mbar_arrive(cuts_sptr b) {
+  cuts_host::detail::mbarrierArrive(b);
+}
+// cp.async.mbarrier.arrive.noinc: an arrival once this thread's copies
+// have landed (here: they land now).
+inline void cuts_cp_async_mbar_arrive(cuts_sptr b) {
+  cuts_cp_async_commit();
+  cuts_cp_async_wait<0>();
+  cuts_host::detail::mbarrierArrive(b);
+}
+// Waits until the phase of parity `parity` has completed (the barrier's
+// parity differs): other threads run meanwhile.
+inline void cuts_mbar_wait(cuts_sptr b, unsigned parity) {
+  using namespace cuts_host::detail;
+  ThreadContext *me = current;
+  const uint3 index = threadIdx;
+  const auto start = std::chrono::steady_clock::now();
+  while ((__atomic_load_n(mbarrier(b), __ATOMIC_ACQUIRE) >> 63) == parity) {
+    if (me->block->broken)
+      return;
+#if defined(CUTS_HOST_HAS_FIBERS)
+    if (state.fibers) {
+      fiberYield();
+      current = me, threadIdx = index;
+      continue;
+    }
+#endif
+    if (std::chrono::steady_clock::now() - start > state.barrierTimeout) {
+      recordError(blockName() + ": mbarrier wait timed out");
+      me->block->broken = true;
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+inline void cuts_fence_proxy_async() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 // wgmma (TensorCore.h's wgmmaPrelude): a descriptor keeps the byte pointer,
 // the 8-row groups' stride and the swizzle.

@@ -130,6 +130,7 @@ struct MmaLoop {
   dfg::Type operand = dfg::Type::F16; // F16, BF16, or F32 computed as tf32
   int64_t warpsM = 2, warpsN = 2, mi = 2, ni = 4;
   int64_t stages = 3;
+  bool warpSpecialized = false; // TileParams::warpSpecialized
   bool wgmma() const { return instr == MatrixInstr::Wgmma; }
   /// The product's k-step: 16 (fp16, bf16) or 8 (tf32).
   int64_t kStep() const { return operand == dfg::Type::F32 ? 8 : 16; }
@@ -140,8 +141,11 @@ struct MmaLoop {
   int64_t blockRows() const { return (wgmma() ? 64 : 16) * warpsM * mi; }
   int64_t blockCols() const { return 8 * warpsN * ni; }
   int64_t threads() const {
-    return wgmma() ? 128 * warpsM : 32 * warpsM * warpsN;
+    return wgmma() ? 128 * (warpsM + warpSpecialized) : 32 * warpsM * warpsN;
   }
+  /// The threads that copy slices: the producer warpgroup (threads 0-127)
+  /// of a warp-specialised loop, else all.
+  int64_t copyThreads() const { return warpSpecialized ? 128 : threads(); }
 };
 
 /// A tensor-core operand read in place from `shape` (a transpose of it that
@@ -161,6 +165,7 @@ inline MmaLoop mmaLoopOf(const TileParams &p, dfg::Type operand) {
   m.instr = p.instr, m.operand = operand;
   m.warpsM = p.warpsM, m.warpsN = p.warpsN;
   m.mi = p.Nt / 2, m.ni = p.Kt / 2, m.stages = p.stages;
+  m.warpSpecialized = p.warpSpecialized;
   return m;
 }
 
@@ -172,6 +177,7 @@ inline TileParams mmaParams(const MmaLoop &m, int64_t cin) {
   p.Nt = 2 * m.mi, p.Kt = 2 * m.ni, p.Cin = cin;
   p.instr = m.instr, p.warpsM = m.warpsM, p.warpsN = m.warpsN;
   p.stages = m.stages;
+  p.warpSpecialized = m.warpSpecialized;
   return p;
 }
 

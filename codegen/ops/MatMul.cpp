@@ -181,10 +181,14 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
             "swizzled row of 32, 64 or 128 bytes)";
     return std::nullopt;
   }
+  if (m.warpSpecialized && !wgmma) {
+    error = "only wgmma loops are warp-specialised";
+    return std::nullopt;
+  }
   // Each thread's copies start at one column of the slice (Cuda.cpp's
-  // copy slots): a row of 16-byte copies must divide the block's threads,
+  // copy slots): a row of 16-byte copies must divide the copying threads,
   // and for wgmma's 8-row core matrices, a pass of copies whole ones.
-  const int64_t threads = m.threads();
+  const int64_t threads = m.copyThreads();
   const int64_t cprA = p.Cin / perCopy;
   const int64_t cprB = (d.transB ? p.Cin : p.Kb) / perCopy;
   if (threads % cprA || threads % cprB || (wgmma && (threads / cprA) % 8)) {

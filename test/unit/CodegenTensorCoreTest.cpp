@@ -241,6 +241,12 @@ MmaLoop mmaLoop(dfg::Type t, int64_t warpsM, int64_t warpsN, int64_t mi,
   return m;
 }
 
+// m with a producer warpgroup and mbarrier-guarded stages.
+MmaLoop specialized(MmaLoop m) {
+  m.warpSpecialized = true;
+  return m;
+}
+
 // x rounded to tf32: 10 mantissa bits, ties away from zero (cvt.rna).
 float tf32Value(float x) {
   int e;
@@ -407,8 +413,38 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        mmaLoop(Type::F16, 1, 1, 1, 2, 4, MatrixInstr::Wgmma),
        16,
        {}},
+      // Warp-specialised wgmma: ragged M and K, two m64 tiles, bias + relu.
+      {100,
+       80,
+       48,
+       1,
+       true,
+       specialized(mmaLoop(Type::F16, 1, 1, 2, 6, 3, MatrixInstr::Wgmma)),
+       32,
+       {EpilogueOp::binary(dfg::Op::Add, "bias", {48}),
+        EpilogueOp::unary(dfg::Op::Relu)}},
+      // Two consumer warpgroups, bf16, a residual; 7 slices through 2
+      // stages, so each stage's mbarriers go round several phases.
+      {128,
+       224,
+       40,
+       1,
+       true,
+       specialized(mmaLoop(Type::BF16, 2, 1, 1, 6, 2, MatrixInstr::Wgmma)),
+       32,
+       {EpilogueOp::binary(dfg::Op::Add, "res", {128, 40})}},
+      // Batched, 4 stages for 2 slices (stages never refilled).
+      {64,
+       32,
+       16,
+       2,
+       true,
+       specialized(mmaLoop(Type::F16, 1, 1, 1, 2, 4, MatrixInstr::Wgmma)),
+       16,
+       {}},
   };
   uint32_t seed = 21;
+  int staged = 0;
   for (const MmaCase &c : cases) {
     std::vector<int64_t> a = {c.M, c.K},
                          b = c.transB ? std::vector<int64_t>{c.N, c.K}
@@ -430,12 +466,20 @@ TEST_CASE("tensor-core products match the reference on the CPU",
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     CHECK(src.find(wgmma ? "wgmma.mma_async" : "cuts_ldmatrix_x4") !=
           std::string::npos);
+    CHECK((src.find("cuts_mbar_wait(bars") != std::string::npos) ==
+          c.loop.warpSpecialized);
+    staged += src.find("cuts_ytile[") != std::string::npos;
     // Even rows of Y: a lane's column pairs are stored 8 bytes at a time.
     CHECK(src.find("make_float2") != std::string::npos);
     compilesWithNvrtc(src, "mma_test", /*withPrelude=*/false,
                       wgmma ? std::vector<const char *>{"sm_90a"}
                             : std::vector<const char *>{"sm_80", "sm_90"});
   }
+  // fp32 rows of whole 16-byte chunks leave through a shared tile (both
+  // pipelines, batched, ragged M and N), but for the 2-stage
+  // warp-specialised loop, whose stages leave too little room for its
+  // 128 x 48 tile: it stores its fragments directly.
+  CHECK(staged == int(cases.size()) - 1);
 }
 
 TEST_CASE("tensor-core epilogues move 16-bit tensors a column pair at a time",
@@ -507,9 +551,13 @@ TEST_CASE("tensor-core epilogues move 16-bit tensors a column pair at a time",
     INFO(M << "x" << K << "x" << N << (c.bf16 ? " bf16" : " fp16"));
     CHECK(e.value() <= 5e-4);
     std::string src = emitSource(*k);
-    const bool pairs = N % 2 == 0;
+    // Rows of whole 16-byte chunks go through a shared tile, stored 16
+    // bytes a thread; other even rows a lane's pair at a time.
+    const bool staged = N % 8 == 0, pairs = N % 2 == 0 && !staged;
     CHECK((src.find("__stwb(reinterpret_cast<unsigned *>(&Y[") !=
            std::string::npos) == pairs);
+    CHECK((src.find("__stwb(reinterpret_cast<uint4 *>(&Y[") !=
+           std::string::npos) == staged);
     CHECK(src.find("reinterpret_cast<const unsigned *>(&bias[") !=
           std::string::npos);
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;

@@ -36,7 +36,8 @@ struct Tiling {
 
 // mma.sync block shapes from 16x64 (many blocks for M = 128) to 256x128,
 // warp tiles up to 64x64; wgmma (B transposed only) from 64x32 to 256x128
-// with one or two warpgroups; two K slices and two pipeline depths.
+// with one or two warpgroups, each also warp-specialised; two K slices and
+// two pipeline depths.
 std::vector<Tiling> tilings(dfg::Type t) {
   std::vector<Tiling> out;
   struct W {
@@ -59,12 +60,16 @@ std::vector<Tiling> tilings(dfg::Type t) {
       {MatrixInstr::Wgmma, 2, 1, 2, 8}};
   for (const W &w : warps)
     for (int64_t bk : {32, 64})
-      for (int64_t stages : {3, 4}) {
-        codegen::MmaLoop m;
-        m.instr = w.instr, m.operand = t, m.warpsM = w.wm, m.warpsN = w.wn;
-        m.mi = w.mi, m.ni = w.ni, m.stages = stages;
-        out.push_back({m, bk});
-      }
+      for (int64_t stages : {3, 4})
+        for (bool ws : {false, true}) {
+          if (ws && w.instr != MatrixInstr::Wgmma)
+            continue;
+          codegen::MmaLoop m;
+          m.instr = w.instr, m.operand = t, m.warpsM = w.wm, m.warpsN = w.wn;
+          m.mi = w.mi, m.ni = w.ni, m.stages = stages;
+          m.warpSpecialized = ws;
+          out.push_back({m, bk});
+        }
   return out;
 }
 
@@ -79,7 +84,8 @@ std::string describe(const Tiling &t) {
   return std::string(isWgmma(t) ? "wgmma " : "mma ") +
          std::to_string(m.blockRows()) + "x" + std::to_string(m.blockCols()) +
          "x" + std::to_string(t.bk) + " w" + std::to_string(m.warpsM) + "x" +
-         std::to_string(m.warpsN) + " s" + std::to_string(m.stages);
+         std::to_string(m.warpsN) + " s" + std::to_string(m.stages) +
+         (m.warpSpecialized ? " ws" : "");
 }
 
 // cuda_fp16.h's host conversions, round to nearest even.
@@ -224,9 +230,9 @@ int checkTensorCore(const GpuArch &arch, const std::string &precision,
         void *args[] = {&a, &b, &y};
         cudaMemset(y, 0xff, ny * 4); // NaN: unwritten outputs fail the check
         auto run = [&](cudaStream_t st) {
-          cuLaunchKernel(
-              fn, unsigned(c.launch.blocks), 1, 1, unsigned(c.launch.threads),
-              1, 1, unsigned(c.launch.sharedBytes), st, args, nullptr);
+          cuLaunchKernel(fn, unsigned(c.launch.blocks), 1, 1,
+                         unsigned(c.launch.threads), 1, 1,
+                         unsigned(c.launch.sharedBytes), st, args, nullptr);
         };
         run(timingStream());
         CHECK_CU(cuCtxSynchronize());
