@@ -116,7 +116,24 @@ struct StagedStore {
   int buffer = -1;              // the output, in Kernel::exit
   int nAxis = -1, kAxis = -1;   // its axes along the block's rows and columns
   int64_t pitch = 0, chunk = 0; // the tile's row pitch, elements a copy
+  // An operand laid out as the output (a residual), loaded into the tile
+  // first, 16 bytes a thread: each lane then reads and overwrites its own
+  // elements there.
+  int operand = -1;
 };
+
+bool sameMaps(const dfg::Buffer &a, const dfg::Buffer &b) {
+  if (a.map.size() != b.map.size())
+    return false;
+  for (size_t d = 0; d < a.map.size(); ++d) {
+    const dfg::DimMap &x = a.map[d], &y = b.map[d];
+    if (x.outDim != y.outDim || x.scale != y.scale || x.inner != y.inner ||
+        x.div != y.div || x.mod != y.mod)
+      return false;
+  }
+  return true;
+}
+
 std::optional<StagedStore> stagedStore(const Kernel &k) {
   StagedStore s;
   for (int id : k.exit.nodesWith(Op::Store)) {
@@ -128,9 +145,16 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   if (s.buffer < 0)
     return std::nullopt;
   const dfg::Buffer &b = k.exit.buffer(s.buffer);
-  for (int id : k.exit.nodesWith(Op::Load))
-    if (k.exit.buffer(k.exit.node(id).buffer).name == b.name)
+  for (int id : k.exit.nodesWith(Op::Load)) {
+    const int o = k.exit.node(id).buffer;
+    const dfg::Buffer &x = k.exit.buffer(o);
+    if (x.name == b.name)
       return std::nullopt;
+    if (s.operand < 0 && x.space == b.space && x.type == b.type &&
+        x.extents == b.extents && x.strides == b.strides &&
+        k.exit.node(id).indexFrom.empty() && sameMaps(x, b))
+      s.operand = o;
+  }
   const int64_t eb = elementBytes(b.type);
   s.chunk = 16 / eb;
   if (b.space != dfg::Space::Global ||
@@ -640,7 +664,7 @@ private:
   void emitMma();
   void emitMultistagePipeline();
   void emitSpecializedPipeline(bool staged);
-  void emitStagedCopyOut(const StagedStore &s, const dfg::Buffer &out);
+  void emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t, bool out);
   void emitChannelVectors();
   // The channels of pixel column iw of the current row into x0.. (floats).
   void emitChannelVectorLoad(const std::string &ind);
@@ -837,7 +861,7 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
     const bool half = b.type == dfg::Type::F16 || b.type == dfg::Type::BF16;
     if ((b.type != dfg::Type::F32 && !half) || u < 0 || n.index[u] < 0)
       continue;
-    const bool staged = store && b.name == ph.stagedTile;
+    const bool staged = b.name == ph.stagedTile;
     if (half && b.space != dfg::Space::Global && !staged)
       continue;
     if (b.space == dfg::Space::Global &&
@@ -912,9 +936,10 @@ void Emitter::emitVectorRun(const dfg::Graph &g, const VectorRun &r,
     return;
   }
   if (b.space == dfg::Space::Shared) {
-    // §3.4.1's 128-bit shared-memory load: four consecutive words.
-    std::string v = nameOf(g, r.ids[0]) + "_x4";
-    os << ind << "const float4 " << v << " = *" << ptr << ";\n";
+    // §3.4.1's 128-bit shared-memory load: four consecutive words (a staged
+    // residual's fragment: a pair).
+    std::string v = nameOf(g, r.ids[0]) + "_x" + std::to_string(w);
+    os << ind << "const " << vec << " " << v << " = *" << ptr << ";\n";
     for (size_t j = 0; j < w; ++j)
       names[{&g, r.ids[j]}] = v + "." + lane[j];
     return;
@@ -2125,10 +2150,13 @@ void Emitter::emitMma() {
   std::string in = "  ";
   const dfg::Type outType =
       staged ? k.exit.buffer(staged->buffer).type : dfg::Type::F32;
-  if (staged)
+  if (staged) {
     os << "  __syncthreads(); // every product is done with the stages\n"
        << "  " << typeName(outType) << " *const cuts_ytile = reinterpret_cast<"
        << typeName(outType) << " *>(cuts_smem);\n";
+    if (staged->operand >= 0)
+      emitStagedTileCopy(*staged, k.exit.buffer(staged->operand), false);
+  }
   if (staged && m.warpSpecialized)
     os << "  if (tid >= 128) { // the consumers' fragments\n", in = "    ";
   os << in
@@ -2158,35 +2186,51 @@ void Emitter::emitMma() {
     tile.strides[d] = n ? staged->pitch : kx ? 1 : 0;
     tile.extents[d] = n ? p.Nb : kx ? p.Kb : 1;
   }
-  exit.relayoutStores(staged->buffer, tile,
-                      [](const std::vector<int64_t> &i) { return i; });
+  auto same = [](const std::vector<int64_t> &i) { return i; };
+  exit.relayoutStores(staged->buffer, tile, same);
+  if (staged->operand >= 0) // read where the lane's outputs go
+    exit.relayoutStores(staged->operand, tile, same);
   emitGraph(exit, in);
   if (m.warpSpecialized)
     os << "  }\n";
-  emitStagedCopyOut(*staged, out);
+  emitStagedTileCopy(*staged, out, true);
 }
 
-// The staged output tile to its tensor: 16 bytes a thread, a row's copies
-// by consecutive threads.
-void Emitter::emitStagedCopyOut(const StagedStore &s, const dfg::Buffer &out) {
+// Between a staged tile and tensor t (the output, or the operand read in
+// its place): 16 bytes a thread, a row's copies by consecutive threads,
+// rows outside the tensor skipped.
+void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
+                                 bool out) {
   const TileParams &p = top.params;
   const int64_t perRow = p.Kb / s.chunk;
+  const Phase saved = ph;
   ph.fragment = false;
   ph.threadExt[dfg::DimN] = ph.threadExt[dfg::DimK] = 1;
   ph.coord[dfg::DimN] = "r", ph.coord[dfg::DimK] = "q";
-  std::vector<int64_t> first(out.map.size(), 0), last = first;
+  std::vector<int64_t> first(t.map.size(), 0), last = first;
   last[size_t(s.kAxis)] = s.chunk - 1;
-  os << "  __syncthreads(); // the tile is in\n"
-     << "  for (int c = tid; c < " << p.Nb * perRow << "; c += kThreads) {\n"
+  const std::string global = "reinterpret_cast<" +
+                             std::string(out ? "" : "const ") + "uint4 *>(&" +
+                             t.name + "[" + address(t, first) + "])";
+  const std::string tile =
+      "reinterpret_cast<" + std::string(out ? "const " : "") +
+      "uint4 *>(&cuts_ytile[r * " + std::to_string(s.pitch) + " + q])";
+  if (out)
+    os << "  __syncthreads(); // the tile is in\n";
+  os << "  for (int c = tid; c < " << p.Nb * perRow << "; c += kThreads) {\n"
      << "    const int r = c / " << perRow << ", q = c % " << perRow << " * "
      << s.chunk << ";\n"
-     << "    if (" << inside(out, last) << ")\n"
-     << "      " << (target == Target::Cuda ? "__stwb(" : "*")
-     << "reinterpret_cast<uint4 *>(&" << out.name << "[" << address(out, first)
-     << "])" << (target == Target::Cuda ? ", " : " = ")
-     << "*reinterpret_cast<const uint4 *>(&cuts_ytile[r * " << s.pitch
-     << " + q])" << (target == Target::Cuda ? ")" : "") << ";\n"
-     << "  }\n";
+     << "    if (" << inside(t, last) << ")\n";
+  if (!out)
+    os << "      *" << tile << " = *" << global << ";\n";
+  else if (target == Target::Cuda)
+    os << "      __stwb(" << global << ", *" << tile << ");\n";
+  else
+    os << "      *" << global << " = *" << tile << ";\n";
+  os << "  }\n";
+  if (!out)
+    os << "  __syncthreads(); // the operand's tile is in\n";
+  ph = saved;
 }
 
 // Every thread copies and computes: slice kt + ahead loads while slice kt
