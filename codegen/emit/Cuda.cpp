@@ -2209,27 +2209,33 @@ void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
   ph.coord[dfg::DimN] = "r", ph.coord[dfg::DimK] = "q";
   std::vector<int64_t> first(t.map.size(), 0), last = first;
   last[size_t(s.kAxis)] = s.chunk - 1;
-  const std::string global = "reinterpret_cast<" +
-                             std::string(out ? "" : "const ") + "uint4 *>(&" +
-                             t.name + "[" + address(t, first) + "])";
-  const std::string tile =
-      "reinterpret_cast<" + std::string(out ? "const " : "") +
-      "uint4 *>(&cuts_ytile[r * " + std::to_string(s.pitch) + " + q])";
+  const std::string global =
+      "reinterpret_cast<uint4 *>(&" + t.name + "[" + address(t, first) + "])";
+  const std::string tile = "reinterpret_cast<const uint4 *>(&cuts_ytile[r * " +
+                           std::to_string(s.pitch) + " + q])";
   if (out)
     os << "  __syncthreads(); // the tile is in\n";
   os << "  for (int c = tid; c < " << p.Nb * perRow << "; c += kThreads) {\n"
      << "    const int r = c / " << perRow << ", q = c % " << perRow << " * "
-     << s.chunk << ";\n"
-     << "    if (" << inside(t, last) << ")\n";
-  if (!out)
-    os << "      *" << tile << " = *" << global << ";\n";
-  else if (target == Target::Cuda)
-    os << "      __stwb(" << global << ", *" << tile << ");\n";
-  else
-    os << "      *" << global << " = *" << tile << ";\n";
-  os << "  }\n";
-  if (!out)
-    os << "  __syncthreads(); // the operand's tile is in\n";
+     << s.chunk << ";\n";
+  if (!out) {
+    // cp.async: every thread's loads in flight at once, not one per
+    // iteration behind its store.
+    os << "    const bool in = " << inside(t, last) << ";\n"
+       << "    cuts_cp_async16(cuts_saddr(&cuts_ytile[r * " << s.pitch
+       << " + q]), in ? " << t.name << " + " << address(t, first) << " : "
+       << t.name << ", in ? 16 : 0);\n"
+       << "  }\n"
+       << "  cuts_cp_async_commit();\n"
+       << "  cuts_cp_async_wait<0>();\n"
+       << "  __syncthreads(); // the operand's tile is in\n";
+  } else {
+    os << "    if (" << inside(t, last) << ")\n"
+       << "      "
+       << (target == Target::Cuda ? "__stwb(" + global + ", *" + tile + ");"
+                                  : "*" + global + " = *" + tile + ";")
+       << "\n  }\n";
+  }
   ph = saved;
 }
 
