@@ -83,6 +83,8 @@ bool anyType(Op op) {
   case Op::Div:
   case Op::Mod:
   case Op::FMod:
+  case Op::Max:
+  case Op::Min:
   case Op::Abs:
   case Op::Cast:
   case Op::Equal:
@@ -128,6 +130,8 @@ const llvm::DenseMap<mlir::TypeID, Op> &plainScalarOps() {
       {mlir::TypeID::get<SubOp>(), Op::Sub},
       {mlir::TypeID::get<ModOp>(), Op::Mod},
       {mlir::TypeID::get<FModOp>(), Op::FMod},
+      {mlir::TypeID::get<MaxOp>(), Op::Max},
+      {mlir::TypeID::get<MinOp>(), Op::Min},
       {mlir::TypeID::get<MulOp>(), Op::Mul},
       {mlir::TypeID::get<DivOp>(), Op::Div},
       {mlir::TypeID::get<PowOp>(), Op::Pow},

@@ -147,6 +147,8 @@ private:
   template <bool Greater, bool OrEqual>
   LogicalResult convCompare(const onnx::NodeProto &);
   LogicalResult convMod(const onnx::NodeProto &);
+  template <typename OpTy, bool Mean = false>
+  LogicalResult convVariadic(const onnx::NodeProto &);
   LogicalResult convPow(const onnx::NodeProto &);
   LogicalResult convWhere(const onnx::NodeProto &);
   LogicalResult convLeakyRelu(const onnx::NodeProto &);
@@ -887,6 +889,40 @@ LogicalResult Importer::convMod(const onnx::NodeProto &) {
   if (*fmod != 0 && *fmod != 1)
     return nodeFail("fmod " + std::to_string(*fmod) + " is not 0 or 1");
   return *fmod ? emit<FModOp>({*a, *b}) : emit<ModOp>({*a, *b});
+}
+
+// Max, Min, Sum and Mean: their inputs folded left to right by a binary op
+// (each step broadcasting as the op does); Mean then divides by the count.
+template <typename OpTy, bool Mean>
+LogicalResult Importer::convVariadic(const onnx::NodeProto &n) {
+  if (n.input_size() < 1)
+    return nodeFail("needs at least one input");
+  auto first = required(0);
+  if (failed(first))
+    return failure();
+  Value v = *first;
+  for (int k = 1; k < n.input_size(); ++k) {
+    auto x = required(k);
+    if (failed(x))
+      return failure();
+    auto op = create<OpTy>({v, *x}, {});
+    if (failed(op))
+      return failure();
+    v = (*op)->getResult(0);
+  }
+  if (!Mean || n.input_size() == 1)
+    return define(0, v);
+  auto element = llvm::dyn_cast<FloatType>(typeOf(v).getElementType());
+  if (!element)
+    return nodeFail("Mean takes floating-point tensors");
+  APFloat count(double(n.input_size()));
+  bool lost = false;
+  count.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &lost);
+  auto scalar = RankedTensorType::get({}, element);
+  auto c = builder.create<ConstantOp>(loc, scalar,
+                                      DenseElementsAttr::get(scalar, count));
+  return emit<DivOp>({v, c});
 }
 
 LogicalResult Importer::convPow(const onnx::NodeProto &n) {
@@ -1675,7 +1711,10 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"LessOrEqual", &Importer::convCompare<false, true>},
       {"Log", &Importer::convUnary<LogOp>},
       {"MatMul", &Importer::convMatMul},
+      {"Max", &Importer::convVariadic<MaxOp>},
       {"MaxPool", &Importer::convMaxPool},
+      {"Mean", &Importer::convVariadic<AddOp, true>},
+      {"Min", &Importer::convVariadic<MinOp>},
       {"Mod", &Importer::convMod},
       {"Mul", &Importer::convBinary<MulOp>},
       {"Neg", &Importer::convUnary<NegOp>},
@@ -1698,6 +1737,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Sqrt", &Importer::convUnary<SqrtOp>},
       {"Squeeze", &Importer::convSqueeze},
       {"Sub", &Importer::convBinary<SubOp>},
+      {"Sum", &Importer::convVariadic<AddOp>},
       {"Tanh", &Importer::convUnary<TanhOp>},
       {"Transpose", &Importer::convTranspose},
       {"Unsqueeze", &Importer::convUnsqueeze},

@@ -229,6 +229,24 @@ OpFoldResult ModOp::fold(FoldAdaptor a) {
       });
 }
 
+OpFoldResult MaxOp::fold(FoldAdaptor a) {
+  return foldArith(
+      *this, {a.getA(), a.getB()},
+      [](double x, double y) { return std::fmax(x, y); },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        return std::max(x, y);
+      });
+}
+
+OpFoldResult MinOp::fold(FoldAdaptor a) {
+  return foldArith(
+      *this, {a.getA(), a.getB()},
+      [](double x, double y) { return std::fmin(x, y); },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        return std::min(x, y);
+      });
+}
+
 OpFoldResult FModOp::fold(FoldAdaptor a) {
   return foldArith(
       *this, {a.getA(), a.getB()},

@@ -762,6 +762,21 @@ func.func @mod() -> (tensor<3xi64>, tensor<3xi64>, tensor<3xf32>) {
   return %0, %1, %2 : tensor<3xi64>, tensor<3xi64>, tensor<3xf32>
 }
 
+// Max and Min, broadcasting (ONNX's variadic forms are chains of these).
+// CHECK-LABEL: func.func @max_min(
+// CHECK-NEXT: %[[V0:[a-z0-9_]+]] = cuts.constant {value = dense<{{\[\[}}3, 2], [3, 4]]> : tensor<2x2xi64>} : tensor<2x2xi64>
+// CHECK-NEXT: %[[V1:[a-z0-9_]+]] = cuts.constant {value = dense<[-1.500000e+00, 2.000000e+00]> : tensor<2xf32>} : tensor<2xf32>
+// CHECK-NEXT: return %[[V0]], %[[V1]]
+func.func @max_min() -> (tensor<2x2xi64>, tensor<2xf32>) {
+  %a = cuts.constant {value = dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>} : tensor<2x2xi64>
+  %b = cuts.constant {value = dense<[3, 2]> : tensor<2xi64>} : tensor<2xi64>
+  %x = cuts.constant {value = dense<[-1.5, 2.5]> : tensor<2xf32>} : tensor<2xf32>
+  %y = cuts.constant {value = dense<[0.5, 2.0]> : tensor<2xf32>} : tensor<2xf32>
+  %0 = cuts.max %a, %b : (tensor<2x2xi64>, tensor<2xi64>) -> tensor<2x2xi64>
+  %1 = cuts.min %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %0, %1 : tensor<2x2xi64>, tensor<2xf32>
+}
+
 // Relu, Neg and Clip on integers stay exact.
 // CHECK-LABEL: func.func @int_unary(
 // CHECK-NEXT: %[[V0:[a-z0-9_]+]] = cuts.constant {value = dense<[0, 0, 3, 300]> : tensor<4xi32>} : tensor<4xi32>

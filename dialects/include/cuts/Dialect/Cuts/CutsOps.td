@@ -185,6 +185,10 @@ def Cuts_DivOp : Cuts_BinaryOp<"div", "Div", Cuts_NumTensor, Cuts_NumTensor>;
 // 0 is 0; a float one is NaN, as fmod's.
 def Cuts_ModOp : Cuts_BinaryOp<"mod", "Mod", Cuts_NumTensor, Cuts_NumTensor>;
 def Cuts_FModOp : Cuts_BinaryOp<"fmod", "Mod", Cuts_NumTensor, Cuts_NumTensor>;
+// ONNX Max and Min of two inputs (the importer folds more). Floats compare
+// as fmaxf and fminf do: a NaN operand gives the other.
+def Cuts_MaxOp : Cuts_BinaryOp<"max", "Max", Cuts_NumTensor, Cuts_NumTensor, [Commutative]>;
+def Cuts_MinOp : Cuts_BinaryOp<"min", "Min", Cuts_NumTensor, Cuts_NumTensor, [Commutative]>;
 def Cuts_EqualOp : Cuts_BinaryOp<"equal", "Equal", Cuts_Tensor, Cuts_BoolTensor, [Commutative]>;
 def Cuts_LessOp : Cuts_BinaryOp<"less", "Less", Cuts_NumTensor, Cuts_BoolTensor>;
 
