@@ -662,6 +662,7 @@ private:
   /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
   /// the lanes' accumulator fragments.
   void emitMma();
+  void emitMmaExit(const std::optional<StagedStore> &staged);
   void emitMultistagePipeline();
   void emitSpecializedPipeline(bool staged);
   void emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t, bool out);
@@ -2147,6 +2148,15 @@ void Emitter::emitMma() {
     emitSpecializedPipeline(staged.has_value());
   else
     emitMultistagePipeline();
+  emitMmaExit(staged);
+}
+
+// The exit DFG on the lanes' accumulator fragments, its stores through the
+// shared tile where `staged` (warp-specialised: the consumers'; the
+// producer joins the barriers and the copies).
+void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
   std::string in = "  ";
   const dfg::Type outType =
       staged ? k.exit.buffer(staged->buffer).type : dfg::Type::F32;
@@ -2184,7 +2194,7 @@ void Emitter::emitMma() {
   for (size_t d = 0; d < tile.map.size(); ++d) {
     const bool n = int(d) == staged->nAxis, kx = int(d) == staged->kAxis;
     tile.strides[d] = n ? staged->pitch : kx ? 1 : 0;
-    tile.extents[d] = n ? p.Nb : kx ? p.Kb : 1;
+    tile.extents[d] = n ? k.params.Nb : kx ? k.params.Kb : 1;
   }
   auto same = [](const std::vector<int64_t> &i) { return i; };
   exit.relayoutStores(staged->buffer, tile, same);
