@@ -149,6 +149,7 @@ private:
   LogicalResult convMod(const onnx::NodeProto &);
   template <typename OpTy, bool Mean = false>
   LogicalResult convVariadic(const onnx::NodeProto &);
+  LogicalResult convTrilu(const onnx::NodeProto &);
   LogicalResult convPow(const onnx::NodeProto &);
   LogicalResult convWhere(const onnx::NodeProto &);
   LogicalResult convLeakyRelu(const onnx::NodeProto &);
@@ -923,6 +924,39 @@ LogicalResult Importer::convVariadic(const onnx::NodeProto &n) {
   auto c = builder.create<ConstantOp>(loc, scalar,
                                       DenseElementsAttr::get(scalar, count));
   return emit<DivOp>({v, c});
+}
+
+// Trilu: where(mask, x, 0) with the [N, M] mask of the kept triangle (column
+// j - row i >= k for the upper one, <= k for the lower) built now: the
+// shape is static, so no kernel computes indices.
+LogicalResult Importer::convTrilu(const onnx::NodeProto &) {
+  auto x = required(0);
+  auto upper = attrInt("upper", 1);
+  auto k = constScalar(1, "k");
+  if (failed(x) || failed(upper) || failed(k))
+    return failure();
+  auto type = typeOf(*x);
+  if (type.getRank() < 2)
+    return nodeFail("input must have at least 2 dimensions");
+  const int64_t rows = type.getDimSize(type.getRank() - 2),
+                cols = type.getDimSize(type.getRank() - 1);
+  const int64_t diagonal = int64_t(k->value_or(0.0));
+  llvm::SmallVector<bool> keep(size_t(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      keep[size_t(i * cols + j)] =
+          *upper ? j - i >= diagonal : j - i <= diagonal;
+  auto maskType = RankedTensorType::get({rows, cols}, builder.getI1Type());
+  auto mask = builder.create<ConstantOp>(
+      loc, maskType, DenseElementsAttr::get(maskType, llvm::ArrayRef(keep)));
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  Attribute zero =
+      llvm::isa<FloatType>(type.getElementType())
+          ? Attribute(builder.getFloatAttr(type.getElementType(), 0))
+          : Attribute(builder.getIntegerAttr(type.getElementType(), 0));
+  auto z = builder.create<ConstantOp>(loc, scalar,
+                                      DenseElementsAttr::get(scalar, zero));
+  return emit<WhereOp>({mask, *x, z});
 }
 
 LogicalResult Importer::convPow(const onnx::NodeProto &n) {
@@ -1740,6 +1774,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Sum", &Importer::convVariadic<AddOp>},
       {"Tanh", &Importer::convUnary<TanhOp>},
       {"Transpose", &Importer::convTranspose},
+      {"Trilu", &Importer::convTrilu},
       {"Unsqueeze", &Importer::convUnsqueeze},
       {"Where", &Importer::convWhere},
       {"Xor", &Importer::convBinary<XorOp>},
