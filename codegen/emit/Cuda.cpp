@@ -76,6 +76,7 @@ int64_t sharedFloats(const Kernel &k) {
 // multiple of 1024 bytes so that every stage starts a swizzle pattern.
 struct MmaTiles {
   int64_t lda = 0, ldb = 0, aElems = 0, bElems = 0, bytes = 0;
+  int64_t stageBytes = 0; // the stages' tiles; the mbarriers follow
 };
 MmaTiles mmaTiles(const Kernel &k) {
   const TileParams &p = k.params;
@@ -92,7 +93,7 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.aElems = (t.aElems + unit - 1) / unit * unit;
     t.bElems = (t.bElems + unit - 1) / unit * unit;
   }
-  t.bytes = k.mma->stages * (t.aElems + t.bElems) * eb;
+  t.stageBytes = t.bytes = k.mma->stages * (t.aElems + t.bElems) * eb;
   if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
     t.bytes += k.mma->stages * 16;
   return t;
@@ -174,12 +175,9 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
       return std::nullopt;
   }
   const TileParams &p = k.params;
-  const MmaTiles t = mmaTiles(k);
   s.pitch = p.Kb + s.chunk; // 16 bytes of padding: 8 rows, distinct banks
-  const int64_t free =
-      k.mma->stages * (t.aElems + t.bElems) * elementBytes(k.mma->operand);
   if (s.nAxis < 0 || s.kAxis < 0 || p.Kb % s.chunk ||
-      p.Nb * s.pitch * eb > free)
+      p.Nb * s.pitch * eb > mmaTiles(k).stageBytes)
     return std::nullopt;
   return s;
 }
@@ -2295,14 +2293,11 @@ void Emitter::emitMultistagePipeline() {
 // producer returns after its copies unless it helps store a staged tile.
 void Emitter::emitSpecializedPipeline(bool staged) {
   const TileParams &p = top.params;
-  const MmaTiles t = mmaTiles(top);
-  const int64_t S = p.stages, eb = elementBytes(top.mma->operand);
-  const int64_t consumers = 128 * top.mma->warpsM;
+  const int64_t S = p.stages, consumers = 128 * top.mma->warpsM;
   const std::string full = "bars + 8 * ",
                     empty = "bars + 8 * (" + std::to_string(S) + " + ";
   os << "  // " << S << " stages, each with a full and an empty mbarrier.\n"
-     << "  const cuts_sptr bars = sA + " << S * (t.aElems + t.bElems) * eb
-     << ";\n"
+     << "  const cuts_sptr bars = sA + " << mmaTiles(top).stageBytes << ";\n"
      << "  if (tid == 0)\n"
      << "    for (int s = 0; s < " << S << "; ++s) {\n"
      << "      cuts_mbar_init(" << full << "s, 128);\n"

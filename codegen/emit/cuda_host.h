@@ -462,19 +462,40 @@ struct Block {
   std::atomic<bool> broken{false};
 };
 
+// Asynchronous work a thread issued and has not waited for, in commit
+// groups (oldest first) and the open one; a wait runs all but the newest
+// `keep` groups, the latest the GPU may complete them.
+struct CommitGroups {
+  std::deque<std::vector<std::function<void()>>> committed;
+  std::vector<std::function<void()>> open;
+
+  void commit() {
+    committed.push_back(std::move(open));
+    open.clear();
+  }
+  void retire(size_t keep) {
+    while (committed.size() > keep) {
+      for (const auto &run : committed.front())
+        run();
+      committed.pop_front();
+    }
+  }
+  bool empty() const { return committed.empty() && open.empty(); }
+  bool holdsWork() const {
+    bool work = !open.empty();
+    for (const auto &group : committed)
+      work = work || !group.empty();
+    return work;
+  }
+};
+
 struct ThreadContext {
   Block *block = nullptr;
   Warp *warp = nullptr;
   unsigned lane = 0;
   unsigned long long round = 0; // collectives this lane has executed
-  // wgmma products issued and not yet waited for: the committed groups,
-  // oldest first, and the open one (cuts_wgmma_wait runs them).
-  std::deque<std::vector<std::function<void()>>> wgmmaCommitted;
-  std::vector<std::function<void()>> wgmmaOpen;
-  // cp.async copies issued and not yet landed, the same way: they land at
-  // the wait or mbarrier arrival that retires them.
-  std::deque<std::vector<std::function<void()>>> copiesCommitted;
-  std::vector<std::function<void()>> copiesOpen;
+  CommitGroups wgmma;           // products: run at cuts_wgmma_wait
+  CommitGroups copies; // cp.async: land at the wait or mbarrier arrival
 };
 inline thread_local ThreadContext *current = nullptr;
 
@@ -553,13 +574,10 @@ inline void runThread(Block &block, unsigned tid, Invoke invoke,
   } catch (...) {
     recordError(blockName() + ": exception in the kernel");
   }
-  if (!context.wgmmaCommitted.empty() || !context.wgmmaOpen.empty())
+  if (!context.wgmma.empty())
     recordError(blockName() + ": thread " + std::to_string(tid) +
                 " returned with wgmma products not waited for");
-  bool copying = !context.copiesOpen.empty();
-  for (const auto &group : context.copiesCommitted)
-    copying = copying || !group.empty();
-  if (copying) // landing nowhere that is read: a missing wait
+  if (context.copies.holdsWork()) // landing nowhere that is read: no wait
     recordError(blockName() + ": thread " + std::to_string(tid) +
                 " returned with cp.async copies not waited for");
   context.warp->barrier.leave();
@@ -1286,23 +1304,16 @@ inline void cuts_ldmatrix_x2_trans(unsigned *r, cuts_sptr p) {
 // mbarrier arrival that retires it, so a stage read before its copies are
 // waited for holds the previous contents (or the poison) here too.
 inline void cuts_cp_async16(cuts_sptr dst, const void *src, int bytes) {
-  cuts_host::detail::self().copiesOpen.push_back([=] {
+  cuts_host::detail::self().copies.open.push_back([=] {
     std::memcpy(dst, src, size_t(bytes));
     std::memset(dst + bytes, 0, size_t(16 - bytes));
   });
 }
 inline void cuts_cp_async_commit() {
-  auto &t = cuts_host::detail::self();
-  t.copiesCommitted.push_back(std::move(t.copiesOpen));
-  t.copiesOpen.clear();
+  cuts_host::detail::self().copies.commit();
 }
 template <int N> inline void cuts_cp_async_wait() {
-  auto &t = cuts_host::detail::self();
-  while (t.copiesCommitted.size() > size_t(N)) {
-    for (const auto &copy : t.copiesCommitted.front())
-      copy();
-    t.copiesCommitted.pop_front();
-  }
+  cuts_host::detail::self().copies.retire(N);
 }
 
 // mbarriers: the 64-bit word holds the arrivals pending (bits 0-31), the
@@ -1415,25 +1426,16 @@ inline void cuts_wgmma_product(float *d, cuts_gdesc a, cuts_gdesc b, int n,
 // GPU may read its operands, so a kernel that refills a stage before its
 // products are waited for computes wrong sums here too.
 inline void cuts_wgmma_fence() {}
-inline void cuts_wgmma_commit() {
-  auto &t = cuts_host::detail::self();
-  t.wgmmaCommitted.push_back(std::move(t.wgmmaOpen));
-  t.wgmmaOpen.clear();
-}
+inline void cuts_wgmma_commit() { cuts_host::detail::self().wgmma.commit(); }
 template <int N> inline void cuts_wgmma_wait() {
-  auto &t = cuts_host::detail::self();
-  while (t.wgmmaCommitted.size() > size_t(N)) {
-    for (const auto &run : t.wgmmaCommitted.front())
-      run();
-    t.wgmmaCommitted.pop_front();
-  }
+  cuts_host::detail::self().wgmma.retire(N);
 }
 inline void cuts_wgmma_hold(float &) {}
 inline void cuts_wgmma_host(float *d, cuts_gdesc a, cuts_gdesc b, int n,
                             bool bf16) {
   unsigned tid =
       threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  cuts_host::detail::self().wgmmaOpen.push_back(
+  cuts_host::detail::self().wgmma.open.push_back(
       [=] { cuts_wgmma_product(d, a, b, n, bf16, tid); });
 }
 

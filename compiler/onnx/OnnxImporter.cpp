@@ -150,6 +150,8 @@ private:
   template <typename OpTy, bool Mean = false>
   LogicalResult convVariadic(const onnx::NodeProto &);
   LogicalResult convTrilu(const onnx::NodeProto &);
+  /// A rank-0 constant v of element type `element` (float or integer).
+  Value scalarConstant(Type element, double v);
   LogicalResult convPow(const onnx::NodeProto &);
   LogicalResult convWhere(const onnx::NodeProto &);
   LogicalResult convLeakyRelu(const onnx::NodeProto &);
@@ -913,17 +915,19 @@ LogicalResult Importer::convVariadic(const onnx::NodeProto &n) {
   }
   if (!Mean || n.input_size() == 1)
     return define(0, v);
-  auto element = llvm::dyn_cast<FloatType>(typeOf(v).getElementType());
-  if (!element)
+  Type element = typeOf(v).getElementType();
+  if (!llvm::isa<FloatType>(element))
     return nodeFail("Mean takes floating-point tensors");
-  APFloat count(double(n.input_size()));
-  bool lost = false;
-  count.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven,
-                &lost);
+  return emit<DivOp>({v, scalarConstant(element, n.input_size())});
+}
+
+Value Importer::scalarConstant(Type element, double v) {
   auto scalar = RankedTensorType::get({}, element);
-  auto c = builder.create<ConstantOp>(loc, scalar,
-                                      DenseElementsAttr::get(scalar, count));
-  return emit<DivOp>({v, c});
+  Attribute a = llvm::isa<FloatType>(element)
+                    ? Attribute(builder.getFloatAttr(element, v))
+                    : Attribute(builder.getIntegerAttr(element, int64_t(v)));
+  return builder.create<ConstantOp>(loc, scalar,
+                                    DenseElementsAttr::get(scalar, a));
 }
 
 // Trilu: where(mask, x, 0) with the [N, M] mask of the kept triangle (column
@@ -949,14 +953,7 @@ LogicalResult Importer::convTrilu(const onnx::NodeProto &) {
   auto maskType = RankedTensorType::get({rows, cols}, builder.getI1Type());
   auto mask = builder.create<ConstantOp>(
       loc, maskType, DenseElementsAttr::get(maskType, llvm::ArrayRef(keep)));
-  auto scalar = RankedTensorType::get({}, type.getElementType());
-  Attribute zero =
-      llvm::isa<FloatType>(type.getElementType())
-          ? Attribute(builder.getFloatAttr(type.getElementType(), 0))
-          : Attribute(builder.getIntegerAttr(type.getElementType(), 0));
-  auto z = builder.create<ConstantOp>(loc, scalar,
-                                      DenseElementsAttr::get(scalar, zero));
-  return emit<WhereOp>({mask, *x, z});
+  return emit<WhereOp>({mask, *x, scalarConstant(type.getElementType(), 0)});
 }
 
 LogicalResult Importer::convPow(const onnx::NodeProto &n) {
