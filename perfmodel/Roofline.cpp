@@ -680,12 +680,13 @@ double streamWarpInstructions(const Bound &b, const TileParams &p) {
 }
 
 int vectorWidth(const OpDesc &d, const TileParams &p) {
-  // As the emitter's vector runs: fp32 words consecutive along W whose
-  // first every thread (and block) reaches at a multiple of the width.
-  if (d.elementBytes != 4)
+  // As the emitter's vector runs: elements consecutive along W whose
+  // first every thread (and block) reaches at a multiple of the width,
+  // 16 or 8 bytes (4 for 16-bit elements) an access.
+  if (d.elementBytes != 4 && d.elementBytes != 2)
     return 1;
-  for (int w : {4, 2})
-    if (p.Wt % w == 0 && d.W % w == 0)
+  for (int w : {8, 4, 2})
+    if ((w < 8 || d.elementBytes == 2) && p.Wt % w == 0 && d.W % w == 0)
       return w;
   return 1;
 }

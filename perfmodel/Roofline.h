@@ -288,8 +288,9 @@ constexpr double kStreamReadInstructions = 2;
 constexpr double kStreamStoreInstructions = 1;
 double streamWarpInstructions(const Bound &b, const TileParams &p);
 /// The vector width, in elements, of the emitter's global accesses along
-/// W (fp32 words at a multiple of 4 or 2 in every thread: 128- and 64-bit
-/// loads and stores), else 1.
+/// W (fp32 words at a multiple of 4 or 2 in every thread, 16-bit elements
+/// at a multiple of 8, 4 or 2: 128-, 64- and 32-bit loads and stores),
+/// else 1.
 int vectorWidth(const OpDesc &d, const TileParams &p);
 /// What one full-size access of the first warp of a block moves in a dense
 /// N x K x H x W tensor, in `width`-element requests (the lanes' elements

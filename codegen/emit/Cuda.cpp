@@ -545,15 +545,21 @@ private:
   std::pair<std::string, std::string> pickInner(const dfg::Graph &g,
                                                 const dfg::Node &n,
                                                 const std::string &base) const;
-  // Runs of fp32 Picks through one pickBase at consecutive words of the
-  // parts' unit axis (past the concat axis), `width`-aligned in every part
-  // and thread as vectorRuns's: by their first member in `order`, the
-  // members by position.
+  // Runs of Picks (of fp32, fp16 or bf16 parts) through one pickBase at
+  // consecutive elements of the parts' unit axis (past the concat axis, or
+  // the axis itself within a pickGroup), `width`-aligned in every part and
+  // thread as vectorRuns's: by their first member in `order`, the members
+  // by position.
   std::map<int, std::vector<int>> pickRuns(const dfg::Graph &g,
                                            const std::vector<int> &order,
                                            const std::set<int> &deferred) const;
   void emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
                    const std::set<int> &deferred, const std::string &indent);
+  // emitPickRun's 16-bit parts: 128-, 64- or 32-bit loads through `base`
+  // where `all` holds, unpacked to fp32.
+  void emitPickRun16(const dfg::Graph &g, const std::vector<int> &ids,
+                     const std::string &base, const std::string &all,
+                     bool ragged, const std::string &indent);
   // The bisection of Pick n's parts by their offsets along the concat axis:
   // `leaf(i, indent)` emits what part i's branch does.
   void
@@ -1223,7 +1229,10 @@ Emitter::pickRuns(const dfg::Graph &g, const std::vector<int> &order,
       continue;
     const dfg::Node &l = g.node(n.in[0]);
     int u = unitAxis(g.buffer(l.buffer));
-    if (u <= int(n.value) || g.buffer(l.buffer).type != dfg::Type::F32)
+    const dfg::Type part = g.buffer(l.buffer).type;
+    if (u < int(n.value) ||
+        (part != dfg::Type::F32 && part != dfg::Type::F16 &&
+         part != dfg::Type::BF16))
       continue;
     std::vector<int64_t> row = key;
     for (size_t d = size_t(n.value) + 1; d < l.index.size(); ++d)
@@ -1236,9 +1245,19 @@ Emitter::pickRuns(const dfg::Graph &g, const std::vector<int> &order,
   std::map<int, std::vector<int>> result;
   for (const auto &[row, byPos] : byRow) {
     const dfg::Node &n = g.node(byPos.begin()->second);
-    int u = unitAxis(g.buffer(g.node(n.in[0]).buffer));
+    const dfg::Buffer &b = g.buffer(g.node(n.in[0]).buffer);
+    int u = unitAxis(b);
     std::set<int> taken;
-    for (int64_t w : {4, 2}) {
+    // 128-, 64- and (16-bit elements) 32-bit loads, as vectorRuns's.
+    const std::vector<int64_t> widths = b.type == dfg::Type::F32
+                                            ? std::vector<int64_t>{4, 2}
+                                            : std::vector<int64_t>{8, 4, 2};
+    // Along the concat axis itself (channels-last), a run stays inside
+    // one pickBase's group, so in one part.
+    const int64_t group = u == int(n.value) ? pickGroup(g, n) : 0;
+    for (int64_t w : widths) {
+      if (group % w != 0)
+        continue;
       // Every part's element at a thread's first position: w-aligned.
       bool aligned = true;
       for (int in : n.in)
@@ -1268,6 +1287,8 @@ void Emitter::emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
   bool ragged = b.extents[size_t(unitAxis(b))] % int64_t(w) != 0;
   std::string all =
       pickInner(g, ragged ? g.node(ids.back()) : head, base).first;
+  if (b.type != dfg::Type::F32)
+    return emitPickRun16(g, ids, base, all, ragged, ind);
   std::vector<std::string> fallback;
   for (size_t j = 0; j < w; ++j) {
     auto [guard, offset] = pickInner(g, g.node(ids[j]), base);
@@ -1279,6 +1300,40 @@ void Emitter::emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
                  "reinterpret_cast<const " + vec + " *>(" + base + " + " +
                      pickInner(g, head, base).second + ")",
                  fallback, ind);
+}
+
+void Emitter::emitPickRun16(const dfg::Graph &g, const std::vector<int> &ids,
+                            const std::string &base, const std::string &all,
+                            bool ragged, const std::string &ind) {
+  // As emitVectorRun16's loads, through the run's part pointer.
+  const dfg::Buffer &b = g.buffer(g.node(g.node(ids.front()).in[0]).buffer);
+  const size_t w = ids.size(), words = w / 2;
+  const std::string vec = words == 1   ? "unsigned"
+                          : words == 2 ? "uint2"
+                                       : "uint4";
+  std::vector<std::string> raw;
+  for (size_t j = 0; j < w; ++j) {
+    auto [guard, offset] = pickInner(g, g.node(ids[j]), base);
+    raw.push_back(ragged ? "((" + guard + ") ? " + base + "[" + offset +
+                               "] : (unsigned short)0)"
+                         : "0u");
+  }
+  std::string packed;
+  for (size_t k = 0; k < words; ++k)
+    packed += std::string(k ? ", " : "") + "(unsigned)" + raw[2 * k] +
+              " | (unsigned)" + raw[2 * k + 1] + " << 16";
+  packed = words == 1 ? "(" + packed + ")" : "make_" + vec + "(" + packed + ")";
+  const std::string v = nameOf(g, ids[0]) + "_w" + std::to_string(w);
+  os << ind << "const " << vec << " " << v << " = (" << all
+     << ") ? *reinterpret_cast<const " << vec << " *>(" << base << " + "
+     << pickInner(g, g.node(ids.front()), base).second << ") : " << packed
+     << ";\n";
+  for (size_t j = 0; j < w; ++j) {
+    std::string e = v + "_" + std::to_string(j);
+    os << ind << "const float " << e << " = " << unpack16(b.type, v, words, j)
+       << ";\n";
+    names[{&g, ids[j]}] = e;
+  }
 }
 
 void Emitter::emitPick(const dfg::Graph &g, int id,

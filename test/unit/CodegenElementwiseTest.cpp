@@ -476,6 +476,61 @@ TEST_CASE("a concat reads the one part a position falls in", "[codegen]") {
   CHECK(err.find("concatenated") != std::string::npos);
 }
 
+TEST_CASE("a 16-bit channels-last concat reads 16 bytes of a part at once",
+          "[codegen][half]") {
+  // Parts of 8, 16 and 8 fp16 or bf16 channels, innermost: a thread's 2, 4
+  // or 8 aligned channels are one 32-, 64- or 128-bit load of one part.
+  std::mt19937 rng(17);
+  const std::vector<int64_t> cols{8, 16, 8};
+  const std::vector<int64_t> out{2, 3, 4, 32};
+  for (dfg::Type type : {dfg::Type::F16, dfg::Type::BF16})
+    for (int64_t wt : {2, 4, 8}) {
+      std::vector<ElementwiseInput> in;
+      std::vector<int> parts;
+      std::vector<std::vector<uint16_t>> data;
+      int64_t at = 0;
+      for (size_t i = 0; i < cols.size(); ++i) {
+        ElementwiseInput x{"c" + std::to_string(i), {2, 3, 4, cols[i]}, {},
+                           type};
+        x.outsideReadsZero = true;
+        x.follows = {0, 1, 2, 3};
+        x.start = {0, 0, 0, -at};
+        x.step = {1, 1, 1, 1};
+        at += cols[i];
+        parts.push_back(-1 - int(i));
+        in.push_back(x);
+        std::vector<float> values(size_t(numel(x.shape)));
+        data.emplace_back(values.size());
+        test::random16(rng, type == dfg::Type::BF16, data.back(), values);
+      }
+      TileParams p;
+      p.Kb = 2, p.Hb = 2, p.Wb = 16, p.Wt = wt;
+      std::string err;
+      auto k = buildChain("concat16", out, in, {{dfg::Op::Pick, parts, 3}}, p,
+                          err);
+      INFO(err);
+      REQUIRE(k);
+      REQUIRE(k->tensors.back().type == type);
+      const char *vec = wt == 8 ? "const uint4 *>(pick_base"
+                        : wt == 4 ? "const uint2 *>(pick_base"
+                                  : "const unsigned *>(pick_base";
+      CHECK(emitSource(*k).find(vec) != std::string::npos);
+      std::vector<uint16_t> y(size_t(numel(out)), 0xffff);
+      std::map<std::string, void *> buffers{{"Y", y.data()}};
+      for (size_t i = 0; i < in.size(); ++i)
+        buffers[in[i].name] = data[i].data();
+      REQUIRE(runOnHost(*k, buffers, err));
+      int64_t mismatches = 0;
+      for (int64_t r = 0; r < 2 * 3 * 4; ++r)
+        for (int64_t w = 0, part = 0, first = 0; w < 32; ++w) {
+          if (w - first == cols[part])
+            first += cols[part++];
+          mismatches += data[part][r * cols[part] + w - first] != y[r * 32 + w];
+        }
+      CHECK(mismatches == 0);
+    }
+}
+
 TEST_CASE("16-bit float chains compute in fp32 and round once at the store",
           "[codegen][half]") {
   using dfg::Op;
