@@ -131,7 +131,9 @@ std::optional<OpDesc> describeShapes(mlir::Operation *op) {
     OpDesc m = describeMatMul(vec(tensorType(a).getShape()),
                               vec(tensorType(b).getShape()),
                               vec(out.getShape()), ta, tb);
-    m.elementBytes = d.elementBytes;
+    // The operands' size: a 16-bit product may store fp32 accumulators
+    // (cuts-split-k's parts), and its operands decide the tensor cores.
+    m.elementBytes = elementBytes(tensorType(a));
     return m;
   };
   if (auto mm = llvm::dyn_cast<MatMulOp>(op))

@@ -64,6 +64,27 @@ def SplitProducts : Pass<"cuts-split-products", "mlir::func::FuncOp"> {
   ];
 }
 
+def SplitK : Pass<"cuts-split-k", "mlir::func::FuncOp"> {
+  let summary = "Split a long product over few tiles along K";
+  let description = [{
+    matmul(A, B) or matmul_add(A, B, C) on tensor-core operands, with B a
+    2-D constant [K, N] (a linear layer), whose M x N output even in
+    64 x 64 tiles fills less than half of `num-sm` SMs: BERT's and GPT-2's
+    second MLP product at batch 1 (128 x 768, K = 3072: 24 tiles on 132
+    SMs). It becomes S partial products, batched: A read as [S, M, K/S]
+    (a transpose the kernel reads in place) times B as [S, K/S, N], with
+    fp32 results; their sum, plus C, is cast back to the product's type.
+    S is the most parts (at most 8) whose tiles fit one wave, each K/S a
+    multiple of 64 and at least 512. The sum is an elementwise chain that
+    fuses with what follows (the residual Add and LayerNorm's prologue).
+    0 SMs: nothing is split.
+  }];
+  let options = [
+    Option<"numSM", "num-sm", "int64_t", "0",
+           "the SMs of the target GPU">
+  ];
+}
+
 def SplitReductions : Pass<"cuts-split-reductions", "mlir::func::FuncOp"> {
   let summary = "Reduce rows longer than max-row in two steps";
   let description = [{
@@ -158,8 +179,9 @@ def TransposeWeights : Pass<"cuts-transpose-weights", "mlir::func::FuncOp"> {
   let description = [{
     matmul(A, B), matmul_add(A, B, C) and gemm(A, B, C) without transB, in
     fp16 or bf16, read B^T [N, K] with transB set where that is free:
-    * B a 2-D constant [K, N] used once (a Linear layer's weight, which the
-      exporters transpose): stored transposed now;
+    * B a constant [..., K, N] used once (a Linear layer's weight, which
+      the exporters transpose, or its cuts-split-k parts): each matrix
+      stored transposed now;
     * B = transpose(X, p) used once, p putting X's innermost axis on B's
       rows (attention's K^T): B^T = transpose(X, p with its last two
       entries swapped), which moves whole rows, or X itself where that is

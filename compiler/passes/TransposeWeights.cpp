@@ -21,38 +21,43 @@ mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
 
-// W [K, N] as its transpose [N, K]; null unless W is a 2-D constant of
-// tensor-core operands used once.
+// W [..., K, N] as its transpose [..., N, K] (each matrix of a batch);
+// null unless W is a constant of tensor-core operands used once.
 mlir::ElementsAttr transposedWeight(mlir::Value w, mlir::Operation *user) {
   mlir::Attribute attr;
   auto t = tensorType(w);
-  if (t.getRank() != 2 || !w.hasOneUse() ||
-      !tensorCoreElement(t.getElementType(), user) ||
+  const int64_t r = t.getRank();
+  if (r < 2 || !w.hasOneUse() || !tensorCoreElement(t.getElementType(), user) ||
       !mlir::matchPattern(w, mlir::m_Constant(&attr)))
     return nullptr;
-  const int64_t K = t.getDimSize(0), N = t.getDimSize(1);
-  auto type = mlir::RankedTensorType::get({N, K}, t.getElementType());
+  const int64_t K = t.getDimSize(r - 2), N = t.getDimSize(r - 1);
+  const int64_t batch = t.getNumElements() / (K * N);
+  llvm::SmallVector<int64_t> shape(t.getShape());
+  std::swap(shape[r - 2], shape[r - 1]);
+  auto type = mlir::RankedTensorType::get(shape, t.getElementType());
   // Weights: their words moved as they are.
   if (auto res = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
     const int64_t eb = t.getElementTypeBitWidth() / 8;
     mlir::AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob || int64_t(blob->getData().size()) != eb * K * N)
+    if (!blob || int64_t(blob->getData().size()) != eb * batch * K * N)
       return nullptr;
     const char *in = blob->getData().data();
-    std::vector<char> out(size_t(eb * K * N));
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < N; ++n)
-        std::memcpy(&out[size_t(eb * (n * K + k))], in + eb * (k * N + n),
-                    eb);
+    std::vector<char> out(size_t(eb * batch * K * N));
+    for (int64_t m = 0; m < batch; ++m)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n)
+          std::memcpy(&out[size_t(eb * ((m * N + n) * K + k))],
+                      in + eb * ((m * K + k) * N + n), eb);
     return rawAttr(type, out, "transposed_weight");
   }
   auto host = toHost(attr);
   if (!host)
     return nullptr;
   HostTensor out(type);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n)
-      out.f[n * K + k] = host->f[k * N + n]; // already of the element type
+  for (int64_t m = 0; m < batch; ++m)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) // already of the element type
+        out.f[(m * N + n) * K + k] = host->f[(m * K + k) * N + n];
   return toAttr(out, "transposed_weight");
 }
 

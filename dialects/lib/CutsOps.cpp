@@ -369,6 +369,17 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   return push(out, *s, typeOf(a.getA()).getElementType());
 }
 
+bool MatMulOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  if (inferred == actual)
+    return true;
+  // A 16-bit product's fp32 accumulators, stored as they are.
+  auto i = llvm::dyn_cast<RankedTensorType>(inferred.front());
+  auto a = llvm::dyn_cast<RankedTensorType>(actual.front());
+  return inferred.size() == 1 && actual.size() == 1 && i && a &&
+         i.getShape() == a.getShape() && a.getElementType().isF32() &&
+         (i.getElementType().isF16() || i.getElementType().isBF16());
+}
+
 LogicalResult MatMulAddOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor a,

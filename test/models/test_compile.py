@@ -193,24 +193,31 @@ def make_gelu_erf(path):
     return b.model(path, [tm.vi("x", [3, 40])], [tm.vi("y", [3, 40])])
 
 
-def make_dense_block(path):
+def make_dense_block(path, c=4, grow=(4, 5), n=1):
     """DenseNet's and Inception's data movement: a concat of the input and
     two convolutions' outputs, a batch normalization no conv absorbs (after
     the concat: a per-channel scale and shift), relu, and a 1x1 conv."""
     b = tm.Builder(28)
-    a = b.node("Relu", [b.conv("x", 4, 3, 3, pads=[1, 1, 1, 1])])
-    c = b.node("Relu", [b.conv("x", 4, 5, 1)])
-    cat = b.node("Concat", ["x", a, c], axis=1)
+    a = b.node("Relu", [b.conv("x", c, grow[0], 3, pads=[1, 1, 1, 1])])
+    d = b.node("Relu", [b.conv("x", c, grow[1], 1)])
+    cat = b.node("Concat", ["x", a, d], axis=1)
     rng = np.random.default_rng(3)
+    k = c + sum(grow)
     bn = b.node("BatchNormalization", [
-        cat, b.const(rng.uniform(0.5, 1.5, 12).astype(np.float32)),
-        b.const(rng.normal(0, 0.1, 12).astype(np.float32)),
-        b.const(rng.normal(0, 0.1, 12).astype(np.float32)),
-        b.const(rng.uniform(0.5, 1.5, 12).astype(np.float32))])
+        cat, b.const(rng.uniform(0.5, 1.5, k).astype(np.float32)),
+        b.const(rng.normal(0, 0.1, k).astype(np.float32)),
+        b.const(rng.normal(0, 0.1, k).astype(np.float32)),
+        b.const(rng.uniform(0.5, 1.5, k).astype(np.float32))])
     h = b.node("Relu", [bn])
-    b.conv(h, 12, 6, 1)
+    b.conv(h, k, 6, 1)
     tm.rename_last(b, "y")
-    return b.model(path, [tm.vi("x", [1, 4, 7, 7])], [tm.vi("y", [1, 6, 7, 7])])
+    return b.model(path, [tm.vi("x", [n, c, 7, 7])], [tm.vi("y", [n, 6, 7, 7])])
+
+
+def make_dense_block8(path):
+    """make_dense_block with parts of 8 and 16 channels: in 16 bits,
+    channels-last, its concat reads 16 bytes of a part at once."""
+    return make_dense_block(path, 8, (8, 16), 2)
 
 
 def make_embedding(path):
@@ -296,6 +303,26 @@ def make_half_transformer(path):
     f = TensorProto.FLOAT16
     return b.model(path, [tm.vi("x", [2, 5, 32], f)],
                    [tm.vi("y", [2, 5, 32], f)])
+
+
+def make_half_split_k(path):
+    """An fp16 linear layer over few rows with a long K (BERT's second MLP
+    product at batch 1, scaled down): 8 x 64 results, K = 1024, which
+    cuts-split-k computes as two partial products and their sum, followed
+    by the residual and LayerNormalization."""
+    b = tm.Builder(26)
+    f16 = np.float16
+    h = b.node("MatMul", ["x", b.w([1024, 64], 0.05, dtype=f16)])
+    h = b.node("Add", [h, b.w([64], dtype=f16)])
+    h = b.node("Add", [h, "r"])
+    b.node("LayerNormalization", [h, b.w([64], 0.5, dtype=f16),
+                                  b.w([64], 0.5, dtype=f16)],
+           axis=-1, epsilon=1e-5)
+    tm.rename_last(b, "y")
+    f = TensorProto.FLOAT16
+    return b.model(path, [tm.vi("x", [1, 8, 1024], f),
+                          tm.vi("r", [1, 8, 64], f)],
+                   [tm.vi("y", [1, 8, 64], f)])
 
 
 def make_half_convnet(path):
@@ -385,6 +412,7 @@ MODELS = {
     "gelu_tanh": (make_gelu_tanh, [("x", (2, 5, 24))], []),
     "gelu_erf": (make_gelu_erf, [("x", (3, 40))], []),
     "dense_block": (make_dense_block, [("x", (1, 4, 7, 7))], []),
+    "dense_block8": (make_dense_block8, [("x", (2, 8, 7, 7))], []),
     "embedding": (make_embedding, [("input_ids", (2, 6), np.int64, 30),
                                    ("attention_mask", (2, 6), np.int64,
                                     "mask")], []),
@@ -396,11 +424,14 @@ MODELS = {
                          [("x", (2, 5, 32), np.float16)], []),
     "half_convnet": (make_half_convnet, [("x", (1, 4, 12, 12), np.float16)],
                      []),
+    "half_split_k": (make_half_split_k, [("x", (1, 8, 1024), np.float16),
+                                         ("r", (1, 8, 64), np.float16)], []),
     "resnet_stage": (make_resnet_stage, [("x", (2, 3, 14, 14))], []),
 }
 # fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
 # a cuts kernel once at its store), tighter than the default for float16.
-HALF_TOLERANCE = {"half_transformer": "2e-3", "half_convnet": "2e-3"}
+HALF_TOLERANCE = {"half_transformer": "2e-3", "half_convnet": "2e-3",
+                  "half_split_k": "2e-3"}
 # Models the compile must make a shared-memory-level fused kernel of (with a
 # synthetic tuning cache that favours one: favour_shared).
 SHARED = ("shared_conv", "shared_layernorm")
@@ -831,7 +862,7 @@ def check_bf16(runner):
 REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
            "masked_attention", "long_rows",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
-           "two_outputs", "resnet_stage")
+           "two_outputs", "resnet_stage", "dense_block", "dense_block8")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
 # Models whose convs or products run on tensor cores in tf32 too.
 TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "masked_attention",
@@ -1016,6 +1047,25 @@ def check_attention_fusion(runner):
                     (precision, want, groups))
 
 
+def check_split_k(runner):
+    """The long product over one tile runs as two fp32 partial products
+    (A read in place through a transpose) and their sum, which joins the
+    residual's kernel; --split-k off keeps it whole."""
+    model = os.path.join(runner.work, "half_split_k.onnx")
+    for mode, split in (("auto", True), ("off", False)):
+        r = runner.run("explain", model, "--arch", "sm_90", "--json",
+                       "--split-k", mode)
+        require(r.returncode == 0, "explain: " + r.stderr)
+        groups = [[o["op"] for o in g["ops"]]
+                  for g in json.loads(r.stdout)["groups"]]
+        parts = ["cuts.transpose", "cuts.matmul"] in groups
+        require(parts == split, "--split-k %s: kernels %s" % (mode, groups))
+        if split:
+            require(any("cuts.slice" in g and "cuts.add" in g
+                        for g in groups), "no kernel sums the parts: %s"
+                    % groups)
+
+
 def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
@@ -1078,6 +1128,7 @@ def main():
         runner.check("unmeasured fusion", check_unmeasured_fusion, runner,
                      os.path.join(runner.work, "shared_conv.onnx"))
         runner.check("attention fusion", check_attention_fusion, runner)
+        runner.check("split-k", check_split_k, runner)
         d = os.path.join(runner.work, "attention")
         runner.check("tuning cache (cuBLASLt)", check_tuning_cache, runner,
                      "attention", os.path.join(runner.work, "attention.onnx"),

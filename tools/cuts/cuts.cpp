@@ -65,6 +65,7 @@ void usage(llvm::raw_ostream &os) {
         "                    [--candidates FILE] [--no-library]\n"
         "                    [--precision fp32|tf32|fp16|bf16] "
         "[--io-precision fp16|bf16]\n"
+        "                    [--layout auto|nchw] [--split-k auto|off]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
@@ -232,17 +233,28 @@ int parsePruneOption(ArgList &a, cuts::PruneOptions &prune) {
 /// libraries').
 /// --layout auto|nchw: auto runs 16-bit convs channels-last where the
 /// tensor cores take them (cuts-channels-last).
+/// --split-k auto|off: auto splits long products over few tiles along K
+/// (cuts-split-k); off keeps every product whole, for comparison.
 struct Precision {
   std::string storage = "fp32", io;
   std::string layout = "auto";
+  std::string splitK = "auto";
 };
 
-// Parses --precision / --io-precision / --layout at the current argument;
-// returns 0 when it is none of them, 1 when handled, -1 on error (printed).
+// Parses --precision / --io-precision / --layout / --split-k at the current
+// argument; returns 0 when it is none of them, 1 when handled, -1 on error
+// (printed).
 int parsePrecisionOption(ArgList &a, Precision &p) {
   if (a.is("--layout")) {
     if (!a.value(p.layout) || (p.layout != "auto" && p.layout != "nchw")) {
       error("", "--layout needs auto or nchw");
+      return -1;
+    }
+    return 1;
+  }
+  if (a.is("--split-k")) {
+    if (!a.value(p.splitK) || (p.splitK != "auto" && p.splitK != "off")) {
+      error("", "--split-k needs auto or off");
       return -1;
     }
     return 1;
@@ -264,7 +276,8 @@ int parsePrecisionOption(ArgList &a, Precision &p) {
 
 // Converts the module's tensors to p (cuts-convert-precision), splits
 // products for their slices where the parts fill the GPU
-// (cuts-split-products), stores tensor-core matmul weights transposed
+// (cuts-split-products) and along K where they fill too little of it
+// (cuts-split-k), stores tensor-core matmul weights transposed
 // (cuts-transpose-weights) and, where
 // `arch` has tensor cores and p.layout allows, runs 16-bit convs
 // channels-last (cuts-channels-last); on failure prints the error (the
@@ -289,6 +302,9 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   cuts::SplitProductsOptions split;
   split.minElements = int64_t(arch.numSM) * 128 * 128;
   fn.addPass(cuts::createSplitProducts(split));
+  cuts::SplitKOptions splitK;
+  splitK.numSM = p.splitK == "auto" ? int64_t(arch.numSM) : 0;
+  fn.addPass(cuts::createSplitK(splitK));
   fn.addPass(cuts::createFoldConstants());
   fn.addPass(cuts::createDeadCode());
   fn.addPass(cuts::createTransposeWeights());

@@ -258,11 +258,17 @@ def Cuts_MatMulOp : Cuts_Op<"matmul"> {
   let summary = "ONNX MatMul (numpy matmul: batched, broadcasting, 1-D operands)";
   let description = [{
     With `transB` (not ONNX: `cuts-transpose-weights` sets it), B is stored
-    transposed: its last two axes are [N, K].
+    transposed: its last two axes are [N, K]. Y may be fp32 where A and B
+    are fp16 or bf16 (not ONNX: the accumulators stored as they are, as
+    `cuts-split-k` makes its partial products).
   }];
   let arguments = (ins Cuts_NumTensor:$A, Cuts_NumTensor:$B, UnitAttr:$transB);
   let results = (outs Cuts_NumTensor:$Y);
   let hasFolder = 1;
+  let extraClassDeclaration = [{
+    static bool isCompatibleReturnTypes(mlir::TypeRange inferred,
+                                        mlir::TypeRange actual);
+  }];
 }
 
 def Cuts_MatMulAddOp : Cuts_Op<"matmul_add"> {
