@@ -206,6 +206,9 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
                   p.Nt = t[0], p.Kt = t[1], p.Ht = t[2], p.Wt = t[3];
                   p.Nb = t[0] * n[0], p.Kb = t[1] * n[1];
                   p.Hb = t[2] * n[2], p.Wb = t[3] * n[3];
+                  // A grouped conv's block computes outputs of one group.
+                  if (d.kind == OpKind::Conv && d.batch > 1 && d.K % p.Kb)
+                    continue;
                   forEachCinputAndFormat(d, p, cins, fn);
                 }
         }

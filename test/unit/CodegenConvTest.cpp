@@ -260,6 +260,30 @@ TEST_CASE("a ResNet-50 3x3 conv compiles with NVRTC", "[codegen]") {
   }
 }
 
+TEST_CASE("a grouped conv's parameter sets keep a block in one group",
+          "[codegen]") {
+  // 2 groups of 12 outputs (RegNet's group widths are not powers of two):
+  // no set the search enumerates has a block straddling two groups, and
+  // the kept ones build.
+  test::ConvCase s = test::convCase(1, 24, 7, 24, 3, 1, 1, 1, 2);
+  OpDesc d = s.desc();
+  int64_t sets = 0, straddling = 0;
+  forEachParams(d, *findArch("h100"), [&](const TileParams &p) {
+    ++sets;
+    straddling += 12 % p.Kb != 0;
+  });
+  CHECK(sets > 0);
+  CHECK(straddling == 0);
+  PruneOptions opts;
+  SearchResult r = searchParams(d, *findArch("h100"), opts);
+  REQUIRE(!r.kept.empty());
+  std::string err;
+  for (const Candidate &c : r.kept) {
+    INFO(err);
+    CHECK(buildConv("grouped", d, c.params, {}, err));
+  }
+}
+
 TEST_CASE("convolutions the generator does not cover are rejected",
           "[codegen]") {
   std::string err;
