@@ -20,9 +20,11 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <functional>
+#include <map>
 
 using namespace mlir;
 
@@ -150,6 +152,7 @@ private:
   template <typename OpTy, bool Mean = false>
   LogicalResult convVariadic(const onnx::NodeProto &);
   LogicalResult convTrilu(const onnx::NodeProto &);
+  LogicalResult convEinsum(const onnx::NodeProto &);
   /// A rank-0 constant v of element type `element` (float or integer).
   Value scalarConstant(Type element, double v);
   LogicalResult convPow(const onnx::NodeProto &);
@@ -956,6 +959,240 @@ LogicalResult Importer::convTrilu(const onnx::NodeProto &) {
   return emit<WhereOp>({mask, *x, scalarConstant(type.getElementType(), 0)});
 }
 
+namespace {
+
+/// An Einsum equation with every operand's and the output's axes as one
+/// letter each, an ellipsis's axes as the digits '0'... (right-aligned, as
+/// they broadcast).
+struct EinsumAxes {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+
+FailureOr<EinsumAxes> parseEinsum(std::string eq, ArrayRef<int64_t> ranks,
+                                  std::string &why) {
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms(1);
+  for (char c : lhs)
+    if (c == ',')
+      terms.emplace_back();
+    else
+      terms.back().push_back(c);
+  if (terms.size() != ranks.size()) {
+    why = "equation '" + eq + "' has " + std::to_string(terms.size()) +
+          " operand(s), the node " + std::to_string(ranks.size());
+    return failure();
+  }
+  // Each term's ellipsis: the axes its letters leave.
+  int64_t ellipsis = 0;
+  std::vector<int64_t> spans;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    size_t at = terms[t].find("...");
+    std::string letters = terms[t];
+    if (at != std::string::npos)
+      letters.erase(at, 3);
+    for (char c : letters)
+      if (!std::isalpha(static_cast<unsigned char>(c))) {
+        why = "equation '" + eq + "': '" + std::string(1, c) +
+              "' is not an index letter";
+        return failure();
+      }
+    int64_t span = ranks[t] - int64_t(letters.size());
+    if (span < 0 || (span > 0 && at == std::string::npos)) {
+      why = "term '" + terms[t] + "' does not match its operand's rank " +
+            std::to_string(ranks[t]);
+      return failure();
+    }
+    spans.push_back(span);
+    ellipsis = std::max(ellipsis, span);
+  }
+  auto digits = [](int64_t from, int64_t to) {
+    std::string d;
+    for (int64_t k = from; k < to; ++k)
+      d.push_back(char('0' + k));
+    return d;
+  };
+  EinsumAxes a;
+  std::map<char, int> uses;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    std::string term = terms[t];
+    if (size_t at = term.find("..."); at != std::string::npos)
+      term.replace(at, 3, digits(ellipsis - spans[t], ellipsis));
+    for (char c : term)
+      ++uses[c];
+    a.inputs.push_back(term);
+  }
+  if (arrow != std::string::npos) {
+    a.output = eq.substr(arrow + 2);
+    if (size_t at = a.output.find("..."); at != std::string::npos)
+      a.output.replace(at, 3, digits(0, ellipsis));
+  } else { // implicit: the ellipsis, then the letters used once, sorted
+    a.output = digits(0, ellipsis);
+    for (auto [c, n] : uses)
+      if (n == 1 && std::isalpha(static_cast<unsigned char>(c)))
+        a.output.push_back(c);
+  }
+  for (size_t k = 0; k < a.output.size(); ++k)
+    if (!uses.count(a.output[k]) ||
+        a.output.find(a.output[k], k + 1) != std::string::npos) {
+      why = "output index '" + std::string(1, a.output[k]) +
+            "' is repeated or in no operand";
+      return failure();
+    }
+  return a;
+}
+
+} // namespace
+
+// ONNX Einsum of one or two operands as what it computes: a letter repeated
+// in one operand takes the diagonal (a gather), letters of one operand alone
+// that the output lacks are summed, and two operands meet in one batched
+// matmul (shared letters the output keeps are its batch, shared ones it
+// lacks contracted), transposed and reshaped around it.
+LogicalResult Importer::convEinsum(const onnx::NodeProto &) {
+  auto eq = attrString("equation", "");
+  if (failed(eq))
+    return failure();
+  SmallVector<Value> x;
+  SmallVector<int64_t> ranks;
+  for (int k = 0; k < node->input_size(); ++k) {
+    auto v = required(k);
+    if (failed(v))
+      return failure();
+    x.push_back(*v);
+    ranks.push_back(typeOf(*v).getRank());
+  }
+  if (x.empty() || x.size() > 2)
+    return nodeFail("Einsum of " + Twine(x.size()) +
+                    " operands is not supported (one or two)");
+  std::string why;
+  auto axes = parseEinsum(*eq, ranks, why);
+  if (failed(axes))
+    return nodeFail(why);
+  std::map<char, int64_t> size;
+  for (size_t t = 0; t < x.size(); ++t)
+    for (size_t d = 0; d < axes->inputs[t].size(); ++d) {
+      int64_t n = typeOf(x[t]).getDimSize(d);
+      auto [at, fresh] = size.emplace(axes->inputs[t][d], n);
+      if (!fresh && at->second != n)
+        return nodeFail("index '" + Twine(at->first) + "' has extents " +
+                        Twine(at->second) + " and " + Twine(n) +
+                        " (broadcasting is not supported)");
+    }
+  auto shapeOf = [&](StringRef letters) {
+    SmallVector<int64_t> s;
+    for (char c : letters)
+      s.push_back(size[c]);
+    return s;
+  };
+  auto product = [&](StringRef letters) {
+    int64_t p = 1;
+    for (char c : letters)
+      p *= size[c];
+    return p;
+  };
+  auto result = [](FailureOr<Operation *> op) -> FailureOr<Value> {
+    if (failed(op))
+      return failure();
+    return (*op)->getResult(0);
+  };
+  auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> FailureOr<Value> {
+    if (typeOf(v).getShape() == shape)
+      return v;
+    return result(create<ReshapeOp>({v}, {named("shape", ints(shape))}));
+  };
+  auto permute = [&](Value v, StringRef from,
+                     StringRef to) -> FailureOr<Value> {
+    if (from == to)
+      return v;
+    SmallVector<int64_t> perm;
+    for (char c : to)
+      perm.push_back(int64_t(from.find(c)));
+    return result(create<TransposeOp>({v}, {named("perm", ints(perm))}));
+  };
+  // Operand t with each repeated letter's diagonal taken (the pair moved
+  // last, merged, and every (n + 1)-th element gathered) and the letters
+  // in neither `keep` nor another place summed.
+  auto prepare = [&](size_t t, const std::string &keep) -> FailureOr<Value> {
+    Value v = x[t];
+    std::string &term = axes->inputs[t];
+    for (size_t i = 0; i < term.size(); ++i) {
+      size_t j = term.find(term[i], i + 1);
+      if (j == std::string::npos)
+        continue;
+      if (term.find(term[i], j + 1) != std::string::npos)
+        return nodeFail("index '" + Twine(term[i]) +
+                        "' appears three times in one operand");
+      std::string rest = term;
+      rest.erase(j, 1), rest.erase(i, 1);
+      std::string order = rest + term[i] + term[i];
+      auto moved = permute(v, term, order);
+      SmallVector<int64_t> merged = shapeOf(rest);
+      const int64_t n = size[term[i]];
+      merged.push_back(n * n);
+      auto flat = failed(moved) ? moved : reshape(*moved, merged);
+      if (failed(flat))
+        return failure();
+      auto it = RankedTensorType::get({n}, builder.getI64Type());
+      SmallVector<int64_t> at;
+      for (int64_t k = 0; k < n; ++k)
+        at.push_back(k * (n + 1));
+      Value idx = builder.create<ConstantOp>(
+          loc, it, DenseElementsAttr::get(it, ArrayRef<int64_t>(at)));
+      auto diag = result(create<GatherOp>(
+          {*flat, idx}, {named("axis", i64(int64_t(rest.size())))}));
+      if (failed(diag))
+        return failure();
+      v = *diag, term = rest + term[i], i = size_t(-1);
+    }
+    SmallVector<int64_t> summed;
+    std::string kept;
+    for (size_t d = 0; d < term.size(); ++d)
+      (keep.find(term[d]) == std::string::npos ? summed.push_back(int64_t(d))
+                                               : kept.push_back(term[d]));
+    if (summed.empty())
+      return v;
+    term = kept;
+    return result(create<ReduceSumOp>({v}, {named("axes", ints(summed)),
+                                           named("keepdims", boolean(false))}));
+  };
+  const std::string &out = axes->output;
+  if (x.size() == 1) {
+    auto v = prepare(0, out);
+    auto y = failed(v) ? v : permute(*v, axes->inputs[0], out);
+    return failed(y) ? failure() : define(0, *y);
+  }
+  auto a = prepare(0, axes->inputs[1] + out);
+  auto b = prepare(1, axes->inputs[0] + out);
+  if (failed(a) || failed(b))
+    return failure();
+  const std::string &ta = axes->inputs[0], &tb = axes->inputs[1];
+  std::string batch, contracted, left, right;
+  for (char c : out)
+    (ta.find(c) != std::string::npos
+         ? (tb.find(c) != std::string::npos ? batch : left)
+         : right)
+        .push_back(c);
+  for (char c : ta)
+    if (tb.find(c) != std::string::npos && out.find(c) == std::string::npos)
+      contracted.push_back(c);
+  SmallVector<int64_t> as = shapeOf(batch), bs = shapeOf(batch);
+  as.append({product(left), product(contracted)});
+  bs.append({product(contracted), product(right)});
+  auto am = permute(*a, ta, batch + left + contracted);
+  am = failed(am) ? am : reshape(*am, as);
+  auto bm = permute(*b, tb, batch + contracted + right);
+  bm = failed(bm) ? bm : reshape(*bm, bs);
+  if (failed(am) || failed(bm))
+    return failure();
+  auto y = result(create<MatMulOp>({*am, *bm}, {}));
+  y = failed(y) ? y : reshape(*y, shapeOf(batch + left + right));
+  y = failed(y) ? y : permute(*y, batch + left + right, out);
+  return failed(y) ? failure() : define(0, *y);
+}
+
 LogicalResult Importer::convPow(const onnx::NodeProto &n) {
   return convBinary<PowOp>(n);
 }
@@ -1720,6 +1957,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"ConvTranspose", &Importer::convConvTranspose},
       {"Div", &Importer::convBinary<DivOp>},
       {"Dropout", &Importer::convDropout},
+      {"Einsum", &Importer::convEinsum},
       {"Equal", &Importer::convBinary<EqualOp>},
       {"Erf", &Importer::convUnary<ErfOp>},
       {"Exp", &Importer::convUnary<ExpOp>},

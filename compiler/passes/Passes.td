@@ -100,7 +100,11 @@ def SplitReductions : Pass<"cuts-split-reductions", "mlir::func::FuncOp"> {
     with no divisor near `max-row` is padded with zeros (sums, means, and
     maxima known to be at least 0). A softmax or layer normalisation over
     rows no row kernel holds (over 8192, or over `max-row` and not a
-    multiple of 32) becomes its formula, its reductions split.
+    multiple of 32) becomes its formula, its reductions split. First, a
+    mean, sum or max over axes that are not the trailing ones becomes a
+    transpose that makes them trailing and the reduction over those
+    (reshaped back where keepdims is set): row kernels reduce trailing
+    axes only.
   }];
   let options = [
     Option<"maxRow", "max-row", "int64_t", "1024",

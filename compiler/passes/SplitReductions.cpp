@@ -241,6 +241,54 @@ void decompose(LayerNormalizationOp ln, int64_t maxRow) {
   split(var, maxRow);
 }
 
+// A mean, sum or max over axes that are not the trailing ones (an Einsum's
+// summed letter, ReduceSum over axis 0): the input transposed so that they
+// are, the reduction over those, and (keepdims) a reshape to the result's
+// shape. The generator's row kernels reduce trailing axes only; the
+// transpose usually fuses into the reduction's kernel as its index map.
+// Returns the reduction that stands in for op (op itself where it already
+// reduces trailing axes).
+mlir::Operation *trailing(mlir::Operation *op) {
+  mlir::Value x = op->getOperand(0);
+  auto xt = rankedType(x);
+  const int64_t rank = xt.getRank();
+  auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes").asArrayRef();
+  const int64_t k = int64_t(axes.size());
+  bool last = true;
+  for (int64_t i = 0; i < k; ++i)
+    last = last && axes[size_t(i)] == rank - k + i;
+  if (last)
+    return op;
+  llvm::SmallVector<int64_t> perm, shape;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(axes, d))
+      perm.push_back(d);
+  perm.append(axes.begin(), axes.end());
+  for (int64_t d : perm)
+    shape.push_back(xt.getDimSize(d));
+  mlir::OpBuilder b(op);
+  mlir::Location loc = op->getLoc();
+  mlir::Value moved = b.create<TransposeOp>(
+      loc, mlir::RankedTensorType::get(shape, xt.getElementType()), x,
+      b.getDenseI64ArrayAttr(perm));
+  llvm::SmallVector<int64_t> rest, kept(shape.begin(), shape.end() - k);
+  for (int64_t i = 0; i < k; ++i)
+    rest.push_back(rank - k + i);
+  auto yt = rankedType(op->getResult(0));
+  mlir::OperationState state(loc, op->getName());
+  state.addOperands(moved);
+  state.addAttribute("axes", b.getDenseI64ArrayAttr(rest));
+  state.addAttribute("keepdims", b.getBoolAttr(false));
+  state.addTypes(mlir::RankedTensorType::get(kept, yt.getElementType()));
+  mlir::Operation *reduced = b.create(state);
+  mlir::Value y = reduced->getResult(0);
+  if (y.getType() != yt)
+    y = b.create<ReshapeOp>(loc, yt, y, b.getDenseI64ArrayAttr(yt.getShape()));
+  op->getResult(0).replaceAllUsesWith(y);
+  op->erase();
+  return reduced;
+}
+
 struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
   using SplitReductionsBase::SplitReductionsBase;
 
@@ -256,8 +304,10 @@ struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
         decompose(sm, maxRow);
       else if (auto ln = llvm::dyn_cast<LayerNormalizationOp>(op))
         decompose(ln, maxRow);
-      else
+      else if (llvm::isa<GlobalAveragePoolOp>(op))
         split(op, maxRow);
+      else
+        split(trailing(op), maxRow);
   }
 };
 

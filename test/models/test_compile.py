@@ -115,6 +115,27 @@ def make_attention(path):
                           tm.vi("v", shape)], [tm.vi("y", shape)])
 
 
+def make_einsum(path):
+    """Einsum as exporters write it (MaxViT's attention, a trace, an
+    implicit output): a batched product with a transposed result, the
+    diagonal of an ellipsis batch, a sum with a transpose, and a weight
+    product whose output the equation leaves implicit (sorted: "behi")."""
+    b = tm.Builder(27)
+    s = b.node("Einsum", ["q", "k"], equation="bhid,bhjd->bhji")
+    b.node("Softmax", [s], axis=-1, name="y1")
+    b.node("Einsum", ["m"], equation="...ii->...i", name="y2")
+    b.node("Einsum", ["q"], equation="bhid -> dhb", name="y3")
+    b.node("Einsum", ["q", b.w([8, 6])], equation="bhid,de", name="y4")
+    for n in b.nodes:
+        if n.name.startswith("y"):
+            n.output[0] = n.name
+    f = TensorProto.FLOAT
+    return b.model(path, [tm.vi("q", [2, 3, 5, 8]), tm.vi("k", [2, 3, 4, 8]),
+                          tm.vi("m", [2, 3, 4, 4])],
+                   [tm.vi("y1", [2, 3, 4, 5]), tm.vi("y2", [2, 3, 4]),
+                    tm.vi("y3", [8, 3, 2]), tm.vi("y4", [2, 6, 3, 5], f)])
+
+
 def make_masked_attention(path):
     """BERT's attention at batch 2: a [B, 1, S, S] mask added to every
     head's scores, and the heads' outputs transposed back to [B, S, H, D]
@@ -403,6 +424,8 @@ MODELS = {
     "awkward_names": (make_awkward_names, [('in"put', (2, 3))], []),
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
+    "einsum": (make_einsum, [("q", (2, 3, 5, 8)), ("k", (2, 3, 4, 8)),
+                             ("m", (2, 3, 4, 4))], []),
     "masked_attention": (make_masked_attention,
                          [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                           ("v", (2, 3, 5, 8)), ("mask", (2, 1, 5, 5))], []),

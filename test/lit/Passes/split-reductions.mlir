@@ -21,7 +21,8 @@ func.func @squeeze(%x: tensor<1x32x112x112xf32>) -> tensor<1x32x1x1xf32> {
 // Sums and maxima over trailing axes, kept dimensions or not. A mean whose
 // length (2053, prime) no divisor near max-row splits is padded with zeros
 // to 3 rows of 704 and summed, then scaled by 1 / 2053; a max of such a
-// row, an integer mean, rows that fit and other axes stay whole.
+// row, an integer mean and rows that fit stay whole; a sum over the
+// leading axis is transposed to trail, then split.
 // CHECK-LABEL: func.func @reductions(
 // CHECK: cuts.reshape %arg0 {shape = array<i64: 3, 4, 1024>}
 // CHECK: cuts.reduce_sum {{.*}} -> tensor<3x4xf32>
@@ -38,7 +39,8 @@ func.func @squeeze(%x: tensor<1x32x112x112xf32>) -> tensor<1x32x1x1xf32> {
 // CHECK: cuts.mul %[[T]], %[[C]]
 // CHECK: cuts.reduce_max %arg5 {axes = array<i64: 1>, keepdims = false} : (tensor<2x2053xf32>)
 // CHECK: cuts.reduce_mean %arg3 {axes = array<i64: 1>, keepdims = false} : (tensor<2x4096xi64>)
-// CHECK: cuts.reduce_sum %arg4 {axes = array<i64: 0>, keepdims = false} : (tensor<4096x2xf32>)
+// CHECK: %[[L:.+]] = cuts.transpose %arg4 {perm = array<i64: 1, 0>} : (tensor<4096x2xf32>) -> tensor<2x4096xf32>
+// CHECK: cuts.reshape %[[L]] {shape = array<i64: 2, 4, 1024>}
 func.func @reductions(%a: tensor<3x64x64xf32>, %b: tensor<2x5000xf16>, %c: tensor<2x2053xf32>, %d: tensor<2x4096xi64>, %e: tensor<4096x2xf32>, %f: tensor<2x2053xf32>) -> (tensor<3x1x1xf32>, tensor<2xf16>, tensor<2xf32>, tensor<2xi64>, tensor<2xf32>, tensor<2xf32>) {
   %0 = cuts.reduce_sum %a {axes = array<i64: 1, 2>, keepdims = true} : (tensor<3x64x64xf32>) -> tensor<3x1x1xf32>
   %1 = cuts.reduce_max %b {axes = array<i64: 1>, keepdims = false} : (tensor<2x5000xf16>) -> tensor<2xf16>
@@ -102,4 +104,21 @@ func.func @layer_norm(%x: tensor<2x5003xf32>, %s: tensor<5003xf32>, %b: tensor<5
   %y2, %m2, %i2 = cuts.layer_normalization %z, %t {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x768xf32>, tensor<768xf32>) -> (tensor<2x768xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
   %y3, %m3, %i3 = cuts.layer_normalization %x, %s {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x5003xf32>, tensor<5003xf32>) -> (tensor<2x5003xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
   return %y, %y2, %m3 : tensor<2x5003xf32>, tensor<2x768xf32>, tensor<2x1xf32>
+}
+
+// -----
+
+// Reductions over leading or middle axes: the input transposed so that
+// they trail, the reduction over those, and with keepdims a reshape back.
+// CHECK-LABEL: func.func @leading(
+// CHECK: %[[T:.+]] = cuts.transpose %arg0 {perm = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+// CHECK: %[[S:.+]] = cuts.reduce_sum %[[T]] {axes = array<i64: 1, 2>, keepdims = false} : (tensor<3x2x4xf32>) -> tensor<3xf32>
+// CHECK: %[[U:.+]] = cuts.transpose %arg0 {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+// CHECK: %[[M:.+]] = cuts.reduce_max %[[U]] {axes = array<i64: 2>, keepdims = false} : (tensor<2x4x3xf32>) -> tensor<2x4xf32>
+// CHECK: %[[K:.+]] = cuts.reshape %[[M]] {shape = array<i64: 2, 1, 4>} : (tensor<2x4xf32>) -> tensor<2x1x4xf32>
+// CHECK: return %[[S]], %[[K]]
+func.func @leading(%x: tensor<2x3x4xf32>) -> (tensor<3xf32>, tensor<2x1x4xf32>) {
+  %0 = cuts.reduce_sum %x {axes = array<i64: 0, 2>, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %1 = cuts.reduce_max %x {axes = array<i64: 1>, keepdims = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+  return %0, %1 : tensor<3xf32>, tensor<2x1x4xf32>
 }
