@@ -104,7 +104,8 @@ def SplitReductions : Pass<"cuts-split-reductions", "mlir::func::FuncOp"> {
     mean, sum or max over axes that are not the trailing ones becomes a
     transpose that makes them trailing and the reduction over those
     (reshaped back where keepdims is set): row kernels reduce trailing
-    axes only.
+    axes only. A reduction over an empty set is its identity (0, NaN for a
+    mean, the lowest value for a max), a constant.
   }];
   let options = [
     Option<"maxRow", "max-row", "int64_t", "1024",
@@ -126,7 +127,7 @@ def FuseGelu : Pass<"cuts-fuse-gelu", "mlir::func::FuncOp"> {
 
 def SimplifyDataMovement
     : Pass<"cuts-simplify-data-movement", "mlir::func::FuncOp"> {
-  let summary = "Rewrite gather_nd / and / or that only reshape or broadcast, split as slices";
+  let summary = "Rewrite gather_nd / and / or that only reshape or broadcast, split as slices, high-rank transposes in fewer axes";
   let description = [{
     Exporters spell plain reshapes and broadcasts in roundabout ways (the
     PyTorch dynamo exporter builds BERT's attention mask as
@@ -143,6 +144,10 @@ def SimplifyDataMovement
       the result type.
     * split(x) into one slice of x per result (GPT-2's query/key/value):
       kernels have one result each.
+    * transpose(x) of rank above 4 whose axes merge into at most 4 (axes
+      of extent 1 dropped, runs of input axes that stay adjacent and in
+      order in the output merged: ShuffleNet's channel shuffle) into
+      reshape(transpose(reshape(x))): kernels are generated up to rank 4.
 
     A cast to the type its input already has is left to the cast folder
     (cuts-fold-constants).

@@ -211,13 +211,80 @@ bool splitToSlices(SplitOp op) {
   return true;
 }
 
+// transpose(x) of rank above 4 whose axes merge into at most 4: axes of
+// extent 1 dropped, and runs of input axes that stay adjacent and in order
+// in the output each one axis (ShuffleNet's channel shuffle [N, 2, C/2, H,
+// W] -> [N, C/2, 2, H, W] is [2, C/2, HW] -> [C/2, 2, HW]). The reshapes
+// around the transpose are views; kernels are generated up to rank 4.
+bool mergeTransposeAxes(TransposeOp op) {
+  auto type = llvm::cast<mlir::RankedTensorType>(op.getData().getType());
+  llvm::ArrayRef<int64_t> shape = type.getShape(), perm = op.getPerm();
+  if (shape.size() <= 4)
+    return false;
+  // Kept input axes (extent > 1) and each one's place among them.
+  llvm::SmallVector<int64_t> place(shape.size(), -1);
+  int64_t kept = 0;
+  for (size_t a = 0; a < shape.size(); ++a)
+    if (shape[a] != 1)
+      place[a] = kept++;
+  // Groups in output order: runs whose places rise by one.
+  llvm::SmallVector<llvm::SmallVector<int64_t>> groups;
+  for (int64_t a : perm) {
+    if (place[size_t(a)] < 0)
+      continue;
+    if (groups.empty() ||
+        place[size_t(groups.back().back())] + 1 != place[size_t(a)])
+      groups.emplace_back();
+    groups.back().push_back(a);
+  }
+  if (groups.size() > 4 || groups.empty())
+    return false;
+  // The merged input, its axes in input order; the merged permutation.
+  llvm::SmallVector<size_t> byInput(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g)
+    byInput[g] = g;
+  llvm::sort(byInput, [&](size_t x, size_t y) {
+    return groups[x].front() < groups[y].front();
+  });
+  llvm::SmallVector<int64_t> inShape, mergedPerm(groups.size());
+  for (size_t i = 0; i < byInput.size(); ++i) {
+    int64_t n = 1;
+    for (int64_t a : groups[byInput[i]])
+      n *= shape[size_t(a)];
+    inShape.push_back(n);
+    mergedPerm[byInput[i]] = int64_t(i);
+  }
+  mlir::OpBuilder b(op);
+  mlir::Location loc = op.getLoc();
+  mlir::Type element = type.getElementType();
+  mlir::Value x = b.create<ReshapeOp>(
+      loc, mlir::RankedTensorType::get(inShape, element), op.getData(),
+      b.getDenseI64ArrayAttr(inShape));
+  llvm::SmallVector<int64_t> outShape;
+  for (int64_t p : mergedPerm)
+    outShape.push_back(inShape[size_t(p)]);
+  bool identity = true;
+  for (size_t i = 0; i < mergedPerm.size(); ++i)
+    identity = identity && mergedPerm[i] == int64_t(i);
+  if (!identity)
+    x = b.create<TransposeOp>(loc,
+                              mlir::RankedTensorType::get(outShape, element),
+                              x, b.getDenseI64ArrayAttr(mergedPerm));
+  auto result = llvm::cast<mlir::RankedTensorType>(op.getType());
+  mlir::Value y = b.create<ReshapeOp>(loc, result, x,
+                                      b.getDenseI64ArrayAttr(result.getShape()));
+  op.getResult().replaceAllUsesWith(y);
+  op->erase();
+  return true;
+}
+
 struct SimplifyDataMovementPass
     : impl::SimplifyDataMovementBase<SimplifyDataMovementPass> {
   void runOnOperation() override {
     // In program order, so that a rewritten op's users see its replacement.
     llvm::SmallVector<mlir::Operation *> ops;
     getOperation().walk([&](mlir::Operation *op) {
-      if (llvm::isa<GatherNDOp, AndOp, OrOp, SplitOp>(op))
+      if (llvm::isa<GatherNDOp, AndOp, OrOp, SplitOp, TransposeOp>(op))
         ops.push_back(op);
     });
     for (mlir::Operation *op : ops) {
@@ -225,6 +292,8 @@ struct SimplifyDataMovementPass
         (void)simplifyGatherND(g);
       else if (auto sp = llvm::dyn_cast<SplitOp>(op))
         (void)splitToSlices(sp);
+      else if (auto t = llvm::dyn_cast<TransposeOp>(op))
+        (void)mergeTransposeAxes(t);
       else
         (void)simplifyLogic(op, /*neutral=*/llvm::isa<AndOp>(op));
     }

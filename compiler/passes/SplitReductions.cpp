@@ -241,6 +241,40 @@ void decompose(LayerNormalizationOp ln, int64_t maxRow) {
   split(var, maxRow);
 }
 
+// A mean, sum or max over an empty set (an axis of extent 0) with a
+// result: the reduction's identity everywhere (0, NaN = 0 / 0, the lowest
+// value), a constant. True where op was replaced.
+bool emptySet(mlir::Operation *op) {
+  auto xt = rankedType(op->getOperand(0));
+  auto yt = rankedType(op->getResult(0));
+  if (xt.getNumElements() != 0 || yt.getNumElements() == 0)
+    return false;
+  mlir::Type e = yt.getElementType();
+  mlir::Attribute value;
+  if (auto f = llvm::dyn_cast<mlir::FloatType>(e)) {
+    const llvm::fltSemantics &sem = f.getFloatSemantics();
+    llvm::APFloat v = llvm::isa<ReduceMeanOp>(op) ? llvm::APFloat::getNaN(sem)
+                      : llvm::isa<ReduceMaxOp>(op)
+                          ? llvm::APFloat::getInf(sem, /*Negative=*/true)
+                          : llvm::APFloat::getZero(sem);
+    value = mlir::DenseElementsAttr::get(yt, mlir::FloatAttr::get(e, v));
+  } else if (auto i = llvm::dyn_cast<mlir::IntegerType>(e)) {
+    // A bool's max over nothing is false; an integer's the lowest value.
+    llvm::APInt v = llvm::isa<ReduceMaxOp>(op) && i.getWidth() > 1
+                        ? llvm::APInt::getSignedMinValue(i.getWidth())
+                        : llvm::APInt(i.getWidth(), 0);
+    value = mlir::DenseElementsAttr::get(yt, mlir::IntegerAttr::get(e, v));
+  } else {
+    return false;
+  }
+  mlir::OpBuilder b(op);
+  auto c = b.create<ConstantOp>(op->getLoc(), yt,
+                                llvm::cast<mlir::ElementsAttr>(value));
+  op->getResult(0).replaceAllUsesWith(c.getResult());
+  op->erase();
+  return true;
+}
+
 // A mean, sum or max over axes that are not the trailing ones (an Einsum's
 // summed letter, ReduceSum over axis 0): the input transposed so that they
 // are, the reduction over those, and (keepdims) a reshape to the result's
@@ -306,7 +340,7 @@ struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
         decompose(ln, maxRow);
       else if (llvm::isa<GlobalAveragePoolOp>(op))
         split(op, maxRow);
-      else
+      else if (!emptySet(op))
         split(trailing(op), maxRow);
   }
 };

@@ -115,6 +115,19 @@ def make_attention(path):
                           tm.vi("v", shape)], [tm.vi("y", shape)])
 
 
+def make_channel_shuffle(path):
+    """ShuffleNet-V2's channel shuffle: a rank-5 transpose between reshapes
+    (cuts-simplify-data-movement makes it rank 3), after a conv."""
+    b = tm.Builder(29)
+    h = b.conv("x", 8, 8, 1)
+    h = b.node("Reshape", [h, b.const(np.array([1, 2, 4, 6, 6], np.int64))])
+    h = b.node("Transpose", [h], perm=[0, 2, 1, 3, 4])
+    h = b.node("Reshape", [h, b.const(np.array([1, 8, 6, 6], np.int64))])
+    b.node("Relu", [h])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [1, 8, 6, 6])], [tm.vi("y", [1, 8, 6, 6])])
+
+
 def make_einsum(path):
     """Einsum as exporters write it (MaxViT's attention, a trace, an
     implicit output): a batched product with a transposed result, the
@@ -424,6 +437,7 @@ MODELS = {
     "awkward_names": (make_awkward_names, [('in"put', (2, 3))], []),
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
+    "channel_shuffle": (make_channel_shuffle, [("x", (1, 8, 6, 6))], []),
     "einsum": (make_einsum, [("q", (2, 3, 5, 8)), ("k", (2, 3, 4, 8)),
                              ("m", (2, 3, 4, 4))], []),
     "masked_attention": (make_masked_attention,
@@ -885,7 +899,8 @@ def check_bf16(runner):
 REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
            "masked_attention", "long_rows",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
-           "two_outputs", "resnet_stage", "dense_block", "dense_block8")
+           "two_outputs", "resnet_stage", "dense_block", "dense_block8",
+           "channel_shuffle")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
 # Models whose convs or products run on tensor cores in tf32 too.
 TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "masked_attention",

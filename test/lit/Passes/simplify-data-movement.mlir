@@ -251,3 +251,18 @@ func.func @split_to_slices(%x: tensor<1x4x9xf32>) -> (tensor<1x4x3xf32>, tensor<
   %0:2 = cuts.split %x {axis = 2 : i64, split = array<i64: 3, 6>} : (tensor<1x4x9xf32>) -> (tensor<1x4x3xf32>, tensor<1x4x6xf32>)
   return %0#0, %0#1 : tensor<1x4x3xf32>, tensor<1x4x6xf32>
 }
+
+// A rank-5 transpose whose axes merge: ShuffleNet's channel shuffle is a
+// rank-3 one between views (the batch of 1 dropped, H and W one axis). A
+// rank-6 one whose axes all move (a window partition) stays.
+// CHECK-LABEL: func.func @shuffle
+// CHECK: %[[X:.+]] = cuts.reshape %arg0 {shape = array<i64: 2, 58, 784>} : (tensor<1x2x58x28x28xf32>) -> tensor<2x58x784xf32>
+// CHECK: %[[T:.+]] = cuts.transpose %[[X]] {perm = array<i64: 1, 0, 2>} : (tensor<2x58x784xf32>) -> tensor<58x2x784xf32>
+// CHECK: %[[Y:.+]] = cuts.reshape %[[T]] {shape = array<i64: 1, 58, 2, 28, 28>} : (tensor<58x2x784xf32>) -> tensor<1x58x2x28x28xf32>
+// CHECK: cuts.transpose %arg1 {perm = array<i64: 0, 2, 4, 3, 5, 1>}
+// CHECK: return %[[Y]]
+func.func @shuffle(%x: tensor<1x2x58x28x28xf32>, %w: tensor<2x3x4x5x6x7xf32>) -> (tensor<1x58x2x28x28xf32>, tensor<2x4x6x5x7x3xf32>) {
+  %0 = cuts.transpose %x {perm = array<i64: 0, 2, 1, 3, 4>} : (tensor<1x2x58x28x28xf32>) -> tensor<1x58x2x28x28xf32>
+  %1 = cuts.transpose %w {perm = array<i64: 0, 2, 4, 3, 5, 1>} : (tensor<2x3x4x5x6x7xf32>) -> tensor<2x4x6x5x7x3xf32>
+  return %0, %1 : tensor<1x58x2x28x28xf32>, tensor<2x4x6x5x7x3xf32>
+}
