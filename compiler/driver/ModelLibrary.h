@@ -18,13 +18,20 @@ namespace cuts::driver {
 /// runtime C API, named after `prefix` (a C identifier).
 std::string modelHeader(const rt::Manifest &m, const std::string &prefix);
 
-/// The C++ source of libmodel.so: the artifact embedded (`.incbin` of
-/// `artifactPath`) and the functions model.h declares.
+/// The largest artifact libmodel.so embeds: past 2 GiB its 32-bit
+/// relocations overflow (RegNet-Y 128GF's 2.6 GB failed to link).
+constexpr uint64_t kMaxEmbeddedArtifact = uint64_t(1) << 30;
+
+/// The C++ source of libmodel.so: the functions model.h declares, and the
+/// artifact embedded (`.incbin` of `artifactPath`), or where `embed` is
+/// false read at load from the file of its name beside the library.
 std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
-                               const std::string &artifactPath);
+                               const std::string &artifactPath,
+                               bool embed = true);
 
 /// Builds `library` (lib<prefix>.so) with the C++ compiler ($CXX, else c++)
-/// from modelLibrarySource, against the runtime's static library and
+/// from modelLibrarySource (embedding artifacts up to
+/// kMaxEmbeddedArtifact), against the runtime's static library and
 /// headers; model.h must be in `headerDir`. On failure false and `error`.
 bool buildModelLibrary(const rt::Manifest &m, const std::string &prefix,
                        const std::string &artifactPath,

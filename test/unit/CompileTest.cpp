@@ -93,6 +93,17 @@ TEST_CASE("compile: int64 and bool tensors keep their dtypes", "[driver]") {
         std::string::npos);
   CHECK(lib.find("{\"y\", CUTS_FLOAT32, 3, s2, (void *)y}") !=
         std::string::npos);
+  CHECK(lib.find(".incbin \\\"/x/model.cuts\\\"") != std::string::npos);
+  // An artifact too large to embed is read from beside the library.
+  std::string beside =
+      driver::modelLibrarySource(m, "bert", "/x/model.cuts", false);
+  CHECK(beside.find(".incbin") == std::string::npos);
+  CHECK(beside.find("dladdr(reinterpret_cast<void *>(&bert_load)") !=
+        std::string::npos);
+  CHECK(beside.find("cuts_model_load((dir + \"/model.cuts\").c_str()") !=
+        std::string::npos);
+  CHECK(beside.find("{\"y\", CUTS_FLOAT32, 3, s2, (void *)y}") !=
+        std::string::npos);
 }
 
 TEST_CASE("compile: an element type an artifact cannot hold is named",
