@@ -153,6 +153,19 @@ private:
   LogicalResult convVariadic(const onnx::NodeProto &);
   LogicalResult convTrilu(const onnx::NodeProto &);
   LogicalResult convEinsum(const onnx::NodeProto &);
+  // convEinsum's pieces: an operand's diagonals (its term loses the repeats)
+  // and sums over letters not in `keep` (its term loses them), and the
+  // product of two operands as one batched matmul.
+  FailureOr<Value> einsumDiagonals(Value v, std::string &term);
+  FailureOr<Value> einsumSum(Value v, std::string &term, StringRef keep);
+  LogicalResult einsumProduct(Value a, StringRef ta, Value b, StringRef tb,
+                              StringRef out,
+                              const std::map<char, int64_t> &size);
+  // v transposed from the axes `from` to `to` (one letter an axis), and
+  // reshaped; v itself where nothing changes.
+  FailureOr<Value> permuteAxes(Value v, StringRef from, StringRef to);
+  FailureOr<Value> reshapeTo(Value v, ArrayRef<int64_t> shape);
+  FailureOr<Value> result(FailureOr<Operation *> op);
   /// A rank-0 constant v of element type `element` (float or integer).
   Value scalarConstant(Type element, double v);
   LogicalResult convPow(const onnx::NodeProto &);
@@ -1046,6 +1059,83 @@ FailureOr<EinsumAxes> parseEinsum(std::string eq, ArrayRef<int64_t> ranks,
 
 } // namespace
 
+FailureOr<Value> Importer::result(FailureOr<Operation *> op) {
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+FailureOr<Value> Importer::reshapeTo(Value v, ArrayRef<int64_t> shape) {
+  if (typeOf(v).getShape() == shape)
+    return v;
+  return result(create<ReshapeOp>({v}, {named("shape", ints(shape))}));
+}
+
+FailureOr<Value> Importer::permuteAxes(Value v, StringRef from, StringRef to) {
+  if (from == to)
+    return v;
+  SmallVector<int64_t> perm;
+  for (char c : to)
+    perm.push_back(int64_t(from.find(c)));
+  return result(create<TransposeOp>({v}, {named("perm", ints(perm))}));
+}
+
+FailureOr<Value> Importer::einsumDiagonals(Value v, std::string &term) {
+  // A letter twice: the pair moved last and merged, every (n + 1)-th
+  // element gathered; then the term again, until no letter repeats.
+  for (size_t i = 0; i < term.size(); ++i) {
+    size_t j = term.find(term[i], i + 1);
+    if (j == std::string::npos)
+      continue;
+    if (term.find(term[i], j + 1) != std::string::npos) {
+      (void)nodeFail("index '" + Twine(term[i]) +
+                     "' appears three times in one operand");
+      return failure();
+    }
+    std::string rest = term;
+    rest.erase(j, 1), rest.erase(i, 1);
+    auto shape = typeOf(v).getShape();
+    const int64_t n = shape[i];
+    SmallVector<int64_t> merged;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (d != i && d != j)
+        merged.push_back(shape[d]);
+    merged.push_back(n * n);
+    auto moved = permuteAxes(v, term, rest + term[i] + term[i]);
+    auto flat = failed(moved) ? moved : reshapeTo(*moved, merged);
+    if (failed(flat))
+      return failure();
+    auto it = RankedTensorType::get({n}, builder.getI64Type());
+    SmallVector<int64_t> at;
+    for (int64_t k = 0; k < n; ++k)
+      at.push_back(k * (n + 1));
+    Value idx = builder.create<ConstantOp>(
+        loc, it, DenseElementsAttr::get(it, ArrayRef<int64_t>(at)));
+    auto diag = result(create<GatherOp>(
+        {*flat, idx}, {named("axis", i64(int64_t(rest.size())))}));
+    if (failed(diag))
+      return failure();
+    v = *diag, term = rest + term[i], i = size_t(-1);
+  }
+  return v;
+}
+
+FailureOr<Value> Importer::einsumSum(Value v, std::string &term,
+                                     StringRef keep) {
+  SmallVector<int64_t> summed;
+  std::string kept;
+  for (size_t d = 0; d < term.size(); ++d)
+    if (keep.find(term[d]) == StringRef::npos)
+      summed.push_back(int64_t(d));
+    else
+      kept.push_back(term[d]);
+  if (summed.empty())
+    return v;
+  term = kept;
+  return result(create<ReduceSumOp>({v}, {named("axes", ints(summed)),
+                                         named("keepdims", boolean(false))}));
+}
+
 // ONNX Einsum of one or two operands as what it computes: a letter repeated
 // in one operand takes the diagonal (a gather), letters of one operand alone
 // that the output lacks are summed, and two operands meet in one batched
@@ -1081,115 +1171,59 @@ LogicalResult Importer::convEinsum(const onnx::NodeProto &) {
                         Twine(at->second) + " and " + Twine(n) +
                         " (broadcasting is not supported)");
     }
+  const std::string &out = axes->output;
+  std::string &ta = axes->inputs[0];
+  // Diagonals first, then what neither the output nor the other operand
+  // has is summed.
+  SmallVector<FailureOr<Value>, 2> v;
+  for (size_t t = 0; t < x.size(); ++t)
+    v.push_back(einsumDiagonals(x[t], axes->inputs[t]));
+  for (size_t t = 0; t < x.size(); ++t)
+    if (succeeded(v[t]))
+      v[t] = einsumSum(*v[t], axes->inputs[t],
+                       x.size() == 2 ? axes->inputs[1 - t] + out : out);
+  if (llvm::any_of(v, [](auto &r) { return failed(r); }))
+    return failure();
+  if (x.size() == 1) {
+    auto y = permuteAxes(*v[0], ta, out);
+    return failed(y) ? failure() : define(0, *y);
+  }
+  return einsumProduct(*v[0], ta, *v[1], axes->inputs[1], out, size);
+}
+
+LogicalResult Importer::einsumProduct(Value a, StringRef ta, Value b,
+                                      StringRef tb, StringRef out,
+                                      const std::map<char, int64_t> &size) {
+  std::string batch, contracted, left, right;
+  for (char c : out)
+    (ta.contains(c) ? (tb.contains(c) ? batch : left) : right).push_back(c);
+  for (char c : ta)
+    if (tb.contains(c) && !out.contains(c))
+      contracted.push_back(c);
   auto shapeOf = [&](StringRef letters) {
     SmallVector<int64_t> s;
     for (char c : letters)
-      s.push_back(size[c]);
+      s.push_back(size.at(c));
     return s;
   };
   auto product = [&](StringRef letters) {
     int64_t p = 1;
     for (char c : letters)
-      p *= size[c];
+      p *= size.at(c);
     return p;
   };
-  auto result = [](FailureOr<Operation *> op) -> FailureOr<Value> {
-    if (failed(op))
-      return failure();
-    return (*op)->getResult(0);
-  };
-  auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> FailureOr<Value> {
-    if (typeOf(v).getShape() == shape)
-      return v;
-    return result(create<ReshapeOp>({v}, {named("shape", ints(shape))}));
-  };
-  auto permute = [&](Value v, StringRef from,
-                     StringRef to) -> FailureOr<Value> {
-    if (from == to)
-      return v;
-    SmallVector<int64_t> perm;
-    for (char c : to)
-      perm.push_back(int64_t(from.find(c)));
-    return result(create<TransposeOp>({v}, {named("perm", ints(perm))}));
-  };
-  // Operand t with each repeated letter's diagonal taken (the pair moved
-  // last, merged, and every (n + 1)-th element gathered) and the letters
-  // in neither `keep` nor another place summed.
-  auto prepare = [&](size_t t, const std::string &keep) -> FailureOr<Value> {
-    Value v = x[t];
-    std::string &term = axes->inputs[t];
-    for (size_t i = 0; i < term.size(); ++i) {
-      size_t j = term.find(term[i], i + 1);
-      if (j == std::string::npos)
-        continue;
-      if (term.find(term[i], j + 1) != std::string::npos)
-        return nodeFail("index '" + Twine(term[i]) +
-                        "' appears three times in one operand");
-      std::string rest = term;
-      rest.erase(j, 1), rest.erase(i, 1);
-      std::string order = rest + term[i] + term[i];
-      auto moved = permute(v, term, order);
-      SmallVector<int64_t> merged = shapeOf(rest);
-      const int64_t n = size[term[i]];
-      merged.push_back(n * n);
-      auto flat = failed(moved) ? moved : reshape(*moved, merged);
-      if (failed(flat))
-        return failure();
-      auto it = RankedTensorType::get({n}, builder.getI64Type());
-      SmallVector<int64_t> at;
-      for (int64_t k = 0; k < n; ++k)
-        at.push_back(k * (n + 1));
-      Value idx = builder.create<ConstantOp>(
-          loc, it, DenseElementsAttr::get(it, ArrayRef<int64_t>(at)));
-      auto diag = result(create<GatherOp>(
-          {*flat, idx}, {named("axis", i64(int64_t(rest.size())))}));
-      if (failed(diag))
-        return failure();
-      v = *diag, term = rest + term[i], i = size_t(-1);
-    }
-    SmallVector<int64_t> summed;
-    std::string kept;
-    for (size_t d = 0; d < term.size(); ++d)
-      (keep.find(term[d]) == std::string::npos ? summed.push_back(int64_t(d))
-                                               : kept.push_back(term[d]));
-    if (summed.empty())
-      return v;
-    term = kept;
-    return result(create<ReduceSumOp>({v}, {named("axes", ints(summed)),
-                                           named("keepdims", boolean(false))}));
-  };
-  const std::string &out = axes->output;
-  if (x.size() == 1) {
-    auto v = prepare(0, out);
-    auto y = failed(v) ? v : permute(*v, axes->inputs[0], out);
-    return failed(y) ? failure() : define(0, *y);
-  }
-  auto a = prepare(0, axes->inputs[1] + out);
-  auto b = prepare(1, axes->inputs[0] + out);
-  if (failed(a) || failed(b))
-    return failure();
-  const std::string &ta = axes->inputs[0], &tb = axes->inputs[1];
-  std::string batch, contracted, left, right;
-  for (char c : out)
-    (ta.find(c) != std::string::npos
-         ? (tb.find(c) != std::string::npos ? batch : left)
-         : right)
-        .push_back(c);
-  for (char c : ta)
-    if (tb.find(c) != std::string::npos && out.find(c) == std::string::npos)
-      contracted.push_back(c);
   SmallVector<int64_t> as = shapeOf(batch), bs = shapeOf(batch);
   as.append({product(left), product(contracted)});
   bs.append({product(contracted), product(right)});
-  auto am = permute(*a, ta, batch + left + contracted);
-  am = failed(am) ? am : reshape(*am, as);
-  auto bm = permute(*b, tb, batch + contracted + right);
-  bm = failed(bm) ? bm : reshape(*bm, bs);
+  auto am = permuteAxes(a, ta, batch + left + contracted);
+  am = failed(am) ? am : reshapeTo(*am, as);
+  auto bm = permuteAxes(b, tb, batch + contracted + right);
+  bm = failed(bm) ? bm : reshapeTo(*bm, bs);
   if (failed(am) || failed(bm))
     return failure();
   auto y = result(create<MatMulOp>({*am, *bm}, {}));
-  y = failed(y) ? y : reshape(*y, shapeOf(batch + left + right));
-  y = failed(y) ? y : permute(*y, batch + left + right, out);
+  y = failed(y) ? y : reshapeTo(*y, shapeOf(batch + left + right));
+  y = failed(y) ? y : permuteAxes(*y, batch + left + right, out);
   return failed(y) ? failure() : define(0, *y);
 }
 

@@ -213,6 +213,32 @@ def duplicate_output():
         [vi("x", [2])], [vi("y", [2])], check=False)
 
 
+def _einsum(equation, shapes):
+    # Not checked: ONNX's own checker rejects some of these, a user's file
+    # need not have been.
+    return model(
+        [helper.make_node("Einsum", ["x%d" % i for i in range(len(shapes))],
+                          ["y"], name="bad_einsum", equation=equation)],
+        [vi("x%d" % i, s) for i, s in enumerate(shapes)], [vi("y", [2])],
+        opset=17, check=False)
+
+
+def einsum_three():
+    return _einsum("ij,jk,kl->il", [[2, 2], [2, 2], [2, 2]])
+
+
+def einsum_triple_index():
+    return _einsum("iii->i", [[2, 2, 2]])
+
+
+def einsum_extents():
+    return _einsum("ij,ij->i", [[2, 3], [2, 4]])
+
+
+def einsum_rank():
+    return _einsum("ijk->i", [[2, 3]])
+
+
 def truncated():
     """conv_bn_relu, serialized and cut in half (returns bytes)."""
     data = conv_bn_relu().SerializeToString()
