@@ -278,6 +278,23 @@ std::string unpack16(dfg::Type t, const std::string &v, size_t words,
   return widen(t, "(unsigned short)(" + word + (j % 2 ? " >> 16" : "") + ")");
 }
 
+// The unsigned type of `words` 32-bit words: unsigned, uint2 or uint4.
+std::string wordVector(size_t words) {
+  return words == 1 ? "unsigned" : words == 2 ? "uint2" : "uint4";
+}
+
+// 16-bit elements' bits `raw` (unsigned shorts, in order) packed into
+// wordVector(raw.size() / 2), the first of each pair in the low half.
+std::string pack16(const std::vector<std::string> &raw) {
+  const size_t words = raw.size() / 2;
+  std::string out;
+  for (size_t k = 0; k < words; ++k)
+    out += std::string(k ? ", " : "") + "(unsigned)" + raw[2 * k] +
+           " | (unsigned)" + raw[2 * k + 1] + " << 16";
+  return words == 1 ? "(" + out + ")" : "make_" + wordVector(words) + "(" +
+                                            out + ")";
+}
+
 std::string typedNum(double v, dfg::Type t) {
   switch (t) {
   case dfg::Type::I64:
@@ -555,11 +572,6 @@ private:
                                            const std::set<int> &deferred) const;
   void emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
                    const std::set<int> &deferred, const std::string &indent);
-  // emitPickRun's 16-bit parts: 128-, 64- or 32-bit loads through `base`
-  // where `all` holds, unpacked to fp32.
-  void emitPickRun16(const dfg::Graph &g, const std::vector<int> &ids,
-                     const std::string &base, const std::string &all,
-                     bool ragged, const std::string &indent);
   // The bisection of Pick n's parts by their offsets along the concat axis:
   // `leaf(i, indent)` emits what part i's branch does.
   void
@@ -573,6 +585,14 @@ private:
                       const std::string &all, const std::string &ptr,
                       const std::vector<std::string> &fallback,
                       const std::string &indent);
+  // The same for 16-bit elements of type `t` (`ptr` the address of the
+  // first, `fallback` each element's bits): one 32-, 64- or 128-bit load,
+  // each element named after its fp32 value.
+  void emitVectorLoad16(const dfg::Graph &g, dfg::Type t,
+                        const std::vector<int> &ids, const std::string &all,
+                        const std::string &ptr,
+                        const std::vector<std::string> &fallback,
+                        const std::string &indent);
   // The runs of `width` consecutive positions of `byPos`, each starting at
   // a multiple of it, none of whose members is in `taken` (which gains
   // them): their ids by position.
@@ -1015,13 +1035,8 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
   const dfg::Node &head = g.node(r.ids.front());
   const dfg::Node &last = g.node(r.ids.back());
   const dfg::Buffer &b = g.buffer(head.buffer);
-  const size_t w = r.ids.size(), words = w / 2;
-  const std::string vec = words == 1   ? "unsigned"
-                          : words == 2 ? "uint2"
-                                       : "uint4";
-  std::string ptr = "reinterpret_cast<" + std::string(r.store ? "" : "const ") +
-                    vec + " *>(&" + b.name + "[" + address(b, head.index) +
-                    "])";
+  const size_t w = r.ids.size();
+  std::string first = "&" + b.name + "[" + address(b, head.index) + "]";
   const int u = unitAxis(b);
   const bool ragged = b.extents[u] % int64_t(w) != 0;
   const std::string all = inside(b, ragged ? last.index : head.index);
@@ -1029,18 +1044,14 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
   auto scalar = [&](size_t j) {
     return b.name + "[" + address(b, index(j)) + "]";
   };
-  auto pack = [&](const std::vector<std::string> &raw) {
-    std::string out;
-    for (size_t k = 0; k < words; ++k)
-      out += std::string(k ? ", " : "") + "(unsigned)" + raw[2 * k] +
-             " | (unsigned)" + raw[2 * k + 1] + " << 16";
-    return words == 1 ? "(" + out + ")" : "make_" + vec + "(" + out + ")";
-  };
   if (r.store) {
     std::vector<std::string> raw;
     for (size_t j = 0; j < w; ++j)
       raw.push_back(narrow(b.type, nameOf(g, g.node(r.ids[j]).in[0])));
-    emitVectorStore(g, r, ptr, pack(raw), all, raw, ragged, ind);
+    emitVectorStore(g, r,
+                    "reinterpret_cast<" + wordVector(w / 2) + " *>(" + first +
+                        ")",
+                    pack16(raw), all, raw, ragged, ind);
     return;
   }
   // Outside the tensor an element reads as +0 (all bits clear).
@@ -1049,14 +1060,25 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
     fallback.push_back(ragged ? "((" + inside(b, index(j)) + ") ? " +
                                     scalar(j) + " : (unsigned short)0)"
                               : "0u");
-  const std::string v = nameOf(g, r.ids[0]) + "_w" + std::to_string(w);
-  os << ind << "const " << vec << " " << v << " = (" << all << ") ? *" << ptr
-     << " : " << pack(fallback) << ";\n";
+  emitVectorLoad16(g, b.type, r.ids, all, first, fallback, ind);
+}
+
+void Emitter::emitVectorLoad16(const dfg::Graph &g, dfg::Type t,
+                               const std::vector<int> &ids,
+                               const std::string &all, const std::string &ptr,
+                               const std::vector<std::string> &fallback,
+                               const std::string &ind) {
+  const size_t w = ids.size(), words = w / 2;
+  const std::string vec = wordVector(words);
+  const std::string v = nameOf(g, ids[0]) + "_w" + std::to_string(w);
+  os << ind << "const " << vec << " " << v << " = (" << all
+     << ") ? *reinterpret_cast<const " << vec << " *>(" << ptr
+     << ") : " << pack16(fallback) << ";\n";
   for (size_t j = 0; j < w; ++j) {
     std::string e = v + "_" + std::to_string(j);
-    os << ind << "const float " << e << " = " << unpack16(b.type, v, words, j)
+    os << ind << "const float " << e << " = " << unpack16(t, v, words, j)
        << ";\n";
-    names[{&g, r.ids[j]}] = e;
+    names[{&g, ids[j]}] = e;
   }
 }
 
@@ -1282,58 +1304,28 @@ void Emitter::emitPickRun(const dfg::Graph &g, const std::vector<int> &ids,
   const dfg::Node &head = g.node(ids.front());
   std::string base = pickBase(g, head, deferred, ind);
   const dfg::Buffer &b = g.buffer(g.node(head.in[0]).buffer);
+  const bool half = b.type != dfg::Type::F32;
   size_t w = ids.size();
-  std::string vec = w == 4 ? "float4" : "float2";
   bool ragged = b.extents[size_t(unitAxis(b))] % int64_t(w) != 0;
   std::string all =
       pickInner(g, ragged ? g.node(ids.back()) : head, base).first;
-  if (b.type != dfg::Type::F32)
-    return emitPickRun16(g, ids, base, all, ragged, ind);
+  // Outside the parts an element reads as 0 (16-bit: its bits clear).
+  const std::string zero = half ? "(unsigned short)0" : "0.0f";
   std::vector<std::string> fallback;
   for (size_t j = 0; j < w; ++j) {
     auto [guard, offset] = pickInner(g, g.node(ids[j]), base);
-    fallback.push_back(ragged ? "(" + guard + ") ? " + base + "[" + offset +
-                                    "] : 0.0f"
-                              : "0.0f");
+    fallback.push_back(ragged ? "((" + guard + ") ? " + base + "[" + offset +
+                                    "] : " + zero + ")"
+                       : half ? "0u"
+                              : zero);
   }
+  std::string first = base + " + " + pickInner(g, head, base).second;
+  if (half)
+    return emitVectorLoad16(g, b.type, ids, all, first, fallback, ind);
+  std::string vec = w == 4 ? "float4" : "float2";
   emitVectorLoad(g, ids, all,
-                 "reinterpret_cast<const " + vec + " *>(" + base + " + " +
-                     pickInner(g, head, base).second + ")",
+                 "reinterpret_cast<const " + vec + " *>(" + first + ")",
                  fallback, ind);
-}
-
-void Emitter::emitPickRun16(const dfg::Graph &g, const std::vector<int> &ids,
-                            const std::string &base, const std::string &all,
-                            bool ragged, const std::string &ind) {
-  // As emitVectorRun16's loads, through the run's part pointer.
-  const dfg::Buffer &b = g.buffer(g.node(g.node(ids.front()).in[0]).buffer);
-  const size_t w = ids.size(), words = w / 2;
-  const std::string vec = words == 1   ? "unsigned"
-                          : words == 2 ? "uint2"
-                                       : "uint4";
-  std::vector<std::string> raw;
-  for (size_t j = 0; j < w; ++j) {
-    auto [guard, offset] = pickInner(g, g.node(ids[j]), base);
-    raw.push_back(ragged ? "((" + guard + ") ? " + base + "[" + offset +
-                               "] : (unsigned short)0)"
-                         : "0u");
-  }
-  std::string packed;
-  for (size_t k = 0; k < words; ++k)
-    packed += std::string(k ? ", " : "") + "(unsigned)" + raw[2 * k] +
-              " | (unsigned)" + raw[2 * k + 1] + " << 16";
-  packed = words == 1 ? "(" + packed + ")" : "make_" + vec + "(" + packed + ")";
-  const std::string v = nameOf(g, ids[0]) + "_w" + std::to_string(w);
-  os << ind << "const " << vec << " " << v << " = (" << all
-     << ") ? *reinterpret_cast<const " << vec << " *>(" << base << " + "
-     << pickInner(g, g.node(ids.front()), base).second << ") : " << packed
-     << ";\n";
-  for (size_t j = 0; j < w; ++j) {
-    std::string e = v + "_" + std::to_string(j);
-    os << ind << "const float " << e << " = " << unpack16(b.type, v, words, j)
-       << ";\n";
-    names[{&g, ids[j]}] = e;
-  }
 }
 
 void Emitter::emitPick(const dfg::Graph &g, int id,
