@@ -967,6 +967,7 @@ private:
   bool addConcat(ConcatOp cat, std::string &error);
   bool addSlice(SliceOp sl, std::string &error);
   bool addGather(GatherOp g, std::string &error);
+  bool addGatherElements(GatherElementsOp g, std::string &error);
   bool addPad(PadOp pad, std::string &error);
   bool addScalar(mlir::Operation *op, std::string &error);
 
@@ -1098,6 +1099,37 @@ bool ElementwiseLowering::addGather(GatherOp g, std::string &error) {
   return true;
 }
 
+// out[i...] = data[i... with i_axis = indices[i...]] (ONNX GatherElements):
+// the indices have the output's shape, the data is read along `axis` at the
+// loaded position and elsewhere at the output's.
+bool ElementwiseLowering::addGatherElements(GatherElementsOp g,
+                                            std::string &error) {
+  if (!fromOutside(g, g.getData(), error) ||
+      !fromOutside(g, g.getIndices(), error))
+    return false;
+  auto res = shapeOf(g.getOutput()), data = shapeOf(g.getData());
+  if (!broadcastsTo(res, out)) {
+    error = opName(g) + ": its result does not broadcast to the output";
+    return false;
+  }
+  size_t lead = out.size() - res.size();
+  int64_t axis = g.getAxis();
+  codegen::ElementwiseInput ix{b.add("idx", g.getIndices()), res};
+  ix.type = *dfgType(g.getIndices());
+  codegen::ElementwiseInput dx{b.add("table", g.getData()), data};
+  dx.type = *dfgType(g.getData());
+  for (size_t d = 0; d < res.size(); ++d) {
+    ix.follows.push_back(outAxis(res, lead, d));
+    dx.follows.push_back(int64_t(d) == axis ? dx.kGathered
+                                            : outAxis(res, lead, d));
+  }
+  dx.indices = int(inputs.size());
+  inputs.push_back(ix);
+  stepOf[g] = -1 - int(inputs.size());
+  inputs.push_back(dx);
+  return true;
+}
+
 // A pad with zeros reads its input shifted back by the begin pads, the
 // positions outside it reading 0; a transposed input through both.
 bool ElementwiseLowering::addPad(PadOp pad, std::string &error) {
@@ -1177,6 +1209,8 @@ bool ElementwiseLowering::add(mlir::Operation *op, std::string &error) {
     return addSlice(sl, error);
   if (auto g = llvm::dyn_cast<GatherOp>(op))
     return addGather(g, error);
+  if (auto g = llvm::dyn_cast<GatherElementsOp>(op))
+    return addGatherElements(g, error);
   if (auto pad = llvm::dyn_cast<PadOp>(op))
     return addPad(pad, error);
   if (auto t = llvm::dyn_cast<TransposeOp>(op)) {

@@ -1,5 +1,6 @@
 //===- OnnxImporter.cpp - ONNX ModelProto to the cuts dialect -------------===//
 #include "compiler/onnx/OnnxImporter.h"
+#include "compiler/onnx/Importer.h"
 
 #include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
@@ -28,199 +29,7 @@
 
 using namespace mlir;
 
-namespace cuts {
-namespace {
-
-// Thrown-free error plumbing: every failing helper records one message and
-// returns failure; the first message wins.
-class Importer {
-public:
-  Importer(MLIRContext &ctx, StringRef modelDir, const ImportOptions &opts)
-      : ctx(ctx), builder(&ctx), modelDir(modelDir.str()), opts(opts) {}
-
-  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
-  std::string error;
-
-private:
-  // The model's parts, in the order run() imports them.
-  LogicalResult readOpset(const onnx::ModelProto &model);
-  LogicalResult importInputs(const onnx::GraphProto &graph,
-                             SmallVector<Type> &types,
-                             SmallVector<std::string> &names);
-  /// The shape of input `in` (named `what` in errors): --input-shape's
-  /// where given (checked against what the model declares), else the
-  /// model's, which must be static.
-  FailureOr<SmallVector<int64_t>> inputShape(const onnx::ValueInfoProto &in,
-                                             const std::string &what);
-  LogicalResult importNode(const onnx::NodeProto &n);
-  /// Output `out` computes `t`: the element type and the shape the model
-  /// declares (where it declares them) must match.
-  LogicalResult checkOutput(const onnx::ValueInfoProto &out,
-                            RankedTensorType t);
-  LogicalResult importOutputs(const onnx::GraphProto &graph, func::FuncOp func,
-                              ArrayRef<Type> argTypes);
-
-  using Converter = LogicalResult (Importer::*)(const onnx::NodeProto &);
-  static const llvm::StringMap<Converter> &converters();
-  friend std::vector<std::string> cuts::supportedOnnxOps();
-
-  // Errors.
-  LogicalResult fail(const Twine &msg) {
-    if (error.empty())
-      error = msg.str();
-    return failure();
-  }
-  LogicalResult nodeFail(const Twine &msg) {
-    return fail("node '" + nodeName + "' (" + node->op_type() + ", opset " +
-                Twine(opset) + "): " + msg);
-  }
-
-  // Types and tensors.
-  FailureOr<Type> elementType(int32_t onnxType, const Twine &what);
-  FailureOr<ElementsAttr> tensorAttr(const onnx::TensorProto &t,
-                                     const Twine &what);
-  FailureOr<std::string> tensorBytes(const onnx::TensorProto &t, Type et,
-                                     int64_t numel, const Twine &what);
-
-  // Values.
-  FailureOr<Value> lookup(const std::string &name);
-  Value input(int k) {
-    if (k >= node->input_size() || node->input(k).empty())
-      return nullptr;
-    auto v = lookup(node->input(k));
-    return succeeded(v) ? *v : nullptr;
-  }
-  bool hasInput(int k) const {
-    return k < node->input_size() && !node->input(k).empty();
-  }
-  FailureOr<Value> required(int k);
-  std::optional<HostTensor> constantOf(Value v, int depth = 0);
-  Attribute constantAttr(Value v, int depth);
-  Attribute evaluate(Value v, int depth);
-  FailureOr<std::vector<int64_t>> constInts(int k, const char *what);
-  FailureOr<std::optional<double>> constScalar(int k, const char *what);
-  LogicalResult define(int k, Value v);
-
-  // Attributes of the current node.
-  const onnx::AttributeProto *attr(StringRef name);
-  FailureOr<int64_t> attrInt(StringRef name, int64_t dflt);
-  FailureOr<float> attrFloat(StringRef name, float dflt);
-  FailureOr<std::string> attrString(StringRef name, StringRef dflt);
-  FailureOr<std::optional<std::vector<int64_t>>> attrInts(StringRef name);
-
-  // Op creation: infer the result types first so that a failure becomes an
-  // error naming the node (the ODS builders would abort instead).
-  template <typename OpTy>
-  FailureOr<Operation *> create(ValueRange operands,
-                                ArrayRef<NamedAttribute> attrs);
-  template <typename OpTy>
-  LogicalResult emit(ValueRange operands, ArrayRef<NamedAttribute> attrs = {});
-  NamedAttribute named(StringRef n, Attribute a) {
-    return builder.getNamedAttr(n, a);
-  }
-  Attribute i64(int64_t v) { return builder.getI64IntegerAttr(v); }
-  Attribute f32(float v) { return builder.getF32FloatAttr(v); }
-  Attribute f64(double v) { return builder.getF64FloatAttr(v); }
-  Attribute ints(ArrayRef<int64_t> v) {
-    return builder.getDenseI64ArrayAttr(v);
-  }
-  Attribute boolean(bool v) { return builder.getBoolAttr(v); }
-  RankedTensorType typeOf(Value v) {
-    return llvm::cast<RankedTensorType>(v.getType());
-  }
-
-  // Shared pieces of several converters.
-  struct Window {
-    std::vector<int64_t> kernel, strides, pads, dilations;
-  };
-  FailureOr<Window> window(Value x, std::optional<std::vector<int64_t>> kernel,
-                           bool ceilMode);
-  FailureOr<std::vector<int64_t>> axesFor(int inputIndex, int64_t rank,
-                                          bool required);
-  LogicalResult normaliseAxes(std::vector<int64_t> &axes, int64_t rank);
-
-  // Converters, one per ONNX op type (see converters()).
-  LogicalResult convConv(const onnx::NodeProto &);
-  LogicalResult convConvTranspose(const onnx::NodeProto &);
-  LogicalResult convMatMul(const onnx::NodeProto &);
-  LogicalResult convGemm(const onnx::NodeProto &);
-  template <typename OpTy> LogicalResult convBinary(const onnx::NodeProto &);
-  template <typename OpTy> LogicalResult convUnary(const onnx::NodeProto &);
-  template <bool Greater, bool OrEqual>
-  LogicalResult convCompare(const onnx::NodeProto &);
-  LogicalResult convMod(const onnx::NodeProto &);
-  template <typename OpTy, bool Mean = false>
-  LogicalResult convVariadic(const onnx::NodeProto &);
-  LogicalResult convTrilu(const onnx::NodeProto &);
-  LogicalResult convEinsum(const onnx::NodeProto &);
-  // convEinsum's pieces: an operand's diagonals (its term loses the repeats)
-  // and sums over letters not in `keep` (its term loses them), and the
-  // product of two operands as one batched matmul.
-  FailureOr<Value> einsumDiagonals(Value v, std::string &term);
-  FailureOr<Value> einsumSum(Value v, std::string &term, StringRef keep);
-  LogicalResult einsumProduct(Value a, StringRef ta, Value b, StringRef tb,
-                              StringRef out,
-                              const std::map<char, int64_t> &size);
-  // v transposed from the axes `from` to `to` (one letter an axis), and
-  // reshaped; v itself where nothing changes.
-  FailureOr<Value> permuteAxes(Value v, StringRef from, StringRef to);
-  FailureOr<Value> reshapeTo(Value v, ArrayRef<int64_t> shape);
-  FailureOr<Value> result(FailureOr<Operation *> op);
-  /// A rank-0 constant v of element type `element` (float or integer).
-  Value scalarConstant(Type element, double v);
-  LogicalResult convPow(const onnx::NodeProto &);
-  LogicalResult convWhere(const onnx::NodeProto &);
-  LogicalResult convLeakyRelu(const onnx::NodeProto &);
-  LogicalResult convHardSigmoid(const onnx::NodeProto &);
-  LogicalResult convGelu(const onnx::NodeProto &);
-  LogicalResult convClip(const onnx::NodeProto &);
-  LogicalResult convBatchNorm(const onnx::NodeProto &);
-  LogicalResult convLayerNorm(const onnx::NodeProto &);
-  LogicalResult convSoftmax(const onnx::NodeProto &);
-  LogicalResult convMaxPool(const onnx::NodeProto &);
-  LogicalResult convAveragePool(const onnx::NodeProto &);
-  LogicalResult convGlobalAveragePool(const onnx::NodeProto &);
-  LogicalResult convFlatten(const onnx::NodeProto &);
-  LogicalResult convReshape(const onnx::NodeProto &);
-  LogicalResult convTranspose(const onnx::NodeProto &);
-  LogicalResult convConcat(const onnx::NodeProto &);
-  LogicalResult convSplit(const onnx::NodeProto &);
-  LogicalResult convSlice(const onnx::NodeProto &);
-  LogicalResult convGather(const onnx::NodeProto &);
-  LogicalResult convGatherElements(const onnx::NodeProto &);
-  LogicalResult convGatherND(const onnx::NodeProto &);
-  LogicalResult checkIndices(Value indices, int64_t n);
-  LogicalResult convUnsqueeze(const onnx::NodeProto &);
-  LogicalResult convSqueeze(const onnx::NodeProto &);
-  LogicalResult convExpand(const onnx::NodeProto &);
-  LogicalResult convCast(const onnx::NodeProto &);
-  template <typename OpTy> LogicalResult convReduce(const onnx::NodeProto &);
-  LogicalResult convPad(const onnx::NodeProto &);
-  LogicalResult convIdentity(const onnx::NodeProto &);
-  LogicalResult convDropout(const onnx::NodeProto &);
-  LogicalResult convConstant(const onnx::NodeProto &);
-  LogicalResult convConstantOfShape(const onnx::NodeProto &);
-  LogicalResult convShape(const onnx::NodeProto &);
-  LogicalResult convRange(const onnx::NodeProto &);
-
-  MLIRContext &ctx;
-  OpBuilder builder;
-  std::string modelDir;
-  const ImportOptions &opts;
-  int64_t opset = 0;
-  Block *body = nullptr;
-  Operation *lastConstant = nullptr; // initializers go after this
-
-  llvm::StringMap<Value> values;
-  llvm::StringMap<const onnx::TensorProto *> initializers;
-  llvm::StringMap<std::string> argNames; // block argument -> graph input name
-  llvm::DenseMap<Value, std::string> inputNameOf;
-  llvm::DenseMap<Value, Attribute> constants; // memo of constantAttr
-  llvm::StringSet<> blobNames;
-  const onnx::NodeProto *node = nullptr;
-  std::string nodeName;
-  Location loc = UnknownLoc::get(&ctx);
-};
+namespace cuts::import {
 
 //===----------------------------------------------------------------------===//
 // Types and tensors
@@ -270,22 +79,6 @@ FailureOr<Type> Importer::elementType(int32_t t, const Twine &what) {
   (void)fail(what + " has element type " + name +
              ", which cuts does not support");
   return failure();
-}
-
-// Element counts beyond this are refused: no GPU holds such a tensor, and
-// their products would overflow int64 arithmetic downstream.
-constexpr int64_t kMaxElements = int64_t(1) << 40;
-
-static bool tooManyElements(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return true;
-    if (d != 0 && n > kMaxElements / d)
-      return true;
-    n *= d;
-  }
-  return false;
 }
 
 static size_t storageBytes(Type et) {
@@ -622,56 +415,6 @@ Importer::attrInts(StringRef name) {
 }
 
 //===----------------------------------------------------------------------===//
-// Op creation
-//===----------------------------------------------------------------------===//
-
-template <typename OpTy>
-FailureOr<Operation *> Importer::create(ValueRange operands,
-                                        ArrayRef<NamedAttribute> attrs) {
-  std::string diag;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    if (diag.empty())
-      diag = d.str();
-    return success();
-  });
-  SmallVector<Type> types;
-  DictionaryAttr dict = builder.getDictionaryAttr(attrs);
-  if (failed(OpTy::inferReturnTypes(&ctx, loc, operands, dict,
-                                    OpaqueProperties(nullptr), RegionRange(),
-                                    types))) {
-    (void)nodeFail(diag.empty() ? "inconsistent operand shapes" : diag);
-    return failure();
-  }
-  for (Type t : types)
-    if (tooManyElements(llvm::cast<RankedTensorType>(t).getShape())) {
-      (void)nodeFail("result of more than 2^40 elements is not supported");
-      return failure();
-    }
-  OperationState state(loc, OpTy::getOperationName());
-  state.addOperands(operands);
-  state.addAttributes(attrs);
-  state.addTypes(types);
-  Operation *op = builder.create(state);
-  if (failed(mlir::verify(op))) {
-    (void)nodeFail(diag.empty() ? "op does not verify" : diag);
-    op->erase();
-    return failure();
-  }
-  return op;
-}
-
-template <typename OpTy>
-LogicalResult Importer::emit(ValueRange operands,
-                             ArrayRef<NamedAttribute> attrs) {
-  auto op = create<OpTy>(operands, attrs);
-  if (failed(op))
-    return failure();
-  for (unsigned k = 0; k < (*op)->getNumResults(); ++k)
-    (void)define(k, (*op)->getResult(k));
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
 // Converters
 //===----------------------------------------------------------------------===//
 
@@ -946,6 +689,20 @@ Value Importer::scalarConstant(Type element, double v) {
                                     DenseElementsAttr::get(scalar, a));
 }
 
+Value Importer::alongAxis(ArrayRef<double> values, Type element, int64_t axis,
+                          int64_t rank) {
+  SmallVector<int64_t> shape(size_t(rank), 1);
+  shape[size_t(axis)] = int64_t(values.size());
+  auto type = RankedTensorType::get(shape, element);
+  SmallVector<Attribute> attrs;
+  for (double v : values)
+    attrs.push_back(llvm::isa<FloatType>(element)
+                        ? Attribute(builder.getFloatAttr(element, v))
+                        : Attribute(builder.getIntegerAttr(element, int64_t(v))));
+  return builder.create<ConstantOp>(loc, type,
+                                    DenseElementsAttr::get(type, attrs));
+}
+
 // Trilu: where(mask, x, 0) with the [N, M] mask of the kept triangle (column
 // j - row i >= k for the upper one, <= k for the lower) built now: the
 // shape is static, so no kernel computes indices.
@@ -972,92 +729,6 @@ LogicalResult Importer::convTrilu(const onnx::NodeProto &) {
   return emit<WhereOp>({mask, *x, scalarConstant(type.getElementType(), 0)});
 }
 
-namespace {
-
-/// An Einsum equation with every operand's and the output's axes as one
-/// letter each, an ellipsis's axes as the digits '0'... (right-aligned, as
-/// they broadcast).
-struct EinsumAxes {
-  std::vector<std::string> inputs;
-  std::string output;
-};
-
-FailureOr<EinsumAxes> parseEinsum(std::string eq, ArrayRef<int64_t> ranks,
-                                  std::string &why) {
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  size_t arrow = eq.find("->");
-  std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms(1);
-  for (char c : lhs)
-    if (c == ',')
-      terms.emplace_back();
-    else
-      terms.back().push_back(c);
-  if (terms.size() != ranks.size()) {
-    why = "equation '" + eq + "' has " + std::to_string(terms.size()) +
-          " operand(s), the node " + std::to_string(ranks.size());
-    return failure();
-  }
-  // Each term's ellipsis: the axes its letters leave.
-  int64_t ellipsis = 0;
-  std::vector<int64_t> spans;
-  for (size_t t = 0; t < terms.size(); ++t) {
-    size_t at = terms[t].find("...");
-    std::string letters = terms[t];
-    if (at != std::string::npos)
-      letters.erase(at, 3);
-    for (char c : letters)
-      if (!std::isalpha(static_cast<unsigned char>(c))) {
-        why = "equation '" + eq + "': '" + std::string(1, c) +
-              "' is not an index letter";
-        return failure();
-      }
-    int64_t span = ranks[t] - int64_t(letters.size());
-    if (span < 0 || (span > 0 && at == std::string::npos)) {
-      why = "term '" + terms[t] + "' does not match its operand's rank " +
-            std::to_string(ranks[t]);
-      return failure();
-    }
-    spans.push_back(span);
-    ellipsis = std::max(ellipsis, span);
-  }
-  auto digits = [](int64_t from, int64_t to) {
-    std::string d;
-    for (int64_t k = from; k < to; ++k)
-      d.push_back(char('0' + k));
-    return d;
-  };
-  EinsumAxes a;
-  std::map<char, int> uses;
-  for (size_t t = 0; t < terms.size(); ++t) {
-    std::string term = terms[t];
-    if (size_t at = term.find("..."); at != std::string::npos)
-      term.replace(at, 3, digits(ellipsis - spans[t], ellipsis));
-    for (char c : term)
-      ++uses[c];
-    a.inputs.push_back(term);
-  }
-  if (arrow != std::string::npos) {
-    a.output = eq.substr(arrow + 2);
-    if (size_t at = a.output.find("..."); at != std::string::npos)
-      a.output.replace(at, 3, digits(0, ellipsis));
-  } else { // implicit: the ellipsis, then the letters used once, sorted
-    a.output = digits(0, ellipsis);
-    for (auto [c, n] : uses)
-      if (n == 1 && std::isalpha(static_cast<unsigned char>(c)))
-        a.output.push_back(c);
-  }
-  for (size_t k = 0; k < a.output.size(); ++k)
-    if (!uses.count(a.output[k]) ||
-        a.output.find(a.output[k], k + 1) != std::string::npos) {
-      why = "output index '" + std::string(1, a.output[k]) +
-            "' is repeated or in no operand";
-      return failure();
-    }
-  return a;
-}
-
-} // namespace
 
 FailureOr<Value> Importer::result(FailureOr<Operation *> op) {
   if (failed(op))
@@ -1078,153 +749,6 @@ FailureOr<Value> Importer::permuteAxes(Value v, StringRef from, StringRef to) {
   for (char c : to)
     perm.push_back(int64_t(from.find(c)));
   return result(create<TransposeOp>({v}, {named("perm", ints(perm))}));
-}
-
-FailureOr<Value> Importer::einsumDiagonals(Value v, std::string &term) {
-  // A letter twice: the pair moved last and merged, every (n + 1)-th
-  // element gathered; then the term again, until no letter repeats.
-  for (size_t i = 0; i < term.size(); ++i) {
-    size_t j = term.find(term[i], i + 1);
-    if (j == std::string::npos)
-      continue;
-    if (term.find(term[i], j + 1) != std::string::npos) {
-      (void)nodeFail("index '" + Twine(term[i]) +
-                     "' appears three times in one operand");
-      return failure();
-    }
-    std::string rest = term;
-    rest.erase(j, 1), rest.erase(i, 1);
-    auto shape = typeOf(v).getShape();
-    const int64_t n = shape[i];
-    SmallVector<int64_t> merged;
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (d != i && d != j)
-        merged.push_back(shape[d]);
-    merged.push_back(n * n);
-    auto moved = permuteAxes(v, term, rest + term[i] + term[i]);
-    auto flat = failed(moved) ? moved : reshapeTo(*moved, merged);
-    if (failed(flat))
-      return failure();
-    auto it = RankedTensorType::get({n}, builder.getI64Type());
-    SmallVector<int64_t> at;
-    for (int64_t k = 0; k < n; ++k)
-      at.push_back(k * (n + 1));
-    Value idx = builder.create<ConstantOp>(
-        loc, it, DenseElementsAttr::get(it, ArrayRef<int64_t>(at)));
-    auto diag = result(create<GatherOp>(
-        {*flat, idx}, {named("axis", i64(int64_t(rest.size())))}));
-    if (failed(diag))
-      return failure();
-    v = *diag, term = rest + term[i], i = size_t(-1);
-  }
-  return v;
-}
-
-FailureOr<Value> Importer::einsumSum(Value v, std::string &term,
-                                     StringRef keep) {
-  SmallVector<int64_t> summed;
-  std::string kept;
-  for (size_t d = 0; d < term.size(); ++d)
-    if (keep.find(term[d]) == StringRef::npos)
-      summed.push_back(int64_t(d));
-    else
-      kept.push_back(term[d]);
-  if (summed.empty())
-    return v;
-  term = kept;
-  return result(create<ReduceSumOp>({v}, {named("axes", ints(summed)),
-                                         named("keepdims", boolean(false))}));
-}
-
-// ONNX Einsum of one or two operands as what it computes: a letter repeated
-// in one operand takes the diagonal (a gather), letters of one operand alone
-// that the output lacks are summed, and two operands meet in one batched
-// matmul (shared letters the output keeps are its batch, shared ones it
-// lacks contracted), transposed and reshaped around it.
-LogicalResult Importer::convEinsum(const onnx::NodeProto &) {
-  auto eq = attrString("equation", "");
-  if (failed(eq))
-    return failure();
-  SmallVector<Value> x;
-  SmallVector<int64_t> ranks;
-  for (int k = 0; k < node->input_size(); ++k) {
-    auto v = required(k);
-    if (failed(v))
-      return failure();
-    x.push_back(*v);
-    ranks.push_back(typeOf(*v).getRank());
-  }
-  if (x.empty() || x.size() > 2)
-    return nodeFail("Einsum of " + Twine(x.size()) +
-                    " operands is not supported (one or two)");
-  std::string why;
-  auto axes = parseEinsum(*eq, ranks, why);
-  if (failed(axes))
-    return nodeFail(why);
-  std::map<char, int64_t> size;
-  for (size_t t = 0; t < x.size(); ++t)
-    for (size_t d = 0; d < axes->inputs[t].size(); ++d) {
-      int64_t n = typeOf(x[t]).getDimSize(d);
-      auto [at, fresh] = size.emplace(axes->inputs[t][d], n);
-      if (!fresh && at->second != n)
-        return nodeFail("index '" + Twine(at->first) + "' has extents " +
-                        Twine(at->second) + " and " + Twine(n) +
-                        " (broadcasting is not supported)");
-    }
-  const std::string &out = axes->output;
-  std::string &ta = axes->inputs[0];
-  // Diagonals first, then what neither the output nor the other operand
-  // has is summed.
-  SmallVector<FailureOr<Value>, 2> v;
-  for (size_t t = 0; t < x.size(); ++t)
-    v.push_back(einsumDiagonals(x[t], axes->inputs[t]));
-  for (size_t t = 0; t < x.size(); ++t)
-    if (succeeded(v[t]))
-      v[t] = einsumSum(*v[t], axes->inputs[t],
-                       x.size() == 2 ? axes->inputs[1 - t] + out : out);
-  if (llvm::any_of(v, [](auto &r) { return failed(r); }))
-    return failure();
-  if (x.size() == 1) {
-    auto y = permuteAxes(*v[0], ta, out);
-    return failed(y) ? failure() : define(0, *y);
-  }
-  return einsumProduct(*v[0], ta, *v[1], axes->inputs[1], out, size);
-}
-
-LogicalResult Importer::einsumProduct(Value a, StringRef ta, Value b,
-                                      StringRef tb, StringRef out,
-                                      const std::map<char, int64_t> &size) {
-  std::string batch, contracted, left, right;
-  for (char c : out)
-    (ta.contains(c) ? (tb.contains(c) ? batch : left) : right).push_back(c);
-  for (char c : ta)
-    if (tb.contains(c) && !out.contains(c))
-      contracted.push_back(c);
-  auto shapeOf = [&](StringRef letters) {
-    SmallVector<int64_t> s;
-    for (char c : letters)
-      s.push_back(size.at(c));
-    return s;
-  };
-  auto product = [&](StringRef letters) {
-    int64_t p = 1;
-    for (char c : letters)
-      p *= size.at(c);
-    return p;
-  };
-  SmallVector<int64_t> as = shapeOf(batch), bs = shapeOf(batch);
-  as.append({product(left), product(contracted)});
-  bs.append({product(contracted), product(right)});
-  auto am = permuteAxes(a, ta, batch + left + contracted);
-  am = failed(am) ? am : reshapeTo(*am, as);
-  auto bm = permuteAxes(b, tb, batch + contracted + right);
-  bm = failed(bm) ? bm : reshapeTo(*bm, bs);
-  if (failed(am) || failed(bm))
-    return failure();
-  auto y = result(create<MatMulOp>({*am, *bm}, {}));
-  y = failed(y) ? y : reshapeTo(*y, shapeOf(batch + left + right));
-  y = failed(y) ? y : permuteAxes(*y, batch + left + right, out);
-  return failed(y) ? failure() : define(0, *y);
 }
 
 LogicalResult Importer::convPow(const onnx::NodeProto &n) {
@@ -1307,6 +831,39 @@ LogicalResult Importer::convBatchNorm(const onnx::NodeProto &) {
     return nodeFail("training mode (running statistics outputs) is not "
                     "supported; cuts compiles inference graphs");
   return emit<BatchNormalizationOp>(operands, {named("epsilon", f32(*eps))});
+}
+
+// RMSNormalization: x / sqrt(mean(x^2 over axis..) + epsilon) * scale, in
+// fp32 (stash_type 1) for 16-bit inputs.
+LogicalResult Importer::convRMSNorm(const onnx::NodeProto &) {
+  auto x = required(0), scale = required(1);
+  auto axis = attrInt("axis", -1);
+  auto eps = attrFloat("epsilon", 1e-5f);
+  auto stash = attrInt("stash_type", 1);
+  if (failed(x) || failed(scale) || failed(axis) || failed(eps) ||
+      failed(stash))
+    return failure();
+  if (*stash != 1)
+    return nodeFail("stash_type " + Twine(*stash) + " is not supported (1)");
+  auto type = typeOf(*x);
+  const int64_t rank = type.getRank();
+  std::vector<int64_t> axes = {*axis};
+  if (failed(normaliseAxes(axes, rank)))
+    return failure();
+  for (int64_t a = axes[0] + 1; a < rank; ++a)
+    axes.push_back(a);
+  Type f32 = builder.getF32Type(), e = type.getElementType();
+  auto to = [&](Value v, Type t) {
+    return typeOf(v).getElementType() == t
+               ? v
+               : make<CastOp>({v}, {named("to", TypeAttr::get(t))});
+  };
+  Value v = to(*x, f32);
+  Value rms = make<SqrtOp>({make<AddOp>(
+      {reduce("mean", make<MulOp>({v, v}), axes, true),
+       scalarConstant(f32, *eps)})});
+  Value y = to(make<MulOp>({make<DivOp>({v, rms}), to(*scale, f32)}), e);
+  return y ? define(0, y) : failure();
 }
 
 LogicalResult Importer::convLayerNorm(const onnx::NodeProto &) {
@@ -1754,6 +1311,14 @@ LogicalResult Importer::convExpand(const onnx::NodeProto &) {
   return emit<ExpandOp>({*x}, {named("shape", ints(*shape))});
 }
 
+LogicalResult Importer::convCastLike(const onnx::NodeProto &) {
+  auto x = required(0), like = required(1);
+  if (failed(x) || failed(like))
+    return failure();
+  return emit<CastOp>(
+      {*x}, {named("to", TypeAttr::get(typeOf(*like).getElementType()))});
+}
+
 LogicalResult Importer::convCast(const onnx::NodeProto &) {
   auto x = required(0);
   auto to = attrInt("to", -1);
@@ -1763,46 +1328,6 @@ LogicalResult Importer::convCast(const onnx::NodeProto &) {
   if (failed(et))
     return failure();
   return emit<CastOp>({*x}, {named("to", TypeAttr::get(*et))});
-}
-
-template <typename OpTy>
-LogicalResult Importer::convReduce(const onnx::NodeProto &n) {
-  auto x = required(0);
-  auto keep = attrInt("keepdims", 1);
-  auto noop = attrInt("noop_with_empty_axes", 0);
-  if (failed(x) || failed(keep) || failed(noop))
-    return failure();
-  int64_t rank = typeOf(*x).getRank();
-  // Axes moved from attribute to input in opset 13 (ReduceSum) and 18 (the
-  // others).
-  bool axesInput = n.op_type() == "ReduceSum" ? opset >= 13 : opset >= 18;
-  std::vector<int64_t> axes;
-  if (axesInput) {
-    if (hasInput(1)) {
-      auto a = constInts(1, "axes");
-      if (failed(a))
-        return failure();
-      axes = *a;
-    }
-  } else {
-    auto a = attrInts("axes");
-    if (failed(a))
-      return failure();
-    if (*a)
-      axes = **a;
-  }
-  if (failed(normaliseAxes(axes, rank)))
-    return failure();
-  if (axes.empty()) {
-    if (*noop)
-      return define(0, *x);
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
-  if (axes.empty()) // rank 0: reducing nothing
-    return define(0, *x);
-  return emit<OpTy>({*x}, {named("axes", ints(axes)),
-                           named("keepdims", boolean(*keep != 0))});
 }
 
 LogicalResult Importer::convPad(const onnx::NodeProto &) {
@@ -1864,7 +1389,11 @@ LogicalResult Importer::convDropout(const onnx::NodeProto &) {
     auto training = constScalar(2, "training_mode");
     if (failed(training))
       return failure();
-    if (**training != 0)
+    // Training with ratio 0 keeps every element: the inference op.
+    auto ratio = constScalar(1, "ratio");
+    if (failed(ratio))
+      return failure();
+    if (**training != 0 && ratio->value_or(0.5) != 0)
       return nodeFail("training_mode = true is not supported; cuts compiles "
                       "inference graphs");
   }
@@ -1942,6 +1471,18 @@ LogicalResult Importer::convConstantOfShape(const onnx::NodeProto &) {
       {}, {named("shape", ints(*shape)), named("value", value)});
 }
 
+LogicalResult Importer::convSize(const onnx::NodeProto &) {
+  auto x = required(0);
+  if (failed(x))
+    return failure();
+  auto t = RankedTensorType::get({}, builder.getIntegerType(64));
+  return define(0, builder.create<ConstantOp>(
+                       loc, t,
+                       DenseElementsAttr::get(
+                           t, builder.getI64IntegerAttr(
+                                  typeOf(*x).getNumElements()))));
+}
+
 LogicalResult Importer::convShape(const onnx::NodeProto &) {
   auto x = required(0);
   auto start = attrInt("start", 0);
@@ -1982,7 +1523,11 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"And", &Importer::convBinary<AndOp>},
       {"AveragePool", &Importer::convAveragePool},
       {"BatchNormalization", &Importer::convBatchNorm},
+      {"ArgMax", &Importer::convArgReduce},
+      {"ArgMin", &Importer::convArgReduce},
       {"Cast", &Importer::convCast},
+      {"CastLike", &Importer::convCastLike},
+      {"CumSum", &Importer::convCumSum},
       {"Clip", &Importer::convClip},
       {"Concat", &Importer::convConcat},
       {"Constant", &Importer::convConstant},
@@ -2027,15 +1572,30 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Pow", &Importer::convPow},
       {"Range", &Importer::convRange},
       {"Reciprocal", &Importer::convUnary<ReciprocalOp>},
-      {"ReduceMax", &Importer::convReduce<ReduceMaxOp>},
-      {"ReduceMean", &Importer::convReduce<ReduceMeanOp>},
-      {"ReduceSum", &Importer::convReduce<ReduceSumOp>},
+      {"ReduceL1", &Importer::convReduce},
+      {"ReduceL2", &Importer::convReduce},
+      {"ReduceLogSum", &Importer::convReduce},
+      {"ReduceLogSumExp", &Importer::convReduce},
+      {"ReduceMax", &Importer::convReduce},
+      {"ReduceMean", &Importer::convReduce},
+      {"ReduceMin", &Importer::convReduce},
+      {"ReduceSum", &Importer::convReduce},
+      {"ReduceSumSquare", &Importer::convReduce},
+      {"Resize", &Importer::convResize},
+      {"RMSNormalization", &Importer::convRMSNorm},
       {"Relu", &Importer::convUnary<ReluOp>},
       {"Reshape", &Importer::convReshape},
       {"Shape", &Importer::convShape},
+      {"Size", &Importer::convSize},
       {"Sigmoid", &Importer::convUnary<SigmoidOp>},
       {"Slice", &Importer::convSlice},
       {"Softmax", &Importer::convSoftmax},
+      {"LogSoftmax", &Importer::convLogSoftmax},
+      {"Hardmax", &Importer::convHardmax},
+      {"TopK", &Importer::convTopK},
+      {"NegativeLogLikelihoodLoss", &Importer::convClassLoss},
+      {"SoftmaxCrossEntropyLoss", &Importer::convClassLoss},
+      {"Upsample", &Importer::convResize},
       {"Split", &Importer::convSplit},
       {"Sqrt", &Importer::convUnary<SqrtOp>},
       {"Squeeze", &Importer::convSqueeze},
@@ -2062,9 +1622,30 @@ LogicalResult Importer::readOpset(const onnx::ModelProto &model) {
       opset = o.version();
   if (opset < 0)
     return fail("the model imports no opset of the default ONNX domain");
-  if (opset < kMinOpset || opset > kMaxOpset)
+  if (opset > kMaxOpset)
     return fail("opset " + Twine(opset) + " is not supported (cuts reads " +
                 Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+  if (opset >= kMinOpset)
+    return success();
+  // Before opset 7: read where every op is one whose meaning has not changed
+  // since (legacy attributes such as consumed_inputs aside), as opset 7.
+  static const llvm::StringSet<> unchanged = {
+      "Abs",        "ArgMax",     "ArgMin",
+      "Exp",        "Flatten",    "GlobalAveragePool", "HardSigmoid",
+      "Hardmax",    "Identity",   "LeakyRelu",      "Log",
+      "LogSoftmax", "MatMul",     "Neg",            "Not",
+      "Reciprocal", "ReduceL1",   "ReduceL2",       "ReduceLogSum",
+      "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+      "ReduceSum",  "ReduceSumSquare", "Relu",      "Shape",
+      "Sigmoid",    "Size",       "Softmax",        "Sqrt",
+      "Squeeze",    "Tanh",       "Transpose",      "Unsqueeze"};
+  for (const auto &n : model.graph().node())
+    if (!unchanged.contains(n.op_type()))
+      return fail("opset " + Twine(opset) + " is not supported (cuts reads " +
+                  Twine(kMinOpset) + " to " + Twine(kMaxOpset) +
+                  ", and earlier ones only for ops unchanged since; " +
+                  n.op_type() + " is not one)");
+  opset = kMinOpset;
   return success();
 }
 
@@ -2304,7 +1885,11 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   return module;
 }
 
-} // namespace
+} // namespace cuts::import
+
+namespace cuts {
+
+using import::Importer;
 
 std::vector<std::string> supportedOnnxOps() {
   std::vector<std::string> ops;
