@@ -259,10 +259,34 @@ func.func @split_to_slices(%x: tensor<1x4x9xf32>) -> (tensor<1x4x3xf32>, tensor<
 // CHECK: %[[X:.+]] = cuts.reshape %arg0 {shape = array<i64: 2, 58, 784>} : (tensor<1x2x58x28x28xf32>) -> tensor<2x58x784xf32>
 // CHECK: %[[T:.+]] = cuts.transpose %[[X]] {perm = array<i64: 1, 0, 2>} : (tensor<2x58x784xf32>) -> tensor<58x2x784xf32>
 // CHECK: %[[Y:.+]] = cuts.reshape %[[T]] {shape = array<i64: 1, 58, 2, 28, 28>} : (tensor<58x2x784xf32>) -> tensor<1x58x2x28x28xf32>
-// CHECK: cuts.transpose %arg1 {perm = array<i64: 0, 2, 4, 3, 5, 1>}
+// MaxViT's window partition does not merge into 4 axes: two swaps of
+// adjacent blocks, each a transpose of rank 3 or 4 between views.
+// CHECK: cuts.reshape %arg1 {shape = array<i64: 2, 3, 840>}
+// CHECK: cuts.transpose %{{.+}} {perm = array<i64: 0, 2, 1>} : (tensor<2x3x840xf32>) -> tensor<2x840x3xf32>
+// CHECK: cuts.reshape %{{.+}} {shape = array<i64: 8, 5, 6, 21>}
+// CHECK: cuts.transpose %{{.+}} {perm = array<i64: 0, 2, 1, 3>} : (tensor<8x5x6x21xf32>) -> tensor<8x6x5x21xf32>
+// CHECK-NOT: cuts.transpose
 // CHECK: return %[[Y]]
 func.func @shuffle(%x: tensor<1x2x58x28x28xf32>, %w: tensor<2x3x4x5x6x7xf32>) -> (tensor<1x58x2x28x28xf32>, tensor<2x4x6x5x7x3xf32>) {
   %0 = cuts.transpose %x {perm = array<i64: 0, 2, 1, 3, 4>} : (tensor<1x2x58x28x28xf32>) -> tensor<1x58x2x28x28xf32>
   %1 = cuts.transpose %w {perm = array<i64: 0, 2, 4, 3, 5, 1>} : (tensor<2x3x4x5x6x7xf32>) -> tensor<2x4x6x5x7x3xf32>
   return %0, %1 : tensor<1x58x2x28x28xf32>, tensor<2x4x6x5x7x3xf32>
+}
+
+// Rank above 4: a gather whose extent-1 axes drop (DistilBERT's mask) and an
+// elementwise op whose axes merge (MaxViT's windows) become rank-4 ops
+// between views.
+// CHECK-LABEL: func.func @rank5
+// CHECK-DAG: %[[D:.+]] = cuts.reshape %arg0 {shape = array<i64: 16>}
+// CHECK-DAG: %[[I:.+]] = cuts.reshape %arg1 {shape = array<i64: 16>}
+// CHECK: %[[G:.+]] = cuts.gather %[[D]], %[[I]] {axis = 0 : i64} : (tensor<16xi1>, tensor<16xi64>) -> tensor<16xi1>
+// CHECK: cuts.reshape %[[G]] {shape = array<i64: 1, 1, 1, 16, 1>}
+// CHECK-DAG: %[[A:.+]] = cuts.reshape %arg2 {shape = array<i64: 2, 12, 35>}
+// CHECK-DAG: %[[B:.+]] = cuts.reshape %arg3 {shape = array<i64: 1, 12, 1>}
+// CHECK: %[[M:.+]] = cuts.mul %[[A]], %[[B]] : (tensor<2x12x35xf32>, tensor<1x12x1xf32>) -> tensor<2x12x35xf32>
+// CHECK: cuts.reshape %[[M]] {shape = array<i64: 2, 3, 4, 5, 7>}
+func.func @rank5(%m: tensor<16x1xi1>, %i: tensor<1x1x1x16xi64>, %x: tensor<2x3x4x5x7xf32>, %s: tensor<3x4x1x1xf32>) -> (tensor<1x1x1x16x1xi1>, tensor<2x3x4x5x7xf32>) {
+  %0 = cuts.gather %m, %i {axis = 0 : i64} : (tensor<16x1xi1>, tensor<1x1x1x16xi64>) -> tensor<1x1x1x16x1xi1>
+  %1 = cuts.mul %x, %s : (tensor<2x3x4x5x7xf32>, tensor<3x4x1x1xf32>) -> tensor<2x3x4x5x7xf32>
+  return %0, %1 : tensor<1x1x1x16x1xi1>, tensor<2x3x4x5x7xf32>
 }
