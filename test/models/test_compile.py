@@ -128,6 +128,19 @@ def make_channel_shuffle(path):
     return b.model(path, [tm.vi("x", [1, 8, 6, 6])], [tm.vi("y", [1, 8, 6, 6])])
 
 
+def make_window_partition(path):
+    """MaxViT's window partition: a rank-6 transpose whose axes do not merge
+    into 4 (cuts-simplify-data-movement makes two block swaps of it)."""
+    b = tm.Builder(41)
+    h = b.conv("x", 8, 8, 1)
+    h = b.node("Reshape", [h, b.const(np.array([1, 8, 3, 2, 3, 2], np.int64))])
+    h = b.node("Transpose", [h], perm=[0, 2, 4, 3, 5, 1])
+    h = b.node("Reshape", [h, b.const(np.array([9, 4, 8], np.int64))])
+    b.node("Relu", [h])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [1, 8, 6, 6])], [tm.vi("y", [9, 4, 8])])
+
+
 def make_einsum(path):
     """Einsum as exporters write it (MaxViT's attention, a trace, an
     implicit output): a batched product with a transposed result, the
@@ -147,6 +160,55 @@ def make_einsum(path):
                           tm.vi("m", [2, 3, 4, 4])],
                    [tm.vi("y1", [2, 3, 4, 5]), tm.vi("y2", [2, 3, 4]),
                     tm.vi("y3", [8, 3, 2]), tm.vi("y4", [2, 6, 3, 5], f)])
+
+
+def make_upsample_neck(path):
+    """A YOLO/FPN neck: a conv's map upsampled 2x by nearest Resize (as
+    torch's F.interpolate exports it) and concatenated with a finer map,
+    then a bilinear Resize to a size (half_pixel) and a bicubic one
+    (align_corners), and an opset-9 Upsample."""
+    b = tm.Builder(31)
+    h = b.conv("x", 8, 8, 1)
+    up = b.node("Resize", [h, "", b.const(np.array([1, 1, 2, 2], np.float32))],
+                mode="nearest", coordinate_transformation_mode="asymmetric",
+                nearest_mode="floor")
+    h = b.conv(b.node("Concat", [up, "f"], axis=1), 16, 8, 3, pads=[1] * 4)
+    b.node("Resize", [h, "", "", b.const(np.array([1, 8, 15, 17], np.int64))],
+           mode="linear", name="y1")
+    b.node("Resize", [h, "", b.const(np.array([1, 1, 0.5, 0.75], np.float32))],
+           mode="cubic", coordinate_transformation_mode="align_corners",
+           name="y2")
+    for n in b.nodes:
+        if n.name.startswith("y"):
+            n.output[0] = n.name
+    return b.model(path, [tm.vi("x", [1, 8, 6, 6]), tm.vi("f", [1, 8, 12, 12])],
+                   [tm.vi("y1", [1, 8, 15, 17]), tm.vi("y2", [1, 8, 6, 9])])
+
+
+def make_postprocess(path):
+    """Heads' post-processing and RoBERTa's position ids: TopK, ArgMax and
+    LogSoftmax of logits; an int32 CumSum over the non-padding mask."""
+    b = tm.Builder(37)
+    logits = b.node("Gemm", ["x", b.w([40, 16])], transB=1)
+    b.node("TopK", [logits, b.const(np.array([5], np.int64))], nout=2,
+           name="top")
+    b.node("ArgMax", [logits], axis=1, keepdims=0, name="y3")
+    b.node("LogSoftmax", [logits], axis=-1, name="y4")
+    mask = b.node("Cast", [b.node("Not", [b.node("Equal", [
+        "ids", b.const(np.array(1, np.int64))])])], to=TensorProto.INT32)
+    pos = b.node("CumSum", [mask, b.const(np.array(1, np.int64))])
+    b.node("Add", [b.node("Mul", [pos, mask]),
+                   b.const(np.array(1, np.int32))], name="y5")
+    for n in b.nodes:
+        if n.name.startswith("y"):
+            n.output[0] = n.name
+        if n.name == "top":
+            n.output[:] = ["y1", "y2"]
+    i64, i32 = TensorProto.INT64, TensorProto.INT32
+    return b.model(path, [tm.vi("x", [3, 16]), tm.vi("ids", [3, 7], i64)],
+                   [tm.vi("y1", [3, 5]), tm.vi("y2", [3, 5], i64),
+                    tm.vi("y3", [3], i64), tm.vi("y4", [3, 40]),
+                    tm.vi("y5", [3, 7], i32)])
 
 
 def make_masked_attention(path):
@@ -438,8 +500,13 @@ MODELS = {
     "attention": (make_attention, [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                                    ("v", (2, 3, 5, 8))], []),
     "channel_shuffle": (make_channel_shuffle, [("x", (1, 8, 6, 6))], []),
+    "window_partition": (make_window_partition, [("x", (1, 8, 6, 6))], []),
     "einsum": (make_einsum, [("q", (2, 3, 5, 8)), ("k", (2, 3, 4, 8)),
                              ("m", (2, 3, 4, 4))], []),
+    "upsample_neck": (make_upsample_neck, [("x", (1, 8, 6, 6)),
+                                           ("f", (1, 8, 12, 12))], []),
+    "postprocess": (make_postprocess, [("x", (3, 16)),
+                                       ("ids", (3, 7), np.int64, 4)], []),
     "masked_attention": (make_masked_attention,
                          [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                           ("v", (2, 3, 5, 8)), ("mask", (2, 1, 5, 5))], []),
@@ -900,7 +967,7 @@ REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
            "masked_attention", "long_rows",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
            "two_outputs", "resnet_stage", "dense_block", "dense_block8",
-           "channel_shuffle")
+           "channel_shuffle", "upsample_neck")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
 # Models whose convs or products run on tensor cores in tf32 too.
 TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "masked_attention",
