@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler            # ONNX schema
   nlohmann-json3-dev libfmt-dev catch2 ninja-build cmake
   hipcc libamdhip64-dev                                    # HIP compile checks
+  libonnx-testdata                                         # ONNX 1.12 node tests
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
