@@ -240,6 +240,8 @@ private:
   Value flipOrder(Value v);
   Value argMaxPosition(Value v, int64_t axis, bool last, bool keep);
   FailureOr<std::pair<Value, int64_t>> rowAxis(Value x);
+  LogicalResult convRowwise(llvm::function_ref<Value(Value, int64_t)> op);
+  Value logSoftmax(Value v, int64_t axis);
   LogicalResult convReduce(const onnx::NodeProto &);
   LogicalResult convArgReduce(const onnx::NodeProto &);
   LogicalResult convHardmax(const onnx::NodeProto &);

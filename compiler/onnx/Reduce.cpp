@@ -171,43 +171,45 @@ FailureOr<std::pair<Value, int64_t>> Importer::rowAxis(Value x) {
   return std::make_pair(flat, int64_t(1));
 }
 
-LogicalResult Importer::convHardmax(const onnx::NodeProto &) {
+// A row op of x over rowAxis's axis, its result reshaped back where the
+// axis came from flattening.
+LogicalResult Importer::convRowwise(
+    llvm::function_ref<Value(Value v, int64_t axis)> op) {
   auto x = required(0);
   if (failed(x))
     return failure();
   auto row = rowAxis(*x);
   if (failed(row))
     return failure();
-  auto [v, a] = *row;
-  int64_t rank = typeOf(v).getRank(), length = typeOf(v).getDimSize(a);
-  std::vector<double> j(static_cast<size_t>(length));
-  for (int64_t k = 0; k < length; ++k)
-    j[size_t(k)] = double(k);
-  Value at = make<EqualOp>({alongAxis(j, builder.getF32Type(), a, rank),
-                            argMaxPosition(v, a, false, true)});
-  Value y = make<CastOp>(
-      {at}, {named("to", TypeAttr::get(typeOf(*x).getElementType()))});
+  Value y = op(row->first, row->second);
   if (y && y.getType() != x->getType())
     y = make<ReshapeOp>({y}, {named("shape", ints(typeOf(*x).getShape()))});
   return y ? define(0, y) : failure();
 }
 
-// LogSoftmax as (x - max) - log(sum(exp(x - max))): no overflow, and no
-// log of an underflowed probability.
-LogicalResult Importer::convLogSoftmax(const onnx::NodeProto &) {
-  auto x = required(0);
-  if (failed(x))
-    return failure();
-  auto row = rowAxis(*x);
-  if (failed(row))
-    return failure();
-  auto [v, a] = *row;
+LogicalResult Importer::convHardmax(const onnx::NodeProto &) {
+  return convRowwise([&](Value v, int64_t a) {
+    int64_t rank = typeOf(v).getRank(), length = typeOf(v).getDimSize(a);
+    std::vector<double> j(static_cast<size_t>(length));
+    for (int64_t k = 0; k < length; ++k)
+      j[size_t(k)] = double(k);
+    Value at = make<EqualOp>({alongAxis(j, builder.getF32Type(), a, rank),
+                              argMaxPosition(v, a, false, true)});
+    return make<CastOp>(
+        {at}, {named("to", TypeAttr::get(typeOf(v).getElementType()))});
+  });
+}
+
+// (v - max) - log(sum(exp(v - max))) over axis a: no overflow, and no log
+// of an underflowed probability.
+Value Importer::logSoftmax(Value v, int64_t a) {
   Value d = make<SubOp>({v, reduce("max", v, {a}, true)});
-  Value y = make<SubOp>(
+  return make<SubOp>(
       {d, make<LogOp>({reduce("sum", make<ExpOp>({d}), {a}, true)})});
-  if (y && y.getType() != x->getType())
-    y = make<ReshapeOp>({y}, {named("shape", ints(typeOf(*x).getShape()))});
-  return y ? define(0, y) : failure();
+}
+
+LogicalResult Importer::convLogSoftmax(const onnx::NodeProto &) {
+  return convRowwise([&](Value v, int64_t a) { return logSoftmax(v, a); });
 }
 
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (the first on a
@@ -226,12 +228,8 @@ LogicalResult Importer::convClassLoss(const onnx::NodeProto &n) {
   auto type = typeOf(*x);
   if (type.getRank() < 2 || typeOf(*target).getRank() != type.getRank() - 1)
     return nodeFail("needs scores [N, C, ...] and a target [N, ...]");
-  Value logp = *x;
-  if (n.op_type() == "SoftmaxCrossEntropyLoss") {
-    Value d = make<SubOp>({*x, reduce("max", *x, {1}, true)});
-    logp = make<SubOp>(
-        {d, make<LogOp>({reduce("sum", make<ExpOp>({d}), {1}, true)})});
-  }
+  Value logp =
+      n.op_type() == "SoftmaxCrossEntropyLoss" ? logSoftmax(*x, 1) : *x;
   Type e = type.getElementType(), te = typeOf(*target).getElementType();
   Value t = *target, keep;
   if (ignoring) {
