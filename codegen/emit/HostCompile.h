@@ -97,7 +97,8 @@ private:
   std::vector<void *> pointers;
 };
 
-/// The entry every host-compiled module exports (extern "C" cuts_launch).
+/// The entry a host-compiled module exports for each of its kernels
+/// (extern "C" cuts_launch_<i>).
 /// grid and block point at 3 extents; returns 0, or nonzero with a message
 /// in error[0..errorSize).
 using HostLaunchFn = int (*)(const unsigned *grid, const unsigned *block,
@@ -137,7 +138,25 @@ struct HostCompileOptions {
   std::string optimization = "-O1";    // builds in about a second
   std::vector<std::string> extraFlags; // e.g. "-DTILE=16"
   bool keepFiles = false; // keep the temp dir (its path goes to stderr)
+  // The host-build cache: libraries by content and cuda_host.h's
+  // precompiled header. Empty: $CUTS_HOST_CACHE, else
+  // ${XDG_CACHE_HOME:-$HOME/.cache}/cuts/host; "off" disables it.
+  std::string cacheDir;
 };
+
+/// One kernel to compile for the host: its CUDA source and signature.
+struct HostSource {
+  std::string source;
+  KernelSignature kernel;
+};
+
+/// Compiles several kernels (distinct names) into one library with one
+/// compiler run, which instantiates cuda_host.h's launch machinery once
+/// instead of once a kernel, and loads them, in order. Empty on failure,
+/// with `error` as below.
+std::vector<std::unique_ptr<HostKernel>>
+compileForHost(const std::vector<HostSource> &kernels, std::string &error,
+               const HostCompileOptions &options = {});
 
 /// Compiles `source` (one CUDA translation unit holding `kernel`) for the
 /// host and loads it. On failure returns null and sets `error`: the

@@ -9,9 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace cuts;
 
@@ -460,6 +464,61 @@ TEST_CASE("host compile: errors carry the compiler's message", "[emit]") {
   std::string fine = "__global__ void fine(float *x, int n) { x[0] = n; }\n";
   CHECK_FALSE(compileForHost(fine, {"fine", {{"x", "float *"}}}, error));
   CHECK(error.find("does not match") != std::string::npos);
+}
+
+TEST_CASE("host compile: the cache serves a kernel built before", "[emit]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() /
+                 ("cuts-host-cache-test-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // The compiler is a script that a test step can break: the cache key
+  // holds the compiler's command, not what the command does.
+  fs::path cxx = dir / "cxx";
+  auto compilerWorks = [&](bool works) {
+    std::ofstream(cxx) << (works ? "#!/bin/sh\nexec c++ \"$@\"\n"
+                                 : "#!/bin/sh\nexit 1\n");
+    fs::permissions(cxx, fs::perms::owner_all);
+  };
+  compilerWorks(true);
+  HostCompileOptions o;
+  o.cacheDir = (dir / "cache").string();
+  o.compiler = cxx.string();
+  KernelSignature sig{"fine", {{"x", "float *"}, {"n", "int"}}};
+  std::string src = "__global__ void fine(float *x, int n) { x[0] = n; }\n";
+  std::string error;
+  REQUIRE(compileForHost(src, sig, error, o));
+  auto libraries = [&] {
+    std::vector<fs::path> out;
+    for (auto &e : fs::directory_iterator(dir / "cache"))
+      if (e.path().extension() == ".so")
+        out.push_back(e.path());
+    return out;
+  };
+  REQUIRE(libraries().size() == 1);
+  // A hit runs no compiler.
+  compilerWorks(false);
+  auto k = compileForHost(src, sig, error, o);
+  INFO(error);
+  REQUIRE(k);
+  float x = 0;
+  REQUIRE(k->launch({1}, {1}, {buf(&x), num(7)}, error));
+  CHECK(x == 7.0f);
+  // Another source is a miss, so the failing compiler is run.
+  std::string other = "__global__ void fine(float *x, int n) { x[0] = -n; }\n";
+  CHECK_FALSE(compileForHost(other, sig, error, o));
+  CHECK(error.find("host compiler failed") != std::string::npos);
+  // A damaged entry is rebuilt, not loaded. (A new file: rewriting a
+  // mapped library in place would crash the process that maps it.)
+  k.reset();
+  fs::path entry = libraries()[0];
+  fs::remove(entry);
+  std::ofstream(entry) << "junk";
+  CHECK_FALSE(compileForHost(src, sig, error, o));
+  compilerWorks(true);
+  REQUIRE(compileForHost(src, sig, error, o));
+  CHECK(fs::file_size(libraries()[0]) > 4);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("host compile: extern __shared__ rewrite keeps lines", "[emit]") {

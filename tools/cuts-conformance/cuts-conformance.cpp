@@ -41,6 +41,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -54,6 +56,7 @@ struct Result {
   std::string name, status, reason;
   // --numeric: "passed", "failed", "skipped" (not compiled yet) or empty.
   std::string numeric, numericReason;
+  double seconds = 0; // wall time of the whole test, to find the slow ones
 };
 
 Result verdict(std::string name, std::string status, std::string reason) {
@@ -348,8 +351,13 @@ int main(int argc, char **argv) {
   std::vector<Result> results(tests.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next++) < tests.size();)
+    for (size_t i; (i = next++) < tests.size();) {
+      auto start = std::chrono::steady_clock::now();
       results[i] = runTest(tests[i], covered, numeric);
+      results[i].seconds = std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+    }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < jobs; ++t)
@@ -375,7 +383,10 @@ int main(int argc, char **argv) {
     if (!r.numeric.empty())
       ++num[r.numeric];
     nlohmann::json j = {
-        {"name", r.name}, {"status", r.status}, {"reason", r.reason}};
+        {"name", r.name},
+        {"status", r.status},
+        {"reason", r.reason},
+        {"seconds", std::round(r.seconds * 1000) / 1000}};
     if (!r.numeric.empty()) {
       j["numeric"] = r.numeric;
       j["numericReason"] = r.numericReason;

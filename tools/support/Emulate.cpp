@@ -14,6 +14,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 
 namespace cuts {
 
@@ -213,6 +215,83 @@ const char *kernelElementType(const std::string &dtype) {
   return it == types.end() ? nullptr : it->second;
 }
 
+namespace {
+
+/// The kernel's parameters as the code generator declares them: a pointer
+/// to each tensor's element type, const unless the kernel writes it.
+std::optional<KernelSignature> signatureOf(const rt::Manifest &m,
+                                           const rt::KernelLaunch &k,
+                                           std::string &error) {
+  KernelSignature sig{k.name, {}};
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    bool out = std::find(k.outputs.begin(), k.outputs.end(), k.args[i]) !=
+               k.outputs.end();
+    const std::string &dtype = m.tensors[k.args[i]].dtype;
+    const char *type = kernelElementType(dtype);
+    if (!type) {
+      error = "kernel " + k.name + ": argument " + std::to_string(i) +
+              " is a " + dtype + " tensor, which no kernel takes";
+      return std::nullopt;
+    }
+    sig.params.push_back(
+        {"a" + std::to_string(i),
+         std::string(out ? "" : "const ") + type + " *__restrict__"});
+  }
+  return sig;
+}
+
+/// Every generated kernel the plan launches, compiled for the host in
+/// batches of kBatch: one compiler run a batch (the emulation header's
+/// machinery is compiled once a batch, not once a kernel).
+bool compileKernels(const rt::Artifact &a,
+                    std::map<std::string, std::unique_ptr<HostKernel>> &out,
+                    bool verbose, std::string &error) {
+  constexpr size_t kBatch = 16;
+  const rt::Manifest &m = a.manifest;
+  std::vector<HostSource> batch;
+  auto flush = [&] {
+    if (batch.empty())
+      return true;
+    auto start = std::chrono::steady_clock::now();
+    auto kernels = compileForHost(batch, error);
+    if (kernels.empty())
+      return false;
+    if (verbose)
+      std::fprintf(stderr, "compiled %zu kernel(s) for the host in %.2f s\n",
+                   batch.size(),
+                   std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    for (auto &k : kernels)
+      out.emplace(k->signature().name, std::move(k));
+    batch.clear();
+    return true;
+  };
+  std::set<std::string> seen;
+  for (const rt::Step &step : m.steps) {
+    if (step.kernel < 0)
+      continue;
+    const rt::KernelLaunch &k = m.kernels[step.kernel];
+    if (k.isLibrary() || !seen.insert(k.name).second)
+      continue;
+    HostSource h{a.source(step.kernel), {}};
+    if (h.source.empty()) {
+      error = "kernel " + k.name + " has no source in the artifact";
+      return false;
+    }
+    auto sig = signatureOf(m, k, error);
+    if (!sig)
+      return false;
+    h.kernel = std::move(*sig);
+    batch.push_back(std::move(h));
+    if (batch.size() == kBatch && !flush())
+      return false;
+  }
+  return flush();
+}
+
+} // namespace
+
 bool emulateArtifact(const rt::Artifact &a,
                      const std::vector<std::vector<uint8_t>> &inputs,
                      std::vector<std::vector<uint8_t>> &outputs,
@@ -268,6 +347,8 @@ bool emulateArtifact(const rt::Artifact &a,
   };
 
   std::map<std::string, std::unique_ptr<HostKernel>> compiled;
+  if (!compileKernels(a, compiled, verbose, error))
+    return false;
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const rt::Step &step = m.steps[s];
     if (step.kernel < 0) {
@@ -286,41 +367,8 @@ bool emulateArtifact(const rt::Artifact &a,
     }
     auto it = compiled.find(k.name);
     if (it == compiled.end()) {
-      std::string source = a.source(step.kernel);
-      if (source.empty()) {
-        error = "kernel " + k.name + " has no source in the artifact";
-        return false;
-      }
-      // The parameters as the code generator declares them: a pointer to
-      // the tensor's element type, const unless the kernel writes it.
-      KernelSignature sig{k.name, {}};
-      for (size_t i = 0; i < k.args.size(); ++i) {
-        bool out = std::find(k.outputs.begin(), k.outputs.end(), k.args[i]) !=
-                   k.outputs.end();
-        const std::string &dtype = m.tensors[k.args[i]].dtype;
-        const char *type = kernelElementType(dtype);
-        if (!type) {
-          error = "kernel " + k.name + ": argument " + std::to_string(i) +
-                  " is a " + dtype + " tensor, which no kernel takes";
-          return false;
-        }
-        sig.params.push_back(
-            {"a" + std::to_string(i),
-             std::string(out ? "" : "const ") + type + " *__restrict__"});
-      }
-      auto start = std::chrono::steady_clock::now();
-      auto hk = compileForHost(source, sig, error);
-      if (!hk) {
-        error = "kernel " + k.name + ": " + error;
-        return false;
-      }
-      if (verbose)
-        std::fprintf(stderr, "compiled %s for the host in %.2f s\n",
-                     k.name.c_str(),
-                     std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count());
-      it = compiled.emplace(k.name, std::move(hk)).first;
+      error = "kernel " + k.name + " was not compiled";
+      return false;
     }
     std::vector<KernelArg> args;
     for (int t : k.args)
