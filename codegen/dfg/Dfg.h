@@ -98,6 +98,20 @@ enum class Op {
   Tanh,
   Sigmoid,
   Recip,     // unary
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Floor,
+  Ceil,
+  Round, // halves to even
   Clip,      // clamp(in0, value, value2)
   LeakyRelu, // in0 < 0 ? value * in0 : in0
   HardSigmoid,

@@ -246,7 +246,13 @@ std::vector<MmaOperand> mmaOperands(const Kernel &k) {
   return {a, b};
 }
 
+// Infinities and NaN are spelled by their bits (no math header in NVRTC).
 std::string num(double v) {
+  if (std::isinf(v))
+    return v < 0 ? "-__uint_as_float(0x7f800000u)"
+                 : "__uint_as_float(0x7f800000u)";
+  if (std::isnan(v))
+    return "__uint_as_float(0x7fc00000u)";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   std::string s = buf;
@@ -306,14 +312,6 @@ std::string typedNum(double v, dfg::Type t) {
   default:
     return num(v);
   }
-}
-
-// Infinities are spelled by their bits (no math header needed in NVRTC).
-std::string floatLiteral(double v) {
-  if (std::isinf(v))
-    return v < 0 ? "-__uint_as_float(0x7f800000u)"
-                 : "__uint_as_float(0x7f800000u)";
-  return num(v);
 }
 
 // An integer remainder by 0 is 0, and by -1 too: the generator's integers
@@ -398,6 +396,34 @@ std::string scalarExpr(const dfg::Node &n, const std::string &x, In in) {
     return "1.0f / (1.0f + expf(-" + x + "))";
   case Op::Recip:
     return "1.0f / " + x;
+  case Op::Sin:
+    return "sinf(" + x + ")";
+  case Op::Cos:
+    return "cosf(" + x + ")";
+  case Op::Tan:
+    return "tanf(" + x + ")";
+  case Op::Asin:
+    return "asinf(" + x + ")";
+  case Op::Acos:
+    return "acosf(" + x + ")";
+  case Op::Atan:
+    return "atanf(" + x + ")";
+  case Op::Sinh:
+    return "sinhf(" + x + ")";
+  case Op::Cosh:
+    return "coshf(" + x + ")";
+  case Op::Asinh:
+    return "asinhf(" + x + ")";
+  case Op::Acosh:
+    return "acoshf(" + x + ")";
+  case Op::Atanh:
+    return "atanhf(" + x + ")";
+  case Op::Floor:
+    return "floorf(" + x + ")";
+  case Op::Ceil:
+    return "ceilf(" + x + ")";
+  case Op::Round:
+    return "rintf(" + x + ")";
   case Op::Clip:
     return "fminf(fmaxf(" + x + ", " + num(n.value) + "), " + num(n.value2) +
            ")";
@@ -1445,7 +1471,7 @@ void Emitter::emitStore(const dfg::Graph &g, const dfg::Node &n,
     // A producer's output: into the consumer's tile, which holds the
     // fetch's `outside` value where the tile overhangs the tensor.
     os << ind << ph.tile.name << "[" << address(ph.tile, n.index) << "] = ("
-       << inside(b, n.index) << ") ? " << x << " : " << floatLiteral(ph.outside)
+       << inside(b, n.index) << ") ? " << x << " : " << num(ph.outside)
        << ";\n";
     return;
   }
@@ -1675,7 +1701,7 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
     shared = r + " * " + std::to_string(x.sharedStride) +
              (shared.empty() ? "" : " + " + shared);
   }
-  std::string inside, outside = floatLiteral(f.outside);
+  std::string inside, outside = num(f.outside);
   if (f.mask)
     inside = "1.0f";
   else if (quads)
@@ -1851,7 +1877,7 @@ void Emitter::emitRoundsLoop(const std::string &ind, int64_t tiles) {
   names.clear();
   positions.clear();
   for (const std::string &a : k.accumulators)
-    os << in << "float " << a << " = " << floatLiteral(k.accumulatorInit)
+    os << in << "float " << a << " = " << num(k.accumulatorInit)
        << ";\n";
   emitBody(in);
   names.clear(); // the exit's loads are its own
@@ -1875,7 +1901,7 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
     return emitRoundsLoop(ind, tiles);
   if (!prefetch && !tilesDeclared)
     declareTiles(ind, "");
-  std::string init = floatLiteral(k.accumulatorInit);
+  std::string init = num(k.accumulatorInit);
   for (int64_t r = 0; r < rounds; ++r)
     for (const std::string &a : k.accumulators)
       os << ind << "float " << a << (rounds > 1 ? "_r" + std::to_string(r) : "")
@@ -2416,7 +2442,7 @@ void Emitter::emitChannelVectors() {
     for (int64_t j = 0; j < v; ++j) {
       const int64_t local[4] = {0, j, 0, w};
       os << "  float " << accName(local) << " = "
-         << (max ? floatLiteral(-INFINITY) : "0.0f") << ";\n";
+         << (max ? num(-INFINITY) : "0.0f") << ";\n";
     }
     if (counted)
       os << "  float inside_" << w << " = 0.0f;\n";

@@ -341,6 +341,14 @@ OpFoldResult LessOp::fold(FoldAdaptor a) {
 }
 
 OpFoldResult WhereOp::fold(FoldAdaptor a) {
+  // A uniform condition picks one operand whole, where it needs no
+  // broadcast (a fully masked attention row that never happens, say).
+  if (auto c = llvm::dyn_cast_or_null<DenseElementsAttr>(a.getCondition());
+      c && c.isSplat()) {
+    Value pick = c.getSplatValue<bool>() ? getX() : getY();
+    if (pick.getType() == getType())
+      return pick;
+  }
   return foldBroadcast(*this, {a.getCondition(), a.getX(), a.getY()},
                        [](HostTensor &o, int64_t k, ArrayRef<HostTensor> in,
                           ArrayRef<int64_t> off) {
@@ -372,6 +380,48 @@ OpFoldResult TanhOp::fold(FoldAdaptor a) {
 OpFoldResult SigmoidOp::fold(FoldAdaptor a) {
   return foldUnaryFloat(*this, a.getX(),
                         [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+}
+OpFoldResult SinOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::sin(x); });
+}
+OpFoldResult CosOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::cos(x); });
+}
+OpFoldResult TanOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::tan(x); });
+}
+OpFoldResult AsinOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::asin(x); });
+}
+OpFoldResult AcosOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::acos(x); });
+}
+OpFoldResult AtanOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::atan(x); });
+}
+OpFoldResult SinhOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::sinh(x); });
+}
+OpFoldResult CoshOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::cosh(x); });
+}
+OpFoldResult AsinhOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::asinh(x); });
+}
+OpFoldResult AcoshOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::acosh(x); });
+}
+OpFoldResult AtanhOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::atanh(x); });
+}
+OpFoldResult FloorOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::floor(x); });
+}
+OpFoldResult CeilOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::ceil(x); });
+}
+OpFoldResult RoundOp::fold(FoldAdaptor a) {
+  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::nearbyint(x); });
 }
 OpFoldResult ReciprocalOp::fold(FoldAdaptor a) {
   return foldUnaryFloat(*this, a.getX(), [](double x) { return 1.0 / x; });

@@ -225,6 +225,22 @@ def Cuts_NegOp : Cuts_UnaryOp<"neg", "Neg", Cuts_NumTensor>;
 def Cuts_AbsOp : Cuts_UnaryOp<"abs", "Abs", Cuts_NumTensor>;
 def Cuts_ReciprocalOp : Cuts_UnaryOp<"reciprocal", "Reciprocal", Cuts_FloatTensor>;
 def Cuts_HardSwishOp : Cuts_UnaryOp<"hard_swish", "HardSwish", Cuts_FloatTensor>;
+def Cuts_SinOp : Cuts_UnaryOp<"sin", "Sin", Cuts_FloatTensor>;
+def Cuts_CosOp : Cuts_UnaryOp<"cos", "Cos", Cuts_FloatTensor>;
+def Cuts_TanOp : Cuts_UnaryOp<"tan", "Tan", Cuts_FloatTensor>;
+def Cuts_AsinOp : Cuts_UnaryOp<"asin", "Asin", Cuts_FloatTensor>;
+def Cuts_AcosOp : Cuts_UnaryOp<"acos", "Acos", Cuts_FloatTensor>;
+def Cuts_AtanOp : Cuts_UnaryOp<"atan", "Atan", Cuts_FloatTensor>;
+def Cuts_SinhOp : Cuts_UnaryOp<"sinh", "Sinh", Cuts_FloatTensor>;
+def Cuts_CoshOp : Cuts_UnaryOp<"cosh", "Cosh", Cuts_FloatTensor>;
+def Cuts_AsinhOp : Cuts_UnaryOp<"asinh", "Asinh", Cuts_FloatTensor>;
+def Cuts_AcoshOp : Cuts_UnaryOp<"acosh", "Acosh", Cuts_FloatTensor>;
+def Cuts_AtanhOp : Cuts_UnaryOp<"atanh", "Atanh", Cuts_FloatTensor>;
+def Cuts_FloorOp : Cuts_UnaryOp<"floor", "Floor", Cuts_FloatTensor>;
+def Cuts_CeilOp : Cuts_UnaryOp<"ceil", "Ceil", Cuts_FloatTensor>;
+def Cuts_RoundOp : Cuts_UnaryOp<"round", "Round", Cuts_FloatTensor> {
+  let description = [{ Halves round to even, as ONNX Round does. }];
+}
 
 def Cuts_LeakyReluOp : Cuts_UnaryOp<"leaky_relu", "LeakyRelu", Cuts_FloatTensor> {
   let arguments = (ins Cuts_FloatTensor:$X, F32Attr:$alpha);
