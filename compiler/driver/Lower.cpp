@@ -145,7 +145,21 @@ const llvm::DenseMap<mlir::TypeID, Op> &plainScalarOps() {
       {mlir::TypeID::get<TanhOp>(), Op::Tanh},
       {mlir::TypeID::get<SigmoidOp>(), Op::Sigmoid},
       {mlir::TypeID::get<ReciprocalOp>(), Op::Recip},
-      {mlir::TypeID::get<HardSwishOp>(), Op::HardSwish}};
+      {mlir::TypeID::get<HardSwishOp>(), Op::HardSwish},
+      {mlir::TypeID::get<SinOp>(), Op::Sin},
+      {mlir::TypeID::get<CosOp>(), Op::Cos},
+      {mlir::TypeID::get<TanOp>(), Op::Tan},
+      {mlir::TypeID::get<AsinOp>(), Op::Asin},
+      {mlir::TypeID::get<AcosOp>(), Op::Acos},
+      {mlir::TypeID::get<AtanOp>(), Op::Atan},
+      {mlir::TypeID::get<SinhOp>(), Op::Sinh},
+      {mlir::TypeID::get<CoshOp>(), Op::Cosh},
+      {mlir::TypeID::get<AsinhOp>(), Op::Asinh},
+      {mlir::TypeID::get<AcoshOp>(), Op::Acosh},
+      {mlir::TypeID::get<AtanhOp>(), Op::Atanh},
+      {mlir::TypeID::get<FloorOp>(), Op::Floor},
+      {mlir::TypeID::get<CeilOp>(), Op::Ceil},
+      {mlir::TypeID::get<RoundOp>(), Op::Round}};
   return table;
 }
 
@@ -560,6 +574,33 @@ struct Binder {
   }
 };
 
+/// A binary epilogue step reading `other` broadcast to the anchor's output
+/// `out` (channels on `channelAxis`, the kernel's output `kernelOut`);
+/// nullopt where the exit DFG cannot index it.
+std::optional<EpilogueOp> operandStep(Op op, mlir::Value other,
+                                      llvm::ArrayRef<int64_t> out,
+                                      size_t channelAxis,
+                                      const std::vector<int64_t> &kernelOut,
+                                      Binder &b) {
+  auto os = shapeOf(other);
+  switch (operandForm(os, out, channelAxis)) {
+  case OperandForm::Scalar:
+    return EpilogueOp::binary(op, b.add("scalar", other), {1});
+  case OperandForm::PerChannel:
+    return EpilogueOp::binary(op, b.add("bias", other), {out[channelAxis]});
+  case OperandForm::Full:
+    return EpilogueOp::binary(op, b.add("res", other), kernelOut);
+  case OperandForm::Other:
+    if (auto view = broadcastView(os, out, kernelOut))
+      return EpilogueOp::binary(op, b.add("bcast", other), *view);
+    if (auto dv = digitView(os, out, kernelOut))
+      return EpilogueOp::binary(op, b.add("bcast", other), dv->first,
+                                dv->second);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 /// The epilogue of `chain` after an anchor whose output has shape `out`
 /// with channels on `channelAxis`; nullopt with `error` if an operand has a
 /// form the exit DFG cannot read.
@@ -569,7 +610,6 @@ epilogueOf(const Analysis &a, llvm::ArrayRef<int64_t> out, size_t channelAxis,
            std::string &error) {
   std::vector<EpilogueOp> e;
   mlir::Operation *prev = a.anchor;
-  int64_t channels = out[channelAxis];
   for (mlir::Operation *op : a.chain) {
     ScalarOp s = *scalarOp(op);
     if (!s.binary) {
@@ -580,31 +620,13 @@ epilogueOf(const Analysis &a, llvm::ArrayRef<int64_t> out, size_t channelAxis,
     mlir::Value other = op->getOperand(0).getDefiningOp() == prev
                             ? op->getOperand(1)
                             : op->getOperand(0);
-    auto os = shapeOf(other);
-    switch (operandForm(os, out, channelAxis)) {
-    case OperandForm::Scalar:
-      e.push_back(EpilogueOp::binary(s.op, b.add("scalar", other), {1}));
-      break;
-    case OperandForm::PerChannel:
-      e.push_back(EpilogueOp::binary(s.op, b.add("bias", other), {channels}));
-      break;
-    case OperandForm::Full:
-      e.push_back(EpilogueOp::binary(s.op, b.add("res", other), kernelOut));
-      break;
-    case OperandForm::Other: {
-      if (auto view = broadcastView(os, out, kernelOut)) {
-        e.push_back(EpilogueOp::binary(s.op, b.add("bcast", other), *view));
-      } else if (auto dv = digitView(os, out, kernelOut)) {
-        e.push_back(EpilogueOp::binary(s.op, b.add("bcast", other), dv->first,
-                                       dv->second));
-      } else {
-        error = opName(op) + " reads an operand that broadcasts to the "
-                             "output in a way the kernel cannot index";
-        return std::nullopt;
-      }
-      break;
+    auto step = operandStep(s.op, other, out, channelAxis, kernelOut, b);
+    if (!step) {
+      error = opName(op) + " reads an operand that broadcasts to the output "
+                           "in a way the kernel cannot index";
+      return std::nullopt;
     }
-    }
+    e.push_back(*step);
     prev = op;
   }
   return e;
@@ -783,20 +805,13 @@ std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
                                   : std::vector<int64_t>{d.N, d.K};
   std::vector<EpilogueOp> epi;
   if (C) {
-    switch (operandForm(shapeOf(C), x.out, x.out.size() - 1)) {
-    case OperandForm::Scalar:
-      epi.push_back(EpilogueOp::binary(Op::Add, x.b.add("scalar", C), {1}));
-      break;
-    case OperandForm::PerChannel:
-      epi.push_back(EpilogueOp::binary(Op::Add, x.b.add("bias", C), {d.K}));
-      break;
-    case OperandForm::Full:
-      epi.push_back(EpilogueOp::binary(Op::Add, x.b.add("res", C), kout));
-      break;
-    case OperandForm::Other:
-      error = opName(op) + ": its addend has an unsupported shape";
+    auto step = operandStep(Op::Add, C, x.out, x.out.size() - 1, kout, x.b);
+    if (!step) {
+      error = opName(op) + ": its addend broadcasts to the output in a way "
+                           "the kernel cannot index";
       return std::nullopt;
     }
+    epi.push_back(*step);
   }
   auto rest = epilogueOf(x.a, x.out, x.out.size() - 1, kout, x.b, error);
   if (!rest)

@@ -1,8 +1,8 @@
 //===- Importer.h - the ONNX importer's converter class (private) -*- C++ -*-===//
 //
 // Private to compiler/onnx: the converters of one op family each live in
-// their own file (OnnxImporter.cpp the graph and the plain ops, Einsum.cpp,
-// Reduce.cpp, Resize.cpp) and share this class's value, attribute and
+// their own file (OnnxImporter.cpp the graph and the plain ops, Activation.cpp,
+// Attention.cpp, Einsum.cpp, Layout.cpp, Normalize.cpp, Reduce.cpp, Resize.cpp) and share this class's value, attribute and
 // op-creation helpers.
 //
 //===----------------------------------------------------------------------===//
@@ -268,6 +268,36 @@ private:
   LogicalResult convCastLike(const onnx::NodeProto &);
   LogicalResult convRMSNorm(const onnx::NodeProto &);
   LogicalResult convRange(const onnx::NodeProto &);
+  // Activations and predicates from primitives (Activation.cpp).
+  Value softplus(Value x);
+  LogicalResult convActivation(const onnx::NodeProto &);
+  LogicalResult convPRelu(const onnx::NodeProto &);
+  LogicalResult convSign(const onnx::NodeProto &);
+  LogicalResult convIsNaN(const onnx::NodeProto &);
+  LogicalResult convIsInf(const onnx::NodeProto &);
+  // Normalizations from reductions (Normalize.cpp).
+  Value castTo(Value v, Type t); // v where it has element type t already
+  Value standardize(Value x, ArrayRef<int64_t> axes, double epsilon);
+  Value perChannel(Value v, int64_t rank);
+  LogicalResult convInstanceNorm(const onnx::NodeProto &);
+  LogicalResult convGroupNorm(const onnx::NodeProto &);
+  LogicalResult convMeanVarianceNorm(const onnx::NodeProto &);
+  LogicalResult convLpNorm(const onnx::NodeProto &);
+  LogicalResult convLRN(const onnx::NodeProto &);
+  LogicalResult convGlobalMaxPool(const onnx::NodeProto &);
+  // Rearranged and position-built tensors (Layout.cpp).
+  Value reshaped(Value v, ArrayRef<int64_t> shape);
+  LogicalResult convDepthSpace(const onnx::NodeProto &);
+  LogicalResult convTile(const onnx::NodeProto &);
+  LogicalResult convEyeLike(const onnx::NodeProto &);
+  LogicalResult convOneHot(const onnx::NodeProto &);
+  // Attention (Attention.cpp).
+  Value splitHeads(Value v, int64_t heads);
+  Value repeatHeads(Value v, int64_t reps);
+  Value attentionBias(Value mask, Value nonpad, int64_t q, int64_t kv,
+                      int64_t past, bool causal, int64_t left, int64_t right,
+                      Type e);
+  LogicalResult convAttention(const onnx::NodeProto &);
 
   MLIRContext &ctx;
   OpBuilder builder;

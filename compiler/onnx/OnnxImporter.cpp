@@ -853,16 +853,12 @@ LogicalResult Importer::convRMSNorm(const onnx::NodeProto &) {
   for (int64_t a = axes[0] + 1; a < rank; ++a)
     axes.push_back(a);
   Type f32 = builder.getF32Type(), e = type.getElementType();
-  auto to = [&](Value v, Type t) {
-    return typeOf(v).getElementType() == t
-               ? v
-               : make<CastOp>({v}, {named("to", TypeAttr::get(t))});
-  };
-  Value v = to(*x, f32);
+  Value v = castTo(*x, f32);
   Value rms = make<SqrtOp>({make<AddOp>(
       {reduce("mean", make<MulOp>({v, v}), axes, true),
        scalarConstant(f32, *eps)})});
-  Value y = to(make<MulOp>({make<DivOp>({v, rms}), to(*scale, f32)}), e);
+  Value y =
+      castTo(make<MulOp>({make<DivOp>({v, rms}), castTo(*scale, f32)}), e);
   return y ? define(0, y) : failure();
 }
 
@@ -1548,6 +1544,31 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Gelu", &Importer::convGelu},
       {"Gemm", &Importer::convGemm},
       {"Greater", &Importer::convCompare<true, false>},
+      {"Elu", &Importer::convActivation},
+      {"Celu", &Importer::convActivation},
+      {"Selu", &Importer::convActivation},
+      {"Softplus", &Importer::convActivation},
+      {"Softsign", &Importer::convActivation},
+      {"ThresholdedRelu", &Importer::convActivation},
+      {"Mish", &Importer::convActivation},
+      {"Swish", &Importer::convActivation},
+      {"Shrink", &Importer::convActivation},
+      {"PRelu", &Importer::convPRelu},
+      {"Attention", &Importer::convAttention},
+      {"DepthToSpace", &Importer::convDepthSpace},
+      {"SpaceToDepth", &Importer::convDepthSpace},
+      {"Tile", &Importer::convTile},
+      {"EyeLike", &Importer::convEyeLike},
+      {"OneHot", &Importer::convOneHot},
+      {"InstanceNormalization", &Importer::convInstanceNorm},
+      {"GroupNormalization", &Importer::convGroupNorm},
+      {"MeanVarianceNormalization", &Importer::convMeanVarianceNorm},
+      {"LpNormalization", &Importer::convLpNorm},
+      {"LRN", &Importer::convLRN},
+      {"GlobalMaxPool", &Importer::convGlobalMaxPool},
+      {"Sign", &Importer::convSign},
+      {"IsNaN", &Importer::convIsNaN},
+      {"IsInf", &Importer::convIsInf},
       {"GreaterOrEqual", &Importer::convCompare<true, true>},
       {"GlobalAveragePool", &Importer::convGlobalAveragePool},
       {"HardSigmoid", &Importer::convHardSigmoid},
@@ -1572,6 +1593,20 @@ const llvm::StringMap<Importer::Converter> &Importer::converters() {
       {"Pow", &Importer::convPow},
       {"Range", &Importer::convRange},
       {"Reciprocal", &Importer::convUnary<ReciprocalOp>},
+      {"Sin", &Importer::convUnary<SinOp>},
+      {"Cos", &Importer::convUnary<CosOp>},
+      {"Tan", &Importer::convUnary<TanOp>},
+      {"Asin", &Importer::convUnary<AsinOp>},
+      {"Acos", &Importer::convUnary<AcosOp>},
+      {"Atan", &Importer::convUnary<AtanOp>},
+      {"Sinh", &Importer::convUnary<SinhOp>},
+      {"Cosh", &Importer::convUnary<CoshOp>},
+      {"Asinh", &Importer::convUnary<AsinhOp>},
+      {"Acosh", &Importer::convUnary<AcoshOp>},
+      {"Atanh", &Importer::convUnary<AtanhOp>},
+      {"Floor", &Importer::convUnary<FloorOp>},
+      {"Ceil", &Importer::convUnary<CeilOp>},
+      {"Round", &Importer::convUnary<RoundOp>},
       {"ReduceL1", &Importer::convReduce},
       {"ReduceL2", &Importer::convReduce},
       {"ReduceLogSum", &Importer::convReduce},
@@ -1630,15 +1665,14 @@ LogicalResult Importer::readOpset(const onnx::ModelProto &model) {
   // Before opset 7: read where every op is one whose meaning has not changed
   // since (legacy attributes such as consumed_inputs aside), as opset 7.
   static const llvm::StringSet<> unchanged = {
-      "Abs",        "ArgMax",     "ArgMin",
-      "Exp",        "Flatten",    "GlobalAveragePool", "HardSigmoid",
-      "Hardmax",    "Identity",   "LeakyRelu",      "Log",
-      "LogSoftmax", "MatMul",     "Neg",            "Not",
-      "Reciprocal", "ReduceL1",   "ReduceL2",       "ReduceLogSum",
-      "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
-      "ReduceSum",  "ReduceSumSquare", "Relu",      "Shape",
-      "Sigmoid",    "Size",       "Softmax",        "Sqrt",
-      "Squeeze",    "Tanh",       "Transpose",      "Unsqueeze"};
+      "Abs", "ArgMax", "ArgMin", "Ceil", "DepthToSpace", "Elu", "Exp",
+      "Flatten", "Floor", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid",
+      "Hardmax", "Identity", "InstanceNormalization", "LRN", "LeakyRelu", "Log",
+      "LogSoftmax", "LpNormalization", "MatMul", "Neg", "Not", "Reciprocal",
+      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceMean", "ReduceMin", "ReduceSum", "ReduceSumSquare", "Relu", "Selu",
+      "Shape", "Sigmoid", "Size", "Softmax", "Softplus", "Softsign",
+      "SpaceToDepth", "Sqrt", "Squeeze", "Tanh", "Transpose", "Unsqueeze"};
   for (const auto &n : model.graph().node())
     if (!unchanged.contains(n.op_type()))
       return fail("opset " + Twine(opset) + " is not supported (cuts reads " +

@@ -239,6 +239,41 @@ def einsum_rank():
     return _einsum("ijk->i", [[2, 3]])
 
 
+def attention_causal():
+    """Q, K, V [1, 2, 4, 8] -> causal Attention (opset 23)."""
+    return model(
+        [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn",
+                          is_causal=1)],
+        [vi("q", [1, 2, 4, 8]), vi("k", [1, 2, 4, 8]), vi("v", [1, 2, 4, 8])],
+        [vi("y", [1, 2, 4, 8])], opset=23)
+
+
+def attention_no_heads():
+    """3-D Q, K, V without q_num_heads and kv_num_heads."""
+    return model(
+        [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn")],
+        [vi("q", [1, 4, 16]), vi("k", [1, 4, 16]), vi("v", [1, 4, 16])],
+        [vi("y", [1, 4, 16])], opset=23, check=False)
+
+
+def group_norm_bad_groups():
+    """GroupNormalization of 6 channels in 4 groups."""
+    return model(
+        [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"],
+                          name="gn", num_groups=4)],
+        [vi("x", [1, 6, 2, 2])], [vi("y", [1, 6, 2, 2])],
+        [w("s", [6], 1), w("b", [6], 2)], opset=21, check=False)
+
+
+def onehot_runtime_depth():
+    """OneHot whose depth is a graph input, not a constant."""
+    return model(
+        [helper.make_node("OneHot", ["i", "d", "vals"], ["y"], name="oh")],
+        [vi("i", [3], I64), vi("d", [], I64)], [vi("y", [3, None])],
+        [numpy_helper.from_array(np.array([0, 1], np.float32), "vals")],
+        opset=17, check=False)
+
+
 def truncated():
     """conv_bn_relu, serialized and cut in half (returns bytes)."""
     data = conv_bn_relu().SerializeToString()
