@@ -151,6 +151,10 @@ LogicalResult Importer::convAttention(const onnx::NodeProto &) {
   const int64_t past = pastK ? typeOf(pastK).getDimSize(2) : 0;
   const int64_t kvLen = typeOf(K).getDimSize(2), hq = qs[1],
                 hk = typeOf(K).getDimSize(1);
+  // The masks are built from constant position lists of these lengths.
+  constexpr int64_t kMaxSequence = int64_t(1) << 24;
+  if (qs[2] > kMaxSequence || kvLen > kMaxSequence)
+    return nodeFail("a sequence is longer than 2^24");
   if (hk <= 0 || hq % hk != 0 || typeOf(V).getDimSize(1) != hk)
     return nodeFail("the " + Twine(hq) + " query heads do not group over " +
                     Twine(hk) + " key/value heads");

@@ -2,7 +2,8 @@
 //
 // Private to compiler/onnx: the converters of one op family each live in
 // their own file (OnnxImporter.cpp the graph and the plain ops, Activation.cpp,
-// Attention.cpp, Einsum.cpp, Layout.cpp, Normalize.cpp, Reduce.cpp, Resize.cpp) and share this class's value, attribute and
+// Attention.cpp, Einsum.cpp, Layout.cpp, Normalize.cpp, Reduce.cpp, Resize.cpp,
+// Scatter.cpp) and share this class's value, attribute and
 // op-creation helpers.
 //
 //===----------------------------------------------------------------------===//
@@ -298,6 +299,10 @@ private:
                       int64_t past, bool causal, int64_t left, int64_t right,
                       Type e);
   LogicalResult convAttention(const onnx::NodeProto &);
+  // Scatters with constant indices (Scatter.cpp).
+  Value scatterByMap(Value data, Value updates, ArrayRef<int64_t> map,
+                     StringRef reduction);
+  LogicalResult convScatter(const onnx::NodeProto &);
 
   MLIRContext &ctx;
   OpBuilder builder;

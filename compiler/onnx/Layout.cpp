@@ -34,7 +34,9 @@ LogicalResult Importer::convDepthSpace(const onnx::NodeProto &n) {
   const int64_t b = *block, N = type.getDimSize(0), C = type.getDimSize(1),
                 H = type.getDimSize(2), W = type.getDimSize(3);
   if (b <= 0 || b > (int64_t(1) << 20))
-    return nodeFail("blocksize " + Twine(b) + " is not positive");
+    return nodeFail("blocksize " + Twine(b) + " is not in [1, 2^20]");
+  if (!toSpace && C > kMaxElements / (b * b))
+    return nodeFail("the result has more than 2^40 channels");
   if (*mode != "DCR" && *mode != "CRD")
     return nodeFail("mode '" + *mode + "' is not DCR or CRD");
   const bool dcr = *mode == "DCR";
@@ -79,6 +81,8 @@ LogicalResult Importer::convTile(const onnx::NodeProto &) {
     int64_t r = (*repeats)[a];
     if (r < 0)
       return nodeFail("repeats[" + Twine(a) + "] is negative");
+    if (shape[a] != 0 && r > kMaxElements / shape[a])
+      return nodeFail("the result has more than 2^40 elements");
     out[a] = shape[a] * r;
   }
   if (tooManyElements(out))

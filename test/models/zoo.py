@@ -14,6 +14,9 @@ GPU: run it on the GPU machine.
       step; a unit already recorded is skipped (resumable) unless --redo.
       No unit starts after --budget seconds. Each unit's files are removed
       after it unless --keep.
+      With --time, a unit that matches is also tuned (--tune-seconds S,
+      20) and timed (`cuts bench --graph`) against PyTorch fp32 eager under
+      a CUDA graph and torch.compile, in the same run.
   zoo.py report ZOO.json [--readme README.md]
       the table (markdown), and with --readme between its zoo markers.
   zoo.py list
@@ -37,6 +40,23 @@ EXPORTERS = {"ts": 17, "dyn": 20}
 SEQ = 128
 
 
+def hidden_state(model, names):
+    """model called with its inputs by name, returning last_hidden_state:
+    one tensor out, and no positional clash with the keyword arguments
+    (use_cache) that transformers' decorators add."""
+    import torch
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = model
+
+        def forward(self, *xs):
+            return self.m(**dict(zip(names, xs))).last_hidden_state
+
+    return Wrapped().eval()
+
+
 def transformers_models():
     """name -> (build() -> (module, args), input names)."""
     def text(config, model, names=("input_ids", "attention_mask")):
@@ -48,7 +68,7 @@ def transformers_models():
             cfg._attn_implementation = "eager"
             if hasattr(cfg, "use_cache"):
                 cfg.use_cache = False
-            m = getattr(tf, model)(cfg).eval()
+            m = hidden_state(getattr(tf, model)(cfg).eval(), names)
             ids = torch.randint(0, cfg.vocab_size, (1, SEQ))
             mask = torch.ones(1, SEQ, dtype=torch.int64)
             return m, (ids, mask)[:len(names)]
@@ -61,7 +81,7 @@ def transformers_models():
             torch.manual_seed(0)
             cfg = getattr(tf, config)(**kw)
             cfg._attn_implementation = "eager"
-            m = getattr(tf, model)(cfg).eval()
+            m = hidden_state(getattr(tf, model)(cfg).eval(), ["pixel_values"])
             return m, (torch.randn(1, 3, 224, 224),)
         return build, ["pixel_values"]
 
@@ -73,8 +93,11 @@ def transformers_models():
         "t5_encoder": text("T5Config", "T5EncoderModel"),
         "vit": image("ViTConfig", "ViTModel"),
         "swin": image("SwinConfig", "SwinModel"),
+        # The ResNet-50 backbone from its config, not fetched by name.
         "detr": image("DetrConfig", "DetrModel", use_timm_backbone=False,
-                      use_pretrained_backbone=False),
+                      use_pretrained_backbone=False, backbone=None,
+                      backbone_config={"model_type": "resnet",
+                                       "out_features": ["stage4"]}),
     }
 
 
@@ -140,6 +163,54 @@ def torch_output(name, in_dir, path):
     if isinstance(y, (tuple, list)):
         y = y[0]
     np.save(path, y.float().cpu().numpy())
+
+
+def torch_time(name, in_dir, path):
+    """Median latency (ms) of PyTorch fp32 (TF32 off) on the GPU: eager
+    replayed as a CUDA graph, and torch.compile (default mode, its compile
+    time too), written to path as JSON (run as a child, as export_one)."""
+    import numpy as np
+    import torch
+    build, names = all_models()[name]
+    model, _ = build()
+    model = model.cuda()
+    xs = [torch.from_numpy(np.load(os.path.join(in_dir, n + ".npy"))).cuda()
+          for n in names]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    def median_ms(fn, iters=50):
+        for _ in range(5):
+            fn()
+        times = []
+        for _ in range(iters):
+            a, b = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        return sorted(times)[len(times) // 2]
+
+    out = {}
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up off the capture stream
+            for _ in range(3):
+                model(*xs)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            model(*xs)
+        out["eager_graph_ms"] = median_ms(graph.replay)
+        t = time.time()
+        compiled = torch.compile(model)
+        compiled(*xs)
+        torch.cuda.synchronize()
+        out["compile_s"] = time.time() - t
+        out["compile_ms"] = median_ms(lambda: compiled(*xs))
+    json.dump(out, open(path, "w"))
 
 
 def rel_l2(a, b):
@@ -221,6 +292,34 @@ def run_unit(a, name, exporter, entry):
                         "error_l2": max(errs) if errs else None}
     if not ok:
         entry["compare"]["error"] = last_line(out)
+    elif a.time:
+        time_unit(a, name, d, entry)
+
+
+def time_unit(a, name, d, entry):
+    """Tuned cuts against PyTorch's fp32 peers, in the same run."""
+    t = entry["time"] = {}
+    ok, s, out = step([a.cuts, "compile", os.path.join(d, "model.onnx"),
+                       "--arch", a.arch, "-o", os.path.join(d, "tuned"),
+                       "--tune", "--tune-seconds", str(a.tune_seconds)], 900)
+    t["tune_s"] = round(s, 1)
+    if not ok:
+        t["error"] = "tune: " + last_line(out)
+        return
+    ok, _, out = step([a.cuts, "bench", os.path.join(d, "tuned", "model.cuts"),
+                       "--graph", "--json"], 300)
+    try:
+        t["cuts_ms"] = json.loads(out[out.index("{"):])["median_ms"]
+    except (ValueError, KeyError):
+        t["error"] = "bench: " + last_line(out)
+        return
+    ok, _, out = step([sys.executable, __file__, "torch-time", name,
+                       os.path.join(d, "in"), os.path.join(d, "torch.json")],
+                      900)
+    if not ok:
+        t["error"] = "torch: " + last_line(out)
+        return
+    t.update(json.load(open(os.path.join(d, "torch.json"))))
 
 
 def cmd_run(a):
@@ -265,16 +364,29 @@ def outcome(entry):
         "%.1e" % c["peer_error"] if c.get("peer_error") is not None else "?")
 
 
+def timing(e):
+    """Tuned cuts, eager + CUDA graph and torch.compile (ms), and cuts'
+    speedup over the faster peer; dashes where not timed."""
+    t = e.get("time", {})
+    if "compile_ms" not in t:
+        return "— | — | — | —"
+    best = min(t["eager_graph_ms"], t["compile_ms"])
+    return "%.3f | %.3f | %.3f | %.2fx" % (
+        t["cuts_ms"], t["eager_graph_ms"], t["compile_ms"],
+        best / t["cuts_ms"])
+
+
 def table(results):
-    rows = ["| model | exporter | compile (s) | result |",
-            "|---|---|---|---|"]
+    rows = ["| model | exporter | compile (s) | cuts tuned (ms) | eager + graph "
+            "(ms) | torch.compile (ms) | vs best peer | result |",
+            "|---|---|---|---|---|---|---|---|"]
     for key in sorted(results):
         name, exporter = key.split("/")
         e = results[key]
         c = e.get("compile", {})
-        rows.append("| %s | %s%d | %s | %s |" % (
+        rows.append("| %s | %s%d | %s | %s | %s |" % (
             name, exporter, e["export"]["opset"],
-            "%.1f" % c["s"] if c.get("ok") else "—",
+            "%.1f" % c["s"] if c.get("ok") else "—", timing(e),
             outcome(e).replace("|", "\\|")))
     ok = sum(outcome(e).startswith("ok") for e in results.values())
     rows.append("")
@@ -308,16 +420,20 @@ def main():
                    choices=list(EXPORTERS))
     r.add_argument("--budget", type=float, default=3600)
     r.add_argument("--redo", action="store_true")
+    r.add_argument("--time", action="store_true",
+                   help="also tune and time cuts against PyTorch's peers")
+    r.add_argument("--tune-seconds", type=int, default=20)
     r.add_argument("--keep", action="store_true",
                    help="keep each unit's model, inputs and artifact")
     p = sub.add_parser("report")
     p.add_argument("results")
     p.add_argument("--readme")
     sub.add_parser("list")
-    t = sub.add_parser("torch-output")
-    t.add_argument("name")
-    t.add_argument("in_dir")
-    t.add_argument("path")
+    for child in ("torch-output", "torch-time"):
+        t = sub.add_parser(child)
+        t.add_argument("name")
+        t.add_argument("in_dir")
+        t.add_argument("path")
     e = sub.add_parser("export-one")
     e.add_argument("name")
     e.add_argument("exporter", choices=list(EXPORTERS))
@@ -332,6 +448,8 @@ def main():
         print("\n".join(sorted(all_models())))
     elif a.cmd == "torch-output":
         torch_output(a.name, a.in_dir, a.path)
+    elif a.cmd == "torch-time":
+        torch_time(a.name, a.in_dir, a.path)
     else:
         export_one(a.name, a.exporter, a.path)
 

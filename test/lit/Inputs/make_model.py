@@ -274,6 +274,28 @@ def onehot_runtime_depth():
         opset=17, check=False)
 
 
+def scatternd_mask():
+    """Swin's attention mask: constant zeros with constant slices written by
+    ScatterND, added to x."""
+    zeros = numpy_helper.from_array(np.zeros((4, 4), np.float32), "zeros")
+    idx = numpy_helper.from_array(
+        np.array([[[2, 2], [2, 3]], [[3, 2], [3, 3]]], np.int64), "idx")
+    upd = numpy_helper.from_array(np.full((2, 2), 7, np.float32), "upd")
+    return model(
+        [helper.make_node("ScatterND", ["zeros", "idx", "upd"], ["mask"],
+                          name="sc"),
+         helper.make_node("Add", ["x", "mask"], ["y"], name="add")],
+        [vi("x", [4, 4])], [vi("y", [4, 4])], [zeros, idx, upd])
+
+
+def scatternd_runtime_indices():
+    """ScatterND whose indices are a graph input."""
+    return model(
+        [helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc")],
+        [vi("x", [4, 4]), vi("i", [2, 1], I64), vi("u", [2, 4])],
+        [vi("y", [4, 4])])
+
+
 def truncated():
     """conv_bn_relu, serialized and cut in half (returns bytes)."""
     data = conv_bn_relu().SerializeToString()
