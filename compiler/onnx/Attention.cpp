@@ -189,6 +189,8 @@ LogicalResult Importer::convAttention(const onnx::NodeProto &) {
     Value cap = scalarConstant(e, *softcap);
     qk = make<MulOp>({make<TanhOp>({make<DivOp>({qk, cap})}), cap});
   }
+  if (!qk || !error.empty())
+    return failure();
   Value scores = bias ? make<AddOp>({qk, bias}) : qk;
   Value qkOut = *mode == 2 ? scores : qk;
   if (*precision >= 0) {
@@ -197,6 +199,8 @@ LogicalResult Importer::convAttention(const onnx::NodeProto &) {
       return failure();
     scores = castTo(scores, *t);
   }
+  if (!scores)
+    return failure();
   const int64_t last = typeOf(qk).getRank() - 1;
   Value probs = make<SoftmaxOp>({scores}, {named("axis", i64(last))});
   if (bias) { // a row with every key masked attends nothing: zeros

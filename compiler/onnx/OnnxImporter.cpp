@@ -1805,7 +1805,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
                       "' is already defined (ONNX graphs "
                       "assign each name once)");
   builder.setInsertionPointToEnd(body);
-  if (failed((this->*(it->second))(n)))
+  // An error recorded on the way fails the node even where the converter
+  // went on (a null value it took for an absent one, say).
+  if (failed((this->*(it->second))(n)) || !error.empty())
     return failure();
   for (const auto &o : n.output())
     if (!o.empty() && !values.count(o))
