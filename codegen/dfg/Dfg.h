@@ -97,7 +97,7 @@ enum class Op {
   Erf,
   Tanh,
   Sigmoid,
-  Recip,     // unary
+  Recip, // unary
   Sin,
   Cos,
   Tan,
@@ -111,7 +111,7 @@ enum class Op {
   Atanh,
   Floor,
   Ceil,
-  Round, // halves to even
+  Round,     // halves to even
   Clip,      // clamp(in0, value, value2)
   LeakyRelu, // in0 < 0 ? value * in0 : in0
   HardSigmoid,

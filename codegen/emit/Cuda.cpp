@@ -297,8 +297,8 @@ std::string pack16(const std::vector<std::string> &raw) {
   for (size_t k = 0; k < words; ++k)
     out += std::string(k ? ", " : "") + "(unsigned)" + raw[2 * k] +
            " | (unsigned)" + raw[2 * k + 1] + " << 16";
-  return words == 1 ? "(" + out + ")" : "make_" + wordVector(words) + "(" +
-                                            out + ")";
+  return words == 1 ? "(" + out + ")"
+                    : "make_" + wordVector(words) + "(" + out + ")";
 }
 
 std::string typedNum(double v, dfg::Type t) {
@@ -1074,10 +1074,9 @@ void Emitter::emitVectorRun16(const dfg::Graph &g, const VectorRun &r,
     std::vector<std::string> raw;
     for (size_t j = 0; j < w; ++j)
       raw.push_back(narrow(b.type, nameOf(g, g.node(r.ids[j]).in[0])));
-    emitVectorStore(g, r,
-                    "reinterpret_cast<" + wordVector(w / 2) + " *>(" + first +
-                        ")",
-                    pack16(raw), all, raw, ragged, ind);
+    emitVectorStore(
+        g, r, "reinterpret_cast<" + wordVector(w / 2) + " *>(" + first + ")",
+        pack16(raw), all, raw, ragged, ind);
     return;
   }
   // Outside the tensor an element reads as +0 (all bits clear).
@@ -1278,9 +1277,8 @@ Emitter::pickRuns(const dfg::Graph &g, const std::vector<int> &order,
     const dfg::Node &l = g.node(n.in[0]);
     int u = unitAxis(g.buffer(l.buffer));
     const dfg::Type part = g.buffer(l.buffer).type;
-    if (u < int(n.value) ||
-        (part != dfg::Type::F32 && part != dfg::Type::F16 &&
-         part != dfg::Type::BF16))
+    if (u < int(n.value) || (part != dfg::Type::F32 && part != dfg::Type::F16 &&
+                             part != dfg::Type::BF16))
       continue;
     std::vector<int64_t> row = key;
     for (size_t d = size_t(n.value) + 1; d < l.index.size(); ++d)
@@ -1877,8 +1875,7 @@ void Emitter::emitRoundsLoop(const std::string &ind, int64_t tiles) {
   names.clear();
   positions.clear();
   for (const std::string &a : k.accumulators)
-    os << in << "float " << a << " = " << num(k.accumulatorInit)
-       << ";\n";
+    os << in << "float " << a << " = " << num(k.accumulatorInit) << ";\n";
   emitBody(in);
   names.clear(); // the exit's loads are its own
   positions.clear();

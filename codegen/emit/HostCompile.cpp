@@ -468,7 +468,8 @@ std::string hostTranslationUnit(const std::vector<std::string> &sources,
           "cuts_launch_" +
           std::to_string(i) +
           "(const unsigned *grid, const unsigned *block,\n"
-          "            unsigned long long dynamicSharedBytes, void *const *args,\n"
+          "            unsigned long long dynamicSharedBytes, void *const "
+          "*args,\n"
           "            int numArgs, char *error, unsigned long errorSize) {\n"
           "  return ::cuts_host::launchFromC(&" +
           fn +
@@ -573,8 +574,9 @@ std::string compileFlags(const HostCompileOptions &options) {
     compiler = cxx && *cxx ? cxx : "c++";
   }
   // Not quoted: CXX may carry a launcher or flags ("ccache g++").
-  std::string flags = compiler + " -std=c++17 " + options.optimization +
-                      " -fPIC -pthread -fno-strict-aliasing -fvisibility=hidden";
+  std::string flags =
+      compiler + " -std=c++17 " + options.optimization +
+      " -fPIC -pthread -fno-strict-aliasing -fvisibility=hidden";
   for (const std::string &flag : options.extraFlags)
     flags += " " + flag;
   return flags;
@@ -638,8 +640,9 @@ void prune(const std::filesystem::path &dir) {
   static std::once_flag once;
   std::call_once(once, [&] {
     constexpr size_t kCacheEntries = 4096;
-    std::vector<std::pair<std::filesystem::file_time_type,
-                          std::filesystem::path>> libs;
+    std::vector<
+        std::pair<std::filesystem::file_time_type, std::filesystem::path>>
+        libs;
     std::error_code ec;
     for (auto it = std::filesystem::directory_iterator(dir, ec);
          !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
@@ -669,7 +672,8 @@ std::filesystem::path precompiledHeader(const std::filesystem::path &cache,
   if (!std::filesystem::exists(dir / "cuda_host.h.gch", ec)) {
     TempDir tmp(false);
     std::string output;
-    if (tmp.path.empty() || !writeFile(tmp.path / "cuda_host.h", kCudaHostHeader) ||
+    if (tmp.path.empty() ||
+        !writeFile(tmp.path / "cuda_host.h", kCudaHostHeader) ||
         runCommand(flags + " -x c++-header -o " +
                        shellQuote((tmp.path / "cuda_host.h.gch").string()) +
                        " " + shellQuote((tmp.path / "cuda_host.h").string()),
@@ -760,8 +764,8 @@ compile(const std::vector<HostSource> &kernels, std::string &error,
   std::filesystem::path cached;
   std::error_code ec;
   if (!cache.empty()) {
-    cached = cache / (contentKey(flags, std::string(kCudaHostHeader) + tu) +
-                      ".so");
+    cached =
+        cache / (contentKey(flags, std::string(kCudaHostHeader) + tu) + ".so");
     if (std::filesystem::exists(cached, ec)) {
       std::string ignored;
       auto hit = HostKernelLoader::load(cached.string(), kernels, ignored);

@@ -1,4 +1,5 @@
-//===- Activation.cpp - activations and predicates from primitives ---------===//
+//===- Activation.cpp - activations and predicates from primitives
+//---------===//
 //
 // ONNX's activations that the dialect has no op for, and the elementwise
 // predicates IsNaN, IsInf and Sign, written with the dialect's elementwise
@@ -130,8 +131,8 @@ LogicalResult Importer::convPRelu(const onnx::NodeProto &) {
   if (failed(x) || failed(slope))
     return failure();
   Value zero = scalarConstant(typeOf(*x).getElementType(), 0);
-  Value y = make<WhereOp>(
-      {make<LessOp>({*x, zero}), make<MulOp>({*slope, *x}), *x});
+  Value y =
+      make<WhereOp>({make<LessOp>({*x, zero}), make<MulOp>({*slope, *x}), *x});
   return y ? define(0, y) : failure();
 }
 

@@ -1,4 +1,5 @@
-//===- Attention.cpp - ONNX Attention (opsets 23-25) as its function body ---===//
+//===- Attention.cpp - ONNX Attention (opsets 23-25) as its function body
+//---===//
 //
 // softmax(Q K^T * scale + bias) V with ONNX's whole contract: 3-D inputs
 // split into heads, grouped-query heads, the KV cache (past and present),
@@ -27,8 +28,8 @@ Value Importer::splitHeads(Value v, int64_t heads) {
     return nullptr;
   auto s = typeOf(v).getShape();
   if (heads <= 0 || s[2] % heads != 0) {
-    (void)nodeFail("a hidden size of " + Twine(s[2]) +
-                   " does not split into " + Twine(heads) + " heads");
+    (void)nodeFail("a hidden size of " + Twine(s[2]) + " does not split into " +
+                   Twine(heads) + " heads");
     return nullptr;
   }
   Value r = reshaped(v, {s[0], s[1], heads, s[2] / heads});
@@ -65,12 +66,12 @@ Value Importer::attentionBias(Value mask, Value nonpad, int64_t q, int64_t kv,
   // The query's position among the keys: i + offset, per batch with
   // nonpad_kv_seqlen (offset = nonpad - q), else past.
   Value i = positions(q, 2), j = positions(kv, 3);
-  Value offset = nonpad && !past
-                     ? make<SubOp>({reshaped(castTo(nonpad, i64t),
-                                             {typeOf(nonpad).getNumElements(),
-                                              1, 1, 1}),
-                                    scalarConstant(i64t, double(q))})
-                     : scalarConstant(i64t, double(past));
+  Value offset =
+      nonpad && !past
+          ? make<SubOp>({reshaped(castTo(nonpad, i64t),
+                                  {typeOf(nonpad).getNumElements(), 1, 1, 1}),
+                         scalarConstant(i64t, double(q))})
+          : scalarConstant(i64t, double(past));
   Value diff = make<SubOp>({make<AddOp>({i, offset}), j}); // p - j
   Value bias = mask;
   if (mask && typeOf(mask).getElementType().isInteger(1))
@@ -102,9 +103,9 @@ LogicalResult Importer::convAttention(const onnx::NodeProto &) {
   auto precision = attrInt("softmax_precision", -1);
   auto left = attrInt("left_window_size", -1);
   auto right = attrInt("right_window_size", -1);
-  if (failed(q) || failed(k) || failed(v) || failed(causal) ||
-      failed(qHeads) || failed(kvHeads) || failed(mode) || failed(softcap) ||
-      failed(precision) || failed(left) || failed(right))
+  if (failed(q) || failed(k) || failed(v) || failed(causal) || failed(qHeads) ||
+      failed(kvHeads) || failed(mode) || failed(softcap) || failed(precision) ||
+      failed(left) || failed(right))
     return failure();
   Value mask = input(3), pastK = input(4), pastV = input(5), nonpad = input(6);
   for (int in = 3; in <= 6; ++in)
@@ -139,7 +140,8 @@ LogicalResult Importer::convAttention(const onnx::NodeProto &) {
     return nodeFail("Q is not a floating-point tensor");
   auto qs = typeOf(Q).getShape();
   auto attrScale = attr("scale");
-  double scale = attrScale ? double(attrScale->f()) : 1.0 / std::sqrt(double(qs[3]));
+  double scale =
+      attrScale ? double(attrScale->f()) : 1.0 / std::sqrt(double(qs[3]));
   // sqrt(scale) on Q and on K, rounded to Q's type: ONNX's function body.
   Value root = scalarConstant(e, std::sqrt(scale));
   if (pastK) {
@@ -173,8 +175,8 @@ LogicalResult Importer::convAttention(const onnx::NodeProto &) {
       Attribute fill = me.isInteger(1)
                            ? Attribute(builder.getBoolAttr(false))
                            : Attribute(builder.getFloatAttr(me, kNegInf));
-      Value block = builder.create<ConstantOp>(
-          loc, t, DenseElementsAttr::get(t, fill));
+      Value block =
+          builder.create<ConstantOp>(loc, t, DenseElementsAttr::get(t, fill));
       mask = make<ConcatOp>({mask, block},
                             {named("axis", i64(int64_t(ms.size()) - 1))});
     }

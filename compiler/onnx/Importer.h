@@ -1,4 +1,5 @@
-//===- Importer.h - the ONNX importer's converter class (private) -*- C++ -*-===//
+//===- Importer.h - the ONNX importer's converter class (private) -*- C++
+//-*-===//
 //
 // Private to compiler/onnx: the converters of one op family each live in
 // their own file (OnnxImporter.cpp the graph and the plain ops, Activation.cpp,
@@ -51,7 +52,6 @@ inline bool tooManyElements(ArrayRef<int64_t> shape) {
   }
   return false;
 }
-
 
 // Thrown-free error plumbing: every failing helper records one message and
 // returns failure; the first message wins.
@@ -372,7 +372,6 @@ LogicalResult Importer::emit(ValueRange operands,
     (void)define(k, (*op)->getResult(k));
   return success();
 }
-
 
 } // namespace cuts::import
 

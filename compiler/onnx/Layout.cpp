@@ -1,4 +1,5 @@
-//===- Layout.cpp - tensors rearranged or built from positions -------------===//
+//===- Layout.cpp - tensors rearranged or built from positions
+//-------------===//
 //
 // DepthToSpace, SpaceToDepth and Tile as reshapes, transposes and expands
 // (the data-movement passes then merge them); EyeLike and OneHot as a
@@ -29,8 +30,7 @@ LogicalResult Importer::convDepthSpace(const onnx::NodeProto &n) {
     return failure();
   auto type = typeOf(*x);
   if (type.getRank() != 4)
-    return nodeFail("the input has rank " + Twine(type.getRank()) +
-                    ", not 4");
+    return nodeFail("the input has rank " + Twine(type.getRank()) + ", not 4");
   const int64_t b = *block, N = type.getDimSize(0), C = type.getDimSize(1),
                 H = type.getDimSize(2), W = type.getDimSize(3);
   if (b <= 0 || b > (int64_t(1) << 20))
@@ -114,8 +114,7 @@ LogicalResult Importer::convEyeLike(const onnx::NodeProto &) {
     return failure();
   auto type = typeOf(*x);
   if (type.getRank() != 2)
-    return nodeFail("the input has rank " + Twine(type.getRank()) +
-                    ", not 2");
+    return nodeFail("the input has rank " + Twine(type.getRank()) + ", not 2");
   if (type.getDimSize(0) > kMaxPositions || type.getDimSize(1) > kMaxPositions)
     return nodeFail("an extent is above 2^24");
   Type e = type.getElementType();

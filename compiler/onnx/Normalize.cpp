@@ -1,4 +1,5 @@
-//===- Normalize.cpp - the normalizations without a dialect op -------------===//
+//===- Normalize.cpp - the normalizations without a dialect op
+//-------------===//
 //
 // InstanceNormalization, GroupNormalization, MeanVarianceNormalization,
 // LpNormalization, LRN and GlobalMaxPool, written with the dialect's
@@ -27,8 +28,9 @@ Value Importer::standardize(Value x, ArrayRef<int64_t> axes, double epsilon) {
   Value v = castTo(x, f32);
   Value centred = make<SubOp>({v, reduce("mean", v, axes, true)});
   Value var = reduce("mean", make<MulOp>({centred, centred}), axes, true);
-  return make<DivOp>({centred, make<SqrtOp>({make<AddOp>(
-                                   {var, scalarConstant(f32, epsilon)})})});
+  return make<DivOp>(
+      {centred,
+       make<SqrtOp>({make<AddOp>({var, scalarConstant(f32, epsilon)})})});
 }
 
 // A per-channel [C] tensor shaped to broadcast along axis 1 of rank `rank`.
@@ -52,10 +54,9 @@ LogicalResult Importer::convInstanceNorm(const onnx::NodeProto &) {
   std::vector<int64_t> spatial(size_t(rank - 2));
   std::iota(spatial.begin(), spatial.end(), 2);
   Type f32 = builder.getF32Type();
-  Value y = make<AddOp>(
-      {make<MulOp>({standardize(*x, spatial, *eps),
-                    castTo(perChannel(*scale, rank), f32)}),
-       castTo(perChannel(*bias, rank), f32)});
+  Value y = make<AddOp>({make<MulOp>({standardize(*x, spatial, *eps),
+                                      castTo(perChannel(*scale, rank), f32)}),
+                         castTo(perChannel(*bias, rank), f32)});
   y = castTo(y, type.getElementType());
   return y ? define(0, y) : failure();
 }
@@ -87,11 +88,11 @@ LogicalResult Importer::convGroupNorm(const onnx::NodeProto &) {
       return nodeFail("scale and bias must have " + Twine(perGroupScale) +
                       " elements (one per " +
                       (opset < 21 ? "group" : "channel") + ")");
-  SmallVector<int64_t> grouped = {type.getDimSize(0), g,
-                                  type.getNumElements() /
-                                      std::max<int64_t>(1, type.getDimSize(0) * g)};
-  Value y = standardize(
-      make<ReshapeOp>({*x}, {named("shape", ints(grouped))}), {2}, *eps);
+  SmallVector<int64_t> grouped = {
+      type.getDimSize(0), g,
+      type.getNumElements() / std::max<int64_t>(1, type.getDimSize(0) * g)};
+  Value y = standardize(make<ReshapeOp>({*x}, {named("shape", ints(grouped))}),
+                        {2}, *eps);
   y = make<ReshapeOp>({y}, {named("shape", ints(type.getShape()))});
   auto channelwise = [&](Value v) -> Value {
     if (opset < 21) { // one value per group: repeat it over its channels
@@ -113,8 +114,7 @@ LogicalResult Importer::convMeanVarianceNorm(const onnx::NodeProto &) {
   if (failed(x) || failed(given))
     return failure();
   auto type = typeOf(*x);
-  std::vector<int64_t> axes =
-      *given ? **given : std::vector<int64_t>{0, 2, 3};
+  std::vector<int64_t> axes = *given ? **given : std::vector<int64_t>{0, 2, 3};
   if (failed(normaliseAxes(axes, type.getRank())))
     return failure();
   Type f32 = builder.getF32Type();
@@ -139,12 +139,13 @@ LogicalResult Importer::convLpNorm(const onnx::NodeProto &) {
   if (failed(normaliseAxes(axes, typeOf(*x).getRank())))
     return failure();
   Type e = typeOf(*x).getElementType();
-  Value norm = *p == 1 ? reduce("sum", make<AbsOp>({*x}), axes, true)
-                       : make<SqrtOp>({reduce("sum", make<MulOp>({*x, *x}),
-                                              axes, true)});
+  Value norm =
+      *p == 1
+          ? reduce("sum", make<AbsOp>({*x}), axes, true)
+          : make<SqrtOp>({reduce("sum", make<MulOp>({*x, *x}), axes, true)});
   Value zero = scalarConstant(e, 0);
-  Value y = make<WhereOp>({make<EqualOp>({norm, zero}), zero,
-                           make<DivOp>({*x, norm})});
+  Value y = make<WhereOp>(
+      {make<EqualOp>({norm, zero}), zero, make<DivOp>({*x, norm})});
   return y ? define(0, y) : failure();
 }
 
@@ -175,16 +176,16 @@ LogicalResult Importer::convLRN(const onnx::NodeProto &) {
   Value ones = builder.create<ConstantOp>(
       loc, wType, DenseElementsAttr::get(wType, builder.getF32FloatAttr(1)));
   const int64_t before = (*size - 1) / 2, after = *size / 2; // ceil((s-1)/2)
-  Value sum = make<ConvOp>({sq, ones}, {named("strides", ints({1, 1})),
-                                        named("pads", ints({before, 0, after, 0})),
-                                        named("dilations", ints({1, 1})),
-                                        named("group", i64(1))});
+  Value sum = make<ConvOp>(
+      {sq, ones}, {named("strides", ints({1, 1})),
+                   named("pads", ints({before, 0, after, 0})),
+                   named("dilations", ints({1, 1})), named("group", i64(1))});
   sum = make<ReshapeOp>({sum}, {named("shape", ints(type.getShape()))});
   Value denom = make<AddOp>(
       {scalarConstant(f32, *bias),
-       make<MulOp>({scalarConstant(f32, double(*alpha) / double(*size)), sum})});
-  Value y = make<DivOp>(
-      {v, make<PowOp>({denom, scalarConstant(f32, *beta)})});
+       make<MulOp>(
+           {scalarConstant(f32, double(*alpha) / double(*size)), sum})});
+  Value y = make<DivOp>({v, make<PowOp>({denom, scalarConstant(f32, *beta)})});
   y = castTo(y, type.getElementType());
   return y ? define(0, y) : failure();
 }

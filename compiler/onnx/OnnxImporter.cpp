@@ -696,9 +696,10 @@ Value Importer::alongAxis(ArrayRef<double> values, Type element, int64_t axis,
   auto type = RankedTensorType::get(shape, element);
   SmallVector<Attribute> attrs;
   for (double v : values)
-    attrs.push_back(llvm::isa<FloatType>(element)
-                        ? Attribute(builder.getFloatAttr(element, v))
-                        : Attribute(builder.getIntegerAttr(element, int64_t(v))));
+    attrs.push_back(
+        llvm::isa<FloatType>(element)
+            ? Attribute(builder.getFloatAttr(element, v))
+            : Attribute(builder.getIntegerAttr(element, int64_t(v))));
   return builder.create<ConstantOp>(loc, type,
                                     DenseElementsAttr::get(type, attrs));
 }
@@ -728,7 +729,6 @@ LogicalResult Importer::convTrilu(const onnx::NodeProto &) {
       loc, maskType, DenseElementsAttr::get(maskType, llvm::ArrayRef(keep)));
   return emit<WhereOp>({mask, *x, scalarConstant(type.getElementType(), 0)});
 }
-
 
 FailureOr<Value> Importer::result(FailureOr<Operation *> op) {
   if (failed(op))
@@ -854,9 +854,9 @@ LogicalResult Importer::convRMSNorm(const onnx::NodeProto &) {
     axes.push_back(a);
   Type f32 = builder.getF32Type(), e = type.getElementType();
   Value v = castTo(*x, f32);
-  Value rms = make<SqrtOp>({make<AddOp>(
-      {reduce("mean", make<MulOp>({v, v}), axes, true),
-       scalarConstant(f32, *eps)})});
+  Value rms = make<SqrtOp>(
+      {make<AddOp>({reduce("mean", make<MulOp>({v, v}), axes, true),
+                    scalarConstant(f32, *eps)})});
   Value y =
       castTo(make<MulOp>({make<DivOp>({v, rms}), castTo(*scale, f32)}), e);
   return y ? define(0, y) : failure();
@@ -1472,11 +1472,11 @@ LogicalResult Importer::convSize(const onnx::NodeProto &) {
   if (failed(x))
     return failure();
   auto t = RankedTensorType::get({}, builder.getIntegerType(64));
-  return define(0, builder.create<ConstantOp>(
-                       loc, t,
-                       DenseElementsAttr::get(
-                           t, builder.getI64IntegerAttr(
-                                  typeOf(*x).getNumElements()))));
+  return define(
+      0, builder.create<ConstantOp>(
+             loc, t,
+             DenseElementsAttr::get(
+                 t, builder.getI64IntegerAttr(typeOf(*x).getNumElements()))));
 }
 
 LogicalResult Importer::convShape(const onnx::NodeProto &) {
@@ -1667,15 +1667,53 @@ LogicalResult Importer::readOpset(const onnx::ModelProto &model) {
     return success();
   // Before opset 7: read where every op is one whose meaning has not changed
   // since (legacy attributes such as consumed_inputs aside), as opset 7.
-  static const llvm::StringSet<> unchanged = {
-      "Abs", "ArgMax", "ArgMin", "Ceil", "DepthToSpace", "Elu", "Exp",
-      "Flatten", "Floor", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid",
-      "Hardmax", "Identity", "InstanceNormalization", "LRN", "LeakyRelu", "Log",
-      "LogSoftmax", "LpNormalization", "MatMul", "Neg", "Not", "Reciprocal",
-      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-      "ReduceMean", "ReduceMin", "ReduceSum", "ReduceSumSquare", "Relu", "Selu",
-      "Shape", "Sigmoid", "Size", "Softmax", "Softplus", "Softsign",
-      "SpaceToDepth", "Sqrt", "Squeeze", "Tanh", "Transpose", "Unsqueeze"};
+  static const llvm::StringSet<> unchanged = {"Abs",
+                                              "ArgMax",
+                                              "ArgMin",
+                                              "Ceil",
+                                              "DepthToSpace",
+                                              "Elu",
+                                              "Exp",
+                                              "Flatten",
+                                              "Floor",
+                                              "GlobalAveragePool",
+                                              "GlobalMaxPool",
+                                              "HardSigmoid",
+                                              "Hardmax",
+                                              "Identity",
+                                              "InstanceNormalization",
+                                              "LRN",
+                                              "LeakyRelu",
+                                              "Log",
+                                              "LogSoftmax",
+                                              "LpNormalization",
+                                              "MatMul",
+                                              "Neg",
+                                              "Not",
+                                              "Reciprocal",
+                                              "ReduceL1",
+                                              "ReduceL2",
+                                              "ReduceLogSum",
+                                              "ReduceLogSumExp",
+                                              "ReduceMax",
+                                              "ReduceMean",
+                                              "ReduceMin",
+                                              "ReduceSum",
+                                              "ReduceSumSquare",
+                                              "Relu",
+                                              "Selu",
+                                              "Shape",
+                                              "Sigmoid",
+                                              "Size",
+                                              "Softmax",
+                                              "Softplus",
+                                              "Softsign",
+                                              "SpaceToDepth",
+                                              "Sqrt",
+                                              "Squeeze",
+                                              "Tanh",
+                                              "Transpose",
+                                              "Unsqueeze"};
   for (const auto &n : model.graph().node())
     if (!unchanged.contains(n.op_type()))
       return fail("opset " + Twine(opset) + " is not supported (cuts reads " +

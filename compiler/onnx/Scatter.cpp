@@ -1,4 +1,5 @@
-//===- Scatter.cpp - ScatterND and ScatterElements with constant indices ---===//
+//===- Scatter.cpp - ScatterND and ScatterElements with constant indices
+//---===//
 //
 // With the indices known at compile time, a scatter is a gather: each
 // output element either keeps data's or takes one update, and which one is
@@ -32,8 +33,8 @@ Value Importer::scatterByMap(Value data, Value updates, ArrayRef<int64_t> map,
                                        DenseElementsAttr::get(mapType, map));
   Value zero = scalarConstant(i64t, 0);
   Value flat = reshaped(updates, {typeOf(updates).getNumElements()});
-  Value picked = make<GatherOp>({flat, make<MaxOp>({m, zero})},
-                                {named("axis", i64(0))});
+  Value picked =
+      make<GatherOp>({flat, make<MaxOp>({m, zero})}, {named("axis", i64(0))});
   if (reduction == "add")
     picked = make<AddOp>({data, picked});
   else if (reduction == "mul")
@@ -56,7 +57,8 @@ LogicalResult Importer::convScatter(const onnx::NodeProto &n) {
     return failure();
   if (*reduction != "none" && *reduction != "add" && *reduction != "mul" &&
       *reduction != "max" && *reduction != "min")
-    return nodeFail("reduction '" + *reduction + "' is not none, add, mul, "
+    return nodeFail("reduction '" + *reduction +
+                    "' is not none, add, mul, "
                     "max or min");
   auto indices = constantOf(*idx);
   if (!indices || indices->isFloat())

@@ -406,22 +406,27 @@ OpFoldResult CoshOp::fold(FoldAdaptor a) {
   return foldUnaryFloat(*this, a.getX(), [](double x) { return std::cosh(x); });
 }
 OpFoldResult AsinhOp::fold(FoldAdaptor a) {
-  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::asinh(x); });
+  return foldUnaryFloat(*this, a.getX(),
+                        [](double x) { return std::asinh(x); });
 }
 OpFoldResult AcoshOp::fold(FoldAdaptor a) {
-  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::acosh(x); });
+  return foldUnaryFloat(*this, a.getX(),
+                        [](double x) { return std::acosh(x); });
 }
 OpFoldResult AtanhOp::fold(FoldAdaptor a) {
-  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::atanh(x); });
+  return foldUnaryFloat(*this, a.getX(),
+                        [](double x) { return std::atanh(x); });
 }
 OpFoldResult FloorOp::fold(FoldAdaptor a) {
-  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::floor(x); });
+  return foldUnaryFloat(*this, a.getX(),
+                        [](double x) { return std::floor(x); });
 }
 OpFoldResult CeilOp::fold(FoldAdaptor a) {
   return foldUnaryFloat(*this, a.getX(), [](double x) { return std::ceil(x); });
 }
 OpFoldResult RoundOp::fold(FoldAdaptor a) {
-  return foldUnaryFloat(*this, a.getX(), [](double x) { return std::nearbyint(x); });
+  return foldUnaryFloat(*this, a.getX(),
+                        [](double x) { return std::nearbyint(x); });
 }
 OpFoldResult ReciprocalOp::fold(FoldAdaptor a) {
   return foldUnaryFloat(*this, a.getX(), [](double x) { return 1.0 / x; });

@@ -382,11 +382,10 @@ int main(int argc, char **argv) {
                    << "\n";
     if (!r.numeric.empty())
       ++num[r.numeric];
-    nlohmann::json j = {
-        {"name", r.name},
-        {"status", r.status},
-        {"reason", r.reason},
-        {"seconds", std::round(r.seconds * 1000) / 1000}};
+    nlohmann::json j = {{"name", r.name},
+                        {"status", r.status},
+                        {"reason", r.reason},
+                        {"seconds", std::round(r.seconds * 1000) / 1000}};
     if (!r.numeric.empty()) {
       j["numeric"] = r.numeric;
       j["numericReason"] = r.numericReason;
