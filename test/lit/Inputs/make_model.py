@@ -256,6 +256,15 @@ def attention_no_heads():
         [vi("y", [1, 4, 16])], opset=23, check=False)
 
 
+def attention_k_uint8():
+    """Attention whose K is uint8 (the fuzzer's crash): an error."""
+    return model(
+        [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn",
+                          q_num_heads=3, kv_num_heads=3, is_causal=1)],
+        [vi("q", [2, 4, 24]), vi("k", [2, 6, 24], TensorProto.UINT8),
+         vi("v", [2, 6, 24])], [vi("y", [2, 4, 24])], opset=23, check=False)
+
+
 def group_norm_bad_groups():
     """GroupNormalization of 6 channels in 4 groups."""
     return model(
