@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -436,6 +435,9 @@ std::string shellQuote(const std::string &s) {
   return q + "'";
 }
 
+// The C entry of the i-th kernel of a host build.
+std::string entrySymbol(size_t i) { return "cuts_launch_" + std::to_string(i); }
+
 // The translation unit the host compiler gets: the header, then each
 // kernel's source in a namespace of its own (their helpers may share names)
 // under its own file name (so messages point into it), a check that the
@@ -464,9 +466,8 @@ std::string hostTranslationUnit(const std::vector<std::string> &sources,
           ")>::value,\n"
           "              \"the parameter list given to compileForHost does "
           "not match the kernel's\");\n";
-    tu += "extern \"C\" __attribute__((visibility(\"default\"))) int\n"
-          "cuts_launch_" +
-          std::to_string(i) +
+    tu += "extern \"C\" __attribute__((visibility(\"default\"))) int\n" +
+          entrySymbol(i) +
           "(const unsigned *grid, const unsigned *block,\n"
           "            unsigned long long dynamicSharedBytes, void *const "
           "*args,\n"
@@ -547,7 +548,7 @@ struct HostKernelLoader {
                 (why ? why : "dlopen failed");
         return {};
       }
-      std::string symbol = "cuts_launch_" + std::to_string(i);
+      std::string symbol = entrySymbol(i);
       void *entry = dlsym(handle, symbol.c_str());
       if (!entry) {
         error = "the host build of " + name + " has no " + symbol;
@@ -696,31 +697,22 @@ std::string kernelNames(const std::vector<HostSource> &kernels) {
   return names;
 }
 
-// Compiles the translation unit in a temporary directory and hands the
-// library to `use` (before the directory goes).
+// Writes the translation unit into `dir` and compiles it to dir/kernel.so.
 bool build(const std::string &tu, const std::string &flags,
            const std::filesystem::path &pch,
            const std::vector<HostSource> &kernels,
-           const HostCompileOptions &options,
-           const std::function<bool(const std::filesystem::path &)> &use,
-           std::string &error) {
-  TempDir dir(options.keepFiles);
-  if (dir.path.empty()) {
-    error = std::string("cannot create a temporary directory: ") +
-            std::strerror(errno);
-    return false;
-  }
+           const std::filesystem::path &dir, std::string &error) {
   // Template-ids make odd file names; the name only labels the file.
   std::string fileName = kernels[0].kernel.name.substr(0, 64) + "_host.cpp";
   for (char &c : fileName)
     if (!isIdentChar(c) && c != '.')
       c = '_';
-  std::filesystem::path unit = dir.path / fileName;
-  std::filesystem::path library = dir.path / "kernel.so";
+  std::filesystem::path unit = dir / fileName;
+  std::filesystem::path library = dir / "kernel.so";
   // With a precompiled header the header is found through -I, next to it.
-  if ((pch.empty() && !writeFile(dir.path / "cuda_host.h", kCudaHostHeader)) ||
+  if ((pch.empty() && !writeFile(dir / "cuda_host.h", kCudaHostHeader)) ||
       !writeFile(unit, tu)) {
-    error = "cannot write the host build's files in " + dir.path.string();
+    error = "cannot write the host build's files in " + dir.string();
     return false;
   }
   std::string command = flags + " -shared -Wl,-z,defs";
@@ -735,8 +727,7 @@ bool build(const std::string &tu, const std::string &flags,
             std::to_string(status) + "): " + command + "\n" + output;
     return false;
   }
-  // The mapped library outlives its file: TempDir may delete it now.
-  return use(library);
+  return true;
 }
 
 std::vector<std::unique_ptr<HostKernel>>
@@ -777,20 +768,23 @@ compile(const std::vector<HostSource> &kernels, std::string &error,
       std::filesystem::remove(cached, ec); // truncated or foreign: rebuild
     }
   }
-  std::vector<std::unique_ptr<HostKernel>> result;
-  auto use = [&](const std::filesystem::path &library) {
-    if (!cached.empty()) {
-      publish(library, cached);
-      prune(cache);
-    }
-    result = HostKernelLoader::load(library.string(), kernels, error);
-    return !result.empty();
-  };
+  TempDir dir(options.keepFiles);
+  if (dir.path.empty()) {
+    error = std::string("cannot create a temporary directory: ") +
+            std::strerror(errno);
+    return {};
+  }
   std::filesystem::path pch =
       cache.empty() ? std::filesystem::path() : precompiledHeader(cache, flags);
-  if (!build(tu, flags, pch, kernels, options, use, error))
+  if (!build(tu, flags, pch, kernels, dir.path, error))
     return {};
-  return result;
+  std::filesystem::path library = dir.path / "kernel.so";
+  if (!cached.empty()) {
+    publish(library, cached);
+    prune(cache);
+  }
+  // The mapped library outlives its file: TempDir may delete it now.
+  return HostKernelLoader::load(library.string(), kernels, error);
 }
 
 } // namespace
