@@ -1,5 +1,4 @@
-//===- Activation.cpp - activations and predicates from primitives
-//---------===//
+//===- Activation.cpp - activations and predicates from primitives --------===//
 //
 // ONNX's activations that the dialect has no op for, and the elementwise
 // predicates IsNaN, IsInf and Sign, written with the dialect's elementwise

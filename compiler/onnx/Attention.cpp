@@ -1,5 +1,4 @@
-//===- Attention.cpp - ONNX Attention (opsets 23-25) as its function body
-//---===//
+//===- Attention.cpp - ONNX Attention (opsets 23-25) as its function body -===//
 //
 // softmax(Q K^T * scale + bias) V with ONNX's whole contract: 3-D inputs
 // split into heads, grouped-query heads, the KV cache (past and present),
@@ -14,7 +13,6 @@
 
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 namespace cuts::import {
 
@@ -58,39 +56,32 @@ Value Importer::attentionBias(Value mask, Value nonpad, int64_t q, int64_t kv,
     return make<WhereOp>({allowed, zero, ninf});
   };
   Type i64t = builder.getI64Type();
-  auto positions = [&](int64_t n, int64_t axis) {
-    std::vector<double> v(static_cast<size_t>(n));
-    std::iota(v.begin(), v.end(), 0.0);
-    return alongAxis(v, i64t, axis, 4);
-  };
-  // The query's position among the keys: i + offset, per batch with
-  // nonpad_kv_seqlen (offset = nonpad - q), else past.
-  Value i = positions(q, 2), j = positions(kv, 3);
-  Value offset =
-      nonpad && !past
-          ? make<SubOp>({reshaped(castTo(nonpad, i64t),
-                                  {typeOf(nonpad).getNumElements(), 1, 1, 1}),
-                         scalarConstant(i64t, double(q))})
-          : scalarConstant(i64t, double(past));
-  Value diff = make<SubOp>({make<AddOp>({i, offset}), j}); // p - j
+  auto constI = [&](int64_t v) { return scalarConstant(i64t, double(v)); };
+  Value j = positionsAlong(kv, i64t, 3, 4);
+  // nonpad_kv_seqlen per batch, [B, 1, 1, 1].
+  Value valid = nonpad ? reshaped(castTo(nonpad, i64t),
+                                  {typeOf(nonpad).getNumElements(), 1, 1, 1})
+                       : Value();
   Value bias = mask;
   if (mask && typeOf(mask).getElementType().isInteger(1))
     bias = additive(mask);
   auto add = [&](Value b) { bias = bias ? make<AddOp>({bias, b}) : b; };
-  Value zeroI = scalarConstant(i64t, 0);
-  if (causal) // j <= p
-    add(additive(make<NotOp>({make<LessOp>({diff, zeroI})})));
-  if (left >= 0) // p - j <= left
-    add(additive(make<NotOp>(
-        {make<LessOp>({scalarConstant(i64t, double(left)), diff})})));
-  if (right >= 0) // j - p <= right
-    add(additive(make<NotOp>({make<LessOp>(
-        {scalarConstant(i64t, double(right)), make<NegOp>({diff})})})));
-  if (nonpad) { // keys at or past nonpad_kv_seqlen[b] are padding
-    Value n = reshaped(castTo(nonpad, i64t),
-                       {typeOf(nonpad).getNumElements(), 1, 1, 1});
-    add(additive(make<LessOp>({j, n})));
+  if (causal || left >= 0 || right >= 0) {
+    // The query's position among the keys: i + offset, per batch with
+    // nonpad_kv_seqlen (offset = nonpad - q), else past.
+    Value offset =
+        valid && !past ? make<SubOp>({valid, constI(q)}) : constI(past);
+    Value i = positionsAlong(q, i64t, 2, 4);
+    Value diff = make<SubOp>({make<AddOp>({i, offset}), j}); // p - j
+    if (causal)                                              // j <= p
+      add(additive(make<NotOp>({make<LessOp>({diff, constI(0)})})));
+    if (left >= 0) // p - j <= left
+      add(additive(make<NotOp>({make<LessOp>({constI(left), diff})})));
+    if (right >= 0) // j - p <= right
+      add(additive(make<NotOp>({make<LessOp>({diff, constI(-right)})})));
   }
+  if (valid) // keys at or past nonpad_kv_seqlen[b] are padding
+    add(additive(make<LessOp>({j, valid})));
   return bias;
 }
 

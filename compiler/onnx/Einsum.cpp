@@ -1,4 +1,4 @@
-//===- Einsum.cpp - ONNX Einsum as transposes, reshapes and a matmul -------===//
+//===- Einsum.cpp - ONNX Einsum as transposes, reshapes and a matmul ------===//
 #include "compiler/onnx/Importer.h"
 
 #include <algorithm>

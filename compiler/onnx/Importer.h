@@ -150,6 +150,10 @@ private:
   /// elsewhere), of element type `element`.
   Value alongAxis(ArrayRef<double> values, Type element, int64_t axis,
                   int64_t rank);
+  /// The positions 0 .. count-1 along `axis` (alongAxis).
+  Value positionsAlong(int64_t count, Type element, int64_t axis, int64_t rank);
+  /// v cast to element type t; v itself where it has it already (or null).
+  Value castTo(Value v, Type t);
   NamedAttribute named(StringRef n, Attribute a) {
     return builder.getNamedAttr(n, a);
   }
@@ -277,7 +281,6 @@ private:
   LogicalResult convIsNaN(const onnx::NodeProto &);
   LogicalResult convIsInf(const onnx::NodeProto &);
   // Normalizations from reductions (Normalize.cpp).
-  Value castTo(Value v, Type t); // v where it has element type t already
   Value standardize(Value x, ArrayRef<int64_t> axes, double epsilon);
   Value perChannel(Value v, int64_t rank);
   LogicalResult convInstanceNorm(const onnx::NodeProto &);

@@ -1,5 +1,4 @@
-//===- Layout.cpp - tensors rearranged or built from positions
-//-------------===//
+//===- Layout.cpp - tensors rearranged or built from positions ------------===//
 //
 // DepthToSpace, SpaceToDepth and Tile as reshapes, transposes and expands
 // (the data-movement passes then merge them); EyeLike and OneHot as a
@@ -7,8 +6,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/Importer.h"
-
-#include <numeric>
 
 namespace cuts::import {
 
@@ -125,14 +122,10 @@ LogicalResult Importer::convEyeLike(const onnx::NodeProto &) {
     e = *t;
   }
   Type i64t = builder.getI64Type();
-  auto positions = [&](int64_t count, int64_t axis) {
-    std::vector<double> v(static_cast<size_t>(count));
-    std::iota(v.begin(), v.end(), 0.0);
-    return alongAxis(v, i64t, axis, 2);
-  };
-  Value rows = make<AddOp>(
-      {positions(type.getDimSize(0), 0), scalarConstant(i64t, double(*k))});
-  Value y = castTo(make<EqualOp>({rows, positions(type.getDimSize(1), 1)}), e);
+  Value rows = make<AddOp>({positionsAlong(type.getDimSize(0), i64t, 0, 2),
+                            scalarConstant(i64t, double(*k))});
+  Value columns = positionsAlong(type.getDimSize(1), i64t, 1, 2);
+  Value y = castTo(make<EqualOp>({rows, columns}), e);
   return y ? define(0, y) : failure();
 }
 
@@ -161,9 +154,7 @@ LogicalResult Importer::convOneHot(const onnx::NodeProto &) {
   idx = make<WhereOp>({make<LessOp>({idx, scalarConstant(i64t, 0)}),
                        make<AddOp>({idx, dv}), idx});
   idx = make<UnsqueezeOp>({idx}, {named("axes", ints(axes))});
-  std::vector<double> pos(static_cast<size_t>(d));
-  std::iota(pos.begin(), pos.end(), 0.0);
-  Value hit = make<EqualOp>({idx, alongAxis(pos, i64t, axes[0], rank)});
+  Value hit = make<EqualOp>({idx, positionsAlong(d, i64t, axes[0], rank)});
   auto pick = [&](int64_t k) {
     return make<SliceOp>({*values}, {named("starts", ints({k})),
                                      named("ends", ints({k + 1})),

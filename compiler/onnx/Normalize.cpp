@@ -1,5 +1,4 @@
-//===- Normalize.cpp - the normalizations without a dialect op
-//-------------===//
+//===- Normalize.cpp - the normalizations without a dialect op ------------===//
 //
 // InstanceNormalization, GroupNormalization, MeanVarianceNormalization,
 // LpNormalization, LRN and GlobalMaxPool, written with the dialect's
@@ -14,11 +13,14 @@
 
 namespace cuts::import {
 
-Value Importer::castTo(Value v, Type t) {
-  if (!v || typeOf(v).getElementType() == t)
-    return v;
-  return make<CastOp>({v}, {named("to", TypeAttr::get(t))});
+namespace {
+// Axes 2 .. rank-1: the spatial axes after N and C.
+std::vector<int64_t> spatialAxes(int64_t rank) {
+  std::vector<int64_t> axes(size_t(rank - 2));
+  std::iota(axes.begin(), axes.end(), 2);
+  return axes;
 }
+} // namespace
 
 // (x - mean) / sqrt(var + epsilon) over `axes`, in fp32.
 Value Importer::standardize(Value x, ArrayRef<int64_t> axes, double epsilon) {
@@ -51,8 +53,7 @@ LogicalResult Importer::convInstanceNorm(const onnx::NodeProto &) {
   const int64_t rank = type.getRank();
   if (rank < 3)
     return nodeFail("the input has rank " + Twine(rank) + ", not 3 or more");
-  std::vector<int64_t> spatial(size_t(rank - 2));
-  std::iota(spatial.begin(), spatial.end(), 2);
+  std::vector<int64_t> spatial = spatialAxes(rank);
   Type f32 = builder.getF32Type();
   Value y = make<AddOp>({make<MulOp>({standardize(*x, spatial, *eps),
                                       castTo(perChannel(*scale, rank), f32)}),
@@ -198,8 +199,7 @@ LogicalResult Importer::convGlobalMaxPool(const onnx::NodeProto &) {
   const int64_t rank = typeOf(*x).getRank();
   if (rank < 3)
     return nodeFail("the input has rank " + Twine(rank) + ", not 3 or more");
-  std::vector<int64_t> spatial(size_t(rank - 2));
-  std::iota(spatial.begin(), spatial.end(), 2);
+  std::vector<int64_t> spatial = spatialAxes(rank);
   Value y = reduce("max", *x, spatial, true);
   return y ? define(0, y) : failure();
 }

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 
 using namespace mlir;
 
@@ -702,6 +703,19 @@ Value Importer::alongAxis(ArrayRef<double> values, Type element, int64_t axis,
             : Attribute(builder.getIntegerAttr(element, int64_t(v))));
   return builder.create<ConstantOp>(loc, type,
                                     DenseElementsAttr::get(type, attrs));
+}
+
+Value Importer::positionsAlong(int64_t count, Type element, int64_t axis,
+                               int64_t rank) {
+  std::vector<double> v(static_cast<size_t>(count));
+  std::iota(v.begin(), v.end(), 0.0);
+  return alongAxis(v, element, axis, rank);
+}
+
+Value Importer::castTo(Value v, Type t) {
+  if (!v || typeOf(v).getElementType() == t)
+    return v;
+  return make<CastOp>({v}, {named("to", TypeAttr::get(t))});
 }
 
 // Trilu: where(mask, x, 0) with the [N, M] mask of the kept triangle (column

@@ -1,4 +1,4 @@
-//===- Reduce.cpp - ONNX reductions, arg reductions, TopK and CumSum -------===//
+//===- Reduce.cpp - ONNX reductions, arg reductions, TopK and CumSum ------===//
 //
 // The dialect has three row reductions (sum, mean, max). Every other ONNX
 // reduction is written here in terms of them and elementwise ops, so the
@@ -12,8 +12,8 @@
 
 namespace cuts::import {
 
-FailureOr<Importer::ReduceSpec>
-Importer::reduceSpec(const onnx::NodeProto &n, int64_t rank) {
+FailureOr<Importer::ReduceSpec> Importer::reduceSpec(const onnx::NodeProto &n,
+                                                     int64_t rank) {
   auto keep = attrInt("keepdims", 1);
   auto noop = attrInt("noop_with_empty_axes", 0);
   if (failed(keep) || failed(noop))
@@ -70,8 +70,8 @@ LogicalResult Importer::convReduce(const onnx::NodeProto &n) {
   StringRef op = n.op_type();
   Type e = typeOf(*x).getElementType();
   bool isFloat = llvm::isa<FloatType>(e);
-  if (!isFloat && (op == "ReduceLogSum" || op == "ReduceLogSumExp" ||
-                   op == "ReduceL2"))
+  if (!isFloat &&
+      (op == "ReduceLogSum" || op == "ReduceLogSumExp" || op == "ReduceL2"))
     return nodeFail("needs a floating-point input");
   const std::vector<int64_t> &axes = spec->axes;
   Value v = *x, y;
@@ -117,8 +117,8 @@ Value Importer::argMaxPosition(Value v, int64_t a, bool last, bool keep) {
     key[size_t(j)] = double(last ? j + 1 : length - j);
   Type f32 = builder.getF32Type();
   Value at = make<EqualOp>({v, reduce("max", v, {a}, true)});
-  Value keys = make<WhereOp>(
-      {at, alongAxis(key, f32, a, rank), scalarConstant(f32, 0)});
+  Value keys =
+      make<WhereOp>({at, alongAxis(key, f32, a, rank), scalarConstant(f32, 0)});
   Value best = reduce("max", keys, {a}, keep);
   if (!best)
     return best;
@@ -147,9 +147,8 @@ LogicalResult Importer::convArgReduce(const onnx::NodeProto &n) {
   if (failed(normaliseAxes(axes, typeOf(*x).getRank())))
     return failure();
   Value v = n.op_type() == "ArgMin" ? flipOrder(*x) : *x;
-  Value y = make<CastOp>(
-      {argMaxPosition(v, axes[0], *last != 0, *keep != 0)},
-      {named("to", TypeAttr::get(builder.getIntegerType(64)))});
+  Value y = castTo(argMaxPosition(v, axes[0], *last != 0, *keep != 0),
+                   builder.getI64Type());
   return y ? define(0, y) : failure();
 }
 
@@ -173,8 +172,8 @@ FailureOr<std::pair<Value, int64_t>> Importer::rowAxis(Value x) {
 
 // A row op of x over rowAxis's axis, its result reshaped back where the
 // axis came from flattening.
-LogicalResult Importer::convRowwise(
-    llvm::function_ref<Value(Value v, int64_t axis)> op) {
+LogicalResult
+Importer::convRowwise(llvm::function_ref<Value(Value v, int64_t axis)> op) {
   auto x = required(0);
   if (failed(x))
     return failure();
@@ -190,13 +189,10 @@ LogicalResult Importer::convRowwise(
 LogicalResult Importer::convHardmax(const onnx::NodeProto &) {
   return convRowwise([&](Value v, int64_t a) {
     int64_t rank = typeOf(v).getRank(), length = typeOf(v).getDimSize(a);
-    std::vector<double> j(static_cast<size_t>(length));
-    for (int64_t k = 0; k < length; ++k)
-      j[size_t(k)] = double(k);
-    Value at = make<EqualOp>({alongAxis(j, builder.getF32Type(), a, rank),
-                              argMaxPosition(v, a, false, true)});
-    return make<CastOp>(
-        {at}, {named("to", TypeAttr::get(typeOf(v).getElementType()))});
+    Value at =
+        make<EqualOp>({positionsAlong(length, builder.getF32Type(), a, rank),
+                       argMaxPosition(v, a, false, true)});
+    return castTo(at, typeOf(v).getElementType());
   });
 }
 
@@ -235,8 +231,7 @@ LogicalResult Importer::convClassLoss(const onnx::NodeProto &n) {
   if (ignoring) {
     Value ignored = make<EqualOp>({t, scalarConstant(te, double(*ignore))});
     t = make<WhereOp>({ignored, scalarConstant(te, 0), t});
-    keep = make<WhereOp>(
-        {ignored, scalarConstant(e, 0), scalarConstant(e, 1)});
+    keep = make<WhereOp>({ignored, scalarConstant(e, 0), scalarConstant(e, 1)});
   }
   Value picked = make<SqueezeOp>(
       {make<GatherElementsOp>(
@@ -258,8 +253,8 @@ LogicalResult Importer::convClassLoss(const onnx::NodeProto &n) {
   if (*reduction == "sum" || (*reduction == "mean" && !w))
     y = reduce(*reduction, loss, all, false);
   else if (*reduction == "mean")
-    y = make<DivOp>({reduce("sum", loss, all, false),
-                     reduce("sum", w, all, false)});
+    y = make<DivOp>(
+        {reduce("sum", loss, all, false), reduce("sum", w, all, false)});
   if (!y)
     return failure();
   (void)define(0, y);
@@ -316,27 +311,20 @@ LogicalResult Importer::convTopK(const onnx::NodeProto &) {
       before[size_t(i * length + j)] = i < j;
   Value beforeC = builder.create<ConstantOp>(
       loc, pairType, DenseElementsAttr::get(pairType, llvm::ArrayRef(before)));
-  Value ahead = make<OrOp>(
-      {better, make<AndOp>({make<EqualOp>({xi, xj}), beforeC})});
+  Value ahead =
+      make<OrOp>({better, make<AndOp>({make<EqualOp>({xi, xj}), beforeC})});
   Type f32 = builder.getF32Type();
-  Value rankOf = reduce(
-      "sum", make<CastOp>({ahead}, {named("to", TypeAttr::get(f32))}), {a},
-      false);
+  Value rankOf = reduce("sum", castTo(ahead, f32), {a}, false);
   // onehot[r][j] = rank_j == r, over axes a and a + 1; position = sum j.
-  std::vector<double> rs(static_cast<size_t>(k)), js(static_cast<size_t>(length));
-  for (int64_t r = 0; r < k; ++r)
-    rs[size_t(r)] = double(r);
-  for (int64_t j = 0; j < length; ++j)
-    js[size_t(j)] = double(j);
   Value onehot =
       make<EqualOp>({make<UnsqueezeOp>({rankOf}, {named("axes", ints({a}))}),
-                     alongAxis(rs, f32, a, rank + 1)});
-  Value pos = reduce("sum",
-                     make<WhereOp>({onehot, alongAxis(js, f32, a + 1, rank + 1),
-                                    scalarConstant(f32, 0)}),
-                     {a + 1}, false);
-  Value idx = make<CastOp>(
-      {pos}, {named("to", TypeAttr::get(builder.getIntegerType(64)))});
+                     positionsAlong(k, f32, a, rank + 1)});
+  Value pos = reduce(
+      "sum",
+      make<WhereOp>({onehot, positionsAlong(length, f32, a + 1, rank + 1),
+                     scalarConstant(f32, 0)}),
+      {a + 1}, false);
+  Value idx = castTo(pos, builder.getI64Type());
   Value values = make<GatherElementsOp>({*x, idx}, {named("axis", i64(a))});
   if (!values)
     return failure();

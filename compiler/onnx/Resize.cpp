@@ -1,4 +1,4 @@
-//===- Resize.cpp - ONNX Resize and Upsample as gathers and weighted sums --===//
+//===- Resize.cpp - ONNX Resize and Upsample as gathers and weighted sums -===//
 //
 // Resize is separable: along each resized axis, output position o is
 // sum_t c[o][t] * x[idx[o][t]] over n taps (1 for nearest, 2 linear, 4 cubic,

@@ -1,5 +1,4 @@
-//===- Scatter.cpp - ScatterND and ScatterElements with constant indices
-//---===//
+//===- Scatter.cpp - ScatterND and ScatterElements with constant indices --===//
 //
 // With the indices known at compile time, a scatter is a gather: each
 // output element either keeps data's or takes one update, and which one is
