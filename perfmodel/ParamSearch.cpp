@@ -164,6 +164,32 @@ void forEachChannelVectorParams(
       }
 }
 
+// Reductions also split rows over lanes: Wb = G lanes of a warp share a
+// row, each holding ceil(length / G) of its elements in registers (at most
+// kMaxRowElements over its rows; fewer than half the lanes idle) and
+// combining them by warp shuffles; Wt = 1. Whole warps only (every lane
+// takes part in the shuffles), no shared memory.
+void forEachRowLanesParams(const OpDesc &d, const GpuArch &arch,
+                           const std::function<void(const TileParams &)> &fn) {
+  int64_t span = nextPow2(std::max<int64_t>(d.N, 1));
+  for (int64_t g = 2; g <= arch.warpSize && g / 2 < d.C; g <<= 1) {
+    int64_t per = (d.C + g - 1) / g;
+    for (int64_t t0 : pow2UpTo(std::min<int64_t>(capsFor(d.kind).ext[0], span)))
+      for (int64_t n0 : pow2UpTo(span / t0)) {
+        if (t0 * per > kMaxRowElements)
+          continue;
+        int64_t threads = n0 * g;
+        if (threads % arch.warpSize || threads > arch.maxThreadsPerBlock)
+          continue;
+        TileParams p;
+        p.Nt = t0, p.Nb = t0 * n0;
+        p.Wb = g, p.Wt = 1;
+        p.Cin = d.C;
+        fn(p);
+      }
+  }
+}
+
 } // namespace
 
 void forEachParams(const OpDesc &d, const GpuArch &arch,
@@ -173,6 +199,9 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
     return forEachTensorCoreParams(d, arch, fn);
   if (d.channelVector())
     return forEachChannelVectorParams(d, fn);
+  // A row longer than kMaxThreadRow is never one thread's.
+  if (d.kind == OpKind::Reduction && d.C > kMaxThreadRow)
+    return forEachRowLanesParams(d, arch, fn);
   const int64_t dims[4] = {d.N, d.K, d.H, d.W};
   Caps caps = capsFor(d.kind);
   int64_t span[4];
@@ -209,33 +238,16 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
                   // A grouped conv's block computes outputs of one group.
                   if (d.kind == OpKind::Conv && d.batch > 1 && d.K % p.Kb)
                     continue;
+                  if (d.kind == OpKind::Reduction &&
+                      p.Nt * d.C > kMaxRowElements)
+                    continue;
                   forEachCinputAndFormat(d, p, cins, fn);
                 }
         }
   // Matmuls of 16-bit operands also run on tensor cores (one layout each).
   forEachTensorCoreParams(d, arch, fn);
-  // Reductions also split rows over lanes: Wb = G lanes of a warp share a
-  // row (G dividing its length), each holding length / G of its elements
-  // in registers and combining them by warp shuffles; Wt = 1. Whole warps
-  // only (every lane takes part in the shuffles), no shared memory.
-  if (d.kind != OpKind::Reduction)
-    return;
-  for (int64_t g = 2; g <= arch.warpSize && g <= d.C; g <<= 1) {
-    if (d.C % g)
-      continue;
-    for (int64_t t0 : pow2UpTo(std::min(caps.ext[0], span[0])))
-      for (int64_t n0 : pow2UpTo(span[0] / t0)) {
-        int64_t threads = n0 * g;
-        if (threads % arch.warpSize || threads > arch.maxThreadsPerBlock)
-          continue;
-        p = TileParams();
-        p.Nt = t0, p.Nb = t0 * n0;
-        p.Wb = g, p.Wt = 1;
-        p.Cin = d.C;
-        p.format = 0;
-        fn(p);
-      }
-  }
+  if (d.kind == OpKind::Reduction)
+    forEachRowLanesParams(d, arch, fn);
 }
 
 int64_t keepCount(int64_t n, const PruneOptions &opts) {

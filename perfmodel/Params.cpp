@@ -221,6 +221,8 @@ OpDesc describeRows(int64_t rows, int64_t length, double comp) {
 TileParams smallestParams(const OpDesc &d) {
   TileParams p;
   p.Cin = d.kind == OpKind::Reduction ? d.C : 1;
+  if (d.kind == OpKind::Reduction && d.C > kMaxThreadRow)
+    p.Wb = 32;
   return p;
 }
 

@@ -192,9 +192,19 @@ OpDesc describeElementwise(const std::vector<int64_t> &y, int inputs);
 /// element (softmax 5, layer normalisation 6: Describe.cpp).
 OpDesc describeRows(int64_t rows, int64_t length, double comp = 1);
 
+/// A reduction's row is walked by one thread only up to this length; longer
+/// rows are shared by a warp's lanes (a thread alone would serialise them).
+constexpr int64_t kMaxThreadRow = 32;
+/// The most row elements a thread holds in registers (its share of each of
+/// its Nt rows), unrolled: rows of 2048 over 32 lanes, the longest softmax
+/// or layer norm cuts-split-reductions leaves whole. More passes 64 KB of
+/// source (a layer norm over 8192, 256 elements a lane, was 131 KB).
+constexpr int64_t kMaxRowElements = 64;
+
 /// The smallest parameter set of op d: one output a block and a thread,
 /// C_input what the op iterates by (1 where there is no C loop, a
-/// reduction's whole row). What the code generator's rules are probed with.
+/// reduction's whole row; one warp's lanes a row past kMaxThreadRow). What
+/// the code generator's rules are probed with.
 TileParams smallestParams(const OpDesc &d);
 
 } // namespace cuts

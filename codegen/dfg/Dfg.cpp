@@ -20,6 +20,7 @@ Type resultType(Op op, const std::vector<Type> &in, Type cast) {
   case Op::Or:
   case Op::Xor:
   case Op::Not:
+  case Op::InBounds:
     return Type::Bool;
   case Op::Where:
     return in.size() > 1 ? in[1] : Type::F32;

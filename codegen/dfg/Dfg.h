@@ -69,6 +69,9 @@ struct Buffer {
   std::vector<int64_t> strides; // element strides of the layout
   std::vector<DimMap> map;      // per dimension
   Type type = Type::F32;
+  /// Shared: loads check the extents and read 0 outside, as global loads
+  /// always do (rows over lanes that overhang a row's end).
+  bool guarded = false;
 };
 
 enum class Op {
@@ -125,14 +128,16 @@ enum class Op {
   Or,
   Xor,
   Not,
-  Where,   // in0 ? in1 : in2
-  Pick,    // Concat: in[i] loads part i of a global tensor concatenated
-           // along buffer axis `value`; the value of the one part the
-           // position falls in (0 in none). Only that part is read: the
-           // emitter finds it by bisecting the offsets.
-  LaneSum, // in0 summed over the `value` lanes that share a row (a warp's
-  LaneMax, // shuffles; every lane gets the result)
-  Barrier, // orders the shared-memory accesses before and after it
+  Where,    // in0 ? in1 : in2
+  Pick,     // Concat: in[i] loads part i of a global tensor concatenated
+            // along buffer axis `value`; the value of the one part the
+            // position falls in (0 in none). Only that part is read: the
+            // emitter finds it by bisecting the offsets.
+  LaneSum,  // in0 summed over the `value` lanes that share a row (a warp's
+  LaneMax,  // shuffles; every lane gets the result)
+  InBounds, // bool: whether in0, a Load, reads inside its buffer's extents
+            // (a load outside reads 0; rows over lanes mask their overhang)
+  Barrier,  // orders the shared-memory accesses before and after it
 };
 
 /// The type of op's value given its operands' types (Cast: `cast`).

@@ -807,6 +807,8 @@ std::string opName(Op op) {
     return "pred";
   case Op::Where:
     return "sel";
+  case Op::InBounds:
+    return "in";
   case Op::Pick:
     return "cat";
   case Op::LaneSum:
@@ -1456,7 +1458,7 @@ void Emitter::emitLoad(const dfg::Graph &g, int id, const std::string &ind) {
     return;
   }
   std::string a = widen(b.type, b.name + "[" + address(b, n.index) + "]");
-  if (b.space == dfg::Space::Global)
+  if (b.space == dfg::Space::Global || b.guarded)
     a = "(" + inside(b, n.index) + ") ? " + a + " : " + zero;
   os << ind << "const " << typeName(n.type) << " " << nameOf(g, id) << " = "
      << a << ";\n";
@@ -1555,6 +1557,12 @@ void Emitter::emitGraph(const dfg::Graph &g, const std::string &ind) {
     case Op::LaneMax:
       emitLaneReduce(g, id, ind);
       continue;
+    case Op::InBounds: {
+      const dfg::Node &l = g.node(n.in[0]);
+      os << ind << "const bool " << nameOf(g, id) << " = "
+         << inside(g.buffer(l.buffer), l.index) << ";\n";
+      continue;
+    }
     default:
       break;
     }

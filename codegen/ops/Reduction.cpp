@@ -12,6 +12,7 @@
 #include "codegen/ops/Reduction.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace cuts::codegen {
 
@@ -28,17 +29,26 @@ const char *rowOpName(RowOp op) {
 /// (the lanes' runs side by side: coalesced, and one 16-byte access a run
 /// of 8 16-bit elements), in registers, straight from global memory;
 /// LaneSum/LaneMax combine the lanes' partial results by shuffles. V is 8,
-/// 4 or 2 where it divides a lane's share of the row, else 1; 1 from
-/// shared memory, whose rows are padded for strided lanes. Everything is
-/// loop-exit DFG: no shared memory, no barrier.
+/// 4 or 2 where it divides a lane's share and the row, else 1; 1 from
+/// shared memory, whose rows are padded for strided lanes. A lane's share
+/// is ceil(L / G): where G does not divide L the last lanes overhang the
+/// row, read 0 there and mask it out of maxima and deviations (InBounds),
+/// and do not store it. Everything is loop-exit DFG: no shared memory, no
+/// barrier.
 std::optional<Kernel> buildRowOverLanes(const std::string &name,
                                         const OpDesc &d, const RowSpec &s,
                                         const TileParams &p,
                                         std::string &error) {
   const int64_t rows = d.N, L = d.C, G = p.Wb;
-  if (p.Wt != 1 || L % G || (p.Nb / p.Nt * G) % 32) {
-    error = "rows over lanes need Wt = 1, lanes dividing the row and whole "
-            "warps";
+  const int64_t per = (L + G - 1) / G;
+  if (p.Nt * per > kMaxRowElements) {
+    error = "a row of " + std::to_string(L) + " over " + std::to_string(G) +
+            " lanes, " + std::to_string(p.Nt) + " a thread, is more than " +
+            std::to_string(kMaxRowElements) + " elements a thread holds";
+    return std::nullopt;
+  }
+  if (p.Wt != 1 || (p.Nb / p.Nt * G) % 32) {
+    error = "rows over lanes need Wt = 1 and whole warps";
     return std::nullopt;
   }
   bool rowsOut = s.op == RowOp::Softmax || s.op == RowOp::LayerNorm;
@@ -50,13 +60,13 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   // From shared memory the row pass is the body of one fetch-and-compute
   // iteration; from global memory it is all loop exit.
   auto &g = s.sharedInput ? k.body : k.exit;
-  const int64_t per = L / G;
   int64_t V = 1;
   for (int64_t w : {8, 4, 2})
-    if (V == 1 && !s.sharedInput && per % w == 0)
+    if (V == 1 && !s.sharedInput && per % w == 0 && L % w == 0)
       V = w;
   // Lane element t of a row: its position for lane 0 (lane l adds l V).
   auto at = [&](int64_t t) { return t / V * G * V + t % V; };
+  const bool ragged = per * G != L;
   const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, V}};
   k.tensors = {{"X", {rows, L}, false}};
   int x;
@@ -64,7 +74,9 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     // The block's rows, each padded by G words when a row spans whole bank
     // cycles, so the 32 / G rows a warp reads fall in distinct banks.
     int64_t stride = L % 32 == 0 && G < 32 ? L + G : L;
-    x = g.addBuffer({"Xs", dfg::Space::Shared, {p.Nb, L}, {stride, 1}, rowMap});
+    dfg::Buffer xs{"Xs", dfg::Space::Shared, {p.Nb, L}, {stride, 1}, rowMap};
+    xs.guarded = ragged;
+    x = g.addBuffer(xs);
     k.fetches.push_back(
         {0,
          x,
@@ -100,9 +112,16 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     g.add(st);
   };
   for (int64_t i = 0; i < p.Nt; ++i) {
-    std::vector<int> v; // this lane's elements of row i
+    std::vector<int> v; // this lane's elements of row i (0 past its end)
     for (int64_t t = 0; t < per; ++t)
       v.push_back(g.load(x, {i, at(t)}));
+    // e for element t, or `identity` where some lane's t is past the row.
+    auto masked = [&, loads = v](int e, int64_t t, double identity) {
+      if (!ragged || at(t) + (G - 1) * V < L)
+        return e;
+      return g.op(dfg::Op::Where, {g.op(dfg::Op::InBounds, {loads[t]}), e,
+                                   g.constant(identity)});
+    };
     auto fold = [&](dfg::Op op, auto element) {
       int acc = element(v[0]);
       for (int64_t t = 1; t < per; ++t)
@@ -118,6 +137,9 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     case RowOp::ReduceMean:
     case RowOp::ReduceMax: {
       bool max = s.op == RowOp::ReduceMax;
+      if (max)
+        for (int64_t t = 0; t < per; ++t)
+          v[t] = masked(v[t], t, -INFINITY);
       int r = lanes(max ? dfg::Op::LaneMax : dfg::Op::LaneSum,
                     fold(max ? dfg::Op::Max : dfg::Op::Add, id));
       if (s.op == RowOp::ReduceMean)
@@ -126,6 +148,8 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
       break;
     }
     case RowOp::Softmax: {
+      for (int64_t t = 0; t < per; ++t) // exp(-inf - m) is 0: no mass
+        v[t] = masked(v[t], t, -INFINITY);
       int m = lanes(dfg::Op::LaneMax, fold(dfg::Op::Max, id));
       std::vector<int> e;
       for (int t : v)
@@ -143,8 +167,8 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
       int mean = g.op(dfg::Op::Mul,
                       {lanes(dfg::Op::LaneSum, fold(dfg::Op::Add, id)), invL});
       std::vector<int> d;
-      for (int t : v)
-        d.push_back(g.op(dfg::Op::Sub, {t, mean}));
+      for (int64_t t = 0; t < per; ++t)
+        d.push_back(masked(g.op(dfg::Op::Sub, {v[t], mean}), t, 0));
       int sq = g.op(dfg::Op::Mul, {d[0], d[0]});
       for (int64_t t = 1; t < per; ++t)
         sq = g.op(dfg::Op::Fma, {d[t], d[t], sq});
@@ -184,6 +208,18 @@ std::optional<Kernel> buildRowOp(const std::string &name, const OpDesc &d,
     return buildRowOverLanes(name, d, s, p, error);
   if (p.Nb % p.Nt || p.Kb != 1 || p.Hb != 1 || p.Wb != 1) {
     error = "row ops tile rows only (Kb = Hb = Wb = 1, Nb a multiple of Nt)";
+    return std::nullopt;
+  }
+  if (d.C > kMaxThreadRow) {
+    error = "a row of " + std::to_string(d.C) + " is longer than one " +
+            "thread walks (" + std::to_string(kMaxThreadRow) +
+            "): lanes share it";
+    return std::nullopt;
+  }
+  if (p.Nt * d.C > kMaxRowElements) {
+    error = std::to_string(p.Nt) + " rows of " + std::to_string(d.C) +
+            " a thread are more than the " + std::to_string(kMaxRowElements) +
+            " elements it holds";
     return std::nullopt;
   }
   bool rowsOut = s.op == RowOp::Softmax || s.op == RowOp::LayerNorm;

@@ -99,8 +99,7 @@ def SplitReductions : Pass<"cuts-split-reductions", "mlir::func::FuncOp"> {
     splits exactly up to rounding; an integer mean is left alone. A length
     with no divisor near `max-row` is padded with zeros (sums, means, and
     maxima known to be at least 0). A softmax or layer normalisation over
-    rows no row kernel holds (over 8192, or over `max-row` and not a
-    multiple of 32) becomes its formula, its reductions split. First, a
+    rows no row kernel holds (over 2048) becomes its formula, its reductions split. First, a
     mean, sum or max over axes that are not the trailing ones becomes a
     transpose that makes them trailing and the reduction over those
     (reshaped back where keepdims is set): row kernels reduce trailing

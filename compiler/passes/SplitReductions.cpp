@@ -153,11 +153,9 @@ void split(mlir::Operation *op, int64_t maxRow, bool maxAtLeastZero = false) {
 
 // Whether a row kernel (a warp's lanes sharing a row, each holding its
 // share in registers) cannot hold a row of `length`: longer than 8192
-// (256 a lane; 12544 found no set that fit), or than maxRow and not split
-// over whole warps' lanes.
-bool longRow(int64_t length, int64_t maxRow) {
-  return length > 8192 || (length > maxRow && length % 32);
-}
+// (perfmodel's kMaxRowElements: 32 lanes x 64; more is over 64 KB of
+// source).
+bool longRow(int64_t length) { return length > 2048; }
 
 // softmax(x) over a last axis no row kernel holds (longRow: GPT-2's
 // 50257-word vocabulary) as
@@ -168,7 +166,7 @@ bool longRow(int64_t length, int64_t maxRow) {
 void decompose(SoftmaxOp sm, int64_t maxRow) {
   auto t = rankedType(sm.getInput());
   int64_t length = t.getShape().back();
-  if (int64_t(sm.getAxis()) != t.getRank() - 1 || !longRow(length, maxRow))
+  if (int64_t(sm.getAxis()) != t.getRank() - 1 || !longRow(length))
     return;
   mlir::OpBuilder b(sm);
   mlir::Location loc = sm.getLoc();
@@ -210,7 +208,7 @@ void decompose(LayerNormalizationOp ln, int64_t maxRow) {
   for (int64_t e : t.getShape().drop_front(axis))
     length *= e;
   if (!ln.getMean().use_empty() || !ln.getInvStdDev().use_empty() ||
-      !longRow(length, maxRow))
+      !longRow(length))
     return;
   mlir::OpBuilder b(ln);
   mlir::Location loc = ln.getLoc();

@@ -55,8 +55,8 @@ func.func @reductions(%a: tensor<3x64x64xf32>, %b: tensor<2x5000xf16>, %c: tenso
 
 // Softmax over GPT-2's vocabulary (50257 = 29 x 1733: no divisor near
 // max-row): its max is x0 + max(x - x0), padded with zeros; then exp, a
-// padded sum and a division. One over 5000 (not whole warps' lanes) takes
-// 5 rows of 1000; one over 128 stays a row kernel's.
+// padded sum and a division. One over 9000 (past 8192) takes 9 rows of
+// 1000; one over 128 stays a row kernel's.
 // CHECK-LABEL: func.func @softmax(
 // CHECK: %[[X0:.+]] = cuts.slice %arg0 {ends = array<i64: 2, 1>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}
 // CHECK: %[[D:.+]] = cuts.sub %arg0, %[[X0]]
@@ -69,24 +69,24 @@ func.func @reductions(%a: tensor<3x64x64xf32>, %b: tensor<2x5000xf16>, %c: tenso
 // CHECK: cuts.pad %[[E]]
 // CHECK: cuts.reduce_sum {{.*}} -> tensor<2x50xf32>
 // CHECK: cuts.div %[[E]]
-// CHECK: cuts.reshape %arg1 {shape = array<i64: 2, 5, 1000>}
+// CHECK: cuts.reshape %arg1 {shape = array<i64: 2, 9, 1000>}
 // CHECK-NOT: cuts.slice
 // CHECK: cuts.div
 // CHECK: cuts.softmax %arg2
-func.func @softmax(%x: tensor<2x50257xf32>, %y: tensor<2x5000xf32>, %z: tensor<2x128xf32>) -> (tensor<2x50257xf32>, tensor<2x5000xf32>, tensor<2x128xf32>) {
+func.func @softmax(%x: tensor<2x50257xf32>, %y: tensor<2x9000xf32>, %z: tensor<2x128xf32>) -> (tensor<2x50257xf32>, tensor<2x9000xf32>, tensor<2x128xf32>) {
   %0 = cuts.softmax %x {axis = 1 : i64} : (tensor<2x50257xf32>) -> tensor<2x50257xf32>
-  %1 = cuts.softmax %y {axis = 1 : i64} : (tensor<2x5000xf32>) -> tensor<2x5000xf32>
+  %1 = cuts.softmax %y {axis = 1 : i64} : (tensor<2x9000xf32>) -> tensor<2x9000xf32>
   %2 = cuts.softmax %z {axis = 1 : i64} : (tensor<2x128xf32>) -> tensor<2x128xf32>
-  return %0, %1, %2 : tensor<2x50257xf32>, tensor<2x5000xf32>, tensor<2x128xf32>
+  return %0, %1, %2 : tensor<2x50257xf32>, tensor<2x9000xf32>, tensor<2x128xf32>
 }
 
 // -----
 
-// A layer norm over 5003 (prime) as its formula, both means padded sums;
-// one over 768, and one whose mean is read, stay whole.
+// A layer norm over 8209 (prime, past 8192) as its formula, both means
+// padded sums; one over 768, and one whose mean is read, stay whole.
 // CHECK-LABEL: func.func @layer_norm(
-// CHECK: %[[P:.+]] = cuts.pad %arg0 {{.*}} -> tensor<2x5120xf32>
-// CHECK: cuts.reduce_sum {{.*}} -> tensor<2x5xf32>
+// CHECK: %[[P:.+]] = cuts.pad %arg0 {{.*}} -> tensor<2x8352xf32>
+// CHECK: cuts.reduce_sum {{.*}} -> tensor<2x9xf32>
 // CHECK: %[[M:.+]] = cuts.reshape {{.*}} {shape = array<i64: 2, 1>}
 // CHECK: %[[D:.+]] = cuts.sub %arg0, %[[M]]
 // CHECK: %[[SQ:.+]] = cuts.mul %[[D]], %[[D]]
@@ -99,11 +99,11 @@ func.func @softmax(%x: tensor<2x50257xf32>, %y: tensor<2x5000xf32>, %z: tensor<2
 // CHECK: cuts.add %[[Y]], %arg2
 // CHECK: cuts.layer_normalization %arg3
 // CHECK: cuts.layer_normalization %arg0
-func.func @layer_norm(%x: tensor<2x5003xf32>, %s: tensor<5003xf32>, %b: tensor<5003xf32>, %z: tensor<2x768xf32>, %t: tensor<768xf32>) -> (tensor<2x5003xf32>, tensor<2x768xf32>, tensor<2x1xf32>) {
-  %y, %m, %i = cuts.layer_normalization %x, %s, %b {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x5003xf32>, tensor<5003xf32>, tensor<5003xf32>) -> (tensor<2x5003xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+func.func @layer_norm(%x: tensor<2x8209xf32>, %s: tensor<8209xf32>, %b: tensor<8209xf32>, %z: tensor<2x768xf32>, %t: tensor<768xf32>) -> (tensor<2x8209xf32>, tensor<2x768xf32>, tensor<2x1xf32>) {
+  %y, %m, %i = cuts.layer_normalization %x, %s, %b {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x8209xf32>, tensor<8209xf32>, tensor<8209xf32>) -> (tensor<2x8209xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
   %y2, %m2, %i2 = cuts.layer_normalization %z, %t {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x768xf32>, tensor<768xf32>) -> (tensor<2x768xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
-  %y3, %m3, %i3 = cuts.layer_normalization %x, %s {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x5003xf32>, tensor<5003xf32>) -> (tensor<2x5003xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
-  return %y, %y2, %m3 : tensor<2x5003xf32>, tensor<2x768xf32>, tensor<2x1xf32>
+  %y3, %m3, %i3 = cuts.layer_normalization %x, %s {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x8209xf32>, tensor<8209xf32>) -> (tensor<2x8209xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  return %y, %y2, %m3 : tensor<2x8209xf32>, tensor<2x768xf32>, tensor<2x1xf32>
 }
 
 // -----
