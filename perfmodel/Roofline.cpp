@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -72,9 +73,12 @@ double compBlock(const OpDesc &d, const TileParams &p) {
 }
 
 double compThread(const OpDesc &d, const TileParams &p) {
-  // Lanes sharing a row each take 1/G of it (the shuffles are few).
-  double lanes = rowsOverLanes(d, p) ? double(p.Wb / p.Wt) : 1.0;
-  return compFor(d, threadDims(p)) / lanes;
+  // Lanes sharing a row each take ceil(C / G) of its C elements (the
+  // shuffles are few).
+  if (rowsOverLanes(d, p))
+    return compFor(d, threadDims(p)) * ceilDiv(double(d.C), double(p.Wb)) /
+           double(d.C);
+  return compFor(d, threadDims(p));
 }
 
 bool rowsOverLanes(const OpDesc &d, const TileParams &p) {
@@ -881,6 +885,10 @@ void setCoefBc(Bound &b, double coefBcValue, const OpDesc &d,
     }
   }
   b.timeLowerBound = b.pul > 0 ? b.totalComp / (b.pul * b.peak) : INFINITY;
+  // Never NaN; infinite only for a set that cannot run (PUL 0: no block
+  // fits), which the search never keeps over one that can.
+  assert(b.pul >= 0 && b.pul <= 1 &&
+         std::isfinite(b.timeLowerBound) == (b.pul > 0));
 }
 
 } // namespace cuts

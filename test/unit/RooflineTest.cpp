@@ -294,6 +294,10 @@ TEST_CASE("every factor lies in [0, 1] for random ops and parameters",
           REQUIRE(f <= 1.0);
         }
         REQUIRE(b.coefBc >= 1.0);
+        // The bound is never NaN, and infinite only where the set cannot
+        // run (no block fits, or a thread's registers spill past COEF_r).
+        REQUIRE(std::isfinite(b.timeLowerBound) == (b.pul > 0));
+        REQUIRE((b.pul > 0) == (b.wbRatio > 0 && b.coefR > 0));
         REQUIRE(p.Nb % p.Nt == 0);
         REQUIRE(p.threads() <= arch.maxThreadsPerBlock);
       });
