@@ -264,7 +264,8 @@ LogicalResult Importer::convClassLoss(const onnx::NodeProto &n) {
 // TopK by ranks: element j's rank is the number of elements ahead of it
 // (larger, or equal at a lower position), from an L x L comparison; output
 // r takes the position whose rank is r. O(L^2) work and memory, so the axis
-// is bounded; ties keep the lower position first, as ONNX asks.
+// is bounded; ties keep the lower position first, as ONNX asks. NaN ranks
+// above every number and equals NaN, as ONNX Runtime orders it.
 LogicalResult Importer::convTopK(const onnx::NodeProto &) {
   auto x = required(0);
   auto axis = attrInt("axis", -1);
@@ -300,7 +301,17 @@ LogicalResult Importer::convTopK(const onnx::NodeProto &) {
                     ") is beyond its L^2 comparison (2^28 elements)");
   Value xi = make<UnsqueezeOp>({*x}, {named("axes", ints({a + 1}))});
   Value xj = make<UnsqueezeOp>({*x}, {named("axes", ints({a}))});
-  Value better = *largest ? make<LessOp>({xj, xi}) : make<LessOp>({xi, xj});
+  auto isNaN = [&](Value v) { return make<NotOp>({make<EqualOp>({v, v})}); };
+  Value nanI = isNaN(xi), nanJ = isNaN(xj);
+  // above(u, v): u ranks above v, NaN above any number.
+  auto above = [&](Value u, Value nanU, Value v, Value nanV) {
+    return make<OrOp>(
+        {make<LessOp>({v, u}), make<AndOp>({nanU, make<NotOp>({nanV})})});
+  };
+  // better[i][j]: x_i ranks ahead of x_j (above it where largest).
+  Value better =
+      *largest ? above(xi, nanI, xj, nanJ) : above(xj, nanJ, xi, nanI);
+  Value same = make<OrOp>({make<EqualOp>({xi, xj}), make<AndOp>({nanI, nanJ})});
   // before[i][j] = i < j, over axes a and a + 1.
   std::vector<int64_t> pairShape(size_t(rank - a + 1), 1);
   pairShape[0] = pairShape[1] = length;
@@ -311,8 +322,7 @@ LogicalResult Importer::convTopK(const onnx::NodeProto &) {
       before[size_t(i * length + j)] = i < j;
   Value beforeC = builder.create<ConstantOp>(
       loc, pairType, DenseElementsAttr::get(pairType, llvm::ArrayRef(before)));
-  Value ahead =
-      make<OrOp>({better, make<AndOp>({make<EqualOp>({xi, xj}), beforeC})});
+  Value ahead = make<OrOp>({better, make<AndOp>({same, beforeC})});
   Type f32 = builder.getF32Type();
   Value rankOf = reduce("sum", castTo(ahead, f32), {a}, false);
   // onehot[r][j] = rank_j == r, over axes a and a + 1; position = sum j.

@@ -211,6 +211,25 @@ def make_postprocess(path):
                     tm.vi("y5", [3, 7], i32)])
 
 
+def make_topk_nan(path):
+    """TopK over rows holding NaNs: ONNX Runtime ranks NaN above every
+    number (first when largest, last when smallest), NaNs by position.
+    The largest's values are NaN, so only its indices are compared."""
+    b = tm.Builder(38)
+    k = b.const(np.array([4], np.int64))
+    b.node("TopK", ["x", k], nout=2, name="big")
+    b.node("TopK", ["x", k], nout=2, largest=0, name="small")
+    for n in b.nodes:
+        if n.name == "big":
+            n.output[:] = ["big_values", "y1"]
+        if n.name == "small":
+            n.output[:] = ["y2", "y3"]
+    i64 = TensorProto.INT64
+    return b.model(path, [tm.vi("x", [3, 12])],
+                   [tm.vi("y1", [3, 4], i64), tm.vi("y2", [3, 4]),
+                    tm.vi("y3", [3, 4], i64)])
+
+
 def make_masked_attention(path):
     """BERT's attention at batch 2: a [B, 1, S, S] mask added to every
     head's scores, and the heads' outputs transposed back to [B, S, H, D]
@@ -461,9 +480,9 @@ def make_resnet_stage(path):
 
 
 def feeds(shapes, seed):
-    """Per (name, shape[, dtype, high]): float inputs standard normal,
-    integer ones uniform in [0, high), or (high "mask") ones with trailing
-    zeros in every row but the first."""
+    """Per (name, shape[, dtype, high]): float inputs standard normal (high
+    "nan": every fifth element NaN), integer ones uniform in [0, high), or
+    (high "mask") ones with trailing zeros in every row but the first."""
     r = np.random.default_rng(seed)
     out = {}
     for s in shapes:
@@ -471,6 +490,8 @@ def feeds(shapes, seed):
         dtype = s[2] if len(s) > 2 else np.float32
         if np.issubdtype(dtype, np.floating):
             out[name] = r.standard_normal(shape).astype(dtype)
+            if len(s) > 3 and s[3] == "nan":
+                out[name].reshape(-1)[::5] = np.nan
         elif s[3] == "mask":
             x = np.ones(shape, dtype)
             rows = x.reshape(-1, shape[-1])
@@ -507,6 +528,7 @@ MODELS = {
                                            ("f", (1, 8, 12, 12))], []),
     "postprocess": (make_postprocess, [("x", (3, 16)),
                                        ("ids", (3, 7), np.int64, 4)], []),
+    "topk_nan": (make_topk_nan, [("x", (3, 12), np.float32, "nan")], []),
     "masked_attention": (make_masked_attention,
                          [("q", (2, 3, 5, 8)), ("k", (2, 3, 5, 8)),
                           ("v", (2, 3, 5, 8)), ("mask", (2, 1, 5, 5))], []),
