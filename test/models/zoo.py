@@ -136,6 +136,9 @@ def export_one(name, exporter, path):
     build, names = all_models()[name]
     model, args = build()
     opset = EXPORTERS[exporter]
+    # nn.MultiheadAttention's fast path (torchvision's ViT) is an aten op
+    # the TorchScript exporter does not know.
+    torch.backends.mha.set_fastpath_enabled(False)
     with torch.no_grad():
         if exporter == "ts":
             torch.onnx.export(model, args, path, opset_version=opset,
