@@ -24,6 +24,97 @@ const char *rowOpName(RowOp op) {
   return names[int(op)];
 }
 
+/// Row i of a block's rows over G lanes, as DFG: a lane's elements t at
+/// at(t) (plus l V for lane l), per of them, runs of V.
+struct LaneRow {
+  dfg::Graph &g;
+  int64_t L, G, V, per;
+  int x, y, scale, bias; // buffers (scale and bias -1 unless layer norm)
+
+  int64_t at(int64_t t) const { return t / V * G * V + t % V; }
+  void store(int64_t i, std::vector<int64_t> index, int v) {
+    dfg::Node st(dfg::Op::Store, {v});
+    st.buffer = y;
+    st.index = std::move(index);
+    st.out = {i, 0, 0, 0}; // all of them thread 0's
+    g.add(st);
+  }
+  // e for element t, or `identity` where some lane's t (read by `load`) is
+  // past the row.
+  int masked(int e, int load, int64_t t, double identity) {
+    if (per * G == L || at(t) + (G - 1) * V < L)
+      return e;
+    return g.op(dfg::Op::Where,
+                {g.op(dfg::Op::InBounds, {load}), e, g.constant(identity)});
+  }
+  int fold(dfg::Op op, const std::vector<int> &v) {
+    int acc = v[0];
+    for (int64_t t = 1; t < per; ++t)
+      acc = g.op(op, {acc, v[t]});
+    return acc;
+  }
+  int lanes(dfg::Op op, int partial) { return g.op(op, {partial}, double(G)); }
+  void build(int64_t i, const RowSpec &s);
+};
+
+void LaneRow::build(int64_t i, const RowSpec &s) {
+  std::vector<int> x0, v; // this lane's elements of row i (0 past its end)
+  for (int64_t t = 0; t < per; ++t)
+    x0.push_back(g.load(x, {i, at(t)}));
+  v = x0;
+  switch (s.op) {
+  case RowOp::ReduceSum:
+  case RowOp::ReduceMean:
+  case RowOp::ReduceMax: {
+    bool max = s.op == RowOp::ReduceMax;
+    if (max)
+      for (int64_t t = 0; t < per; ++t)
+        v[t] = masked(v[t], x0[t], t, -INFINITY);
+    int r = lanes(max ? dfg::Op::LaneMax : dfg::Op::LaneSum,
+                  fold(max ? dfg::Op::Max : dfg::Op::Add, v));
+    if (s.op == RowOp::ReduceMean)
+      r = g.op(dfg::Op::Div, {r, g.constant(double(L))});
+    return store(i, {i}, r); // every lane writes the same value
+  }
+  case RowOp::Softmax: {
+    for (int64_t t = 0; t < per; ++t) // exp(-inf - m) is 0: no mass
+      v[t] = masked(v[t], x0[t], t, -INFINITY);
+    int m = lanes(dfg::Op::LaneMax, fold(dfg::Op::Max, v));
+    std::vector<int> e;
+    for (int t : v)
+      e.push_back(g.op(dfg::Op::Exp, {g.op(dfg::Op::Sub, {t, m})}));
+    int inv =
+        g.op(dfg::Op::Recip, {lanes(dfg::Op::LaneSum, fold(dfg::Op::Add, e))});
+    for (int64_t t = 0; t < per; ++t)
+      store(i, {i, at(t)}, g.op(dfg::Op::Mul, {e[t], inv}));
+    return;
+  }
+  case RowOp::LayerNorm: {
+    int invL = g.constant(1.0 / double(L));
+    int mean = g.op(dfg::Op::Mul,
+                    {lanes(dfg::Op::LaneSum, fold(dfg::Op::Add, v)), invL});
+    std::vector<int> d;
+    for (int64_t t = 0; t < per; ++t)
+      d.push_back(masked(g.op(dfg::Op::Sub, {v[t], mean}), x0[t], t, 0));
+    int sq = g.op(dfg::Op::Mul, {d[0], d[0]});
+    for (int64_t t = 1; t < per; ++t)
+      sq = g.op(dfg::Op::Fma, {d[t], d[t], sq});
+    int var = g.op(dfg::Op::Mul, {lanes(dfg::Op::LaneSum, sq), invL});
+    int rstd = g.op(dfg::Op::Recip,
+                    {g.op(dfg::Op::Sqrt,
+                          {g.op(dfg::Op::Add, {var, g.constant(s.epsilon)})})});
+    for (int64_t t = 0; t < per; ++t) {
+      int o = g.op(dfg::Op::Mul,
+                   {g.op(dfg::Op::Mul, {d[t], rstd}), g.load(scale, {at(t)})});
+      if (bias >= 0)
+        o = g.op(dfg::Op::Add, {o, g.load(bias, {at(t)})});
+      store(i, {i, at(t)}, o);
+    }
+    return;
+  }
+  }
+}
+
 /// Rows over lanes: G = p.Wb lanes of a warp share each row; lane l holds
 /// runs of V consecutive elements, l V .. l V + V - 1, then G V further on
 /// (the lanes' runs side by side: coalesced, and one 16-byte access a run
@@ -64,8 +155,6 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   for (int64_t w : {8, 4, 2})
     if (V == 1 && !s.sharedInput && per % w == 0 && L % w == 0)
       V = w;
-  // Lane element t of a row: its position for lane 0 (lane l adds l V).
-  auto at = [&](int64_t t) { return t / V * G * V + t % V; };
   const bool ragged = per * G != L;
   const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, V}};
   k.tensors = {{"X", {rows, L}, false}};
@@ -104,95 +193,29 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
       {"Y",
        rowsOut ? std::vector<int64_t>{rows, L} : std::vector<int64_t>{rows},
        true});
-  auto store = [&](int64_t i, std::vector<int64_t> index, int v) {
-    dfg::Node st(dfg::Op::Store, {v});
-    st.buffer = y;
-    st.index = std::move(index);
-    st.out = {i, 0, 0, 0}; // all of them thread 0's
-    g.add(st);
-  };
-  for (int64_t i = 0; i < p.Nt; ++i) {
-    std::vector<int> v; // this lane's elements of row i (0 past its end)
-    for (int64_t t = 0; t < per; ++t)
-      v.push_back(g.load(x, {i, at(t)}));
-    // e for element t, or `identity` where some lane's t is past the row.
-    auto masked = [&, loads = v](int e, int64_t t, double identity) {
-      if (!ragged || at(t) + (G - 1) * V < L)
-        return e;
-      return g.op(dfg::Op::Where, {g.op(dfg::Op::InBounds, {loads[t]}), e,
-                                   g.constant(identity)});
-    };
-    auto fold = [&](dfg::Op op, auto element) {
-      int acc = element(v[0]);
-      for (int64_t t = 1; t < per; ++t)
-        acc = g.op(op, {acc, element(v[t])});
-      return acc;
-    };
-    auto id = [](int e) { return e; };
-    auto lanes = [&](dfg::Op op, int partial) {
-      return g.op(op, {partial}, double(G));
-    };
-    switch (s.op) {
-    case RowOp::ReduceSum:
-    case RowOp::ReduceMean:
-    case RowOp::ReduceMax: {
-      bool max = s.op == RowOp::ReduceMax;
-      if (max)
-        for (int64_t t = 0; t < per; ++t)
-          v[t] = masked(v[t], t, -INFINITY);
-      int r = lanes(max ? dfg::Op::LaneMax : dfg::Op::LaneSum,
-                    fold(max ? dfg::Op::Max : dfg::Op::Add, id));
-      if (s.op == RowOp::ReduceMean)
-        r = g.op(dfg::Op::Div, {r, g.constant(double(L))});
-      store(i, {i}, r); // every lane writes the same value
-      break;
-    }
-    case RowOp::Softmax: {
-      for (int64_t t = 0; t < per; ++t) // exp(-inf - m) is 0: no mass
-        v[t] = masked(v[t], t, -INFINITY);
-      int m = lanes(dfg::Op::LaneMax, fold(dfg::Op::Max, id));
-      std::vector<int> e;
-      for (int t : v)
-        e.push_back(g.op(dfg::Op::Exp, {g.op(dfg::Op::Sub, {t, m})}));
-      int sum = e[0];
-      for (int64_t t = 1; t < per; ++t)
-        sum = g.op(dfg::Op::Add, {sum, e[t]});
-      int inv = g.op(dfg::Op::Recip, {lanes(dfg::Op::LaneSum, sum)});
-      for (int64_t t = 0; t < per; ++t)
-        store(i, {i, at(t)}, g.op(dfg::Op::Mul, {e[t], inv}));
-      break;
-    }
-    case RowOp::LayerNorm: {
-      int invL = g.constant(1.0 / double(L));
-      int mean = g.op(dfg::Op::Mul,
-                      {lanes(dfg::Op::LaneSum, fold(dfg::Op::Add, id)), invL});
-      std::vector<int> d;
-      for (int64_t t = 0; t < per; ++t)
-        d.push_back(masked(g.op(dfg::Op::Sub, {v[t], mean}), t, 0));
-      int sq = g.op(dfg::Op::Mul, {d[0], d[0]});
-      for (int64_t t = 1; t < per; ++t)
-        sq = g.op(dfg::Op::Fma, {d[t], d[t], sq});
-      int var = g.op(dfg::Op::Mul, {lanes(dfg::Op::LaneSum, sq), invL});
-      int rstd =
-          g.op(dfg::Op::Recip,
-               {g.op(dfg::Op::Sqrt,
-                     {g.op(dfg::Op::Add, {var, g.constant(s.epsilon)})})});
-      for (int64_t t = 0; t < per; ++t) {
-        int o = g.op(dfg::Op::Mul, {g.op(dfg::Op::Mul, {d[t], rstd}),
-                                    g.load(scale, {at(t)})});
-        if (bias >= 0)
-          o = g.op(dfg::Op::Add, {o, g.load(bias, {at(t)})});
-        store(i, {i, at(t)}, o);
-      }
-      break;
-    }
-    }
-  }
+  LaneRow row{g, L, G, V, per, x, y, scale, bias};
+  for (int64_t i = 0; i < p.Nt; ++i)
+    row.build(i, s);
   k.summary = std::string(rowOpName(s.op)) + " over rows of " +
               std::to_string(L) + " (" + std::to_string(rows) + " rows, " +
               std::to_string(G) + " lanes a row" +
               (s.sharedInput ? ", through shared memory)" : ")");
   return k;
+}
+
+// Why p cannot tile whole rows a thread (empty where it can).
+std::string threadRowsError(const OpDesc &d, const TileParams &p) {
+  if (p.Nb % p.Nt || p.Kb != 1 || p.Hb != 1 || p.Wb != 1)
+    return "row ops tile rows only (Kb = Hb = Wb = 1, Nb a multiple of Nt)";
+  if (d.C > kMaxThreadRow)
+    return "a row of " + std::to_string(d.C) + " is longer than one " +
+           "thread walks (" + std::to_string(kMaxThreadRow) +
+           "): lanes share it";
+  if (p.Nt * d.C > kMaxRowElements)
+    return std::to_string(p.Nt) + " rows of " + std::to_string(d.C) +
+           " a thread are more than the " + std::to_string(kMaxRowElements) +
+           " elements it holds";
+  return "";
 }
 
 } // namespace
@@ -206,22 +229,9 @@ std::optional<Kernel> buildRowOp(const std::string &name, const OpDesc &d,
   }
   if (p.Wb > 1 && p.Nb % p.Nt == 0 && p.Kb == 1 && p.Hb == 1)
     return buildRowOverLanes(name, d, s, p, error);
-  if (p.Nb % p.Nt || p.Kb != 1 || p.Hb != 1 || p.Wb != 1) {
-    error = "row ops tile rows only (Kb = Hb = Wb = 1, Nb a multiple of Nt)";
+  error = threadRowsError(d, p);
+  if (!error.empty())
     return std::nullopt;
-  }
-  if (d.C > kMaxThreadRow) {
-    error = "a row of " + std::to_string(d.C) + " is longer than one " +
-            "thread walks (" + std::to_string(kMaxThreadRow) +
-            "): lanes share it";
-    return std::nullopt;
-  }
-  if (p.Nt * d.C > kMaxRowElements) {
-    error = std::to_string(p.Nt) + " rows of " + std::to_string(d.C) +
-            " a thread are more than the " + std::to_string(kMaxRowElements) +
-            " elements it holds";
-    return std::nullopt;
-  }
   bool rowsOut = s.op == RowOp::Softmax || s.op == RowOp::LayerNorm;
   Kernel k;
   k.name = name;
