@@ -241,6 +241,10 @@ void forEachParams(const OpDesc &d, const GpuArch &arch,
                   if (d.kind == OpKind::Reduction &&
                       p.Nt * d.C > kMaxRowElements)
                     continue;
+                  if ((d.kind == OpKind::Conv ||
+                       d.kind == OpKind::DepthwiseConv) &&
+                      t0 * t1 * t2 * t3 * d.FH * d.FW > kMaxUnrolledFma)
+                    continue;
                   forEachCinputAndFormat(d, p, cins, fn);
                 }
         }

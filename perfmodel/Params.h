@@ -192,6 +192,16 @@ OpDesc describeElementwise(const std::vector<int64_t> &y, int inputs);
 /// element (softmax 5, layer normalisation 6: Describe.cpp).
 OpDesc describeRows(int64_t rows, int64_t length, double comp = 1);
 
+/// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's
+/// time grows with the source: a fused ResNet-50 conv with C_input 64 and
+/// 4608 FMAs a thread was 600 KB and 11 s, and a batch-64 tuning round
+/// compiles a thousand candidates. Past this, the C_input slice is swept by
+/// a loop over chunks of this many FMAs, still wide enough for ILP. A conv
+/// thread's FMAs for one channel (its outputs x the filter taps) are not
+/// split: the search keeps no set past this (ViT's 16 x 16 patch conv with
+/// 8 outputs a thread was 2048 FMAs, 388 KB of source and 18 s of NVRTC).
+constexpr int64_t kMaxUnrolledFma = 1024;
+
 /// A reduction's row is walked by one thread only up to this length; longer
 /// rows are shared by a warp's lanes (a thread alone would serialise them).
 constexpr int64_t kMaxThreadRow = 32;

@@ -111,8 +111,17 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
   const int64_t ext[4] = {p.Nb, depthwise ? p.Kb : cin, inH, inW};
   std::vector<int64_t> is = formatStrides(sharedFormats()[p.format], ext);
   int64_t wc = depthwise ? 1 : cin;
-  // A body past kMaxUnrolledFma covers `step` channels and loops.
-  int64_t step = innerChunk(k, wc, p.Nt * p.Kt * p.Ht * p.Wt * s.FH * s.FW);
+  // A body past kMaxUnrolledFma covers `step` channels and loops; one
+  // channel's FMAs are never split.
+  const int64_t fmaPerChannel = p.Nt * p.Kt * p.Ht * p.Wt * s.FH * s.FW;
+  if (fmaPerChannel > kMaxUnrolledFma) {
+    error = std::to_string(fmaPerChannel) +
+            " FMAs a thread for one channel "
+            "are more than a body unrolls (" +
+            std::to_string(kMaxUnrolledFma) + ")";
+    return std::nullopt;
+  }
+  int64_t step = innerChunk(k, wc, fmaPerChannel);
   bool loop = k.bodyStep > 0;
   int in = k.body.addBuffer({"Xs",
                              dfg::Space::Shared,

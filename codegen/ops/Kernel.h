@@ -238,13 +238,6 @@ struct Kernel {
   std::optional<ChannelVectorLoop> vec;
 };
 
-/// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's
-/// time grows with the source: a fused ResNet-50 conv with C_input 64 and
-/// 4608 FMAs a thread was 600 KB and 11 s, and a batch-64 tuning round
-/// compiles a thousand candidates. Past this, the C_input slice is swept by
-/// a loop over chunks of this many FMAs, still wide enough for ILP.
-constexpr int64_t kMaxUnrolledFma = 1024;
-
 /// The most rounds of thread tiles a shared-memory-level producer is
 /// emitted with as copies in the source; past this, a producer of one
 /// C_input slice loops over its rounds at run time (its source and NVRTC

@@ -734,3 +734,16 @@ TEST_CASE("elementwise ops enumerate one FORMAT_shared", "[params]") {
   CHECK(n > 100);
   CHECK(formats == std::set<int>{0});
 }
+
+TEST_CASE("no conv set unrolls more than kMaxUnrolledFma FMAs a channel",
+          "[params]") {
+  // ViT's patch embedding: a 16 x 16 filter, so 256 FMAs an output.
+  OpDesc d = conv(1, 3, 768, 14, 16, 16);
+  d.PH = d.PW = 0;
+  int64_t sets = 0;
+  forEachParams(d, *findArch("h100"), [&](const TileParams &p) {
+    ++sets;
+    CHECK(p.Nt * p.Kt * p.Ht * p.Wt * d.FH * d.FW <= kMaxUnrolledFma);
+  });
+  CHECK(sets > 0);
+}
