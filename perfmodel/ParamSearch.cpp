@@ -173,7 +173,7 @@ void forEachRowLanesParams(const OpDesc &d, const GpuArch &arch,
                            const std::function<void(const TileParams &)> &fn) {
   int64_t span = nextPow2(std::max<int64_t>(d.N, 1));
   for (int64_t g = 2; g <= arch.warpSize && g / 2 < d.C; g <<= 1) {
-    int64_t per = (d.C + g - 1) / g;
+    int64_t per = laneShare(d.C, g);
     for (int64_t t0 : pow2UpTo(std::min<int64_t>(capsFor(d.kind).ext[0], span)))
       for (int64_t n0 : pow2UpTo(span / t0)) {
         if (t0 * per > kMaxRowElements)

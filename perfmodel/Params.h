@@ -210,6 +210,11 @@ constexpr int64_t kMaxThreadRow = 32;
 /// or layer norm cuts-split-reductions leaves whole. More passes 64 KB of
 /// source (a layer norm over 8192, 256 elements a lane, was 131 KB).
 constexpr int64_t kMaxRowElements = 64;
+/// The elements of a row of `length` each of `lanes` lanes holds: the last
+/// lanes overhang a length they do not divide.
+inline int64_t laneShare(int64_t length, int64_t lanes) {
+  return (length + lanes - 1) / lanes;
+}
 
 /// The smallest parameter set of op d: one output a block and a thread,
 /// C_input what the op iterates by (1 where there is no C loop, a

@@ -76,7 +76,7 @@ double compThread(const OpDesc &d, const TileParams &p) {
   // Lanes sharing a row each take ceil(C / G) of its C elements (the
   // shuffles are few).
   if (rowsOverLanes(d, p))
-    return compFor(d, threadDims(p)) * ceilDiv(double(d.C), double(p.Wb)) /
+    return compFor(d, threadDims(p)) * double(laneShare(d.C, p.Wb)) /
            double(d.C);
   return compFor(d, threadDims(p));
 }
@@ -203,7 +203,7 @@ int64_t registersPerThread(const OpDesc &d, const TileParams &p) {
     return tensorCoreRegisters(p);
   int64_t acc = p.Nt * p.Kt * p.Ht * p.Wt;
   if (rowsOverLanes(d, p)) // a lane's share of its rows, in registers
-    acc = p.Nt * ((d.C + p.Wb - 1) / p.Wb);
+    acc = p.Nt * laneShare(d.C, p.Wb);
   if (d.kind == OpKind::DepthwiseConv) // one step's operands
     return acc + p.Nt * p.Ht * p.Wt + p.Kt + 24;
   if (!isComplex(d.kind))

@@ -115,9 +115,8 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
   // channel's FMAs are never split.
   const int64_t fmaPerChannel = p.Nt * p.Kt * p.Ht * p.Wt * s.FH * s.FW;
   if (fmaPerChannel > kMaxUnrolledFma) {
-    error = std::to_string(fmaPerChannel) +
-            " FMAs a thread for one channel "
-            "are more than a body unrolls (" +
+    error = std::to_string(fmaPerChannel) + " FMAs a thread for one " +
+            "channel are more than a body unrolls (" +
             std::to_string(kMaxUnrolledFma) + ")";
     return std::nullopt;
   }

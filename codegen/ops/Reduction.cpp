@@ -32,6 +32,7 @@ struct LaneRow {
   int x, y, scale, bias; // buffers (scale and bias -1 unless layer norm)
 
   int64_t at(int64_t t) const { return t / V * G * V + t % V; }
+  bool ragged() const { return per * G != L; }
   void store(int64_t i, std::vector<int64_t> index, int v) {
     dfg::Node st(dfg::Op::Store, {v});
     st.buffer = y;
@@ -42,7 +43,7 @@ struct LaneRow {
   // e for element t, or `identity` where some lane's t (read by `load`) is
   // past the row.
   int masked(int e, int load, int64_t t, double identity) {
-    if (per * G == L || at(t) + (G - 1) * V < L)
+    if (!ragged() || at(t) + (G - 1) * V < L)
       return e;
     return g.op(dfg::Op::Where,
                 {g.op(dfg::Op::InBounds, {load}), e, g.constant(identity)});
@@ -131,7 +132,7 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
                                         const TileParams &p,
                                         std::string &error) {
   const int64_t rows = d.N, L = d.C, G = p.Wb;
-  const int64_t per = (L + G - 1) / G;
+  const int64_t per = laneShare(L, G);
   if (p.Nt * per > kMaxRowElements) {
     error = "a row of " + std::to_string(L) + " over " + std::to_string(G) +
             " lanes, " + std::to_string(p.Nt) + " a thread, is more than " +
@@ -155,7 +156,6 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
   for (int64_t w : {8, 4, 2})
     if (V == 1 && !s.sharedInput && per % w == 0 && L % w == 0)
       V = w;
-  const bool ragged = per * G != L;
   const std::vector<dfg::DimMap> rowMap = {{dfg::DimN, 1}, {dfg::DimW, V}};
   k.tensors = {{"X", {rows, L}, false}};
   int x;
@@ -164,7 +164,7 @@ std::optional<Kernel> buildRowOverLanes(const std::string &name,
     // cycles, so the 32 / G rows a warp reads fall in distinct banks.
     int64_t stride = L % 32 == 0 && G < 32 ? L + G : L;
     dfg::Buffer xs{"Xs", dfg::Space::Shared, {p.Nb, L}, {stride, 1}, rowMap};
-    xs.guarded = ragged;
+    xs.guarded = L % G != 0; // the last lanes overhang the row
     x = g.addBuffer(xs);
     k.fetches.push_back(
         {0,
