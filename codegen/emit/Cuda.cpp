@@ -481,6 +481,7 @@ private:
     bool fragment = false;
     // Its output goes through this shared tile (stagedStore).
     std::string stagedTile;
+    PositionLoop loop; // Kernel::positions: the DFGs run in loops over lv_d
   };
 
   void setPhase(const Kernel &k, const std::string &coordPrefix,
@@ -495,6 +496,13 @@ private:
     if (m.mod != 0)
       p = "(" + p + " % " + std::to_string(m.mod) + ")";
     return p;
+  }
+  // Whether this thread's positions along output dimension d (times
+  // `scale`) differ from thread 0's by multiples of `width`: its tile's
+  // offset and a PositionLoop's.
+  bool stepsBy(int d, int64_t scale, int64_t width) const {
+    return ph.threadExt[d] * scale % width == 0 &&
+           (ph.loop.count[d] == 1 || ph.loop.span[d] * scale % width == 0);
   }
   // position() before DimMap's digit is taken.
   std::string undigited(const dfg::Buffer &b, size_t d, int64_t i) const {
@@ -511,6 +519,9 @@ private:
                ")";
       s += ph.coord[m.outDim] + " * " +
            std::to_string(ph.threadExt[m.outDim] * m.scale) + " + ";
+      if (ph.loop.count[m.outDim] > 1)
+        s += std::string("lv_") + kDimLetter[m.outDim] + " * " +
+             std::to_string(ph.loop.span[m.outDim] * m.scale) + " + ";
     }
     if (m.inner)
       s += "ci + "; // the body loop's channel (Kernel::bodyStep)
@@ -705,6 +716,15 @@ private:
   void emitSliceFetch(const std::string &indent, const std::string &loopBase);
   // The loop body's DFG, in chunks of bodyStep channels where it has them.
   void emitBody(const std::string &indent);
+  /// Emits g, in loops over lv_d where the phase has a PositionLoop.
+  void emitPositions(const dfg::Graph &g, const std::string &indent);
+  /// "[i]": an accumulator's element in the PositionLoop's iteration i (its
+  /// loops' indices, row-major), or "" without one.
+  std::string loopIndex() const;
+  /// The phase's accumulators (arrays over a PositionLoop), their
+  /// names suffixed (a producer's round).
+  void declareAccumulators(const std::string &indent,
+                           const std::string &suffix);
   // A producer whose loop runs one C_input slice: its fetch, then one
   // runtime loop over the rounds, each computing and storing its tiles.
   void emitRoundsLoop(const std::string &indent, int64_t tiles);
@@ -828,7 +848,7 @@ std::string Emitter::nameOf(const dfg::Graph &g, int id) {
   const dfg::Node &n = g.node(id);
   std::string name;
   if (n.op == Op::Value || (n.op != Op::Load && !n.name.empty()))
-    name = n.name + ph.suffix; // a register accumulator, updated in place
+    name = n.name + ph.suffix + loopIndex(); // a register accumulator
   else if (n.op == Op::Load && !n.indexFrom.empty()) {
     name = g.buffer(n.buffer).name + "_at" + std::to_string(counter++);
   } else if (n.op == Op::Load) {
@@ -877,7 +897,7 @@ bool Emitter::widthAligned(const dfg::Buffer &b, int u, int64_t width) const {
   if (m.digit())
     return false;
   if (m.outDim != dfg::NoDim) {
-    if (ph.threadExt[m.outDim] * m.scale % width != 0)
+    if (!stepsBy(m.outDim, m.scale, width))
       return false;
     if (b.space == dfg::Space::Global) {
       const TileParams &p = ph.k->params;
@@ -1210,7 +1230,7 @@ int64_t Emitter::pickGroup(const dfg::Graph &g, const dfg::Node &n) const {
       whole = whole && b.strides[axis] == 1 && m.outDim != dfg::NoDim &&
               m.scale == 1 && !m.inner && b.extents[axis] % w == 0 &&
               (first.index[axis] - l.index[axis]) % w == 0 &&
-              ph.threadExt[m.outDim] % w == 0;
+              stepsBy(m.outDim, 1, w);
     }
     if (whole)
       return w;
@@ -1783,6 +1803,7 @@ void Emitter::setPhase(const Kernel &k, const std::string &coordPrefix,
     ph.coord[d] = coordPrefix + kDimLetter[d];
     ph.base[d] = basePrefix + kDimLetter[d];
   }
+  ph.loop = k.positions;
   if (&k == &top) {
     // Block origins are (block index) x (block extent), from 0 to the
     // last block's (see run()).
@@ -1851,14 +1872,66 @@ void Emitter::emitSliceFetch(const std::string &in,
 void Emitter::emitBody(const std::string &in) {
   const Kernel &k = *ph.k;
   if (k.bodyStep <= 0)
-    return emitGraph(k.body, in);
+    return emitPositions(k.body, in);
   // Not unrolled: the point is a source NVRTC compiles quickly, and a
   // chunk of kMaxUnrolledFma FMAs has ILP enough.
   os << in << "#pragma unroll 1\n"
      << in << "for (int ci = 0; ci < " << k.params.Cin
      << "; ci += " << k.bodyStep << ") {\n";
-  emitGraph(k.body, in + "  ");
+  emitPositions(k.body, in + "  ");
   os << in << "}\n";
+}
+
+void Emitter::emitPositions(const dfg::Graph &g, const std::string &in) {
+  if (!ph.loop.active())
+    return emitGraph(g, in);
+  // Unrolled by nvcc, so the accumulators stay registers; loads the
+  // iterations share are one after it (no store between them).
+  std::string ind = in;
+  for (int d = 0; d < 4; ++d)
+    if (ph.loop.count[d] > 1) {
+      const std::string v = std::string("lv_") + kDimLetter[d];
+      os << ind << "#pragma unroll\n"
+         << ind << "for (int " << v << " = 0; " << v << " < "
+         << ph.loop.count[d] << "; ++" << v << ") {\n";
+      ind += "  ";
+    }
+  emitGraph(g, ind);
+  while (ind.size() > in.size()) {
+    ind.resize(ind.size() - 2);
+    os << ind << "}\n";
+  }
+}
+
+std::string Emitter::loopIndex() const {
+  if (!ph.loop.active())
+    return "";
+  std::string index;
+  for (int d = 0; d < 4; ++d)
+    if (ph.loop.count[d] > 1)
+      index = (index.empty() ? ""
+               : index.find('+') == std::string::npos
+                   ? index + " * " + std::to_string(ph.loop.count[d]) + " + "
+                   : "(" + index + ") * " + std::to_string(ph.loop.count[d]) +
+                         " + ") +
+              "lv_" + kDimLetter[d];
+  return "[" + index + "]";
+}
+
+void Emitter::declareAccumulators(const std::string &in,
+                                  const std::string &suffix) {
+  const std::string init = num(ph.k->accumulatorInit);
+  for (const std::string &a : ph.k->accumulators) {
+    os << in << "float " << a << suffix;
+    if (!ph.loop.active()) {
+      os << " = " << init << ";\n";
+      continue;
+    }
+    os << "[" << ph.loop.iterations() << "] = {";
+    for (int64_t i = 0; i < ph.loop.iterations(); ++i)
+      os << (i ? ", " : "") << init;
+    os << "};\n";
+  }
 }
 
 void Emitter::emitRoundsLoop(const std::string &ind, int64_t tiles) {
@@ -1882,12 +1955,11 @@ void Emitter::emitRoundsLoop(const std::string &ind, int64_t tiles) {
   ph.suffix.clear();
   names.clear();
   positions.clear();
-  for (const std::string &a : k.accumulators)
-    os << in << "float " << a << " = " << num(k.accumulatorInit) << ";\n";
+  declareAccumulators(in, "");
   emitBody(in);
   names.clear(); // the exit's loads are its own
   positions.clear();
-  emitGraph(k.exit, in);
+  emitPositions(k.exit, in);
   os << ind << "}\n";
 }
 
@@ -1906,11 +1978,8 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
     return emitRoundsLoop(ind, tiles);
   if (!prefetch && !tilesDeclared)
     declareTiles(ind, "");
-  std::string init = num(k.accumulatorInit);
   for (int64_t r = 0; r < rounds; ++r)
-    for (const std::string &a : k.accumulators)
-      os << ind << "float " << a << (rounds > 1 ? "_r" + std::to_string(r) : "")
-         << " = " << init << ";\n";
+    declareAccumulators(ind, rounds > 1 ? "_r" + std::to_string(r) : "");
   auto compute = [&](const std::string &in) {
     os << in << "// Compute: this thread's sub-DFG in reverse post-order.\n";
     forRounds(in, tiles, [&](const std::string &i2) { emitBody(i2); });
@@ -1956,7 +2025,8 @@ void Emitter::emitPhase(const std::string &ind, int64_t tiles, bool prefetch,
     os << in << "}\n" << in << "__syncthreads();\n" << ind << "}\n\n";
   }
   os << ind << "// Loop exit: epilogue and stores.\n";
-  forRounds(ind, tiles, [&](const std::string &i2) { emitGraph(k.exit, i2); });
+  forRounds(ind, tiles,
+            [&](const std::string &i2) { emitPositions(k.exit, i2); });
 }
 
 void Emitter::emitProducer() {

@@ -111,8 +111,7 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
   const int64_t ext[4] = {p.Nb, depthwise ? p.Kb : cin, inH, inW};
   std::vector<int64_t> is = formatStrides(sharedFormats()[p.format], ext);
   int64_t wc = depthwise ? 1 : cin;
-  // A body past kMaxUnrolledFma covers `step` channels and loops; one
-  // channel's FMAs are never split.
+  // One channel's FMAs are never split (planBody chunks the rest).
   const int64_t fmaPerChannel = p.Nt * p.Kt * p.Ht * p.Wt * s.FH * s.FW;
   if (fmaPerChannel > kMaxUnrolledFma) {
     error = std::to_string(fmaPerChannel) + " FMAs a thread for one " +
@@ -120,25 +119,24 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
             std::to_string(kMaxUnrolledFma) + ")";
     return std::nullopt;
   }
-  int64_t step = innerChunk(k, wc, fmaPerChannel);
-  bool loop = k.bodyStep > 0;
-  int in = k.body.addBuffer({"Xs",
-                             dfg::Space::Shared,
-                             {ext[0], ext[1], ext[2], ext[3]},
-                             is,
-                             {{dfg::DimN, 1},
-                              {depthwise ? dfg::DimK : dfg::NoDim, 1, loop},
-                              {dfg::DimH, s.SH},
-                              {dfg::DimW, s.SW}}});
+  dfg::Buffer xs{"Xs",
+                 dfg::Space::Shared,
+                 {ext[0], ext[1], ext[2], ext[3]},
+                 is,
+                 {{dfg::DimN, 1},
+                  {depthwise ? dfg::DimK : dfg::NoDim, 1},
+                  {dfg::DimH, s.SH},
+                  {dfg::DimW, s.SW}}};
   std::vector<int64_t> ws{wc * s.FH * s.FW, s.FH * s.FW, s.FW, 1};
-  int wt = k.body.addBuffer({"Ws",
-                             dfg::Space::Shared,
-                             {p.Kb, wc, s.FH, s.FW},
-                             ws,
-                             {{dfg::DimK, 1},
-                              {dfg::NoDim, 1, loop},
-                              {dfg::NoDim, 1},
-                              {dfg::NoDim, 1}}});
+  dfg::Buffer wsb{
+      "Ws",
+      dfg::Space::Shared,
+      {p.Kb, wc, s.FH, s.FW},
+      ws,
+      {{dfg::DimK, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}}};
+  int64_t step = planBody(k, {&xs, &wsb}, layout.unitDim(), wc, s.FH * s.FW);
+  xs.map[1].inner = wsb.map[1].inner = k.bodyStep > 0;
+  int in = k.body.addBuffer(xs), wt = k.body.addBuffer(wsb);
   const std::array<int64_t, 4> gs = layout.strides(s.C, s.H, s.W);
   FetchDim channels =
       depthwise ? fetchDim(ext[1], dfg::DimK, 1, 0, false, s.C, gs[1], is[1])
@@ -162,13 +160,9 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
 
   // Loop body: acc(n, k, h, w) += X[n, c, h*SH + fh*DH, w*SW + fw*DW] *
   // Wt[k, c, fh, fw] over this iteration's channels and the window.
-  const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  forEachChunkPosition(p, [&](const int64_t *pos) {
-    int64_t local[4];
-    for (int d = 0; d < 4; ++d)
-      local[d] = pos[d] % thread[d];
+  forEachChunkPosition(k, [&](const int64_t *pos) {
     dfg::Node v(dfg::Op::Value);
-    v.name = accName(local);
+    v.name = accName(pos);
     int acc = k.body.add(v);
     for (int64_t c = 0; c < step; ++c)
       for (int64_t fh = 0; fh < s.FH; ++fh)

@@ -192,7 +192,7 @@ buildElementwise(const std::string &name, const OpDesc &d,
                             outType});
   k.tensors.push_back({"Y", outShape, true, outType});
 
-  forEachChunkPosition(p, [&](const int64_t *pos) {
+  forEachChunkPosition(k, [&](const int64_t *pos) {
     // Input i at this output position; a gathered axis first loads its
     // position from the indices input.
     auto read = [&](size_t i) {

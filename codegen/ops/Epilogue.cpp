@@ -33,10 +33,42 @@ std::vector<int64_t> tileStrides(const SharedFormat &f, char rowLetter,
                    : std::vector<int64_t>{1, padded};
 }
 
-int64_t innerChunk(Kernel &k, int64_t channels, int64_t fmaPerChannel) {
+namespace {
+
+// A PositionLoop's span along thread dimension d (planBody), so that the
+// emitter's vector accesses along it (widthAligned) stay whole in the DFG.
+int64_t spanAlong(const std::vector<const dfg::Buffer *> &tiles, int outUnit,
+                  int d, int64_t extent) {
+  for (const dfg::Buffer *b : tiles)
+    for (size_t a = 0; a < b->strides.size(); ++a)
+      if (b->strides[a] == 1 && b->extents[a] > 1 && b->map[a].outDim == d &&
+          b->map[a].scale == 1 && !b->map[a].digit() && extent % 4 == 0)
+        return 4;
+  if (d == outUnit)
+    return extent % 4 == 0 ? 4 : extent % 2 == 0 ? 2 : 1;
+  return 1;
+}
+
+} // namespace
+
+int64_t planBody(Kernel &k, const std::vector<const dfg::Buffer *> &tiles,
+                 int outUnit, int64_t channels, int64_t fmaPerPosition) {
+  const TileParams &p = k.params;
+  const int64_t ext[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
+  const int64_t all = p.Nt * p.Kt * p.Ht * p.Wt;
+  // Nested in the order the DFG takes positions (n, k, h, w), the loops
+  // once unrolled run the body as the whole DFG would, with the same
+  // registers live.
+  if (all * fmaPerPosition * channels > kMaxBodyDfgFma)
+    for (int d = 0; d < 4; ++d) {
+      k.positions.span[d] = spanAlong(tiles, outUnit, d, ext[d]);
+      k.positions.count[d] = ext[d] / k.positions.span[d];
+    }
+  const int64_t inDfg = all / k.positions.iterations();
   int64_t step = channels;
-  while (step > 1 &&
-         (channels % step != 0 || step * fmaPerChannel > kMaxUnrolledFma))
+  while (step > 1 && (channels % step != 0 ||
+                      step * all * fmaPerPosition > kMaxUnrolledFma ||
+                      step * inDfg * fmaPerPosition > kMaxBodyDfgFma))
     --step;
   if (step < channels)
     k.bodyStep = step;
@@ -44,13 +76,9 @@ int64_t innerChunk(Kernel &k, int64_t channels, int64_t fmaPerChannel) {
 }
 
 void declareAccumulators(Kernel &k) {
-  const TileParams &p = k.params;
-  int64_t local[4];
-  for (local[0] = 0; local[0] < p.Nt; ++local[0])
-    for (local[1] = 0; local[1] < p.Kt; ++local[1])
-      for (local[2] = 0; local[2] < p.Ht; ++local[2])
-        for (local[3] = 0; local[3] < p.Wt; ++local[3])
-          k.accumulators.push_back(accName(local));
+  forEachChunkPosition(k, [&](const int64_t *local) {
+    k.accumulators.push_back(accName(local));
+  });
 }
 
 void addResult(Kernel &k, int acc, const std::string &name,
@@ -65,7 +93,6 @@ bool buildExit(Kernel &k, const std::string &out,
                const std::vector<int64_t> &outShape,
                const std::vector<int> &outDims,
                const std::vector<EpilogueOp> &epilogue, std::string &error) {
-  const TileParams &p = k.params;
   std::vector<dfg::DimMap> outMap;
   for (int d : outDims)
     outMap.push_back({d, 1});
@@ -133,13 +160,9 @@ bool buildExit(Kernel &k, const std::string &out,
   }
   k.tensors.push_back({out, outShape, true});
 
-  const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  forEachChunkPosition(p, [&](const int64_t *pos) {
-    int64_t local[4];
-    for (int d = 0; d < 4; ++d)
-      local[d] = pos[d] % thread[d];
+  forEachChunkPosition(k, [&](const int64_t *pos) {
     dfg::Node in(dfg::Op::Value);
-    in.name = accName(local);
+    in.name = accName(pos);
     int v = k.exit.add(in);
     std::vector<int64_t> index;
     for (int d : outDims)

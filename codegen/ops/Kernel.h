@@ -200,6 +200,20 @@ struct ChannelVectorLoop {
   int64_t width = 8;
 };
 
+/// Thread-tile positions swept by loops rather than unrolled, which keeps
+/// the source bounded: the body and exit DFGs cover positions [0, span[d])
+/// along each output dimension d, and the emitter runs them in nested loops
+/// over lv_n, lv_k, lv_h, lv_w (those of count[d] > 1; `#pragma unroll`,
+/// the same code once nvcc unrolls them), shifting positions along d by
+/// lv_d x span[d]; each accumulator is an array over the loops.
+struct PositionLoop {
+  int64_t span[4] = {1, 1, 1, 1}, count[4] = {1, 1, 1, 1};
+  int64_t iterations() const {
+    return count[0] * count[1] * count[2] * count[3];
+  }
+  bool active() const { return iterations() > 1; }
+};
+
 struct Kernel {
   std::string name;
   std::string summary; // ops and parameters, for the header comment
@@ -211,9 +225,10 @@ struct Kernel {
   dfg::Graph body;        // one iteration's compute (shared -> registers)
   /// When > 0, `body` covers only channels [0, bodyStep) of the C_input
   /// slice and runs in a loop over the slice in bodyStep steps, shifting the
-  /// buffer dimensions marked DimMap::inner (see innerChunk).
+  /// buffer dimensions marked DimMap::inner (see planBody).
   int64_t bodyStep = 0;
-  dfg::Graph exit; // after the loop (registers -> global)
+  PositionLoop positions; // of the body and the exit
+  dfg::Graph exit;        // after the loop (registers -> global)
   /// Register accumulators the body carries across iterations, and their
   /// initial value (0 for sums, -inf for a max).
   std::vector<std::string> accumulators;
@@ -254,11 +269,22 @@ constexpr int64_t kMaxStagedFetch = 16;
 static_assert(kMaxStagedFetch == kStagedFetchLimit,
               "the performance model prices the fetch this generator emits");
 
-/// Channels of one body chunk: the largest divisor of `channels` whose
-/// chunk has at most kMaxUnrolledFma FMAs (`fmaPerChannel` each), at least
-/// 1; `channels` itself when the whole slice fits. A smaller chunk is also
-/// set as k.bodyStep (the body loops).
-int64_t innerChunk(Kernel &k, int64_t channels, int64_t fmaPerChannel);
+/// The most FMAs a body DFG is emitted with, which bounds the source NVRTC
+/// compiles (about 100 bytes an FMA with its loads). A chunk still runs up
+/// to kMaxUnrolledFma: the DFG's, repeated by its PositionLoop.
+constexpr int64_t kMaxBodyDfgFma = 256;
+
+/// Plans k's body over its shared `tiles`: where the whole slice's DFG
+/// (`fmaPerPosition` FMAs a channel for each of the thread's positions)
+/// passes kMaxBodyDfgFma, a PositionLoop whose span along a dimension keeps
+/// a vector access whole in the DFG: 4 where a tile's unit axis runs along
+/// it (a 128-bit shared load), 4 or 2 along `outUnit`, the output's unit
+/// dimension (its stores), else 1. Returns the channels of one body chunk:
+/// the largest divisor of `channels` whose DFG keeps to kMaxBodyDfgFma and
+/// whose chunk keeps to kMaxUnrolledFma, at least 1; a smaller chunk than
+/// `channels` is also set as k.bodyStep (the body loops over the slice).
+int64_t planBody(Kernel &k, const std::vector<const dfg::Buffer *> &tiles,
+                 int outUnit, int64_t channels, int64_t fmaPerPosition);
 
 /// Strides of a 2-D shared tile (a matmul operand, a reduction's rows):
 /// rows follow `rowLetter` of the FORMAT_shared order, columns `colLetter`;
@@ -286,24 +312,30 @@ bool storeDigits(Kernel &k, const std::vector<int64_t> &shape,
                  const std::vector<OutputDigit> &digits, std::string &error);
 
 /// Calls fn(pos) for every output position (n, k, h, w) of thread 0's chunk
-/// of p's block. The thesis duplicates an output's DFG over the whole block
-/// (Fig. 3.3(c)) and then keeps what thread 0's final nodes reach (§3.3.3);
-/// duplicating over thread 0's outputs only yields that same sub-DFG (loads
-/// merge by address either way) without building the block's, which has
-/// millions of nodes for large tiles.
-template <typename Fn> void forEachChunkPosition(const TileParams &p, Fn fn) {
+/// of k's block that its DFGs hold (a PositionLoop's spans).
+/// The thesis duplicates an output's DFG over the whole block (Fig. 3.3(c))
+/// and then keeps what thread 0's final nodes reach (§3.3.3); duplicating
+/// over thread 0's outputs only yields that same sub-DFG (loads merge by
+/// address either way) without building the block's, which has millions of
+/// nodes for large tiles.
+template <typename Fn> void forEachChunkPosition(const Kernel &k, Fn fn) {
+  const TileParams &p = k.params;
+  int64_t ext[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
+  for (int d = 0; d < 4; ++d)
+    ext[d] /= k.positions.count[d];
   int64_t pos[4];
-  for (pos[0] = 0; pos[0] < p.Nt; ++pos[0])
-    for (pos[1] = 0; pos[1] < p.Kt; ++pos[1])
-      for (pos[2] = 0; pos[2] < p.Ht; ++pos[2])
-        for (pos[3] = 0; pos[3] < p.Wt; ++pos[3])
+  for (pos[0] = 0; pos[0] < ext[0]; ++pos[0])
+    for (pos[1] = 0; pos[1] < ext[1]; ++pos[1])
+      for (pos[2] = 0; pos[2] < ext[2]; ++pos[2])
+        for (pos[3] = 0; pos[3] < ext[3]; ++pos[3])
           fn(static_cast<const int64_t *>(pos));
 }
 
 /// The register accumulator of thread-local output (n, k, h, w).
 std::string accName(const int64_t local[4]);
 
-/// Declares every accumulator of a thread (its Nt x Kt x Ht x Wt outputs).
+/// Declares the accumulators of a thread's outputs in k's DFGs (all Nt x Kt
+/// x Ht x Wt, or a PositionLoop's span of them, each an array).
 void declareAccumulators(Kernel &k);
 
 /// Ends the chain of block output `pos` in the body: the accumulator `acc`
@@ -345,6 +377,8 @@ struct ImageLayout {
     return channelsLast ? std::array<int64_t, 4>{c * h * w, 1, w * c, c}
                         : std::array<int64_t, 4>{c * h * w, h * w, w, 1};
   }
+  /// The output dimension along the innermost axis: K or W.
+  int unitDim() const { return channelsLast ? dfg::DimK : dfg::DimW; }
 };
 
 /// True when every block extent of p is a multiple of its thread extent.

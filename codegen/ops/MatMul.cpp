@@ -15,11 +15,6 @@
 namespace cuts::codegen {
 namespace {
 
-std::string accName2(int64_t i, int64_t j) {
-  const int64_t local[4] = {i, j, 0, 0};
-  return accName(local);
-}
-
 // Loop exit: the epilogue on each accumulator, then the global store of Y
 // (batch x M x N, or M x N); and the header's summary.
 bool exitAndSummary(Kernel &k, const std::string &what,
@@ -74,20 +69,21 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
   // Shared tiles: A's in FORMAT_shared (N = rows, C = columns), B's
   // row-major (C x K).
   const SharedFormat &f = sharedFormats()[p.format];
-  // A body past kMaxUnrolledFma covers `step` columns of the slice and loops.
-  int64_t step = innerChunk(k, p.Cin, p.Nt * p.Kt);
-  bool loop = k.bodyStep > 0;
   dfg::Buffer as{"As",
                  dfg::Space::Shared,
                  {p.Nb, p.Cin},
                  tileStrides(f, 'N', 'C', p.Nb, p.Cin, p.Nt, p.Cin),
-                 {{dfg::DimN, 1}, {dfg::NoDim, 1, loop}}};
+                 {{dfg::DimN, 1}, {dfg::NoDim, 1}}};
   dfg::Buffer bs{
       "Bs",
       dfg::Space::Shared,
       {p.Cin, p.Kb},
       tileStrides({'C', 'K', 'H', 'W'}, 'C', 'K', p.Cin, p.Kb, p.Cin, p.Kt),
-      {{dfg::NoDim, 1, loop}, {dfg::DimK, 1}}};
+      {{dfg::NoDim, 1}, {dfg::DimK, 1}}};
+  // A body past planBody's bounds covers `step` columns of the slice and
+  // loops.
+  int64_t step = planBody(k, {&as, &bs}, dfg::DimK, p.Cin, 1);
+  as.map[1].inner = bs.map[0].inner = k.bodyStep > 0;
   int a = k.body.addBuffer(as), b = k.body.addBuffer(bs);
   // Each tile is fetched with the operand's contiguous global axis last,
   // so consecutive threads read consecutive words (a transposed operand
@@ -114,21 +110,20 @@ std::optional<Kernel> buildMatMul(const std::string &name, const OpDesc &d,
 
   // Loop body: acc(i, j) += As[i][c] * Bs[c][j] for c < C_input, over
   // thread 0's outputs (see forEachChunkPosition).
-  for (int64_t i = 0; i < p.Nt; ++i)
-    for (int64_t j = 0; j < p.Kt; ++j) {
-      dfg::Node in{dfg::Op::Value, {}};
-      in.name = accName2(i % p.Nt, j % p.Kt);
-      int acc = k.body.add(in);
-      for (int64_t c = 0; c < step; ++c) {
-        int x = k.body.load(a, {i, c});
-        int y = k.body.load(b, {c, j});
-        dfg::Node fma{dfg::Op::Fma, {x, y, acc}};
-        fma.name = in.name; // accumulate in place
-        acc = k.body.add(fma);
-      }
-      const int64_t pos[4] = {i, j, 0, 0};
-      addResult(k, acc, in.name, pos);
+  forEachChunkPosition(k, [&](const int64_t *pos) {
+    const int64_t i = pos[dfg::DimN], j = pos[dfg::DimK];
+    dfg::Node in{dfg::Op::Value, {}};
+    in.name = accName(pos);
+    int acc = k.body.add(in);
+    for (int64_t c = 0; c < step; ++c) {
+      int x = k.body.load(a, {i, c});
+      int y = k.body.load(b, {c, j});
+      dfg::Node fma{dfg::Op::Fma, {x, y, acc}};
+      fma.name = in.name; // accumulate in place
+      acc = k.body.add(fma);
     }
+    addResult(k, acc, in.name, pos);
+  });
   declareAccumulators(k);
 
   if (!exitAndSummary(k, "matmul ", epilogue, error))

@@ -59,8 +59,11 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
   std::vector<int64_t> strides{p.Kb * inH * inW, inH * inW, inW, 1};
   std::vector<dfg::DimMap> map{
       {dfg::DimN, 1}, {dfg::DimK, 1}, {dfg::DimH, s.SH}, {dfg::DimW, s.SW}};
-  int xs = k.body.addBuffer(
-      {"Xs", dfg::Space::Shared, {p.Nb, p.Kb, inH, inW}, strides, map});
+  const dfg::Buffer tile{
+      "Xs", dfg::Space::Shared, {p.Nb, p.Kb, inH, inW}, strides, map};
+  // A large window: a PositionLoop.
+  planBody(k, {&tile}, layout.unitDim(), 1, s.FH * s.FW);
+  int xs = k.body.addBuffer(tile);
   const std::array<int64_t, 4> gs = layout.strides(s.C, s.H, s.W);
   FetchDim batch =
       fetchDim(p.Nb, dfg::DimN, 1, 0, false, s.N, gs[0], strides[0]);
@@ -84,13 +87,9 @@ std::optional<Kernel> buildPool(const std::string &name, const OpDesc &d,
     k.fetches.push_back(fm);
   }
 
-  const int64_t thread[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
-  forEachChunkPosition(p, [&](const int64_t *pos) {
-    int64_t local[4];
-    for (int d = 0; d < 4; ++d)
-      local[d] = pos[d] % thread[d];
+  forEachChunkPosition(k, [&](const int64_t *pos) {
     dfg::Node v(dfg::Op::Value);
-    v.name = accName(local);
+    v.name = accName(pos);
     int acc = k.body.add(v), count = -1;
     for (int64_t fh = 0; fh < s.FH; ++fh)
       for (int64_t fw = 0; fw < s.FW; ++fw) {

@@ -220,6 +220,73 @@ TEST_CASE("a body past kMaxUnrolledFma loops over its C_input slice",
     }
 }
 
+TEST_CASE("a large thread tile sweeps its positions in loops", "[codegen]") {
+  // 2 x 4 x 2 x 4 outputs a thread x 9 taps: 576 FMAs a channel. The DFGs
+  // hold spans of 4 along W (the input tile's and the output's unit axis,
+  // NCHW; stride 1) and of 1 elsewhere; with stride 2 the span along W is
+  // the output's stores'.
+  uint32_t seed = 60;
+  for (int64_t stride : {1, 2})
+    for (const char *format : {"NCHW", "NHWC"}) {
+      Case c{test::convCase(2, 16, 10, 8, 3, stride, 1),
+             {EpilogueOp::binary(dfg::Op::Add, "bias", {8}),
+              EpilogueOp::binary(dfg::Op::Add, "res",
+                                 {2, 8, 10 / stride, 10 / stride}),
+              EpilogueOp::unary(dfg::Op::Relu)}};
+      TileParams p;
+      p.Nb = 2, p.Kb = 8, p.Hb = 4, p.Wb = 8;
+      p.Nt = 2, p.Kt = 4, p.Ht = 2, p.Wt = 4;
+      p.Cin = 8;
+      p.format = formatIndex(format);
+      std::string err;
+      auto k = buildConv("conv_loops", c.s.desc(), p, c.epilogue, err);
+      INFO(err << " stride " << stride << " format " << format);
+      REQUIRE(k);
+      const PositionLoop &l = k->positions;
+      CHECK(l.span[dfg::DimW] == 4);
+      CHECK(l.count[dfg::DimN] == 2);
+      CHECK(l.count[dfg::DimK] == 4);
+      CHECK(l.count[dfg::DimH] == 2);
+      CHECK(k->accumulators.size() == 4);
+      std::string src = emitSource(*k);
+      CHECK(src.find("for (int lv_k = 0; lv_k < 4; ++lv_k)") !=
+            std::string::npos);
+      CHECK(src.find("[(lv_n * 4 + lv_k) * 2 + lv_h]") != std::string::npos);
+      CHECK(src.size() < 32 * 1024);
+      CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+      k->prefetch = true;
+      CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+    }
+}
+
+TEST_CASE("every ResNet-50 batch-64 conv kernel the search keeps is under "
+          "64 KB of source",
+          "[codegen]") {
+  // The 7x7 stem, a 3x3 and a 1x1 of the first stage, the strided 3x3 of
+  // the second: register tiles up to kMaxUnrolledFma FMAs a channel.
+  for (const test::ConvCase &s : {test::convCase(64, 3, 224, 64, 7, 2, 3),
+                                  test::convCase(64, 64, 56, 64, 3, 1, 1),
+                                  test::convCase(64, 256, 56, 64, 1, 1, 0),
+                                  test::convCase(64, 128, 56, 128, 3, 2, 1)}) {
+    SearchResult r = searchParams(s.desc(), *findArch("h100"), {});
+    REQUIRE(!r.kept.empty());
+    size_t largest = 0;
+    for (const Candidate &c : r.kept) {
+      std::string err;
+      auto k = buildConv("conv", s.desc(), c.params,
+                         {EpilogueOp::binary(dfg::Op::Add, "bias", {s.K}),
+                          EpilogueOp::unary(dfg::Op::Relu)},
+                         err);
+      INFO(err << " " << paramsText(c.params));
+      REQUIRE(k);
+      largest = std::max(largest, emitSource(*k).size());
+    }
+    INFO(s.C << " -> " << s.K << ", " << s.FH << "x" << s.FW << ": "
+             << r.kept.size() << " sets");
+    CHECK(largest <= 64 * 1024);
+  }
+}
+
 TEST_CASE("a ResNet-50 3x3 conv compiles with NVRTC", "[codegen]") {
   test::ConvCase s = test::convCase(1, 64, 56, 64, 3, 1, 1);
   TileParams p;

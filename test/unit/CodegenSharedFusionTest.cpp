@@ -250,6 +250,46 @@ TEST_CASE("a producer whose thread tiles outnumber the threads runs in rounds",
   }
 }
 
+TEST_CASE("both phases of a fused kernel sweep large thread tiles in loops",
+          "[codegen]") {
+  // A 1x1 producer of 32 outputs a thread over 16 channels, in 4 rounds,
+  // and a 3x3 consumer of 32 outputs a thread: each phase's DFGs hold a
+  // span of its positions, its accumulators arrays over the loops.
+  test::ConvCase s1 = convShape(16, 9, 8, 1, 1, 0);
+  test::ConvCase s2 = convShape(8, 9, 4, 3, 1, 1);
+  TileParams q;
+  q.Nb = 1, q.Kb = 4, q.Hb = 4, q.Wb = 8, q.Nt = 1, q.Kt = 4, q.Ht = 2,
+  q.Wt = 4, q.Cin = 8;                        // 4 threads
+  TileParams pp = windowTile(s2, q, true, 8); // 1 x 8 x 6 x 10
+  pp.Nt = 1, pp.Kt = 8, pp.Ht = 2, pp.Wt = 2; // 15 tiles: 4 rounds
+  pp.Cin = 16;
+  std::string error;
+  auto pre = buildConv("pre", s1.desc(), pp, {EpilogueOp::unary(dfg::Op::Relu)},
+                       error);
+  auto post = buildConv("fused", s2.desc(), q, {}, error);
+  REQUIRE(pre);
+  REQUIRE(post);
+  CHECK(pre->positions.count[dfg::DimK] == 8);
+  CHECK(post->positions.iterations() > 1);
+  std::mt19937 rng(21);
+  auto x = test::randomVector(rng, 16 * 81);
+  auto w1 = test::randomVector(rng, 8 * 16),
+       w2 = test::randomVector(rng, 4 * 72);
+  Tensor mid = convRef(toDouble(x), s1, w1, {});
+  apply(mid, relu);
+  Tensor want = convRef(mid, s2, w2, {});
+  for (bool prefetch : {false, true}) {
+    pre->prefetch = prefetch;
+    Kernel k = checkFused(
+        pre, post,
+        {{"pre_X", x.data()}, {"pre_Wt", w1.data()}, {"Wt", w2.data()}}, want);
+    std::string src = emitSource(k);
+    CHECK(src.find("for (int lv_k = 0; lv_k < 8; ++lv_k)") !=
+          std::string::npos);
+    CHECK(src.find("acc_0_0_0_0_r3[") != std::string::npos);
+  }
+}
+
 TEST_CASE("a one-slice producer of many rounds loops over them at run time",
           "[codegen]") {
   // MobileNetV2's depthwise conv + clip feeding its 1x1 projection: the
