@@ -126,8 +126,11 @@ constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 56;
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-uint64_t fnv1a64(const uint8_t *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+
+// FNV-1a over p[0, n), continuing from `h` (so pieces hash as their
+// concatenation would).
+uint64_t fnv1a64(const uint8_t *p, size_t n, uint64_t h = kFnvOffset) {
   for (size_t i = 0; i < n; ++i) {
     h ^= p[i];
     h *= 0x100000001b3ull;
@@ -998,70 +1001,130 @@ std::string Artifact::source(int kernel) const {
   return std::string(reinterpret_cast<const char *>(p + b.offset), b.size);
 }
 
-std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
-  Manifest m = c.manifest;
+namespace {
 
-  std::vector<uint8_t> source;
-  std::map<std::vector<uint8_t>, Blob> seenSource;
+// An artifact laid out for writing: the header and section table, then each
+// section at its offset (zeros between). The sections are the contents'
+// own weights and the blobs built here, never a copy of the whole file.
+struct Layout {
+  Manifest manifest;
+  std::vector<uint8_t> head, manifestBytes, source;
   std::map<std::string, std::vector<uint8_t>> cubin;
+  std::vector<std::pair<uint64_t, const std::vector<uint8_t> *>> sections;
+  uint64_t size = 0;
+};
+
+void layOut(const ArtifactContents &c, Layout &l) {
+  Manifest &m = l.manifest;
+  m = c.manifest;
+  std::map<std::vector<uint8_t>, Blob> seenSource;
   std::map<std::string, std::map<std::vector<uint8_t>, Blob>> seenCubin;
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     KernelLaunch &k = m.kernels[i];
     k.source = Blob{};
     if (i < c.sources.size())
       k.source = appendBlob(
-          source, seenSource,
+          l.source, seenSource,
           std::vector<uint8_t>(c.sources[i].begin(), c.sources[i].end()), 1);
     k.cubins.clear();
     if (i < c.cubins.size())
       for (const auto &[arch, bytes] : c.cubins[i])
         k.cubins[arch] = appendBlob(
-            cubin[arch], seenCubin[arch],
+            l.cubin[arch], seenCubin[arch],
             std::vector<uint8_t>(bytes.begin(), bytes.end()), kCubinAlign);
   }
   // Every arch with a CUBIN is listed: the given order first, then the rest.
-  for (const auto &entry : cubin)
+  for (const auto &entry : l.cubin)
     if (std::find(m.archs.begin(), m.archs.end(), entry.first) == m.archs.end())
       m.archs.push_back(entry.first);
   for (const std::string &arch : m.archs)
-    cubin[arch]; // a listed arch with no CUBIN still gets its section
+    l.cubin[arch]; // a listed arch with no CUBIN still gets its section
 
   std::string manifest =
       manifestJson(m).dump(-1, ' ', false, Json::error_handler_t::replace);
+  l.manifestBytes.assign(manifest.begin(), manifest.end());
+  std::vector<std::pair<std::string, const std::vector<uint8_t> *>> named;
+  named.emplace_back("manifest", &l.manifestBytes);
+  named.emplace_back("weights", &c.weights);
+  for (const auto &[arch, bytes] : l.cubin)
+    named.emplace_back("cubin." + arch, &bytes);
+  named.emplace_back("source", &l.source);
 
-  std::vector<std::pair<std::string, const std::vector<uint8_t> *>> sections;
-  std::vector<uint8_t> manifestBytes(manifest.begin(), manifest.end());
-  sections.emplace_back("manifest", &manifestBytes);
-  sections.emplace_back("weights", &c.weights);
-  for (const auto &[arch, bytes] : cubin)
-    sections.emplace_back("cubin." + arch, &bytes);
-  sections.emplace_back("source", &source);
-
-  uint64_t offset = kHeaderBytes + kEntryBytes * sections.size();
-  std::vector<uint64_t> offsets;
-  for (const auto &s : sections) {
+  uint64_t offset = kHeaderBytes + kEntryBytes * named.size();
+  for (const auto &s : named) {
     offset = alignUp(offset, kSectionAlign);
-    offsets.push_back(offset);
+    l.sections.emplace_back(offset, s.second);
     offset += s.second->size();
   }
-  std::vector<uint8_t> out(offset, 0);
-  std::memcpy(out.data(), kMagic, sizeof kMagic);
-  putU32(out, 8, kArtifactVersion);
-  putU32(out, 12, uint32_t(sections.size()));
-  putU64(out, 16, out.size());
-  for (size_t i = 0; i < sections.size(); ++i) {
+  l.size = offset;
+  std::vector<uint8_t> &h = l.head;
+  h.assign(kHeaderBytes + kEntryBytes * named.size(), 0);
+  std::memcpy(h.data(), kMagic, sizeof kMagic);
+  putU32(h, 8, kArtifactVersion);
+  putU32(h, 12, uint32_t(named.size()));
+  putU64(h, 16, l.size);
+  for (size_t i = 0; i < named.size(); ++i) {
     size_t e = kHeaderBytes + kEntryBytes * i;
-    const std::string &name = sections[i].first;
-    std::memcpy(out.data() + e, name.data(),
+    const std::string &name = named[i].first;
+    std::memcpy(h.data() + e, name.data(),
                 std::min<size_t>(name.size(), kNameBytes - 1));
-    putU64(out, e + kNameBytes, offsets[i]);
-    putU64(out, e + kNameBytes + 8, sections[i].second->size());
-    std::copy(sections[i].second->begin(), sections[i].second->end(),
-              out.begin() + offsets[i]);
+    putU64(h, e + kNameBytes, l.sections[i].first);
+    putU64(h, e + kNameBytes + 8, named[i].second->size());
   }
-  putU64(out, 24,
-         fnv1a64(out.data() + kHeaderBytes, out.size() - kHeaderBytes));
+}
+
+// Calls put(bytes, n) for the laid-out file in order, the header's checksum
+// (of everything after the header) filled in first.
+template <typename Put> bool emitLayout(Layout &l, Put put) {
+  static const uint8_t zeros[kSectionAlign] = {};
+  uint64_t h =
+      fnv1a64(l.head.data() + kHeaderBytes, l.head.size() - kHeaderBytes);
+  uint64_t at = l.head.size();
+  for (const auto &[offset, bytes] : l.sections) {
+    for (; at < offset; ++at)
+      h = fnv1a64(zeros, 1, h);
+    h = fnv1a64(bytes->data(), bytes->size(), h);
+    at += bytes->size();
+  }
+  putU64(l.head, 24, h);
+  if (!put(l.head.data(), l.head.size()))
+    return false;
+  at = l.head.size();
+  for (const auto &[offset, bytes] : l.sections) {
+    if (offset > at && !put(zeros, offset - at))
+      return false;
+    if (!bytes->empty() && !put(bytes->data(), bytes->size()))
+      return false;
+    at = offset + bytes->size();
+  }
+  return true;
+}
+
+} // namespace
+
+std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
+  Layout l;
+  layOut(c, l);
+  std::vector<uint8_t> out;
+  out.reserve(l.size);
+  emitLayout(l, [&](const uint8_t *p, size_t n) {
+    out.insert(out.end(), p, p + n);
+    return true;
+  });
   return out;
+}
+
+bool writeArtifact(const std::string &path, const ArtifactContents &c,
+                   uint64_t *size, std::string &error) {
+  Layout l;
+  layOut(c, l);
+  if (size)
+    *size = l.size;
+  return writeFileWith(path, error, [&](std::FILE *f) {
+    return emitLayout(l, [&](const uint8_t *p, size_t n) {
+      return std::fwrite(p, 1, n, f) == n;
+    });
+  });
 }
 
 std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
@@ -1199,8 +1262,8 @@ std::optional<Artifact> readArtifact(const std::string &path,
   return a;
 }
 
-bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
-               std::string &error) {
+bool writeFileWith(const std::string &path, std::string &error,
+                   const std::function<bool(std::FILE *)> &write) {
   // Write beside the target and rename, so that a reader (or a build that
   // is interrupted) never sees half a model.
   std::string tmp = path + ".tmp" + std::to_string(getpid());
@@ -1209,8 +1272,7 @@ bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
     error = path + ": cannot create: " + std::strerror(errno);
     return false;
   }
-  bool ok = bytes.empty() ||
-            std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  bool ok = write(f);
   int err = errno;
   if (std::fclose(f) != 0 && ok) {
     ok = false;
@@ -1225,6 +1287,14 @@ bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
     error = path + ": cannot write: " + std::strerror(err);
   }
   return ok;
+}
+
+bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
+               std::string &error) {
+  return writeFileWith(path, error, [&](std::FILE *f) {
+    return bytes.empty() ||
+           std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  });
 }
 
 int rootTensor(const Manifest &m, int t) {

@@ -101,8 +101,10 @@ private:
   FailureOr<Type> elementType(int32_t onnxType, const Twine &what);
   FailureOr<ElementsAttr> tensorAttr(const onnx::TensorProto &t,
                                      const Twine &what);
-  FailureOr<std::string> tensorBytes(const onnx::TensorProto &t, Type et,
-                                     int64_t numel, const Twine &what);
+  /// t's data as stored: its raw_data in place, or converted into `out`.
+  FailureOr<StringRef> tensorBytes(const onnx::TensorProto &t, Type et,
+                                   int64_t numel, const Twine &what,
+                                   std::string &out);
 
   // Values.
   FailureOr<Value> lookup(const std::string &name);

@@ -87,12 +87,12 @@ static size_t storageBytes(Type et) {
   return w == 1 ? 1 : w / 8;
 }
 
-FailureOr<std::string> Importer::tensorBytes(const onnx::TensorProto &t,
-                                             Type et, int64_t numel,
-                                             const Twine &what) {
+FailureOr<StringRef> Importer::tensorBytes(const onnx::TensorProto &t, Type et,
+                                           int64_t numel, const Twine &what,
+                                           std::string &out) {
   size_t eb = storageBytes(et);
   size_t want = size_t(numel) * eb;
-  auto sizeError = [&](size_t got) -> FailureOr<std::string> {
+  auto sizeError = [&](size_t got) -> FailureOr<StringRef> {
     (void)fail(what + " holds " + Twine(got) + " bytes of data, its shape " +
                "and type need " + Twine(want));
     return failure();
@@ -131,17 +131,17 @@ FailureOr<std::string> Importer::tensorBytes(const onnx::TensorProto &t,
                  buf.getError().message() + ")");
       return failure();
     }
-    std::string data = (*buf)->getBuffer().str();
-    if (data.size() != want)
-      return sizeError(data.size());
-    return data;
+    out = (*buf)->getBuffer().str();
+    if (out.size() != want)
+      return sizeError(out.size());
+    return StringRef(out);
   }
-  if (t.has_raw_data()) {
+  if (t.has_raw_data()) { // in place: a model's weights can be gigabytes
     if (t.raw_data().size() != want)
       return sizeError(t.raw_data().size());
-    return t.raw_data();
+    return StringRef(t.raw_data());
   }
-  std::string out(want, '\0');
+  out.assign(want, '\0');
   auto put = [&](size_t k, uint64_t bits) {
     std::memcpy(&out[k * eb], &bits, eb);
   };
@@ -177,7 +177,7 @@ FailureOr<std::string> Importer::tensorBytes(const onnx::TensorProto &t,
     for (int64_t k = 0; k < numel; ++k)
       put(k, uint64_t(int64_t(t.int32_data(k))));
   }
-  return out;
+  return StringRef(out);
 }
 
 static std::string blobKey(StringRef name) {
@@ -205,7 +205,8 @@ FailureOr<ElementsAttr> Importer::tensorAttr(const onnx::TensorProto &t,
     shape.push_back(d);
     numel *= d;
   }
-  auto bytes = tensorBytes(t, *et, numel, what);
+  std::string converted;
+  auto bytes = tensorBytes(t, *et, numel, what, converted);
   if (failed(bytes))
     return failure();
   auto type = RankedTensorType::get(shape, *et);

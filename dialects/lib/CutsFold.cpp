@@ -34,6 +34,10 @@ OpFoldResult foldBroadcast(Operation *op, ArrayRef<Attribute> operands,
   auto rt = resultType(op);
   if (tooBig(rt))
     return {};
+  // Only where every operand is constant: converting a weight costs 8
+  // bytes an element, and the rewriter folds each op again and again.
+  if (llvm::is_contained(operands, Attribute()))
+    return {};
   SmallVector<HostTensor> in;
   for (Attribute a : operands) {
     auto t = toHost(a);
@@ -495,7 +499,8 @@ OpFoldResult ClipOp::fold(FoldAdaptor a) {
 constexpr int64_t kMaxFoldFlops = int64_t(1) << 28;
 
 OpFoldResult MatMulOp::fold(FoldAdaptor a) {
-  if (getTransB()) // only weights are stored transposed, after folding
+  // Weights are stored transposed only after folding; x is not constant.
+  if (getTransB() || !a.getA() || !a.getB())
     return {};
   auto ha = toHost(a.getA()), hb = toHost(a.getB());
   if (!ha || !hb)
@@ -530,6 +535,8 @@ OpFoldResult MatMulOp::fold(FoldAdaptor a) {
 }
 
 OpFoldResult GemmOp::fold(FoldAdaptor a) {
+  if (!a.getA() || !a.getB() || (getC() && !a.getC()))
+    return {};
   auto ha = toHost(a.getA()), hb = toHost(a.getB());
   std::optional<HostTensor> hc;
   if (getC() && !(hc = toHost(a.getC())))

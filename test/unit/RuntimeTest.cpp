@@ -349,6 +349,24 @@ TEST_CASE("artifact files are written and read back", "[runtime]") {
   CHECK(error.find("/nonexistent-dir/x.cuts") != std::string::npos);
 }
 
+TEST_CASE("writeArtifact streams the bytes serializeArtifact makes",
+          "[runtime]") {
+  ArtifactContents c = sampleContents();
+  c.weights.resize(c.weights.size() + 1000003, 0x5a); // an unaligned end
+  std::vector<uint8_t> bytes = serializeArtifact(c);
+  std::string path = tempPath("streamed.cuts"), error;
+  uint64_t size = 0;
+  REQUIRE(writeArtifact(path, c, &size, error));
+  CHECK(size == bytes.size());
+  auto a = readArtifact(path, error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  CHECK(a->bytes == bytes);
+  std::filesystem::remove(path);
+  CHECK_FALSE(writeArtifact("/nonexistent-dir/x.cuts", c, nullptr, error));
+  CHECK(error.find("/nonexistent-dir/x.cuts") != std::string::npos);
+}
+
 TEST_CASE("truncated artifacts are rejected", "[runtime]") {
   std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
   for (size_t cut : {size_t(0), size_t(4), size_t(63), size_t(64), size_t(100),

@@ -639,9 +639,10 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   auto result = cuts::driver::compileModule(*module, copts, err);
   if (!result)
     return error(model, err);
-  std::vector<uint8_t> bytes = cuts::rt::serializeArtifact(result->contents);
   std::string artifact = outDir + "/" + name + ".cuts";
-  if (!cuts::rt::writeFile(artifact, bytes, err))
+  uint64_t artifactBytes = 0;
+  if (!cuts::rt::writeArtifact(artifact, result->contents, &artifactBytes,
+                               err))
     return error(artifact, err);
   const cuts::rt::Manifest &m = result->contents.manifest;
   std::string header = outDir + "/" + name + ".h";
@@ -675,7 +676,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                << archNames << "): " << result->kernels << " kernels ("
                << result->sources.size() << " distinct) from " << result->groups
                << " groups, " << result->views << " views\n  " << artifact
-               << " (" << bytes.size() / 1024 << " KiB, weights "
+               << " (" << artifactBytes / 1024 << " KiB, weights "
                << weightBytes / 1024 << " KiB), " << header << ", " << lib
                << "\n";
   char times[512];

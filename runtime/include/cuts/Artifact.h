@@ -25,6 +25,8 @@
 #define CUTS_RUNTIME_ARTIFACT_H
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -136,6 +138,13 @@ struct ArtifactContents {
 /// Serialises `c` (deterministically: the same contents give the same bytes).
 std::vector<uint8_t> serializeArtifact(const ArtifactContents &c);
 
+/// Writes serializeArtifact(c)'s bytes to `path` as they are produced, with
+/// no copy of the whole file in memory (a model's weights can be gigabytes),
+/// through a temporary file renamed at the end; `size` (if given) gets the
+/// file's size.
+bool writeArtifact(const std::string &path, const ArtifactContents &c,
+                   uint64_t *size, std::string &error);
+
 /// Parses and validates: magic, version, sizes, checksum, section bounds,
 /// manifest schema, tensor ids, weight ranges, kernel blobs. On failure
 /// nullopt and `error` says what is wrong.
@@ -148,6 +157,10 @@ std::optional<Artifact> readArtifact(const std::string &path,
 
 bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
                std::string &error);
+/// Writes `path` through `write` as writeFile does (a temporary file
+/// renamed when `write` succeeds).
+bool writeFileWith(const std::string &path, std::string &error,
+                   const std::function<bool(std::FILE *)> &write);
 
 /// Buffers reused by liveness: one arena offset per Intermediate tensor
 /// (256-byte aligned), so that two tensors whose live ranges over the steps
