@@ -1007,7 +1007,6 @@ namespace {
 // section at its offset (zeros between). The sections are the contents'
 // own weights and the blobs built here, never a copy of the whole file.
 struct Layout {
-  Manifest manifest;
   std::vector<uint8_t> head, manifestBytes, source;
   std::map<std::string, std::vector<uint8_t>> cubin;
   std::vector<std::pair<uint64_t, const std::vector<uint8_t> *>> sections;
@@ -1015,8 +1014,7 @@ struct Layout {
 };
 
 void layOut(const ArtifactContents &c, Layout &l) {
-  Manifest &m = l.manifest;
-  m = c.manifest;
+  Manifest m = c.manifest;
   std::map<std::vector<uint8_t>, Blob> seenSource;
   std::map<std::string, std::map<std::vector<uint8_t>, Blob>> seenCubin;
   for (size_t i = 0; i < m.kernels.size(); ++i) {
@@ -1073,31 +1071,27 @@ void layOut(const ArtifactContents &c, Layout &l) {
   }
 }
 
-// Calls put(bytes, n) for the laid-out file in order, the header's checksum
-// (of everything after the header) filled in first.
-template <typename Put> bool emitLayout(Layout &l, Put put) {
+// Calls put(bytes, n) for the laid-out file in order, its header's checksum
+// left 0; returns the checksum (of everything after the header), which the
+// caller writes at offset 24, or nullopt when a put failed.
+template <typename Put>
+std::optional<uint64_t> emitLayout(const Layout &l, Put put) {
   static const uint8_t zeros[kSectionAlign] = {};
+  if (!put(l.head.data(), l.head.size()))
+    return std::nullopt;
   uint64_t h =
       fnv1a64(l.head.data() + kHeaderBytes, l.head.size() - kHeaderBytes);
   uint64_t at = l.head.size();
   for (const auto &[offset, bytes] : l.sections) {
-    for (; at < offset; ++at)
-      h = fnv1a64(zeros, 1, h);
-    h = fnv1a64(bytes->data(), bytes->size(), h);
-    at += bytes->size();
-  }
-  putU64(l.head, 24, h);
-  if (!put(l.head.data(), l.head.size()))
-    return false;
-  at = l.head.size();
-  for (const auto &[offset, bytes] : l.sections) {
     if (offset > at && !put(zeros, offset - at))
-      return false;
+      return std::nullopt;
+    h = fnv1a64(zeros, offset - at, h);
     if (!bytes->empty() && !put(bytes->data(), bytes->size()))
-      return false;
+      return std::nullopt;
+    h = fnv1a64(bytes->data(), bytes->size(), h);
     at = offset + bytes->size();
   }
-  return true;
+  return h;
 }
 
 } // namespace
@@ -1107,10 +1101,11 @@ std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
   layOut(c, l);
   std::vector<uint8_t> out;
   out.reserve(l.size);
-  emitLayout(l, [&](const uint8_t *p, size_t n) {
+  auto sum = emitLayout(l, [&](const uint8_t *p, size_t n) {
     out.insert(out.end(), p, p + n);
     return true;
   });
+  putU64(out, 24, *sum);
   return out;
 }
 
@@ -1121,9 +1116,14 @@ bool writeArtifact(const std::string &path, const ArtifactContents &c,
   if (size)
     *size = l.size;
   return writeFileWith(path, error, [&](std::FILE *f) {
-    return emitLayout(l, [&](const uint8_t *p, size_t n) {
+    auto sum = emitLayout(l, [&](const uint8_t *p, size_t n) {
       return std::fwrite(p, 1, n, f) == n;
     });
+    std::vector<uint8_t> field(8);
+    if (sum)
+      putU64(field, 0, *sum);
+    return sum && std::fseek(f, 24, SEEK_SET) == 0 &&
+           std::fwrite(field.data(), 1, 8, f) == 8;
   });
 }
 
