@@ -55,11 +55,16 @@ struct DimMap {
   /// The dimension also moves with the body's channel loop (see
   /// codegen::Kernel::bodyStep): position += the loop's channel.
   bool inner = false;
+  /// The dimension also moves with the body's filter-row loop (see
+  /// codegen::Kernel::tapStep): position += the loop's row x tap.
+  int64_t tap = 0;
   /// A digit of the output dimension, which merges several tensor axes (a
   /// batched matmul's batch axes): position = (position / div) % mod, mod 0
   /// taking no remainder.
   int64_t div = 1, mod = 0;
   bool digit() const { return div != 1 || mod != 0; }
+  /// Whether a body loop (channels or filter rows) moves the position.
+  bool loops() const { return inner || tap != 0; }
 };
 
 struct Buffer {

@@ -129,7 +129,7 @@ bool sameMaps(const dfg::Buffer &a, const dfg::Buffer &b) {
   for (size_t d = 0; d < a.map.size(); ++d) {
     const dfg::DimMap &x = a.map[d], &y = b.map[d];
     if (x.outDim != y.outDim || x.scale != y.scale || x.inner != y.inner ||
-        x.div != y.div || x.mod != y.mod)
+        x.tap != y.tap || x.div != y.div || x.mod != y.mod)
       return false;
   }
   return true;
@@ -164,13 +164,13 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
     return std::nullopt;
   for (size_t d = 0; d < b.map.size(); ++d) {
     const dfg::DimMap &m = b.map[d];
-    const bool plain = m.scale == 1 && !m.digit() && !m.inner;
+    const bool plain = m.scale == 1 && !m.digit() && !m.loops();
     if (m.outDim == dfg::DimN && plain && s.nAxis < 0)
       s.nAxis = int(d);
     else if (m.outDim == dfg::DimK && plain && s.kAxis < 0 &&
              b.strides[d] == 1 && b.extents[d] % s.chunk == 0)
       s.kAxis = int(d);
-    else if (m.outDim == dfg::DimN || m.outDim == dfg::DimK || m.inner ||
+    else if (m.outDim == dfg::DimN || m.outDim == dfg::DimK || m.loops() ||
              b.strides[d] % s.chunk)
       return std::nullopt;
   }
@@ -525,6 +525,8 @@ private:
     }
     if (m.inner)
       s += "ci + "; // the body loop's channel (Kernel::bodyStep)
+    if (m.tap != 0) // the body loop's filter row (Kernel::tapStep)
+      s += "fr * " + std::to_string(m.tap) + " + ";
     return "(" + s + std::to_string(i) + ")";
   }
 
@@ -906,7 +908,8 @@ bool Emitter::widthAligned(const dfg::Buffer &b, int u, int64_t width) const {
         return false;
     }
   }
-  return !m.inner || ph.k->bodyStep % width == 0;
+  return (!m.inner || ph.k->bodyStep % width == 0) &&
+         ph.k->tapStep * m.tap % width == 0;
 }
 
 std::map<int, Emitter::VectorRun>
@@ -970,7 +973,7 @@ Emitter::vectorRuns(const dfg::Graph &g, const std::vector<int> &order) const {
       // K itself, else none.
       const dfg::DimMap &m = b.map[u];
       bool pairs = (b.space == dfg::Space::Global || b.name == ph.stagedTile) &&
-                   m.outDim == dfg::DimK && m.scale == 1 && !m.inner;
+                   m.outDim == dfg::DimK && m.scale == 1 && !m.loops();
       widths = pairs ? std::vector<int64_t>{2} : std::vector<int64_t>{};
     }
     for (int64_t w : widths) {
@@ -1204,8 +1207,8 @@ std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
       const dfg::DimMap &m = b.map[d], &fm = fb.map[d];
       if (l.index[d] != first.index[d] || b.strides[d] != fb.strides[d] ||
           b.extents[d] != fb.extents[d] || m.outDim != fm.outDim ||
-          m.scale != fm.scale || m.inner != fm.inner || m.div != fm.div ||
-          m.mod != fm.mod)
+          m.scale != fm.scale || m.inner != fm.inner || m.tap != fm.tap ||
+          m.div != fm.div || m.mod != fm.mod)
         return {};
     }
     key.push_back(l.buffer);
@@ -1228,7 +1231,7 @@ int64_t Emitter::pickGroup(const dfg::Graph &g, const dfg::Node &n) const {
       const dfg::Buffer &b = g.buffer(l.buffer);
       const dfg::DimMap &m = b.map[axis];
       whole = whole && b.strides[axis] == 1 && m.outDim != dfg::NoDim &&
-              m.scale == 1 && !m.inner && b.extents[axis] % w == 0 &&
+              m.scale == 1 && !m.loops() && b.extents[axis] % w == 0 &&
               (first.index[axis] - l.index[axis]) % w == 0 &&
               stepsBy(m.outDim, 1, w);
     }
@@ -1871,15 +1874,24 @@ void Emitter::emitSliceFetch(const std::string &in,
 
 void Emitter::emitBody(const std::string &in) {
   const Kernel &k = *ph.k;
-  if (k.bodyStep <= 0)
-    return emitPositions(k.body, in);
   // Not unrolled: the point is a source NVRTC compiles quickly, and a
   // chunk of kMaxUnrolledFma FMAs has ILP enough.
-  os << in << "#pragma unroll 1\n"
-     << in << "for (int ci = 0; ci < " << k.params.Cin
-     << "; ci += " << k.bodyStep << ") {\n";
-  emitPositions(k.body, in + "  ");
-  os << in << "}\n";
+  std::string ind = in;
+  auto open = [&](const char *v, int64_t extent, int64_t step) {
+    os << ind << "#pragma unroll 1\n"
+       << ind << "for (int " << v << " = 0; " << v << " < " << extent << "; "
+       << v << " += " << step << ") {\n";
+    ind += "  ";
+  };
+  if (k.bodyStep > 0)
+    open("ci", k.params.Cin, k.bodyStep);
+  if (k.tapStep > 0)
+    open("fr", k.taps, k.tapStep);
+  emitPositions(k.body, ind);
+  while (ind.size() > in.size()) {
+    ind.resize(ind.size() - 2);
+    os << ind << "}\n";
+  }
 }
 
 void Emitter::emitPositions(const dfg::Graph &g, const std::string &in) {

@@ -134,8 +134,12 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
       {p.Kb, wc, s.FH, s.FW},
       ws,
       {{dfg::DimK, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}, {dfg::NoDim, 1}}};
-  int64_t step = planBody(k, {&xs, &wsb}, layout.unitDim(), wc, s.FH * s.FW);
+  int64_t step =
+      planBody(k, {&xs, &wsb}, layout.unitDim(), wc, s.FH * s.FW, s.FH);
   xs.map[1].inner = wsb.map[1].inner = k.bodyStep > 0;
+  if (k.tapStep > 0)
+    xs.map[2].tap = s.DH, wsb.map[2].tap = 1;
+  const int64_t rowsInDfg = k.tapStep > 0 ? k.tapStep : s.FH;
   int in = k.body.addBuffer(xs), wt = k.body.addBuffer(wsb);
   const std::array<int64_t, 4> gs = layout.strides(s.C, s.H, s.W);
   FetchDim channels =
@@ -165,7 +169,7 @@ std::optional<Kernel> buildConv(const std::string &name, const OpDesc &d,
     v.name = accName(pos);
     int acc = k.body.add(v);
     for (int64_t c = 0; c < step; ++c)
-      for (int64_t fh = 0; fh < s.FH; ++fh)
+      for (int64_t fh = 0; fh < rowsInDfg; ++fh)
         for (int64_t fw = 0; fw < s.FW; ++fw) {
           int x = k.body.load(in, {pos[0], depthwise ? pos[1] : c,
                                    pos[2] * s.SH + fh * s.DH,

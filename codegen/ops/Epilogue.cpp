@@ -52,7 +52,8 @@ int64_t spanAlong(const std::vector<const dfg::Buffer *> &tiles, int outUnit,
 } // namespace
 
 int64_t planBody(Kernel &k, const std::vector<const dfg::Buffer *> &tiles,
-                 int outUnit, int64_t channels, int64_t fmaPerPosition) {
+                 int outUnit, int64_t channels, int64_t fmaPerPosition,
+                 int64_t taps) {
   const TileParams &p = k.params;
   const int64_t ext[4] = {p.Nt, p.Kt, p.Ht, p.Wt};
   const int64_t all = p.Nt * p.Kt * p.Ht * p.Wt;
@@ -72,6 +73,14 @@ int64_t planBody(Kernel &k, const std::vector<const dfg::Buffer *> &tiles,
     --step;
   if (step < channels)
     k.bodyStep = step;
+  // A patch embedding (ViT-B/32's 32x32 filter) has 1024 FMAs a channel.
+  if (step == 1 && taps > 1 && inDfg * fmaPerPosition > kMaxBodyDfgFma) {
+    int64_t rows = taps;
+    while (rows > 1 && (taps % rows != 0 ||
+                        inDfg * fmaPerPosition / taps * rows > kMaxBodyDfgFma))
+      --rows;
+    k.tapStep = rows, k.taps = taps;
+  }
   return step;
 }
 

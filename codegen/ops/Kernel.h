@@ -227,6 +227,10 @@ struct Kernel {
   /// slice and runs in a loop over the slice in bodyStep steps, shifting the
   /// buffer dimensions marked DimMap::inner (see planBody).
   int64_t bodyStep = 0;
+  /// When > 0, `body` covers only filter rows [0, tapStep) of one channel
+  /// and runs in a loop over all `taps` rows in tapStep steps (inside the
+  /// channel loop), shifting the dimensions with a DimMap::tap.
+  int64_t tapStep = 0, taps = 0;
   PositionLoop positions; // of the body and the exit
   dfg::Graph exit;        // after the loop (registers -> global)
   /// Register accumulators the body carries across iterations, and their
@@ -283,8 +287,12 @@ constexpr int64_t kMaxBodyDfgFma = 256;
 /// the largest divisor of `channels` whose DFG keeps to kMaxBodyDfgFma and
 /// whose chunk keeps to kMaxUnrolledFma, at least 1; a smaller chunk than
 /// `channels` is also set as k.bodyStep (the body loops over the slice).
+/// Where one channel's DFG still passes kMaxBodyDfgFma, its `taps` filter
+/// rows (each fmaPerPosition / taps FMAs) loop too: k.tapStep rows, the
+/// largest divisor of `taps` that keeps the DFG to kMaxBodyDfgFma.
 int64_t planBody(Kernel &k, const std::vector<const dfg::Buffer *> &tiles,
-                 int outUnit, int64_t channels, int64_t fmaPerPosition);
+                 int outUnit, int64_t channels, int64_t fmaPerPosition,
+                 int64_t taps = 1);
 
 /// Strides of a 2-D shared tile (a matmul operand, a reduction's rows):
 /// rows follow `rowLetter` of the FORMAT_shared order, columns `colLetter`;

@@ -220,6 +220,42 @@ TEST_CASE("a body past kMaxUnrolledFma loops over its C_input slice",
     }
 }
 
+TEST_CASE("a channel past kMaxBodyDfgFma loops over its filter rows",
+          "[codegen]") {
+  // A 16x16 patch embedding, 2 outputs a thread: 512 FMAs a channel, 8 rows
+  // a DFG; a 9x9 filter dilated by 2, 4 outputs: 324 FMAs, 3 rows a DFG,
+  // each row 2 input rows down.
+  struct Tap {
+    test::ConvCase s;
+    int64_t wt, cin, rows;
+  };
+  const Tap taps[] = {{test::convCase(1, 3, 64, 8, 16, 16, 0), 2, 3, 8},
+                      {test::convCase(1, 4, 20, 4, 9, 1, 8, 2), 4, 2, 3}};
+  uint32_t seed = 80;
+  for (const Tap &t : taps)
+    for (const char *format : {"NCHW", "NHWC"}) {
+      Case c{t.s, {EpilogueOp::binary(dfg::Op::Add, "bias", {t.s.K})}};
+      TileParams p;
+      p.Nb = 1, p.Kb = 2, p.Hb = 2, p.Wb = 2 * t.wt;
+      p.Nt = 1, p.Kt = 1, p.Ht = 1, p.Wt = t.wt;
+      p.Cin = t.cin;
+      p.format = formatIndex(format);
+      std::string err;
+      auto k = buildConv("conv_taps", c.s.desc(), p, c.epilogue, err);
+      INFO(err << " filter " << t.s.FH << " format " << format);
+      REQUIRE(k);
+      CHECK(k->bodyStep == 1);
+      CHECK(k->tapStep == t.rows);
+      std::string src = emitSource(*k);
+      CHECK(src.find("for (int fr = 0; fr < " + std::to_string(t.s.FH) +
+                     "; fr += " + std::to_string(t.rows) + ")") !=
+            std::string::npos);
+      CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+      k->prefetch = true;
+      CHECK(runAndCompare(*k, c, seed++) <= 1e-5);
+    }
+}
+
 TEST_CASE("a large thread tile sweeps its positions in loops", "[codegen]") {
   // 2 x 4 x 2 x 4 outputs a thread x 9 taps: 576 FMAs a channel. The DFGs
   // hold spans of 4 along W (the input tile's and the output's unit axis,
