@@ -60,7 +60,7 @@ public:
   Importer(MLIRContext &ctx, StringRef modelDir, const ImportOptions &opts)
       : ctx(ctx), builder(&ctx), modelDir(modelDir.str()), opts(opts) {}
 
-  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+  OwningOpRef<ModuleOp> run(onnx::ModelProto &model);
   std::string error;
 
 private:
@@ -99,12 +99,17 @@ private:
 
   // Types and tensors.
   FailureOr<Type> elementType(int32_t onnxType, const Twine &what);
+  /// `owned`: t is the model's own, whose raw_data the attribute may take
+  /// over (an initializer, read once).
   FailureOr<ElementsAttr> tensorAttr(const onnx::TensorProto &t,
-                                     const Twine &what);
-  /// t's data as stored: its raw_data in place, or converted into `out`.
-  FailureOr<StringRef> tensorBytes(const onnx::TensorProto &t, Type et,
-                                   int64_t numel, const Twine &what,
-                                   std::string &out);
+                                     const Twine &what,
+                                     onnx::TensorProto *owned = nullptr);
+  /// t's data as stored, in a blob: external data mapped in place, raw_data
+  /// taken over from `owned`, else copied or converted. A model's weights
+  /// can be gigabytes, so they are not copied where that can be avoided.
+  FailureOr<AsmResourceBlob> tensorBlob(const onnx::TensorProto &t, Type et,
+                                        int64_t numel, const Twine &what,
+                                        onnx::TensorProto *owned);
 
   // Values.
   FailureOr<Value> lookup(const std::string &name);
@@ -318,7 +323,7 @@ private:
   Operation *lastConstant = nullptr; // initializers go after this
 
   llvm::StringMap<Value> values;
-  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringMap<onnx::TensorProto *> initializers;
   llvm::StringMap<std::string> argNames; // block argument -> graph input name
   llvm::DenseMap<Value, std::string> inputNameOf;
   llvm::DenseMap<Value, Attribute> constants; // memo of constantAttr

@@ -87,12 +87,27 @@ static size_t storageBytes(Type et) {
   return w == 1 ? 1 : w / 8;
 }
 
-FailureOr<StringRef> Importer::tensorBytes(const onnx::TensorProto &t, Type et,
-                                           int64_t numel, const Twine &what,
-                                           std::string &out) {
+// A blob of `data` that keeps `owner` alive, or a copy where the data is
+// not aligned for its elements.
+template <typename Owner>
+static AsmResourceBlob keptBlob(StringRef data, std::unique_ptr<Owner> owner) {
+  constexpr size_t align = alignof(uint64_t);
+  if (reinterpret_cast<uintptr_t>(data.data()) % align != 0)
+    return HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        ArrayRef<char>(data.data(), data.size()), align);
+  return AsmResourceBlob(
+      ArrayRef<char>(data.data(), data.size()), align,
+      [owner = std::move(owner)](void *, size_t, size_t) {},
+      /*dataIsMutable=*/false);
+}
+
+FailureOr<AsmResourceBlob> Importer::tensorBlob(const onnx::TensorProto &t,
+                                                Type et, int64_t numel,
+                                                const Twine &what,
+                                                onnx::TensorProto *owned) {
   size_t eb = storageBytes(et);
   size_t want = size_t(numel) * eb;
-  auto sizeError = [&](size_t got) -> FailureOr<StringRef> {
+  auto sizeError = [&](size_t got) -> FailureOr<AsmResourceBlob> {
     (void)fail(what + " holds " + Twine(got) + " bytes of data, its shape " +
                "and type need " + Twine(want));
     return failure();
@@ -123,25 +138,40 @@ FailureOr<StringRef> Importer::tensorBytes(const onnx::TensorProto &t, Type et,
     }
     SmallString<256> path(modelDir);
     llvm::sys::path::append(path, location);
-    auto buf = llvm::MemoryBuffer::getFileSlice(
-        path, length >= 0 ? uint64_t(length) : uint64_t(want), offset,
-        /*IsVolatile=*/false);
+    // A slice past the file's end would be mapped, and read as a SIGBUS.
+    const uint64_t slice = length >= 0 ? uint64_t(length) : uint64_t(want);
+    uint64_t fileBytes = 0;
+    if (!llvm::sys::fs::file_size(path, fileBytes) &&
+        uint64_t(offset) + slice > fileBytes) {
+      (void)fail(what + ": external data '" + path.str() + "' holds " +
+                 Twine(fileBytes) + " bytes, the tensor's slice ends at " +
+                 Twine(uint64_t(offset) + slice));
+      return failure();
+    }
+    auto buf = llvm::MemoryBuffer::getFileSlice(path, slice, offset,
+                                                /*IsVolatile=*/false);
     if (!buf) {
       (void)fail(what + ": cannot read external data '" + path.str() + "' (" +
                  buf.getError().message() + ")");
       return failure();
     }
-    out = (*buf)->getBuffer().str();
-    if (out.size() != want)
-      return sizeError(out.size());
-    return StringRef(out);
+    StringRef data = (*buf)->getBuffer();
+    if (data.size() != want)
+      return sizeError(data.size());
+    return keptBlob(data, std::move(*buf));
   }
-  if (t.has_raw_data()) { // in place: a model's weights can be gigabytes
+  if (t.has_raw_data()) {
     if (t.raw_data().size() != want)
       return sizeError(t.raw_data().size());
-    return StringRef(t.raw_data());
+    if (!owned)
+      return HeapAsmResourceBlob::allocateAndCopyWithAlign(
+          ArrayRef<char>(t.raw_data().data(), want), alignof(uint64_t));
+    auto raw = std::make_unique<std::string>();
+    raw->swap(*owned->mutable_raw_data());
+    StringRef data = *raw;
+    return keptBlob(data, std::move(raw));
   }
-  out.assign(want, '\0');
+  std::string out(want, '\0');
   auto put = [&](size_t k, uint64_t bits) {
     std::memcpy(&out[k * eb], &bits, eb);
   };
@@ -177,7 +207,8 @@ FailureOr<StringRef> Importer::tensorBytes(const onnx::TensorProto &t, Type et,
     for (int64_t k = 0; k < numel; ++k)
       put(k, uint64_t(int64_t(t.int32_data(k))));
   }
-  return StringRef(out);
+  return HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(out.data(), out.size()), alignof(uint64_t));
 }
 
 static std::string blobKey(StringRef name) {
@@ -191,7 +222,8 @@ static std::string blobKey(StringRef name) {
 }
 
 FailureOr<ElementsAttr> Importer::tensorAttr(const onnx::TensorProto &t,
-                                             const Twine &what) {
+                                             const Twine &what,
+                                             onnx::TensorProto *owned) {
   auto et = elementType(t.data_type(), what);
   if (failed(et))
     return failure();
@@ -205,18 +237,15 @@ FailureOr<ElementsAttr> Importer::tensorAttr(const onnx::TensorProto &t,
     shape.push_back(d);
     numel *= d;
   }
-  std::string converted;
-  auto bytes = tensorBytes(t, *et, numel, what, converted);
-  if (failed(bytes))
+  auto blob = tensorBlob(t, *et, numel, what, owned);
+  if (failed(blob))
     return failure();
   auto type = RankedTensorType::get(shape, *et);
   if (numel == 0)
     return ElementsAttr(DenseElementsAttr::get(type, ArrayRef<Attribute>{}));
   std::string key = blobKey(t.name().empty() ? "constant" : t.name());
-  return ElementsAttr(DenseResourceElementsAttr::get(
-      type, key,
-      HeapAsmResourceBlob::allocateAndCopyWithAlign(
-          ArrayRef<char>(bytes->data(), bytes->size()), alignof(uint64_t))));
+  return ElementsAttr(
+      DenseResourceElementsAttr::get(type, key, std::move(*blob)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -237,7 +266,8 @@ FailureOr<Value> Importer::lookup(const std::string &name) {
     return failure();
   }
   // Initializers become constants at the top of the body, in order of use.
-  auto attr = tensorAttr(*init->second, "initializer '" + name + "'");
+  auto attr =
+      tensorAttr(*init->second, "initializer '" + name + "'", init->second);
   if (failed(attr))
     return failure();
   OpBuilder::InsertionGuard g(builder);
@@ -1931,11 +1961,11 @@ LogicalResult Importer::importOutputs(const onnx::GraphProto &graph,
   return success();
 }
 
-OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
+OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   if (failed(readOpset(model)))
     return nullptr;
-  const onnx::GraphProto &graph = model.graph();
-  for (const auto &t : graph.initializer())
+  onnx::GraphProto &graph = *model.mutable_graph();
+  for (auto &t : *graph.mutable_initializer())
     initializers[t.name()] = &t;
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));

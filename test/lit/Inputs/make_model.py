@@ -143,6 +143,25 @@ def external_missing():
         [vi("x", [2, 4])], [vi("y", [2, 3])], [t], check=False)
 
 
+def external_short(path):
+    """A 64 KiB initializer whose external file holds half of it (a slice
+    large enough to be memory-mapped)."""
+    t = w("ext_w", [128, 128])
+    t.ClearField("raw_data")
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "short_weights.bin"), ("offset", "0"),
+                 ("length", str(128 * 128 * 4))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    with open(os.path.join(os.path.dirname(path), "short_weights.bin"),
+              "wb") as f:
+        f.write(bytes(128 * 128 * 2))
+    return model(
+        [helper.make_node("MatMul", ["x", "ext_w"], ["y"], name="mm0")],
+        [vi("x", [2, 128])], [vi("y", [2, 128])], [t], check=False)
+
+
 def raw_data_size():
     """An initializer of shape [4, 3] float (48 bytes) with 44 bytes."""
     t = w("short_w", [4, 3])
@@ -326,10 +345,12 @@ def main():
         sys.exit("usage: make_model.py {%s} OUT.onnx" %
                  ",".join(sorted(KINDS)))
     kind, out = sys.argv[1], sys.argv[2]
-    m = KINDS[kind]()
-    data = m if isinstance(m, bytes) else m.SerializeToString()
     d = os.path.dirname(os.path.abspath(out))
     os.makedirs(d, exist_ok=True)
+    # A kind that writes files next to the model takes its path.
+    make = KINDS[kind]
+    m = make(out) if inspect.signature(make).parameters else make()
+    data = m if isinstance(m, bytes) else m.SerializeToString()
     with open(out, "wb") as f:
         f.write(data)
 
