@@ -92,6 +92,7 @@
 
 #include "FileIO.h"
 #include "cuts/rt/Blas.h"
+#include "cuts/rt/Checksum.h"
 #include "cuts/rt/Library.h"
 
 #include <nlohmann/json.hpp>
@@ -125,18 +126,6 @@ constexpr uint32_t kMaxSections = 4096;
 constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 56;
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-
-// FNV-1a over p[0, n), continuing from `h` (so pieces hash as their
-// concatenation would).
-uint64_t fnv1a64(const uint8_t *p, size_t n, uint64_t h = kFnvOffset) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 void putU32(std::vector<uint8_t> &b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -1009,11 +998,19 @@ namespace {
 struct Layout {
   std::vector<uint8_t> head, manifestBytes, source;
   std::map<std::string, std::vector<uint8_t>> cubin;
-  std::vector<std::pair<uint64_t, const std::vector<uint8_t> *>> sections;
+  std::vector<WeightSpan>
+      pieces; // after the head, in file order; zeros between
   uint64_t size = 0;
 };
 
-void layOut(const ArtifactContents &c, Layout &l) {
+// False where the weight spans are out of order or overlap.
+bool layOut(const ArtifactContents &c, Layout &l) {
+  uint64_t end = c.weights.size();
+  for (const WeightSpan &w : c.weightSpans) {
+    if (w.offset < end)
+      return false;
+    end = w.offset + w.size;
+  }
   Manifest m = c.manifest;
   std::map<std::vector<uint8_t>, Blob> seenSource;
   std::map<std::string, std::map<std::vector<uint8_t>, Blob>> seenCubin;
@@ -1041,34 +1038,48 @@ void layOut(const ArtifactContents &c, Layout &l) {
   std::string manifest =
       manifestJson(m).dump(-1, ' ', false, Json::error_handler_t::replace);
   l.manifestBytes.assign(manifest.begin(), manifest.end());
-  std::vector<std::pair<std::string, const std::vector<uint8_t> *>> named;
-  named.emplace_back("manifest", &l.manifestBytes);
-  named.emplace_back("weights", &c.weights);
+  // Each section as its runs of bytes (the weights: their vector, then the
+  // spans kept where they are) and its size.
+  struct Section {
+    std::string name;
+    std::vector<WeightSpan> runs; // offsets relative to the section
+    uint64_t size = 0;
+  };
+  auto whole = [](const std::string &name, const std::vector<uint8_t> &b) {
+    return Section{name, {{0, b.data(), b.size()}}, b.size()};
+  };
+  std::vector<Section> named;
+  named.push_back(whole("manifest", l.manifestBytes));
+  named.push_back(whole("weights", c.weights));
+  for (const WeightSpan &w : c.weightSpans)
+    named.back().runs.push_back(w);
+  named.back().size = c.weightBytes();
   for (const auto &[arch, bytes] : l.cubin)
-    named.emplace_back("cubin." + arch, &bytes);
-  named.emplace_back("source", &l.source);
+    named.push_back(whole("cubin." + arch, bytes));
+  named.push_back(whole("source", l.source));
 
-  uint64_t offset = kHeaderBytes + kEntryBytes * named.size();
-  for (const auto &s : named) {
-    offset = alignUp(offset, kSectionAlign);
-    l.sections.emplace_back(offset, s.second);
-    offset += s.second->size();
-  }
-  l.size = offset;
   std::vector<uint8_t> &h = l.head;
   h.assign(kHeaderBytes + kEntryBytes * named.size(), 0);
+  uint64_t offset = h.size();
+  for (size_t i = 0; i < named.size(); ++i) {
+    offset = alignUp(offset, kSectionAlign);
+    for (const WeightSpan &r : named[i].runs)
+      if (r.size > 0)
+        l.pieces.push_back({offset + r.offset, r.data, r.size});
+    size_t e = kHeaderBytes + kEntryBytes * i;
+    const std::string &name = named[i].name;
+    std::memcpy(h.data() + e, name.data(),
+                std::min<size_t>(name.size(), kNameBytes - 1));
+    putU64(h, e + kNameBytes, offset);
+    putU64(h, e + kNameBytes + 8, named[i].size);
+    offset += named[i].size;
+  }
+  l.size = offset;
   std::memcpy(h.data(), kMagic, sizeof kMagic);
   putU32(h, 8, kArtifactVersion);
   putU32(h, 12, uint32_t(named.size()));
   putU64(h, 16, l.size);
-  for (size_t i = 0; i < named.size(); ++i) {
-    size_t e = kHeaderBytes + kEntryBytes * i;
-    const std::string &name = named[i].first;
-    std::memcpy(h.data() + e, name.data(),
-                std::min<size_t>(name.size(), kNameBytes - 1));
-    putU64(h, e + kNameBytes, l.sections[i].first);
-    putU64(h, e + kNameBytes + 8, named[i].second->size());
-  }
+  return true;
 }
 
 // Calls put(bytes, n) for the laid-out file in order, its header's checksum
@@ -1077,28 +1088,38 @@ void layOut(const ArtifactContents &c, Layout &l) {
 template <typename Put>
 std::optional<uint64_t> emitLayout(const Layout &l, Put put) {
   static const uint8_t zeros[kSectionAlign] = {};
-  if (!put(l.head.data(), l.head.size()))
+  Xxh64 h;
+  auto emit = [&](const uint8_t *p, uint64_t n) {
+    h.update(p, n);
+    return put(p, n);
+  };
+  auto pad = [&](uint64_t n) {
+    for (; n > 0; n -= std::min<uint64_t>(n, sizeof zeros))
+      if (!emit(zeros, std::min<uint64_t>(n, sizeof zeros)))
+        return false;
+    return true;
+  };
+  if (!put(l.head.data(), kHeaderBytes))
     return std::nullopt;
-  uint64_t h =
-      fnv1a64(l.head.data() + kHeaderBytes, l.head.size() - kHeaderBytes);
+  if (!emit(l.head.data() + kHeaderBytes, l.head.size() - kHeaderBytes))
+    return std::nullopt;
   uint64_t at = l.head.size();
-  for (const auto &[offset, bytes] : l.sections) {
-    if (offset > at && !put(zeros, offset - at))
+  for (const WeightSpan &p : l.pieces) {
+    if (!pad(p.offset - at) || !emit(p.data, p.size))
       return std::nullopt;
-    h = fnv1a64(zeros, offset - at, h);
-    if (!bytes->empty() && !put(bytes->data(), bytes->size()))
-      return std::nullopt;
-    h = fnv1a64(bytes->data(), bytes->size(), h);
-    at = offset + bytes->size();
+    at = p.offset + p.size;
   }
-  return h;
+  if (!pad(l.size - at))
+    return std::nullopt;
+  return h.digest();
 }
 
 } // namespace
 
 std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
   Layout l;
-  layOut(c, l);
+  if (!layOut(c, l))
+    return {};
   std::vector<uint8_t> out;
   out.reserve(l.size);
   auto sum = emitLayout(l, [&](const uint8_t *p, size_t n) {
@@ -1112,7 +1133,10 @@ std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
 bool writeArtifact(const std::string &path, const ArtifactContents &c,
                    uint64_t *size, std::string &error) {
   Layout l;
-  layOut(c, l);
+  if (!layOut(c, l)) {
+    error = "the weights' spans are out of order or overlap";
+    return false;
+  }
   if (size)
     *size = l.size;
   return writeFileWith(path, error, [&](std::FILE *f) {
@@ -1165,7 +1189,7 @@ std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
   if (!allZero(b, 32, 32))
     return fail("corrupted: the header's reserved bytes are not zero");
   uint64_t stored = getU64(b, 24);
-  uint64_t computed = fnv1a64(b.data() + kHeaderBytes, fileSize - kHeaderBytes);
+  uint64_t computed = xxh64(b.data() + kHeaderBytes, fileSize - kHeaderBytes);
   if (stored != computed) {
     char msg[160];
     std::snprintf(msg, sizeof msg,

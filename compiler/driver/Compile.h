@@ -74,7 +74,12 @@ struct GroupTiming {
 };
 
 struct CompileResult {
+  /// Its weight spans point into the module's constants (and
+  /// `convertedWeights`): write it before the module goes.
   rt::ArtifactContents contents;
+  /// Constants whose artifact bytes differ from their storage, converted
+  /// (each vector's buffer stays where it is as the list grows).
+  std::vector<std::vector<uint8_t>> convertedWeights;
   std::vector<KernelSource> sources; // distinct kernels
   int groups = 0, kernels = 0, views = 0;
   double searchSeconds = 0, codegenSeconds = 0, nvrtcSeconds = 0;

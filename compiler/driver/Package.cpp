@@ -63,41 +63,34 @@ std::string typeText(mlir::Type t) {
   return os.str();
 }
 
-/// The constant's elements as the GPU reads them: little-endian, packed, of
-/// the manifest dtype's size (bool: one byte, 0 or 1). `what` names the
-/// constant in errors.
-bool constantBytes(ConstantOp c, const std::string &what,
-                   std::vector<uint8_t> &out, std::string &error) {
+/// The constant's bytes where its storage is already what the GPU reads
+/// (a resource blob of the dtype's size: fp32, fp16, bf16, the integers),
+/// else empty.
+llvm::ArrayRef<char> storedBytes(ConstantOp c, size_t bytes) {
+  mlir::Type et = c.getType().getElementType();
+  auto r = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(c.getValue());
+  if (!r || et.isInteger(1))
+    return {};
+  mlir::AsmResourceBlob *blob = r.getRawHandle().getBlob();
+  if (!blob || blob->getData().size() != bytes)
+    return {};
+  return blob->getData();
+}
+
+/// The constant's elements as the GPU reads them: little-endian, packed,
+/// of the manifest dtype's size (bool: one byte, 0 or 1), converted from
+/// its attribute. `what` names the constant in errors.
+bool convertedBytes(ConstantOp c, const std::string &what, size_t eb,
+                    std::vector<uint8_t> &out, std::string &error) {
   auto type = llvm::cast<mlir::RankedTensorType>(c.getType());
   mlir::Type et = type.getElementType();
-  auto dtype = dtypeOf(et);
-  if (!dtype) {
-    error = what + " has element type " + typeText(et) +
-            ", which an artifact cannot hold";
-    return false;
-  }
-  size_t eb = size_t(rt::dtypeBytes(*dtype));
   size_t n = size_t(type.getNumElements());
-  size_t bytes = n * eb;
-  mlir::Attribute attr = c.getValue();
-  // fp32 weights (the bulk of a model) are copied as they are.
-  if (et.isF32())
-    if (auto r = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(attr)) {
-      mlir::AsmResourceBlob *blob = r.getRawHandle().getBlob();
-      if (!blob || blob->getData().size() != bytes) {
-        error = what + ": its data is missing";
-        return false;
-      }
-      auto d = blob->getData();
-      out.assign(d.begin(), d.end());
-      return true;
-    }
-  auto h = toHost(attr);
+  auto h = toHost(c.getValue());
   if (!h || size_t(h->numel()) != n) {
     error = what + " (" + typeText(type) + "): its data cannot be read";
     return false;
   }
-  out.assign(bytes, 0);
+  out.assign(n * eb, 0);
   for (size_t i = 0; i < n; ++i) {
     uint8_t *p = out.data() + i * eb;
     if (llvm::isa<mlir::FloatType>(et)) {
@@ -268,17 +261,34 @@ bool Packager::addInputs(std::string &error) {
 int Packager::addWeight(mlir::Value v, const std::string &name,
                         std::string &error) {
   std::string what = "constant \"" + name + "\"";
-  std::vector<uint8_t> bytes;
-  if (!constantBytes(v.getDefiningOp<ConstantOp>(), what, bytes, error))
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dtype = dtypeOf(c.getType().getElementType());
+  if (!dtype) {
+    error = what + " has element type " +
+            typeText(c.getType().getElementType()) +
+            ", which an artifact cannot hold";
     return -1;
+  }
+  const size_t eb = size_t(rt::dtypeBytes(*dtype));
+  const size_t bytes = eb * size_t(c.getType().getNumElements());
+  llvm::ArrayRef<char> data = storedBytes(c, bytes);
+  if (data.empty() && bytes > 0) {
+    std::vector<uint8_t> converted;
+    if (!convertedBytes(c, what, eb, converted, error))
+      return -1;
+    res.convertedWeights.push_back(std::move(converted));
+    const std::vector<uint8_t> &kept = res.convertedWeights.back();
+    data = {reinterpret_cast<const char *>(kept.data()), kept.size()};
+  }
   int t = addTensor(v, rt::TensorKind::Weight,
                     "weight" + std::to_string(m.tensors.size()), what, error);
   if (t < 0)
     return -1;
-  std::vector<uint8_t> &weights = res.contents.weights;
-  weights.resize((weights.size() + 255) / 256 * 256);
-  m.tensors[t].weightOffset = weights.size();
-  weights.insert(weights.end(), bytes.begin(), bytes.end());
+  rt::ArtifactContents &a = res.contents;
+  const uint64_t offset = (a.weightBytes() + 255) / 256 * 256;
+  m.tensors[t].weightOffset = offset;
+  a.weightSpans.push_back(
+      {offset, reinterpret_cast<const uint8_t *>(data.data()), bytes});
   return t;
 }
 

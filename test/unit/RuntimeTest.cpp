@@ -6,6 +6,7 @@
 #include "cuts/cuts.h"
 #include "cuts/rt/Binding.h"
 #include "cuts/rt/Blas.h"
+#include "cuts/rt/Checksum.h"
 #include "cuts/rt/Library.h"
 
 #include <catch2/catch.hpp>
@@ -135,15 +136,10 @@ void putU64(std::vector<uint8_t> &b, size_t at, uint64_t v) {
     b[at + i] = uint8_t(v >> (8 * i));
 }
 
-/// Recomputes the header's FNV-1a 64 checksum after a test edited the file,
-/// so that parsing gets past the checksum to the check under test.
+/// Recomputes the header's checksum after a test edited the file, so that
+/// parsing gets past the checksum to the check under test.
 void reseal(std::vector<uint8_t> &b) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 64; i < b.size(); ++i) {
-    h ^= b[i];
-    h *= 0x100000001b3ull;
-  }
-  putU64(b, 24, h);
+  putU64(b, 24, xxh64(b.data() + 64, b.size() - 64));
 }
 
 /// The sections of a file, by the layout in Artifact.h (read independently
@@ -218,6 +214,34 @@ std::string tempPath(const std::string &name) {
 }
 
 } // namespace
+
+TEST_CASE("the artifact checksum is XXH64 as its specification defines",
+          "[runtime]") {
+  // Reference values from the xxhash package (Python, seed 0); 35 and 773
+  // bytes take the stripe loop and every tail path.
+  std::string tail35 = "0123456789abcdef0123456789abcdefXYZ";
+  std::vector<uint8_t> b773;
+  for (int r = 0; r < 3; ++r)
+    for (int i = 0; i < 256; ++i)
+      b773.push_back(uint8_t(i));
+  for (char c : std::string("tail!"))
+    b773.push_back(uint8_t(c));
+  auto of = [](const std::string &s) {
+    return xxh64(reinterpret_cast<const uint8_t *>(s.data()), s.size());
+  };
+  CHECK(of("") == 0xef46db3751d8e999ull);
+  CHECK(of("a") == 0xd24ec4f1a98c6e5bull);
+  CHECK(of("abc") == 0x44bc2cf5ad770999ull);
+  CHECK(of(tail35) == 0x654f6a2b39e4d8c1ull);
+  CHECK(xxh64(b773.data(), b773.size()) == 0x26bbff34e506daffull);
+  // Streamed in uneven pieces: the same digest.
+  for (size_t piece : {1, 5, 31, 32, 33, 100}) {
+    Xxh64 h;
+    for (size_t at = 0; at < b773.size(); at += piece)
+      h.update(b773.data() + at, std::min(piece, b773.size() - at));
+    CHECK(h.digest() == 0x26bbff34e506daffull);
+  }
+}
 
 TEST_CASE("artifact round trip", "[runtime]") {
   ArtifactContents c = sampleContents();
@@ -365,6 +389,36 @@ TEST_CASE("writeArtifact streams the bytes serializeArtifact makes",
   std::filesystem::remove(path);
   CHECK_FALSE(writeArtifact("/nonexistent-dir/x.cuts", c, nullptr, error));
   CHECK(error.find("/nonexistent-dir/x.cuts") != std::string::npos);
+}
+
+TEST_CASE("weight spans are written where they lie, zeros between",
+          "[runtime]") {
+  // The same section as one vector and as a vector plus spans kept
+  // elsewhere: the same file.
+  ArtifactContents flat = sampleContents(), spans = flat;
+  std::vector<uint8_t> a(1000, 0x11), b(77777, 0x22); // b ends unaligned
+  const uint64_t at = flat.weights.size();
+  spans.weightSpans = {{at + 256, a.data(), a.size()},
+                       {at + 1280, b.data(), b.size()}};
+  flat.weights.resize(at + 1280 + b.size(), 0);
+  std::copy(a.begin(), a.end(), flat.weights.begin() + at + 256);
+  std::copy(b.begin(), b.end(), flat.weights.begin() + at + 1280);
+  CHECK(spans.weightBytes() == flat.weights.size());
+  std::vector<uint8_t> bytes = serializeArtifact(flat);
+  CHECK(serializeArtifact(spans) == bytes);
+  std::string path = tempPath("spans.cuts"), error;
+  REQUIRE(writeArtifact(path, spans, nullptr, error));
+  auto read = readArtifact(path, error);
+  INFO(error);
+  REQUIRE(read.has_value());
+  CHECK(read->bytes == bytes);
+  std::filesystem::remove(path);
+  // Overlapping spans are refused, not written.
+  spans.weightSpans[1].offset = at + 1000;
+  CHECK(serializeArtifact(spans).empty());
+  CHECK_FALSE(writeArtifact(path, spans, nullptr, error));
+  CHECK(error.find("overlap") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(path));
 }
 
 TEST_CASE("truncated artifacts are rejected", "[runtime]") {

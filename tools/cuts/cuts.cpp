@@ -628,11 +628,16 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     copts.cost = cuts::driver::CostSource::Cache;
   copts.progress = cuts::tune::stderrProgress();
   auto start = std::chrono::steady_clock::now();
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+        .count();
+  };
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
   if (!module || !applyPrecision(ctx, *module, precision, copts.arch, model))
     return 1;
   copts.precision = precision.storage;
+  const double importSeconds = since(start);
   if (auto ec = llvm::sys::fs::create_directories(outDir))
     return error(outDir, "cannot create (" + ec.message() + ")");
   std::string err;
@@ -641,9 +646,10 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     return error(model, err);
   std::string artifact = outDir + "/" + name + ".cuts";
   uint64_t artifactBytes = 0;
-  if (!cuts::rt::writeArtifact(artifact, result->contents, &artifactBytes,
-                               err))
+  auto writeStart = std::chrono::steady_clock::now();
+  if (!cuts::rt::writeArtifact(artifact, result->contents, &artifactBytes, err))
     return error(artifact, err);
+  const double writeSeconds = since(writeStart);
   const cuts::rt::Manifest &m = result->contents.manifest;
   std::string header = outDir + "/" + name + ".h";
   if (!writeText(header, cuts::driver::modelHeader(m, name)))
@@ -665,13 +671,8 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (!cuts::driver::buildModelLibrary(m, name, artifact, outDir, lib,
                                        runtimeLib, runtimeInc, err))
     return error("", err);
-  double libSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  uint64_t weightBytes = result->contents.weights.size();
+  const double libSeconds = since(t0), total = since(start);
+  uint64_t weightBytes = result->contents.weightBytes();
   llvm::outs() << "compiled " << model << " for " << copts.arch.name << " ("
                << archNames << "): " << result->kernels << " kernels ("
                << result->sources.size() << " distinct) from " << result->groups
@@ -681,10 +682,11 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                << "\n";
   char times[512];
   std::snprintf(times, sizeof times,
-                "  time %.2f s: search %.2f s, codegen %.2f s, NVRTC %.2f s, "
-                "library %.2f s\n",
-                total, result->searchSeconds, result->codegenSeconds,
-                result->nvrtcSeconds, libSeconds);
+                "  time %.2f s: import %.2f s, search %.2f s, codegen %.2f s, "
+                "NVRTC %.2f s, write %.2f s, library %.2f s\n",
+                total, importSeconds, result->searchSeconds,
+                result->codegenSeconds, result->nvrtcSeconds, writeSeconds,
+                libSeconds);
   llvm::outs() << times;
   if (copts.cost != cuts::driver::CostSource::Model)
     printTuning(*result, copts.tuneSeconds);

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cuts/Artifact.h"
+#include "cuts/rt/Checksum.h"
 #include "tools/support/TensorFile.h"
 
 #include <cstdint>
@@ -19,16 +20,12 @@
 
 namespace {
 
-// The checksum of the format (runtime/Artifact.cpp): FNV-1a 64 of every
-// byte after the 64-byte header, at offset 24; the file size at 16.
+// The checksum of the format (Artifact.h): XXH64 of every byte after the
+// 64-byte header, at offset 24; the file size at 16.
 void fixHeader(std::vector<uint8_t> &b) {
   if (b.size() < 64)
     return;
-  uint64_t size = b.size(), h = 0xcbf29ce484222325ull;
-  for (size_t i = 64; i < b.size(); ++i) {
-    h ^= b[i];
-    h *= 0x100000001b3ull;
-  }
+  uint64_t size = b.size(), h = cuts::rt::xxh64(b.data() + 64, b.size() - 64);
   std::memcpy(b.data() + 16, &size, 8);
   std::memcpy(b.data() + 24, &h, 8);
 }

@@ -8,8 +8,8 @@
 //
 // Layout of model.cuts (all integers little-endian):
 //   header   64 bytes: magic "CUTSMDL\0", u32 format version, u32 section
-//            count, u64 file size, u64 FNV-1a 64 checksum of every byte after
-//            the header, 32 bytes zero
+//            count, u64 file size, u64 XXH64 (seed 0) checksum of every byte
+//            after the header, 32 bytes zero
 //   table    one 64-byte entry per section: name (32 bytes, NUL-padded),
 //            u64 offset, u64 size, 16 bytes zero
 //   sections each at a 256-byte aligned offset:
@@ -24,6 +24,7 @@
 #ifndef CUTS_RUNTIME_ARTIFACT_H
 #define CUTS_RUNTIME_ARTIFACT_H
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -34,7 +35,7 @@
 
 namespace cuts::rt {
 
-constexpr uint32_t kArtifactVersion = 1;
+constexpr uint32_t kArtifactVersion = 2; // 2: XXH64 checksum
 
 enum class TensorKind { Input, Output, Weight, Intermediate, View };
 
@@ -125,17 +126,37 @@ struct Artifact {
   std::string source(int kernel) const;
 };
 
+/// Bytes of the weights section held elsewhere (a compiler's constants,
+/// gigabytes not copied once more): `size` bytes from `data` at `offset`
+/// in the section. `data` must stay valid until the contents are written.
+struct WeightSpan {
+  uint64_t offset = 0;
+  const uint8_t *data = nullptr;
+  uint64_t size = 0;
+};
+
 /// What the driver hands writeArtifact: the manifest (blobs filled in by
 /// the writer), the weights section, and per kernel its source and its
 /// CUBIN per arch.
 struct ArtifactContents {
   Manifest manifest;
+  /// The weights section: `weights`, then the spans, in order of offset
+  /// and from weights.size() on (the writers fail otherwise); zeros
+  /// between.
   std::vector<uint8_t> weights;
+  std::vector<WeightSpan> weightSpans;
+  uint64_t weightBytes() const {
+    uint64_t end = weights.size();
+    for (const WeightSpan &w : weightSpans)
+      end = std::max(end, w.offset + w.size);
+    return end;
+  }
   std::vector<std::string> sources;                             // per kernel
   std::vector<std::map<std::string, std::vector<char>>> cubins; // per kernel
 };
 
-/// Serialises `c` (deterministically: the same contents give the same bytes).
+/// Serialises `c` (deterministically: the same contents give the same bytes);
+/// empty where its weight spans are out of order or overlap.
 std::vector<uint8_t> serializeArtifact(const ArtifactContents &c);
 
 /// Writes serializeArtifact(c)'s bytes to `path` as they are produced, with
