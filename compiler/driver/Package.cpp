@@ -10,12 +10,13 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -507,51 +508,135 @@ bool Packager::addOutputs(std::string &error) {
   return true;
 }
 
+namespace {
+
+// NVRTC costs about 24 ms a program before any kernel (sm_90, one core), as
+// much as a small SIMT kernel itself: small kernels compile in batches,
+// each in a namespace of its own (their helpers repeat), the batch's CUBIN
+// shared (the runtime loads a CUBIN once). A tensor-core kernel takes 400
+// ms alone and gains nothing: it compiles alone. Fixed sizes, so that the
+// artifact does not depend on the host's cores.
+constexpr size_t kBatchKernels = 8, kBatchSource = 128 * 1024;
+
+struct Batch {
+  size_t arch;                 // index into CompileOptions::archs
+  std::vector<size_t> kernels; // indices into `unique`
+};
+
+std::string batchSource(const std::vector<KernelSource> &sources,
+                        const Batch &b) {
+  if (b.kernels.size() == 1)
+    return sources[b.kernels[0]].source;
+  std::string s;
+  for (size_t i : b.kernels)
+    s += "namespace cuts_batch_" + std::to_string(i) + " {\n" +
+         sources[i].source + "\n} // namespace cuts_batch_" +
+         std::to_string(i) + "\n";
+  return s;
+}
+
+} // namespace
+
 bool Packager::compileKernels(std::string &error) {
   const std::string toolkit = nvrtcVersion();
+  const std::vector<std::string> &archs = opts.archs;
   res.sources.resize(unique.size());
-  cubins.assign(unique.size(), {});
-  std::vector<std::string> errors(unique.size());
   int jobs = opts.jobs > 0
                  ? opts.jobs
                  : int(std::max(1u, std::thread::hardware_concurrency()));
-  tune::Progress progress(opts.progress, "NVRTC", unique.size());
-  std::atomic<size_t> compiled{0};
   parallelFor(unique.size(), jobs, [&](size_t i) {
-    auto count = llvm::make_scope_exit([&] { progress.step(++compiled); });
     KernelSource &s = res.sources[i];
     s.name = unique[i].name;
     s.source = codegen::emitSource(unique[i]);
     s.hip = codegen::emitSource(unique[i], codegen::Target::Hip);
-    for (const std::string &arch : opts.archs) {
-      std::string bin = tune::signature(s.source, arch, toolkit);
-      if (const std::vector<char> *b = cache.binary(bin)) {
-        cubins[i][arch] = *b; // the binary shipped when this was tuned
-        s.ptxas += arch + ": from the tuning cache\n";
+  });
+  // Per kernel and arch: its CUBIN, ptxas line and error (batches of
+  // different archs run at once, so each writes only its own slots).
+  struct Slot {
+    std::vector<char> cubin;
+    std::string ptxas, error;
+  };
+  std::vector<std::vector<Slot>> slots(unique.size(),
+                                       std::vector<Slot>(archs.size()));
+  // A tuning cache records each kernel's own CUBIN: no batches there.
+  const bool batched = opts.tuningCache.empty();
+  std::vector<Batch> batches;
+  for (size_t a = 0; a < archs.size(); ++a) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < unique.size(); ++i) {
+      const std::string &src = res.sources[i].source;
+      if (const std::vector<char> *b =
+              cache.binary(tune::signature(src, archs[a], toolkit))) {
+        slots[i][a].cubin = *b; // the binary shipped when this was tuned
+        slots[i][a].ptxas = archs[a] + ": from the tuning cache\n";
         continue;
       }
-      std::string err;
-      NvrtcOptions no;
-      no.sourceName = s.name + ".cu";
-      auto r = compileWithNvrtc(s.source, arch, err, no);
+      const bool alone = !batched || unique[i].mma;
+      if (alone || batches.empty() || batches.back().arch != a ||
+          batches.back().kernels.size() == kBatchKernels ||
+          bytes + src.size() > kBatchSource)
+        batches.push_back({a, {}}), bytes = 0;
+      batches.back().kernels.push_back(i);
+      bytes = alone ? kBatchSource : bytes + src.size();
+    }
+  }
+  // The largest first, so that no large batch starts last.
+  auto sourceBytes = [&](const Batch &b) {
+    size_t n = 0;
+    for (size_t i : b.kernels)
+      n += res.sources[i].source.size();
+    return n;
+  };
+  std::stable_sort(batches.begin(), batches.end(),
+                   [&](const Batch &x, const Batch &y) {
+                     return sourceBytes(x) > sourceBytes(y);
+                   });
+  tune::Progress progress(opts.progress, "NVRTC", batches.size());
+  std::atomic<size_t> compiled{0};
+  // Compiles b, or each of its kernels alone where the batch fails (so that
+  // an error names its kernel).
+  std::function<void(const Batch &)> compile = [&](const Batch &b) {
+    const std::string &arch = archs[b.arch];
+    std::string err;
+    NvrtcOptions no;
+    no.sourceName = res.sources[b.kernels[0]].name + ".cu";
+    auto r = compileWithNvrtc(batchSource(res.sources, b), arch, err, no);
+    if (!r && b.kernels.size() > 1) {
+      for (size_t i : b.kernels)
+        compile({b.arch, {i}});
+      return;
+    }
+    for (size_t i : b.kernels) {
+      Slot &slot = slots[i][b.arch];
       if (!r) {
-        errors[i] = "kernel " + s.name + " for " + arch + ": " + err;
-        return;
+        slot.error =
+            "kernel " + res.sources[i].name + " for " + arch + ": " + err;
+        continue;
       }
-      cubins[i][arch] = std::move(r->cubin);
-      if (const KernelResources *kr = r->find(s.name)) {
+      slot.cubin = r->cubin;
+      if (const KernelResources *kr = r->find(res.sources[i].name)) {
         std::ostringstream os;
         os << arch << ": " << kr->registers << " registers, "
            << kr->spillStoreBytes << " B spill stores, " << kr->spillLoadBytes
            << " B spill loads, " << kr->sharedBytes << " B static shared\n";
-        s.ptxas += os.str();
+        slot.ptxas = os.str();
       }
     }
+  };
+  parallelFor(batches.size(), jobs, [&](size_t b) {
+    compile(batches[b]);
+    progress.step(++compiled);
   });
-  for (const std::string &e : errors)
-    if (!e.empty()) {
-      error = e;
-      return false;
+  cubins.assign(unique.size(), {});
+  for (size_t i = 0; i < unique.size(); ++i)
+    for (size_t a = 0; a < archs.size(); ++a) {
+      Slot &slot = slots[i][a];
+      if (!slot.error.empty()) {
+        error = slot.error;
+        return false;
+      }
+      cubins[i][archs[a]] = std::move(slot.cubin);
+      res.sources[i].ptxas += slot.ptxas;
     }
   std::map<std::string, int> byName;
   for (size_t i = 0; i < unique.size(); ++i)

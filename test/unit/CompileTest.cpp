@@ -2,15 +2,18 @@
 // (BERT's input_ids and attention_mask): each tensor's dtype from its
 // element type, integer constants in the weights at their real size, and
 // model.h / libmodel.so with typed parameters. No CUBINs (no archs), so no
-// NVRTC is needed.
+// NVRTC is needed, except where a test batches kernels for NVRTC.
 #include "compiler/driver/Compile.h"
 #include "GraphTestUtil.h"
+#include "codegen/emit/Nvrtc.h"
 #include "compiler/driver/ModelLibrary.h"
+#include "cuts/Artifact.h"
 #include "perfmodel/Arch.h"
 #include "perfmodel/Describe.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 using namespace cuts;
@@ -198,4 +201,57 @@ func.func @main(%x: tensor<1x4x6x6xf32> {cuts.name = "x"}, %ids: tensor<2x4xi64>
   CHECK(a->manifest.kernels[0].flops == m.kernels[0].flops);
   CHECK(a->manifest.kernels[1].bytes == m.kernels[1].bytes);
   CHECK(a->manifest.target == m.target);
+}
+
+TEST_CASE("compile: small kernels share one NVRTC program, each reported",
+          "[driver]") {
+  // Three elementwise kernels (a relu, a sigmoid, a tanh on separate
+  // outputs): one batch, one CUBIN holding all three, each with its own
+  // ptxas line. With a tuning cache each kernel compiles alone.
+  test::Graph g(R"mlir(
+func.func @main(%x: tensor<4x64xf32> {cuts.name = "x"}) -> (tensor<4x64xf32> {cuts.name = "a"}, tensor<4x64xf32> {cuts.name = "b"}, tensor<4x64xf32> {cuts.name = "c"}) {
+  %0 = cuts.relu %x : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %1 = cuts.sigmoid %x : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %2 = cuts.tanh %x : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %0, %1, %2 : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+}
+)mlir");
+  REQUIRE(nvrtcAvailable());
+  driver::CompileOptions opts;
+  opts.arch = *findArch("h100");
+  opts.archs = {opts.arch.computeArch};
+  opts.jobs = 2;
+  std::string error;
+  auto res = driver::compileModule(*g.module, opts, error);
+  INFO(error);
+  REQUIRE(res);
+  REQUIRE(res->sources.size() == 3);
+  const auto &cubins = res->contents.cubins;
+  REQUIRE(cubins.size() == 3);
+  const std::string arch = opts.arch.computeArch;
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(cubins[k].at(arch) == cubins[0].at(arch));
+    CHECK(res->sources[k].ptxas.find(arch + ": ") == 0);
+    CHECK(res->sources[k].ptxas.find(" registers") != std::string::npos);
+  }
+  // The shared CUBIN holds every kernel's entry point.
+  const std::vector<char> &bin = cubins[0].at(arch);
+  for (const auto &s : res->sources)
+    CHECK(std::search(bin.begin(), bin.end(), s.name.begin(), s.name.end()) !=
+          bin.end());
+  // The artifact stores the shared CUBIN once.
+  std::string perr;
+  auto art = rt::parseArtifact(rt::serializeArtifact(res->contents), perr);
+  INFO(perr);
+  REQUIRE(art);
+  uint64_t size = 0;
+  art->section("cubin." + arch, &size);
+  CHECK(size == bin.size());
+
+  opts.tuningCache = "unused.json"; // only decides the batching here
+  opts.cost = driver::CostSource::Model;
+  auto alone = driver::compileModule(*g.module, opts, error);
+  REQUIRE(alone);
+  CHECK(alone->contents.cubins[0].at(arch) !=
+        alone->contents.cubins[1].at(arch));
 }
