@@ -13,15 +13,12 @@ using namespace mlir;
 
 namespace cuts {
 
-HostTensor::HostTensor(RankedTensorType t) : type(t) {
+HostTensor::HostTensor(RankedTensorType t)
+    : type(t), floating(llvm::isa<FloatType>(t.getElementType())) {
   if (isFloat())
     f.assign(numel(), 0.0);
   else
     i.assign(numel(), 0);
-}
-
-bool HostTensor::isFloat() const {
-  return llvm::isa<FloatType>(type.getElementType());
 }
 
 // fp16 and bf16 without APFloat, which took 30 s for BERT-base's weights:

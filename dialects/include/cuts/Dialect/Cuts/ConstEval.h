@@ -26,7 +26,9 @@ struct HostTensor {
   HostTensor() = default;
   explicit HostTensor(mlir::RankedTensorType type);
 
-  bool isFloat() const;
+  /// Read per element by folders (a matmul's inner loop): kept, not asked
+  /// of the type each time.
+  bool isFloat() const { return floating; }
   int64_t numel() const { return type.getNumElements(); }
   llvm::ArrayRef<int64_t> shape() const { return type.getShape(); }
   double getF(int64_t k) const { return isFloat() ? f[k] : double(i[k]); }
@@ -34,6 +36,9 @@ struct HostTensor {
   /// Stores v, rounded to the element type (float precision or integer width).
   void set(int64_t k, double v);
   void setI(int64_t k, int64_t v);
+
+private:
+  bool floating = false;
 };
 
 /// Largest tensor (in elements) a folder materialises; larger results stay
