@@ -37,6 +37,24 @@ std::string paramType(const TensorArg &t) {
          " *__restrict__";
 }
 
+std::vector<std::pair<std::string, std::string>> kernelParams(const Kernel &k) {
+  std::vector<std::pair<std::string, std::string>> ps;
+  for (size_t i = 0; i < k.tensors.size(); ++i) {
+    std::string type = paramType(k.tensors[i]);
+    for (const TileWait &w : k.waits)
+      if (w.tensor == int(i)) // no ld.global.nc: the producer writes it now
+        type = std::string("const ") + typeName(k.tensors[i].type) + " *";
+    ps.emplace_back(k.tensors[i].name, type);
+  }
+  if (k.post)
+    ps.emplace_back("cuts_posted", "unsigned *__restrict__");
+  for (size_t i = 0; i < k.waits.size(); ++i)
+    ps.emplace_back("cuts_ready" + std::to_string(i), "const unsigned *");
+  if (!k.waits.empty())
+    ps.emplace_back("cuts_epoch", "const unsigned *__restrict__");
+  return ps;
+}
+
 namespace {
 
 using dfg::Op;
@@ -734,6 +752,16 @@ private:
   /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
   /// the lanes' accumulator fragments.
   void emitMma();
+  /// cuSync: a TileWait's spin on the producer tiles the block reads (one
+  /// thread, then the block's barrier), and the TilePost after the stores.
+  void emitWaits();
+  void emitPost();
+  bool waited(int tensor) const {
+    for (const TileWait &w : top.waits)
+      if (w.tensor == tensor)
+        return true;
+    return false;
+  }
   void emitMmaExit(const std::optional<StagedStore> &staged);
   void emitMultistagePipeline();
   void emitSpecializedPipeline(bool staged);
@@ -1733,9 +1761,15 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
   std::string inside, outside = num(f.outside);
   if (f.mask)
     inside = "1.0f";
+  else if (quads && waited(f.tensor))
+    inside = "__ldcg(reinterpret_cast<const float4 *>(" +
+             k.tensors[f.tensor].name + " + " + global + "))";
   else if (quads)
     inside = "*reinterpret_cast<const float4 *>(" + k.tensors[f.tensor].name +
              " + " + global + ")";
+  else if (waited(f.tensor)) // through L2: L1 may hold a line read early
+    inside = widen(k.tensors[f.tensor].type,
+                   "__ldcg(&" + k.tensors[f.tensor].name + "[" + global + "])");
   else
     inside = widen(k.tensors[f.tensor].type,
                    k.tensors[f.tensor].name + "[" + global + "]");
@@ -2714,6 +2748,105 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
   emitWgmmaHold("    ");
 }
 
+// The semaphore helpers of cuSync's waits and posts.
+std::string syncPrelude(Target target) {
+  if (target == Target::Hip)
+    return "#error \"tile synchronisation is generated for CUDA only\"\n";
+  return "// cuSync: semaphores count posts since allocation and are never\n"
+         "// reset; run r waits for r x its posts (wrap-safe compare).\n"
+         "__device__ __forceinline__ void cuts_wait(const unsigned *s, "
+         "unsigned target) {\n"
+         "  while ((int)(*(const volatile unsigned *)s - target) < 0)\n"
+         "    __nanosleep(64);\n"
+         "}\n";
+}
+
+// "((c0 * 4 + c1) * 2 + c3)": semaphore index of coordinates `c` (names)
+// over the dimensions p does not merge.
+std::string semaphoreExpr(const sync::Policy &p, const sync::TileGrid &g,
+                          const std::array<std::string, 4> &c) {
+  std::string s;
+  for (int d = 0; d < 4; ++d)
+    if (!p.merged[d] && g.tiles[d] > 1)
+      s = s.empty()
+              ? c[d]
+              : "(" + s + ") * " + std::to_string(g.tiles[d]) + " + " + c[d];
+  return s.empty() ? "0" : s;
+}
+
+void Emitter::emitWaits() {
+  for (size_t i = 0; i < top.waits.size(); ++i) {
+    const TileWait &w = top.waits[i];
+    const sync::TileGrid &g = w.dep.producer;
+    os << "  // cuSync (" << w.policy.name << "): wait for the tiles of "
+       << top.tensors[w.tensor].name << " this block reads.\n"
+       << "  if (tid == 0) {\n"
+       << "    const unsigned target = cuts_epoch[0] * "
+       << w.policy.postsPerSemaphore(g) << "u;\n";
+    // The range of producer tiles along each dimension, then a loop over
+    // the box.
+    std::array<std::string, 4> coord, lo, hi;
+    for (int d = 0; d < 4; ++d) {
+      const sync::DimRead &r = w.dep.read[d];
+      if (w.policy.merged[d] || g.tiles[d] == 1)
+        continue;
+      const std::string v = std::string("p") + kDimLetter[d];
+      const std::string ext = std::to_string(g.extent[d]);
+      const std::string last = std::to_string(g.tiles[d] - 1);
+      coord[d] = v, lo[d] = "0", hi[d] = last;
+      if (r.all)
+        continue;
+      // Global positions [s, s + span) of the producer's axis, clipped to
+      // the tensor; its tiles from s / extent to (end - 1) / extent.
+      std::string start = std::to_string(r.add);
+      if (r.consumerDim >= 0)
+        start = "base_" + std::string(1, kDimLetter[r.consumerDim]) + " / " +
+                std::to_string(w.dep.consumer.extent[r.consumerDim]) + " * " +
+                std::to_string(r.mul) + " + " + start;
+      const std::string s0 = "s_" + v, a = "a_" + v, e = "e_" + v;
+      os << "    const long long " << s0 << " = " << start << ";\n"
+         << "    const long long " << a << " = " << s0 << " < 0 ? 0 : " << s0
+         << ", " << e << " = " << s0 << " + " << r.span << " < "
+         << r.globalExtent << " ? " << s0 << " + " << r.span << " : "
+         << r.globalExtent << ";\n";
+      lo[d] = a + " / " + ext;
+      hi[d] = "(" + a + " < " + e + " ? ((" + e + " - 1) / " + ext + " < " +
+              last + " ? (" + e + " - 1) / " + ext + " : " + last + ") : -1)";
+    }
+    std::string ind = "    ";
+    for (int d = 0; d < 4; ++d)
+      if (!coord[d].empty()) {
+        os << ind << "for (long long " << coord[d] << " = " << lo[d] << "; "
+           << coord[d] << " <= " << hi[d] << "; ++" << coord[d] << ")\n";
+        ind += "  ";
+      }
+    os << ind << "cuts_wait(&cuts_ready" << i << "["
+       << semaphoreExpr(w.policy, g, coord) << "], target);\n"
+       << "    __threadfence();\n"
+       << "  }\n"
+       << "  __syncthreads();\n";
+  }
+}
+
+void Emitter::emitPost() {
+  if (!top.post)
+    return;
+  const sync::TileGrid &g = top.post->grid;
+  std::array<std::string, 4> coord;
+  for (int d = 0; d < 4; ++d)
+    coord[d] = "base_" + std::string(1, kDimLetter[d]) + " / " +
+               std::to_string(g.extent[d]);
+  os << "  // cuSync (" << top.post->policy.name
+     << "): the tile's stores reach global memory before its semaphore\n"
+     << "  // counts it.\n"
+     << "  __syncthreads();\n"
+     << "  if (tid == 0) {\n"
+     << "    __threadfence();\n"
+     << "    atomicAdd(&cuts_posted["
+     << semaphoreExpr(top.post->policy, g, coord) << "], 1u);\n"
+     << "  }\n";
+}
+
 std::string Emitter::run() {
   const TileParams &p = top.params;
   int64_t threads = p.threads();
@@ -2740,6 +2873,8 @@ std::string Emitter::run() {
           "only\"\n";
   if (top.mma || half)
     os << tensorCorePrelude();
+  if (top.post || !top.waits.empty())
+    os << syncPrelude(target);
   if (top.mma && top.mma->instr == MatrixInstr::Wgmma)
     os << wgmmaPrelude()
        << wgmmaFunction(int(8 * top.mma->ni),
@@ -2747,9 +2882,9 @@ std::string Emitter::run() {
   os << "\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
      << top.name << "(";
-  for (size_t i = 0; i < top.tensors.size(); ++i)
-    os << (i ? ", " : "") << paramType(top.tensors[i]) << " "
-       << top.tensors[i].name;
+  const auto params = kernelParams(top);
+  for (size_t i = 0; i < params.size(); ++i)
+    os << (i ? ", " : "") << params[i].second << " " << params[i].first;
   os << ") {\n"
      << "  constexpr int kThreads = " << threads << ";\n";
   emitThreadCoordinates(cnt);
@@ -2760,6 +2895,7 @@ std::string Emitter::run() {
        << "  block /= " << tiles << ";\n";
   }
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
+  emitWaits();
   // Shared tiles live in dynamic shared memory: a block may use more than
   // the 48 KB static limit (up to the GPU's opt-in maximum). The
   // prefetching variant keeps two stages of them.
@@ -2782,6 +2918,7 @@ std::string Emitter::run() {
     ph.skipFetch = top.producedFetch;
     emitPhase("  ", threads, false, true);
   }
+  emitPost();
   os << "}\n";
   return os.str();
 }

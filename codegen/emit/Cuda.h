@@ -25,6 +25,14 @@ const char *typeName(dfg::Type t);
 /// an input, without const for an output.
 std::string paramType(const TensorArg &t);
 
+/// The kernel's parameters in order, (name, declaration): its tensors, a
+/// tensor it waits for (cuSync) without __restrict__ (another kernel writes
+/// it meanwhile), then the semaphores: "cuts_posted" (TilePost),
+/// "cuts_ready0".. (one per TileWait) and, with waits, "cuts_epoch" (the
+/// run's number, from 1: a semaphore is ready at epoch x its posts).
+std::vector<std::pair<std::string, std::string>>
+kernelParams(const Kernel &kernel);
+
 struct LaunchShape {
   int64_t blocks = 0;
   int64_t threads = 0;
@@ -32,8 +40,7 @@ struct LaunchShape {
 };
 
 /// The kernel's source: one `extern "C" __global__` function named
-/// kernel.name whose parameters are kernel.tensors in order (pointers of
-/// paramType).
+/// kernel.name with kernelParams.
 std::string emitSource(const Kernel &kernel, Target target = Target::Cuda);
 
 /// The grid and block the kernel is launched with (one dimension each) and

@@ -8,9 +8,11 @@
 #ifndef CUTS_CODEGEN_EMIT_HOSTRUN_H
 #define CUTS_CODEGEN_EMIT_HOSTRUN_H
 
+#include "codegen/emit/HostCompile.h"
 #include "codegen/ops/Kernel.h"
 
 #include <map>
+#include <memory>
 #include <string>
 
 namespace cuts::codegen {
@@ -20,6 +22,15 @@ namespace cuts::codegen {
 /// compiler fails or the launch reports a problem (e.g. a barrier deadlock).
 bool runOnHost(const Kernel &k, const std::map<std::string, void *> &buffers,
                std::string &error);
+
+/// The two halves of runOnHost, for kernels that must run at the same time
+/// (cuSync's producer and consumer, each compiled into its own module so
+/// that their launches do not serialise): `buffers` also gives the
+/// semaphore parameters of kernelParams by name.
+std::unique_ptr<HostKernel> compileOnHost(const Kernel &k, std::string &error);
+bool launchOnHost(const HostKernel &hk, const Kernel &k,
+                  const std::map<std::string, void *> &buffers,
+                  std::string &error);
 
 } // namespace cuts::codegen
 

@@ -34,7 +34,8 @@
 //    __shfl_up_sync, __shfl_down_sync, __shfl_xor_sync (values up to 8
 //    bytes), __ballot_sync, __any_sync, __all_sync, atomicAdd/Sub/Exch/Min/
 //    Max/CAS (integers; atomicAdd and atomicExch also float, atomicAdd double),
-//    __ldg, __stwb, clock64 (nanoseconds, not cycles), __nanosleep, printf.
+//    __ldg, __ldcg, __stwb, clock64 (nanoseconds, not cycles), __nanosleep
+//    (see the spin timeout below), printf.
 //  - min/max, <math.h> (expf, erff, tanhf, sqrtf, fminf, ...), rsqrtf, the
 //    fast intrinsics (__expf, __logf, __fdividef, ...: exact versions here),
 //    __popc, __clz, __ffs, __umulhi, __float_as_int and friends.
@@ -97,6 +98,7 @@
 #endif
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -256,6 +258,7 @@ inline unsigned __umulhi(unsigned a, unsigned b) {
 inline int __mulhi(int a, int b) { return int((long long)a * b >> 32); }
 
 template <class T> inline T __ldg(const T *p) { return *p; }
+template <class T> inline T __ldcg(const T *p) { return *p; }
 template <class T> inline void __stwb(T *p, T v) { *p = v; }
 
 inline long long clock64() {
@@ -263,8 +266,24 @@ inline long long clock64() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+// A spin-wait sleeps between polls (cuSync's waits). A thread that has
+// slept CUTS_HOST_SPIN_TIMEOUT_MS (default 10000) in one block waits for a
+// flag nothing sets (a missing post): the launch reports it.
+inline thread_local long long spinSleptNs = 0;
 inline void __nanosleep(unsigned ns) {
+  auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+  spinSleptNs += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+  static const long long limit = [] {
+    const char *v = std::getenv("CUTS_HOST_SPIN_TIMEOUT_MS");
+    return (v ? std::atoll(v) : 10000) * 1000000LL;
+  }();
+  if (spinSleptNs > limit)
+    throw std::runtime_error("a spin-wait (__nanosleep loop) slept " +
+                             std::to_string(spinSleptNs / 1000000) +
+                             " ms: the flag it waits for is never set");
 }
 
 //===----------------------------------------------------------------------===//
@@ -565,6 +584,7 @@ inline void runThread(Block &block, unsigned tid, Invoke invoke,
   context.warp = block.warps[tid / 32].get();
   context.lane = tid % 32;
   current = &context;
+  spinSleptNs = 0;
   threadIdx = {tid % blockDim.x, tid / blockDim.x % blockDim.y,
                tid / (blockDim.x * blockDim.y)};
   try {
@@ -901,6 +921,12 @@ inline LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes,
   unsigned threads = block.x * block.y * block.z;
   state.fibers = false;
 #if defined(CUTS_HOST_HAS_FIBERS)
+  // CUTS_HOST_BLOCK=x runs block (x,0,0) alone: a test's look at one block.
+  const char *onlyVar = std::getenv("CUTS_HOST_BLOCK");
+  const long long only = onlyVar ? std::atoll(onlyVar) : -1;
+  auto skip = [&](unsigned x, unsigned y, unsigned z) {
+    return only >= 0 && (x != only || y != 0 || z != 0);
+  };
   const char *mode = std::getenv("CUTS_HOST_THREADS");
   if (!mode || std::strcmp(mode, "os") != 0) {
     Fibers fibers;
@@ -913,6 +939,8 @@ inline LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes,
     for (unsigned z = 0; z < grid.z; ++z)
       for (unsigned y = 0; y < grid.y; ++y)
         for (unsigned x = 0; x < grid.x; ++x) {
+          if (skip(x, y, z))
+            continue;
           blockIdx = {x, y, z};
           std::memset(sharedBase, 0xFF, sharedBytes);
           resetBlock(blk, threads);
@@ -937,6 +965,8 @@ inline LaunchResult runGrid(dim3 grid, dim3 block, size_t sharedBytes,
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
+        if (skip(x, y, z))
+          continue;
         blockIdx = {x, y, z};
         std::memset(sharedBase, 0xFF, sharedBytes);
         resetBlock(blk, threads);

@@ -10,6 +10,7 @@
 #define CUTS_CODEGEN_OPS_KERNEL_H
 
 #include "codegen/dfg/Dfg.h"
+#include "codegen/sync/Policy.h"
 #include "perfmodel/Roofline.h"
 
 #include <array>
@@ -214,6 +215,21 @@ struct PositionLoop {
   bool active() const { return iterations() > 1; }
 };
 
+/// cuSync (codegen/sync): once its stores are done, a producer's tile posts
+/// to its semaphore under `policy`.
+struct TilePost {
+  sync::TileGrid grid;
+  sync::Policy policy;
+};
+
+/// A consumer's wait, before its first fetch, for the producer tiles of
+/// tensor `tensor` (an index into Kernel::tensors) that its block reads.
+struct TileWait {
+  int tensor = -1;
+  sync::Dependence dep;
+  sync::Policy policy;
+};
+
 struct Kernel {
   std::string name;
   std::string summary; // ops and parameters, for the header comment
@@ -248,6 +264,9 @@ struct Kernel {
   /// producer's tensors (its output excepted) are among this kernel's.
   std::shared_ptr<const Kernel> producer;
   int producedFetch = -1;
+  /// Tile synchronisation with the kernels before and after (cuSync).
+  std::optional<TilePost> post;
+  std::vector<TileWait> waits;
   /// A tensor-core main loop (then `body` and `fetches` are empty).
   std::optional<MmaLoop> mma;
   /// Its operands A and B read in place from a tensor they are a

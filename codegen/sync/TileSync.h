@@ -20,6 +20,7 @@
 #define CUTS_CODEGEN_SYNC_TILESYNC_H
 
 #include "codegen/ops/Kernel.h"
+#include "codegen/sync/Policy.h"
 
 #include <array>
 #include <cstdint>
@@ -29,45 +30,8 @@
 
 namespace cuts::codegen::sync {
 
-/// A kernel's blocks along N, K, H, W: `tiles` of `extent` outputs each.
-/// Block b has coordinates in the emitter's order (W fastest):
-/// b = ((n * tiles[K] + k) * tiles[H] + h) * tiles[W] + w.
-struct TileGrid {
-  std::array<int64_t, 4> tiles{1, 1, 1, 1}, extent{1, 1, 1, 1};
-  int64_t blocks() const { return tiles[0] * tiles[1] * tiles[2] * tiles[3]; }
-  std::array<int64_t, 4> coords(int64_t block) const;
-  int64_t linear(const std::array<int64_t, 4> &c) const;
-};
-
+/// k's grid of blocks.
 TileGrid tileGrid(const Kernel &k);
-
-/// Along one producer grid dimension: the global positions a consumer block
-/// reads, [c * mul + add, c * mul + add + span) with c its coordinate along
-/// `consumerDim` (-1: the same range for every block), or every position.
-struct DimRead {
-  bool all = true;
-  int consumerDim = -1;
-  int64_t mul = 0, add = 0, span = 0;
-  int64_t globalExtent = 0; // positions past it are padding: nothing read
-};
-
-/// Producer tiles, per producer grid dimension an inclusive range (empty
-/// where lo > hi).
-struct Box {
-  std::array<int64_t, 4> lo{0, 0, 0, 0}, hi{0, 0, 0, 0};
-  bool empty() const;
-};
-
-/// How the blocks of `consumer` depend on those of `producer` through one
-/// tensor: the producer's output, read by one of the consumer's fetches.
-struct Dependence {
-  TileGrid producer, consumer;
-  std::array<DimRead, 4> read; // indexed by producer grid dimension
-  std::string tensor;          // the consumer's name for it
-
-  /// The producer tiles consumer block `c` (its coordinates) reads.
-  Box box(const std::array<int64_t, 4> &c) const;
-};
 
 /// The dependence through consumer fetch `fetch`, which reads the tensor
 /// producer stores (its exit's output). Nullopt, with `why`, where the maps
@@ -77,27 +41,9 @@ std::optional<Dependence> dependence(const Kernel &producer,
                                      const Kernel &consumer, int fetch,
                                      std::string &why);
 
-/// Producer grid dimensions merged into one semaphore each.
-struct Policy {
-  std::string name; // "TileSync", "RowSync"
-  std::array<bool, 4> merged{false, false, false, false};
-
-  /// Semaphores over the producer's grid, and the posts each gets a run.
-  int64_t semaphores(const TileGrid &g) const;
-  int64_t postsPerSemaphore(const TileGrid &g) const;
-  /// The semaphore producer tile `c` posts to.
-  int64_t semaphore(const TileGrid &g, const std::array<int64_t, 4> &c) const;
-};
-
 /// The policies worth trying for d: TileSync, and RowSync where a consumer
 /// tile reads some producer dimension of several tiles whole.
 std::vector<Policy> policies(const Dependence &d);
-
-/// One wait of a consumer tile: semaphore `semaphore` has counted `posts`
-/// this run.
-struct Wait {
-  int64_t semaphore = 0, posts = 0;
-};
 
 /// The waits of consumer block `c` under policy p, semaphores ascending.
 std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,

@@ -1,6 +1,9 @@
 // cuSync's dependence analysis (codegen/sync): every consumer tile waits for
 // exactly the producer tiles whose outputs it reads, checked against the
 // elements the consumer's fetch touches, one by one.
+#include "codegen/emit/Cuda.h"
+#include "codegen/emit/HostRun.h"
+#include "codegen/emit/Nvrtc.h"
 #include "codegen/ops/Conv.h"
 #include "codegen/ops/MatMul.h"
 #include "codegen/sync/TileSync.h"
@@ -9,7 +12,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
 #include <set>
+#include <thread>
 
 using namespace cuts;
 using namespace cuts::codegen;
@@ -204,4 +212,195 @@ TEST_CASE("sync: a conv chain waits for the halo's producer tiles", "[sync]") {
   CHECK((b.lo[2] == 0 && b.hi[2] == 2 && b.lo[3] == 0 && b.hi[3] == 1));
   CHECK(b.lo[1] == 0);
   CHECK(b.hi[1] == d->producer.tiles[1] - 1); // every channel, through C
+}
+
+namespace {
+
+// x, the two filters and both outputs of a conv chain, as the kernels'
+// tensors by name ("X", "Wt", "Y").
+struct Chain {
+  std::vector<float> x, w1, y1, w2, y2;
+  std::map<std::string, void *> producer() {
+    return {{"X", x.data()}, {"Wt", w1.data()}, {"Y", y1.data()}};
+  }
+  std::map<std::string, void *> consumer() {
+    return {{"X", y1.data()}, {"Wt", w2.data()}, {"Y", y2.data()}};
+  }
+};
+
+} // namespace
+
+TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
+          "the producer tiles it reads",
+          "[sync]") {
+  // A conv chain (3x3 then 3x3, the consumer's halo crossing producer
+  // tiles), producer and consumer in modules of their own launched from
+  // two threads, the consumer first: its tiles spin until the producer's
+  // post. The intermediate starts as NaN, so a tile read before it is
+  // stored shows in the output, which must equal the stream-ordered one
+  // bit for bit; a second run reuses the semaphores (epoch 2).
+  std::string err;
+  test::ConvCase ps = test::convCase(1, 4, 16, 8, 3, 1, 1),
+                 cs = test::convCase(1, 8, 16, 4, 3, 1, 1);
+  auto p =
+      buildConv("p", ps.desc(), params(1, 4, 4, 8, 4, 1, 2, 2, 2), {}, err);
+  auto c =
+      buildConv("c", cs.desc(), params(1, 4, 8, 4, 4, 1, 2, 2, 2), {}, err);
+  INFO(err);
+  REQUIRE(p);
+  REQUIRE(c);
+  std::mt19937 rng(7);
+  Chain ref{test::randomVector(rng, 4 * 16 * 16),
+            test::randomVector(rng, 8 * 4 * 9), test::poisoned(8 * 16 * 16),
+            test::randomVector(rng, 4 * 8 * 9), test::poisoned(4 * 16 * 16)};
+  REQUIRE(runOnHost(*p, ref.producer(), err));
+  REQUIRE(runOnHost(*c, ref.consumer(), err));
+
+  std::string why;
+  auto d = dependence(*p, *c, 0, why);
+  REQUIRE(d);
+  for (const Policy &policy : policies(*d)) {
+    INFO(policy.name);
+    Kernel sp = *p, sc = *c;
+    sp.name = "p_" + policy.name, sc.name = "c_" + policy.name;
+    sp.post = TilePost{d->producer, policy};
+    sc.waits = {TileWait{c->fetches[0].tensor, *d, policy}};
+    auto hp = compileOnHost(sp, err);
+    auto hc = compileOnHost(sc, err);
+    INFO(err);
+    REQUIRE(hp);
+    REQUIRE(hc);
+    // The same sources build for the GPU.
+    REQUIRE(nvrtcAvailable());
+    CHECK(compileWithNvrtc(emitSource(sp), "sm_90", err));
+    CHECK(compileWithNvrtc(emitSource(sc), "sm_90", err));
+    std::vector<unsigned> sems(size_t(policy.semaphores(d->producer)), 0);
+    for (unsigned epoch = 1; epoch <= 2; ++epoch) {
+      Chain run = ref;
+      run.y1 = test::poisoned(run.y1.size());
+      run.y2 = test::poisoned(run.y2.size());
+      auto pb = run.producer(), cb = run.consumer();
+      pb["cuts_posted"] = sems.data(), cb["cuts_ready0"] = sems.data();
+      pb["cuts_epoch"] = cb["cuts_epoch"] = &epoch;
+      std::string cerr;
+      bool consumed = false;
+      std::thread consumer([&] { consumed = launchOnHost(*hc, sc, cb, cerr); });
+      bool produced = launchOnHost(*hp, sp, pb, err);
+      consumer.join();
+      INFO(err << cerr << " epoch " << epoch);
+      CHECK(produced);
+      CHECK(consumed);
+      CHECK(std::memcmp(run.y2.data(), ref.y2.data(), ref.y2.size() * 4) == 0);
+      for (unsigned s : sems)
+        CHECK(s == epoch * policy.postsPerSemaphore(d->producer));
+    }
+  }
+
+  // No post: the consumer's first wait never ends, and says so.
+  Kernel sc = *c;
+  sc.name = "c_unposted";
+  sc.waits = {TileWait{c->fetches[0].tensor, *d, policies(*d)[0]}};
+  auto hc = compileOnHost(sc, err);
+  REQUIRE(hc);
+  Chain run = ref;
+  std::vector<unsigned> sems(size_t(d->producer.blocks()), 0);
+  unsigned epoch = 1;
+  auto cb = run.consumer();
+  cb["cuts_ready0"] = sems.data(), cb["cuts_epoch"] = &epoch;
+  setenv("CUTS_HOST_SPIN_TIMEOUT_MS", "50", 1);
+  CHECK_FALSE(launchOnHost(*hc, sc, cb, err));
+  unsetenv("CUTS_HOST_SPIN_TIMEOUT_MS");
+  CHECK(err.find("the flag it waits for is never set") != std::string::npos);
+}
+
+TEST_CASE("sync: the emitted waits are the semaphores of the producer tiles "
+          "a consumer tile reads",
+          "[sync]") {
+  // Deterministic, for each consumer tile b, run alone (CUTS_HOST_BLOCK):
+  // the semaphores of the producer tiles b reads (element by element) are
+  // ready and those tiles stored, the rest of the intermediate NaN. Tile b
+  // must finish with the stream-ordered outputs (it waits for nothing
+  // more, reads nothing else); with any one of those semaphores not ready
+  // it must time out (20 ms) instead (it waits for each).
+  std::string err;
+  test::ConvCase ps = test::convCase(1, 4, 16, 8, 3, 1, 1),
+                 cs = test::convCase(1, 8, 16, 4, 3, 1, 1);
+  auto p =
+      buildConv("p", ps.desc(), params(1, 4, 4, 8, 4, 1, 2, 2, 2), {}, err);
+  auto c =
+      buildConv("c", cs.desc(), params(1, 4, 8, 4, 4, 1, 2, 2, 2), {}, err);
+  INFO(err);
+  REQUIRE(p);
+  REQUIRE(c);
+  std::mt19937 rng(11);
+  Chain ref{test::randomVector(rng, 4 * 16 * 16),
+            test::randomVector(rng, 8 * 4 * 9), test::poisoned(8 * 16 * 16),
+            test::randomVector(rng, 4 * 8 * 9), test::poisoned(4 * 16 * 16)};
+  REQUIRE(runOnHost(*p, ref.producer(), err));
+  REQUIRE(runOnHost(*c, ref.consumer(), err));
+  std::string why;
+  auto d = dependence(*p, *c, 0, why);
+  REQUIRE(d);
+  const TileGrid &g = d->producer, &cg = d->consumer;
+  setenv("CUTS_HOST_SPIN_TIMEOUT_MS", "20", 1);
+  for (const Policy &policy : policies(*d)) {
+    Kernel sc = *c;
+    sc.name = "c_alone_" + policy.name;
+    sc.waits = {TileWait{c->fetches[0].tensor, *d, policy}};
+    auto hc = compileOnHost(sc, err);
+    INFO(policy.name << ": " << err);
+    REQUIRE(hc);
+    for (int64_t b = 0; b < cg.blocks(); ++b) {
+      INFO("consumer tile " << b);
+      std::array<int64_t, 4> cb = cg.coords(b);
+      std::set<int64_t> needed;
+      for (const auto &t : readTiles(*p, *c, 0, cb))
+        needed.insert(policy.semaphore(g, t));
+      // The intermediate: the needed semaphores' tiles, NaN elsewhere.
+      Chain run = ref;
+      for (int64_t k = 0; k < 8; ++k)
+        for (int64_t h = 0; h < 16; ++h)
+          for (int64_t w = 0; w < 16; ++w) {
+            std::array<int64_t, 4> t{0, k / g.extent[1], h / g.extent[2],
+                                     w / g.extent[3]};
+            if (!needed.count(policy.semaphore(g, t)))
+              run.y1[(k * 16 + h) * 16 + w] = NAN;
+          }
+      setenv("CUTS_HOST_BLOCK", std::to_string(b).c_str(), 1);
+      std::vector<int64_t> withheld{-1}; // none, then each in turn
+      withheld.insert(withheld.end(), needed.begin(), needed.end());
+      for (int64_t held : withheld) {
+        INFO("withheld semaphore " << held);
+        run.y2 = test::poisoned(run.y2.size());
+        std::vector<unsigned> sems(size_t(policy.semaphores(g)), 0);
+        for (int64_t s : needed)
+          if (s != held)
+            sems[size_t(s)] = unsigned(policy.postsPerSemaphore(g));
+        unsigned epoch = 1;
+        auto m = run.consumer();
+        m["cuts_ready0"] = sems.data(), m["cuts_epoch"] = &epoch;
+        std::string lerr;
+        bool ok = launchOnHost(*hc, sc, m, lerr);
+        if (held >= 0) {
+          CHECK_FALSE(ok);
+          CHECK(lerr.find("never set") != std::string::npos);
+          continue;
+        }
+        CHECK(ok);
+        bool same = true;
+        for (int64_t k = cb[1] * cg.extent[1]; k < (cb[1] + 1) * cg.extent[1];
+             ++k)
+          for (int64_t h = cb[2] * cg.extent[2]; h < (cb[2] + 1) * cg.extent[2];
+               ++h)
+            for (int64_t w = cb[3] * cg.extent[3];
+                 w < (cb[3] + 1) * cg.extent[3]; ++w) {
+              size_t i = size_t((k * 16 + h) * 16 + w);
+              same = same && std::memcmp(&run.y2[i], &ref.y2[i], 4) == 0;
+            }
+        CHECK(same);
+      }
+      unsetenv("CUTS_HOST_BLOCK");
+    }
+  }
+  unsetenv("CUTS_HOST_SPIN_TIMEOUT_MS");
 }
