@@ -274,7 +274,15 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
     REQUIRE(nvrtcAvailable());
     CHECK(compileWithNvrtc(emitSource(sp), "sm_90", err));
     CHECK(compileWithNvrtc(emitSource(sc), "sm_90", err));
-    std::vector<unsigned> sems(size_t(policy.semaphores(d->producer)), 0);
+    // The semaphores, then the producer's count of runs started, which the
+    // wait kernel (run before the consumer, as on the GPU) waits for.
+    const size_t n = size_t(policy.semaphores(d->producer));
+    std::vector<unsigned> sems(n + 1, 0);
+    KernelSignature ws{
+        "cuts_sync_wait",
+        {{"started", "const unsigned *"}, {"cuts_epoch", "const unsigned *"}}};
+    auto hw = compileForHost(syncWaitKernel(), ws, err);
+    REQUIRE(hw);
     for (unsigned epoch = 1; epoch <= 2; ++epoch) {
       Chain run = ref;
       run.y1 = test::poisoned(run.y1.size());
@@ -284,15 +292,22 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
       pb["cuts_epoch"] = cb["cuts_epoch"] = &epoch;
       std::string cerr;
       bool consumed = false;
-      std::thread consumer([&] { consumed = launchOnHost(*hc, sc, cb, cerr); });
+      std::thread consumer([&] {
+        consumed =
+            hw->launch({1, 1, 1}, {1, 1, 1},
+                       {KernelArg::buffer(&sems[n]), KernelArg::buffer(&epoch)},
+                       cerr) &&
+            launchOnHost(*hc, sc, cb, cerr);
+      });
       bool produced = launchOnHost(*hp, sp, pb, err);
       consumer.join();
       INFO(err << cerr << " epoch " << epoch);
       CHECK(produced);
       CHECK(consumed);
       CHECK(std::memcmp(run.y2.data(), ref.y2.data(), ref.y2.size() * 4) == 0);
-      for (unsigned s : sems)
-        CHECK(s == epoch * policy.postsPerSemaphore(d->producer));
+      for (size_t i = 0; i < n; ++i)
+        CHECK(sems[i] == epoch * policy.postsPerSemaphore(d->producer));
+      CHECK(sems[n] == epoch);
     }
   }
 

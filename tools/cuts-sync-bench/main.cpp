@@ -1,0 +1,339 @@
+//===- cuts-sync-bench - cuSync's GEMM chains on a GPU
+//---------------------===//
+//
+// The microbenchmark of tile synchronisation (codegen/sync): an MLP's two
+// GEMMs, generated with the parameters the performance model ranks first,
+// run back to back on one stream (StreamSync) and with each policy the
+// analysis proposes (producer and consumer on two streams, the consumer's
+// tiles waiting for the producer tiles they read). Each variant is one CUDA
+// graph replayed; its output must equal StreamSync's bit for bit, with the
+// intermediate poisoned (NaN) before every checked run.
+//
+//   cuts-sync-bench [--arch h200] [--model gpt3|llama] [--rows 1,64,...]
+//                   [--iters N]
+//
+// The producer's stream has the higher priority: the block scheduler then
+// dispatches every producer block before any consumer block that could
+// spin on it, so a consumer never holds the SMs a producer tile needs.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/emit/Cuda.h"
+#include "codegen/emit/Nvrtc.h"
+#include "codegen/ops/MatMul.h"
+#include "codegen/sync/TileSync.h"
+#include "perfmodel/Arch.h"
+#include "perfmodel/ParamSearch.h"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace cuts;
+using namespace cuts::codegen;
+
+namespace {
+
+#define CHECK_CU(x)                                                            \
+  do {                                                                         \
+    CUresult r_ = (x);                                                         \
+    if (r_ != CUDA_SUCCESS) {                                                  \
+      const char *s_ = nullptr;                                                \
+      cuGetErrorString(r_, &s_);                                               \
+      std::fprintf(stderr, "cuts-sync-bench: error: %s: %s\n", #x,             \
+                   s_ ? s_ : "?");                                             \
+      std::exit(1);                                                            \
+    }                                                                          \
+  } while (0)
+
+struct Loaded {
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  LaunchShape shape;
+};
+
+Loaded load(const std::string &source, const std::string &name,
+            LaunchShape shape) {
+  std::string err;
+  auto r = compileWithNvrtc(source, "sm_90", err);
+  if (!r) {
+    std::fprintf(stderr, "cuts-sync-bench: error: NVRTC: %s\n", err.c_str());
+    std::exit(1);
+  }
+  Loaded l;
+  l.shape = shape;
+  CHECK_CU(cuModuleLoadData(&l.module, r->cubin.data()));
+  CHECK_CU(cuModuleGetFunction(&l.fn, l.module, name.c_str()));
+  CHECK_CU(cuFuncSetAttribute(l.fn,
+                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              int(shape.sharedBytes)));
+  return l;
+}
+
+Loaded load(const Kernel &k) {
+  return load(emitSource(k), k.name, launchShape(k));
+}
+
+void launch(const Loaded &l, CUstream s, std::vector<void *> args) {
+  CHECK_CU(cuLaunchKernel(
+      l.fn, unsigned(l.shape.blocks), 1, 1, unsigned(l.shape.threads), 1, 1,
+      unsigned(l.shape.sharedBytes), s, args.data(), nullptr));
+}
+
+// Waits for s, giving up (a deadlock: a consumer tile waiting for a tile
+// never posted) after 30 s.
+void finish(CUstream s) {
+  auto start = std::chrono::steady_clock::now();
+  while (cuStreamQuery(s) == CUDA_ERROR_NOT_READY) {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(30)) {
+      std::fprintf(stderr, "cuts-sync-bench: error: a run did not finish in "
+                           "30 s (deadlock)\n");
+      std::_Exit(2);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  CHECK_CU(cuStreamQuery(s));
+}
+
+std::vector<int64_t> parseList(const std::string &s) {
+  std::vector<int64_t> v;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    v.push_back(std::atoll(item.c_str()));
+  return v;
+}
+
+double waves(const Loaded &l, int sms) {
+  int perSm = 0;
+  CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &perSm, l.fn, int(l.shape.threads), size_t(l.shape.sharedBytes)));
+  return double(l.shape.blocks) / (std::max(perSm, 1) * sms);
+}
+
+struct Buffers {
+  CUdeviceptr x, w1, y1, w2, y2, sems, epoch;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string archName = "h200", model = "gpt3";
+  std::vector<int64_t> rows = {1, 64, 128, 256, 512, 1024, 2048};
+  int iters = 10;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--arch" && i + 1 < argc)
+      archName = argv[++i];
+    else if (a == "--model" && i + 1 < argc)
+      model = argv[++i];
+    else if (a == "--rows" && i + 1 < argc)
+      rows = parseList(argv[++i]);
+    else if (a == "--iters" && i + 1 < argc)
+      iters = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "cuts-sync-bench: error: unknown argument %s\n",
+                   a.c_str());
+      return 1;
+    }
+  }
+  auto arch = findArch(archName);
+  if (!arch || (model != "gpt3" && model != "llama")) {
+    std::fprintf(stderr, "cuts-sync-bench: error: unknown --arch or --model\n");
+    return 1;
+  }
+  // Per GPU with 8-way tensor parallelism: GPT-3 145B's MLP (H = 12288,
+  // 4H / 8 = 6144), LLaMA 65B's after SwiGLU (H = 8192, 22016 / 8 ~ 2752,
+  // rounded to 2816).
+  const int64_t H = model == "gpt3" ? 12288 : 8192;
+  const int64_t F = model == "gpt3" ? 6144 : 2816;
+
+  CHECK_CU(cuInit(0));
+  CUdevice dev;
+  CHECK_CU(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK_CU(cuCtxSetCurrent(ctx));
+  char gpu[256];
+  cuDeviceGetName(gpu, sizeof gpu, dev);
+  int sms = 0;
+  CHECK_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                dev));
+  int least = 0, greatest = 0;
+  cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  CUstream sa, sb;
+  CHECK_CU(cuStreamCreateWithPriority(&sa, CU_STREAM_NON_BLOCKING, greatest));
+  CHECK_CU(cuStreamCreateWithPriority(&sb, CU_STREAM_NON_BLOCKING, least));
+  CUevent fork, join, t0, t1;
+  CHECK_CU(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+  CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+  CHECK_CU(cuEventCreate(&t0, CU_EVENT_DEFAULT));
+  CHECK_CU(cuEventCreate(&t1, CU_EVENT_DEFAULT));
+  Loaded next = load("extern \"C\" __global__ void cuts_epoch_next(unsigned "
+                     "*e) { e[0] += 1u; }\n",
+                     "cuts_epoch_next", LaunchShape{1, 1, 0});
+  Loaded hold = load(syncWaitKernel(), "cuts_sync_wait", LaunchShape{1, 1, 0});
+
+  std::printf("GPU: %s (%d SMs), model: %s, MLP %s: %lld -> %lld -> %lld, "
+              "fp32, each variant a CUDA graph\n",
+              gpu, sms, arch->name.c_str(), model.c_str(), (long long)H,
+              (long long)F, (long long)H);
+  std::printf("%6s %12s %12s %11s %11s %11s %8s\n", "rows", "waves p+c",
+              "stream (us)", "tile (us)", "row (us)", "best", "same");
+  std::mt19937 rng(0);
+  for (int64_t M : rows) {
+    OpDesc dp = describeMatMul({M, H}, {H, F}, {M, F}, false, false);
+    OpDesc dc = describeMatMul({M, F}, {F, H}, {M, H}, false, false);
+    std::string err;
+    auto p = buildMatMul("p", dp, searchParams(dp, *arch).kept.at(0).params, {},
+                         err);
+    auto c = buildMatMul("c", dc, searchParams(dc, *arch).kept.at(0).params, {},
+                         err);
+    std::string why;
+    auto dep = p && c ? sync::dependence(*p, *c, 0, why) : std::nullopt;
+    if (!dep) {
+      std::fprintf(stderr, "cuts-sync-bench: error: rows %lld: %s%s\n",
+                   (long long)M, err.c_str(), why.c_str());
+      return 1;
+    }
+    Buffers b{};
+    auto alloc = [](CUdeviceptr &ptr, size_t bytes) {
+      CHECK_CU(cuMemAlloc(&ptr, std::max<size_t>(bytes, 4)));
+    };
+    auto fill = [&](CUdeviceptr ptr, size_t n, float scale) {
+      std::vector<float> h(n);
+      std::normal_distribution<float> dist(0.f, scale);
+      for (float &v : h)
+        v = dist(rng);
+      CHECK_CU(cuMemcpyHtoD(ptr, h.data(), n * 4));
+    };
+    alloc(b.x, M * H * 4), alloc(b.w1, H * F * 4), alloc(b.y1, M * F * 4);
+    alloc(b.w2, F * H * 4), alloc(b.y2, M * H * 4);
+    alloc(b.sems, size_t(dep->producer.blocks() + 1) * 4), alloc(b.epoch, 4);
+    fill(b.x, M * H, 1.f), fill(b.w1, H * F, 1.f / std::sqrt(float(H)));
+    fill(b.w2, F * H, 1.f / std::sqrt(float(F)));
+    CHECK_CU(cuCtxSynchronize()); // the uploads' DMA done before sa's work
+
+    // Each variant as a graph: StreamSync on one stream; a policy's
+    // producer on sa and consumer on sb, after the epoch's increment.
+    std::vector<std::pair<std::string, CUgraphExec>> graphs;
+    std::vector<Loaded> loaded;
+    Loaded lp = load(*p), lc = load(*c);
+    auto text = [](const TileParams &t) {
+      return std::to_string(t.Nb) + "x" + std::to_string(t.Kb) + " thread " +
+             std::to_string(t.Nt) + "x" + std::to_string(t.Kt) + " C_input " +
+             std::to_string(t.Cin);
+    };
+    std::fprintf(stderr, "  rows %lld: producer %s, consumer %s\n",
+                 (long long)M, text(p->params).c_str(),
+                 text(c->params).c_str());
+    double w = waves(lp, sms) + waves(lc, sms);
+    auto capture = [&](auto body) {
+      CUgraph g;
+      CUgraphExec e;
+      CHECK_CU(cuStreamBeginCapture(sa, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+      body();
+      CHECK_CU(cuStreamEndCapture(sa, &g));
+      CHECK_CU(cuGraphInstantiate(&e, g, 0));
+      CHECK_CU(cuGraphDestroy(g));
+      return e;
+    };
+    graphs.emplace_back("stream", capture([&] {
+                          launch(lp, sa, {&b.x, &b.w1, &b.y1});
+                          launch(lc, sa, {&b.y1, &b.w2, &b.y2});
+                        }));
+    for (const sync::Policy &pol : sync::policies(*dep)) {
+      Kernel sp = *p, sc = *c;
+      sp.post = TilePost{dep->producer, pol};
+      sc.waits = {TileWait{c->fetches[0].tensor, *dep, pol}};
+      Loaded ls = load(sp), lw = load(sc);
+      loaded.push_back(ls), loaded.push_back(lw);
+      CUdeviceptr started = b.sems + 4 * pol.semaphores(dep->producer);
+      graphs.emplace_back(
+          pol.name, capture([&] {
+            launch(next, sa, {&b.epoch});
+            CHECK_CU(cuEventRecord(fork, sa));
+            CHECK_CU(cuStreamWaitEvent(sb, fork, 0));
+            launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems});
+            launch(hold, sb, {&started, &b.epoch});
+            launch(lw, sb, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});
+            CHECK_CU(cuEventRecord(join, sb));
+            CHECK_CU(cuStreamWaitEvent(sa, join, 0));
+          }));
+    }
+    // Check (intermediate and output poisoned first) and time each.
+    std::vector<float> ref(size_t(M * H)), got(size_t(M * H));
+    double times[3] = {NAN, NAN, NAN};
+    bool same = true;
+    for (size_t v = 0; v < graphs.size(); ++v) {
+      // On sa, before the graph: a plain cuMemset goes to the legacy stream,
+      // which a non-blocking stream does not wait for.
+      CHECK_CU(
+          cuMemsetD32Async(b.sems, 0, size_t(dep->producer.blocks() + 1), sa));
+      CHECK_CU(cuMemsetD32Async(b.epoch, 0, 1, sa));
+      for (int check = 0; check < 2; ++check) {
+        CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(M * F), sa));
+        CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(M * H), sa));
+        CHECK_CU(cuGraphLaunch(graphs[v].second, sa));
+        finish(sa);
+        CHECK_CU(cuMemcpyDtoHAsync(v == 0 ? ref.data() : got.data(), b.y2,
+                                   size_t(M * H) * 4, sa));
+        finish(sa);
+        if (v > 0 && std::memcmp(ref.data(), got.data(), ref.size() * 4)) {
+          same = false;
+          size_t differ = 0, nans = 0, first = ref.size();
+          for (size_t i = 0; i < ref.size(); ++i)
+            if (std::memcmp(&ref[i], &got[i], 4)) {
+              ++differ, nans += std::isnan(got[i]);
+              first = std::min(first, i);
+            }
+          std::fprintf(stderr,
+                       "  %s run %d: %zu outputs differ (%zu NaN), the first "
+                       "at row %zu column %zu\n",
+                       graphs[v].first.c_str(), check, differ, nans,
+                       first / size_t(H), first % size_t(H));
+        }
+      }
+      std::vector<double> per;
+      for (int rep = 0; rep < 7; ++rep) {
+        CHECK_CU(cuEventRecord(t0, sa));
+        for (int i = 0; i < iters; ++i)
+          CHECK_CU(cuGraphLaunch(graphs[v].second, sa));
+        CHECK_CU(cuEventRecord(t1, sa));
+        finish(sa);
+        float ms = 0;
+        CHECK_CU(cuEventElapsedTime(&ms, t0, t1));
+        per.push_back(1000.0 * ms / iters);
+      }
+      std::sort(per.begin(), per.end());
+      const std::string &name = graphs[v].first;
+      times[name == "stream" ? 0 : name == "TileSync" ? 1 : 2] = per[3];
+    }
+    double best = std::min(std::isnan(times[1]) ? INFINITY : times[1],
+                           std::isnan(times[2]) ? INFINITY : times[2]);
+    std::printf("%6lld %12.2f %12.1f %11.1f %11.1f %10.1f%% %8s\n",
+                (long long)M, w, times[0], times[1], times[2],
+                100.0 * (times[0] - best) / times[0], same ? "yes" : "NO");
+    std::fflush(stdout);
+    for (auto &g : graphs)
+      cuGraphExecDestroy(g.second);
+    for (const Loaded &l : loaded)
+      cuModuleUnload(l.module);
+    cuModuleUnload(lp.module), cuModuleUnload(lc.module);
+    for (CUdeviceptr ptr : {b.x, b.w1, b.y1, b.w2, b.y2, b.sems, b.epoch})
+      cuMemFree(ptr);
+    if (!same)
+      return 1;
+  }
+  cuModuleUnload(next.module);
+  return 0;
+}
