@@ -1,5 +1,4 @@
-//===- Policy.h - cuSync's tiles, dependences and policies -------*- C++
-//-*-===//
+//===- Policy.h - cuSync's tiles, dependences, policies ---------*- C++ -*-===//
 //
 // The data of tile synchronisation (see TileSync.h for how it is derived):
 // plain values that a Kernel carries, so that the emitter can write its

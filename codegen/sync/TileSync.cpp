@@ -222,4 +222,38 @@ std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
   return out;
 }
 
+SyncEstimate estimate(const Dependence &d, const Policy &p,
+                      const KernelTiming &producer,
+                      const KernelTiming &consumer, int64_t sms) {
+  const int64_t bp = d.producer.blocks(), bc = d.consumer.blocks();
+  const int64_t slotsP = sms * std::max<int64_t>(producer.perSM, 1);
+  const int64_t slotsC = sms * std::max<int64_t>(consumer.perSM, 1);
+  const int64_t wavesP = (bp + slotsP - 1) / slotsP;
+  const int64_t wavesC = (bc + slotsC - 1) / slotsC;
+  const double waveC = consumer.us / double(wavesC);
+  // Producer tiles done when its last wave starts, and that wave's empty
+  // slots in consumer blocks.
+  const int64_t done = (wavesP - 1) * slotsP;
+  const int64_t idle = (wavesP * slotsP - bp) * slotsC / slotsP;
+  // The consumer's first tiles whose semaphores are then complete: the
+  // last producer tile of each one's box (merged dimensions whole).
+  int64_t ready = 0;
+  for (; ready < bc && ready < idle; ++ready) {
+    Box b = d.box(d.consumer.coords(ready));
+    if (b.empty())
+      continue;
+    for (int dim = 0; dim < 4; ++dim)
+      if (p.merged[dim])
+        b.hi[dim] = d.producer.tiles[dim] - 1;
+    if (d.producer.linear(b.hi) >= done)
+      break;
+  }
+  SyncEstimate e;
+  e.streamUs = producer.us + consumer.us;
+  e.earlyTiles = ready;
+  e.syncUs = producer.us + double((bc - ready + slotsC - 1) / slotsC) * waveC +
+             kSyncOverheadUs;
+  return e;
+}
+
 } // namespace cuts::codegen::sync

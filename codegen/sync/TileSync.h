@@ -1,5 +1,4 @@
-//===- TileSync.h - which producer tiles a consumer tile waits for -*- C++
-//-*-===//
+//===- TileSync.h - the tiles a consumer tile waits for ---------*- C++ -*-===//
 //
 // cuSync (../shared/papers/cusync.txt) lets a consumer kernel's tile start
 // once the producer tiles it reads are done, instead of once the whole
@@ -48,6 +47,32 @@ std::vector<Policy> policies(const Dependence &d);
 /// The waits of consumer block `c` under policy p, semaphores ascending.
 std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
                           const std::array<int64_t, 4> &c);
+
+/// One kernel of a pair run alone: its time, and its blocks an SM holds.
+struct KernelTiming {
+  double us = 0;
+  int64_t perSM = 1;
+};
+
+/// The fixed cost of a synchronised pair: the epoch's increment, the wait
+/// kernel and the streams' fork and join (about 7 us on an H200, the
+/// difference at 64 rows of cuts-sync-bench, where no wave is saved).
+constexpr double kSyncOverheadUs = 7.0;
+
+/// The model's estimate for a pair (the paper's wave quantisation, §I):
+/// in stream order the consumer's waves start after the producer's last;
+/// synchronised, the consumer tiles whose producer tiles are all done when
+/// the producer's last wave starts (blocks run in index order) fill that
+/// wave's empty slots, and the consumer has that many tiles fewer to run.
+struct SyncEstimate {
+  double streamUs = 0, syncUs = 0;
+  int64_t earlyTiles = 0; // consumer tiles run in the producer's last wave
+  double gain() const { return streamUs - syncUs; }
+};
+
+SyncEstimate estimate(const Dependence &d, const Policy &p,
+                      const KernelTiming &producer,
+                      const KernelTiming &consumer, int64_t sms);
 
 } // namespace cuts::codegen::sync
 

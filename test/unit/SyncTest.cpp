@@ -419,3 +419,39 @@ TEST_CASE("sync: the emitted waits are the semaphores of the producer tiles "
   }
   unsetenv("CUTS_HOST_SPIN_TIMEOUT_MS");
 }
+
+TEST_CASE("sync: the model's gain is the consumer tiles that fit the "
+          "producer's last wave",
+          "[sync]") {
+  // The GEMM chain above on 5 SMs, a block each: the producer's 12 tiles
+  // run in 3 waves, the last with 3 empty slots; 10 producer tiles are done
+  // when it starts, rows 0-2 and one of row 3, so the consumer's first row
+  // (3 tiles, reading producer rows 0 and 1) runs in it: one consumer wave
+  // of two saved, less the fixed cost.
+  std::string err;
+  auto p = buildMatMul("p", test::matmulDesc(64, 48, 96),
+                       params(16, 32, 1, 1, 16, 4, 4), {}, err);
+  auto c = buildMatMul("c", test::matmulDesc(64, 96, 48),
+                       params(32, 16, 1, 1, 16, 4, 4), {}, err);
+  REQUIRE(p);
+  REQUIRE(c);
+  std::string why;
+  auto d = dependence(*p, *c, 0, why);
+  REQUIRE(d);
+  for (const Policy &policy : policies(*d)) {
+    SyncEstimate e = estimate(*d, policy, {300, 1}, {200, 1}, 5);
+    CHECK(e.earlyTiles == 3);
+    CHECK(e.streamUs == 500);
+    CHECK(e.syncUs == Approx(300 + 100 + kSyncOverheadUs));
+    CHECK(e.gain() == Approx(100 - kSyncOverheadUs));
+  }
+  // On 4 SMs the producer's 3 waves are whole: nothing to fill, a loss.
+  SyncEstimate whole = estimate(*d, policies(*d)[0], {300, 1}, {200, 1}, 4);
+  CHECK(whole.earlyTiles == 0);
+  CHECK(whole.gain() == Approx(-kSyncOverheadUs));
+  // On 6 SMs the 12 tiles fill 2 waves exactly, likewise; on 7 the last
+  // wave has 2 empty slots and 7 producer tiles are done (rows 0-1 and one
+  // of row 2): the consumer's first two tiles, which need rows 0-1, fit.
+  CHECK(estimate(*d, policies(*d)[0], {300, 1}, {200, 1}, 6).earlyTiles == 0);
+  CHECK(estimate(*d, policies(*d)[0], {300, 1}, {200, 1}, 7).earlyTiles == 2);
+}

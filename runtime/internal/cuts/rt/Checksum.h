@@ -1,5 +1,4 @@
-//===- Checksum.h - the artifact's checksum: XXH64 ---------------*- C++
-//-*-===//
+//===- Checksum.h - the artifact's checksum: XXH64 --------------*- C++ -*-===//
 //
 // XXH64 with seed 0, after the xxHash specification (Yann Collet's
 // xxhash_spec.md), written here from it. Four independent lanes of 8-byte
