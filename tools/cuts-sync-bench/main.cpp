@@ -1,16 +1,18 @@
-//===- cuts-sync-bench - cuSync's GEMM chains on a GPU
-//---------------------===//
+//===- cuts-sync-bench - cuSync's dependent kernels on a GPU -------------===//
 //
 // The microbenchmark of tile synchronisation (codegen/sync): an MLP's two
-// GEMMs, generated with the parameters the performance model ranks first,
+// GEMMs, or two convs, generated with the parameters the model ranks first,
 // run back to back on one stream (StreamSync) and with each policy the
 // analysis proposes (producer and consumer on two streams, the consumer's
 // tiles waiting for the producer tiles they read). Each variant is one CUDA
 // graph replayed; its output must equal StreamSync's bit for bit, with the
 // intermediate poisoned (NaN) before every checked run.
 //
-//   cuts-sync-bench [--arch h200] [--model gpt3|llama] [--rows 1,64,...]
-//                   [--iters N]
+//   cuts-sync-bench [--arch h200] [--model gpt3|llama|conv64|..|conv512]
+//                   [--rows 1,64,...] [--iters N]
+//
+// For the convs (two 3x3 convs of a ResNet-38 / VGG-19 layer) the rows are
+// the batch.
 //
 // The producer's stream has the higher priority: the block scheduler then
 // dispatches every producer block before any consumer block that could
@@ -19,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/Nvrtc.h"
+#include "codegen/ops/Conv.h"
 #include "codegen/ops/MatMul.h"
 #include "codegen/sync/TileSync.h"
 #include "perfmodel/Arch.h"
@@ -33,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -128,6 +132,45 @@ struct Buffers {
   CUdeviceptr x, w1, y1, w2, y2, sems, epoch;
 };
 
+// Two dependent ops (the second reads the first's output) and the element
+// counts of their five tensors.
+struct Chain {
+  OpDesc p, c;
+  int64_t x, w1, y1, w2, y2;
+  float scale1, scale2; // the weights' deviations: outputs near 1
+};
+
+// An MLP's two GEMMs at `rows` rows: h -> f -> h.
+Chain mlp(int64_t rows, int64_t h, int64_t f) {
+  return {describeMatMul({rows, h}, {h, f}, {rows, f}, false, false),
+          describeMatMul({rows, f}, {f, h}, {rows, h}, false, false),
+          rows * h,
+          h * f,
+          rows * f,
+          f * h,
+          rows * h,
+          1.f / std::sqrt(float(h)),
+          1.f / std::sqrt(float(f))};
+}
+
+// Two 3x3 convs (padding 1) of a ResNet-38 or VGG-19 layer, c channels on
+// a side x side image, at batch n.
+Chain convs(int64_t n, int64_t c, int64_t side) {
+  const Window win{{1, 1}, {1, 1, 1, 1}, {1, 1}};
+  OpDesc d = describeConv({n, c, side, side}, {c, c, 3, 3}, {n, c, side, side},
+                          1, win);
+  const int64_t image = n * c * side * side, filter = c * c * 9;
+  const float s = 1.f / std::sqrt(float(c * 9));
+  return {d, d, image, filter, image, filter, image, s, s};
+}
+
+std::optional<Kernel> build(const std::string &name, const OpDesc &d,
+                            const GpuArch &arch, std::string &err) {
+  TileParams p = searchParams(d, arch).kept.at(0).params;
+  return d.kind == OpKind::Conv ? buildConv(name, d, p, {}, err)
+                                : buildMatMul(name, d, p, {}, err);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -151,15 +194,24 @@ int main(int argc, char **argv) {
     }
   }
   auto arch = findArch(archName);
-  if (!arch || (model != "gpt3" && model != "llama")) {
-    std::fprintf(stderr, "cuts-sync-bench: error: unknown --arch or --model\n");
+  const bool conv = model.rfind("conv", 0) == 0;
+  const int64_t channels = conv ? std::atoll(model.c_str() + 4) : 0;
+  if (!arch || (model != "gpt3" && model != "llama" && channels != 64 &&
+                channels != 128 && channels != 256 && channels != 512)) {
+    std::fprintf(stderr, "cuts-sync-bench: error: unknown --arch or --model "
+                         "(gpt3, llama, conv64, conv128, conv256, conv512)\n");
     return 1;
   }
   // Per GPU with 8-way tensor parallelism: GPT-3 145B's MLP (H = 12288,
   // 4H / 8 = 6144), LLaMA 65B's after SwiGLU (H = 8192, 22016 / 8 ~ 2752,
-  // rounded to 2816).
+  // rounded to 2816). The convs: ResNet-38's and VGG-19's layers, 64 to 512
+  // channels on images of 56 to 7 pixels a side (rows: the batch).
   const int64_t H = model == "gpt3" ? 12288 : 8192;
   const int64_t F = model == "gpt3" ? 6144 : 2816;
+  const int64_t side = channels == 64    ? 56
+                       : channels == 128 ? 28
+                       : channels == 256 ? 14
+                                         : 7;
 
   CHECK_CU(cuInit(0));
   CUdevice dev;
@@ -187,22 +239,25 @@ int main(int argc, char **argv) {
                      "cuts_epoch_next", LaunchShape{1, 1, 0});
   Loaded hold = load(syncWaitKernel(), "cuts_sync_wait", LaunchShape{1, 1, 0});
 
-  std::printf("GPU: %s (%d SMs), model: %s, MLP %s: %lld -> %lld -> %lld, "
-              "fp32, each variant a CUDA graph\n",
-              gpu, sms, arch->name.c_str(), model.c_str(), (long long)H,
-              (long long)F, (long long)H);
+  if (conv)
+    std::printf("GPU: %s (%d SMs), model: %s, two 3x3 convs, %lld channels "
+                "on %lldx%lld, fp32, each variant a CUDA graph\n",
+                gpu, sms, arch->name.c_str(), (long long)channels,
+                (long long)side, (long long)side);
+  else
+    std::printf("GPU: %s (%d SMs), model: %s, MLP %s: %lld -> %lld -> %lld, "
+                "fp32, each variant a CUDA graph\n",
+                gpu, sms, arch->name.c_str(), model.c_str(), (long long)H,
+                (long long)F, (long long)H);
   std::printf("%6s %12s %12s %11s %11s %11s %10s %6s\n", "rows", "waves p+c",
               "stream (us)", "tile (us)", "row (us)", "best", "predicted",
               "same");
   std::mt19937 rng(0);
   for (int64_t M : rows) {
-    OpDesc dp = describeMatMul({M, H}, {H, F}, {M, F}, false, false);
-    OpDesc dc = describeMatMul({M, F}, {F, H}, {M, H}, false, false);
+    const Chain ch = conv ? convs(M, channels, side) : mlp(M, H, F);
     std::string err;
-    auto p = buildMatMul("p", dp, searchParams(dp, *arch).kept.at(0).params, {},
-                         err);
-    auto c = buildMatMul("c", dc, searchParams(dc, *arch).kept.at(0).params, {},
-                         err);
+    auto p = build("p", ch.p, *arch, err);
+    auto c = build("c", ch.c, *arch, err);
     std::string why;
     auto dep = p && c ? sync::dependence(*p, *c, 0, why) : std::nullopt;
     if (!dep) {
@@ -221,11 +276,11 @@ int main(int argc, char **argv) {
         v = dist(rng);
       CHECK_CU(cuMemcpyHtoD(ptr, h.data(), n * 4));
     };
-    alloc(b.x, M * H * 4), alloc(b.w1, H * F * 4), alloc(b.y1, M * F * 4);
-    alloc(b.w2, F * H * 4), alloc(b.y2, M * H * 4);
+    alloc(b.x, ch.x * 4), alloc(b.w1, ch.w1 * 4), alloc(b.y1, ch.y1 * 4);
+    alloc(b.w2, ch.w2 * 4), alloc(b.y2, ch.y2 * 4);
     alloc(b.sems, size_t(dep->producer.blocks() + 1) * 4), alloc(b.epoch, 4);
-    fill(b.x, M * H, 1.f), fill(b.w1, H * F, 1.f / std::sqrt(float(H)));
-    fill(b.w2, F * H, 1.f / std::sqrt(float(F)));
+    fill(b.x, ch.x, 1.f), fill(b.w1, ch.w1, ch.scale1);
+    fill(b.w2, ch.w2, ch.scale2);
     CHECK_CU(cuCtxSynchronize()); // the uploads' DMA done before sa's work
 
     // Each variant as a graph: StreamSync on one stream; a policy's
@@ -283,7 +338,7 @@ int main(int argc, char **argv) {
           }));
     }
     // Check (intermediate and output poisoned first) and time each.
-    std::vector<float> ref(size_t(M * H)), got(size_t(M * H));
+    std::vector<float> ref(size_t(ch.y2)), got(size_t(ch.y2));
     double times[3] = {NAN, NAN, NAN}, alone[2] = {0, 0};
     bool same = true;
     for (size_t v = 0; v < graphs.size(); ++v) {
@@ -293,12 +348,12 @@ int main(int argc, char **argv) {
           cuMemsetD32Async(b.sems, 0, size_t(dep->producer.blocks() + 1), sa));
       CHECK_CU(cuMemsetD32Async(b.epoch, 0, 1, sa));
       for (int check = 0; check < 2; ++check) {
-        CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(M * F), sa));
-        CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(M * H), sa));
+        CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1), sa));
+        CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(ch.y2), sa));
         CHECK_CU(cuGraphLaunch(graphs[v].second, sa));
         finish(sa);
         CHECK_CU(cuMemcpyDtoHAsync(v == 0 ? ref.data() : got.data(), b.y2,
-                                   size_t(M * H) * 4, sa));
+                                   size_t(ch.y2) * 4, sa));
         finish(sa);
         if (v > 2 && std::memcmp(ref.data(), got.data(), ref.size() * 4)) {
           same = false;
@@ -310,9 +365,8 @@ int main(int argc, char **argv) {
             }
           std::fprintf(stderr,
                        "  %s run %d: %zu outputs differ (%zu NaN), the first "
-                       "at row %zu column %zu\n",
-                       graphs[v].first.c_str(), check, differ, nans,
-                       first / size_t(H), first % size_t(H));
+                       "at element %zu\n",
+                       graphs[v].first.c_str(), check, differ, nans, first);
         }
       }
       std::vector<double> per;
