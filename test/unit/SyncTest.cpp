@@ -15,9 +15,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
+#include <utility>
 
 using namespace cuts;
 using namespace cuts::codegen;
@@ -135,13 +137,9 @@ void checkPair(const Kernel &producer, const Kernel &consumer, int fetch) {
   }
 }
 
-} // namespace
-
-TEST_CASE("sync: a GEMM chain's consumer tile reads a row of producer tiles",
-          "[sync]") {
-  // Y1 = X W1 (64 x 96, tiles 16 x 32), Y2 = Y1 W2 (tiles 32 x 16 over
-  // 96-wide slices of 16): each consumer tile reads two producer rows, all
-  // three tiles of each. RowSync merges the producer's columns.
+// Y1 = X W1 (64 x 96, tiles 16 x 32), Y2 = Y1 W2 (tiles 32 x 16 over
+// 96-wide slices of 16).
+std::pair<Kernel, Kernel> gemmPair() {
   std::string err;
   auto p = buildMatMul("p", test::matmulDesc(64, 48, 96),
                        params(16, 32, 1, 1, 16, 4, 4), {}, err);
@@ -150,6 +148,17 @@ TEST_CASE("sync: a GEMM chain's consumer tile reads a row of producer tiles",
   INFO(err);
   REQUIRE(p);
   REQUIRE(c);
+  return {*p, *c};
+}
+
+} // namespace
+
+TEST_CASE("sync: a GEMM chain's consumer tile reads a row of producer tiles",
+          "[sync]") {
+  // The GEMM pair: each consumer tile reads two producer rows, all three
+  // tiles of each. RowSync merges the producer's columns.
+  auto [pk, ck] = gemmPair();
+  const Kernel *p = &pk, *c = &ck;
   checkPair(*p, *c, 0);
   std::string why;
   auto d = dependence(*p, *c, 0, why);
@@ -228,37 +237,49 @@ struct Chain {
   }
 };
 
+// The conv chain of the tests below (3x3 then 3x3, the consumer's halo
+// crossing producer tiles), its stream-ordered outputs and its dependence.
+struct ConvPair {
+  std::optional<Kernel> p, c;
+  Chain ref;
+  std::optional<Dependence> d;
+};
+
+ConvPair convPair(uint32_t seed) {
+  std::string err;
+  test::ConvCase ps = test::convCase(1, 4, 16, 8, 3, 1, 1),
+                 cs = test::convCase(1, 8, 16, 4, 3, 1, 1);
+  ConvPair t;
+  t.p = buildConv("p", ps.desc(), params(1, 4, 4, 8, 4, 1, 2, 2, 2), {}, err);
+  t.c = buildConv("c", cs.desc(), params(1, 4, 8, 4, 4, 1, 2, 2, 2), {}, err);
+  INFO(err);
+  REQUIRE(t.p);
+  REQUIRE(t.c);
+  std::mt19937 rng(seed);
+  t.ref = {test::randomVector(rng, 4 * 16 * 16),
+           test::randomVector(rng, 8 * 4 * 9), test::poisoned(8 * 16 * 16),
+           test::randomVector(rng, 4 * 8 * 9), test::poisoned(4 * 16 * 16)};
+  REQUIRE(runOnHost(*t.p, t.ref.producer(), err));
+  REQUIRE(runOnHost(*t.c, t.ref.consumer(), err));
+  std::string why;
+  t.d = dependence(*t.p, *t.c, 0, why);
+  INFO(why);
+  REQUIRE(t.d);
+  return t;
+}
+
 } // namespace
 
 TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
           "the producer tiles it reads",
           "[sync]") {
-  // A conv chain (3x3 then 3x3, the consumer's halo crossing producer
-  // tiles), producer and consumer in modules of their own launched from
-  // two threads, the consumer first: its tiles spin until the producer's
-  // post. The intermediate starts as NaN, so a tile read before it is
-  // stored shows in the output, which must equal the stream-ordered one
-  // bit for bit; a second run reuses the semaphores (epoch 2).
+  // The conv chain's producer and consumer, in modules of their own,
+  // launched from two threads, the consumer first: its tiles spin until the
+  // producer's post. The intermediate starts as NaN, so a tile read before it
+  // is stored shows in the output, which must equal the stream-ordered one bit
+  // for bit; a second run reuses the semaphores (epoch 2).
+  auto [p, c, ref, d] = convPair(7);
   std::string err;
-  test::ConvCase ps = test::convCase(1, 4, 16, 8, 3, 1, 1),
-                 cs = test::convCase(1, 8, 16, 4, 3, 1, 1);
-  auto p =
-      buildConv("p", ps.desc(), params(1, 4, 4, 8, 4, 1, 2, 2, 2), {}, err);
-  auto c =
-      buildConv("c", cs.desc(), params(1, 4, 8, 4, 4, 1, 2, 2, 2), {}, err);
-  INFO(err);
-  REQUIRE(p);
-  REQUIRE(c);
-  std::mt19937 rng(7);
-  Chain ref{test::randomVector(rng, 4 * 16 * 16),
-            test::randomVector(rng, 8 * 4 * 9), test::poisoned(8 * 16 * 16),
-            test::randomVector(rng, 4 * 8 * 9), test::poisoned(4 * 16 * 16)};
-  REQUIRE(runOnHost(*p, ref.producer(), err));
-  REQUIRE(runOnHost(*c, ref.consumer(), err));
-
-  std::string why;
-  auto d = dependence(*p, *c, 0, why);
-  REQUIRE(d);
   for (const Policy &policy : policies(*d)) {
     INFO(policy.name);
     Kernel sp = *p, sc = *c;
@@ -337,25 +358,8 @@ TEST_CASE("sync: the emitted waits are the semaphores of the producer tiles "
   // must finish with the stream-ordered outputs (it waits for nothing
   // more, reads nothing else); with any one of those semaphores not ready
   // it must time out (20 ms) instead (it waits for each).
+  auto [p, c, ref, d] = convPair(11);
   std::string err;
-  test::ConvCase ps = test::convCase(1, 4, 16, 8, 3, 1, 1),
-                 cs = test::convCase(1, 8, 16, 4, 3, 1, 1);
-  auto p =
-      buildConv("p", ps.desc(), params(1, 4, 4, 8, 4, 1, 2, 2, 2), {}, err);
-  auto c =
-      buildConv("c", cs.desc(), params(1, 4, 8, 4, 4, 1, 2, 2, 2), {}, err);
-  INFO(err);
-  REQUIRE(p);
-  REQUIRE(c);
-  std::mt19937 rng(11);
-  Chain ref{test::randomVector(rng, 4 * 16 * 16),
-            test::randomVector(rng, 8 * 4 * 9), test::poisoned(8 * 16 * 16),
-            test::randomVector(rng, 4 * 8 * 9), test::poisoned(4 * 16 * 16)};
-  REQUIRE(runOnHost(*p, ref.producer(), err));
-  REQUIRE(runOnHost(*c, ref.consumer(), err));
-  std::string why;
-  auto d = dependence(*p, *c, 0, why);
-  REQUIRE(d);
   const TileGrid &g = d->producer, &cg = d->consumer;
   setenv("CUTS_HOST_SPIN_TIMEOUT_MS", "20", 1);
   for (const Policy &policy : policies(*d)) {
@@ -423,20 +427,14 @@ TEST_CASE("sync: the emitted waits are the semaphores of the producer tiles "
 TEST_CASE("sync: the model's gain is the consumer tiles that fit the "
           "producer's last wave",
           "[sync]") {
-  // The GEMM chain above on 5 SMs, a block each: the producer's 12 tiles
+  // The GEMM pair on 5 SMs, a block each: the producer's 12 tiles
   // run in 3 waves, the last with 3 empty slots; 10 producer tiles are done
   // when it starts, rows 0-2 and one of row 3, so the consumer's first row
   // (3 tiles, reading producer rows 0 and 1) runs in it: one consumer wave
   // of two saved, less the fixed cost.
-  std::string err;
-  auto p = buildMatMul("p", test::matmulDesc(64, 48, 96),
-                       params(16, 32, 1, 1, 16, 4, 4), {}, err);
-  auto c = buildMatMul("c", test::matmulDesc(64, 96, 48),
-                       params(32, 16, 1, 1, 16, 4, 4), {}, err);
-  REQUIRE(p);
-  REQUIRE(c);
+  auto [p, c] = gemmPair();
   std::string why;
-  auto d = dependence(*p, *c, 0, why);
+  auto d = dependence(p, c, 0, why);
   REQUIRE(d);
   for (const Policy &policy : policies(*d)) {
     SyncEstimate e = estimate(*d, policy, {300, 1}, {200, 1}, 5);

@@ -2,6 +2,8 @@
 #ifndef CUTS_TOOLS_KERNEL_CHECK_COMMON_H
 #define CUTS_TOOLS_KERNEL_CHECK_COMMON_H
 
+#include "tools/support/CudaCheck.h"
+
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -14,17 +16,7 @@
 
 namespace cuts::kernel_check {
 
-#define CHECK_CU(x)                                                            \
-  do {                                                                         \
-    CUresult r_ = (x);                                                         \
-    if (r_ != CUDA_SUCCESS) {                                                  \
-      const char *s_ = nullptr;                                                \
-      cuGetErrorString(r_, &s_);                                               \
-      std::fprintf(stderr, "cuts-kernel-check: error: %s: %s\n", #x,           \
-                   s_ ? s_ : "?");                                             \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
+#define CHECK_CU(x) CUTS_CHECK_CU("cuts-kernel-check", x)
 
 #define CHECK_CUDA(x)                                                          \
   do {                                                                         \

@@ -92,14 +92,8 @@ int main(int argc, char **argv) {
                  archName.c_str());
     return 1;
   }
-  CHECK_CU(cuInit(0));
-  CUdevice dev;
-  CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
-  char gpu[256];
-  cuDeviceGetName(gpu, sizeof gpu, dev);
+  const std::string gpuName = tools::useFirstGpu("cuts-kernel-check");
+  const char *gpu = gpuName.c_str();
   if (!tensorCore.empty()) {
     std::printf("GPU: %s, model: %s\n", gpu, arch->name.c_str());
     return checkTensorCore(*arch, tensorCore, jsonPath);

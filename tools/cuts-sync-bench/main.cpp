@@ -26,6 +26,7 @@
 #include "codegen/sync/TileSync.h"
 #include "perfmodel/Arch.h"
 #include "perfmodel/ParamSearch.h"
+#include "tools/support/CudaCheck.h"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -48,17 +49,7 @@ using namespace cuts::codegen;
 
 namespace {
 
-#define CHECK_CU(x)                                                            \
-  do {                                                                         \
-    CUresult r_ = (x);                                                         \
-    if (r_ != CUDA_SUCCESS) {                                                  \
-      const char *s_ = nullptr;                                                \
-      cuGetErrorString(r_, &s_);                                               \
-      std::fprintf(stderr, "cuts-sync-bench: error: %s: %s\n", #x,             \
-                   s_ ? s_ : "?");                                             \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
+#define CHECK_CU(x) CUTS_CHECK_CU("cuts-sync-bench", x)
 
 struct Loaded {
   CUmodule module = nullptr;
@@ -213,14 +204,10 @@ int main(int argc, char **argv) {
                        : channels == 256 ? 14
                                          : 7;
 
-  CHECK_CU(cuInit(0));
+  const std::string gpuName = tools::useFirstGpu("cuts-sync-bench");
+  const char *gpu = gpuName.c_str();
   CUdevice dev;
   CHECK_CU(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK_CU(cuCtxSetCurrent(ctx));
-  char gpu[256];
-  cuDeviceGetName(gpu, sizeof gpu, dev);
   int sms = 0;
   CHECK_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                 dev));
