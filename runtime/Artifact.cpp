@@ -998,8 +998,8 @@ namespace {
 struct Layout {
   std::vector<uint8_t> head, manifestBytes, source;
   std::map<std::string, std::vector<uint8_t>> cubin;
-  std::vector<WeightSpan>
-      pieces; // after the head, in file order; zeros between
+  // The bytes after the head, in file order (zeros between).
+  std::vector<WeightSpan> pieces;
   uint64_t size = 0;
 };
 

@@ -65,6 +65,11 @@ struct DimMap {
   bool digit() const { return div != 1 || mod != 0; }
   /// Whether a body loop (channels or filter rows) moves the position.
   bool loops() const { return inner || tap != 0; }
+  bool operator==(const DimMap &o) const {
+    return outDim == o.outDim && scale == o.scale && inner == o.inner &&
+           tap == o.tap && div == o.div && mod == o.mod;
+  }
+  bool operator!=(const DimMap &o) const { return !(*this == o); }
 };
 
 struct Buffer {

@@ -40,11 +40,11 @@ std::string paramType(const TensorArg &t) {
 std::vector<std::pair<std::string, std::string>> kernelParams(const Kernel &k) {
   std::vector<std::pair<std::string, std::string>> ps;
   for (size_t i = 0; i < k.tensors.size(); ++i) {
-    std::string type = paramType(k.tensors[i]);
-    for (const TileWait &w : k.waits)
-      if (w.tensor == int(i)) // no ld.global.nc: the producer writes it now
-        type = std::string("const ") + typeName(k.tensors[i].type) + " *";
-    ps.emplace_back(k.tensors[i].name, type);
+    // A waited tensor: no ld.global.nc, the producer writes it meanwhile.
+    ps.emplace_back(k.tensors[i].name,
+                    k.waitsFor(int(i)) ? std::string("const ") +
+                                             typeName(k.tensors[i].type) + " *"
+                                       : paramType(k.tensors[i]));
   }
   if (k.post)
     ps.emplace_back("cuts_posted", "unsigned *__restrict__");
@@ -141,18 +141,6 @@ struct StagedStore {
   int operand = -1;
 };
 
-bool sameMaps(const dfg::Buffer &a, const dfg::Buffer &b) {
-  if (a.map.size() != b.map.size())
-    return false;
-  for (size_t d = 0; d < a.map.size(); ++d) {
-    const dfg::DimMap &x = a.map[d], &y = b.map[d];
-    if (x.outDim != y.outDim || x.scale != y.scale || x.inner != y.inner ||
-        x.tap != y.tap || x.div != y.div || x.mod != y.mod)
-      return false;
-  }
-  return true;
-}
-
 std::optional<StagedStore> stagedStore(const Kernel &k) {
   StagedStore s;
   for (int id : k.exit.nodesWith(Op::Store)) {
@@ -171,7 +159,7 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
       return std::nullopt;
     if (s.operand < 0 && x.space == b.space && x.type == b.type &&
         x.extents == b.extents && x.strides == b.strides &&
-        k.exit.node(id).indexFrom.empty() && sameMaps(x, b))
+        k.exit.node(id).indexFrom.empty() && x.map == b.map)
       s.operand = o;
   }
   const int64_t eb = elementBytes(b.type);
@@ -752,16 +740,11 @@ private:
   /// A tensor-core kernel's main loop (Kernel::mma), then its exit DFG on
   /// the lanes' accumulator fragments.
   void emitMma();
-  /// cuSync: a TileWait's spin on the producer tiles the block reads (one
-  /// thread, then the block's barrier), and the TilePost after the stores.
+  /// cuSync: a TileWait's spins on the producer tiles the block reads (a
+  /// semaphore a thread, then the block's barrier), and the TilePost after
+  /// the stores.
   void emitWaits();
   void emitPost();
-  bool waited(int tensor) const {
-    for (const TileWait &w : top.waits)
-      if (w.tensor == tensor)
-        return true;
-    return false;
-  }
   void emitMmaExit(const std::optional<StagedStore> &staged);
   void emitMultistagePipeline();
   void emitSpecializedPipeline(bool staged);
@@ -1232,11 +1215,8 @@ std::vector<int64_t> Emitter::pickKey(const dfg::Graph &g, const dfg::Node &n,
         b.space != dfg::Space::Global || l.index.size() != first.index.size())
       return {};
     for (size_t d = axis + 1; d < l.index.size(); ++d) {
-      const dfg::DimMap &m = b.map[d], &fm = fb.map[d];
       if (l.index[d] != first.index[d] || b.strides[d] != fb.strides[d] ||
-          b.extents[d] != fb.extents[d] || m.outDim != fm.outDim ||
-          m.scale != fm.scale || m.inner != fm.inner || m.tap != fm.tap ||
-          m.div != fm.div || m.mod != fm.mod)
+          b.extents[d] != fb.extents[d] || b.map[d] != fb.map[d])
         return {};
     }
     key.push_back(l.buffer);
@@ -1759,20 +1739,18 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
              (shared.empty() ? "" : " + " + shared);
   }
   std::string inside, outside = num(f.outside);
-  if (f.mask)
+  // A waited tensor is read through L2: L1 may hold a line read early.
+  const bool l2 = f.tensor >= 0 && k.waitsFor(f.tensor);
+  if (f.mask) {
     inside = "1.0f";
-  else if (quads && waited(f.tensor))
-    inside = "__ldcg(reinterpret_cast<const float4 *>(" +
-             k.tensors[f.tensor].name + " + " + global + "))";
-  else if (quads)
-    inside = "*reinterpret_cast<const float4 *>(" + k.tensors[f.tensor].name +
-             " + " + global + ")";
-  else if (waited(f.tensor)) // through L2: L1 may hold a line read early
-    inside = widen(k.tensors[f.tensor].type,
-                   "__ldcg(&" + k.tensors[f.tensor].name + "[" + global + "])");
-  else
-    inside = widen(k.tensors[f.tensor].type,
-                   k.tensors[f.tensor].name + "[" + global + "]");
+  } else if (quads) {
+    std::string p = "reinterpret_cast<const float4 *>(" +
+                    k.tensors[f.tensor].name + " + " + global + ")";
+    inside = l2 ? "__ldcg(" + p + ")" : "*" + p;
+  } else {
+    std::string e = k.tensors[f.tensor].name + "[" + global + "]";
+    inside = widen(k.tensors[f.tensor].type, l2 ? "__ldcg(&" + e + ")" : e);
+  }
   if (quads)
     outside = "make_float4(" + outside + ", " + outside + ", " + outside +
               ", " + outside + ")";

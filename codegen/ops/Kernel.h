@@ -267,6 +267,12 @@ struct Kernel {
   /// Tile synchronisation with the kernels before and after (cuSync).
   std::optional<TilePost> post;
   std::vector<TileWait> waits;
+  bool waitsFor(int tensor) const {
+    for (const TileWait &w : waits)
+      if (w.tensor == tensor)
+        return true;
+    return false;
+  }
   /// A tensor-core main loop (then `body` and `fetches` are empty).
   std::optional<MmaLoop> mma;
   /// Its operands A and B read in place from a tensor they are a

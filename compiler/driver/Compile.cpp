@@ -21,11 +21,6 @@
 namespace cuts::driver {
 namespace {
 
-double secondsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
-      .count();
-}
-
 /// Every op must be one the code generator can make a kernel of on its own.
 bool checkCoverage(mlir::func::FuncOp func, std::string &error) {
   for (mlir::Operation &op : func.getBody().front()) {

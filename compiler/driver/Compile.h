@@ -17,6 +17,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -72,6 +73,12 @@ struct GroupTiming {
   std::string library; // the fastest library call's ("cudnn.conv", ...)
   bool chosenLibrary = false;
 };
+
+/// Seconds since t: the compile's phase times and the tuning budget.
+inline double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
 
 struct CompileResult {
   /// Its weight spans point into the module's constants (and

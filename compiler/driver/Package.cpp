@@ -521,6 +521,7 @@ constexpr size_t kBatchKernels = 8, kBatchSource = 128 * 1024;
 struct Batch {
   size_t arch;                 // index into CompileOptions::archs
   std::vector<size_t> kernels; // indices into `unique`
+  size_t bytes = 0;            // their source
 };
 
 std::string batchSource(const std::vector<KernelSource> &sources,
@@ -562,7 +563,7 @@ bool Packager::compileKernels(std::string &error) {
   const bool batched = opts.tuningCache.empty();
   std::vector<Batch> batches;
   for (size_t a = 0; a < archs.size(); ++a) {
-    size_t bytes = 0;
+    Batch fill{a, {}};
     for (size_t i = 0; i < unique.size(); ++i) {
       const std::string &src = res.sources[i].source;
       if (const std::vector<char> *b =
@@ -572,25 +573,26 @@ bool Packager::compileKernels(std::string &error) {
         continue;
       }
       const bool alone = !batched || unique[i].mma;
-      if (alone || batches.empty() || batches.back().arch != a ||
-          batches.back().kernels.size() == kBatchKernels ||
-          bytes + src.size() > kBatchSource)
-        batches.push_back({a, {}}), bytes = 0;
-      batches.back().kernels.push_back(i);
-      bytes = alone ? kBatchSource : bytes + src.size();
+      if (alone || fill.kernels.size() == kBatchKernels ||
+          fill.bytes + src.size() > kBatchSource) {
+        if (!fill.kernels.empty())
+          batches.push_back(fill);
+        fill = {a, {}};
+      }
+      if (alone) {
+        batches.push_back({a, {i}, src.size()});
+        continue;
+      }
+      fill.kernels.push_back(i);
+      fill.bytes += src.size();
     }
+    if (!fill.kernels.empty())
+      batches.push_back(fill);
   }
   // The largest first, so that no large batch starts last.
-  auto sourceBytes = [&](const Batch &b) {
-    size_t n = 0;
-    for (size_t i : b.kernels)
-      n += res.sources[i].source.size();
-    return n;
-  };
-  std::stable_sort(batches.begin(), batches.end(),
-                   [&](const Batch &x, const Batch &y) {
-                     return sourceBytes(x) > sourceBytes(y);
-                   });
+  std::stable_sort(
+      batches.begin(), batches.end(),
+      [](const Batch &x, const Batch &y) { return x.bytes > y.bytes; });
   tune::Progress progress(opts.progress, "NVRTC", batches.size());
   std::atomic<size_t> compiled{0};
   // Compiles b, or each of its kernels alone where the batch fails (so that
@@ -603,7 +605,7 @@ bool Packager::compileKernels(std::string &error) {
     auto r = compileWithNvrtc(batchSource(res.sources, b), arch, err, no);
     if (!r && b.kernels.size() > 1) {
       for (size_t i : b.kernels)
-        compile({b.arch, {i}});
+        compile({b.arch, {i}, res.sources[i].source.size()});
       return;
     }
     for (size_t i : b.kernels) {

@@ -11,10 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 /// The lower bound; a shared-memory-level pair only where its best sets line
 /// up as one kernel (the model checks shapes, not tile layouts).
 double boundCost(llvm::ArrayRef<mlir::Operation *> ops,

@@ -628,16 +628,12 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     copts.cost = cuts::driver::CostSource::Cache;
   copts.progress = cuts::tune::stderrProgress();
   auto start = std::chrono::steady_clock::now();
-  auto since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
-        .count();
-  };
   mlir::MLIRContext ctx;
   auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
   if (!module || !applyPrecision(ctx, *module, precision, copts.arch, model))
     return 1;
   copts.precision = precision.storage;
-  const double importSeconds = since(start);
+  const double importSeconds = cuts::driver::secondsSince(start);
   if (auto ec = llvm::sys::fs::create_directories(outDir))
     return error(outDir, "cannot create (" + ec.message() + ")");
   std::string err;
@@ -649,7 +645,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   auto writeStart = std::chrono::steady_clock::now();
   if (!cuts::rt::writeArtifact(artifact, result->contents, &artifactBytes, err))
     return error(artifact, err);
-  const double writeSeconds = since(writeStart);
+  const double writeSeconds = cuts::driver::secondsSince(writeStart);
   const cuts::rt::Manifest &m = result->contents.manifest;
   std::string header = outDir + "/" + name + ".h";
   if (!writeText(header, cuts::driver::modelHeader(m, name)))
@@ -671,7 +667,8 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (!cuts::driver::buildModelLibrary(m, name, artifact, outDir, lib,
                                        runtimeLib, runtimeInc, err))
     return error("", err);
-  const double libSeconds = since(t0), total = since(start);
+  const double libSeconds = cuts::driver::secondsSince(t0),
+               total = cuts::driver::secondsSince(start);
   uint64_t weightBytes = result->contents.weightBytes();
   llvm::outs() << "compiled " << model << " for " << copts.arch.name << " ("
                << archNames << "): " << result->kernels << " kernels ("
