@@ -27,7 +27,10 @@
 //     shape        [int]   dimensions, each >= 0
 //     dtype        string  float32 float16 bfloat16 float64 int8 uint8
 //                          int16 int32 int64 bool
-//     kind         string  input output weight intermediate view
+//     kind         string  input output weight intermediate view state
+//                          (state: a session's own memory, zeroed when it
+//                          is created and kept across runs; not in the
+//                          arena)
 //     index        int     input/output: position in inputs/outputs
 //     weightOffset uint    weight: offset in "weights" (256-byte aligned)
 //     viewOf       int     view: the tensor id it re-shapes (no cycles,
@@ -82,6 +85,13 @@
 //   steps     [object] {kernel, from, to}: kernel >= 0 runs that kernel
 //                      (from = to = -1); kernel = -1 copies tensor `from`
 //                      into tensor `to` (equal byte sizes)
+//     stream       int     (optional, 0) 0: the session's stream; 1: its
+//                          side stream (generated kernels only)
+//     after        int     (optional, -1) an earlier step of the other
+//                          stream this one waits for. The first side step
+//                          waits for a step of stream 0, and a later step of
+//                          stream 0 waits for the last side step, so a
+//                          run's work forks from and joins its stream
 //
 // A kernel or copy never writes an input or a weight (the caller's inputs
 // stay intact and weights are shared by every session of a model).
@@ -164,6 +174,8 @@ const char *kindName(TensorKind k) {
     return "intermediate";
   case TensorKind::View:
     return "view";
+  case TensorKind::State:
+    return "state";
   }
   return "intermediate";
 }
@@ -171,7 +183,7 @@ const char *kindName(TensorKind k) {
 std::optional<TensorKind> kindFromName(const std::string &s) {
   for (TensorKind k :
        {TensorKind::Input, TensorKind::Output, TensorKind::Weight,
-        TensorKind::Intermediate, TensorKind::View})
+        TensorKind::Intermediate, TensorKind::View, TensorKind::State})
     if (s == kindName(k))
       return k;
   return std::nullopt;
@@ -265,6 +277,10 @@ Json manifestJson(const Manifest &m) {
     js["kernel"] = s.kernel;
     js["from"] = s.from;
     js["to"] = s.to;
+    if (s.stream != 0 || s.after != -1) {
+      js["stream"] = s.stream;
+      js["after"] = s.after;
+    }
     steps.push_back(std::move(js));
   }
   j["steps"] = std::move(steps);
@@ -612,7 +628,10 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
     if (!r.expect(js, p, js.is_object(), "an object") ||
         !r.integer(js, p, "kernel", -1, int(m.kernels.size()) - 1, s.kernel) ||
         !r.integer(js, p, "from", -1, int(n) - 1, s.from) ||
-        !r.integer(js, p, "to", -1, int(n) - 1, s.to))
+        !r.integer(js, p, "to", -1, int(n) - 1, s.to) ||
+        (js.contains("stream") && !r.integer(js, p, "stream", 0, 1, s.stream)) ||
+        (js.contains("after") &&
+         !r.integer(js, p, "after", -1, int(i) - 1, s.after)))
       return false;
   }
   return true;
@@ -791,6 +810,10 @@ bool validateTensors(const Artifact &a, std::string &error) {
     }
     case TensorKind::Intermediate:
       break;
+    case TensorKind::State:
+      if (t.dtype != "int32")
+        return fail(join(p, "dtype"), "a state tensor holds int32 counters");
+      break;
     }
   }
   return true;
@@ -898,6 +921,43 @@ bool validateKernels(const Artifact &a, std::string &error) {
   return true;
 }
 
+// The side stream's steps fork from stream 0 and join it again (a graph
+// capture fails otherwise), and run generated kernels only (library calls
+// have one handle per session, on its stream).
+bool validateStreams(const Manifest &m, std::string &error) {
+  auto fail = [&](const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
+  };
+  int firstSide = -1, lastSide = -1;
+  bool joined = false;
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Step &s = m.steps[i];
+    std::string p = at("steps", i);
+    if (s.after >= 0 && m.steps[s.after].stream == s.stream)
+      return fail(join(p, "after"), "step " + std::to_string(s.after) +
+                                        " is on the same stream");
+    if (s.stream == 0) {
+      joined = joined || (lastSide >= 0 && s.after == lastSide);
+      continue;
+    }
+    if (s.kernel < 0 || m.kernels[s.kernel].isLibrary())
+      return fail(join(p, "stream"),
+                  "only generated kernels run on the side stream");
+    if (firstSide < 0 && s.after < 0)
+      return fail(join(p, "after"), "the first side-stream step must wait "
+                                    "for a step of stream 0");
+    firstSide = firstSide < 0 ? int(i) : firstSide;
+    lastSide = int(i);
+    joined = false;
+  }
+  if (lastSide >= 0 && !joined)
+    return fail(at("steps", size_t(lastSide)),
+                "no later step of stream 0 waits for the last side-stream "
+                "step");
+  return true;
+}
+
 bool validateSteps(const Manifest &m, std::string &error) {
   auto fail = [&](const std::string &path, const std::string &msg) {
     error = "manifest: " + path + ": " + msg;
@@ -932,7 +992,7 @@ bool validateSteps(const Manifest &m, std::string &error) {
   for (int t : m.outputs)
     if (!written[rootTensor(m, t)] && m.tensors[t].bytes() != 0)
       return fail("outputs", "no step writes output " + tensorLabel(m, t));
-  return true;
+  return validateStreams(m, error);
 }
 
 bool validateManifest(const Artifact &a, std::string &error) {
@@ -1334,6 +1394,36 @@ int rootTensor(const Manifest &m, int t) {
   return -1;
 }
 
+namespace {
+
+// Each step's time for liveness: its index, but the steps between a side
+// stream's fork and its join run concurrently and share the first one's
+// (a tensor the producer reads must outlive the consumer's writes).
+std::vector<int64_t> stepTimes(const Manifest &m) {
+  std::vector<int64_t> time(m.steps.size());
+  int64_t open = -1;
+  int lastSide = -1;
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Step &s = m.steps[i];
+    time[i] = int64_t(i);
+    if (s.stream == 1) {
+      if (open < 0) { // the fork: the steps since it run alongside
+        open = s.after + 1;
+        for (int64_t j = open; j < int64_t(i); ++j)
+          time[j] = open;
+      }
+      lastSide = int(i);
+    } else if (open >= 0 && s.after >= 0 && s.after == lastSide) {
+      open = -1; // joined: this step runs after the whole region
+    }
+    if (open >= 0)
+      time[i] = open;
+  }
+  return time;
+}
+
+} // namespace
+
 MemoryPlan planMemory(const Manifest &m) {
   size_t n = m.tensors.size();
   MemoryPlan plan;
@@ -1350,14 +1440,15 @@ MemoryPlan planMemory(const Manifest &m) {
       first[r] = step;
     last[r] = step;
   };
+  const std::vector<int64_t> time = stepTimes(m);
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const Step &step = m.steps[s];
     if (step.kernel >= 0 && size_t(step.kernel) < m.kernels.size()) {
       for (int t : m.kernels[step.kernel].args)
-        touch(t, int64_t(s));
+        touch(t, time[s]);
     } else if (step.kernel < 0) {
-      touch(step.from, int64_t(s));
-      touch(step.to, int64_t(s));
+      touch(step.from, time[s]);
+      touch(step.to, time[s]);
     }
   }
 

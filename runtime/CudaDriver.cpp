@@ -57,6 +57,9 @@ Loaded load() {
   lib.bind(d.cuStreamCreate, {"cuStreamCreate"});
   lib.bind(d.cuStreamDestroy, {"cuStreamDestroy_v2"});
   lib.bind(d.cuStreamSynchronize, {"cuStreamSynchronize"});
+  lib.bind(d.cuStreamCreateWithPriority, {"cuStreamCreateWithPriority"});
+  lib.bind(d.cuStreamWaitEvent, {"cuStreamWaitEvent"});
+  lib.bind(d.cuCtxGetStreamPriorityRange, {"cuCtxGetStreamPriorityRange"});
   lib.bind(d.cuEventCreate, {"cuEventCreate"});
   lib.bind(d.cuEventDestroy, {"cuEventDestroy_v2"});
   lib.bind(d.cuEventRecord, {"cuEventRecord"});

@@ -153,6 +153,11 @@ struct ModelImpl {
   CUdeviceptr weights = 0;
   uint64_t weightBytes = 0;
   size_t maxArgs = 0;
+  // State tensors: their offsets in a session's state buffer (-1: none).
+  std::vector<int64_t> stateOffset;
+  uint64_t stateBytes = 0;
+  bool hasSide = false;        // steps on the side stream (cuSync pairs)
+  std::vector<bool> recorded;  // per step: a later step waits for it
   std::vector<cuts_tensor_info> inputs, outputs;
 
   const Manifest &manifest() const { return artifact.manifest; }
@@ -227,6 +232,11 @@ struct cuts_session {
   CUstream stream = nullptr;
   bool ownStream = false;
   CUdeviceptr arena = 0;
+  // cuSync: the side stream, an event per step another waits for, and the
+  // state (semaphores, epoch) that only this session's runs count in.
+  CUstream side = nullptr;
+  std::vector<CUevent> stepEvent;
+  CUdeviceptr state = 0;
   bool useGraph = false;
   CUgraphExec graph = nullptr;
   std::vector<CUdeviceptr> graphKey; // the bindings `graph` was captured for
@@ -256,6 +266,8 @@ struct cuts_session {
     // Nothing may be freed under work still in flight.
     if (stream)
       d->cuStreamSynchronize(stream);
+    if (side)
+      d->cuStreamSynchronize(side);
     if (graph)
       d->cuGraphExecDestroy(graph);
     cudnn.reset(); // before its stream goes
@@ -267,6 +279,13 @@ struct cuts_session {
           d->cuMemFree(p);
     if (arena)
       d->cuMemFree(arena);
+    if (state)
+      d->cuMemFree(state);
+    for (CUevent e : stepEvent)
+      if (e)
+        d->cuEventDestroy(e);
+    if (side)
+      d->cuStreamDestroy(side);
     if (ownStream && stream)
       d->cuStreamDestroy(stream);
   }
@@ -591,6 +610,18 @@ void finishTables(ModelImpl &m) {
   m.root.resize(man.tensors.size());
   for (size_t t = 0; t < man.tensors.size(); ++t)
     m.root[t] = rootTensor(man, int(t));
+  m.stateOffset.assign(man.tensors.size(), -1);
+  for (size_t t = 0; t < man.tensors.size(); ++t)
+    if (man.tensors[t].kind == TensorKind::State) {
+      m.stateOffset[t] = int64_t(m.stateBytes);
+      m.stateBytes += (man.tensors[t].bytes() + 255) / 256 * 256;
+    }
+  m.recorded.assign(man.steps.size(), false);
+  for (const Step &st : man.steps) {
+    m.hasSide = m.hasSide || st.stream != 0;
+    if (st.after >= 0)
+      m.recorded[st.after] = true;
+  }
   // The infos point into the manifest, which stays put from here on.
   for (int pass = 0; pass < 2; ++pass) {
     const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
@@ -715,6 +746,9 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
               ? s.arena + CUdeviceptr(m.plan.offset[m.root[t]])
               : 0;
       break;
+    case TensorKind::State:
+      p = s.state + CUdeviceptr(m.stateOffset[m.root[t]]);
+      break;
     case TensorKind::View: // roots are never views
       break;
     }
@@ -722,15 +756,15 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
   }
 }
 
-/// Enqueues step `i` on the session's stream (pointers resolved).
-cuts_status runStep(cuts_session &s, size_t i) {
+/// Enqueues step `i`'s work on `stream`.
+cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream) {
   const ModelImpl &m = *s.model;
   const Manifest &man = m.manifest();
   const Step &step = man.steps[i];
   if (step.kernel < 0) {
     const Tensor &to = man.tensors[step.to];
     if (CUresult r = m.d->cuMemcpyDtoDAsync(s.ptr[step.to], s.ptr[step.from],
-                                            to.bytes(), s.stream))
+                                            to.bytes(), stream))
       return cudaFail(r, "step " + std::to_string(i) + ": copying \"" +
                              man.tensors[step.from].name + "\" to \"" +
                              to.name + "\" (cuMemcpyDtoDAsync)");
@@ -746,7 +780,7 @@ cuts_status runStep(cuts_session &s, size_t i) {
     CUdeviceptr z = spec.residual ? s.ptr[k.args[a++]] : 0;
     CUdeviceptr y = s.ptr[k.args[a]];
     std::string err;
-    if (!gemm->run(*m.lt, s.stream, A, B, bias, z, y, s.workspace,
+    if (!gemm->run(*m.lt, stream, A, B, bias, z, y, s.workspace,
                    s.workspaceBytes, err))
       return fail(CUTS_ERROR_CUDA, "step " + std::to_string(i) + ": kernel \"" +
                                        k.name + "\" (" + k.library +
@@ -762,7 +796,7 @@ cuts_status runStep(cuts_session &s, size_t i) {
     CUdeviceptr z = spec.residual ? s.ptr[k.args[a++]] : 0;
     CUdeviceptr y = s.ptr[k.args[a]];
     std::string err;
-    if (!conv->run(*s.cudnn, s.stream, x, w, bias, z, y, s.workspace,
+    if (!conv->run(*s.cudnn, stream, x, w, bias, z, y, s.workspace,
                    s.workspaceBytes, err))
       return fail(CUTS_ERROR_CUDA, "step " + std::to_string(i) + ": kernel \"" +
                                        k.name + "\" (" + k.library +
@@ -776,10 +810,29 @@ cuts_status runStep(cuts_session &s, size_t i) {
   }
   if (CUresult r = m.d->cuLaunchKernel(
           m.functions[step.kernel], unsigned(k.grid), 1, 1, unsigned(k.block),
-          1, 1, unsigned(k.sharedBytes), s.stream,
+          1, 1, unsigned(k.sharedBytes), stream,
           k.args.empty() ? nullptr : s.argPointers.data(), nullptr))
     return cudaFail(r, "step " + std::to_string(i) + ": launching kernel \"" +
                            k.name + "\" (cuLaunchKernel)");
+  return CUTS_OK;
+}
+
+/// Enqueues step `i` on its stream (pointers resolved): after the step it
+/// waits for, and recording its event where a later step waits for it.
+cuts_status runStep(cuts_session &s, size_t i) {
+  const ModelImpl &m = *s.model;
+  const Step &step = m.manifest().steps[i];
+  CUstream stream = step.stream ? s.side : s.stream;
+  if (step.after >= 0)
+    if (CUresult r = m.d->cuStreamWaitEvent(stream, s.stepEvent[step.after], 0))
+      return cudaFail(r, "step " + std::to_string(i) + ": waiting for step " +
+                             std::to_string(step.after) +
+                             " (cuStreamWaitEvent)");
+  if (cuts_status st = enqueueStep(s, i, stream))
+    return st;
+  if (m.recorded[i])
+    if (CUresult r = m.d->cuEventRecord(s.stepEvent[i], stream))
+      return cudaFail(r, "step " + std::to_string(i) + ": cuEventRecord");
   return CUTS_OK;
 }
 
@@ -790,6 +843,19 @@ cuts_status enqueuePlan(cuts_session &s, const std::vector<CUdeviceptr> &in,
     if (cuts_status st = runStep(s, i))
       return st;
   return CUTS_OK;
+}
+
+/// Whether step i counts in state tensors (cuSync's epoch and semaphores):
+/// it must run exactly once a run, or a later run's waits would pass early.
+bool countsState(const ModelImpl &m, size_t i) {
+  const Manifest &man = m.manifest();
+  const Step &step = man.steps[i];
+  if (step.kernel < 0)
+    return false;
+  for (int t : man.kernels[step.kernel].args)
+    if (man.tensors[m.root[t]].kind == TensorKind::State)
+      return true;
+  return false;
 }
 
 void dropGraph(cuts_session &s) {
@@ -949,6 +1015,44 @@ cuts_status createLibraryState(cuts_session &s) {
     }
     s.workspaceBytes = bytes;
   }
+  return CUTS_OK;
+}
+
+/// cuSync's per-session state: the semaphores and epoch zeroed (runs count
+/// from there), the side stream at the lowest priority (a producer's
+/// pending tiles go before its consumer's), an event per awaited step.
+cuts_status createSyncState(cuts_session &s) {
+  const ModelImpl &m = *s.model;
+  const Driver *d = m.d;
+  if (m.stateBytes > 0) {
+    if (CUresult r = d->cuMemAlloc(&s.state, m.stateBytes)) {
+      s.state = 0;
+      return cudaFail(r, "allocating the session's synchronisation state "
+                         "(cuMemAlloc)");
+    }
+    if (CUresult r = d->cuMemsetD8(s.state, 0, m.stateBytes))
+      return cudaFail(r, "zeroing the session's synchronisation state "
+                         "(cuMemsetD8)");
+  }
+  if (!m.hasSide)
+    return CUTS_OK;
+  int least = 0, greatest = 0;
+  if (CUresult r = d->cuCtxGetStreamPriorityRange(&least, &greatest))
+    return cudaFail(r, "cuCtxGetStreamPriorityRange");
+  if (CUresult r = d->cuStreamCreateWithPriority(
+          &s.side, CU_STREAM_NON_BLOCKING, least)) {
+    s.side = nullptr;
+    return cudaFail(r, "creating the session's side stream "
+                       "(cuStreamCreateWithPriority)");
+  }
+  s.stepEvent.assign(m.recorded.size(), nullptr);
+  for (size_t i = 0; i < m.recorded.size(); ++i)
+    if (m.recorded[i])
+      if (CUresult r = d->cuEventCreate(&s.stepEvent[i],
+                                        CU_EVENT_DISABLE_TIMING)) {
+        s.stepEvent[i] = nullptr;
+        return cudaFail(r, "cuEventCreate");
+      }
   return CUTS_OK;
 }
 
@@ -1191,6 +1295,8 @@ cuts_status cuts_session_create(cuts_model *model, void *stream,
     if (m.hasLibrary)
       if (cuts_status st = createLibraryState(*s))
         return st;
+    if (cuts_status st = createSyncState(*s))
+      return st;
     s->ptr.assign(m.manifest().tensors.size(), 0);
     s->argValues.assign(m.maxArgs, 0);
     s->argPointers.assign(m.maxArgs, nullptr);
@@ -1356,6 +1462,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
     // one graph cost about 2.6 us each on an H200: small kernels looked
     // twice as slow.) Repeating a step is safe: no kernel writes a tensor
     // it reads (the memory plan never overlaps two tensors live at once).
+    // cuSync's steps run once each, in stream order (countsState).
     constexpr int kRepeats = 10;
     size_t numSteps = man.steps.size();
     Events ev(d, numSteps + 1);
@@ -1365,14 +1472,14 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
       return st;
     std::vector<std::unique_ptr<GraphExec>> graphs(numSteps);
     for (size_t i = 0; s.useGraph && i < numSteps; ++i) {
-      if (man.steps[i].kernel < 0)
+      if (man.steps[i].kernel < 0 || countsState(*s.model, i))
         continue;
       graphs[i] = std::make_unique<GraphExec>(d);
       if (cuts_status st = capture(
               s,
               [&]() -> cuts_status {
                 for (int r = 0; r < kRepeats; ++r)
-                  if (cuts_status st = runStep(s, i))
+                  if (cuts_status st = enqueueStep(s, i, s.stream))
                     return st;
                 return CUTS_OK;
               },
@@ -1388,7 +1495,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
         return cudaFail(r, "cuEventRecord");
       for (size_t i = 0; i < numSteps; ++i) {
         if (!graphs[i]) {
-          if (cuts_status st = runStep(s, i))
+          if (cuts_status st = enqueueStep(s, i, s.stream))
             return st;
         } else if (CUresult r = d->cuGraphLaunch(graphs[i]->exec, s.stream)) {
           return cudaFail(r, "launching the CUDA graph (cuGraphLaunch)");

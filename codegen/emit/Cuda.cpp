@@ -46,8 +46,10 @@ std::vector<std::pair<std::string, std::string>> kernelParams(const Kernel &k) {
                                              typeName(k.tensors[i].type) + " *"
                                        : paramType(k.tensors[i]));
   }
-  if (k.post)
+  if (k.post) {
     ps.emplace_back("cuts_posted", "unsigned *__restrict__");
+    ps.emplace_back("cuts_started", "unsigned *__restrict__");
+  }
   for (size_t i = 0; i < k.waits.size(); ++i)
     ps.emplace_back("cuts_ready" + std::to_string(i), "const unsigned *");
   if (!k.waits.empty())
@@ -2731,7 +2733,8 @@ std::string syncPrelude(Target target) {
   if (target == Target::Hip)
     return "#error \"tile synchronisation is generated for CUDA only\"\n";
   return "// cuSync: semaphores count posts since allocation and are never\n"
-         "// reset; run r waits for r x its posts (wrap-safe compare).\n"
+         "// reset; run r (the epoch: runs finished) waits for (r + 1) x its\n"
+         "// posts (wrap-safe compare).\n"
          "// A short fixed sleep: backing off to 1 us found tiles late\n"
          "// (GEMM chains on an H200: 3-4% of the gain lost).\n"
          "__device__ __forceinline__ void cuts_wait(const unsigned *s, "
@@ -2762,7 +2765,7 @@ void Emitter::emitWaits() {
        << top.tensors[w.tensor].name << " this block reads, a semaphore a\n"
        << "  // thread (their latencies overlap), then the block's barrier.\n"
        << "  {\n"
-       << "    const unsigned target = cuts_epoch[0] * "
+       << "    const unsigned target = (cuts_epoch[0] + 1u) * "
        << w.policy.postsPerSemaphore(g) << "u;\n";
     // The range of producer tiles along each dimension: lo_d and n_d.
     std::array<std::string, 4> coord;
@@ -2886,11 +2889,10 @@ std::string Emitter::run() {
        << "  block /= " << tiles << ";\n";
   }
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
-  if (top.post) // the slot after the semaphores: see syncWaitKernel
+  if (top.post) // see syncWaitKernel
     os << "  // cuSync: the producer has started.\n"
        << "  if (blockIdx.x == 0 && tid == 0)\n"
-       << "    atomicAdd(&cuts_posted["
-       << top.post->policy.semaphores(top.post->grid) << "], 1u);\n";
+       << "    atomicAdd(cuts_started, 1u);\n";
   emitWaits();
   // Shared tiles live in dynamic shared memory: a block may use more than
   // the 48 KB static limit (up to the GPU's opt-in maximum). The
@@ -2929,7 +2931,16 @@ std::string syncWaitKernel(Target target) {
   return syncPrelude(target) +
          "\nextern \"C\" __global__ void cuts_sync_wait(const unsigned "
          "*started, const unsigned *cuts_epoch) {\n"
-         "  cuts_wait(started, cuts_epoch[0]);\n"
+         "  cuts_wait(started, cuts_epoch[0] + 1u);\n"
+         "}\n";
+}
+
+std::string syncEpochKernel(Target target) {
+  if (target == Target::Hip)
+    return syncPrelude(target);
+  return "extern \"C\" __global__ void cuts_sync_epoch(unsigned "
+         "*cuts_epoch) {\n"
+         "  cuts_epoch[0] += 1u;\n"
          "}\n";
 }
 

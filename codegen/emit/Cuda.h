@@ -27,20 +27,25 @@ std::string paramType(const TensorArg &t);
 
 /// The kernel's parameters in order, (name, declaration): its tensors, a
 /// tensor it waits for (cuSync) without __restrict__ (another kernel writes
-/// it meanwhile), then the semaphores: "cuts_posted" (TilePost: its
-/// policy's semaphores, then the count of runs started),
+/// it meanwhile), then the semaphores: "cuts_posted" and "cuts_started"
+/// (TilePost: its policy's semaphores, and the count of runs started),
 /// "cuts_ready0".. (one per TileWait) and, with waits, "cuts_epoch" (the
-/// run's number, from 1: a semaphore is ready at epoch x its posts).
+/// runs finished: in run r, from 0, a semaphore is ready at (r + 1) x its
+/// posts).
 std::vector<std::pair<std::string, std::string>>
 kernelParams(const Kernel &kernel);
 
 /// cuSync's wait kernel, cuts_sync_wait(started, cuts_epoch), one thread:
 /// launched on the consumer's stream before the consumer, it returns once
-/// the producer's first block has started in this run (the slot after a
-/// TilePost's semaphores counts the runs it started), so that no consumer
+/// the producer's first block has started in this run (a TilePost's
+/// cuts_started counts the runs it started), so that no consumer
 /// block is dispatched before the producer's (which then, on the stream of
 /// higher priority, get every SM that frees before the consumer's do).
 std::string syncWaitKernel(Target target = Target::Cuda);
+
+/// cuSync's epoch kernel, cuts_sync_epoch(cuts_epoch), one thread: the
+/// last step of a run, once every pair's consumer is done, counts the run.
+std::string syncEpochKernel(Target target = Target::Cuda);
 
 struct LaunchShape {
   int64_t blocks = 0;

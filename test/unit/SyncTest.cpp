@@ -277,7 +277,8 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
   // launched from two threads, the consumer first: its tiles spin until the
   // producer's post. The intermediate starts as NaN, so a tile read before it
   // is stored shows in the output, which must equal the stream-ordered one bit
-  // for bit; a second run reuses the semaphores (epoch 2).
+  // for bit; the epoch kernel counts the run, and a second run reuses the
+  // semaphores (epoch 1).
   auto [p, c, ref, d] = convPair(7);
   std::string err;
   for (const Policy &policy : policies(*d)) {
@@ -295,8 +296,9 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
     REQUIRE(nvrtcAvailable());
     CHECK(compileWithNvrtc(emitSource(sp), "sm_90", err));
     CHECK(compileWithNvrtc(emitSource(sc), "sm_90", err));
-    // The semaphores, then the producer's count of runs started, which the
-    // wait kernel (run before the consumer, as on the GPU) waits for.
+    // The semaphores, then the producer's count of runs started (its own
+    // buffer; here the word after them), which the wait kernel (run before
+    // the consumer, as on the GPU) waits for.
     const size_t n = size_t(policy.semaphores(d->producer));
     std::vector<unsigned> sems(n + 1, 0);
     KernelSignature ws{
@@ -304,12 +306,20 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
         {{"started", "const unsigned *"}, {"cuts_epoch", "const unsigned *"}}};
     auto hw = compileForHost(syncWaitKernel(), ws, err);
     REQUIRE(hw);
-    for (unsigned epoch = 1; epoch <= 2; ++epoch) {
+    auto he = compileForHost(
+        syncEpochKernel(),
+        KernelSignature{"cuts_sync_epoch", {{"cuts_epoch", "unsigned *"}}},
+        err);
+    REQUIRE(he);
+    unsigned epoch = 0;
+    for (int r = 0; r < 2; ++r) {
+      REQUIRE(epoch == unsigned(r));
       Chain run = ref;
       run.y1 = test::poisoned(run.y1.size());
       run.y2 = test::poisoned(run.y2.size());
       auto pb = run.producer(), cb = run.consumer();
       pb["cuts_posted"] = sems.data(), cb["cuts_ready0"] = sems.data();
+      pb["cuts_started"] = &sems[n];
       pb["cuts_epoch"] = cb["cuts_epoch"] = &epoch;
       std::string cerr;
       bool consumed = false;
@@ -327,8 +337,10 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
       CHECK(consumed);
       CHECK(std::memcmp(run.y2.data(), ref.y2.data(), ref.y2.size() * 4) == 0);
       for (size_t i = 0; i < n; ++i)
-        CHECK(sems[i] == epoch * policy.postsPerSemaphore(d->producer));
-      CHECK(sems[n] == epoch);
+        CHECK(sems[i] == (epoch + 1) * policy.postsPerSemaphore(d->producer));
+      CHECK(sems[n] == epoch + 1);
+      REQUIRE(he->launch({1, 1, 1}, {1, 1, 1}, {KernelArg::buffer(&epoch)},
+                         err));
     }
   }
 
@@ -340,7 +352,7 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
   REQUIRE(hc);
   Chain run = ref;
   std::vector<unsigned> sems(size_t(d->producer.blocks()), 0);
-  unsigned epoch = 1;
+  unsigned epoch = 0;
   auto cb = run.consumer();
   cb["cuts_ready0"] = sems.data(), cb["cuts_epoch"] = &epoch;
   setenv("CUTS_HOST_SPIN_TIMEOUT_MS", "50", 1);
@@ -395,7 +407,7 @@ TEST_CASE("sync: the emitted waits are the semaphores of the producer tiles "
         for (int64_t s : needed)
           if (s != held)
             sems[size_t(s)] = unsigned(policy.postsPerSemaphore(g));
-        unsigned epoch = 1;
+        unsigned epoch = 0;
         auto m = run.consumer();
         m["cuts_ready0"] = sems.data(), m["cuts_epoch"] = &epoch;
         std::string lerr;

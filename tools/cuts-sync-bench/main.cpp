@@ -221,9 +221,7 @@ int main(int argc, char **argv) {
   CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
   CHECK_CU(cuEventCreate(&t0, CU_EVENT_DEFAULT));
   CHECK_CU(cuEventCreate(&t1, CU_EVENT_DEFAULT));
-  Loaded next = load("extern \"C\" __global__ void cuts_epoch_next(unsigned "
-                     "*e) { e[0] += 1u; }\n",
-                     "cuts_epoch_next", LaunchShape{1, 1, 0});
+  Loaded next = load(syncEpochKernel(), "cuts_sync_epoch", LaunchShape{1, 1, 0});
   Loaded hold = load(syncWaitKernel(), "cuts_sync_wait", LaunchShape{1, 1, 0});
 
   if (conv)
@@ -271,7 +269,7 @@ int main(int argc, char **argv) {
     CHECK_CU(cuCtxSynchronize()); // the uploads' DMA done before sa's work
 
     // Each variant as a graph: StreamSync on one stream; a policy's
-    // producer on sa and consumer on sb, after the epoch's increment.
+    // producer on sa and consumer on sb, then the epoch's increment.
     std::vector<std::pair<std::string, CUgraphExec>> graphs;
     std::vector<Loaded> loaded;
     Loaded lp = load(*p), lc = load(*c);
@@ -314,14 +312,14 @@ int main(int argc, char **argv) {
       CUdeviceptr started = b.sems + 4 * pol.semaphores(dep->producer);
       graphs.emplace_back(
           pol.name, capture([&] {
-            launch(next, sa, {&b.epoch});
             CHECK_CU(cuEventRecord(fork, sa));
             CHECK_CU(cuStreamWaitEvent(sb, fork, 0));
-            launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems});
+            launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems, &started});
             launch(hold, sb, {&started, &b.epoch});
             launch(lw, sb, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});
             CHECK_CU(cuEventRecord(join, sb));
             CHECK_CU(cuStreamWaitEvent(sa, join, 0));
+            launch(next, sa, {&b.epoch});
           }));
     }
     // Check (intermediate and output poisoned first) and time each.

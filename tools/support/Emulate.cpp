@@ -338,6 +338,7 @@ bool emulateArtifact(const rt::Artifact &a,
     case rt::TensorKind::Intermediate:
       poison(x.dtype, bytesOf(t), bytes);
       break;
+    case rt::TensorKind::State: // zeroed, as a session's: the first run
     case rt::TensorKind::View:
       break;
     }

@@ -37,7 +37,9 @@ namespace cuts::rt {
 
 constexpr uint32_t kArtifactVersion = 2; // 2: XXH64 checksum
 
-enum class TensorKind { Input, Output, Weight, Intermediate, View };
+/// State: a session's own device memory, zeroed when the session is
+/// created and kept across runs (cuSync's semaphores and run epoch).
+enum class TensorKind { Input, Output, Weight, Intermediate, View, State };
 
 /// Bytes per element of a manifest dtype: "float32" "float16" "bfloat16"
 /// "float64" "int8" "uint8" "int16" "int32" "int64" "bool" (one byte, 0 or
@@ -91,9 +93,15 @@ struct KernelLaunch {
 
 /// One step of the plan: run a kernel, or copy a tensor into another (a
 /// model output that is an input, a weight, or another output's view).
+/// A step runs on the session's stream (0) or its side stream (1), after
+/// the steps before it on its stream and, where `after` >= 0, after that
+/// earlier step of the other stream: cuSync's pairs run their consumer on
+/// the side stream, concurrently with the producer.
 struct Step {
   int kernel = -1;        // index into kernels, or -1 for a copy
   int from = -1, to = -1; // the copy's tensors
+  int stream = 0;
+  int after = -1;
 };
 
 struct Manifest {

@@ -36,6 +36,7 @@ constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 constexpr unsigned CU_EVENT_DEFAULT = 0;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 /// The driver's entry points. Every pointer is set once the table loaded,
@@ -63,6 +64,9 @@ struct Driver {
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamCreateWithPriority)(CUstream *, unsigned, int);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*cuCtxGetStreamPriorityRange)(int *, int *);
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuEventRecord)(CUevent, CUstream);
