@@ -59,7 +59,19 @@ std::string timingsJson(const CompileResult &r, const std::string &arch) {
                       {"libraryUs", us(t.libraryUs)},
                       {"library", t.library},
                       {"chosen", t.chosenLibrary ? "library" : "generated"}});
-  return nlohmann::json({{"arch", arch}, {"groups", groups}}).dump(1) + "\n";
+  nlohmann::json syncs = nlohmann::json::array();
+  for (const SyncDecision &d : r.syncs)
+    syncs.push_back({{"producer", d.producer},
+                     {"consumer", d.consumer},
+                     {"chosen", d.chosen},
+                     {"policy", d.policy},
+                     {"why", d.why},
+                     {"streamUs", d.streamUs},
+                     {"syncUs", d.syncUs},
+                     {"earlyTiles", d.earlyTiles}});
+  return nlohmann::json({{"arch", arch}, {"groups", groups}, {"sync", syncs}})
+             .dump(1) +
+         "\n";
 }
 
 std::optional<CompileResult> compileModule(mlir::ModuleOp module,
@@ -95,7 +107,7 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
       progress.step(i + 1);
     }
   }
-  if (!pkg.addOutputs(error))
+  if (!pkg.addOutputs(error) || !pkg.addSync(error))
     return std::nullopt;
   res.codegenSeconds = secondsSince(codegenStart);
 

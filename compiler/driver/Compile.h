@@ -52,6 +52,19 @@ struct CompileOptions {
   /// What the module's floating-point tensors were converted to (the
   /// cuts-convert-precision pass), recorded in the artifact.
   std::string precision = "fp32";
+  /// cuSync pairs: where the model predicts a gain, none (--no-sync), or
+  /// every pair the tile analysis follows (--sync-all, for measuring).
+  enum class Sync { Model, Off, All } sync = Sync::Model;
+};
+
+/// A pair of consecutive generated kernels the cuSync planner considered.
+struct SyncDecision {
+  std::string producer, consumer; // kernel names (after the decision)
+  bool chosen = false;
+  std::string policy; // the best policy estimated ("" if none applies)
+  std::string why;    // why not chosen
+  double streamUs = 0, syncUs = 0; // the model's estimate
+  int64_t earlyTiles = 0;
 };
 
 /// One generated kernel as a reader sees it.
@@ -104,6 +117,7 @@ struct CompileResult {
   tune::MeasureStats measureStats;        // where the measuring time went
   double predictedUs = 0, measuredUs = 0; // sums over the chosen kernels
   std::vector<GroupTiming> timings;       // per chosen group, when tuning
+  std::vector<SyncDecision> syncs;        // per candidate pair
 };
 
 /// Whether a compileModule error says the model uses something the compiler

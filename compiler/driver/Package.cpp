@@ -329,6 +329,8 @@ bool Packager::addStep(rt::KernelLaunch launch,
       launch.outputs.push_back(t);
   }
   m.steps.push_back({int(m.kernels.size()), -1, -1});
+  kernelUs.push_back(launch.pulTimeUs);
+  uniqueOfKernel.push_back(-1);
   m.kernels.push_back(std::move(launch));
   res.contents.sources.push_back(""); // a generated kernel's: compileKernels
   ++res.kernels;
@@ -360,10 +362,10 @@ bool Packager::addLibraryStep(const GroupReport &g, const GroupCandidate &c,
 std::optional<GroupKernel> Packager::measuredChoice(const GroupReport &g,
                                                     const std::string &ops,
                                                     bool &library,
+                                                    double &us,
                                                     std::string &error) {
   library = false;
   const auto &list = candidates->of(g.operations, g.estimate);
-  double us;
   int best = fastestMeasured(list, cache, us);
   GroupTiming gt;
   gt.ops = ops;
@@ -429,11 +431,14 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
     return true;
   std::string ops = groupOps(g), why;
   std::optional<GroupKernel> gk;
+  double measured = 0;
   if (opts.cost != CostSource::Model) {
     bool library = false;
-    gk = measuredChoice(g, ops, library, error);
+    gk = measuredChoice(g, ops, library, measured, error);
     if (library)
       return bool(gk);
+    if (!gk)
+      measured = 0;
   }
   // No set fits the GPU (its registers or shared memory): its kernel would
   // be a pathological one (a row walked by one thread), so none is made.
@@ -473,6 +478,9 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
     error = opName(g.operations.front()) + ": " + error;
     return false;
   }
+  uniqueOfKernel.back() = it->second;
+  if (measured > 0)
+    kernelUs.back() = measured;
   return true;
 }
 
@@ -548,8 +556,12 @@ bool Packager::compileKernels(std::string &error) {
   parallelFor(unique.size(), jobs, [&](size_t i) {
     KernelSource &s = res.sources[i];
     s.name = unique[i].name;
-    s.source = codegen::emitSource(unique[i]);
-    s.hip = codegen::emitSource(unique[i], codegen::Target::Hip);
+    auto raw = rawSources.find(int(i));
+    s.source = raw != rawSources.end() ? raw->second
+                                       : codegen::emitSource(unique[i]);
+    s.hip = raw != rawSources.end()
+                ? "#error \"tile synchronisation is generated for CUDA only\"\n"
+                : codegen::emitSource(unique[i], codegen::Target::Hip);
   });
   // Per kernel and arch: its CUBIN, ptxas line and error (batches of
   // different archs run at once, so each writes only its own slots).

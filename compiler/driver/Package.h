@@ -10,6 +10,7 @@
 #ifndef CUTS_COMPILER_DRIVER_PACKAGE_H
 #define CUTS_COMPILER_DRIVER_PACKAGE_H
 
+#include "codegen/sync/TileSync.h"
 #include "compiler/driver/Candidates.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,6 +37,10 @@ public:
   /// where it can; otherwise (an input, a weight, a value returned twice) a
   /// copy step.
   bool addOutputs(std::string &error);
+  /// cuSync (PlanSync.cpp): consecutive generated kernels the model expects
+  /// to gain from tile synchronisation run as producer and consumer on two
+  /// streams (CompileOptions::sync; every candidate in res.syncs).
+  bool addSync(std::string &error);
   /// CUDA and HIP sources, and NVRTC for every distinct kernel and arch
   /// (CUBINs a tuned compile shipped are taken from `cache`).
   bool compileKernels(std::string &error);
@@ -44,6 +49,17 @@ public:
   void recordBinaries(tune::Cache &cache) const;
 
 private:
+  struct SyncPair {
+    size_t step; // the producer's; the consumer's is the next
+    int fetch;   // the consumer's fetch of the producer's output
+    codegen::sync::Dependence dependence;
+    codegen::sync::Policy policy;
+    codegen::sync::SyncEstimate estimate;
+  };
+  std::optional<SyncPair> syncCandidate(size_t step, SyncDecision &d);
+  int addStateTensor(const std::string &name, int64_t words);
+  int addRawKernel(const std::string &name, const std::string &source);
+  int addUnique(codegen::Kernel k, const std::string &suffix);
   int tensorFor(mlir::Value v, std::string &error);
   int addTensor(mlir::Value v, rt::TensorKind kind, const std::string &name,
                 const std::string &what, std::string &error);
@@ -56,7 +72,8 @@ private:
                                          std::string &why) const;
   std::optional<GroupKernel> measuredChoice(const GroupReport &g,
                                             const std::string &ops,
-                                            bool &library, std::string &error);
+                                            bool &library, double &us,
+                                            std::string &error);
 
   mlir::func::FuncOp func;
   const CompileOptions &opts;
@@ -67,6 +84,11 @@ private:
   llvm::DenseMap<mlir::Value, int> tensorOf;
   std::map<std::string, int> uniqueOf; // kernel code -> index in `unique`
   std::vector<codegen::Kernel> unique;
+  std::map<int, std::string> rawSources; // unique index -> CUDA source
+  // Per manifest kernel: its index in `unique` (-1: a library call), and its
+  // time (measured, else the bound) for the sync estimate.
+  std::vector<int> uniqueOfKernel;
+  std::vector<double> kernelUs;
   std::vector<std::map<std::string, std::vector<char>>> cubins; // per unique
 };
 

@@ -479,6 +479,19 @@ def make_resnet_stage(path):
                    [tm.vi("y", [2, 64, 1, 1])])
 
 
+def make_mlp(path):
+    """A transformer MLP in small after a layer: three Linear layers (the
+    middle one GELU-free), each reading the previous one's output in row
+    tiles: cuSync's GEMM chain."""
+    b = tm.Builder(29)
+    h = b.node("Gemm", ["x", b.w([96, 64]), b.w([96])], transB=1)
+    h = b.node("Relu", [b.node("Gemm", [h, b.w([192, 96]), b.w([192])],
+                               transB=1)])
+    b.node("Gemm", [h, b.w([64, 192]), b.w([64])], transB=1)
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [80, 64])], [tm.vi("y", [80, 64])])
+
+
 def feeds(shapes, seed):
     """Per (name, shape[, dtype, high]): float inputs standard normal (high
     "nan": every fifth element NaN), integer ones uniform in [0, high), or
@@ -553,6 +566,7 @@ MODELS = {
     "half_split_k": (make_half_split_k, [("x", (1, 8, 1024), np.float16),
                                          ("r", (1, 8, 64), np.float16)], []),
     "resnet_stage": (make_resnet_stage, [("x", (2, 3, 14, 14))], []),
+    "mlp": (make_mlp, [("x", (80, 64))], []),
 }
 # fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
 # a cuts kernel once at its store), tighter than the default for float16.
@@ -1193,6 +1207,47 @@ def check_split_k(runner):
                     % groups)
 
 
+def check_sync(runner):
+    """--sync-all: every kernel pair the tile analysis follows runs as a
+    cuSync producer and consumer (a side stream, semaphores, the wait and
+    epoch kernels). Emulated (and on a GPU, run and profiled), the outputs
+    equal the unsynchronised compile's bit for bit."""
+    made = 0
+    for name in ("resnet_block", "mobilenet_block", "resnet_stage", "mlp"):
+        path = os.path.join(runner.work, name + ".onnx")
+        d = os.path.join(runner.work, name)
+        if not os.path.isdir(os.path.join(d, "ref")):  # run alone (-k sync)
+            MODELS[name][0](path)
+            compile_and_emulate(runner, name, path, MODELS[name][2],
+                                MODELS[name][1], runner.gpu)
+        out = os.path.join(d, "sync")
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       "--sync-all", *MODELS[name][2])
+        require(r.returncode == 0, "compile --sync-all: " + r.stderr)
+        m = re.search(r"cuSync: (\d+) of (\d+) kernel pairs", r.stdout)
+        made += int(m.group(1)) if m else 0  # no report: no candidates
+        inputs = save_npy_feeds(d, feeds(MODELS[name][1], 7))
+        got = os.path.join(d, "sync-out")
+        os.makedirs(got, exist_ok=True)
+        art = os.path.join(out, "model.cuts")
+        modes = [("--emulate",)] + ([()] if runner.gpu else [])
+        for mode in modes:
+            r = runner.run("run", art, *mode, "--compare",
+                           os.path.join(d, "ref"), "--output-dir", got,
+                           *inputs)
+            require(r.returncode == 0, "synchronised run: " + r.stdout +
+                    r.stderr)
+            for f in os.listdir(os.path.join(d, "ref")):
+                a = np.load(os.path.join(got, f))
+                b = np.load(os.path.join(d, f))
+                require(a.tobytes() == b.tobytes(),
+                        "%s %s: %s differs from the unsynchronised run" %
+                        (name, mode, f))
+        if runner.gpu:
+            check_bench_kernels(runner, art)
+    require(made >= 3, "only %d pairs synchronised" % made)
+
+
 def check_no_gpu(runner, art, inputs):
     r = runner.run("run", art, *inputs)
     require(r.returncode != 0 and "cuts: error:" in r.stderr,
@@ -1285,6 +1340,8 @@ def main():
                      runner)
         runner.check("tuning cache (cuDNN tf32)", check_tf32, runner)
         runner.check("fp16 for sm_90 and sm_80", check_targets, runner)
+    if not a.k or "sync" in a.k:
+        runner.check("cuSync pairs (--sync-all)", check_sync, runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

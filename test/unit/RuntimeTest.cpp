@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <unistd.h>
 
@@ -764,6 +765,89 @@ TEST_CASE("memory plan: a chain reuses memory", "[runtime]") {
   CHECK(plan.naiveBytes == 10 * 4096);
   CHECK(plan.arenaBytes < plan.naiveBytes);
   CHECK(plan.arenaBytes == 4096 + 4000); // two buffers ping-pong
+}
+
+TEST_CASE("memory plan: a side stream's steps are live together",
+          "[runtime]") {
+  // The chain's k1 (producer) and k2 (consumer, on the side stream) run
+  // concurrently: k2's output must not take the memory of k1's input,
+  // which the chain alone would reuse.
+  Manifest m;
+  m.tensors.push_back(tensor("in", {1000}, TensorKind::Input));
+  m.tensors.back().index = 0;
+  m.inputs = {0};
+  for (int i = 0; i < 4; ++i) {
+    m.tensors.push_back(
+        tensor("t" + std::to_string(i), {1000}, TensorKind::Intermediate));
+    m.kernels.push_back(kernel("k" + std::to_string(i), {i, i + 1}, {i + 1}));
+  }
+  m.tensors.push_back(tensor("out", {1000}, TensorKind::Output));
+  m.tensors.back().index = 0;
+  m.outputs = {5};
+  m.kernels.push_back(kernel("last", {4, 5}, {5}));
+  m.steps = {Step{0, -1, -1}, Step{1, -1, -1}, Step{2, -1, -1, 1, 0},
+             Step{3, -1, -1, 0, 2}, Step{4, -1, -1}};
+  MemoryPlan plan = planMemory(m);
+  checkPlan(m, plan);
+  // t0 (k1's input), t1 (between) and t2 (k2's output) live at once.
+  std::set<int64_t> offsets{plan.offset[1], plan.offset[2], plan.offset[3]};
+  CHECK(offsets.size() == 3);
+  m.steps[2].stream = 0, m.steps[2].after = -1, m.steps[3].after = -1;
+  CHECK(planMemory(m).offset[3] == plan.offset[1]); // in stream order: reused
+}
+
+TEST_CASE("side-stream steps and state tensors", "[runtime]") {
+  // The sample's relu on the side stream: forked after add_bias, joined by
+  // scale; a state tensor (the semaphores) that relu reads.
+  auto sided = [](Json &j) {
+    j["steps"][1]["stream"] = 1;
+    j["steps"][1]["after"] = 0;
+    j["steps"][2]["after"] = 1;
+  };
+  std::string error;
+  auto a = parseArtifact(withManifest(sided), error);
+  INFO(error);
+  REQUIRE(a);
+  CHECK(a->manifest.steps[1].stream == 1);
+  CHECK(a->manifest.steps[2].after == 1);
+  ArtifactContents c = contentsOf(*a);
+  c.manifest.tensors.push_back(tensor("sems", {4}, TensorKind::State));
+  c.manifest.tensors.back().dtype = "int32";
+  c.manifest.kernels[1].args.push_back(int(c.manifest.tensors.size() - 1));
+  auto b = parseArtifact(serializeArtifact(c), error);
+  INFO(error);
+  REQUIRE(b);
+  CHECK(b->manifest.tensors.back().kind == TensorKind::State);
+  CHECK(b->manifest.steps[1].after == 0);
+  CHECK(planMemory(b->manifest).offset.back() == -1); // not in the arena
+
+  auto reject = [&](std::function<void(Json &)> edit, const char *what) {
+    std::string e = rejection(withManifest([&](Json &j) {
+      sided(j);
+      edit(j);
+    }));
+    INFO(e);
+    CHECK(e.find(what) != std::string::npos);
+  };
+  reject([](Json &j) { j["steps"][1]["after"] = -1; },
+         "must wait for a step of stream 0");
+  reject([](Json &j) { j["steps"][2]["after"] = -1; },
+         "no later step of stream 0 waits");
+  reject([](Json &j) { j["steps"][2]["after"] = 0; }, "same stream");
+  reject([](Json &j) { j["steps"][1]["after"] = 1; }, "out of range");
+  reject([](Json &j) { j["steps"][1]["stream"] = 2; }, "out of range");
+  reject(
+      [](Json &j) {
+        j["steps"][3]["stream"] = 1;
+        j["steps"][3]["after"] = 2;
+      },
+      "only generated kernels"); // a copy
+  reject(
+      [](Json &j) {
+        j["tensors"][6]["kind"] = "state";
+        j["tensors"][6]["dtype"] = "float32";
+      },
+      "int32 counters");
 }
 
 TEST_CASE("memory plan of the sample: views share their root", "[runtime]") {

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -63,6 +64,7 @@ void usage(llvm::raw_ostream &os) {
         "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
         "                    [--tune-seconds S]\n"
         "                    [--candidates FILE] [--no-library]\n"
+        "                    [--no-sync | --sync-all]\n"
         "                    [--precision fp32|tf32|fp16|bf16] "
         "[--io-precision fp16|bf16]\n"
         "                    [--layout auto|nchw] [--split-k auto|off]\n"
@@ -81,6 +83,10 @@ void usage(llvm::raw_ostream &os) {
         "      library calls first); --candidates FILE: write what CACHE\n"
         "      lacks, for cuts tune; --no-library: never cuDNN (tuning times\n"
         "      it against the generated kernels where it can run a group)\n"
+        "      --no-sync: no cuSync pairs (by default a kernel whose tiles\n"
+        "      read the previous kernel's output starts tile by tile where\n"
+        "      the model predicts a gain); --sync-all: every pair the tile\n"
+        "      analysis follows (to measure what the model decides)\n"
         "      --precision: store the tensors between kernels in fp16 or bf16\n"
         "      (weights converted now; kernels compute in fp32); inputs and\n"
         "      outputs keep the model's types unless --io-precision; tf32\n"
@@ -478,6 +484,32 @@ int writeKernelSources(const std::string &outDir,
 }
 
 // What a tuned compile measured and chose, and where its time went.
+// The cuSync pairs made, with the model's estimate for each.
+void printSync(const cuts::driver::CompileResult &r) {
+  size_t chosen = 0;
+  for (const cuts::driver::SyncDecision &d : r.syncs)
+    chosen += d.chosen;
+  if (r.syncs.empty())
+    return;
+  llvm::outs() << "  cuSync: " << chosen << " of " << r.syncs.size()
+               << " kernel pairs synchronised tile by tile\n";
+  std::map<std::string, int> why; // the others, by reason
+  for (const cuts::driver::SyncDecision &d : r.syncs)
+    if (!d.chosen)
+      ++why[d.why];
+  for (const auto &[reason, n] : why)
+    llvm::outs() << "    not " << n << ": " << reason << "\n";
+  for (const cuts::driver::SyncDecision &d : r.syncs)
+    if (d.chosen) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "    %s -> %s (%s): %.1f us -> %.1f us predicted\n",
+                    d.producer.c_str(), d.consumer.c_str(), d.policy.c_str(),
+                    d.streamUs, d.syncUs);
+      llvm::outs() << line;
+    }
+}
+
 void printTuning(const cuts::driver::CompileResult &r, double tuneSeconds) {
   char times[512];
   std::snprintf(times, sizeof times,
@@ -575,6 +607,10 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
         return error("", "--candidates needs a file name");
     } else if (a.is("--no-library")) {
       copts.library = false;
+    } else if (a.is("--no-sync")) {
+      copts.sync = cuts::driver::CompileOptions::Sync::Off;
+    } else if (a.is("--sync-all")) {
+      copts.sync = cuts::driver::CompileOptions::Sync::All;
     } else if (int r = parsePrecisionOption(a, precision)) {
       if (r < 0)
         return 1;
@@ -685,6 +721,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                 result->codegenSeconds, result->nvrtcSeconds, writeSeconds,
                 libSeconds);
   llvm::outs() << times;
+  printSync(*result);
   if (copts.cost != cuts::driver::CostSource::Model)
     printTuning(*result, copts.tuneSeconds);
   return 0;

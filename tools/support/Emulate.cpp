@@ -226,8 +226,12 @@ std::optional<KernelSignature> signatureOf(const rt::Manifest &m,
   for (size_t i = 0; i < k.args.size(); ++i) {
     bool out = std::find(k.outputs.begin(), k.outputs.end(), k.args[i]) !=
                k.outputs.end();
+    const rt::Tensor &t = m.tensors[rt::rootTensor(m, k.args[i])];
     const std::string &dtype = m.tensors[k.args[i]].dtype;
-    const char *type = kernelElementType(dtype);
+    // cuSync's counters are unsigned (they wrap).
+    const char *type = t.kind == rt::TensorKind::State
+                           ? "unsigned"
+                           : kernelElementType(dtype);
     if (!type) {
       error = "kernel " + k.name + ": argument " + std::to_string(i) +
               " is a " + dtype + " tensor, which no kernel takes";

@@ -1,0 +1,220 @@
+//===- PlanSync.cpp - cuSync pairs chosen by the performance model --------===//
+//
+// After the plan's steps exist: each two consecutive generated kernels where
+// the second reads the first's output through a fetch the tile analysis
+// follows (codegen/sync/TileSync.h) are a candidate pair. The model's
+// estimate (wave quantisation against the pair's fixed cost) picks the
+// pairs; each becomes the producer on the session's stream and the wait
+// kernel and consumer on the side stream, forked after the last stream-0
+// step before the producer and joined by the next stream-0 step (the run's
+// last step counts the run: cuts_sync_epoch).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/driver/Package.h"
+
+#include "codegen/emit/Cuda.h"
+#include "codegen/sync/TileSync.h"
+#include "perfmodel/Roofline.h"
+
+#include <algorithm>
+
+namespace cuts::driver {
+namespace {
+
+/// A pair is made where the model predicts at least this fraction of the
+/// two kernels' time saved (about the estimate's error on the GPT-3 and
+/// conv chains of cuts-sync-bench, where 2% picked only winners).
+constexpr double kMinSyncGain = 0.02;
+
+// Whether kernel k reads its tensor `t` through fetch `f` only: a waited
+// tensor read elsewhere (an epilogue operand) would not be waited for.
+bool readsOnlyThrough(const codegen::Kernel &k, int t, int f) {
+  for (size_t i = 0; i < k.fetches.size(); ++i)
+    if (int(i) != f && k.fetches[i].tensor == t)
+      return false;
+  for (const dfg::Graph *g : {&k.body, &k.exit})
+    for (int id : g->nodesWith(dfg::Op::Load)) {
+      const dfg::Buffer &b = g->buffer(g->node(id).buffer);
+      if (b.space == dfg::Space::Global && b.name == k.tensors[t].name)
+        return false;
+    }
+  return true;
+}
+
+} // namespace
+
+int Packager::addStateTensor(const std::string &name, int64_t words) {
+  rt::Tensor t;
+  t.name = name;
+  t.shape = {words};
+  t.dtype = "int32";
+  t.kind = rt::TensorKind::State;
+  m.tensors.push_back(t);
+  return int(m.tensors.size() - 1);
+}
+
+int Packager::addRawKernel(const std::string &name, const std::string &source) {
+  for (const auto &[u, src] : rawSources)
+    if (unique[size_t(u)].name == name)
+      return u;
+  codegen::Kernel k;
+  k.name = name;
+  rawSources[int(unique.size())] = source;
+  unique.push_back(k);
+  return int(unique.size() - 1);
+}
+
+int Packager::addUnique(codegen::Kernel k, const std::string &suffix) {
+  auto [it, fresh] = uniqueOf.emplace(
+      kernelCode(codegen::emitSource(k)), int(unique.size()));
+  if (fresh) {
+    k.name += suffix + std::to_string(unique.size());
+    unique.push_back(k);
+  }
+  return it->second;
+}
+
+std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
+                                                          SyncDecision &d) {
+  const rt::Step &sp = m.steps[i], &sc = m.steps[i + 1];
+  if (sp.kernel < 0 || sc.kernel < 0 || uniqueOfKernel[sp.kernel] < 0 ||
+      uniqueOfKernel[sc.kernel] < 0)
+    return std::nullopt; // a copy or a library call: nothing to report
+  const rt::KernelLaunch &lp = m.kernels[sp.kernel], &lc = m.kernels[sc.kernel];
+  const codegen::Kernel &kp = unique[uniqueOfKernel[sp.kernel]];
+  const codegen::Kernel &kc = unique[uniqueOfKernel[sc.kernel]];
+  d.producer = lp.name, d.consumer = lc.name;
+  if (lp.outputs.size() != 1 ||
+      std::count(lc.args.begin(), lc.args.end(), lp.outputs[0]) != 1) {
+    d.why = "the consumer does not read the producer's one output once";
+    return std::nullopt;
+  }
+  const int t = lp.outputs[0];
+  int fetch = -1;
+  for (size_t f = 0; f < kc.fetches.size(); ++f)
+    if (kc.fetches[f].tensor >= 0 && !kc.fetches[f].mask &&
+        lc.args[size_t(kc.fetches[f].tensor)] == t)
+      fetch = int(f);
+  if (fetch < 0 || !readsOnlyThrough(kc, kc.fetches[fetch].tensor, fetch)) {
+    d.why = "the consumer reads the producer's output outside its tiled "
+            "fetch";
+    return std::nullopt;
+  }
+  std::string why;
+  auto dep = codegen::sync::dependence(kp, kc, fetch, why);
+  if (!dep) {
+    d.why = why;
+    return std::nullopt;
+  }
+  auto timing = [&](const codegen::Kernel &k, int launch) {
+    return codegen::sync::KernelTiming{
+        kernelUs[size_t(launch)],
+        std::max<int64_t>(1, blocksPerSM(k.desc, k.params, opts.arch))};
+  };
+  std::optional<SyncPair> best;
+  for (const codegen::sync::Policy &p : codegen::sync::policies(*dep)) {
+    auto e = codegen::sync::estimate(*dep, p, timing(kp, sp.kernel),
+                                     timing(kc, sc.kernel), opts.arch.numSM);
+    if (!best || e.gain() > best->estimate.gain())
+      best = SyncPair{i, fetch, *dep, p, e};
+  }
+  d.policy = best->policy.name;
+  d.streamUs = best->estimate.streamUs, d.syncUs = best->estimate.syncUs;
+  d.earlyTiles = best->estimate.earlyTiles;
+  if (opts.sync != CompileOptions::Sync::All &&
+      best->estimate.gain() < kMinSyncGain * best->estimate.streamUs) {
+    d.why = "the model predicts no gain";
+    d.chosen = false;
+    return std::nullopt;
+  }
+  d.chosen = true;
+  return best;
+}
+
+bool Packager::addSync(std::string &error) {
+  (void)error;
+  if (opts.sync == CompileOptions::Sync::Off)
+    return true;
+  // Pairs, disjoint; the producer after some stream-0 step to fork from.
+  std::vector<SyncPair> pairs;
+  for (size_t i = 1; i + 1 < m.steps.size(); ++i) {
+    SyncDecision d;
+    auto p = syncCandidate(i, d);
+    if (!d.producer.empty())
+      res.syncs.push_back(d);
+    if (p) {
+      pairs.push_back(*p);
+      ++i;
+    }
+  }
+  if (pairs.empty())
+    return true;
+  const int epoch = addStateTensor("cuts_sync_epoch", 1);
+  const int wait = addRawKernel("cuts_sync_wait", codegen::syncWaitKernel());
+  const int count = addRawKernel("cuts_sync_epoch", codegen::syncEpochKernel());
+  auto helper = [&](int u, std::vector<int> args, std::vector<int> outputs,
+                    std::string summary) {
+    rt::KernelLaunch l;
+    l.name = unique[size_t(u)].name;
+    l.summary = std::move(summary);
+    l.args = std::move(args);
+    l.outputs = std::move(outputs);
+    m.kernels.push_back(l);
+    res.contents.sources.push_back("");
+    uniqueOfKernel.push_back(u);
+    kernelUs.push_back(0);
+    return int(m.kernels.size() - 1);
+  };
+  std::vector<rt::Step> steps;
+  int lastMain = -1, join = -1; // in `steps`
+  auto pushMain = [&](rt::Step s) { // the first after a side run joins it
+    s.after = join, join = -1;
+    steps.push_back(s);
+    lastMain = int(steps.size() - 1);
+  };
+  size_t next = 0;
+  for (size_t n = 0; n < pairs.size(); ++n) {
+    const SyncPair &p = pairs[n];
+    for (; next < p.step; ++next)
+      pushMain(m.steps[next]);
+    rt::KernelLaunch &lp = m.kernels[m.steps[p.step].kernel];
+    rt::KernelLaunch &lc = m.kernels[m.steps[p.step + 1].kernel];
+    const std::string tag = "cuts_sync" + std::to_string(n);
+    const int sems = addStateTensor(
+        tag + "_semaphores", p.policy.semaphores(p.dependence.producer));
+    const int started = addStateTensor(tag + "_started", 1);
+    codegen::Kernel kp = unique[uniqueOfKernel[m.steps[p.step].kernel]];
+    codegen::Kernel kc = unique[uniqueOfKernel[m.steps[p.step + 1].kernel]];
+    kp.post = codegen::TilePost{p.dependence.producer, p.policy};
+    kc.waits = {codegen::TileWait{kc.fetches[size_t(p.fetch)].tensor,
+                                  p.dependence, p.policy}};
+    const int up = addUnique(kp, "_post"), uc = addUnique(kc, "_wait");
+    lp.name = unique[size_t(up)].name, lc.name = unique[size_t(uc)].name;
+    uniqueOfKernel[m.steps[p.step].kernel] = up;
+    uniqueOfKernel[m.steps[p.step + 1].kernel] = uc;
+    lp.args.insert(lp.args.end(), {sems, started});
+    lp.outputs.insert(lp.outputs.end(), {sems, started});
+    lc.args.insert(lc.args.end(), {sems, epoch});
+    lp.summary += "; cuSync producer (" + p.policy.name + ")";
+    lc.summary += "; cuSync consumer (" + p.policy.name + ")";
+    const int hold = helper(wait, {started, epoch}, {},
+                            "cuSync: holds " + lc.name + " until " + lp.name +
+                                " has started");
+    // The consumer's stream forks after everything before the producer.
+    const int fork = lastMain;
+    pushMain(m.steps[p.step]);
+    steps.push_back({hold, -1, -1, 1, fork});
+    steps.push_back(m.steps[p.step + 1]);
+    steps.back().stream = 1;
+    join = int(steps.size() - 1);
+    next = p.step + 2;
+  }
+  for (; next < m.steps.size(); ++next)
+    pushMain(m.steps[next]);
+  pushMain({helper(count, {epoch}, {epoch}, "cuSync: counts the run"), -1, -1,
+            0, -1});
+  m.steps = std::move(steps);
+  return true;
+}
+
+} // namespace cuts::driver
