@@ -92,6 +92,9 @@
 //                          waits for a step of stream 0, and a later step of
 //                          stream 0 waits for the last side step, so a
 //                          run's work forks from and joins its stream
+//     pdl          bool    (optional, false) a generated kernel launched as
+//                          a programmatic dependent of the step before it,
+//                          a generated kernel on the same stream
 //
 // A kernel or copy never writes an input or a weight (the caller's inputs
 // stay intact and weights are shared by every session of a model).
@@ -281,6 +284,8 @@ Json manifestJson(const Manifest &m) {
       js["stream"] = s.stream;
       js["after"] = s.after;
     }
+    if (s.pdl)
+      js["pdl"] = true;
     steps.push_back(std::move(js));
   }
   j["steps"] = std::move(steps);
@@ -633,6 +638,12 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
         (js.contains("after") &&
          !r.integer(js, p, "after", -1, int(i) - 1, s.after)))
       return false;
+    if (js.contains("pdl")) {
+      const Json &v = js["pdl"];
+      if (!r.expect(v, join(p, "pdl"), v.is_boolean(), "a boolean"))
+        return false;
+      s.pdl = v.get<bool>();
+    }
   }
   return true;
 }
@@ -937,6 +948,16 @@ bool validateStreams(const Manifest &m, std::string &error) {
     if (s.after >= 0 && m.steps[s.after].stream == s.stream)
       return fail(join(p, "after"), "step " + std::to_string(s.after) +
                                         " is on the same stream");
+    if (s.pdl) {
+      auto generated = [&](const Step &x) {
+        return x.kernel >= 0 && !m.kernels[x.kernel].isLibrary();
+      };
+      if (i == 0 || !generated(s) || !generated(m.steps[i - 1]) ||
+          m.steps[i - 1].stream != s.stream || s.after >= 0)
+        return fail(join(p, "pdl"),
+                    "a programmatic launch follows a generated kernel on its "
+                    "stream and waits for no other step");
+    }
     if (s.stream == 0) {
       joined = joined || (lastSide >= 0 && s.after == lastSide);
       continue;

@@ -86,6 +86,7 @@ Loaded load() {
   lib.bind(d.cuGraphLaunch, {"cuGraphLaunch"}, /*optional=*/true);
   lib.bind(d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, /*optional=*/true);
   lib.bind(d.cuGraphDestroy, {"cuGraphDestroy"}, /*optional=*/true);
+  lib.bind(d.cuLaunchKernelEx, {"cuLaunchKernelEx"}, /*optional=*/true);
 
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {

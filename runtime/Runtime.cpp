@@ -157,6 +157,7 @@ struct ModelImpl {
   std::vector<int64_t> stateOffset;
   uint64_t stateBytes = 0;
   bool hasSide = false;        // steps on the side stream (cuSync pairs)
+  bool pdl = false; // the device and driver launch programmatic dependents
   std::vector<bool> recorded;  // per step: a later step waits for it
   std::vector<cuts_tensor_info> inputs, outputs;
 
@@ -466,6 +467,7 @@ cuts_status openDevice(ModelImpl &m, int ordinal, const std::string &label) {
   std::string deviceArch =
       "sm_" + std::to_string(major) + std::to_string(minor);
   m.arch = chooseArch(man.archs, major, minor);
+  m.pdl = major >= 9 && m.d->cuLaunchKernelEx;
   bool generated =
       std::any_of(man.kernels.begin(), man.kernels.end(),
                   [](const KernelLaunch &k) { return !k.isLibrary(); });
@@ -756,8 +758,10 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
   }
 }
 
-/// Enqueues step `i`'s work on `stream`.
-cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream) {
+/// Enqueues step `i`'s work on `stream`, as a programmatic dependent of
+/// the kernel before it where `pdl`.
+cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream,
+                        bool pdl) {
   const ModelImpl &m = *s.model;
   const Manifest &man = m.manifest();
   const Step &step = man.steps[i];
@@ -808,10 +812,21 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream) {
     s.argValues[a] = s.ptr[k.args[a]];
     s.argPointers[a] = &s.argValues[a];
   }
-  if (CUresult r = m.d->cuLaunchKernel(
-          m.functions[step.kernel], unsigned(k.grid), 1, 1, unsigned(k.block),
-          1, 1, unsigned(k.sharedBytes), stream,
-          k.args.empty() ? nullptr : s.argPointers.data(), nullptr))
+  void **args = k.args.empty() ? nullptr : s.argPointers.data();
+  CUresult r = CUDA_SUCCESS;
+  if (pdl && step.pdl && m.pdl) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value = 1;
+    CUlaunchConfig c{unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1,
+                     unsigned(k.sharedBytes), stream, &attr, 1};
+    r = m.d->cuLaunchKernelEx(&c, m.functions[step.kernel], args, nullptr);
+  } else {
+    r = m.d->cuLaunchKernel(m.functions[step.kernel], unsigned(k.grid), 1, 1,
+                            unsigned(k.block), 1, 1, unsigned(k.sharedBytes),
+                            stream, args, nullptr);
+  }
+  if (r)
     return cudaFail(r, "step " + std::to_string(i) + ": launching kernel \"" +
                            k.name + "\" (cuLaunchKernel)");
   return CUTS_OK;
@@ -828,7 +843,7 @@ cuts_status runStep(cuts_session &s, size_t i) {
       return cudaFail(r, "step " + std::to_string(i) + ": waiting for step " +
                              std::to_string(step.after) +
                              " (cuStreamWaitEvent)");
-  if (cuts_status st = enqueueStep(s, i, stream))
+  if (cuts_status st = enqueueStep(s, i, stream, true))
     return st;
   if (m.recorded[i])
     if (CUresult r = m.d->cuEventRecord(s.stepEvent[i], stream))
@@ -1479,7 +1494,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
               s,
               [&]() -> cuts_status {
                 for (int r = 0; r < kRepeats; ++r)
-                  if (cuts_status st = enqueueStep(s, i, s.stream))
+                  if (cuts_status st = enqueueStep(s, i, s.stream, false))
                     return st;
                 return CUTS_OK;
               },
@@ -1495,7 +1510,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
         return cudaFail(r, "cuEventRecord");
       for (size_t i = 0; i < numSteps; ++i) {
         if (!graphs[i]) {
-          if (cuts_status st = enqueueStep(s, i, s.stream))
+          if (cuts_status st = enqueueStep(s, i, s.stream, false))
             return st;
         } else if (CUresult r = d->cuGraphLaunch(graphs[i]->exec, s.stream)) {
           return cudaFail(r, "launching the CUDA graph (cuGraphLaunch)");

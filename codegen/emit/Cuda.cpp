@@ -2889,6 +2889,14 @@ std::string Emitter::run() {
        << "  block /= " << tiles << ";\n";
   }
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
+  if (target == Target::Cuda)
+    os << "  // Programmatic dependent launch (sm_90): the next kernel may "
+          "launch\n"
+       << "  // now; nothing is read before the previous one has finished.\n"
+       << "#if __CUDA_ARCH__ >= 900\n"
+       << "  asm volatile(\"griddepcontrol.launch_dependents;\");\n"
+       << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+       << "#endif\n";
   if (top.post) // see syncWaitKernel
     os << "  // cuSync: the producer has started.\n"
        << "  if (blockIdx.x == 0 && tid == 0)\n"

@@ -41,6 +41,10 @@ public:
   /// to gain from tile synchronisation run as producer and consumer on two
   /// streams (CompileOptions::sync; every candidate in res.syncs).
   bool addSync(std::string &error);
+  /// Marks each generated kernel that follows one on its stream as its
+  /// programmatic dependent (rt::Step::pdl; every generated kernel waits in
+  /// griddepcontrol.wait before it reads).
+  void markProgrammaticLaunches();
   /// CUDA and HIP sources, and NVRTC for every distinct kernel and arch
   /// (CUBINs a tuned compile shipped are taken from `cache`).
   bool compileKernels(std::string &error);
@@ -57,6 +61,7 @@ private:
     codegen::sync::SyncEstimate estimate;
   };
   std::optional<SyncPair> syncCandidate(size_t step, SyncDecision &d);
+  void addSyncPairs();
   int addStateTensor(const std::string &name, int64_t words);
   int addRawKernel(const std::string &name, const std::string &source);
   int addUnique(codegen::Kernel k, const std::string &suffix);

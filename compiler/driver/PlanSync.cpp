@@ -43,6 +43,18 @@ bool readsOnlyThrough(const codegen::Kernel &k, int t, int f) {
 
 } // namespace
 
+void Packager::markProgrammaticLaunches() {
+  auto generated = [&](const rt::Step &s) {
+    return s.kernel >= 0 && uniqueOfKernel[size_t(s.kernel)] >= 0 &&
+           !rawSources.count(uniqueOfKernel[size_t(s.kernel)]);
+  };
+  for (size_t i = 1; i < m.steps.size(); ++i) {
+    rt::Step &s = m.steps[i];
+    s.pdl = generated(s) && generated(m.steps[i - 1]) &&
+            m.steps[i - 1].stream == s.stream && s.after < 0;
+  }
+}
+
 int Packager::addStateTensor(const std::string &name, int64_t words) {
   rt::Tensor t;
   t.name = name;
@@ -135,6 +147,12 @@ bool Packager::addSync(std::string &error) {
   (void)error;
   if (opts.sync == CompileOptions::Sync::Off)
     return true;
+  addSyncPairs();
+  markProgrammaticLaunches();
+  return true;
+}
+
+void Packager::addSyncPairs() {
   // Pairs, disjoint; the producer after some stream-0 step to fork from.
   std::vector<SyncPair> pairs;
   for (size_t i = 1; i + 1 < m.steps.size(); ++i) {
@@ -148,7 +166,7 @@ bool Packager::addSync(std::string &error) {
     }
   }
   if (pairs.empty())
-    return true;
+    return;
   const int epoch = addStateTensor("cuts_sync_epoch", 1);
   const int wait = addRawKernel("cuts_sync_wait", codegen::syncWaitKernel());
   const int count = addRawKernel("cuts_sync_epoch", codegen::syncEpochKernel());
@@ -159,6 +177,7 @@ bool Packager::addSync(std::string &error) {
     l.summary = std::move(summary);
     l.args = std::move(args);
     l.outputs = std::move(outputs);
+    l.bytes = 8; // two counters read, or one read and written
     m.kernels.push_back(l);
     res.contents.sources.push_back("");
     uniqueOfKernel.push_back(u);
@@ -214,7 +233,6 @@ bool Packager::addSync(std::string &error) {
   pushMain({helper(count, {epoch}, {epoch}, "cuSync: counts the run"), -1, -1,
             0, -1});
   m.steps = std::move(steps);
-  return true;
 }
 
 } // namespace cuts::driver

@@ -842,6 +842,13 @@ TEST_CASE("side-stream steps and state tensors", "[runtime]") {
         j["steps"][3]["after"] = 2;
       },
       "only generated kernels"); // a copy
+  // Programmatic launches: after a generated kernel on the same stream.
+  auto pdl = [](Json &j) { j["steps"][2]["pdl"] = true; };
+  REQUIRE(parseArtifact(withManifest(pdl), error));
+  CHECK(parseArtifact(withManifest(pdl), error)->manifest.steps[2].pdl);
+  reject([](Json &j) { j["steps"][2]["pdl"] = true; }, "programmatic"); // joins
+  reject([](Json &j) { j["steps"][0]["pdl"] = true; }, "programmatic");
+  reject([](Json &j) { j["steps"][1]["pdl"] = 1; }, "a boolean");
   reject(
       [](Json &j) {
         j["tensors"][6]["kind"] = "state";

@@ -96,12 +96,16 @@ struct KernelLaunch {
 /// A step runs on the session's stream (0) or its side stream (1), after
 /// the steps before it on its stream and, where `after` >= 0, after that
 /// earlier step of the other stream: cuSync's pairs run their consumer on
-/// the side stream, concurrently with the producer.
+/// the side stream, concurrently with the producer. A `pdl` step's kernel
+/// is launched as a programmatic dependent of the kernel before it (sm_90:
+/// it starts as that one's blocks have, and waits in griddepcontrol.wait
+/// before touching memory); elsewhere it launches as usual.
 struct Step {
   int kernel = -1;        // index into kernels, or -1 for a copy
   int from = -1, to = -1; // the copy's tensors
   int stream = 0;
   int after = -1;
+  bool pdl = false;
 };
 
 struct Manifest {
