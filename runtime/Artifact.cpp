@@ -634,7 +634,8 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
         !r.integer(js, p, "kernel", -1, int(m.kernels.size()) - 1, s.kernel) ||
         !r.integer(js, p, "from", -1, int(n) - 1, s.from) ||
         !r.integer(js, p, "to", -1, int(n) - 1, s.to) ||
-        (js.contains("stream") && !r.integer(js, p, "stream", 0, 1, s.stream)) ||
+        (js.contains("stream") &&
+         !r.integer(js, p, "stream", 0, 1, s.stream)) ||
         (js.contains("after") &&
          !r.integer(js, p, "after", -1, int(i) - 1, s.after)))
       return false;
@@ -946,8 +947,8 @@ bool validateStreams(const Manifest &m, std::string &error) {
     const Step &s = m.steps[i];
     std::string p = at("steps", i);
     if (s.after >= 0 && m.steps[s.after].stream == s.stream)
-      return fail(join(p, "after"), "step " + std::to_string(s.after) +
-                                        " is on the same stream");
+      return fail(join(p, "after"),
+                  "step " + std::to_string(s.after) + " is on the same stream");
     if (s.pdl) {
       auto generated = [&](const Step &x) {
         return x.kernel >= 0 && !m.kernels[x.kernel].isLibrary();

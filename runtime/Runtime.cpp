@@ -156,9 +156,9 @@ struct ModelImpl {
   // State tensors: their offsets in a session's state buffer (-1: none).
   std::vector<int64_t> stateOffset;
   uint64_t stateBytes = 0;
-  bool hasSide = false;        // steps on the side stream (cuSync pairs)
-  bool pdl = false; // the device and driver launch programmatic dependents
-  std::vector<bool> recorded;  // per step: a later step waits for it
+  bool hasSide = false; // steps on the side stream (cuSync pairs)
+  bool pdl = false;     // the device and driver launch programmatic dependents
+  std::vector<bool> recorded; // per step: a later step waits for it
   std::vector<cuts_tensor_info> inputs, outputs;
 
   const Manifest &manifest() const { return artifact.manifest; }
@@ -760,8 +760,7 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
 
 /// Enqueues step `i`'s work on `stream`, as a programmatic dependent of
 /// the kernel before it where `pdl`.
-cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream,
-                        bool pdl) {
+cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
   const ModelImpl &m = *s.model;
   const Manifest &man = m.manifest();
   const Step &step = man.steps[i];
@@ -818,8 +817,16 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream,
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value = 1;
-    CUlaunchConfig c{unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1,
-                     unsigned(k.sharedBytes), stream, &attr, 1};
+    CUlaunchConfig c{unsigned(k.grid),
+                     1,
+                     1,
+                     unsigned(k.block),
+                     1,
+                     1,
+                     unsigned(k.sharedBytes),
+                     stream,
+                     &attr,
+                     1};
     r = m.d->cuLaunchKernelEx(&c, m.functions[step.kernel], args, nullptr);
   } else {
     r = m.d->cuLaunchKernel(m.functions[step.kernel], unsigned(k.grid), 1, 1,
@@ -1063,8 +1070,8 @@ cuts_status createSyncState(cuts_session &s) {
   s.stepEvent.assign(m.recorded.size(), nullptr);
   for (size_t i = 0; i < m.recorded.size(); ++i)
     if (m.recorded[i])
-      if (CUresult r = d->cuEventCreate(&s.stepEvent[i],
-                                        CU_EVENT_DISABLE_TIMING)) {
+      if (CUresult r =
+              d->cuEventCreate(&s.stepEvent[i], CU_EVENT_DISABLE_TIMING)) {
         s.stepEvent[i] = nullptr;
         return cudaFail(r, "cuEventCreate");
       }

@@ -361,8 +361,7 @@ bool Packager::addLibraryStep(const GroupReport &g, const GroupCandidate &c,
 
 std::optional<GroupKernel> Packager::measuredChoice(const GroupReport &g,
                                                     const std::string &ops,
-                                                    bool &library,
-                                                    double &us,
+                                                    bool &library, double &us,
                                                     std::string &error) {
   library = false;
   const auto &list = candidates->of(g.operations, g.estimate);
@@ -557,8 +556,8 @@ bool Packager::compileKernels(std::string &error) {
     KernelSource &s = res.sources[i];
     s.name = unique[i].name;
     auto raw = rawSources.find(int(i));
-    s.source = raw != rawSources.end() ? raw->second
-                                       : codegen::emitSource(unique[i]);
+    s.source =
+        raw != rawSources.end() ? raw->second : codegen::emitSource(unique[i]);
     s.hip = raw != rawSources.end()
                 ? "#error \"tile synchronisation is generated for CUDA only\"\n"
                 : codegen::emitSource(unique[i], codegen::Target::Hip);

@@ -77,8 +77,8 @@ int Packager::addRawKernel(const std::string &name, const std::string &source) {
 }
 
 int Packager::addUnique(codegen::Kernel k, const std::string &suffix) {
-  auto [it, fresh] = uniqueOf.emplace(
-      kernelCode(codegen::emitSource(k)), int(unique.size()));
+  auto [it, fresh] =
+      uniqueOf.emplace(kernelCode(codegen::emitSource(k)), int(unique.size()));
   if (fresh) {
     k.name += suffix + std::to_string(unique.size());
     unique.push_back(k);
@@ -185,7 +185,7 @@ void Packager::addSyncPairs() {
     return int(m.kernels.size() - 1);
   };
   std::vector<rt::Step> steps;
-  int lastMain = -1, join = -1; // in `steps`
+  int lastMain = -1, join = -1;     // in `steps`
   auto pushMain = [&](rt::Step s) { // the first after a side run joins it
     s.after = join, join = -1;
     steps.push_back(s);
@@ -199,8 +199,8 @@ void Packager::addSyncPairs() {
     rt::KernelLaunch &lp = m.kernels[m.steps[p.step].kernel];
     rt::KernelLaunch &lc = m.kernels[m.steps[p.step + 1].kernel];
     const std::string tag = "cuts_sync" + std::to_string(n);
-    const int sems = addStateTensor(
-        tag + "_semaphores", p.policy.semaphores(p.dependence.producer));
+    const int sems = addStateTensor(tag + "_semaphores",
+                                    p.policy.semaphores(p.dependence.producer));
     const int started = addStateTensor(tag + "_started", 1);
     codegen::Kernel kp = unique[uniqueOfKernel[m.steps[p.step].kernel]];
     codegen::Kernel kc = unique[uniqueOfKernel[m.steps[p.step + 1].kernel]];

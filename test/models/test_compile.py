@@ -1207,6 +1207,43 @@ def check_split_k(runner):
                     % groups)
 
 
+def read_manifest(art):
+    """The artifact's manifest (its JSON section)."""
+    import json
+    import struct
+    b = open(art, "rb").read()
+    for i in range(struct.unpack_from("<I", b, 12)[0]):
+        e = 64 + 64 * i
+        if b[e:e + 32].rstrip(b"\0") == b"manifest":
+            off, size = struct.unpack_from("<QQ", b, e + 32)
+            return json.loads(b[off:off + size])
+    raise AssertionError("no manifest in " + art)
+
+
+def check_sync_modes(runner, path, d):
+    """By default each generated kernel after another is a programmatic
+    dependent (PDL); --no-sync leaves stream order alone; --sync-all adds a
+    side stream, the semaphores and the epoch."""
+    modes = {}
+    for flag in ("", "--no-sync", "--sync-all"):
+        out = os.path.join(d, "mode" + flag.replace("-", "_"))
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       *([flag] if flag else []))
+        require(r.returncode == 0, "compile %s: %s" % (flag, r.stderr))
+        modes[flag] = read_manifest(os.path.join(out, "model.cuts"))
+    steps = {f: m["steps"] for f, m in modes.items()}
+    require(any(s.get("pdl") for s in steps[""]), "no PDL step by default")
+    require(not any(s.get("pdl") or s.get("stream") for s in
+                    steps["--no-sync"]), "--no-sync kept PDL or streams")
+    m = modes["--sync-all"]
+    require(any(s.get("stream") == 1 for s in m["steps"]) and
+            any(t["kind"] == "state" for t in m["tensors"]),
+            "--sync-all made no pair")
+    names = [m["kernels"][s["kernel"]]["name"] for s in m["steps"]]
+    require(names[-1] == "cuts_sync_epoch" and "cuts_sync_wait" in names,
+            "the epoch and wait kernels: %s" % names)
+
+
 def check_sync(runner):
     """--sync-all: every kernel pair the tile analysis follows runs as a
     cuSync producer and consumer (a side stream, semaphores, the wait and
@@ -1243,9 +1280,13 @@ def check_sync(runner):
                 require(a.tobytes() == b.tobytes(),
                         "%s %s: %s differs from the unsynchronised run" %
                         (name, mode, f))
-        if runner.gpu:
-            check_bench_kernels(runner, art)
+        if runner.gpu:  # profiled (the pairs in stream order) and graphed
+            for args in (("--kernels",), ("--graph",)):
+                r = runner.run("bench", art, "--iters", "5", *args)
+                require(r.returncode == 0, "bench %s: %s" % (args, r.stderr))
     require(made >= 3, "only %d pairs synchronised" % made)
+    check_sync_modes(runner, os.path.join(runner.work, "mlp.onnx"),
+                     os.path.join(runner.work, "mlp"))
 
 
 def check_no_gpu(runner, art, inputs):

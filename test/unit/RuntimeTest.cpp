@@ -767,8 +767,7 @@ TEST_CASE("memory plan: a chain reuses memory", "[runtime]") {
   CHECK(plan.arenaBytes == 4096 + 4000); // two buffers ping-pong
 }
 
-TEST_CASE("memory plan: a side stream's steps are live together",
-          "[runtime]") {
+TEST_CASE("memory plan: a side stream's steps are live together", "[runtime]") {
   // The chain's k1 (producer) and k2 (consumer, on the side stream) run
   // concurrently: k2's output must not take the memory of k1's input,
   // which the chain alone would reuse.

@@ -339,8 +339,8 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
       for (size_t i = 0; i < n; ++i)
         CHECK(sems[i] == (epoch + 1) * policy.postsPerSemaphore(d->producer));
       CHECK(sems[n] == epoch + 1);
-      REQUIRE(he->launch({1, 1, 1}, {1, 1, 1}, {KernelArg::buffer(&epoch)},
-                         err));
+      REQUIRE(
+          he->launch({1, 1, 1}, {1, 1, 1}, {KernelArg::buffer(&epoch)}, err));
     }
   }
 

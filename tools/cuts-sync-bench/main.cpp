@@ -85,8 +85,8 @@ void launch(const Loaded &l, CUstream s, std::vector<void *> args) {
       unsigned(l.shape.sharedBytes), s, args.data(), nullptr));
 }
 
-// As a programmatic dependent of the kernel before it on s (PDL: its blocks
-// start as that one's have, and wait in griddepcontrol.wait).
+// As a programmatic dependent of the kernel before it on s (PDL: launched
+// as that one's blocks exit, waiting in griddepcontrol.wait).
 void launchDependent(const Loaded &l, CUstream s, std::vector<void *> args) {
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -235,7 +235,8 @@ int main(int argc, char **argv) {
   CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
   CHECK_CU(cuEventCreate(&t0, CU_EVENT_DEFAULT));
   CHECK_CU(cuEventCreate(&t1, CU_EVENT_DEFAULT));
-  Loaded next = load(syncEpochKernel(), "cuts_sync_epoch", LaunchShape{1, 1, 0});
+  Loaded next =
+      load(syncEpochKernel(), "cuts_sync_epoch", LaunchShape{1, 1, 0});
   Loaded hold = load(syncWaitKernel(), "cuts_sync_wait", LaunchShape{1, 1, 0});
 
   if (conv)
@@ -389,8 +390,8 @@ int main(int argc, char **argv) {
       if (name == "producer" || name == "consumer")
         alone[name == "producer" ? 0 : 1] = per[3];
       else
-        times[name == "stream" ? 0
-              : name == "pdl"  ? 1
+        times[name == "stream"     ? 0
+              : name == "pdl"      ? 1
               : name == "TileSync" ? 2
                                    : 3] = per[3];
     }

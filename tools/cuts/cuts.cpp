@@ -27,9 +27,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <unistd.h>
 #include <vector>

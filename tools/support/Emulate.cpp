@@ -229,9 +229,8 @@ std::optional<KernelSignature> signatureOf(const rt::Manifest &m,
     const rt::Tensor &t = m.tensors[rt::rootTensor(m, k.args[i])];
     const std::string &dtype = m.tensors[k.args[i]].dtype;
     // cuSync's counters are unsigned (they wrap).
-    const char *type = t.kind == rt::TensorKind::State
-                           ? "unsigned"
-                           : kernelElementType(dtype);
+    const char *type =
+        t.kind == rt::TensorKind::State ? "unsigned" : kernelElementType(dtype);
     if (!type) {
       error = "kernel " + k.name + ": argument " + std::to_string(i) +
               " is a " + dtype + " tensor, which no kernel takes";

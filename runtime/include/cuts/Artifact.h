@@ -98,8 +98,8 @@ struct KernelLaunch {
 /// earlier step of the other stream: cuSync's pairs run their consumer on
 /// the side stream, concurrently with the producer. A `pdl` step's kernel
 /// is launched as a programmatic dependent of the kernel before it (sm_90:
-/// it starts as that one's blocks have, and waits in griddepcontrol.wait
-/// before touching memory); elsewhere it launches as usual.
+/// its launch overlaps that one's last blocks, and it waits in
+/// griddepcontrol.wait before touching memory); elsewhere as usual.
 struct Step {
   int kernel = -1;        // index into kernels, or -1 for a copy
   int from = -1, to = -1; // the copy's tensors
