@@ -31,6 +31,21 @@ TileGrid tileGrid(const Kernel &k) {
   return g;
 }
 
+std::optional<Fetch> tiledFetch(const Kernel &k, int fetch) {
+  if (!k.mma)
+    return fetch >= 0 && fetch < int(k.fetches.size())
+               ? std::optional<Fetch>(k.fetches[size_t(fetch)])
+               : std::nullopt;
+  if (fetch != 0 || k.desc.im2col || k.mmaViews[0] || k.desc.batch > 1)
+    return std::nullopt;
+  const int64_t M = k.desc.N, K = k.desc.C;
+  Fetch f;
+  f.tensor = 0;
+  f.dims = {fetchDim(k.params.Nb, dfg::DimN, 1, 0, false, M, K, 0),
+            fetchDim(k.params.Cin, dfg::NoDim, 1, 0, true, K, 1, 0)};
+  return f;
+}
+
 bool Box::empty() const {
   for (int d = 0; d < 4; ++d)
     if (lo[d] > hi[d])
@@ -92,16 +107,20 @@ std::optional<Dependence> dependence(const Kernel &producer,
     why = w;
     return std::nullopt;
   };
-  if (producer.mma || consumer.mma || producer.vec || consumer.vec ||
-      producer.producer || consumer.producer)
-    return fail("a tensor-core, channel-vector or shared-memory-fused "
-                "kernel (its tile maps are not followed yet)");
+  if (producer.vec || consumer.vec || producer.producer || consumer.producer)
+    return fail("a channel-vector or shared-memory-fused kernel (its tile "
+                "maps are not followed yet)");
+  // A warp-specialised loop's copying warps return before the post.
+  if (producer.mma && producer.mma->warpSpecialized)
+    return fail("a warp-specialised producer");
   const dfg::Buffer *out = storedBuffer(producer);
   if (!out)
     return fail("the producer stores into more than one tensor");
-  if (fetch < 0 || fetch >= int(consumer.fetches.size()))
-    return fail("no such fetch");
-  const Fetch &f = consumer.fetches[fetch];
+  const std::optional<Fetch> tiled = tiledFetch(consumer, fetch);
+  if (!tiled)
+    return fail("the consumer reads the tensor in no tiles this analysis "
+                "follows (an implicit GEMM's windows, a view, a batch)");
+  const Fetch &f = *tiled;
   if (f.tensor < 0 || f.mask)
     return fail("the fetch reads no tensor's values");
   const TensorArg &t = consumer.tensors[f.tensor];

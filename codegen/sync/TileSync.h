@@ -32,6 +32,12 @@ namespace cuts::codegen::sync {
 /// k's grid of blocks.
 TileGrid tileGrid(const Kernel &k);
 
+/// k's fetch `fetch` of a tensor in tiles: Kernel::fetches[fetch], or for a
+/// tensor-core product (no fetches) fetch 0, its A operand: the block's
+/// rows, every column in the K loop. Nullopt for a tensor-core A read in
+/// another way (an implicit GEMM's windows, a view, a batch of products).
+std::optional<Fetch> tiledFetch(const Kernel &k, int fetch);
+
 /// The dependence through consumer fetch `fetch`, which reads the tensor
 /// producer stores (its exit's output). Nullopt, with `why`, where the maps
 /// are not ones this analysis follows (a digit, a strided store, a grouped

@@ -102,12 +102,13 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
     return std::nullopt;
   }
   const int t = lp.outputs[0];
-  int fetch = -1;
-  for (size_t f = 0; f < kc.fetches.size(); ++f)
-    if (kc.fetches[f].tensor >= 0 && !kc.fetches[f].mask &&
-        lc.args[size_t(kc.fetches[f].tensor)] == t)
-      fetch = int(f);
-  if (fetch < 0 || !readsOnlyThrough(kc, kc.fetches[fetch].tensor, fetch)) {
+  int fetch = -1, tensor = -1;
+  for (int f = 0; f < std::max<int>(1, int(kc.fetches.size())); ++f) {
+    auto tf = codegen::sync::tiledFetch(kc, f);
+    if (tf && tf->tensor >= 0 && !tf->mask && lc.args[size_t(tf->tensor)] == t)
+      fetch = f, tensor = tf->tensor;
+  }
+  if (fetch < 0 || !readsOnlyThrough(kc, tensor, fetch)) {
     d.why = "the consumer reads the producer's output outside its tiled "
             "fetch";
     return std::nullopt;
@@ -205,8 +206,9 @@ void Packager::addSyncPairs() {
     codegen::Kernel kp = unique[uniqueOfKernel[m.steps[p.step].kernel]];
     codegen::Kernel kc = unique[uniqueOfKernel[m.steps[p.step + 1].kernel]];
     kp.post = codegen::TilePost{p.dependence.producer, p.policy};
-    kc.waits = {codegen::TileWait{kc.fetches[size_t(p.fetch)].tensor,
-                                  p.dependence, p.policy}};
+    kc.waits = {
+        codegen::TileWait{codegen::sync::tiledFetch(kc, p.fetch)->tensor,
+                          p.dependence, p.policy}};
     const int up = addUnique(kp, "_post"), uc = addUnique(kc, "_wait");
     lp.name = unique[size_t(up)].name, lc.name = unique[size_t(uc)].name;
     uniqueOfKernel[m.steps[p.step].kernel] = up;

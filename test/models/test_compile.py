@@ -1250,7 +1250,8 @@ def check_sync(runner):
     epoch kernels). Emulated (and on a GPU, run and profiled), the outputs
     equal the unsynchronised compile's bit for bit."""
     made = 0
-    for name in ("resnet_block", "mobilenet_block", "resnet_stage", "mlp"):
+    for name in ("resnet_block", "mobilenet_block", "resnet_stage", "mlp",
+                 "half_transformer"):
         path = os.path.join(runner.work, name + ".onnx")
         d = os.path.join(runner.work, name)
         if not os.path.isdir(os.path.join(d, "ref")):  # run alone (-k sync)

@@ -44,7 +44,7 @@ TileParams params(int64_t nb, int64_t kb, int64_t hb, int64_t wb, int64_t cin,
 std::set<std::array<int64_t, 4>> readTiles(const Kernel &producer,
                                            const Kernel &consumer, int fetch,
                                            const std::array<int64_t, 4> &c) {
-  const Fetch &f = consumer.fetches[fetch];
+  const Fetch f = *tiledFetch(consumer, fetch);
   const std::vector<int64_t> &shape = consumer.tensors[f.tensor].shape;
   const std::vector<int64_t> strides = denseStrides(shape);
   const TileGrid cg = tileGrid(consumer), pg = tileGrid(producer);
@@ -359,6 +359,91 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
   CHECK_FALSE(launchOnHost(*hc, sc, cb, err));
   unsetenv("CUTS_HOST_SPIN_TIMEOUT_MS");
   CHECK(err.find("the flag it waits for is never set") != std::string::npos);
+}
+
+TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
+  // Y1 = X W1 (64 x 32 x 48, fp16 out), Y2 = Y1 W2 (64 x 48 x 32) on
+  // mma.sync, 16 x 16 tiles: a consumer tile reads a row of producer tiles
+  // through its A operand's copies. Run at once on two threads (consumer
+  // first), each policy's output equals the stream-ordered one bit for bit.
+  MmaLoop m;
+  m.operand = dfg::Type::F16, m.warpsM = m.warpsN = 1, m.mi = 1, m.ni = 2;
+  m.stages = 2;
+  std::string err;
+  auto p = buildMmaMatMul("p", test::matmulDesc(64, 32, 48), mmaParams(m, 16),
+                          dfg::Type::F16, {}, err);
+  auto c = buildMmaMatMul("c", test::matmulDesc(64, 48, 32), mmaParams(m, 16),
+                          dfg::Type::F16, {}, err);
+  INFO(err);
+  REQUIRE(p);
+  REQUIRE(c);
+  REQUIRE(p->tensors.back().name == "Y");
+  p->tensors.back().type = dfg::Type::F16;
+  checkPair(*p, *c, 0);
+  std::string why;
+  auto d = dependence(*p, *c, 0, why);
+  REQUIRE(d);
+  CHECK(d->producer.tiles == std::array<int64_t, 4>{4, 3, 1, 1});
+  CHECK_FALSE(dependence(*p, *c, 1, why)); // B: no tiled fetch
+
+  std::mt19937 rng(5);
+  auto halves = [&](size_t n) {
+    std::vector<uint16_t> h(n);
+    std::uniform_int_distribution<int> u(0, 2047);
+    for (uint16_t &x : h) // fp16 in [0.5, 1) and (-1, -0.5]
+      x = uint16_t(0x3800 + u(rng) % 1024 + (u(rng) % 2) * 0x8000);
+    return h;
+  };
+  std::vector<uint16_t> x = halves(64 * 32), w1 = halves(32 * 48),
+                        w2 = halves(48 * 32), y1(64 * 48, 0xffff);
+  std::vector<float> ref = test::poisoned(64 * 32);
+  REQUIRE(runOnHost(*p, {{"A", x.data()}, {"B", w1.data()}, {"Y", y1.data()}},
+                    err));
+  REQUIRE(runOnHost(*c, {{"A", y1.data()}, {"B", w2.data()}, {"Y", ref.data()}},
+                    err));
+  for (const Policy &policy : policies(*d)) {
+    INFO(policy.name);
+    Kernel sp = *p, sc = *c;
+    sp.name = "p_" + policy.name, sc.name = "c_" + policy.name;
+    sp.post = TilePost{d->producer, policy};
+    sc.waits = {TileWait{0, *d, policy}};
+    auto hp = compileOnHost(sp, err);
+    auto hc = compileOnHost(sc, err);
+    INFO(err);
+    REQUIRE(hp);
+    REQUIRE(hc);
+    REQUIRE(nvrtcAvailable());
+    CHECK(compileWithNvrtc(emitSource(sp), "sm_90", err));
+    CHECK(compileWithNvrtc(emitSource(sc), "sm_90", err));
+    std::vector<unsigned> sems(size_t(policy.semaphores(d->producer)), 0);
+    unsigned started = 0, epoch = 0;
+    std::vector<uint16_t> mid(y1.size(), 0xffff); // NaN until stored
+    std::vector<float> out = test::poisoned(ref.size());
+    std::string cerr;
+    bool consumed = false;
+    std::thread consumer([&] {
+      consumed = launchOnHost(*hc, sc,
+                              {{"A", mid.data()},
+                               {"B", w2.data()},
+                               {"Y", out.data()},
+                               {"cuts_ready0", sems.data()},
+                               {"cuts_epoch", &epoch}},
+                              cerr);
+    });
+    bool produced = launchOnHost(*hp, sp,
+                                 {{"A", x.data()},
+                                  {"B", w1.data()},
+                                  {"Y", mid.data()},
+                                  {"cuts_posted", sems.data()},
+                                  {"cuts_started", &started}},
+                                 err);
+    consumer.join();
+    INFO(err << cerr);
+    CHECK(produced);
+    CHECK(consumed);
+    CHECK(std::memcmp(out.data(), ref.data(), ref.size() * 4) == 0);
+    CHECK(started == 1);
+  }
 }
 
 TEST_CASE("sync: the emitted waits are the semaphores of the producer tiles "

@@ -1,15 +1,17 @@
 //===- cuts-sync-bench - cuSync's dependent kernels on a GPU -------------===//
 //
 // The microbenchmark of tile synchronisation (codegen/sync): an MLP's two
-// GEMMs, or two convs, generated with the parameters the model ranks first,
-// run back to back on one stream (StreamSync) and with each policy the
-// analysis proposes (producer and consumer on two streams, the consumer's
-// tiles waiting for the producer tiles they read). Each variant is one CUDA
-// graph replayed; its output must equal StreamSync's bit for bit, with the
-// intermediate poisoned (NaN) before every checked run.
+// GEMMs (fp32 SIMT, or with --fp16 on tensor cores), or two convs,
+// generated with the parameters the model ranks first, run back to back on
+// one stream (StreamSync), as programmatic dependents (PDL) and with each
+// policy the analysis proposes (producer and consumer on two streams, the
+// consumer's tiles waiting for the producer tiles they read). Each variant
+// is one CUDA graph replayed; its output must equal StreamSync's bit for
+// bit, with the intermediate poisoned (NaN) before every checked run. Each
+// policy also runs eagerly with its consumer enqueued first (no deadlock).
 //
 //   cuts-sync-bench [--arch h200] [--model gpt3|llama|conv64|..|conv512]
-//                   [--rows 1,64,...] [--iters N]
+//                   [--rows 1,64,...] [--iters N] [--fp16]
 //
 // For the convs (two 3x3 convs of a ResNet-38 / VGG-19 layer) the rows are
 // the batch.
@@ -145,10 +147,16 @@ struct Chain {
   float scale1, scale2; // the weights' deviations: outputs near 1
 };
 
-// An MLP's two GEMMs at `rows` rows: h -> f -> h.
-Chain mlp(int64_t rows, int64_t h, int64_t f) {
-  return {describeMatMul({rows, h}, {h, f}, {rows, f}, false, false),
-          describeMatMul({rows, f}, {f, h}, {rows, h}, false, false),
+// An MLP's two GEMMs at `rows` rows: h -> f -> h. In fp16 the weights are
+// stored N x K (a Linear layer's), as the tensor-core products read them.
+Chain mlp(int64_t rows, int64_t h, int64_t f, bool fp16) {
+  OpDesc p = fp16 ? describeMatMul({rows, h}, {f, h}, {rows, f}, false, true)
+                  : describeMatMul({rows, h}, {h, f}, {rows, f}, false, false);
+  OpDesc c = fp16 ? describeMatMul({rows, f}, {h, f}, {rows, h}, false, true)
+                  : describeMatMul({rows, f}, {f, h}, {rows, h}, false, false);
+  p.elementBytes = c.elementBytes = fp16 ? 2 : 4;
+  return {p,
+          c,
           rows * h,
           h * f,
           rows * f,
@@ -169,11 +177,42 @@ Chain convs(int64_t n, int64_t c, int64_t side) {
   return {d, d, image, filter, image, filter, image, s, s};
 }
 
+// The model's first-ranked kernel; in fp16 its first tensor-core one that
+// is not warp-specialised (whose copying warps return before a post), its
+// output fp16 where it is the producer.
 std::optional<Kernel> build(const std::string &name, const OpDesc &d,
-                            const GpuArch &arch, std::string &err) {
-  TileParams p = searchParams(d, arch).kept.at(0).params;
+                            const GpuArch &arch, bool producer,
+                            std::string &err) {
+  const std::vector<Candidate> kept = searchParams(d, arch).kept;
+  if (d.elementBytes == 2) {
+    for (const Candidate &c : kept)
+      if (c.params.tensorCore() && !c.params.warpSpecialized) {
+        auto k = buildMmaMatMul(name, d, c.params, dfg::Type::F16, {}, err);
+        if (k && producer)
+          k->tensors.back().type = dfg::Type::F16;
+        return k;
+      }
+    err = "no tensor-core set kept";
+    return std::nullopt;
+  }
+  TileParams p = kept.at(0).params;
   return d.kind == OpKind::Conv ? buildConv(name, d, p, {}, err)
                                 : buildMatMul(name, d, p, {}, err);
+}
+
+// f rounded to the nearest fp16 (even on ties); the bench's values are
+// normal and small, so no subnormals and no overflow.
+uint16_t toHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000, m = x & 0x7fffff;
+  const int32_t e = int32_t((x >> 23) & 0xff) - 127 + 15;
+  if (e <= 0)
+    return uint16_t(sign);
+  uint32_t h = sign | (uint32_t(e) << 10) | (m >> 13), rest = m & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+    ++h;
+  return uint16_t(h);
 }
 
 } // namespace
@@ -182,6 +221,7 @@ int main(int argc, char **argv) {
   std::string archName = "h200", model = "gpt3";
   std::vector<int64_t> rows = {1, 64, 128, 256, 512, 1024, 2048};
   int iters = 10;
+  bool fp16 = false; // the MLPs on tensor cores
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--arch" && i + 1 < argc)
@@ -192,6 +232,8 @@ int main(int argc, char **argv) {
       rows = parseList(argv[++i]);
     else if (a == "--iters" && i + 1 < argc)
       iters = std::atoi(argv[++i]);
+    else if (a == "--fp16")
+      fp16 = true;
     else {
       std::fprintf(stderr, "cuts-sync-bench: error: unknown argument %s\n",
                    a.c_str());
@@ -246,19 +288,20 @@ int main(int argc, char **argv) {
                 (long long)side, (long long)side);
   else
     std::printf("GPU: %s (%d SMs), model: %s, MLP %s: %lld -> %lld -> %lld, "
-                "fp32, each variant a CUDA graph\n",
+                "%s, each variant a CUDA graph\n",
                 gpu, sms, arch->name.c_str(), model.c_str(), (long long)H,
-                (long long)F, (long long)H);
+                (long long)F, (long long)H,
+                fp16 ? "fp16 on tensor cores (fp32 output)" : "fp32");
   // Gains against stream order: PDL's, the best policy's, the model's.
   std::printf("%6s %10s %11s %10s %10s %10s %9s %9s %9s %5s\n", "rows",
               "waves p+c", "stream us", "pdl us", "tile us", "row us", "pdl",
               "sync", "predicted", "same");
   std::mt19937 rng(0);
   for (int64_t M : rows) {
-    const Chain ch = conv ? convs(M, channels, side) : mlp(M, H, F);
+    const Chain ch = conv ? convs(M, channels, side) : mlp(M, H, F, fp16);
     std::string err;
-    auto p = build("p", ch.p, *arch, err);
-    auto c = build("c", ch.c, *arch, err);
+    auto p = build("p", ch.p, *arch, true, err);
+    auto c = build("c", ch.c, *arch, false, err);
     std::string why;
     auto dep = p && c ? sync::dependence(*p, *c, 0, why) : std::nullopt;
     if (!dep) {
@@ -275,10 +318,18 @@ int main(int argc, char **argv) {
       std::normal_distribution<float> dist(0.f, scale);
       for (float &v : h)
         v = dist(rng);
-      CHECK_CU(cuMemcpyHtoD(ptr, h.data(), n * 4));
+      if (!fp16) {
+        CHECK_CU(cuMemcpyHtoD(ptr, h.data(), n * 4));
+        return;
+      }
+      std::vector<uint16_t> half(n);
+      for (size_t i = 0; i < n; ++i)
+        half[i] = toHalf(h[i]);
+      CHECK_CU(cuMemcpyHtoD(ptr, half.data(), n * 2));
     };
-    alloc(b.x, ch.x * 4), alloc(b.w1, ch.w1 * 4), alloc(b.y1, ch.y1 * 4);
-    alloc(b.w2, ch.w2 * 4), alloc(b.y2, ch.y2 * 4);
+    const size_t eb = fp16 ? 2 : 4; // all but the fp32 output
+    alloc(b.x, ch.x * eb), alloc(b.w1, ch.w1 * eb), alloc(b.y1, ch.y1 * eb);
+    alloc(b.w2, ch.w2 * eb), alloc(b.y2, ch.y2 * 4);
     alloc(b.sems, size_t(dep->producer.blocks() + 1) * 4), alloc(b.epoch, 4);
     fill(b.x, ch.x, 1.f), fill(b.w1, ch.w1, ch.scale1);
     fill(b.w2, ch.w2, ch.scale2);
@@ -287,6 +338,11 @@ int main(int argc, char **argv) {
     // Each variant as a graph: StreamSync on one stream; a policy's
     // producer on sa and consumer on sb, then the epoch's increment.
     std::vector<std::pair<std::string, CUgraphExec>> graphs;
+    struct Eager {
+      Loaded p, c;
+      CUdeviceptr started;
+    };
+    std::vector<Eager> eager; // per policy, for the consumer-first run
     std::vector<Loaded> loaded;
     Loaded lp = load(*p), lc = load(*c);
     auto text = [](const TileParams &t) {
@@ -330,6 +386,7 @@ int main(int argc, char **argv) {
       Loaded ls = load(sp), lw = load(sc);
       loaded.push_back(ls), loaded.push_back(lw);
       CUdeviceptr started = b.sems + 4 * pol.semaphores(dep->producer);
+      eager.push_back({ls, lw, started});
       graphs.emplace_back(
           pol.name, capture([&] {
             CHECK_CU(cuEventRecord(fork, sa));
@@ -353,7 +410,8 @@ int main(int argc, char **argv) {
           cuMemsetD32Async(b.sems, 0, size_t(dep->producer.blocks() + 1), sa));
       CHECK_CU(cuMemsetD32Async(b.epoch, 0, 1, sa));
       for (int check = 0; check < 2; ++check) {
-        CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1), sa));
+        CHECK_CU(
+            cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1) * eb / 4, sa));
         CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(ch.y2), sa));
         CHECK_CU(cuGraphLaunch(graphs[v].second, sa));
         finish(sa);
@@ -394,6 +452,28 @@ int main(int argc, char **argv) {
               : name == "pdl"      ? 1
               : name == "TileSync" ? 2
                                    : 3] = per[3];
+    }
+    // Consumer first, eagerly: its wait kernel and tiles (waves of them,
+    // each to spin) enqueued 2 ms before the producer. The hold keeps them
+    // off the SMs until the producer has started, so the run ends (finish()
+    // calls a deadlock after 30 s) with stream order's output.
+    for (Eager &e : eager) {
+      CHECK_CU(
+          cuMemsetD32Async(b.sems, 0, size_t(dep->producer.blocks() + 1), sa));
+      CHECK_CU(cuMemsetD32Async(b.epoch, 0, 1, sa));
+      CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1) * eb / 4, sa));
+      CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(ch.y2), sa));
+      finish(sa);
+      launch(hold, sb, {&e.started, &b.epoch});
+      launch(e.c, sb, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      launch(e.p, sa, {&b.x, &b.w1, &b.y1, &b.sems, &e.started});
+      finish(sa), finish(sb);
+      CHECK_CU(cuMemcpyDtoH(got.data(), b.y2, size_t(ch.y2) * 4));
+      if (std::memcmp(ref.data(), got.data(), ref.size() * 4)) {
+        same = false;
+        std::fprintf(stderr, "  consumer-first run: outputs differ\n");
+      }
     }
     double best = std::min(std::isnan(times[2]) ? INFINITY : times[2],
                            std::isnan(times[3]) ? INFINITY : times[3]);
