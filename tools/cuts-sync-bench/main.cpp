@@ -382,7 +382,7 @@ int main(int argc, char **argv) {
     for (const sync::Policy &pol : sync::policies(*dep)) {
       Kernel sp = *p, sc = *c;
       sp.post = TilePost{dep->producer, pol};
-      sc.waits = {TileWait{c->fetches[0].tensor, *dep, pol}};
+      sc.waits = {TileWait{sync::tiledFetch(*c, 0)->tensor, *dep, pol}};
       Loaded ls = load(sp), lw = load(sc);
       loaded.push_back(ls), loaded.push_back(lw);
       CUdeviceptr started = b.sems + 4 * pol.semaphores(dep->producer);
