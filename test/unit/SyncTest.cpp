@@ -377,8 +377,8 @@ TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
   INFO(err);
   REQUIRE(p);
   REQUIRE(c);
-  REQUIRE(p->tensors.back().name == "Y");
-  p->tensors.back().type = dfg::Type::F16;
+  setTensorType(*p, "Y", dfg::Type::F16);
+  REQUIRE(p->tensors.back().type == dfg::Type::F16);
   checkPair(*p, *c, 0);
   std::string why;
   auto d = dependence(*p, *c, 0, why);

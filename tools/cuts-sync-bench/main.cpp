@@ -188,8 +188,8 @@ std::optional<Kernel> build(const std::string &name, const OpDesc &d,
     for (const Candidate &c : kept)
       if (c.params.tensorCore() && !c.params.warpSpecialized) {
         auto k = buildMmaMatMul(name, d, c.params, dfg::Type::F16, {}, err);
-        if (k && producer)
-          k->tensors.back().type = dfg::Type::F16;
+        if (k && producer) // as the driver types a 16-bit tensor
+          setTensorType(*k, k->tensors.back().name, dfg::Type::F16);
         return k;
       }
     err = "no tensor-core set kept";
