@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cuSync's microbenchmark on a GPU host: the GPT-3 and LLaMA MLP GEMM chains
-# and the ResNet-38 / VGG-19 conv chains, each against stream order
-# (tools/cuts-sync-bench), then compute-sanitizer's racecheck, synccheck and
-# memcheck on one synchronised chain. Output in bench/out/sync-<gpu>.txt.
+# (fp32 SIMT and fp16 on tensor cores) and the ResNet-38 / VGG-19 conv
+# chains, each against stream order and PDL (tools/cuts-sync-bench), then
+# compute-sanitizer's racecheck, synccheck and memcheck on a synchronised
+# conv chain and tensor-core chain. Output in bench/out/sync-<gpu>.txt.
 #
 #   bench/sync.sh [path to cuts-sync-bench, default .gpu-bin/bin/...] [arch]
 set -uo pipefail
@@ -16,15 +17,19 @@ OUT=bench/out/sync-$ARCH.txt
   for m in gpt3 llama; do
     timeout 300 "$BIN" --arch "$ARCH" --model $m \
       --rows 1,64,128,256,512,1024,2048 2>/dev/null
+    timeout 300 "$BIN" --arch "$ARCH" --model $m --fp16 \
+      --rows 64,128,256,512,1024,2048 2>/dev/null
   done
   for m in conv64 conv128 conv256 conv512; do
     timeout 120 "$BIN" --arch "$ARCH" --model $m --rows 1,2,4,8,16 2>/dev/null
   done
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in racecheck synccheck memcheck; do
-    timeout 200 "$CS" --tool $tool --error-exitcode 9 "$BIN" --arch "$ARCH" \
-      --model conv256 --rows 1 --iters 1 > bench/out/sanitize-$tool.log 2>&1
-    echo "compute-sanitizer $tool: exit $? ($(grep -E 'SUMMARY' \
-      bench/out/sanitize-$tool.log | tail -1))"
+    for chain in "conv256 --rows 1" "llama --fp16 --rows 128"; do
+      timeout 200 "$CS" --tool $tool --error-exitcode 9 "$BIN" --arch "$ARCH" \
+        --model $chain --iters 1 > bench/out/sanitize-$tool.log 2>&1
+      echo "compute-sanitizer $tool on $chain: exit $? ($(grep -E 'SUMMARY' \
+        bench/out/sanitize-$tool.log | tail -1))"
+    done
   done
 } | tee "$OUT"
