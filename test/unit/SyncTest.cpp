@@ -245,6 +245,31 @@ struct ConvPair {
   std::optional<Dependence> d;
 };
 
+// A pair under `policy`: the producer posting, the consumer waiting through
+// its fetch `fetch`, both compiled for the host (and checked to build for
+// the GPU).
+struct Synchronised {
+  Kernel p, c;
+  std::unique_ptr<HostKernel> hp, hc;
+};
+Synchronised synchronised(const Kernel &p, const Kernel &c, const Dependence &d,
+                          const Policy &policy, int fetch) {
+  Synchronised s{p, c, nullptr, nullptr};
+  s.p.name = "p_" + policy.name, s.c.name = "c_" + policy.name;
+  s.p.post = TilePost{d.producer, policy};
+  s.c.waits = {TileWait{tiledFetch(c, fetch)->tensor, d, policy}};
+  std::string err;
+  s.hp = compileOnHost(s.p, err);
+  s.hc = compileOnHost(s.c, err);
+  INFO(err);
+  REQUIRE(s.hp);
+  REQUIRE(s.hc);
+  REQUIRE(nvrtcAvailable());
+  CHECK(compileWithNvrtc(emitSource(s.p), "sm_90", err));
+  CHECK(compileWithNvrtc(emitSource(s.c), "sm_90", err));
+  return s;
+}
+
 ConvPair convPair(uint32_t seed) {
   std::string err;
   test::ConvCase ps = test::convCase(1, 4, 16, 8, 3, 1, 1),
@@ -283,19 +308,7 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
   std::string err;
   for (const Policy &policy : policies(*d)) {
     INFO(policy.name);
-    Kernel sp = *p, sc = *c;
-    sp.name = "p_" + policy.name, sc.name = "c_" + policy.name;
-    sp.post = TilePost{d->producer, policy};
-    sc.waits = {TileWait{c->fetches[0].tensor, *d, policy}};
-    auto hp = compileOnHost(sp, err);
-    auto hc = compileOnHost(sc, err);
-    INFO(err);
-    REQUIRE(hp);
-    REQUIRE(hc);
-    // The same sources build for the GPU.
-    REQUIRE(nvrtcAvailable());
-    CHECK(compileWithNvrtc(emitSource(sp), "sm_90", err));
-    CHECK(compileWithNvrtc(emitSource(sc), "sm_90", err));
+    auto [sp, sc, hp, hc] = synchronised(*p, *c, *d, policy, 0);
     // The semaphores, then the producer's count of runs started (its own
     // buffer; here the word after them), which the wait kernel (run before
     // the consumer, as on the GPU) waits for.
@@ -403,18 +416,7 @@ TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
                     err));
   for (const Policy &policy : policies(*d)) {
     INFO(policy.name);
-    Kernel sp = *p, sc = *c;
-    sp.name = "p_" + policy.name, sc.name = "c_" + policy.name;
-    sp.post = TilePost{d->producer, policy};
-    sc.waits = {TileWait{0, *d, policy}};
-    auto hp = compileOnHost(sp, err);
-    auto hc = compileOnHost(sc, err);
-    INFO(err);
-    REQUIRE(hp);
-    REQUIRE(hc);
-    REQUIRE(nvrtcAvailable());
-    CHECK(compileWithNvrtc(emitSource(sp), "sm_90", err));
-    CHECK(compileWithNvrtc(emitSource(sc), "sm_90", err));
+    auto [sp, sc, hp, hc] = synchronised(*p, *c, *d, policy, 0);
     std::vector<unsigned> sems(size_t(policy.semaphores(d->producer)), 0);
     unsigned started = 0, epoch = 0;
     std::vector<uint16_t> mid(y1.size(), 0xffff); // NaN until stored
