@@ -59,7 +59,7 @@ struct CompileOptions {
 
 /// A pair of consecutive generated kernels the cuSync planner considered.
 struct SyncDecision {
-  std::string producer, consumer; // kernel names (after the decision)
+  std::string producer, consumer; // the kernels' names before the pair
   bool chosen = false;
   std::string policy; // the best policy estimated ("" if none applies)
   std::string why;    // why not chosen
