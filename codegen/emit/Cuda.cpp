@@ -61,6 +61,12 @@ namespace {
 
 using dfg::Op;
 
+// Whether k copies its weights' first slices before waiting for other
+// kernels (Kernel::weightB; a multistage tensor-core loop).
+bool prefetchesWeights(const Kernel &k) {
+  return k.mma && k.weightB && !k.mma->warpSpecialized;
+}
+
 const char *kDimLetter = "nkhw";
 
 // Elements a shared buffer takes: the last element's offset plus one
@@ -746,6 +752,7 @@ private:
   /// semaphore a thread, then the block's barrier), and the TilePost after
   /// the stores.
   void emitWaits();
+  void emitDependenceWaits();
   void emitPost();
   void emitMmaExit(const std::optional<StagedStore> &staged);
   void emitMultistagePipeline();
@@ -2309,12 +2316,22 @@ void Emitter::emitMma() {
      << "    for (int j = 0; j < " << NI << "; ++j)\n"
      << "#pragma unroll\n"
      << "      for (int e = 0; e < 4; ++e)\n"
-     << "        acc[i][j][e] = 0.0f;\n"
-     << "  auto fetch = [&](int st, int k0) {\n";
-  for (const MmaOperand &o : ops)
-    emitMmaCopies(o, "    ");
-  os << "  };\n"
-     << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
+     << "        acc[i][j][e] = 0.0f;\n";
+  if (prefetchesWeights(k)) { // the operands apart: B before the waits
+    for (size_t i = 0; i < ops.size(); ++i) {
+      os << "  auto fetch" << (i ? "B" : "A") << " = [&](int st, int k0) {\n";
+      emitMmaCopies(ops[i], "    ");
+      os << "  };\n";
+    }
+    os << "  auto fetch = [&](int st, int k0) { fetchA(st, k0); "
+          "fetchB(st, k0); };\n";
+  } else {
+    os << "  auto fetch = [&](int st, int k0) {\n";
+    for (const MmaOperand &o : ops)
+      emitMmaCopies(o, "    ");
+    os << "  };\n";
+  }
+  os << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
   const std::optional<StagedStore> staged = stagedStore(k);
   if (m.warpSpecialized)
     emitSpecializedPipeline(staged.has_value());
@@ -2431,10 +2448,22 @@ void Emitter::emitMultistagePipeline() {
   if (p.overlapsSlices())
     os << "\n  // (and slice kt - 1's products finish)";
   os << ".\n"
-     << "  for (int s = 0; s < " << ahead << "; ++s) {\n"
-     << "    if (s < kTiles)\n"
-     << "      fetch(s, s * " << p.Cin << ");\n"
-     << "    cuts_cp_async_commit();\n"
+     << "  for (int s = 0; s < " << ahead << "; ++s) {\n";
+  if (prefetchesWeights(top)) {
+    // The weights' first slices fly while the previous kernel finishes; they
+    // join slice 0's group, which the first wait retires.
+    os << "    if (s < kTiles)\n"
+       << "      fetchB(s, s * " << p.Cin << ");\n"
+       << "  }\n";
+    emitDependenceWaits();
+    os << "  for (int s = 0; s < " << ahead << "; ++s) {\n"
+       << "    if (s < kTiles)\n"
+       << "      fetchA(s, s * " << p.Cin << ");\n";
+  } else {
+    os << "    if (s < kTiles)\n"
+       << "      fetch(s, s * " << p.Cin << ");\n";
+  }
+  os << "    cuts_cp_async_commit();\n"
      << "  }\n"
      << "  int rs = 0, ws = " << ahead << "; // the stages read and written\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
@@ -2822,6 +2851,22 @@ void Emitter::emitWaits() {
   }
 }
 
+// Before anything another kernel writes is read: the previous kernel's
+// completion (PDL) and this block's producer tiles (cuSync). No early
+// griddepcontrol.launch_dependents: a dependent launched at the start of our
+// blocks packed its blocks onto the SMs ours left free (18-65% slower at
+// batch 1 on an H200); at our blocks' exit it gains 3-7%.
+void Emitter::emitDependenceWaits() {
+  if (target == Target::Cuda)
+    os << "  // Programmatic dependent launch (sm_90): nothing the previous "
+          "kernel\n"
+       << "  // writes is read before it has finished.\n"
+       << "#if __CUDA_ARCH__ >= 900\n"
+       << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+       << "#endif\n";
+  emitWaits();
+}
+
 void Emitter::emitPost() {
   if (!top.post)
     return;
@@ -2889,21 +2934,12 @@ std::string Emitter::run() {
        << "  block /= " << tiles << ";\n";
   }
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
-  // No early griddepcontrol.launch_dependents: a dependent launched at the
-  // start of our blocks packed its blocks onto the SMs ours left free (18-65%
-  // slower at batch 1 on an H200); at our blocks' exit it gains 3-7%.
-  if (target == Target::Cuda)
-    os << "  // Programmatic dependent launch (sm_90): nothing is read before "
-          "the\n"
-       << "  // previous kernel has finished.\n"
-       << "#if __CUDA_ARCH__ >= 900\n"
-       << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-       << "#endif\n";
   if (top.post) // see syncWaitKernel
     os << "  // cuSync: the producer has started.\n"
        << "  if (blockIdx.x == 0 && tid == 0)\n"
        << "    atomicAdd(cuts_started, 1u);\n";
-  emitWaits();
+  if (!prefetchesWeights(top))
+    emitDependenceWaits();
   // Shared tiles live in dynamic shared memory: a block may use more than
   // the 48 KB static limit (up to the GPU's opt-in maximum). The
   // prefetching variant keeps two stages of them.

@@ -278,6 +278,9 @@ struct Kernel {
   /// Its operands A and B read in place from a tensor they are a
   /// row-preserving transpose of (MmaView); dense where absent.
   std::array<std::optional<MmaView>, 2> mmaViews;
+  /// B is a weight, which no kernel writes: a multistage loop copies its
+  /// first slices before waiting for the previous kernel (PDL, cuSync).
+  bool weightB = false;
   /// A channel-vector main loop (then `body` and `fetches` are empty).
   std::optional<ChannelVectorLoop> vec;
 };

@@ -653,6 +653,9 @@ std::optional<GroupKernel> finish(std::optional<codegen::Kernel> k,
     if (t && (*t == dfg::Type::F16 || *t == dfg::Type::BF16))
       codegen::setTensorType(*k, k->tensors[i].name, *t);
   }
+  // A product's B that is a constant: no kernel writes it.
+  k->weightB = k->mma && g.args.size() > 1 &&
+               llvm::isa_and_nonnull<ConstantOp>(g.args[1].getDefiningOp());
   g.kernel = std::move(*k);
   return g;
 }

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 using namespace cuts;
@@ -461,8 +462,18 @@ TEST_CASE("tensor-core products match the reference on the CPU",
     REQUIRE(k);
     INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch
              << (c.transB ? " B^T" : "") << " " << int(c.loop.operand));
-    CHECK(runMma(*k, c, seed++) <= 1e-6);
+    CHECK(runMma(*k, c, seed) <= 1e-6);
+    // B a weight: a multistage loop copies its first slices before it
+    // waits for the previous kernel; the same products.
+    Kernel w = *k;
+    w.weightB = true;
+    CHECK(runMma(w, c, seed++) <= 1e-6);
+    const std::string ws = emitSource(w);
+    const size_t wait = ws.find("griddepcontrol.wait");
+    REQUIRE(wait != std::string::npos);
+    CHECK((ws.find("fetchB(s, ") < wait) == !c.loop.warpSpecialized);
     std::string src = emitSource(*k);
+    CHECK(src.find("fetchB") == std::string::npos);
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     CHECK(src.find(wgmma ? "wgmma.mma_async" : "cuts_ldmatrix_x4") !=
           std::string::npos);
@@ -474,9 +485,10 @@ TEST_CASE("tensor-core products match the reference on the CPU",
       CHECK(src.find("? res + ") != std::string::npos);
     // Even rows of Y: a lane's column pairs are stored 8 bytes at a time.
     CHECK(src.find("make_float2") != std::string::npos);
-    compilesWithNvrtc(src, "mma_test", /*withPrelude=*/false,
-                      wgmma ? std::vector<const char *>{"sm_90a"}
-                            : std::vector<const char *>{"sm_80", "sm_90"});
+    for (const std::string *text : {&std::as_const(src), &ws})
+      compilesWithNvrtc(*text, "mma_test", /*withPrelude=*/false,
+                        wgmma ? std::vector<const char *>{"sm_90a"}
+                              : std::vector<const char *>{"sm_80", "sm_90"});
   }
   // fp32 rows of whole 16-byte chunks leave through a shared tile (both
   // pipelines, batched, ragged M and N), but for the 2-stage
@@ -919,6 +931,7 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
                             c.loop.operand, epi, err);
     INFO(err);
     REQUIRE(k);
+    k->weightB = seed % 2; // every other case copies its filter first
     std::mt19937 rng(seed++);
     const Operand x = randomOperand(rng, c.loop.operand, size_t(N * H * W * C));
     const Operand w = randomOperand(rng, c.loop.operand, size_t(M * F * F * C));

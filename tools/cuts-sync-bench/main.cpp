@@ -188,7 +188,9 @@ std::optional<Kernel> build(const std::string &name, const OpDesc &d,
     for (const Candidate &c : kept)
       if (c.params.tensorCore() && !c.params.warpSpecialized) {
         auto k = buildMmaMatMul(name, d, c.params, dfg::Type::F16, {}, err);
-        if (k && producer) // as the driver types a 16-bit tensor
+        if (k)
+          k->weightB = true; // its first slices copied before the waits
+        if (k && producer)   // as the driver types a 16-bit tensor
           setTensorType(*k, k->tensors.back().name, dfg::Type::F16);
         return k;
       }
