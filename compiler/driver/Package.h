@@ -62,6 +62,11 @@ private:
   };
   std::optional<SyncPair> syncCandidate(size_t step, SyncDecision &d);
   void addSyncPairs();
+  /// Pair n: the producer's post and the consumer's wait, their launches'
+  /// semaphores; returns the wait kernel's launch.
+  int synchronise(const SyncPair &p, size_t n, int epoch, int wait);
+  int addHelperLaunch(int u, std::vector<int> args, std::vector<int> outputs,
+                      std::string summary);
   int addStateTensor(const std::string &name, int64_t words);
   int addRawKernel(const std::string &name, const std::string &source);
   int addUnique(codegen::Kernel k, const std::string &suffix);

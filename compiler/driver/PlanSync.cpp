@@ -153,6 +153,48 @@ bool Packager::addSync(std::string &error) {
   return true;
 }
 
+int Packager::addHelperLaunch(int u, std::vector<int> args,
+                              std::vector<int> outputs, std::string summary) {
+  rt::KernelLaunch l;
+  l.name = unique[size_t(u)].name;
+  l.summary = std::move(summary);
+  l.args = std::move(args);
+  l.outputs = std::move(outputs);
+  l.bytes = 8; // two counters read, or one read and written
+  m.kernels.push_back(l);
+  res.contents.sources.push_back("");
+  uniqueOfKernel.push_back(u);
+  kernelUs.push_back(0);
+  return int(m.kernels.size() - 1);
+}
+
+int Packager::synchronise(const SyncPair &p, size_t n, int epoch, int wait) {
+  const int kp = m.steps[p.step].kernel, kc = m.steps[p.step + 1].kernel;
+  const std::string tag = "cuts_sync" + std::to_string(n);
+  const int sems = addStateTensor(tag + "_semaphores",
+                                  p.policy.semaphores(p.dependence.producer));
+  const int started = addStateTensor(tag + "_started", 1);
+  codegen::Kernel post = unique[size_t(uniqueOfKernel[size_t(kp)])];
+  codegen::Kernel wait4 = unique[size_t(uniqueOfKernel[size_t(kc)])];
+  post.post = codegen::TilePost{p.dependence.producer, p.policy};
+  wait4.waits = {
+      codegen::TileWait{codegen::sync::tiledFetch(wait4, p.fetch)->tensor,
+                        p.dependence, p.policy}};
+  uniqueOfKernel[size_t(kp)] = addUnique(post, "_post");
+  uniqueOfKernel[size_t(kc)] = addUnique(wait4, "_wait");
+  rt::KernelLaunch &lp = m.kernels[size_t(kp)], &lc = m.kernels[size_t(kc)];
+  lp.name = unique[size_t(uniqueOfKernel[size_t(kp)])].name;
+  lc.name = unique[size_t(uniqueOfKernel[size_t(kc)])].name;
+  lp.args.insert(lp.args.end(), {sems, started});
+  lp.outputs.insert(lp.outputs.end(), {sems, started});
+  lc.args.insert(lc.args.end(), {sems, epoch});
+  lp.summary += "; cuSync producer (" + p.policy.name + ")";
+  lc.summary += "; cuSync consumer (" + p.policy.name + ")";
+  return addHelperLaunch(wait, {started, epoch}, {},
+                         "cuSync: holds " + lc.name + " until " + lp.name +
+                             " has started");
+}
+
 void Packager::addSyncPairs() {
   // Pairs, disjoint; the producer after some stream-0 step to fork from.
   std::vector<SyncPair> pairs;
@@ -171,20 +213,6 @@ void Packager::addSyncPairs() {
   const int epoch = addStateTensor("cuts_sync_epoch", 1);
   const int wait = addRawKernel("cuts_sync_wait", codegen::syncWaitKernel());
   const int count = addRawKernel("cuts_sync_epoch", codegen::syncEpochKernel());
-  auto helper = [&](int u, std::vector<int> args, std::vector<int> outputs,
-                    std::string summary) {
-    rt::KernelLaunch l;
-    l.name = unique[size_t(u)].name;
-    l.summary = std::move(summary);
-    l.args = std::move(args);
-    l.outputs = std::move(outputs);
-    l.bytes = 8; // two counters read, or one read and written
-    m.kernels.push_back(l);
-    res.contents.sources.push_back("");
-    uniqueOfKernel.push_back(u);
-    kernelUs.push_back(0);
-    return int(m.kernels.size() - 1);
-  };
   std::vector<rt::Step> steps;
   int lastMain = -1, join = -1;     // in `steps`
   auto pushMain = [&](rt::Step s) { // the first after a side run joins it
@@ -197,30 +225,7 @@ void Packager::addSyncPairs() {
     const SyncPair &p = pairs[n];
     for (; next < p.step; ++next)
       pushMain(m.steps[next]);
-    rt::KernelLaunch &lp = m.kernels[m.steps[p.step].kernel];
-    rt::KernelLaunch &lc = m.kernels[m.steps[p.step + 1].kernel];
-    const std::string tag = "cuts_sync" + std::to_string(n);
-    const int sems = addStateTensor(tag + "_semaphores",
-                                    p.policy.semaphores(p.dependence.producer));
-    const int started = addStateTensor(tag + "_started", 1);
-    codegen::Kernel kp = unique[uniqueOfKernel[m.steps[p.step].kernel]];
-    codegen::Kernel kc = unique[uniqueOfKernel[m.steps[p.step + 1].kernel]];
-    kp.post = codegen::TilePost{p.dependence.producer, p.policy};
-    kc.waits = {
-        codegen::TileWait{codegen::sync::tiledFetch(kc, p.fetch)->tensor,
-                          p.dependence, p.policy}};
-    const int up = addUnique(kp, "_post"), uc = addUnique(kc, "_wait");
-    lp.name = unique[size_t(up)].name, lc.name = unique[size_t(uc)].name;
-    uniqueOfKernel[m.steps[p.step].kernel] = up;
-    uniqueOfKernel[m.steps[p.step + 1].kernel] = uc;
-    lp.args.insert(lp.args.end(), {sems, started});
-    lp.outputs.insert(lp.outputs.end(), {sems, started});
-    lc.args.insert(lc.args.end(), {sems, epoch});
-    lp.summary += "; cuSync producer (" + p.policy.name + ")";
-    lc.summary += "; cuSync consumer (" + p.policy.name + ")";
-    const int hold = helper(wait, {started, epoch}, {},
-                            "cuSync: holds " + lc.name + " until " + lp.name +
-                                " has started");
+    const int hold = synchronise(p, n, epoch, wait);
     // The consumer's stream forks after everything before the producer.
     const int fork = lastMain;
     pushMain(m.steps[p.step]);
@@ -232,8 +237,8 @@ void Packager::addSyncPairs() {
   }
   for (; next < m.steps.size(); ++next)
     pushMain(m.steps[next]);
-  pushMain({helper(count, {epoch}, {epoch}, "cuSync: counts the run"), -1, -1,
-            0, -1});
+  pushMain({addHelperLaunch(count, {epoch}, {epoch}, "cuSync: counts the run"),
+            -1, -1, 0, -1});
   m.steps = std::move(steps);
 }
 
