@@ -941,6 +941,9 @@ bool validateStreams(const Manifest &m, std::string &error) {
     error = "manifest: " + path + ": " + msg;
     return false;
   };
+  auto generated = [&](const Step &x) {
+    return x.kernel >= 0 && !m.kernels[x.kernel].isLibrary();
+  };
   int firstSide = -1, lastSide = -1;
   bool joined = false;
   for (size_t i = 0; i < m.steps.size(); ++i) {
@@ -950,9 +953,6 @@ bool validateStreams(const Manifest &m, std::string &error) {
       return fail(join(p, "after"),
                   "step " + std::to_string(s.after) + " is on the same stream");
     if (s.pdl) {
-      auto generated = [&](const Step &x) {
-        return x.kernel >= 0 && !m.kernels[x.kernel].isLibrary();
-      };
       if (i == 0 || !generated(s) || !generated(m.steps[i - 1]) ||
           m.steps[i - 1].stream != s.stream || s.after >= 0)
         return fail(join(p, "pdl"),
@@ -963,7 +963,7 @@ bool validateStreams(const Manifest &m, std::string &error) {
       joined = joined || (lastSide >= 0 && s.after == lastSide);
       continue;
     }
-    if (s.kernel < 0 || m.kernels[s.kernel].isLibrary())
+    if (!generated(s))
       return fail(join(p, "stream"),
                   "only generated kernels run on the side stream");
     if (firstSide < 0 && s.after < 0)
@@ -1514,6 +1514,12 @@ MemoryPlan planMemory(const Manifest &m) {
     if (r >= 0 && size_t(r) != t)
       plan.offset[t] = plan.offset[r];
   }
+  plan.stateOffset.assign(n, -1);
+  for (size_t t = 0; t < n; ++t)
+    if (m.tensors[t].kind == TensorKind::State) {
+      plan.stateOffset[t] = int64_t(plan.stateBytes);
+      plan.stateBytes += alignUp(m.tensors[t].bytes(), kSectionAlign);
+    }
   return plan;
 }
 

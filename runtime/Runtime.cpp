@@ -153,9 +153,6 @@ struct ModelImpl {
   CUdeviceptr weights = 0;
   uint64_t weightBytes = 0;
   size_t maxArgs = 0;
-  // State tensors: their offsets in a session's state buffer (-1: none).
-  std::vector<int64_t> stateOffset;
-  uint64_t stateBytes = 0;
   bool hasSide = false; // steps on the side stream (cuSync pairs)
   bool pdl = false;     // the device and driver launch programmatic dependents
   std::vector<bool> recorded; // per step: a later step waits for it
@@ -612,12 +609,6 @@ void finishTables(ModelImpl &m) {
   m.root.resize(man.tensors.size());
   for (size_t t = 0; t < man.tensors.size(); ++t)
     m.root[t] = rootTensor(man, int(t));
-  m.stateOffset.assign(man.tensors.size(), -1);
-  for (size_t t = 0; t < man.tensors.size(); ++t)
-    if (man.tensors[t].kind == TensorKind::State) {
-      m.stateOffset[t] = int64_t(m.stateBytes);
-      m.stateBytes += (man.tensors[t].bytes() + 255) / 256 * 256;
-    }
   m.recorded.assign(man.steps.size(), false);
   for (const Step &st : man.steps) {
     m.hasSide = m.hasSide || st.stream != 0;
@@ -749,7 +740,7 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
               : 0;
       break;
     case TensorKind::State:
-      p = s.state + CUdeviceptr(m.stateOffset[m.root[t]]);
+      p = s.state + CUdeviceptr(m.plan.stateOffset[m.root[t]]);
       break;
     case TensorKind::View: // roots are never views
       break;
@@ -1046,13 +1037,13 @@ cuts_status createLibraryState(cuts_session &s) {
 cuts_status createSyncState(cuts_session &s) {
   const ModelImpl &m = *s.model;
   const Driver *d = m.d;
-  if (m.stateBytes > 0) {
-    if (CUresult r = d->cuMemAlloc(&s.state, m.stateBytes)) {
+  if (m.plan.stateBytes > 0) {
+    if (CUresult r = d->cuMemAlloc(&s.state, m.plan.stateBytes)) {
       s.state = 0;
       return cudaFail(r, "allocating the session's synchronisation state "
                          "(cuMemAlloc)");
     }
-    if (CUresult r = d->cuMemsetD8(s.state, 0, m.stateBytes))
+    if (CUresult r = d->cuMemsetD8(s.state, 0, m.plan.stateBytes))
       return cudaFail(r, "zeroing the session's synchronisation state "
                          "(cuMemsetD8)");
   }

@@ -62,6 +62,9 @@ private:
   };
   std::optional<SyncPair> syncCandidate(size_t step, SyncDecision &d);
   void addSyncPairs();
+  /// Whether step s runs a kernel made from a DFG (not a copy, a library
+  /// call or cuSync's wait and epoch kernels).
+  bool generatedStep(const rt::Step &s) const;
   /// Pair n: the producer's post and the consumer's wait, their launches'
   /// semaphores; returns the wait kernel's launch.
   int synchronise(const SyncPair &p, size_t n, int epoch, int wait);

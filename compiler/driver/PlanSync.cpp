@@ -43,14 +43,15 @@ bool readsOnlyThrough(const codegen::Kernel &k, int t, int f) {
 
 } // namespace
 
+bool Packager::generatedStep(const rt::Step &s) const {
+  return s.kernel >= 0 && uniqueOfKernel[size_t(s.kernel)] >= 0 &&
+         !rawSources.count(uniqueOfKernel[size_t(s.kernel)]);
+}
+
 void Packager::markProgrammaticLaunches() {
-  auto generated = [&](const rt::Step &s) {
-    return s.kernel >= 0 && uniqueOfKernel[size_t(s.kernel)] >= 0 &&
-           !rawSources.count(uniqueOfKernel[size_t(s.kernel)]);
-  };
   for (size_t i = 1; i < m.steps.size(); ++i) {
     rt::Step &s = m.steps[i];
-    s.pdl = generated(s) && generated(m.steps[i - 1]) &&
+    s.pdl = generatedStep(s) && generatedStep(m.steps[i - 1]) &&
             m.steps[i - 1].stream == s.stream && s.after < 0;
   }
 }
@@ -89,8 +90,7 @@ int Packager::addUnique(codegen::Kernel k, const std::string &suffix) {
 std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
                                                           SyncDecision &d) {
   const rt::Step &sp = m.steps[i], &sc = m.steps[i + 1];
-  if (sp.kernel < 0 || sc.kernel < 0 || uniqueOfKernel[sp.kernel] < 0 ||
-      uniqueOfKernel[sc.kernel] < 0)
+  if (!generatedStep(sp) || !generatedStep(sc))
     return std::nullopt; // a copy or a library call: nothing to report
   const rt::KernelLaunch &lp = m.kernels[sp.kernel], &lc = m.kernels[sc.kernel];
   const codegen::Kernel &kp = unique[uniqueOfKernel[sp.kernel]];

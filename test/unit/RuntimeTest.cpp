@@ -818,7 +818,10 @@ TEST_CASE("side-stream steps and state tensors", "[runtime]") {
   REQUIRE(b);
   CHECK(b->manifest.tensors.back().kind == TensorKind::State);
   CHECK(b->manifest.steps[1].after == 0);
-  CHECK(planMemory(b->manifest).offset.back() == -1); // not in the arena
+  const MemoryPlan plan = planMemory(b->manifest);
+  CHECK(plan.offset.back() == -1); // not in the arena: the session's state
+  CHECK(plan.stateOffset.back() == 0);
+  CHECK(plan.stateBytes == 256);
 
   auto reject = [&](std::function<void(Json &)> edit, const char *what) {
     std::string e = rejection(withManifest([&](Json &j) {

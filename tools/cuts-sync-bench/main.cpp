@@ -405,16 +405,21 @@ int main(int argc, char **argv) {
     std::vector<float> ref(size_t(ch.y2)), got(size_t(ch.y2));
     double times[4] = {NAN, NAN, NAN, NAN}, alone[2] = {0, 0};
     bool same = true;
-    for (size_t v = 0; v < graphs.size(); ++v) {
-      // On sa, before the graph: a plain cuMemset goes to the legacy stream,
-      // which a non-blocking stream does not wait for.
+    // On sa: a plain cuMemset goes to the legacy stream, which a
+    // non-blocking stream does not wait for.
+    auto zeroSemaphores = [&] {
       CHECK_CU(
           cuMemsetD32Async(b.sems, 0, size_t(dep->producer.blocks() + 1), sa));
       CHECK_CU(cuMemsetD32Async(b.epoch, 0, 1, sa));
+    };
+    auto poison = [&] { // NaN: a value read before it is stored shows
+      CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1) * eb / 4, sa));
+      CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(ch.y2), sa));
+    };
+    for (size_t v = 0; v < graphs.size(); ++v) {
+      zeroSemaphores();
       for (int check = 0; check < 2; ++check) {
-        CHECK_CU(
-            cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1) * eb / 4, sa));
-        CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(ch.y2), sa));
+        poison();
         CHECK_CU(cuGraphLaunch(graphs[v].second, sa));
         finish(sa);
         CHECK_CU(cuMemcpyDtoHAsync(v == 0 ? ref.data() : got.data(), b.y2,
@@ -460,11 +465,8 @@ int main(int argc, char **argv) {
     // off the SMs until the producer has started, so the run ends (finish()
     // calls a deadlock after 30 s) with stream order's output.
     for (Eager &e : eager) {
-      CHECK_CU(
-          cuMemsetD32Async(b.sems, 0, size_t(dep->producer.blocks() + 1), sa));
-      CHECK_CU(cuMemsetD32Async(b.epoch, 0, 1, sa));
-      CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1) * eb / 4, sa));
-      CHECK_CU(cuMemsetD32Async(b.y2, 0xffffffffu, size_t(ch.y2), sa));
+      zeroSemaphores();
+      poison();
       finish(sa);
       launch(hold, sb, {&e.started, &b.epoch});
       launch(e.c, sb, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});

@@ -197,11 +197,14 @@ bool writeFileWith(const std::string &path, std::string &error,
 
 /// Buffers reused by liveness: one arena offset per Intermediate tensor
 /// (256-byte aligned), so that two tensors whose live ranges over the steps
-/// overlap never overlap in memory.
+/// overlap never overlap in memory. State tensors lie apart, back to back
+/// (256-byte aligned), in a session's state buffer.
 struct MemoryPlan {
-  std::vector<int64_t> offset; // per tensor; -1 if not in the arena
-  uint64_t arenaBytes = 0;     // peak
-  uint64_t naiveBytes = 0;     // without reuse (for the report)
+  std::vector<int64_t> offset;      // per tensor; -1 if not in the arena
+  uint64_t arenaBytes = 0;          // peak
+  uint64_t naiveBytes = 0;          // without reuse (for the report)
+  std::vector<int64_t> stateOffset; // per tensor; -1 if not a state root
+  uint64_t stateBytes = 0;
 };
 MemoryPlan planMemory(const Manifest &m);
 
