@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cuSync's microbenchmark on a GPU host: the GPT-3 and LLaMA MLP GEMM chains
 # (fp32 SIMT and fp16 on tensor cores) and the ResNet-38 / VGG-19 conv
-# chains, each against stream order and PDL (tools/cuts-sync-bench), then
+# chains, each against stream order and PDL (and the MLPs against cuBLAS
+# back to back; tools/cuts-sync-bench), then
 # compute-sanitizer's racecheck, synccheck and memcheck on a synchronised
 # conv chain and tensor-core chain. Output in bench/out/sync-<gpu>.txt.
 #

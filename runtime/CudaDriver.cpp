@@ -57,6 +57,7 @@ Loaded load() {
   lib.bind(d.cuStreamCreate, {"cuStreamCreate"});
   lib.bind(d.cuStreamDestroy, {"cuStreamDestroy_v2"});
   lib.bind(d.cuStreamSynchronize, {"cuStreamSynchronize"});
+  lib.bind(d.cuStreamQuery, {"cuStreamQuery"});
   lib.bind(d.cuStreamCreateWithPriority, {"cuStreamCreateWithPriority"});
   lib.bind(d.cuStreamWaitEvent, {"cuStreamWaitEvent"});
   lib.bind(d.cuCtxGetStreamPriorityRange, {"cuCtxGetStreamPriorityRange"});

@@ -61,14 +61,23 @@ std::string timingsJson(const CompileResult &r, const std::string &arch) {
                       {"chosen", t.chosenLibrary ? "library" : "generated"}});
   nlohmann::json syncs = nlohmann::json::array();
   for (const SyncDecision &d : r.syncs)
-    syncs.push_back({{"producer", d.producer},
-                     {"consumer", d.consumer},
-                     {"chosen", d.chosen},
-                     {"policy", d.policy},
-                     {"why", d.why},
-                     {"streamUs", d.streamUs},
-                     {"syncUs", d.syncUs},
-                     {"earlyTiles", d.earlyTiles}});
+    syncs.push_back(
+        {{"producer", d.producer},
+         {"consumer", d.consumer},
+         {"chosen", d.chosen},
+         {"policy", d.policy},
+         {"why", d.why},
+         {"streamUs", d.streamUs},
+         {"syncUs", d.syncUs},
+         {"earlyTiles", d.earlyTiles},
+         {"key", d.key},
+         {"measured", d.measured
+                          ? nlohmann::json{{"streamUs", d.measuredStreamUs},
+                                           {"pdlUs", us(d.measuredPdlUs > 0
+                                                            ? d.measuredPdlUs
+                                                            : NAN)},
+                                           {"syncUs", d.measuredSyncUs}}
+                          : nlohmann::json(nullptr)}});
   return nlohmann::json({{"arch", arch}, {"groups", groups}, {"sync", syncs}})
              .dump(1) +
          "\n";

@@ -65,6 +65,12 @@ struct SyncDecision {
   std::string why;    // why not chosen
   double streamUs = 0, syncUs = 0; // the model's estimate
   int64_t earlyTiles = 0;
+  /// The tuner's times (compile --tune, or its cache), when it timed the
+  /// pair: in stream order, as a programmatic dependent (0: not timed) and
+  /// under `policy`, the fastest policy then.
+  bool measured = false;
+  std::string key; // the tuning cache's name for the pair (tune::pairKey)
+  double measuredStreamUs = 0, measuredPdlUs = 0, measuredSyncUs = 0;
 };
 
 /// One generated kernel as a reader sees it.

@@ -200,7 +200,7 @@ std::vector<int64_t> shapeOf(mlir::Value v) {
 } // namespace
 
 Packager::Packager(mlir::ModuleOp module, const CompileOptions &opts,
-                   CandidateTable *candidates, const tune::Cache &cache,
+                   CandidateTable *candidates, tune::Cache &cache,
                    CompileResult &res)
     : func(module.lookupSymbol<mlir::func::FuncOp>("main")), opts(opts),
       candidates(candidates), cache(cache), res(res), m(res.contents.manifest) {

@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <map>
+#include <set>
 
 namespace cuts::driver {
 
@@ -25,8 +26,7 @@ public:
   /// Fills res.contents (the manifest, weights, sources and CUBINs) and
   /// res.sources. `candidates` is null when nothing was tuned.
   Packager(mlir::ModuleOp module, const CompileOptions &opts,
-           CandidateTable *candidates, const tune::Cache &cache,
-           CompileResult &res);
+           CandidateTable *candidates, tune::Cache &cache, CompileResult &res);
 
   /// The function's arguments, in order.
   bool addInputs(std::string &error);
@@ -57,11 +57,20 @@ private:
     size_t step; // the producer's; the consumer's is the next
     int fetch;   // the consumer's fetch of the producer's output
     codegen::sync::Dependence dependence;
-    codegen::sync::Policy policy;
+    codegen::sync::Policy policy; // the model's best
     codegen::sync::SyncEstimate estimate;
+    std::vector<codegen::sync::Policy> policies; // every one that applies
   };
   std::optional<SyncPair> syncCandidate(size_t step, SyncDecision &d);
-  void addSyncPairs();
+  /// The pair as the tuner times it (every policy's two kernels).
+  tune::PairCandidate pairCandidate(const SyncPair &p) const;
+  /// Whether the pair is made: the tuner's times where the cache has them,
+  /// else the model's estimate; fills d (and p.policy with the winner).
+  bool decide(SyncPair &p, SyncDecision &d);
+  /// The producer's post and consumer's wait kernels under one policy.
+  std::pair<codegen::Kernel, codegen::Kernel>
+  pairKernels(const SyncPair &p, const codegen::sync::Policy &policy) const;
+  bool addSyncPairs(std::string &error);
   /// Whether step s runs a kernel made from a DFG (not a copy, a library
   /// call or cuSync's wait and epoch kernels).
   bool generatedStep(const rt::Step &s) const;
@@ -91,7 +100,7 @@ private:
   mlir::func::FuncOp func;
   const CompileOptions &opts;
   CandidateTable *candidates;
-  const tune::Cache &cache;
+  tune::Cache &cache;
   CompileResult &res;
   rt::Manifest &m;
   llvm::DenseMap<mlir::Value, int> tensorOf;
@@ -102,6 +111,7 @@ private:
   // time (measured, else the bound) for the sync estimate.
   std::vector<int> uniqueOfKernel;
   std::vector<double> kernelUs;
+  std::set<int> noPdl; // launches measured slower as programmatic dependents
   std::vector<std::map<std::string, std::vector<char>>> cubins; // per unique
 };
 

@@ -13,6 +13,7 @@
 #include "compiler/driver/Package.h"
 
 #include "codegen/emit/Cuda.h"
+#include "codegen/emit/Nvrtc.h"
 #include "codegen/sync/TileSync.h"
 #include "perfmodel/Roofline.h"
 
@@ -25,6 +26,9 @@ namespace {
 /// two kernels' time saved (about the estimate's error on the GPT-3 and
 /// conv chains of cuts-sync-bench, where 2% picked only winners).
 constexpr double kMinSyncGain = 0.02;
+/// With the tuner's times, a policy must beat stream order and PDL by this
+/// fraction, about the spread of the pair's replays.
+constexpr double kMinMeasuredGain = 0.01;
 
 // Whether kernel k reads its tensor `t` through fetch `f` only: a waited
 // tensor read elsewhere (an epilogue operand) would not be waited for.
@@ -52,7 +56,8 @@ void Packager::markProgrammaticLaunches() {
   for (size_t i = 1; i < m.steps.size(); ++i) {
     rt::Step &s = m.steps[i];
     s.pdl = generatedStep(s) && generatedStep(m.steps[i - 1]) &&
-            m.steps[i - 1].stream == s.stream && s.after < 0;
+            m.steps[i - 1].stream == s.stream && s.after < 0 &&
+            !noPdl.count(s.kernel);
   }
 }
 
@@ -129,26 +134,101 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
     auto e = codegen::sync::estimate(*dep, p, timing(kp, sp.kernel),
                                      timing(kc, sc.kernel), opts.arch.numSM);
     if (!best || e.gain() > best->estimate.gain())
-      best = SyncPair{i, fetch, *dep, p, e};
+      best = SyncPair{i, fetch, *dep, p, e, {}};
+    best->policies.push_back(p);
   }
   d.policy = best->policy.name;
   d.streamUs = best->estimate.streamUs, d.syncUs = best->estimate.syncUs;
   d.earlyTiles = best->estimate.earlyTiles;
-  if (opts.sync != CompileOptions::Sync::All &&
-      best->estimate.gain() < kMinSyncGain * best->estimate.streamUs) {
-    d.why = "the model predicts no gain";
-    d.chosen = false;
-    return std::nullopt;
-  }
-  d.chosen = true;
   return best;
 }
 
+std::pair<codegen::Kernel, codegen::Kernel>
+Packager::pairKernels(const SyncPair &p,
+                      const codegen::sync::Policy &policy) const {
+  codegen::Kernel post = unique[size_t(uniqueOfKernel[m.steps[p.step].kernel])];
+  codegen::Kernel wait =
+      unique[size_t(uniqueOfKernel[m.steps[p.step + 1].kernel])];
+  post.post = codegen::TilePost{p.dependence.producer, policy};
+  wait.waits = {codegen::TileWait{
+      codegen::sync::tiledFetch(wait, p.fetch)->tensor, p.dependence, policy}};
+  return {post, wait};
+}
+
+tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
+  const std::string arch = candidates->arch(), toolkit = nvrtcVersion();
+  const rt::KernelLaunch &lp = m.kernels[m.steps[p.step].kernel];
+  const rt::KernelLaunch &lc = m.kernels[m.steps[p.step + 1].kernel];
+  tune::PairCandidate c;
+  c.producer = tuneCandidate(
+      unique[size_t(uniqueOfKernel[m.steps[p.step].kernel])], arch, toolkit);
+  c.consumer =
+      tuneCandidate(unique[size_t(uniqueOfKernel[m.steps[p.step + 1].kernel])],
+                    arch, toolkit);
+  c.key = tune::signature(kernelCode(c.producer.source) +
+                              kernelCode(c.consumer.source),
+                          arch, toolkit);
+  c.producerWrites =
+      int(std::find(lp.args.begin(), lp.args.end(), lp.outputs[0]) -
+          lp.args.begin());
+  c.consumerReads =
+      int(std::find(lc.args.begin(), lc.args.end(), lp.outputs[0]) -
+          lc.args.begin());
+  for (const codegen::sync::Policy &policy : p.policies) {
+    auto [post, wait] = pairKernels(p, policy);
+    c.policies.push_back({policy.name, tuneCandidate(post, arch, toolkit),
+                          tuneCandidate(wait, arch, toolkit),
+                          policy.semaphores(p.dependence.producer)});
+  }
+  c.hold = codegen::syncWaitKernel();
+  c.epoch = codegen::syncEpochKernel();
+  return c;
+}
+
+bool Packager::decide(SyncPair &p, SyncDecision &d) {
+  const bool tuned = opts.cost != CostSource::Model && candidates;
+  const std::string key = tuned ? pairCandidate(p).key : "";
+  d.key = key;
+  auto timed = [&](const std::string &way) -> std::optional<double> {
+    const tune::Cache::Entry *e =
+        tuned ? cache.find(tune::pairKey(key, way)) : nullptr;
+    return e ? e->us : std::nullopt;
+  };
+  auto stream = timed("stream");
+  const codegen::sync::Policy *fastest = nullptr;
+  double syncUs = 0;
+  for (const codegen::sync::Policy &policy : p.policies)
+    if (auto us = timed(policy.name); us && (!fastest || *us < syncUs))
+      fastest = &policy, syncUs = *us;
+  if (stream && fastest) {
+    // The tuner's word: a policy is kept only where it beats stream order
+    // and PDL, by more than the replays' spread.
+    auto pdl = timed("pdl");
+    d.measured = true;
+    d.measuredStreamUs = *stream, d.measuredPdlUs = pdl.value_or(0);
+    d.measuredSyncUs = syncUs, d.policy = fastest->name;
+    p.policy = *fastest;
+    const double best = std::min(*stream, pdl.value_or(*stream));
+    if (pdl && *pdl > *stream * (1 + kMinMeasuredGain))
+      noPdl.insert(m.steps[p.step + 1].kernel);
+    d.chosen = opts.sync == CompileOptions::Sync::All ||
+               syncUs < best * (1 - kMinMeasuredGain);
+    if (!d.chosen)
+      d.why = "the tuner measured no gain";
+    return d.chosen;
+  }
+  d.chosen = opts.sync == CompileOptions::Sync::All ||
+             p.estimate.gain() >= kMinSyncGain * p.estimate.streamUs;
+  if (!d.chosen)
+    d.why = "the model predicts no gain";
+  return d.chosen;
+}
+
 bool Packager::addSync(std::string &error) {
-  (void)error;
   if (opts.sync == CompileOptions::Sync::Off)
     return true;
-  addSyncPairs();
+  if (!addSyncPairs(error))
+    return false;
   markProgrammaticLaunches();
   return true;
 }
@@ -174,12 +254,7 @@ int Packager::synchronise(const SyncPair &p, size_t n, int epoch, int wait) {
   const int sems = addStateTensor(tag + "_semaphores",
                                   p.policy.semaphores(p.dependence.producer));
   const int started = addStateTensor(tag + "_started", 1);
-  codegen::Kernel post = unique[size_t(uniqueOfKernel[size_t(kp)])];
-  codegen::Kernel wait4 = unique[size_t(uniqueOfKernel[size_t(kc)])];
-  post.post = codegen::TilePost{p.dependence.producer, p.policy};
-  wait4.waits = {
-      codegen::TileWait{codegen::sync::tiledFetch(wait4, p.fetch)->tensor,
-                        p.dependence, p.policy}};
+  auto [post, wait4] = pairKernels(p, p.policy);
   uniqueOfKernel[size_t(kp)] = addUnique(post, "_post");
   uniqueOfKernel[size_t(kc)] = addUnique(wait4, "_wait");
   rt::KernelLaunch &lp = m.kernels[size_t(kp)], &lc = m.kernels[size_t(kc)];
@@ -195,21 +270,40 @@ int Packager::synchronise(const SyncPair &p, size_t n, int epoch, int wait) {
                              " has started");
 }
 
-void Packager::addSyncPairs() {
-  // Pairs, disjoint; the producer after some stream-0 step to fork from.
+bool Packager::addSyncPairs(std::string &error) {
+  // Every pair the analysis follows; a tuned compile on a GPU times those
+  // the model expects anything of (every one with --sync-all); then
+  // disjoint pairs,
+  // in order, each the producer after some stream-0 step to fork from.
+  std::vector<std::optional<SyncPair>> found(m.steps.size());
+  std::vector<SyncDecision> decisions(m.steps.size());
+  std::vector<tune::PairCandidate> toTime;
+  for (size_t i = 1; i + 1 < m.steps.size(); ++i) {
+    found[i] = syncCandidate(i, decisions[i]);
+    if (found[i] && opts.cost == CostSource::Measure && candidates &&
+        (opts.sync == CompileOptions::Sync::All ||
+         found[i]->estimate.gain() > 0))
+      toTime.push_back(pairCandidate(*found[i]));
+  }
+  if (!toTime.empty()) {
+    tune::MeasureOptions mo;
+    mo.progress = opts.progress;
+    if (!tune::measurePairs(toTime, candidates->arch(), cache, mo, error))
+      return false;
+  }
   std::vector<SyncPair> pairs;
   for (size_t i = 1; i + 1 < m.steps.size(); ++i) {
-    SyncDecision d;
-    auto p = syncCandidate(i, d);
+    SyncDecision &d = decisions[i];
+    const bool made = found[i] && decide(*found[i], d);
     if (!d.producer.empty())
       res.syncs.push_back(d);
-    if (p) {
-      pairs.push_back(*p);
+    if (made) {
+      pairs.push_back(*found[i]);
       ++i;
     }
   }
   if (pairs.empty())
-    return;
+    return true;
   const int epoch = addStateTensor("cuts_sync_epoch", 1);
   const int wait = addRawKernel("cuts_sync_wait", codegen::syncWaitKernel());
   const int count = addRawKernel("cuts_sync_epoch", codegen::syncEpochKernel());
@@ -240,6 +334,7 @@ void Packager::addSyncPairs() {
   pushMain({addHelperLaunch(count, {epoch}, {epoch}, "cuSync: counts the run"),
             -1, -1, 0, -1});
   m.steps = std::move(steps);
+  return true;
 }
 
 } // namespace cuts::driver

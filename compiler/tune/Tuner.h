@@ -141,6 +141,42 @@ struct MeasureOptions {
 bool measure(const std::vector<Candidate> &candidates, const std::string &arch,
              Cache &cache, const MeasureOptions &opts, std::string &error);
 
+/// A cuSync pair (compiler/driver/PlanSync.cpp) to time each way it can
+/// run: in stream order, with the consumer a programmatic dependent (PDL,
+/// sm_90 and later), and synchronised under each policy. The synchronised
+/// kernels take the pair's state after their own arguments: the post
+/// variant (semaphores, started), the wait variant (semaphores, epoch); the
+/// hold kernel takes (started, epoch) and the epoch kernel (epoch).
+struct PairCandidate {
+  /// The plain pair's signature; its times are cached under pairKey().
+  std::string key;
+  Candidate producer, consumer;
+  int producerWrites = -1; // the producer's argument the consumer reads
+  int consumerReads = -1;  // and the consumer's argument it is
+  struct Synchronised {
+    std::string policy;
+    Candidate post, wait;
+    int64_t semaphores = 0; // words
+  };
+  std::vector<Synchronised> policies;
+  std::string hold, epoch; // the sources of cuts_sync_wait, cuts_sync_epoch
+};
+
+/// Where the cache keeps a pair's time run one way: "stream", "pdl" or a
+/// policy's name.
+inline std::string pairKey(const std::string &key, const std::string &way) {
+  return key + "/pair/" + way;
+}
+
+/// Times every pair whose times the cache lacks on GPU 0, each way
+/// interleaved with the others, and checks that each synchronised way's
+/// outputs equal stream order's bit for bit (a way that differs is recorded
+/// as failed). Fails (with `error`) when there is no GPU, a launch fails, or
+/// a synchronised run does not finish (a deadlock).
+bool measurePairs(const std::vector<PairCandidate> &pairs,
+                  const std::string &arch, Cache &cache,
+                  const MeasureOptions &opts, std::string &error);
+
 } // namespace cuts::tune
 
 #endif // CUTS_COMPILER_TUNE_TUNER_H

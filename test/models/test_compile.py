@@ -1244,6 +1244,76 @@ def check_sync_modes(runner, path, d):
             "the epoch and wait kernels: %s" % names)
 
 
+def check_sync_tuned(runner, path, d):
+    """The tuner's word on a pair, read from the tuning cache: a policy
+    measured faster than stream order and PDL makes the pair whatever the
+    model predicts; one measured slower keeps it apart, and a consumer
+    measured slower as a programmatic dependent runs without PDL."""
+    import json
+    cache = os.path.join(d, "pairs.json")
+    if os.path.exists(cache):
+        os.remove(cache)
+
+    def compile_with(entries):
+        if entries is not None:
+            with open(cache, "w") as f:
+                json.dump({"format": 1, "entries": entries}, f)
+        out = os.path.join(d, "tuned-sync")
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       "--tuning", cache)
+        require(r.returncode == 0, "compile --tuning: " + r.stderr)
+        with open(os.path.join(out, "tuning.json")) as f:
+            report = json.load(f)["sync"]
+        return r.stdout, report, read_manifest(os.path.join(out,
+                                                            "model.cuts"))
+
+    _, report, _ = compile_with(None)
+    require(report and all(p["key"] and not p["measured"] for p in report),
+            "untimed pairs: %s" % report)
+    pair = report[0]
+
+    def times(stream, pdl, policy):
+        k = pair["key"] + "/pair/"
+        return {k + "stream": {"us": stream, "note": ""},
+                k + "pdl": {"us": pdl, "note": ""},
+                k + pair["policy"]: {"us": policy, "note": ""}}
+
+    out, report, m = compile_with(times(100.0, 100.0, 50.0))
+    require(report[0]["chosen"] and report[0]["measured"]["syncUs"] == 50.0,
+            "a pair measured faster is made: %s" % report[0])
+    require("made %s -> %s" % (pair["producer"], pair["consumer"]) in out and
+            "measured 100.0 us in stream order" in out, out)
+    require(any(s.get("stream") == 1 for s in m["steps"]), "no side stream")
+    out, report, m = compile_with(times(100.0, 150.0, 120.0))
+    require(not report[0]["chosen"] and
+            report[0]["why"] == "the tuner measured no gain",
+            "a pair measured slower is kept apart: %s" % report[0])
+    names = [m["kernels"][s["kernel"]]["name"] for s in m["steps"]]
+    consumer = m["steps"][names.index(pair["consumer"])]
+    require(not consumer.get("pdl") and not any(s.get("stream") for s in
+                                                m["steps"]),
+            "PDL measured slower is off: %s" % m["steps"])
+    if not runner.gpu:
+        return
+    # On the GPU the tuner times the pair itself (every pair: --sync-all).
+    os.remove(cache)
+    out = os.path.join(d, "tuned-sync-gpu")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out, "--tune",
+                   "--tuning", cache, "--sync-all")
+    require(r.returncode == 0, "compile --tune --sync-all: " + r.stderr)
+    with open(os.path.join(out, "tuning.json")) as f:
+        report = json.load(f)["sync"]
+    require(report and all(p["chosen"] and p["measured"] and
+                           p["measured"]["streamUs"] > 0 and
+                           p["measured"]["syncUs"] > 0 for p in report),
+            "every pair timed on the GPU: %s" % report)
+    r = runner.run("run", os.path.join(out, "model.cuts"), "--compare",
+                   os.path.join(d, "ref"),
+                   *save_npy_feeds(d, feeds(MODELS["mlp"][1], 7)))
+    require(r.returncode == 0, "tuned synchronised run: " + r.stdout +
+            r.stderr)
+
+
 def check_sync(runner):
     """--sync-all: every kernel pair the tile analysis follows runs as a
     cuSync producer and consumer (a side stream, semaphores, the wait and
@@ -1287,6 +1357,8 @@ def check_sync(runner):
                 require(r.returncode == 0, "bench %s: %s" % (args, r.stderr))
     require(made >= 3, "only %d pairs synchronised" % made)
     check_sync_modes(runner, os.path.join(runner.work, "mlp.onnx"),
+                     os.path.join(runner.work, "mlp"))
+    check_sync_tuned(runner, os.path.join(runner.work, "mlp.onnx"),
                      os.path.join(runner.work, "mlp"))
 
 

@@ -9,6 +9,7 @@
 // is one CUDA graph replayed; its output must equal StreamSync's bit for
 // bit, with the intermediate poisoned (NaN) before every checked run. Each
 // policy also runs eagerly with its consumer enqueued first (no deadlock).
+// The MLPs also run as two cuBLAS GEMMs back to back, the peer to beat.
 //
 //   cuts-sync-bench [--arch h200] [--model gpt3|llama|conv64|..|conv512]
 //                   [--rows 1,64,...] [--iters N] [--fp16]
@@ -30,6 +31,7 @@
 #include "perfmodel/ParamSearch.h"
 #include "tools/support/CudaCheck.h"
 
+#include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -99,6 +101,31 @@ void launchDependent(const Loaded &l, CUstream s, std::vector<void *> args) {
   c.sharedMemBytes = unsigned(l.shape.sharedBytes), c.hStream = s;
   c.attrs = &attr, c.numAttrs = 1;
   CHECK_CU(cuLaunchKernelEx(&c, l.fn, args.data(), nullptr));
+}
+
+#define CHECK_BLAS(x)                                                          \
+  do {                                                                         \
+    if (cublasStatus_t st = (x); st != CUBLAS_STATUS_SUCCESS) {                \
+      std::fprintf(stderr, "cuts-sync-bench: error: %s: %s\n", #x,             \
+                   cublasGetStatusString(st));                                 \
+      std::exit(1);                                                            \
+    }                                                                          \
+  } while (0)
+
+// One of the MLP's GEMMs with cuBLAS, row-major: out[M, N] = in[M, K] times
+// w ([K, N] in fp32; [N, K], a Linear layer's, in fp16), accumulating in
+// fp32 and writing outFp16 ? fp16 : fp32. In cuBLAS's column-major terms
+// out^T = w^T in^T.
+void cublasGemm(cublasHandle_t h, int64_t M, int64_t N, int64_t K, bool fp16,
+                CUdeviceptr in, CUdeviceptr w, CUdeviceptr out, bool outFp16) {
+  const float one = 1.f, zero = 0.f;
+  const cudaDataType t = fp16 ? CUDA_R_16F : CUDA_R_32F;
+  CHECK_BLAS(cublasGemmEx(
+      h, fp16 ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K),
+      &one, reinterpret_cast<void *>(w), t, int(fp16 ? K : N),
+      reinterpret_cast<void *>(in), t, int(K), &zero,
+      reinterpret_cast<void *>(out), outFp16 ? CUDA_R_16F : CUDA_R_32F, int(N),
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // Waits for s, giving up (a deadlock: a consumer tile waiting for a tile
@@ -282,6 +309,11 @@ int main(int argc, char **argv) {
   Loaded next =
       load(syncEpochKernel(), "cuts_sync_epoch", LaunchShape{1, 1, 0});
   Loaded hold = load(syncWaitKernel(), "cuts_sync_wait", LaunchShape{1, 1, 0});
+  cublasHandle_t blas = nullptr; // the MLPs' peer: cuBLAS back to back
+  if (!conv) {
+    CHECK_BLAS(cublasCreate(&blas));
+    CHECK_BLAS(cublasSetStream(blas, sa));
+  }
 
   if (conv)
     std::printf("GPU: %s (%d SMs), model: %s, two 3x3 convs, %lld channels "
@@ -295,9 +327,9 @@ int main(int argc, char **argv) {
                 (long long)F, (long long)H,
                 fp16 ? "fp16 on tensor cores (fp32 output)" : "fp32");
   // Gains against stream order: PDL's, the best policy's, the model's.
-  std::printf("%6s %10s %11s %10s %10s %10s %9s %9s %9s %5s\n", "rows",
-              "waves p+c", "stream us", "pdl us", "tile us", "row us", "pdl",
-              "sync", "predicted", "same");
+  std::printf("%6s %10s %11s %10s %10s %10s %10s %9s %9s %9s %5s\n", "rows",
+              "waves p+c", "stream us", "pdl us", "tile us", "row us",
+              "cublas us", "pdl", "sync", "predicted", "same");
   std::mt19937 rng(0);
   for (int64_t M : rows) {
     const Chain ch = conv ? convs(M, channels, side) : mlp(M, H, F, fp16);
@@ -401,9 +433,19 @@ int main(int argc, char **argv) {
             launch(next, sa, {&b.epoch});
           }));
     }
-    // Check (intermediate and output poisoned first) and time each.
+    if (blas) { // warmed up outside the capture (cuBLAS's set-up)
+      auto both = [&] {
+        cublasGemm(blas, M, F, H, fp16, b.x, b.w1, b.y1, fp16);
+        cublasGemm(blas, M, H, F, fp16, b.y1, b.w2, b.y2, false);
+      };
+      both();
+      CHECK_CU(cuStreamSynchronize(sa));
+      graphs.emplace_back("cublas", capture(both));
+    }
+    // Check (intermediate and output poisoned first) and time each; cuBLAS
+    // rounds differently, so only the generated variants are compared.
     std::vector<float> ref(size_t(ch.y2)), got(size_t(ch.y2));
-    double times[4] = {NAN, NAN, NAN, NAN}, alone[2] = {0, 0};
+    double times[5] = {NAN, NAN, NAN, NAN, NAN}, alone[2] = {0, 0};
     bool same = true;
     // On sa: a plain cuMemset goes to the legacy stream, which a
     // non-blocking stream does not wait for.
@@ -425,7 +467,8 @@ int main(int argc, char **argv) {
         CHECK_CU(cuMemcpyDtoHAsync(v == 0 ? ref.data() : got.data(), b.y2,
                                    size_t(ch.y2) * 4, sa));
         finish(sa);
-        if (v > 2 && std::memcmp(ref.data(), got.data(), ref.size() * 4)) {
+        if (v > 2 && graphs[v].first != "cublas" &&
+            std::memcmp(ref.data(), got.data(), ref.size() * 4)) {
           same = false;
           size_t differ = 0, nans = 0, first = ref.size();
           for (size_t i = 0; i < ref.size(); ++i)
@@ -458,6 +501,7 @@ int main(int argc, char **argv) {
         times[name == "stream"     ? 0
               : name == "pdl"      ? 1
               : name == "TileSync" ? 2
+              : name == "cublas"   ? 4
                                    : 3] = per[3];
     }
     // Consumer first, eagerly: its wait kernel and tiles (waves of them,
@@ -488,10 +532,10 @@ int main(int argc, char **argv) {
                                             {alone[1], perSM(lc)}, sms);
       predicted = std::max(predicted, e.gain() / e.streamUs);
     }
-    std::printf("%6lld %10.2f %11.1f %10.1f %10.1f %10.1f %8.1f%% %8.1f%% "
-                "%8.1f%% %5s\n",
+    std::printf("%6lld %10.2f %11.1f %10.1f %10.1f %10.1f %10.1f %8.1f%% "
+                "%8.1f%% %8.1f%% %5s\n",
                 (long long)M, w, times[0], times[1], times[2], times[3],
-                100.0 * (times[0] - times[1]) / times[0],
+                times[4], 100.0 * (times[0] - times[1]) / times[0],
                 100.0 * (times[0] - best) / times[0], 100.0 * predicted,
                 same ? "yes" : "NO");
     std::fflush(stdout);
@@ -506,5 +550,7 @@ int main(int argc, char **argv) {
       return 1;
   }
   cuModuleUnload(next.module);
+  if (blas)
+    cublasDestroy(blas);
   return 0;
 }

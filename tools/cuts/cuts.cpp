@@ -499,15 +499,22 @@ void printSync(const cuts::driver::CompileResult &r) {
       ++why[d.why];
   for (const auto &[reason, n] : why)
     llvm::outs() << "    not " << n << ": " << reason << "\n";
-  for (const cuts::driver::SyncDecision &d : r.syncs)
-    if (d.chosen) {
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "    %s -> %s (%s): %.1f us -> %.1f us predicted\n",
-                    d.producer.c_str(), d.consumer.c_str(), d.policy.c_str(),
-                    d.streamUs, d.syncUs);
-      llvm::outs() << line;
-    }
+  // Each pair made, and each the tuner timed: its times in every way.
+  for (const cuts::driver::SyncDecision &d : r.syncs) {
+    if (!d.chosen && !d.measured)
+      continue;
+    char line[384];
+    int n = std::snprintf(
+        line, sizeof line, "    %s %s -> %s (%s): %.1f us -> %.1f us predicted",
+        d.chosen ? "made" : "kept apart", d.producer.c_str(),
+        d.consumer.c_str(), d.policy.c_str(), d.streamUs, d.syncUs);
+    if (d.measured && n > 0 && size_t(n) < sizeof line)
+      std::snprintf(line + n, sizeof line - size_t(n),
+                    "; measured %.1f us in stream order, %.1f us with PDL, "
+                    "%.1f us synchronised",
+                    d.measuredStreamUs, d.measuredPdlUs, d.measuredSyncUs);
+    llvm::outs() << line << "\n";
+  }
 }
 
 void printTuning(const cuts::driver::CompileResult &r, double tuneSeconds) {
