@@ -21,6 +21,13 @@
 //                      tensors between kernels: "fp32", "fp16" or "bf16";
 //                      or "tf32": fp32 tensors whose products may round
 //                      their operands to tf32
+//   batch     int      (optional, 0) the batch this plan serves when the
+//                      model has batch profiles (cuts compile --batch):
+//                      each other profile is a section "manifest.<batch>"
+//                      holding a manifest like this one, with the same
+//                      model, archs, precision and inputs and outputs but
+//                      for their batch axis, batches increasing from the
+//                      "manifest" section's; all share the other sections
 //   tensors   [object] indexed by tensor id:
 //     name         string  the ONNX value name (non-empty for inputs and
 //                          outputs, which are bound by name)
@@ -35,6 +42,9 @@
 //     weightOffset uint    weight: offset in "weights" (256-byte aligned)
 //     viewOf       int     view: the tensor id it re-shapes (no cycles,
 //                          no more bytes than its root)
+//     batchAxis    int     (optional, -1) an entry of inputs or outputs of a
+//                          plan with a batch: 0 where its axis 0 is that
+//                          batch
 //   inputs    [int]    tensor ids in the model's input order
 //   outputs   [int]    tensor ids in the model's output order; each is the
 //                      input/output (index i) or an equal-sized view of it
@@ -234,6 +244,8 @@ Json manifestJson(const Manifest &m) {
                    {"peakFlops", m.peakFlops},
                    {"bandwidth", m.bandwidth}};
   j["precision"] = m.precision;
+  if (m.batch > 0)
+    j["batch"] = m.batch;
   Json tensors = Json::array();
   for (const Tensor &t : m.tensors) {
     Json jt = Json::object();
@@ -244,6 +256,8 @@ Json manifestJson(const Manifest &m) {
     jt["index"] = t.index;
     jt["weightOffset"] = t.weightOffset;
     jt["viewOf"] = t.viewOf;
+    if (t.batchAxis >= 0)
+      jt["batchAxis"] = t.batchAxis;
     tensors.push_back(std::move(jt));
   }
   j["tensors"] = std::move(tensors);
@@ -501,11 +515,15 @@ bool readTensor(Reader &r, const Json &jt, const std::string &p, Tensor &t) {
       return r.fail(join(p, "shape"), "the tensor is too large");
     bytes *= uint64_t(d);
   }
+  t.batchAxis = -1;
   return r.integer(jt, p, "index", -1, std::numeric_limits<int>::max(),
                    t.index) &&
          r.u64(jt, p, "weightOffset", t.weightOffset) &&
          r.integer(jt, p, "viewOf", -1, std::numeric_limits<int>::max(),
-                   t.viewOf);
+                   t.viewOf) &&
+         (!jt.contains("batchAxis") ||
+          r.integer(jt, p, "batchAxis", -1, int(t.shape.size()) - 1,
+                    t.batchAxis));
 }
 
 bool readKernel(Reader &r, const Json &jk, const std::string &p,
@@ -604,6 +622,10 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
       return false;
     }
   }
+  m.batch = 0;
+  if (j.contains("batch") &&
+      !r.integer(j, "", "batch", 1, int64_t(kMaxTensorBytes), m.batch))
+    return false;
   const Json *tensors = r.array(j, "", "tensors");
   if (!tensors)
     return false;
@@ -767,8 +789,7 @@ bool validateArchs(const Artifact &a, std::string &error) {
   return true;
 }
 
-bool validateTensors(const Artifact &a, std::string &error) {
-  const Manifest &m = a.manifest;
+bool validateTensors(const Artifact &a, const Manifest &m, std::string &error) {
   auto fail = [&](const std::string &path, const std::string &msg) {
     error = "manifest: " + path + ": " + msg;
     return false;
@@ -872,8 +893,7 @@ bool validateInputsOutputs(const Manifest &m, std::string &error) {
   return true;
 }
 
-bool validateKernels(const Artifact &a, std::string &error) {
-  const Manifest &m = a.manifest;
+bool validateKernels(const Artifact &a, const Manifest &m, std::string &error) {
   auto fail = [&](const std::string &path, const std::string &msg) {
     error = "manifest: " + path + ": " + msg;
     return false;
@@ -1017,10 +1037,74 @@ bool validateSteps(const Manifest &m, std::string &error) {
   return validateStreams(m, error);
 }
 
-bool validateManifest(const Artifact &a, std::string &error) {
-  return validateArchs(a, error) && validateTensors(a, error) &&
-         validateInputsOutputs(a.manifest, error) &&
-         validateKernels(a, error) && validateSteps(a.manifest, error);
+// A batched input or output (an entry of inputs or outputs) has the plan's
+// batch on axis 0.
+bool validateBatch(const Manifest &m, std::string &error) {
+  std::set<int> io(m.inputs.begin(), m.inputs.end());
+  io.insert(m.outputs.begin(), m.outputs.end());
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const Tensor &t = m.tensors[i];
+    if (t.batchAxis < 0)
+      continue;
+    if (!io.count(int(i)) || t.batchAxis != 0 || m.batch == 0 ||
+        t.shape[0] != m.batch) {
+      error = "manifest: " + at("tensors", i) +
+              ".batchAxis: only an input or output of a plan with a batch "
+              "has one, axis 0, of the plan's batch (" +
+              std::to_string(m.batch) + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool validateManifest(const Artifact &a, const Manifest &m,
+                      std::string &error) {
+  return validateTensors(a, m, error) && validateInputsOutputs(m, error) &&
+         validateKernels(a, m, error) && validateSteps(m, error) &&
+         validateBatch(m, error);
+}
+
+// The profiles serve one model: the same inputs and outputs but for their
+// batch axis, which grows from profile to profile.
+bool validateProfiles(const Artifact &a, std::string &error) {
+  const Manifest &first = a.manifest;
+  int64_t last = first.batch;
+  for (size_t p = 0; p < a.profiles.size(); ++p) {
+    const Manifest &m = a.profiles[p];
+    const std::string label = "manifest." + std::to_string(m.batch) + ": ";
+    auto fail = [&](const std::string &msg) {
+      error = label + msg;
+      return false;
+    };
+    if (last == 0 || m.batch <= last)
+      return fail("a batch profile needs a batch above the previous "
+                  "profile's (" +
+                  std::to_string(last) + ")");
+    last = m.batch;
+    if (m.archs != first.archs || m.precision != first.precision ||
+        m.model != first.model)
+      return fail("the model, archs and precision must be the first "
+                  "manifest's");
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<int> &mine = pass ? m.outputs : m.inputs,
+                             &theirs = pass ? first.outputs : first.inputs;
+      if (mine.size() != theirs.size())
+        return fail("its inputs and outputs are not the first manifest's");
+      for (size_t i = 0; i < mine.size(); ++i) {
+        const Tensor &x = m.tensors[mine[i]], &y = first.tensors[theirs[i]];
+        std::vector<int64_t> xs = x.shape, ys = y.shape;
+        if (x.batchAxis >= 0 && y.batchAxis == x.batchAxis)
+          xs[0] = ys[0] = 0;
+        if (x.name != y.name || x.dtype != y.dtype || xs != ys ||
+            x.batchAxis != y.batchAxis)
+          return fail("\"" + x.name +
+                      "\" differs from the first manifest's but for the "
+                      "batch");
+      }
+    }
+  }
+  return true;
 }
 
 } // namespace
@@ -1064,12 +1148,23 @@ const uint8_t *Artifact::section(const std::string &name,
 std::string Artifact::source(int kernel) const {
   if (kernel < 0 || size_t(kernel) >= manifest.kernels.size())
     return {};
+  return source(manifest.kernels[size_t(kernel)]);
+}
+
+std::string Artifact::source(const KernelLaunch &k) const {
   uint64_t size = 0;
   const uint8_t *p = section("source", &size);
-  const Blob &b = manifest.kernels[kernel].source;
+  const Blob &b = k.source;
   if (!p || b.offset > size || b.size > size - b.offset)
     return {};
   return std::string(reinterpret_cast<const char *>(p + b.offset), b.size);
+}
+
+std::vector<const Manifest *> Artifact::plans() const {
+  std::vector<const Manifest *> all = {&manifest};
+  for (const Manifest &p : profiles)
+    all.push_back(&p);
+  return all;
 }
 
 namespace {
@@ -1079,6 +1174,7 @@ namespace {
 // own weights and the blobs built here, never a copy of the whole file.
 struct Layout {
   std::vector<uint8_t> head, manifestBytes, source;
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> profileBytes;
   std::map<std::string, std::vector<uint8_t>> cubin;
   // The bytes after the head, in file order (zeros between).
   std::vector<WeightSpan> pieces;
@@ -1093,22 +1189,35 @@ bool layOut(const ArtifactContents &c, Layout &l) {
       return false;
     end = w.offset + w.size;
   }
-  Manifest m = c.manifest;
+  // Each plan's kernels' blobs; identical ones (kernels compiled into one
+  // module, or shared between batch profiles) are stored once.
   std::map<std::vector<uint8_t>, Blob> seenSource;
   std::map<std::string, std::map<std::vector<uint8_t>, Blob>> seenCubin;
-  for (size_t i = 0; i < m.kernels.size(); ++i) {
-    KernelLaunch &k = m.kernels[i];
-    k.source = Blob{};
-    if (i < c.sources.size())
-      k.source = appendBlob(
-          l.source, seenSource,
-          std::vector<uint8_t>(c.sources[i].begin(), c.sources[i].end()), 1);
-    k.cubins.clear();
-    if (i < c.cubins.size())
-      for (const auto &[arch, bytes] : c.cubins[i])
-        k.cubins[arch] = appendBlob(
-            l.cubin[arch], seenCubin[arch],
-            std::vector<uint8_t>(bytes.begin(), bytes.end()), kCubinAlign);
+  auto placeBlobs =
+      [&](Manifest &m, const std::vector<std::string> &sources,
+          const std::vector<std::map<std::string, std::vector<char>>> &cubins) {
+        for (size_t i = 0; i < m.kernels.size(); ++i) {
+          KernelLaunch &k = m.kernels[i];
+          k.source = Blob{};
+          if (i < sources.size())
+            k.source = appendBlob(
+                l.source, seenSource,
+                std::vector<uint8_t>(sources[i].begin(), sources[i].end()), 1);
+          k.cubins.clear();
+          if (i < cubins.size())
+            for (const auto &[arch, bytes] : cubins[i])
+              k.cubins[arch] =
+                  appendBlob(l.cubin[arch], seenCubin[arch],
+                             std::vector<uint8_t>(bytes.begin(), bytes.end()),
+                             kCubinAlign);
+        }
+      };
+  Manifest m = c.manifest;
+  placeBlobs(m, c.sources, c.cubins);
+  std::vector<Manifest> profiles;
+  for (const ArtifactContents::Profile &p : c.profiles) {
+    profiles.push_back(p.manifest);
+    placeBlobs(profiles.back(), p.sources, p.cubins);
   }
   // Every arch with a CUBIN is listed: the given order first, then the rest.
   for (const auto &entry : l.cubin)
@@ -1116,10 +1225,16 @@ bool layOut(const ArtifactContents &c, Layout &l) {
       m.archs.push_back(entry.first);
   for (const std::string &arch : m.archs)
     l.cubin[arch]; // a listed arch with no CUBIN still gets its section
-
-  std::string manifest =
-      manifestJson(m).dump(-1, ' ', false, Json::error_handler_t::replace);
-  l.manifestBytes.assign(manifest.begin(), manifest.end());
+  auto json = [](const Manifest &x) {
+    std::string text =
+        manifestJson(x).dump(-1, ' ', false, Json::error_handler_t::replace);
+    return std::vector<uint8_t>(text.begin(), text.end());
+  };
+  l.manifestBytes = json(m);
+  for (Manifest &p : profiles) {
+    p.archs = m.archs;
+    l.profileBytes.emplace_back("manifest." + std::to_string(p.batch), json(p));
+  }
   // Each section as its runs of bytes (the weights: their vector, then the
   // spans kept where they are) and its size.
   struct Section {
@@ -1132,6 +1247,8 @@ bool layOut(const ArtifactContents &c, Layout &l) {
   };
   std::vector<Section> named;
   named.push_back(whole("manifest", l.manifestBytes));
+  for (const auto &[name, bytes] : l.profileBytes)
+    named.push_back(whole(name, bytes));
   named.push_back(whole("weights", c.weights));
   for (const WeightSpan &w : c.weightSpans)
     named.back().runs.push_back(w);
@@ -1332,7 +1449,38 @@ std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
   } catch (const Json::exception &e) {
     return fail(std::string("manifest: invalid JSON: ") + e.what());
   }
-  if (!readManifest(j, a.manifest, error) || !validateManifest(a, error))
+  if (!readManifest(j, a.manifest, error) || !validateArchs(a, error) ||
+      !validateManifest(a, a.manifest, error))
+    return std::nullopt;
+  // The other profiles, "manifest.<batch>", in increasing batch.
+  std::vector<std::pair<int64_t, std::string>> profiles;
+  for (const auto &[name, blob] : a.sections) {
+    if (name.rfind("manifest.", 0) != 0)
+      continue;
+    std::string digits = name.substr(9);
+    if (digits.empty() || digits.size() > 15 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return fail("section \"" + name + "\": not manifest.<batch>");
+    profiles.emplace_back(std::stoll(digits), name);
+  }
+  std::sort(profiles.begin(), profiles.end());
+  for (const auto &[batch, name] : profiles) {
+    const uint8_t *text = a.section(name, &manifestSize);
+    Manifest m;
+    try {
+      j = Json::parse(text, text + manifestSize);
+    } catch (const Json::exception &e) {
+      return fail(name + ": invalid JSON: " + e.what());
+    }
+    if (!readManifest(j, m, error) || !validateManifest(a, m, error)) {
+      error.replace(0, 8, name); // "manifest: ..." names the section
+      return std::nullopt;
+    }
+    if (m.batch != batch)
+      return fail(name + ": its batch is " + std::to_string(m.batch));
+    a.profiles.push_back(std::move(m));
+  }
+  if (!validateProfiles(a, error))
     return std::nullopt;
   return a;
 }

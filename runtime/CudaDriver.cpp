@@ -54,6 +54,7 @@ Loaded load() {
   lib.bind(d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
   lib.bind(d.cuMemsetD32Async, {"cuMemsetD32Async"});
   lib.bind(d.cuMemsetD8, {"cuMemsetD8_v2"});
+  lib.bind(d.cuMemsetD8Async, {"cuMemsetD8Async"});
   lib.bind(d.cuStreamCreate, {"cuStreamCreate"});
   lib.bind(d.cuStreamDestroy, {"cuStreamDestroy_v2"});
   lib.bind(d.cuStreamSynchronize, {"cuStreamSynchronize"});

@@ -131,15 +131,11 @@ std::string chooseArch(const std::vector<std::string> &archs, int major,
   return best;
 }
 
-struct ModelImpl {
-  const Driver *d = nullptr;
-  Artifact artifact; // its bytes are dropped once loaded
+/// One plan of the model (a batch profile's, or the only one), loaded.
+struct PlanImpl {
+  const Manifest *man = nullptr; // in ModelImpl::artifact
   MemoryPlan plan;
-  std::vector<int> root; // rootTensor per tensor
-  std::string arch;
-  CUdevice device = 0;
-  CUcontext ctx = nullptr; // retained primary context
-  std::vector<CUmodule> modules;
+  std::vector<int> root;             // rootTensor per tensor
   std::vector<CUfunction> functions; // per kernel; null for library kernels
   // Per kernel: the cuDNN convolution of a "cudnn.conv" kernel, else null.
   std::vector<std::unique_ptr<CudnnConv>> convs;
@@ -147,18 +143,43 @@ struct ModelImpl {
   // null; one handle serves every session (cuBLASLt handles are
   // thread-safe and carry no stream).
   std::vector<std::unique_ptr<CublasLtGemm>> gemms;
+  size_t maxArgs = 0;
+  bool hasSide = false;       // steps on the side stream (cuSync pairs)
+  std::vector<bool> recorded; // per step: a later step waits for it
+  uint64_t stateBase = 0;     // its state in a session's state buffer
+
+  const Manifest &manifest() const { return *man; }
+  int64_t batch() const { return man->batch; }
+};
+
+struct ModelImpl {
+  const Driver *d = nullptr;
+  Artifact artifact; // its bytes are dropped once loaded
+  std::string arch;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr; // retained primary context
+  std::vector<CUmodule> modules;
   std::unique_ptr<CublasLtHandle> lt;
   bool hasConv = false;
   bool hasLibrary = false; // any library kernel
   CUdeviceptr weights = 0;
   uint64_t weightBytes = 0;
-  size_t maxArgs = 0;
-  bool hasSide = false; // steps on the side stream (cuSync pairs)
-  bool pdl = false;     // the device and driver launch programmatic dependents
-  std::vector<bool> recorded; // per step: a later step waits for it
+  bool pdl = false; // the device and driver launch programmatic dependents
+  /// The plans loaded, by increasing batch: every batch profile up to the
+  /// smallest that serves max_batch, or the only plan.
+  std::vector<PlanImpl> plans;
+  std::vector<int64_t> batches; // the plans' (0: the one plan has none)
+  int64_t maxBatch = 0; // the largest batch a run may bind (0: no profiles)
+  // What every plan's session needs: the largest arena and the sum of
+  // their states, scratch for the most tensors and arguments.
+  uint64_t arenaBytes = 0, stateBytes = 0;
+  size_t maxTensors = 0, maxArgs = 0;
+  bool hasSide = false;
+  // The I/O as the largest plan has it (cuts_model_input/output).
   std::vector<cuts_tensor_info> inputs, outputs;
 
-  const Manifest &manifest() const { return artifact.manifest; }
+  const PlanImpl &largest() const { return plans.back(); }
+  const Manifest &manifest() const { return largest().manifest(); }
 
   ModelImpl() = default;
   ModelImpl(const ModelImpl &) = delete;
@@ -167,8 +188,7 @@ struct ModelImpl {
     if (!ctx)
       return;
     d->cuCtxSetCurrent(ctx);
-    convs.clear(); // their zero biases live in the context
-    gemms.clear();
+    plans.clear(); // their convs' zero biases live in the context
     lt.reset();
     for (CUmodule mod : modules)
       d->cuModuleUnload(mod);
@@ -227,20 +247,29 @@ struct cuts_model {
 
 struct cuts_session {
   std::shared_ptr<ModelImpl> model;
+  const PlanImpl *plan = nullptr; // the plan the run under way enqueues
+  int64_t batch = 0;              // the last run's batch
+  int64_t profileBatch = 0;       // the batch of the plan that ran it
   CUstream stream = nullptr;
   bool ownStream = false;
   CUdeviceptr arena = 0;
-  // cuSync: the side stream, an event per step another waits for, and the
-  // state (semaphores, epoch) that only this session's runs count in.
+  // cuSync: the side stream, per plan an event per step another waits for,
+  // and the state (semaphores, epoch) that only this session's runs count
+  // in.
   CUstream side = nullptr;
-  std::vector<CUevent> stepEvent;
+  std::vector<std::vector<CUevent>> stepEvent;
   CUdeviceptr state = 0;
   bool useGraph = false;
-  CUgraphExec graph = nullptr;
-  std::vector<CUdeviceptr> graphKey; // the bindings `graph` was captured for
-  // Device buffers for run_host, benchmark and profile, made on first use.
+  // Per plan: its graph and the bindings it was captured for.
+  std::vector<CUgraphExec> graph;
+  std::vector<std::vector<CUdeviceptr>> graphKey;
+  // Device buffers as the largest plan's inputs and outputs, for run_host,
+  // the padded runs of a smaller batch, benchmark and profile, made on
+  // first use; and benchmark's inputs and outputs at a padded batch.
   bool haveBuffers = false;
-  std::vector<CUdeviceptr> bufIn, bufOut;
+  std::vector<CUdeviceptr> bufIn, bufOut, userIn, userOut;
+  int64_t userBatch = 0;  // the batch userIn/userOut are sized for
+  int64_t benchBatch = 0; // cuts_session_set_batch's (0: the largest plan's)
   // Host values of inputs that are not filled by a 32-bit memset.
   std::vector<std::vector<uint8_t>> fill;
   // Scratch reused by every run.
@@ -266,12 +295,14 @@ struct cuts_session {
       d->cuStreamSynchronize(stream);
     if (side)
       d->cuStreamSynchronize(side);
-    if (graph)
-      d->cuGraphExecDestroy(graph);
+    for (CUgraphExec g : graph)
+      if (g)
+        d->cuGraphExecDestroy(g);
     cudnn.reset(); // before its stream goes
     if (workspace)
       d->cuMemFree(workspace);
-    for (const std::vector<CUdeviceptr> *bufs : {&bufIn, &bufOut})
+    for (const std::vector<CUdeviceptr> *bufs :
+         {&bufIn, &bufOut, &userIn, &userOut})
       for (CUdeviceptr p : *bufs)
         if (p)
           d->cuMemFree(p);
@@ -279,9 +310,10 @@ struct cuts_session {
       d->cuMemFree(arena);
     if (state)
       d->cuMemFree(state);
-    for (CUevent e : stepEvent)
-      if (e)
-        d->cuEventDestroy(e);
+    for (const std::vector<CUevent> &events : stepEvent)
+      for (CUevent e : events)
+        if (e)
+          d->cuEventDestroy(e);
     if (side)
       d->cuStreamDestroy(side);
     if (ownStream && stream)
@@ -334,8 +366,56 @@ std::string describeDtype(cuts_dtype dtype) {
   return std::to_string(int(dtype)) + " (not a cuts_dtype)";
 }
 
+uint64_t bytesAtBatch(const Tensor &t, int64_t batch) {
+  if (t.batchAxis < 0 || batch <= 0 || t.shape.empty() || t.shape[0] == 0)
+    return t.bytes();
+  return t.bytes() / uint64_t(t.shape[0]) * uint64_t(batch);
+}
+
+std::optional<int64_t> bindingBatch(const Manifest &man, const cuts_binding *b,
+                                    int n, int64_t maxBatch,
+                                    std::string &error) {
+  if (man.batch == 0)
+    return 0;
+  int64_t batch = 0;
+  std::string first;
+  for (int i = 0; b && i < n; ++i) {
+    const cuts_binding &x = b[i];
+    for (int t : man.inputs) {
+      const Tensor &in = man.tensors[t];
+      if (!x.name || in.name != x.name || in.batchAxis < 0 || x.rank < 1 ||
+          !x.shape)
+        continue;
+      if (batch > 0 && x.shape[0] != batch) {
+        error = "input \"" + in.name + "\" has batch " +
+                std::to_string(x.shape[0]) + " but \"" + first + "\" has " +
+                std::to_string(batch) + " (axis 0)";
+        return std::nullopt;
+      }
+      batch = x.shape[0], first = in.name;
+    }
+  }
+  if (batch == 0 && first.empty())
+    return man.batch; // no batched input bound: checkBindings says why
+  if (batch < 1 || batch > maxBatch) {
+    error = "input \"" + first + "\" has batch " + std::to_string(batch) +
+            "; the model serves batches 1 to " + std::to_string(maxBatch) +
+            " (axis 0)";
+    return std::nullopt;
+  }
+  return batch;
+}
+
+size_t choosePlan(const std::vector<int64_t> &batches, int64_t batch) {
+  for (size_t p = 0; p < batches.size(); ++p)
+    if (batch > 0 && batches[p] >= batch)
+      return p;
+  return batches.empty() ? 0 : batches.size() - 1;
+}
+
 bool checkBindings(const Manifest &man, const cuts_binding *b, int n,
-                   bool inputs, std::vector<void *> &data, std::string &error) {
+                   bool inputs, std::vector<void *> &data, std::string &error,
+                   int64_t batch) {
   const std::vector<int> &ids = inputs ? man.inputs : man.outputs;
   const char *what = inputs ? "input" : "output";
   auto failWith = [&](std::string msg) {
@@ -374,15 +454,18 @@ bool checkBindings(const Manifest &man, const cuts_binding *b, int n,
       return failWith(label + ": dtype " + describeDtype(x.dtype) +
                       " given, the model's is " +
                       (want ? describeDtype(*want) : t.dtype));
-    std::string expected = shapeString(t.shape.data(), int(t.shape.size()));
+    std::vector<int64_t> shape = t.shape;
+    if (t.batchAxis >= 0 && batch > 0)
+      shape[size_t(t.batchAxis)] = batch;
+    std::string expected = shapeString(shape.data(), int(shape.size()));
     if (x.rank < 0 || (x.rank > 0 && !x.shape))
       return failWith(label + ": rank " + std::to_string(x.rank) +
                       " with no shape given, expected shape " + expected);
-    if (size_t(x.rank) != t.shape.size() ||
-        !std::equal(t.shape.begin(), t.shape.end(), x.shape))
+    if (size_t(x.rank) != shape.size() ||
+        !std::equal(shape.begin(), shape.end(), x.shape))
       return failWith(label + ": expected shape " + expected + ", given " +
                       shapeString(x.shape, x.rank));
-    if (!x.data && t.bytes() > 0)
+    if (!x.data && bytesAtBatch(t, batch) > 0)
       return failWith(label + ": data is NULL");
     data[j] = x.data;
   }
@@ -432,7 +515,7 @@ namespace {
 
 /// The device `ordinal`, its CUBIN arch and its primary context, entered.
 cuts_status openDevice(ModelImpl &m, int ordinal, const std::string &label) {
-  const Manifest &man = m.manifest();
+  const Manifest &man = m.artifact.manifest;
   std::string err;
   const Driver *d = driver(err);
   if (!d)
@@ -465,9 +548,12 @@ cuts_status openDevice(ModelImpl &m, int ordinal, const std::string &label) {
       "sm_" + std::to_string(major) + std::to_string(minor);
   m.arch = chooseArch(man.archs, major, minor);
   m.pdl = major >= 9 && m.d->cuLaunchKernelEx;
-  bool generated =
-      std::any_of(man.kernels.begin(), man.kernels.end(),
-                  [](const KernelLaunch &k) { return !k.isLibrary(); });
+  bool generated = false;
+  for (const PlanImpl &p : m.plans)
+    generated =
+        generated ||
+        std::any_of(p.manifest().kernels.begin(), p.manifest().kernels.end(),
+                    [](const KernelLaunch &k) { return !k.isLibrary(); });
   // Library calls and copies need no CUBIN: a model of those alone runs on
   // any device.
   if (m.arch.empty() && !generated)
@@ -491,19 +577,21 @@ cuts_status openDevice(ModelImpl &m, int ordinal, const std::string &label) {
   return enter(m);
 }
 
-/// One module per distinct CUBIN (kernels compiled together share one),
-/// each kernel's function, and the shared memory past 48 KiB opted into.
-cuts_status loadModules(ModelImpl &m) {
-  const Manifest &man = m.manifest();
+/// One module per distinct CUBIN (kernels compiled together, or shared by
+/// batch profiles, share one), each kernel's function, and the shared
+/// memory past 48 KiB opted into.
+cuts_status
+loadModules(ModelImpl &m, PlanImpl &p,
+            std::map<std::pair<uint64_t, uint64_t>, CUmodule> &moduleOf) {
+  const Manifest &man = p.manifest();
   const Driver *d = m.d;
   uint64_t cubinSize = 0;
   const uint8_t *cubins = m.artifact.section("cubin." + m.arch, &cubinSize);
-  std::map<std::pair<uint64_t, uint64_t>, CUmodule> moduleOf;
   std::map<CUfunction, int64_t> sharedOf;
-  m.functions.resize(man.kernels.size(), nullptr);
+  p.functions.resize(man.kernels.size(), nullptr);
   for (size_t k = 0; k < man.kernels.size(); ++k) {
     const KernelLaunch &kl = man.kernels[k];
-    m.maxArgs = std::max(m.maxArgs, kl.args.size());
+    p.maxArgs = std::max(p.maxArgs, kl.args.size());
     if (kl.isLibrary())
       continue;
     const Blob &b = kl.cubins.at(m.arch); // each has every arch
@@ -521,18 +609,18 @@ cuts_status loadModules(ModelImpl &m) {
       m.modules.push_back(mod);
       it = moduleOf.emplace(key, mod).first;
     }
-    if (CUresult r = d->cuModuleGetFunction(&m.functions[k], it->second,
+    if (CUresult r = d->cuModuleGetFunction(&p.functions[k], it->second,
                                             kl.name.c_str()))
       return cudaFail(r, "finding kernel \"" + kl.name +
                              "\" in its CUBIN (cuModuleGetFunction)");
-    int64_t &shared = sharedOf[m.functions[k]];
+    int64_t &shared = sharedOf[p.functions[k]];
     shared = std::max(shared, kl.sharedBytes);
   }
   // Above 48 KiB of dynamic shared memory a kernel must opt in.
   for (size_t k = 0; k < man.kernels.size(); ++k) {
-    if (!m.functions[k])
+    if (!p.functions[k])
       continue;
-    auto it = sharedOf.find(m.functions[k]);
+    auto it = sharedOf.find(p.functions[k]);
     if (it == sharedOf.end() || it->second <= 48 * 1024)
       continue;
     if (CUresult r = d->cuFuncSetAttribute(
@@ -549,11 +637,12 @@ cuts_status loadModules(ModelImpl &m) {
 
 /// cuDNN and cuBLASLt, only for models that call them (parsing checked the
 /// params).
-cuts_status createLibraryCalls(ModelImpl &m, const std::string &label) {
-  const Manifest &man = m.manifest();
+cuts_status createLibraryCalls(ModelImpl &m, PlanImpl &p,
+                               const std::string &label) {
+  const Manifest &man = p.manifest();
   std::string err;
-  m.convs.resize(man.kernels.size());
-  m.gemms.resize(man.kernels.size());
+  p.convs.resize(man.kernels.size());
+  p.gemms.resize(man.kernels.size());
   for (size_t k = 0; k < man.kernels.size(); ++k) {
     const KernelLaunch &kl = man.kernels[k];
     if (!kl.isLibrary())
@@ -564,8 +653,8 @@ cuts_status createLibraryCalls(ModelImpl &m, const std::string &label) {
       if (spec && !m.lt)
         m.lt = CublasLtHandle::create(err);
       if (spec && m.lt)
-        m.gemms[k] = CublasLtGemm::create(*spec, *m.lt, err);
-      if (!m.gemms[k])
+        p.gemms[k] = CublasLtGemm::create(*spec, *m.lt, err);
+      if (!p.gemms[k])
         return fail(CUTS_ERROR_CUDA, label + ": kernel " + std::to_string(k) +
                                          " (\"" + kl.name + "\", " +
                                          kl.library + "): " + err);
@@ -574,8 +663,8 @@ cuts_status createLibraryCalls(ModelImpl &m, const std::string &label) {
     m.hasConv = true;
     auto spec = decodeConvSpec(kl.libraryParams, err);
     if (spec)
-      m.convs[k] = CudnnConv::create(*spec, err);
-    if (!m.convs[k])
+      p.convs[k] = CudnnConv::create(*spec, err);
+    if (!p.convs[k])
       return fail(CUTS_ERROR_CUDA, label + ": kernel " + std::to_string(k) +
                                        " (\"" + kl.name + "\", " + kl.library +
                                        "): " + err);
@@ -604,17 +693,28 @@ cuts_status uploadWeights(ModelImpl &m) {
 /// weights and CUBINs are on the device, and a server need not hold a
 /// second copy in host memory.
 void finishTables(ModelImpl &m) {
-  const Manifest &man = m.manifest();
-  m.plan = planMemory(man);
-  m.root.resize(man.tensors.size());
-  for (size_t t = 0; t < man.tensors.size(); ++t)
-    m.root[t] = rootTensor(man, int(t));
-  m.recorded.assign(man.steps.size(), false);
-  for (const Step &st : man.steps) {
-    m.hasSide = m.hasSide || st.stream != 0;
-    if (st.after >= 0)
-      m.recorded[st.after] = true;
+  for (PlanImpl &p : m.plans) {
+    const Manifest &man = p.manifest();
+    p.plan = planMemory(man);
+    p.root.resize(man.tensors.size());
+    for (size_t t = 0; t < man.tensors.size(); ++t)
+      p.root[t] = rootTensor(man, int(t));
+    p.recorded.assign(man.steps.size(), false);
+    for (const Step &st : man.steps) {
+      p.hasSide = p.hasSide || st.stream != 0;
+      if (st.after >= 0)
+        p.recorded[st.after] = true;
+    }
+    p.stateBase = m.stateBytes;
+    m.stateBytes += (p.plan.stateBytes + 255) / 256 * 256;
+    m.arenaBytes = std::max(m.arenaBytes, p.plan.arenaBytes);
+    m.maxTensors = std::max(m.maxTensors, man.tensors.size());
+    m.maxArgs = std::max(m.maxArgs, p.maxArgs);
+    m.hasSide = m.hasSide || p.hasSide;
+    m.batches.push_back(p.batch());
   }
+  const Manifest &man = m.manifest();
+  m.maxBatch = m.largest().batch();
   // The infos point into the manifest, which stays put from here on.
   for (int pass = 0; pass < 2; ++pass) {
     const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
@@ -640,7 +740,7 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   auto impl = std::make_shared<ModelImpl>();
   impl->artifact = std::move(*parsed);
   ModelImpl &m = *impl;
-  const Manifest &man = m.manifest();
+  const Manifest &man = m.artifact.manifest;
   // Parsing accepted only dtypes the C API has (cuts_dtype).
   for (const std::vector<int> *list : {&man.inputs, &man.outputs})
     for (int t : *list)
@@ -653,27 +753,61 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   if (ordinal < 0)
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 "device ordinal " + std::to_string(ordinal) + " is negative");
+  // The profiles up to the first that serves max_batch.
+  const int64_t maxBatch = options ? options->max_batch : 0;
+  if (maxBatch < 0 || (maxBatch > 0 && man.batch == 0))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                maxBatch < 0
+                    ? "max_batch " + std::to_string(maxBatch) + " is negative"
+                    : label + " has no batch profiles: max_batch "
+                              "must be 0");
+  for (const Manifest *plan : m.artifact.plans()) {
+    m.plans.emplace_back();
+    m.plans.back().man = plan;
+    if (maxBatch > 0 && plan->batch >= maxBatch)
+      break;
+  }
+  if (maxBatch > m.plans.back().batch())
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "max_batch " + std::to_string(maxBatch) +
+                    " is above the largest batch profile of " + label + " (" +
+                    std::to_string(m.plans.back().batch()) + ")");
   // From openDevice on, the model's destructor releases what was acquired.
   if (cuts_status st = openDevice(m, ordinal, label))
     return st;
-  if (cuts_status st = loadModules(m))
-    return st;
-  if (cuts_status st = createLibraryCalls(m, label))
-    return st;
+  std::map<std::pair<uint64_t, uint64_t>, CUmodule> moduleOf;
+  for (PlanImpl &p : m.plans) {
+    if (cuts_status st = loadModules(m, p, moduleOf))
+      return st;
+    if (cuts_status st = createLibraryCalls(m, p, label))
+      return st;
+  }
   if (cuts_status st = uploadWeights(m))
     return st;
   finishTables(m);
+  if (maxBatch > 0)
+    m.maxBatch = maxBatch;
   *out = new cuts_model{std::move(impl)};
   return CUTS_OK;
 }
 
 //===- Running ------------------------------------------------------------===//
 
-/// checkBindings, failing with CUTS_ERROR_INVALID_ARGUMENT.
-cuts_status bindAll(const ModelImpl &m, const cuts_binding *b, int n,
-                    bool inputs, std::vector<void *> &data) {
+/// The batch the inputs carry and their and the outputs' data, checked
+/// against the plan that serves that batch; failing with
+/// CUTS_ERROR_INVALID_ARGUMENT.
+cuts_status bindAll(const ModelImpl &m, const cuts_binding *inputs,
+                    int numInputs, const cuts_binding *outputs, int numOutputs,
+                    int64_t &batch, std::vector<void *> &in,
+                    std::vector<void *> &out) {
   std::string err;
-  if (!checkBindings(m.manifest(), b, n, inputs, data, err))
+  auto b = bindingBatch(m.manifest(), inputs, numInputs, m.maxBatch, err);
+  if (!b)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
+  batch = *b;
+  const Manifest &man = m.plans[choosePlan(m.batches, batch)].manifest();
+  if (!checkBindings(man, inputs, numInputs, true, in, err, batch) ||
+      !checkBindings(man, outputs, numOutputs, false, out, err, batch))
     return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
   return CUTS_OK;
 }
@@ -687,10 +821,9 @@ std::vector<CUdeviceptr> devicePointers(const std::vector<void *> &data) {
 
 /// An output that overlaps another binding would be clobbered (or clobber
 /// an input) while the plan still reads it.
-cuts_status checkNoAliasing(const ModelImpl &m,
+cuts_status checkNoAliasing(const Manifest &man, int64_t batch,
                             const std::vector<CUdeviceptr> &in,
                             const std::vector<CUdeviceptr> &out) {
-  const Manifest &man = m.manifest();
   struct Range {
     CUdeviceptr begin, end;
     const std::string *name;
@@ -698,12 +831,12 @@ cuts_status checkNoAliasing(const ModelImpl &m,
   std::vector<Range> all;
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor &t = man.tensors[man.inputs[i]];
-    all.push_back({in[i], in[i] + t.bytes(), &t.name});
+    all.push_back({in[i], in[i] + bytesAtBatch(t, batch), &t.name});
   }
   size_t firstOut = all.size();
   for (size_t i = 0; i < out.size(); ++i) {
     const Tensor &t = man.tensors[man.outputs[i]];
-    all.push_back({out[i], out[i] + t.bytes(), &t.name});
+    all.push_back({out[i], out[i] + bytesAtBatch(t, batch), &t.name});
   }
   for (size_t o = firstOut; o < all.size(); ++o)
     for (size_t i = 0; i < all.size(); ++i)
@@ -720,9 +853,10 @@ cuts_status checkNoAliasing(const ModelImpl &m,
 void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
              const std::vector<CUdeviceptr> &out) {
   const ModelImpl &m = *s.model;
-  const Manifest &man = m.manifest();
+  const PlanImpl &pl = *s.plan;
+  const Manifest &man = pl.manifest();
   for (size_t t = 0; t < man.tensors.size(); ++t) {
-    const Tensor &r = man.tensors[m.root[t]];
+    const Tensor &r = man.tensors[pl.root[t]];
     CUdeviceptr p = 0;
     switch (r.kind) {
     case TensorKind::Input:
@@ -735,12 +869,13 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
       p = m.weights + r.weightOffset;
       break;
     case TensorKind::Intermediate:
-      p = m.plan.offset[m.root[t]] >= 0
-              ? s.arena + CUdeviceptr(m.plan.offset[m.root[t]])
+      p = pl.plan.offset[pl.root[t]] >= 0
+              ? s.arena + CUdeviceptr(pl.plan.offset[pl.root[t]])
               : 0;
       break;
     case TensorKind::State:
-      p = s.state + CUdeviceptr(m.plan.stateOffset[m.root[t]]);
+      p = s.state + CUdeviceptr(pl.stateBase) +
+          CUdeviceptr(pl.plan.stateOffset[pl.root[t]]);
       break;
     case TensorKind::View: // roots are never views
       break;
@@ -753,7 +888,8 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
 /// the kernel before it where `pdl`.
 cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
   const ModelImpl &m = *s.model;
-  const Manifest &man = m.manifest();
+  const PlanImpl &p = *s.plan;
+  const Manifest &man = p.manifest();
   const Step &step = man.steps[i];
   if (step.kernel < 0) {
     const Tensor &to = man.tensors[step.to];
@@ -765,7 +901,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
     return CUTS_OK;
   }
   const KernelLaunch &k = man.kernels[step.kernel];
-  if (const CublasLtGemm *gemm = m.gemms[step.kernel].get()) {
+  if (const CublasLtGemm *gemm = p.gemms[step.kernel].get()) {
     // A, B, [bias], [Z], Y (checked against the spec when parsed).
     const GemmSpec &spec = gemm->spec();
     size_t a = 0;
@@ -781,7 +917,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
                                        "): " + err);
     return CUTS_OK;
   }
-  if (const CudnnConv *conv = m.convs[step.kernel].get()) {
+  if (const CudnnConv *conv = p.convs[step.kernel].get()) {
     // x, w, [bias], [z], y (checked against the spec when parsed).
     const ConvSpec &spec = conv->spec();
     size_t a = 0;
@@ -818,9 +954,9 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
                      stream,
                      &attr,
                      1};
-    r = m.d->cuLaunchKernelEx(&c, m.functions[step.kernel], args, nullptr);
+    r = m.d->cuLaunchKernelEx(&c, p.functions[step.kernel], args, nullptr);
   } else {
-    r = m.d->cuLaunchKernel(m.functions[step.kernel], unsigned(k.grid), 1, 1,
+    r = m.d->cuLaunchKernel(p.functions[step.kernel], unsigned(k.grid), 1, 1,
                             unsigned(k.block), 1, 1, unsigned(k.sharedBytes),
                             stream, args, nullptr);
   }
@@ -834,17 +970,19 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
 /// waits for, and recording its event where a later step waits for it.
 cuts_status runStep(cuts_session &s, size_t i) {
   const ModelImpl &m = *s.model;
-  const Step &step = m.manifest().steps[i];
+  const PlanImpl &p = *s.plan;
+  const std::vector<CUevent> &events = s.stepEvent[size_t(&p - m.plans.data())];
+  const Step &step = p.manifest().steps[i];
   CUstream stream = step.stream ? s.side : s.stream;
   if (step.after >= 0)
-    if (CUresult r = m.d->cuStreamWaitEvent(stream, s.stepEvent[step.after], 0))
+    if (CUresult r = m.d->cuStreamWaitEvent(stream, events[step.after], 0))
       return cudaFail(r, "step " + std::to_string(i) + ": waiting for step " +
                              std::to_string(step.after) +
                              " (cuStreamWaitEvent)");
   if (cuts_status st = enqueueStep(s, i, stream, true))
     return st;
-  if (m.recorded[i])
-    if (CUresult r = m.d->cuEventRecord(s.stepEvent[i], stream))
+  if (p.recorded[i])
+    if (CUresult r = m.d->cuEventRecord(events[i], stream))
       return cudaFail(r, "step " + std::to_string(i) + ": cuEventRecord");
   return CUTS_OK;
 }
@@ -852,7 +990,7 @@ cuts_status runStep(cuts_session &s, size_t i) {
 cuts_status enqueuePlan(cuts_session &s, const std::vector<CUdeviceptr> &in,
                         const std::vector<CUdeviceptr> &out) {
   resolve(s, in, out);
-  for (size_t i = 0; i < s.model->manifest().steps.size(); ++i)
+  for (size_t i = 0; i < s.plan->manifest().steps.size(); ++i)
     if (cuts_status st = runStep(s, i))
       return st;
   return CUTS_OK;
@@ -860,22 +998,20 @@ cuts_status enqueuePlan(cuts_session &s, const std::vector<CUdeviceptr> &in,
 
 /// Whether step i counts in state tensors (cuSync's epoch and semaphores):
 /// it must run exactly once a run, or a later run's waits would pass early.
-bool countsState(const ModelImpl &m, size_t i) {
-  const Manifest &man = m.manifest();
+bool countsState(const PlanImpl &p, size_t i) {
+  const Manifest &man = p.manifest();
   const Step &step = man.steps[i];
   if (step.kernel < 0)
     return false;
   for (int t : man.kernels[step.kernel].args)
-    if (man.tensors[m.root[t]].kind == TensorKind::State)
+    if (man.tensors[p.root[t]].kind == TensorKind::State)
       return true;
   return false;
 }
 
-void dropGraph(cuts_session &s) {
-  if (s.graph)
-    s.model->d->cuGraphExecDestroy(s.graph);
-  s.graph = nullptr;
-  s.graphKey.clear();
+// The session's slot for the current plan's graph.
+size_t planIndex(const cuts_session &s) {
+  return size_t(s.plan - s.model->plans.data());
 }
 
 /// Captures what `enqueue` puts on the session's stream as an instantiated
@@ -915,23 +1051,29 @@ cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
 cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
                       const std::vector<CUdeviceptr> &out) {
   const Driver *d = s.model->d;
-  if (!s.useGraph || s.model->manifest().steps.empty())
+  if (!s.useGraph || s.plan->manifest().steps.empty())
     return enqueuePlan(s, in, out);
   std::vector<CUdeviceptr> key = in;
   key.insert(key.end(), out.begin(), out.end());
-  if (!s.graph || key != s.graphKey) {
-    dropGraph(s);
+  const size_t p = planIndex(s);
+  CUgraphExec &graph = s.graph[p];
+  if (!graph || key != s.graphKey[p]) {
+    if (graph)
+      d->cuGraphExecDestroy(graph);
+    graph = nullptr;
+    s.graphKey[p].clear();
     if (cuts_status st = capture(
-            s, [&] { return enqueuePlan(s, in, out); }, s.graph))
+            s, [&] { return enqueuePlan(s, in, out); }, graph))
       return st;
-    s.graphKey = std::move(key);
+    s.graphKey[p] = std::move(key);
   }
-  if (CUresult r = d->cuGraphLaunch(s.graph, s.stream))
+  if (CUresult r = d->cuGraphLaunch(graph, s.stream))
     return cudaFail(r, "launching the CUDA graph (cuGraphLaunch)");
   return CUTS_OK;
 }
 
-/// The session's own input and output buffers (for host runs and timing).
+/// The session's own input and output buffers (for host runs, padded
+/// runs and timing), as large as the largest plan's.
 cuts_status ensureBuffers(cuts_session &s) {
   if (s.haveBuffers)
     return CUTS_OK;
@@ -956,16 +1098,46 @@ cuts_status ensureBuffers(cuts_session &s) {
   return CUTS_OK;
 }
 
-/// Fills the session's input buffers with fillElement's values (finite,
-/// harmless values for any kernel being timed; integer inputs are often
-/// indices into tables, so 0).
-cuts_status fillInputs(cuts_session &s) {
+/// benchmark's inputs and outputs at `batch`, which no plan has: its runs
+/// pad and slice as a caller's would.
+cuts_status ensureUserBuffers(cuts_session &s, int64_t batch) {
+  const ModelImpl &m = *s.model;
+  if (s.userBatch == batch)
+    return CUTS_OK;
+  for (std::vector<CUdeviceptr> *bufs : {&s.userIn, &s.userOut}) {
+    for (CUdeviceptr p : *bufs)
+      if (p)
+        m.d->cuMemFree(p);
+    bufs->clear();
+  }
+  s.userBatch = 0;
+  const Manifest &man = m.manifest();
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
+    std::vector<CUdeviceptr> &bufs = pass == 0 ? s.userIn : s.userOut;
+    bufs.assign(ids.size(), 0);
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (uint64_t bytes = bytesAtBatch(man.tensors[ids[i]], batch))
+        if (CUresult r = m.d->cuMemAlloc(&bufs[i], bytes)) {
+          bufs[i] = 0;
+          return cudaFail(r, "allocating benchmark buffers (cuMemAlloc)");
+        }
+  }
+  s.userBatch = batch;
+  return CUTS_OK;
+}
+
+/// Fills input buffers `bufs` (the largest plan's inputs at `batch`) with
+/// fillElement's values (finite, harmless values for any kernel being
+/// timed; integer inputs are often indices into tables, so 0).
+cuts_status fillInputs(cuts_session &s, const std::vector<CUdeviceptr> &bufs,
+                       int64_t batch) {
   const ModelImpl &m = *s.model;
   const Manifest &man = m.manifest();
-  s.fill.resize(s.bufIn.size());
-  for (size_t i = 0; i < s.bufIn.size(); ++i) {
+  s.fill.resize(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) {
     const Tensor &t = man.tensors[man.inputs[i]];
-    uint64_t bytes = t.bytes();
+    uint64_t bytes = bytesAtBatch(t, batch);
     if (bytes == 0)
       continue;
     std::vector<uint8_t> one = fillElement(t.dtype);
@@ -973,7 +1145,7 @@ cuts_status fillInputs(cuts_session &s) {
       uint32_t bits = 0;
       std::memcpy(&bits, one.data(), 4);
       if (CUresult r =
-              m.d->cuMemsetD32Async(s.bufIn[i], bits, bytes / 4, s.stream))
+              m.d->cuMemsetD32Async(bufs[i], bits, bytes / 4, s.stream))
         return cudaFail(r,
                         "filling input \"" + t.name + "\" (cuMemsetD32Async)");
       continue;
@@ -981,15 +1153,90 @@ cuts_status fillInputs(cuts_session &s) {
     // Other sizes from a host copy the session keeps (the copy is
     // asynchronous; the source must outlive it).
     std::vector<uint8_t> &host = s.fill[i];
-    if (host.size() != bytes) {
+    if (host.size() < bytes) {
       host.resize(bytes);
       for (uint64_t at = 0; at + one.size() <= bytes; at += one.size())
         std::memcpy(host.data() + at, one.data(), one.size());
     }
     if (CUresult r =
-            m.d->cuMemcpyHtoDAsync(s.bufIn[i], host.data(), bytes, s.stream))
+            m.d->cuMemcpyHtoDAsync(bufs[i], host.data(), bytes, s.stream))
       return cudaFail(r,
                       "filling input \"" + t.name + "\" (cuMemcpyHtoDAsync)");
+  }
+  return CUTS_OK;
+}
+
+enum class Memory { Device, Host };
+
+/// Copies `bytes` between the caller's memory (host or device) and a
+/// session buffer on the session's stream.
+cuts_status copyIo(cuts_session &s, Memory mem, bool toDevice, CUdeviceptr buf,
+                   void *user, uint64_t bytes, const std::string &name) {
+  const Driver *d = s.model->d;
+  CUdeviceptr u = CUdeviceptr(reinterpret_cast<uintptr_t>(user));
+  CUresult r = mem == Memory::Host
+                   ? toDevice ? d->cuMemcpyHtoDAsync(buf, user, bytes, s.stream)
+                              : d->cuMemcpyDtoHAsync(user, buf, bytes, s.stream)
+               : toDevice ? d->cuMemcpyDtoDAsync(buf, u, bytes, s.stream)
+                          : d->cuMemcpyDtoDAsync(u, buf, bytes, s.stream);
+  if (r)
+    return cudaFail(r, std::string("copying ") +
+                           (toDevice ? "input \"" : "output \"") + name +
+                           "\" (cuMemcpyAsync)");
+  return CUTS_OK;
+}
+
+/// One run at `batch` (0: the plan has none) from the caller's inputs to
+/// its outputs, both at that batch: the plan that serves it, directly where
+/// its batch is the caller's and the memory the device's, else through the
+/// session's buffers (a smaller batch's inputs zero-padded to the plan's
+/// and its outputs sliced; host memory copied in and out).
+cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
+                  const std::vector<void *> &out, Memory mem) {
+  const ModelImpl &m = *s.model;
+  s.plan = &m.plans[choosePlan(m.batches, batch)];
+  s.batch = batch;
+  s.profileBatch = s.plan->batch();
+  const Manifest &man = s.plan->manifest();
+  const bool padded = batch > 0 && batch < s.plan->batch();
+  if (mem == Memory::Device && !padded)
+    return runDevice(s, devicePointers(in), devicePointers(out));
+  if (cuts_status st = ensureBuffers(s))
+    return st;
+  // An unbatched device binding needs no copy.
+  auto staged = [&](const Tensor &t) {
+    return mem == Memory::Host || t.batchAxis >= 0;
+  };
+  std::vector<CUdeviceptr> din(in.size()), dout(out.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor &t = man.tensors[man.inputs[i]];
+    din[i] = CUdeviceptr(reinterpret_cast<uintptr_t>(in[i]));
+    if (!staged(t) || t.bytes() == 0)
+      continue;
+    din[i] = s.bufIn[i];
+    const uint64_t bytes = bytesAtBatch(t, batch);
+    if (cuts_status st = copyIo(s, mem, true, din[i], in[i], bytes, t.name))
+      return st;
+    if (bytes < t.bytes())
+      if (CUresult r = m.d->cuMemsetD8Async(din[i] + bytes, 0,
+                                            t.bytes() - bytes, s.stream))
+        return cudaFail(r,
+                        "padding input \"" + t.name + "\" (cuMemsetD8Async)");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Tensor &t = man.tensors[man.outputs[i]];
+    dout[i] = staged(t) && t.bytes() > 0
+                  ? s.bufOut[i]
+                  : CUdeviceptr(reinterpret_cast<uintptr_t>(out[i]));
+  }
+  if (cuts_status st = runDevice(s, din, dout))
+    return st;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Tensor &t = man.tensors[man.outputs[i]];
+    if (staged(t) && t.bytes() > 0)
+      if (cuts_status st = copyIo(s, mem, false, dout[i], out[i],
+                                  bytesAtBatch(t, batch), t.name))
+        return st;
   }
   return CUTS_OK;
 }
@@ -999,7 +1246,6 @@ cuts_status fillInputs(cuts_session &s) {
 /// answer now, whichever is more).
 cuts_status createLibraryState(cuts_session &s) {
   const ModelImpl &m = *s.model;
-  const Manifest &man = m.manifest();
   std::string err;
   if (m.hasConv) {
     s.cudnn = CudnnHandle::create(err);
@@ -1008,17 +1254,20 @@ cuts_status createLibraryState(cuts_session &s) {
                   "creating the session's cuDNN handle: " + err);
   }
   uint64_t bytes = 0;
-  for (size_t k = 0; k < man.kernels.size(); ++k) {
-    if (m.gemms[k])
-      bytes = std::max({bytes, uint64_t(m.gemms[k]->workspaceBytes()),
-                        man.kernels[k].workspaceBytes});
-    if (!m.convs[k])
-      continue;
-    auto need = m.convs[k]->workspaceBytes(*s.cudnn, err);
-    if (!need)
-      return fail(CUTS_ERROR_CUDA, "kernel " + std::to_string(k) + " (\"" +
-                                       man.kernels[k].name + "\"): " + err);
-    bytes = std::max({bytes, uint64_t(*need), man.kernels[k].workspaceBytes});
+  for (const PlanImpl &p : m.plans) {
+    const Manifest &man = p.manifest();
+    for (size_t k = 0; k < man.kernels.size(); ++k) {
+      if (p.gemms[k])
+        bytes = std::max({bytes, uint64_t(p.gemms[k]->workspaceBytes()),
+                          man.kernels[k].workspaceBytes});
+      if (!p.convs[k])
+        continue;
+      auto need = p.convs[k]->workspaceBytes(*s.cudnn, err);
+      if (!need)
+        return fail(CUTS_ERROR_CUDA, "kernel " + std::to_string(k) + " (\"" +
+                                         man.kernels[k].name + "\"): " + err);
+      bytes = std::max({bytes, uint64_t(*need), man.kernels[k].workspaceBytes});
+    }
   }
   if (bytes > 0) {
     if (CUresult r = m.d->cuMemAlloc(&s.workspace, bytes)) {
@@ -1037,13 +1286,13 @@ cuts_status createLibraryState(cuts_session &s) {
 cuts_status createSyncState(cuts_session &s) {
   const ModelImpl &m = *s.model;
   const Driver *d = m.d;
-  if (m.plan.stateBytes > 0) {
-    if (CUresult r = d->cuMemAlloc(&s.state, m.plan.stateBytes)) {
+  if (m.stateBytes > 0) {
+    if (CUresult r = d->cuMemAlloc(&s.state, m.stateBytes)) {
       s.state = 0;
       return cudaFail(r, "allocating the session's synchronisation state "
                          "(cuMemAlloc)");
     }
-    if (CUresult r = d->cuMemsetD8(s.state, 0, m.plan.stateBytes))
+    if (CUresult r = d->cuMemsetD8(s.state, 0, m.stateBytes))
       return cudaFail(r, "zeroing the session's synchronisation state "
                          "(cuMemsetD8)");
   }
@@ -1058,14 +1307,18 @@ cuts_status createSyncState(cuts_session &s) {
     return cudaFail(r, "creating the session's side stream "
                        "(cuStreamCreateWithPriority)");
   }
-  s.stepEvent.assign(m.recorded.size(), nullptr);
-  for (size_t i = 0; i < m.recorded.size(); ++i)
-    if (m.recorded[i])
-      if (CUresult r =
-              d->cuEventCreate(&s.stepEvent[i], CU_EVENT_DISABLE_TIMING)) {
-        s.stepEvent[i] = nullptr;
-        return cudaFail(r, "cuEventCreate");
-      }
+  for (size_t p = 0; p < m.plans.size(); ++p) {
+    const std::vector<bool> &recorded = m.plans[p].recorded;
+    std::vector<CUevent> &events = s.stepEvent[p];
+    events.assign(recorded.size(), nullptr);
+    for (size_t i = 0; i < recorded.size(); ++i)
+      if (recorded[i])
+        if (CUresult r =
+                d->cuEventCreate(&events[i], CU_EVENT_DISABLE_TIMING)) {
+          events[i] = nullptr;
+          return cudaFail(r, "cuEventCreate");
+        }
+  }
   return CUTS_OK;
 }
 
@@ -1192,7 +1445,7 @@ cuts_status cuts_model_output(const cuts_model *model, int i,
 }
 
 uint64_t cuts_model_arena_bytes(const cuts_model *model) {
-  return checkModel(model) ? model->impl->plan.arenaBytes : 0;
+  return checkModel(model) ? model->impl->arenaBytes : 0;
 }
 
 uint64_t cuts_model_weight_bytes(const cuts_model *model) {
@@ -1201,6 +1454,31 @@ uint64_t cuts_model_weight_bytes(const cuts_model *model) {
 
 const char *cuts_model_arch(const cuts_model *model) {
   return checkModel(model) ? model->impl->arch.c_str() : "";
+}
+
+int cuts_model_num_profiles(const cuts_model *model) {
+  return checkModel(model) ? int(model->impl->plans.size()) : 0;
+}
+
+int64_t cuts_model_profile_batch(const cuts_model *model, int i) {
+  if (!checkModel(model))
+    return 0;
+  const auto &b = model->impl->batches;
+  return i >= 0 && size_t(i) < b.size() ? b[size_t(i)] : 0;
+}
+
+int64_t cuts_model_max_batch(const cuts_model *model) {
+  return checkModel(model) ? model->impl->maxBatch : 0;
+}
+
+int cuts_model_batch_axis(const cuts_model *model, int is_output, int i) {
+  if (!checkModel(model))
+    return -2;
+  const Manifest &man = model->impl->manifest();
+  const std::vector<int> &ids = is_output ? man.outputs : man.inputs;
+  if (i < 0 || size_t(i) >= ids.size())
+    return -2;
+  return man.tensors[size_t(ids[size_t(i)])].batchAxis;
 }
 
 int cuts_model_num_kernels(const cuts_model *model) {
@@ -1298,11 +1576,14 @@ cuts_status cuts_session_create(cuts_model *model, void *stream,
       }
       s->ownStream = true;
     }
-    if (m.plan.arenaBytes > 0)
-      if (CUresult r = d->cuMemAlloc(&s->arena, m.plan.arenaBytes)) {
+    s->plan = &m.largest();
+    s->graph.assign(m.plans.size(), nullptr);
+    s->graphKey.assign(m.plans.size(), {});
+    s->stepEvent.assign(m.plans.size(), {});
+    if (m.arenaBytes > 0)
+      if (CUresult r = d->cuMemAlloc(&s->arena, m.arenaBytes)) {
         s->arena = 0;
-        return cudaFail(r, "allocating the " +
-                               std::to_string(m.plan.arenaBytes) +
+        return cudaFail(r, "allocating the " + std::to_string(m.arenaBytes) +
                                "-byte activation arena (cuMemAlloc)");
       }
     if (m.hasLibrary)
@@ -1310,7 +1591,7 @@ cuts_status cuts_session_create(cuts_model *model, void *stream,
         return st;
     if (cuts_status st = createSyncState(*s))
       return st;
-    s->ptr.assign(m.manifest().tensors.size(), 0);
+    s->ptr.assign(m.maxTensors, 0);
     s->argValues.assign(m.maxArgs, 0);
     s->argPointers.assign(m.maxArgs, nullptr);
     *session = s.release();
@@ -1327,22 +1608,23 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
     if (cuts_status st = checkSession(session))
       return st;
     cuts_session &s = *session;
+    const ModelImpl &m = *s.model;
     std::vector<void *> in, out;
-    if (cuts_status st = bindAll(*s.model, inputs, num_inputs, true, in))
+    int64_t batch = 0;
+    if (cuts_status st = bindAll(m, inputs, num_inputs, outputs, num_outputs,
+                                 batch, in, out))
       return st;
-    if (cuts_status st = bindAll(*s.model, outputs, num_outputs, false, out))
-      return st;
+    const Manifest &man = m.plans[choosePlan(m.batches, batch)].manifest();
     std::string err;
-    if (!checkAlignment(s.model->manifest(), in, true, err) ||
-        !checkAlignment(s.model->manifest(), out, false, err))
+    if (!checkAlignment(man, in, true, err) ||
+        !checkAlignment(man, out, false, err))
       return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
-    std::vector<CUdeviceptr> din = devicePointers(in),
-                             dout = devicePointers(out);
-    if (cuts_status st = checkNoAliasing(*s.model, din, dout))
+    if (cuts_status st = checkNoAliasing(man, batch, devicePointers(in),
+                                         devicePointers(out)))
       return st;
-    if (cuts_status st = enter(*s.model))
+    if (cuts_status st = enter(m))
       return st;
-    return runDevice(s, din, dout);
+    return runAt(s, batch, in, out, Memory::Device);
   });
 }
 
@@ -1355,33 +1637,16 @@ cuts_status cuts_session_run_host(cuts_session *session,
       return st;
     cuts_session &s = *session;
     const ModelImpl &m = *s.model;
-    const Manifest &man = m.manifest();
     std::vector<void *> in, out;
-    if (cuts_status st = bindAll(m, inputs, num_inputs, true, in))
-      return st;
-    if (cuts_status st = bindAll(m, outputs, num_outputs, false, out))
+    int64_t batch = 0;
+    if (cuts_status st = bindAll(m, inputs, num_inputs, outputs, num_outputs,
+                                 batch, in, out))
       return st;
     if (cuts_status st = enter(m))
       return st;
-    if (cuts_status st = ensureBuffers(s))
-      return st;
     auto body = [&]() -> cuts_status {
-      for (size_t i = 0; i < in.size(); ++i)
-        if (uint64_t bytes = man.tensors[man.inputs[i]].bytes())
-          if (CUresult r =
-                  m.d->cuMemcpyHtoDAsync(s.bufIn[i], in[i], bytes, s.stream))
-            return cudaFail(r, "copying input \"" +
-                                   man.tensors[man.inputs[i]].name +
-                                   "\" to the device (cuMemcpyHtoDAsync)");
-      if (cuts_status st = runDevice(s, s.bufIn, s.bufOut))
+      if (cuts_status st = runAt(s, batch, in, out, Memory::Host))
         return st;
-      for (size_t i = 0; i < out.size(); ++i)
-        if (uint64_t bytes = man.tensors[man.outputs[i]].bytes())
-          if (CUresult r =
-                  m.d->cuMemcpyDtoHAsync(out[i], s.bufOut[i], bytes, s.stream))
-            return cudaFail(r, "copying output \"" +
-                                   man.tensors[man.outputs[i]].name +
-                                   "\" to the host (cuMemcpyDtoHAsync)");
       if (CUresult r = m.d->cuStreamSynchronize(s.stream))
         return cudaFail(r, "running the model (cuStreamSynchronize)");
       return CUTS_OK;
@@ -1407,6 +1672,34 @@ cuts_status cuts_session_synchronize(cuts_session *session) {
   });
 }
 
+cuts_status cuts_session_run_info(const cuts_session *session,
+                                  cuts_run_info *info) {
+  return guarded([&] {
+    if (cuts_status st = checkSession(session))
+      return st;
+    if (!info)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "info is NULL");
+    info->batch = session->batch;
+    info->profile_batch = session->profileBatch;
+    return CUTS_OK;
+  });
+}
+
+cuts_status cuts_session_set_batch(cuts_session *session, int64_t batch) {
+  return guarded([&] {
+    if (cuts_status st = checkSession(session))
+      return st;
+    const int64_t most = session->model->maxBatch;
+    if (batch < 0 || batch > most)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "batch " + std::to_string(batch) + " is out of 0.." +
+                      std::to_string(most) +
+                      (most ? "" : " (the model has no batch profiles)"));
+    session->benchBatch = batch;
+    return CUTS_OK;
+  });
+}
+
 cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
                                    float *times_ms) {
   return guarded([&] {
@@ -1417,23 +1710,39 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
                   "warmup and iters must not be negative, and times_ms must "
                   "hold iters floats");
     cuts_session &s = *session;
-    const Driver *d = s.model->d;
-    if (cuts_status st = enter(*s.model))
+    const ModelImpl &m = *s.model;
+    const Driver *d = m.d;
+    if (cuts_status st = enter(m))
       return st;
     if (cuts_status st = ensureBuffers(s))
       return st;
-    if (cuts_status st = fillInputs(s))
+    // At the batch set (cuts_session_set_batch), padded as a caller's run
+    // would be where no plan has it; else the largest plan's.
+    const int64_t batch = s.benchBatch ? s.benchBatch : m.largest().batch();
+    const bool padded =
+        batch > 0 && batch < m.batches[choosePlan(m.batches, batch)];
+    if (padded)
+      if (cuts_status st = ensureUserBuffers(s, batch))
+        return st;
+    const std::vector<CUdeviceptr> &bin = padded ? s.userIn : s.bufIn,
+                                   &bout = padded ? s.userOut : s.bufOut;
+    if (cuts_status st = fillInputs(s, bin, batch))
       return st;
+    std::vector<void *> in, out;
+    for (CUdeviceptr p : bin)
+      in.push_back(reinterpret_cast<void *>(uintptr_t(p)));
+    for (CUdeviceptr p : bout)
+      out.push_back(reinterpret_cast<void *>(uintptr_t(p)));
     Events ev(d, 2);
     if (cuts_status st = ev.create())
       return st;
     for (int i = 0; i < warmup; ++i)
-      if (cuts_status st = runDevice(s, s.bufIn, s.bufOut))
+      if (cuts_status st = runAt(s, batch, in, out, Memory::Device))
         return st;
     for (int i = 0; i < iters; ++i) {
       if (CUresult r = d->cuEventRecord(ev.ev[0], s.stream))
         return cudaFail(r, "cuEventRecord");
-      if (cuts_status st = runDevice(s, s.bufIn, s.bufOut))
+      if (cuts_status st = runAt(s, batch, in, out, Memory::Device))
         return st;
       if (CUresult r = d->cuEventRecord(ev.ev[1], s.stream))
         return cudaFail(r, "cuEventRecord");
@@ -1455,6 +1764,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
       return st;
     cuts_session &s = *session;
     const Manifest &man = s.model->manifest();
+    s.plan = &s.model->largest(); // the kernels cuts_model_kernel lists
     if (iters < 1 || (!man.kernels.empty() && !kernel_ms))
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
                   "iters must be at least 1, and kernel_ms must hold one "
@@ -1464,7 +1774,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
       return st;
     if (cuts_status st = ensureBuffers(s))
       return st;
-    if (cuts_status st = fillInputs(s))
+    if (cuts_status st = fillInputs(s, s.bufIn, s.plan->batch()))
       return st;
     // An event between consecutive steps: event i..i+1 brackets step i.
     // Launched directly, a step's time includes any host-side work it
@@ -1485,7 +1795,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
       return st;
     std::vector<std::unique_ptr<GraphExec>> graphs(numSteps);
     for (size_t i = 0; s.useGraph && i < numSteps; ++i) {
-      if (man.steps[i].kernel < 0 || countsState(*s.model, i))
+      if (man.steps[i].kernel < 0 || countsState(*s.plan, i))
         continue;
       graphs[i] = std::make_unique<GraphExec>(d);
       if (cuts_status st = capture(

@@ -46,7 +46,9 @@ bool notCoveredYet(const std::string &error) {
          error.find(", which an artifact cannot hold") != std::string::npos;
 }
 
-std::string timingsJson(const CompileResult &r, const std::string &arch) {
+namespace {
+
+nlohmann::json timingsObject(const CompileResult &r) {
   nlohmann::json groups = nlohmann::json::array();
   auto us = [](double v) {
     return std::isfinite(v) ? nlohmann::json(v) : nullptr;
@@ -78,9 +80,26 @@ std::string timingsJson(const CompileResult &r, const std::string &arch) {
                                                             : NAN)},
                                            {"syncUs", d.measuredSyncUs}}
                           : nlohmann::json(nullptr)}});
-  return nlohmann::json({{"arch", arch}, {"groups", groups}, {"sync", syncs}})
-             .dump(1) +
-         "\n";
+  return {{"groups", groups}, {"sync", syncs}};
+}
+
+} // namespace
+
+std::string timingsJson(const std::vector<const CompileResult *> &results,
+                        const std::vector<int64_t> &batches,
+                        const std::string &arch) {
+  nlohmann::json j =
+      batches.empty() ? timingsObject(*results[0]) : nlohmann::json::object();
+  j["arch"] = arch;
+  if (!batches.empty()) {
+    j["profiles"] = nlohmann::json::array();
+    for (size_t p = 0; p < results.size(); ++p) {
+      nlohmann::json one = timingsObject(*results[p]);
+      one["batch"] = batches[p];
+      j["profiles"].push_back(one);
+    }
+  }
+  return j.dump(1) + "\n";
 }
 
 std::optional<CompileResult> compileModule(mlir::ModuleOp module,

@@ -137,8 +137,12 @@ bool notCoveredYet(const std::string &error);
 /// `cuts explain` shows the partition a compile builds.
 bool canGenerateGroup(llvm::ArrayRef<mlir::Operation *> ops);
 
-/// The timings as JSON (`cuts compile` writes it to DIR/tuning.json).
-std::string timingsJson(const CompileResult &r, const std::string &arch);
+/// The timings as JSON (`cuts compile` writes it to DIR/tuning.json): the
+/// one compile's groups and sync pairs, or with batch profiles (one result
+/// per batch) a "profiles" list of them.
+std::string timingsJson(const std::vector<const CompileResult *> &results,
+                        const std::vector<int64_t> &batches,
+                        const std::string &arch);
 
 /// Compiles `module`'s @main. Fails with `error` naming the op or kernel.
 std::optional<CompileResult> compileModule(mlir::ModuleOp module,

@@ -63,7 +63,8 @@ CDtype cDtype(const std::string &dtype) {
 // "T *out", ...
 std::string runParameters(const rt::Manifest &m,
                           const std::vector<std::string> &param) {
-  std::string s;
+  // With batch profiles, the batch the buffers hold comes first.
+  std::string s = m.batch > 0 ? ", int64_t batch" : "";
   size_t ni = m.inputs.size();
   for (size_t i = 0; i < ni; ++i)
     s += std::string(", const ") + cDtype(m.tensors[m.inputs[i]].dtype).type +
@@ -120,7 +121,8 @@ std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
   auto shape = [](const rt::Tensor &t) {
     std::string s;
     for (size_t d = 0; d < t.shape.size(); ++d)
-      s += (d ? "x" : "") + std::to_string(t.shape[d]);
+      s += (d ? "x" : "") +
+           (d == 0 && t.batchAxis == 0 ? "batch" : std::to_string(t.shape[d]));
     return s.empty() ? std::string("scalar") : s;
   };
   std::vector<std::string> param = parameterNames(m);
@@ -128,6 +130,9 @@ std::string modelHeader(const rt::Manifest &m, const std::string &prefix) {
      << "cuts_status " << prefix
      << "_load(const cuts_load_options *options, cuts_model **model);\n\n"
      << "/* One run on the session's stream, device pointers:\n";
+  if (m.batch > 0)
+    os << " *   batch: 1 to " << m.batch
+       << " (a batch no profile has is padded to the next larger)\n";
   size_t k = 0;
   for (const std::vector<int> *list : {&m.inputs, &m.outputs})
     for (int t : *list)
@@ -206,12 +211,16 @@ std::string modelLibrarySource(const rt::Manifest &m, const std::string &prefix,
   os << "extern \"C\" cuts_status " << prefix << "_run(cuts_session *session"
      << runParameters(m, param) << ") {\n";
   int k = 0;
-  for (int t : m.inputs)
-    os << "  static const int64_t s" << k++
-       << "[] = " << shapeArray(m.tensors[t]) << ";\n";
-  for (int t : m.outputs)
-    os << "  static const int64_t s" << k++
-       << "[] = " << shapeArray(m.tensors[t]) << ";\n";
+  for (const std::vector<int> *list : {&m.inputs, &m.outputs})
+    for (int t : *list) {
+      const rt::Tensor &x = m.tensors[size_t(t)];
+      // A batched tensor's axis 0 is the caller's batch.
+      os << "  " << (x.batchAxis == 0 ? "" : "static const ") << "int64_t s"
+         << k << "[] = " << shapeArray(x) << ";\n";
+      if (x.batchAxis == 0)
+        os << "  s" << k << "[0] = batch;\n";
+      ++k;
+    }
   k = 0;
   auto binding = [&](const rt::Tensor &t, const std::string &param) {
     std::ostringstream b;

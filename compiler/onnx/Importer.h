@@ -318,6 +318,7 @@ private:
   OpBuilder builder;
   std::string modelDir;
   const ImportOptions &opts;
+  int batchedInputs = 0; // inputs given the batch profile's batch (axis 0)
   int64_t opset = 0;
   Block *body = nullptr;
   Operation *lastConstant = nullptr; // initializers go after this

@@ -1793,13 +1793,17 @@ Importer::inputShape(const onnx::ValueInfoProto &in, const std::string &what) {
   auto given = opts.inputShapes.find(in.name());
   if (given != opts.inputShapes.end()) {
     shape.assign(given->second.begin(), given->second.end());
+    if (opts.batch > 0 && !shape.empty()) {
+      shape[0] = opts.batch;
+      ++batchedInputs;
+    }
     if (!tt.has_shape())
       return shape;
     if (tt.shape().dim_size() != int(shape.size()))
       return fail(what + " has rank " + Twine(tt.shape().dim_size()) +
                   " but --input-shape gives " + Twine(shape.size()) +
                   " dimensions");
-    for (int d = 0; d < tt.shape().dim_size(); ++d)
+    for (int d = opts.batch > 0 ? 1 : 0; d < tt.shape().dim_size(); ++d)
       if (tt.shape().dim(d).has_dim_value() &&
           tt.shape().dim(d).dim_value() != shape[d])
         return fail(what + " has size " + Twine(tt.shape().dim(d).dim_value()) +
@@ -1812,6 +1816,12 @@ Importer::inputShape(const onnx::ValueInfoProto &in, const std::string &what) {
                 in.name() + "=...");
   for (int d = 0; d < tt.shape().dim_size(); ++d) {
     const auto &dim = tt.shape().dim(d);
+    if (d == 0 && opts.batch > 0 &&
+        (!dim.has_dim_value() || dim.dim_value() < 0)) {
+      shape.push_back(opts.batch); // the batch profile's
+      ++batchedInputs;
+      continue;
+    }
     if (!dim.has_dim_value() || dim.dim_value() < 0) {
       std::string sym =
           dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string();
@@ -1854,6 +1864,10 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
     if (!used.count(kv.first))
       return fail("--input-shape names '" + kv.first +
                   "', which is not an input of the model");
+  if (opts.batch > 0 && batchedInputs == 0)
+    return fail("--batch: no input has a symbolic batch dimension (axis 0); "
+                "export the model with a dynamic batch, or give its inputs' "
+                "shapes with --input-shape");
   return success();
 }
 

@@ -25,6 +25,10 @@ struct ImportOptions {
   /// Shapes for graph inputs (`--input-shape name=1x3x224x224`); they fix
   /// symbolic dimensions and must agree with the model's static ones.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// A batch profile's batch (`--batch`): axis 0 of every input whose axis
+  /// 0 is symbolic, or whose shape --input-shape gives, is set to it. 0:
+  /// none.
+  int64_t batch = 0;
   /// Serialised onnx.TensorProto values for graph inputs. Used only where an
   /// input decides a shape (a Reshape's shape fed by a graph input, as in the
   /// ONNX node tests): the value is then a compile-time constant.

@@ -3,15 +3,22 @@
 // Loads a compiled model (model.cuts) once, then serves a stream of requests
 // from an in-process queue with N worker threads, each owning a cuts
 // session on its own CUDA stream (a model is shared by all sessions; a
-// session belongs to one thread: cuts.h). Requests are batches of the
-// model's inputs filled with synthetic data valid for any model (floats a
-// small value, integers 0 - an index into any table - and bools 1, as an
-// attention mask's "attend"); each worker copies a request in, runs, copies
-// the outputs back. At the end: latency percentiles (queueing included) and
-// throughput.
+// session belongs to one thread: cuts.h). Requests carry synthetic data
+// valid for any model (floats a small value, integers 0 - an index into
+// any table - and bools 1, as an attention mask's "attend"); each worker
+// copies a batch in, runs, copies the outputs back. At the end: latency
+// percentiles (queueing included), throughput and the mean batch.
+//
+// A model with batch profiles (cuts compile --batch) is served with dynamic
+// batching: a request is one sample (batch 1), and a worker takes up to
+// --max-batch queued requests (the model's largest batch by default),
+// waiting at most --batch-timeout-us after the first for more, and runs
+// them as one batch (the runtime pads it to a profile). --max-batch 1 is
+// the one-request-a-run server to compare with. A model without profiles
+// serves each request as one run of its fixed inputs.
 //
 //   cuts-server MODEL.cuts [--workers N] [--requests R] [--rate R_PER_S]
-//               [--graph]
+//               [--graph] [--max-batch B] [--batch-timeout-us T]
 //
 //===----------------------------------------------------------------------===//
 #include <cuts/cuts.h>
@@ -55,13 +62,25 @@ public:
     }
     cv.notify_all();
   }
-  bool pop(Request &r) {
+  /// Up to `most` requests: the first as soon as there is one, the others
+  /// as they come within `wait` of it. False once closed and drained.
+  bool pop(std::vector<Request> &batch, size_t most,
+           std::chrono::microseconds wait) {
+    batch.clear();
     std::unique_lock<std::mutex> l(m);
     cv.wait(l, [&] { return closed || !q.empty(); });
     if (q.empty())
       return false;
-    r = q.front();
-    q.pop_front();
+    const auto until = Clock::now() + wait;
+    while (batch.size() < most) {
+      if (q.empty() && !closed && wait.count() > 0 &&
+          cv.wait_until(l, until, [&] { return closed || !q.empty(); }))
+        continue; // more came (or closed): take it
+      if (q.empty())
+        break;
+      batch.push_back(q.front());
+      q.pop_front();
+    }
     return true;
   }
 
@@ -75,20 +94,24 @@ private:
 struct Tensor {
   std::string name;
   cuts_dtype dtype = CUTS_FLOAT32;
-  std::vector<int64_t> shape;
-  size_t count = 0;            // elements
+  std::vector<int64_t> shape; // shape[0] the batch of a batched tensor
+  bool batched = false;
+  size_t count = 0;            // elements at the largest shape
   std::vector<uint64_t> words; // the elements' bytes, 8-byte aligned
 
   void *data() { return words.data(); }
-  /// Synthetic request data: `value` in every element of a float32 or
-  /// float64 tensor; integers stay 0 and bools 1 (set once).
-  void fill(double value) {
+  /// Synthetic data for row `row` of `rows`: `value` in its elements of a
+  /// float32 or float64 tensor; integers stay 0 and bools 1 (set once).
+  void fill(double value, int64_t row, int64_t rows) {
+    size_t per = batched ? count / size_t(shape[0]) : count;
+    size_t from = batched ? size_t(row) * per : 0;
+    (void)rows;
     if (dtype == CUTS_FLOAT32) {
-      float *p = static_cast<float *>(data());
-      std::fill(p, p + count, float(value));
+      float *p = static_cast<float *>(data()) + from;
+      std::fill(p, p + per, float(value));
     } else if (dtype == CUTS_FLOAT64) {
-      double *p = static_cast<double *>(data());
-      std::fill(p, p + count, value);
+      double *p = static_cast<double *>(data()) + from;
+      std::fill(p, p + per, value);
     }
   }
 };
@@ -105,6 +128,7 @@ std::vector<Tensor> tensorsOf(const cuts_model *m, bool inputs) {
     t.name = info.name;
     t.dtype = info.dtype;
     t.shape.assign(info.shape, info.shape + info.rank);
+    t.batched = cuts_model_batch_axis(m, !inputs, i) == 0;
     t.count = 1;
     for (int64_t d : t.shape)
       t.count *= size_t(d);
@@ -117,11 +141,19 @@ std::vector<Tensor> tensorsOf(const cuts_model *m, bool inputs) {
   return out;
 }
 
-std::vector<cuts_binding> bindings(std::vector<Tensor> &ts) {
+/// Bindings at `batch` (0: the model's shapes): `shapes` holds them.
+std::vector<cuts_binding> bindings(std::vector<Tensor> &ts, int64_t batch,
+                                   std::vector<std::vector<int64_t>> &shapes) {
   std::vector<cuts_binding> b;
-  for (Tensor &t : ts)
-    b.push_back({t.name.c_str(), t.dtype, int(t.shape.size()), t.shape.data(),
-                 t.data()});
+  shapes.resize(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    Tensor &t = ts[i];
+    shapes[i] = t.shape;
+    if (t.batched && batch > 0)
+      shapes[i][0] = batch;
+    b.push_back({t.name.c_str(), t.dtype, int(shapes[i].size()),
+                 shapes[i].data(), t.data()});
+  }
   return b;
 }
 
@@ -135,16 +167,23 @@ int fail(const char *what) {
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: cuts-server MODEL.cuts [--workers N] "
-                         "[--requests R] [--rate R_PER_S] [--graph]\n");
+                         "[--requests R] [--rate R_PER_S] [--graph] "
+                         "[--max-batch B] [--batch-timeout-us T]\n");
     return 1;
   }
   std::string path = argv[1];
   int workers = 2, requests = 200;
   double rate = 0; // 0: all requests arrive at once (a throughput test)
   bool graph = false;
+  int64_t maxBatch = 0; // 0: the model's largest batch
+  long timeoutUs = 2000;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--workers" && i + 1 < argc)
+    if (a == "--max-batch" && i + 1 < argc)
+      maxBatch = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--batch-timeout-us" && i + 1 < argc)
+      timeoutUs = std::max(0L, std::atol(argv[++i]));
+    else if (a == "--workers" && i + 1 < argc)
       workers = std::max(1, std::atoi(argv[++i]));
     else if (a == "--requests" && i + 1 < argc)
       requests = std::max(1, std::atoi(argv[++i]));
@@ -162,6 +201,12 @@ int main(int argc, char **argv) {
   cuts_model *model = nullptr;
   if (cuts_model_load(path.c_str(), nullptr, &model) != CUTS_OK)
     return fail(path.c_str());
+  // Dynamic batching where the model has profiles: requests of one sample.
+  const int64_t modelBatch = cuts_model_max_batch(model);
+  if (modelBatch == 0)
+    maxBatch = 0;
+  else if (maxBatch == 0 || maxBatch > modelBatch)
+    maxBatch = modelBatch;
   std::printf("%s: %d inputs, %d outputs, %d kernels, arch %s, arena %.1f "
               "MiB per session\n",
               path.c_str(), cuts_model_num_inputs(model),
@@ -171,7 +216,7 @@ int main(int argc, char **argv) {
 
   Queue queue;
   std::vector<double> latencyMs(size_t(requests), 0);
-  std::atomic<int> failed{0};
+  std::atomic<int> failed{0}, runs{0};
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w)
     pool.emplace_back([&, w] {
@@ -183,20 +228,29 @@ int main(int argc, char **argv) {
       }
       std::vector<Tensor> in = tensorsOf(model, true);
       std::vector<Tensor> out = tensorsOf(model, false);
-      std::vector<cuts_binding> bi = bindings(in), bo = bindings(out);
-      Request r;
-      while (queue.pop(r)) {
-        for (Tensor &t : in) // synthetic request data
-          t.fill((r.id % 7) * 0.1);
+      std::vector<std::vector<int64_t>> si, so;
+      std::vector<Request> batch;
+      while (queue.pop(batch, maxBatch > 0 ? size_t(maxBatch) : 1,
+                       std::chrono::microseconds(timeoutUs))) {
+        const int64_t n = maxBatch > 0 ? int64_t(batch.size()) : 0;
+        for (size_t k = 0; k < batch.size(); ++k)
+          for (Tensor &t : in) // synthetic request data, a row each
+            t.fill((batch[k].id % 7) * 0.1, int64_t(k), n);
+        std::vector<cuts_binding> bi = bindings(in, n, si),
+                                  bo = bindings(out, n, so);
         if (cuts_session_run_host(s, bi.data(), int(bi.size()), bo.data(),
                                   int(bo.size())) != CUTS_OK) {
-          std::fprintf(stderr, "request %d: %s\n", r.id, cuts_last_error());
-          ++failed;
+          std::fprintf(stderr, "requests %d..: %s\n", batch[0].id,
+                       cuts_last_error());
+          failed += int(batch.size());
           continue;
         }
-        latencyMs[size_t(r.id)] =
-            std::chrono::duration<double, std::milli>(Clock::now() - r.arrived)
-                .count();
+        const auto done = Clock::now();
+        for (const Request &r : batch)
+          latencyMs[size_t(r.id)] =
+              std::chrono::duration<double, std::milli>(done - r.arrived)
+                  .count();
+        runs += 1;
       }
       cuts_session_free(s);
     });
@@ -222,9 +276,12 @@ int main(int argc, char **argv) {
     return latencyMs[std::min(latencyMs.size() - 1,
                               size_t(p / 100 * double(latencyMs.size())))];
   };
-  std::printf("%d requests, %d workers%s: p50 %.3f ms, p90 %.3f ms, p99 %.3f "
-              "ms, max %.3f ms; %.1f requests/s\n",
-              requests, workers, graph ? " (CUDA graphs)" : "", pct(50),
-              pct(90), pct(99), latencyMs.back(), requests / seconds);
+  std::printf("%d requests, %d workers%s, max batch %lld: p50 %.3f ms, p90 "
+              "%.3f ms, p99 %.3f ms, max %.3f ms; %.1f requests/s, mean batch "
+              "%.2f\n",
+              requests, workers, graph ? " (CUDA graphs)" : "",
+              (long long)std::max<int64_t>(maxBatch, 1), pct(50), pct(90),
+              pct(99), latencyMs.back(), requests / seconds,
+              double(requests) / std::max(1, runs.load()));
   return 0;
 }

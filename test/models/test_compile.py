@@ -1314,6 +1314,134 @@ def check_sync_tuned(runner, path, d):
             r.stderr)
 
 
+def make_dynamic_batch(path, kind):
+    """Models whose inputs' axis 0 is symbolic ("N"): a CNN head (conv,
+    ReLU, global pool, flatten, product) or a row model (a batched input
+    scaled by an unbatched one, a product, softmax)."""
+    from onnx import helper as h, numpy_helper as nh, TensorProto as T
+    r = np.random.default_rng(3)
+
+    def w(name, *shape):
+        return nh.from_array((r.standard_normal(shape) * 0.3)
+                             .astype(np.float32), name)
+    if kind == "cnn":
+        nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"],
+                             pads=[1, 1, 1, 1]),
+                 h.make_node("Relu", ["c"], ["r"]),
+                 h.make_node("GlobalAveragePool", ["r"], ["p"]),
+                 h.make_node("Flatten", ["p"], ["f"]),
+                 h.make_node("MatMul", ["f", "fw"], ["y"])]
+        inputs = [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, 8, 8])]
+        outputs = [h.make_tensor_value_info("y", T.FLOAT, ["N", 5])]
+        inits = [w("w", 8, 3, 3, 3), w("b", 8), w("fw", 8, 5)]
+    else:
+        nodes = [h.make_node("Mul", ["x", "s"], ["m"]),
+                 h.make_node("MatMul", ["m", "mw"], ["p"]),
+                 h.make_node("Softmax", ["p"], ["y"], axis=-1)]
+        inputs = [h.make_tensor_value_info("x", T.FLOAT, ["N", 6, 16]),
+                  h.make_tensor_value_info("s", T.FLOAT, [16])]
+        outputs = [h.make_tensor_value_info("y", T.FLOAT, ["N", 6, 8])]
+        inits = [w("mw", 16, 8)]
+    g = h.make_graph(nodes, kind, inputs, outputs, inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+    return path
+
+
+def section_sizes(art):
+    """The artifact's sections by name: their sizes (the layout in
+    runtime/include/cuts/Artifact.h)."""
+    import struct
+    with open(art, "rb") as f:
+        b = f.read()
+    count = struct.unpack_from("<I", b, 12)[0]
+    out = {}
+    for i in range(count):
+        e = 64 + 64 * i
+        name = b[e:e + 32].split(b"\0")[0].decode()
+        out[name] = struct.unpack_from("<Q", b, e + 40)[0]
+    return out
+
+
+def check_batch_profiles(runner):
+    """--batch 1,3,4 on models with a symbolic batch: one artifact that
+    serves batches 1 to 4 (2 padded to 3) matching ONNX Runtime, emulated
+    and on a GPU (host bindings with cuts run, device bindings with cuts
+    bench); weights stored once; clear errors for batches and models that
+    profiles cannot serve."""
+    import onnxruntime as ort
+    for kind in ("cnn", "rows"):
+        d = os.path.join(runner.work, "batch_" + kind)
+        os.makedirs(d, exist_ok=True)
+        path = make_dynamic_batch(os.path.join(d, "model.onnx"), kind)
+        out = os.path.join(d, "out")
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       "--batch", "4,1,3")
+        require(r.returncode == 0, "compile --batch: " + r.stderr)
+        require(all("at batch %d" % b in r.stdout for b in (1, 3, 4)),
+                r.stdout)
+        art = os.path.join(out, "model.cuts")
+        sizes = section_sizes(art)
+        require("manifest.3" in sizes and "manifest.4" in sizes, sizes)
+        one = os.path.join(d, "one")
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", one,
+                       "--batch", "4")
+        require(r.returncode == 0, r.stderr)
+        require(sizes["weights"] ==
+                section_sizes(os.path.join(one, "model.cuts"))["weights"],
+                "the profiles store their weights once")
+        sess = ort.InferenceSession(path)
+        modes = [("--emulate",)] + ([()] if runner.gpu else [])
+        for n in (1, 2, 3, 4):
+            rng = np.random.default_rng(n)
+            feeds = {"x": rng.standard_normal(
+                (n, 3, 8, 8) if kind == "cnn" else (n, 6, 16))
+                .astype(np.float32)}
+            if kind == "rows":
+                feeds["s"] = rng.standard_normal(16).astype(np.float32)
+            ref = os.path.join(d, "ref%d" % n)
+            os.makedirs(ref, exist_ok=True)
+            np.save(os.path.join(ref, "y.npy"), sess.run(None, feeds)[0])
+            args = save_npy_feeds(os.path.join(d, "ref%d" % n), feeds)
+            for mode in modes:
+                r = runner.run("run", art, *mode, "--compare", ref, *args)
+                require(r.returncode == 0, "%s batch %d %s: %s%s" %
+                        (kind, n, mode, r.stdout, r.stderr))
+                if not mode:
+                    require(("(padded)" in r.stdout) == (n == 2), r.stdout)
+        x5 = os.path.join(d, "x5.npy")
+        np.save(x5, np.zeros((5, 3, 8, 8) if kind == "cnn" else (5, 6, 16),
+                             np.float32))
+        r = runner.run("run", art, "--emulate", "--input", "x=" + x5,
+                       *(["--input", "s=" + os.path.join(d, "ref1", "s.npy")]
+                         if kind == "rows" else []))
+        require(r.returncode != 0 and "axis 0 a batch from 1 to 4" in r.stderr,
+                "batch 5: " + r.stderr)
+        if runner.gpu:
+            r = runner.run("bench", art, "--batch", "2", "--iters", "5")
+            require(r.returncode == 0 and "padded to profile 3" in r.stdout,
+                    "bench --batch 2: " + r.stdout + r.stderr)
+            for extra in (("--graph",), ("--kernels",)):
+                r = runner.run("bench", art, "--batch", "3", "--iters", "5",
+                               *extra)
+                require(r.returncode == 0 and "padded" not in r.stdout,
+                        "bench --batch 3: " + r.stdout + r.stderr)
+            r = runner.run("bench", art, "--batch", "5", "--iters", "5")
+            require(r.returncode != 0 and "max_batch 5" in r.stderr,
+                    "bench --batch 5: " + r.stderr)
+    for bad in ("0", "2,2", "x", ""):
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       "--batch", bad)
+        require(r.returncode != 0 and "--batch needs batch sizes" in r.stderr,
+                "--batch %r: %s" % (bad, r.stderr))
+    fixed = os.path.join(runner.work, "mlp.onnx")
+    if not os.path.exists(fixed):
+        make_mlp(fixed)
+    r = runner.run("compile", fixed, "--arch", "sm_90", "-o",
+                   os.path.join(runner.work, "mlp_batch"), "--batch", "2,4")
+    require(r.returncode != 0 and "no input has a symbolic batch dimension"
+            in r.stderr, "--batch on a fixed model: " + r.stderr)
+
+
 def check_sync(runner):
     """--sync-all: every kernel pair the tile analysis follows runs as a
     cuSync producer and consumer (a side stream, semaphores, the wait and
@@ -1456,6 +1584,8 @@ def main():
         runner.check("fp16 for sm_90 and sm_80", check_targets, runner)
     if not a.k or "sync" in a.k:
         runner.check("cuSync pairs (--sync-all)", check_sync, runner)
+    if not a.k or "batch" in a.k:
+        runner.check("batch profiles", check_batch_profiles, runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

@@ -108,6 +108,22 @@ TEST_CASE("compile: int64 and bool tensors keep their dtypes", "[driver]") {
         std::string::npos);
   CHECK(beside.find("{\"y\", CUTS_FLOAT32, 3, s2, (void *)y}") !=
         std::string::npos);
+
+  // With batch profiles the run takes the batch; batched shapes follow it.
+  rt::Manifest batched = m;
+  batched.batch = 2;
+  batched.tensors[size_t(batched.inputs[0])].batchAxis = 0;
+  batched.tensors[size_t(batched.outputs[0])].batchAxis = 0;
+  h = driver::modelHeader(batched, "bert");
+  CHECK(h.find("cuts_status bert_run(cuts_session *session, int64_t batch, "
+               "const int64_t *input_ids,") != std::string::npos);
+  CHECK(h.find("input_ids: int64 batchx4") != std::string::npos);
+  CHECK(h.find("attention_mask: int64 2x4") != std::string::npos);
+  lib = driver::modelLibrarySource(batched, "bert", "/x/model.cuts");
+  CHECK(lib.find("  int64_t s0[] = {2, 4};\n  s0[0] = batch;\n") !=
+        std::string::npos);
+  CHECK(lib.find("  static const int64_t s1[] = {2, 4};\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("compile: an element type an artifact cannot hold is named",

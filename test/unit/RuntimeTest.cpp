@@ -956,7 +956,7 @@ TEST_CASE("C API loading", "[runtime]") {
     CHECK((s == CUTS_ERROR_NO_DEVICE || s == CUTS_ERROR_NO_CUBIN ||
            s == CUTS_ERROR_CUDA));
     CHECK(std::string(cuts_last_error()).size() > 0);
-    cuts_load_options options{-1};
+    cuts_load_options options{-1, 0};
     CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &options,
                                  &model) == CUTS_ERROR_INVALID_ARGUMENT);
   }
@@ -1768,4 +1768,188 @@ TEST_CASE("C API: a model with int64 inputs loads up to the device",
   CHECK((s == CUTS_ERROR_NO_DEVICE || s == CUTS_ERROR_NO_CUBIN ||
          s == CUTS_ERROR_CUDA));
   CHECK(model == nullptr);
+}
+
+//===- Batch profiles -----------------------------------------------------===//
+
+namespace {
+
+/// One plan of a two-kernel model at `batch`: x [batch, 4] (batched) and
+/// s [4] (not) in, y [batch, 4] out; `scale` is the same kernel in every
+/// plan, `add` differs.
+Manifest profilePlan(int64_t batch) {
+  Manifest m;
+  m.model = "profiles";
+  m.producer = "cuts test";
+  m.archs = {"sm_90"};
+  m.batch = batch;
+  m.tensors.push_back(tensor("x", {batch, 4}, TensorKind::Input));
+  m.tensors.back().index = 0;
+  m.tensors.back().batchAxis = 0;
+  m.tensors.push_back(tensor("s", {4}, TensorKind::Input));
+  m.tensors.back().index = 1;
+  m.tensors.push_back(tensor("w", {4}, TensorKind::Weight));
+  m.tensors.push_back(tensor("t", {batch, 4}, TensorKind::Intermediate));
+  m.tensors.push_back(tensor("y", {batch, 4}, TensorKind::Output));
+  m.tensors.back().index = 0;
+  m.tensors.back().batchAxis = 0;
+  m.inputs = {0, 1};
+  m.outputs = {4};
+  m.kernels.push_back(kernel("add", {0, 2, 3}, {3}));
+  m.kernels.push_back(kernel("scale", {3, 1, 4}, {4}));
+  m.steps = {Step{0, -1, -1}, Step{1, -1, -1}};
+  return m;
+}
+
+ArtifactContents profileContents(std::vector<int64_t> batches) {
+  ArtifactContents c;
+  auto code = [](const Manifest &m, size_t k) {
+    std::string src = "extern \"C\" __global__ void " + m.kernels[k].name +
+                      "() {} // " +
+                      (k == 0 ? std::to_string(m.batch) : "any batch") + "\n";
+    return std::make_pair(
+        src, std::map<std::string, std::vector<char>>{
+                 {"sm_90", std::vector<char>(src.begin(), src.end())}});
+  };
+  for (size_t p = 0; p < batches.size(); ++p) {
+    Manifest m = profilePlan(batches[p]);
+    std::vector<std::string> sources;
+    std::vector<std::map<std::string, std::vector<char>>> cubins;
+    for (size_t k = 0; k < m.kernels.size(); ++k) {
+      auto [src, bin] = code(m, k);
+      sources.push_back(src);
+      cubins.push_back(bin);
+    }
+    if (p == 0) {
+      c.manifest = m, c.sources = sources, c.cubins = cubins;
+    } else {
+      c.profiles.push_back({m, sources, cubins});
+    }
+  }
+  c.weights.assign(16, 1);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("batch profiles round-trip and share what is equal", "[runtime]") {
+  std::string error;
+  auto a = parseArtifact(serializeArtifact(profileContents({1, 4, 8})), error);
+  REQUIRE(a);
+  REQUIRE(a->profiles.size() == 2);
+  std::vector<int64_t> batches;
+  for (const Manifest *m : a->plans())
+    batches.push_back(m->batch);
+  CHECK(batches == std::vector<int64_t>{1, 4, 8});
+  CHECK(a->sections.count("manifest.4"));
+  CHECK(a->sections.count("manifest.8"));
+  const Manifest &big = a->profiles[1];
+  CHECK(big.tensors[0].shape == std::vector<int64_t>{8, 4});
+  CHECK(big.tensors[0].batchAxis == 0);
+  CHECK(big.tensors[1].batchAxis == -1);
+  CHECK(big.archs == a->manifest.archs);
+  // "scale" is one kernel in every plan: one source, one CUBIN.
+  CHECK(big.kernels[1].source.offset == a->manifest.kernels[1].source.offset);
+  CHECK(big.kernels[1].cubins.at("sm_90").offset ==
+        a->manifest.kernels[1].cubins.at("sm_90").offset);
+  CHECK(big.kernels[0].source.offset != a->manifest.kernels[0].source.offset);
+  CHECK(a->source(big.kernels[0]).find("// 8") != std::string::npos);
+  // Without profiles nothing changes: no batch, no batchAxis written.
+  auto one = parseArtifact(serializeArtifact(sampleContents()), error);
+  REQUIRE(one);
+  CHECK(one->manifest.batch == 0);
+  CHECK(one->profiles.empty());
+  CHECK(one->plans().size() == 1);
+}
+
+TEST_CASE("batch profiles are validated against each other", "[runtime]") {
+  auto reject = [](ArtifactContents c) {
+    return rejection(serializeArtifact(c));
+  };
+  SECTION("a profile's input differs but for the batch") {
+    ArtifactContents c = profileContents({1, 4});
+    c.profiles[0].manifest.tensors[1].shape = {5};
+    CHECK(reject(c) == "manifest.4: \"s\" differs from the first manifest's "
+                       "but for the batch");
+  }
+  SECTION("a profile's batch at or below the first's") {
+    ArtifactContents c = profileContents({4, 4});
+    CHECK(reject(c).find("a batch profile needs a batch above the previous "
+                         "profile's (4)") != std::string::npos);
+  }
+  SECTION("profiles of a plan without a batch") {
+    ArtifactContents c = profileContents({1, 4});
+    c.manifest = sampleContents().manifest;
+    c.sources = sampleContents().sources, c.cubins = sampleContents().cubins;
+    CHECK_FALSE(reject(c).empty());
+  }
+  SECTION("a batch axis on an intermediate") {
+    ArtifactContents c = profileContents({2});
+    c.manifest.tensors[3].batchAxis = 0;
+    CHECK(reject(c).find("tensors[3].batchAxis: only an input or output") !=
+          std::string::npos);
+  }
+  SECTION("a batched input whose axis 0 is not the batch") {
+    ArtifactContents c = profileContents({2, 4});
+    c.profiles[0].manifest.tensors[0].shape = {3, 4};
+    c.profiles[0].manifest.tensors[3].shape = {3, 4};
+    CHECK(reject(c).rfind("manifest.4: tensors[0].batchAxis: only an input "
+                          "or output of a plan with a batch",
+                          0) == 0);
+  }
+  SECTION("a profile section whose name is not its batch") {
+    auto secs = sectionsOf(serializeArtifact(profileContents({1, 4})));
+    for (auto &[name, bytes] : secs)
+      if (name == "manifest.4")
+        name = "manifest.6";
+    CHECK(rejection(fileOf(secs)) == "manifest.6: its batch is 4");
+    for (auto &[name, bytes] : secs)
+      if (name == "manifest.6")
+        name = "manifest.x";
+    CHECK(rejection(fileOf(secs)) ==
+          "section \"manifest.x\": not manifest.<batch>");
+  }
+}
+
+TEST_CASE("a run's batch picks its plan and shapes its bindings", "[runtime]") {
+  const Manifest big = profilePlan(8);
+  std::string error;
+  float x[32], s[4], y[32];
+  int64_t x3[] = {3, 4}, x5[] = {5, 4}, s4[] = {4}, y3[] = {3, 4};
+  cuts_binding in[] = {{"s", CUTS_FLOAT32, 1, s4, s},
+                       {"x", CUTS_FLOAT32, 2, x3, x}};
+  CHECK(bindingBatch(big, in, 2, 8, error) == 3);
+  CHECK(choosePlan({1, 4, 8}, 3) == 1); // padded to 4
+  CHECK(choosePlan({1, 4, 8}, 4) == 1);
+  CHECK(choosePlan({1, 4, 8}, 5) == 2);
+  CHECK(choosePlan({1, 4, 8}, 1) == 0);
+  CHECK(choosePlan({0}, 0) == 0);
+  const Manifest four = profilePlan(4);
+  std::vector<void *> data;
+  CHECK(checkBindings(four, in, 2, true, data, error, 3));
+  cuts_binding out[] = {{"y", CUTS_FLOAT32, 2, y3, y}};
+  CHECK(checkBindings(four, out, 1, false, data, error, 3));
+  CHECK(bytesAtBatch(four.tensors[0], 3) == 3 * 4 * 4);
+  CHECK(bytesAtBatch(four.tensors[1], 3) == 4 * 4); // not batched
+  CHECK(bytesAtBatch(four.tensors[0], 0) == 4 * 4 * 4);
+  SECTION("the output at another batch") {
+    int64_t y4[] = {4, 4};
+    out[0].shape = y4;
+    CHECK_FALSE(checkBindings(four, out, 1, false, data, error, 3));
+    CHECK(error == "output \"y\": expected shape [3, 4], given [4, 4]");
+  }
+  SECTION("a batch above the largest") {
+    in[1].shape = x5;
+    CHECK_FALSE(bindingBatch(big, in, 2, 4, error));
+    CHECK(error == "input \"x\" has batch 5; the model serves batches 1 to 4 "
+                   "(axis 0)");
+  }
+  SECTION("batch 0") {
+    int64_t x0[] = {0, 4};
+    in[1].shape = x0;
+    CHECK_FALSE(bindingBatch(big, in, 2, 8, error));
+  }
+  SECTION("a plan without a batch") {
+    CHECK(bindingBatch(sampleContents().manifest, in, 2, 0, error) == 0);
+  }
 }

@@ -14,6 +14,7 @@
 #include "compiler/tune/Tuner.h"
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
+#include "cuts/rt/Binding.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,8 +51,10 @@ const char *kUsage =
     "      match exactly. Input files of another dtype than the input's are\n"
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
-    "           [--peak-tflops F] [--bandwidth-gbs B] [--json]\n"
-    "      median and p99 latency and throughput; --kernels times every\n"
+    "           [--peak-tflops F] [--bandwidth-gbs B] [--json] [--batch B]\n"
+    "      median and p99 latency and throughput (--batch: at batch B of a\n"
+    "      model with batch profiles, padded where no profile has it, with\n"
+    "      the copies a run makes; else the largest); --kernels times every\n"
     "      kernel and sets it against the performance model's bound, and\n"
     "      its achieved FLOP/s and bytes/s against the ceilings: the FP32\n"
     "      peak and global bandwidth of the GPU descriptor the model was\n"
@@ -112,11 +115,21 @@ int cmdRun(const std::vector<std::string> &args) {
   auto art = cuts::rt::readArtifact(model, err);
   if (!art)
     return error("", err);
-  const cuts::rt::Manifest &m = art->manifest;
+  // The largest plan names the I/O; with batch profiles, batched inputs
+  // and outputs take the batch the input files carry.
+  const cuts::rt::Manifest &m = *art->plans().back();
+  int64_t batch = 0;
+  auto atBatch = [&](const cuts::rt::Tensor &x) {
+    std::vector<int64_t> shape = x.shape;
+    if (x.batchAxis >= 0 && batch > 0)
+      shape[0] = batch;
+    return shape;
+  };
 
   // Inputs: every model input exactly once, with its shape, converted to
   // its dtype where that is exact (convertArray).
   std::vector<std::vector<uint8_t>> inputs;
+  std::vector<std::vector<int64_t>> inShapes, outShapes;
   for (int t : m.inputs) {
     const cuts::rt::Tensor &x = m.tensors[t];
     auto it = inputFiles.find(x.name);
@@ -126,14 +139,21 @@ int cmdRun(const std::vector<std::string> &args) {
     auto arr = cuts::readTensorFile(it->second, err);
     if (!arr)
       return error("", err);
-    if (arr->shape != x.shape)
-      return error(it->second, "input '" + x.name + "' has shape " +
-                                   shapeText(arr->shape) +
-                                   ", the model takes " + shapeText(x.shape));
+    if (x.batchAxis >= 0 && batch == 0 && !arr->shape.empty() &&
+        arr->shape[0] >= 1 && arr->shape[0] <= m.batch)
+      batch = arr->shape[0]; // the first batched input's
+    if (arr->shape != atBatch(x))
+      return error(it->second,
+                   "input '" + x.name + "' has shape " + shapeText(arr->shape) +
+                       ", the model takes " + shapeText(atBatch(x)) +
+                       (x.batchAxis >= 0 ? " (axis 0 a batch from 1 to " +
+                                               std::to_string(m.batch) + ")"
+                                         : ""));
+    inShapes.push_back(atBatch(x));
     auto typed = cuts::convertArray(*arr, x.dtype, err);
     if (!typed)
       return error(it->second, "input '" + x.name + "' (" + x.dtype + " " +
-                                   shapeText(x.shape) + "): " + err);
+                                   shapeText(atBatch(x)) + "): " + err);
     inputs.push_back(std::move(typed->bytes));
     inputFiles.erase(it);
   }
@@ -161,21 +181,29 @@ int cmdRun(const std::vector<std::string> &args) {
       const cuts::rt::Tensor &x = m.tensors[m.inputs[i]];
       cuts_tensor_info info{};
       cuts_model_input(cm, int(i), &info);
-      in.push_back({x.name.c_str(), info.dtype, int(x.shape.size()),
-                    x.shape.data(), inputs[i].data()});
+      in.push_back({x.name.c_str(), info.dtype, int(inShapes[i].size()),
+                    inShapes[i].data(), inputs[i].data()});
     }
     outputs.resize(m.outputs.size());
+    outShapes.resize(m.outputs.size());
     for (size_t i = 0; i < m.outputs.size(); ++i) {
       const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
       cuts_tensor_info info{};
       cuts_model_output(cm, int(i), &info);
+      outShapes[i] = atBatch(x);
       // All ones: NaN as floats, so an element never written fails.
-      outputs[i].assign(size_t(x.bytes()), 0xff);
-      out.push_back({x.name.c_str(), info.dtype, int(x.shape.size()),
-                     x.shape.data(), outputs[i].data()});
+      outputs[i].assign(size_t(cuts::rt::bytesAtBatch(x, batch)), 0xff);
+      out.push_back({x.name.c_str(), info.dtype, int(outShapes[i].size()),
+                     outShapes[i].data(), outputs[i].data()});
     }
     cuts_status st = cuts_session_run_host(s, in.data(), int(in.size()),
                                            out.data(), int(out.size()));
+    cuts_run_info info{};
+    if (st == CUTS_OK && cuts_session_run_info(s, &info) == CUTS_OK &&
+        info.batch > 0)
+      std::printf("batch %lld: profile %lld%s\n", (long long)info.batch,
+                  (long long)info.profile_batch,
+                  info.profile_batch > info.batch ? " (padded)" : "");
     std::string e = st == CUTS_OK ? "" : cuts_last_error();
     cuts_session_free(s);
     cuts_model_free(cm);
@@ -187,7 +215,7 @@ int cmdRun(const std::vector<std::string> &args) {
   double worst = 0; // the largest tolerance applied, for the message
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     const cuts::rt::Tensor &x = m.tensors[m.outputs[i]];
-    cuts::HostArray got{x.name, x.shape, x.dtype, std::move(outputs[i])};
+    cuts::HostArray got{x.name, atBatch(x), x.dtype, std::move(outputs[i])};
     if (!outDir.empty() &&
         !cuts::writeNpy(outDir + "/" + x.name + ".npy", got, err))
       return error("", err);
@@ -224,7 +252,8 @@ int cmdRun(const std::vector<std::string> &args) {
     worst = std::max(worst, limit);
     failed += !ok;
     std::printf("%-24s %-18s %s  %s\n", x.name.c_str(),
-                shapeText(x.shape).c_str(), detail.c_str(), ok ? "ok" : "FAIL");
+                shapeText(atBatch(x)).c_str(), detail.c_str(),
+                ok ? "ok" : "FAIL");
   }
   if (failed)
     return error(model, std::to_string(failed) +
@@ -239,8 +268,12 @@ int cmdBench(const std::vector<std::string> &args) {
   int iters = 100, warmup = 10;
   bool json = false, graph = false, kernels = false;
   double peakFlops = 0, bandwidth = 0; // given ceilings; 0: the target's
+  int64_t atBatch = 0;                 // --batch; 0: the largest profile's
   for (ArgList a(args); a.next();) {
-    if (a.is("--iters")) {
+    if (a.is("--batch")) {
+      if (!a.integer(atBatch, 1, int64_t(1) << 31))
+        return error("", "--batch needs a batch size >= 1");
+    } else if (a.is("--iters")) {
       if (!a.integer(iters, 1, 1000000))
         return error("", "--iters needs a count >= 1");
     } else if (a.is("--warmup")) {
@@ -266,12 +299,18 @@ int cmdBench(const std::vector<std::string> &args) {
   }
   if (model.empty())
     return error("", "bench: no model given (cuts bench out/model.cuts)");
+  // At --batch, the profiles up to the one that serves it (the kernels
+  // --kernels lists are that profile's).
+  cuts_load_options options{};
+  options.max_batch = atBatch;
   cuts_model *cm = nullptr;
-  if (cuts_model_load(model.c_str(), nullptr, &cm) != CUTS_OK)
+  if (cuts_model_load(model.c_str(), &options, &cm) != CUTS_OK)
     return error(model, cuts_last_error());
   cuts_session *s = nullptr;
-  if (cuts_session_create(cm, nullptr, graph, &s) != CUTS_OK) {
+  if (cuts_session_create(cm, nullptr, graph, &s) != CUTS_OK ||
+      cuts_session_set_batch(s, atBatch) != CUTS_OK) {
     std::string e = cuts_last_error();
+    cuts_session_free(s);
     cuts_model_free(cm);
     return error(model, e);
   }
@@ -293,6 +332,10 @@ int cmdBench(const std::vector<std::string> &args) {
     if (cuts_model_input(cm, 0, &info) == CUTS_OK && info.rank > 0)
       batch = info.shape[0];
   }
+  cuts_run_info run{};
+  cuts_session_run_info(s, &run);
+  if (run.batch > 0)
+    batch = run.batch;
   nlohmann::json j = {{"model", model},
                       {"arch", cuts_model_arch(cm)},
                       {"iters", iters},
@@ -301,6 +344,7 @@ int cmdBench(const std::vector<std::string> &args) {
                       {"p99_ms", p99},
                       {"min_ms", sorted.front()},
                       {"batch", batch},
+                      {"profile_batch", run.profile_batch},
                       {"throughput_per_s", double(batch) * 1e3 / median},
                       {"arena_bytes", cuts_model_arena_bytes(cm)},
                       {"weight_bytes", cuts_model_weight_bytes(cm)}};
@@ -364,12 +408,15 @@ int cmdBench(const std::vector<std::string> &args) {
     std::printf("%s\n", j.dump(1).c_str());
     return 0;
   }
+  std::string padded;
+  if (run.profile_batch > run.batch)
+    padded = ", padded to profile " + std::to_string(run.profile_batch);
   std::printf("%s on %s%s: median %.4f ms, p99 %.4f ms, min %.4f ms, %.1f "
-              "inferences/s (batch %lld), arena %.1f MiB\n",
+              "inferences/s (batch %lld%s), arena %.1f MiB\n",
               model.c_str(), j["arch"].get<std::string>().c_str(),
               graph ? " (CUDA graph)" : "", median, p99, double(sorted.front()),
               j["throughput_per_s"].get<double>(), (long long)batch,
-              j["arena_bytes"].get<double>() / (1 << 20));
+              padded.c_str(), j["arena_bytes"].get<double>() / (1 << 20));
   if (kernels) {
     const auto &c = j["ceilings"];
     std::printf("ceilings (%s): peak %.1f TFLOP/s, global memory %.0f GB/s\n",

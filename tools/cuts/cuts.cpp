@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/ModelLibrary.h"
+#include "compiler/driver/Profiles.h"
 #include "compiler/driver/Validate.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
@@ -59,6 +60,7 @@ void usage(llvm::raw_ostream &os) {
         "      --mlir: the graph with each group a cuts.group region\n"
         "  compile MODEL.onnx --arch ARCH[,ARCH...] -o DIR [--emit-source]\n"
         "                    [--name NAME] [--input-shape ...] [--no-fusion]\n"
+        "                    [--batch B,B,...]\n"
         "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
         "                    [--jobs N]\n"
         "                    [--tune] [--tuning CACHE] [--tune-candidates K]\n"
@@ -72,6 +74,10 @@ void usage(llvm::raw_ostream &os) {
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
         "      writes every kernel's CUDA and HIP source to DIR/kernels/\n"
+        "      --batch 1,8,32: one artifact with a plan per batch profile\n"
+        "      (axis 0 of the inputs whose axis 0 is symbolic or given by\n"
+        "      --input-shape); a run takes any batch up to the largest, a\n"
+        "      batch no profile has padded to the next larger\n"
         "      --tune: time the best --tune-candidates K (8) parameter sets "
         "of\n"
         "      every group the partition search considers (one per tiling\n"
@@ -564,16 +570,37 @@ std::pair<std::string, std::string> runtimeFiles(const char *argv0) {
   return {CUTS_RUNTIME_LIB, CUTS_RUNTIME_INCLUDE};
 }
 
+// --batch 1,8,32: sizes in increasing order, each once.
+bool parseBatches(const std::string &list, std::vector<int64_t> &batches) {
+  llvm::SmallVector<llvm::StringRef> items;
+  llvm::StringRef(list).split(items, ',');
+  batches.clear();
+  for (llvm::StringRef item : items) {
+    unsigned long long v = 0;
+    if (item.getAsInteger(10, v) || v < 1 || v > (1ull << 31))
+      return false;
+    batches.push_back(int64_t(v));
+  }
+  std::sort(batches.begin(), batches.end());
+  return std::adjacent_find(batches.begin(), batches.end()) == batches.end();
+}
+
 int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   std::string model, outDir, archNames, name = "model";
   bool emitSource = false;
   cuts::ImportOptions opts;
   cuts::driver::CompileOptions copts;
   Precision precision;
+  std::vector<int64_t> batches; // --batch: the profiles' (none: one plan)
   for (ArgList a(args); a.next();) {
     if (a.is("--arch")) {
       if (!a.value(archNames))
         return error("", "--arch needs a GPU (" + archList() + ")");
+    } else if (a.is("--batch")) {
+      std::string list;
+      if (!a.value(list) || !parseBatches(list, batches))
+        return error("", "--batch needs batch sizes, e.g. 1,8,32 (each "
+                         "1 to 2^31, no size twice)");
     } else if (a.is("-o")) {
       if (!a.value(outDir))
         return error("", "-o needs a directory");
@@ -672,36 +699,70 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   copts.progress = cuts::tune::stderrProgress();
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext ctx;
-  auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
-  if (!module || !applyPrecision(ctx, *module, precision, copts.arch, model))
-    return 1;
-  copts.precision = precision.storage;
-  const double importSeconds = cuts::driver::secondsSince(start);
   if (auto ec = llvm::sys::fs::create_directories(outDir))
     return error(outDir, "cannot create (" + ec.message() + ")");
+  // One compile per batch profile (or the one), each module kept: the
+  // results' weights point into its constants until the artifact is
+  // written.
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
+  std::vector<cuts::driver::CompileResult> results;
+  double importSeconds = 0;
   std::string err;
-  auto result = cuts::driver::compileModule(*module, copts, err);
-  if (!result)
-    return error(model, err);
-  std::string artifact = outDir + "/" + name + ".cuts";
-  uint64_t artifactBytes = 0;
-  auto writeStart = std::chrono::steady_clock::now();
-  if (!cuts::rt::writeArtifact(artifact, result->contents, &artifactBytes, err))
-    return error(artifact, err);
-  const double writeSeconds = cuts::driver::secondsSince(writeStart);
-  const cuts::rt::Manifest &m = result->contents.manifest;
-  std::string header = outDir + "/" + name + ".h";
-  if (!writeText(header, cuts::driver::modelHeader(m, name)))
-    return error(header, "cannot write");
+  for (int64_t b : batches.empty() ? std::vector<int64_t>{0} : batches) {
+    auto importStart = std::chrono::steady_clock::now();
+    opts.batch = b;
+    auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
+    if (!module || !applyPrecision(ctx, *module, precision, copts.arch, model))
+      return 1;
+    copts.precision = precision.storage;
+    importSeconds += cuts::driver::secondsSince(importStart);
+    if (b > 0 && batches.size() > 1)
+      llvm::errs() << "cuts: compiling batch profile " << b << "\n";
+    auto result = cuts::driver::compileModule(*module, copts, err);
+    if (!result)
+      return error(model,
+                   (b > 0 ? "batch " + std::to_string(b) + ": " : "") + err);
+    modules.push_back(std::move(module));
+    results.push_back(std::move(*result));
+  }
+  std::vector<const cuts::driver::CompileResult *> resultList;
+  for (const cuts::driver::CompileResult &r : results)
+    resultList.push_back(&r);
+  // Written by name below: the timings and sources before the merge moves
+  // the contents.
   if (copts.cost != cuts::driver::CostSource::Model) {
     // Each group's fastest generated kernel next to its fastest library call.
     std::string path = outDir + "/tuning.json";
-    if (!writeText(path, cuts::driver::timingsJson(*result, copts.arch.name)))
+    if (!writeText(path, cuts::driver::timingsJson(resultList, batches,
+                                                   copts.arch.name)))
       return error(path, "cannot write");
   }
   if (emitSource)
-    if (int rc = writeKernelSources(outDir, result->sources))
-      return rc;
+    for (size_t p = 0; p < results.size(); ++p)
+      if (int rc = writeKernelSources(
+              batches.empty() ? outDir
+                              : outDir + "/batch" + std::to_string(batches[p]),
+              results[p].sources))
+        return rc;
+  cuts::rt::ArtifactContents merged;
+  if (!batches.empty() &&
+      !cuts::driver::mergeProfiles(results, batches, merged, err))
+    return error(model, "--batch: " + err);
+  const cuts::rt::ArtifactContents &contents =
+      batches.empty() ? results[0].contents : merged;
+  std::string artifact = outDir + "/" + name + ".cuts";
+  uint64_t artifactBytes = 0;
+  auto writeStart = std::chrono::steady_clock::now();
+  if (!cuts::rt::writeArtifact(artifact, contents, &artifactBytes, err))
+    return error(artifact, err);
+  const double writeSeconds = cuts::driver::secondsSince(writeStart);
+  // The header and library bind the largest profile's shapes.
+  const cuts::rt::Manifest &m = contents.profiles.empty()
+                                    ? contents.manifest
+                                    : contents.profiles.back().manifest;
+  std::string header = outDir + "/" + name + ".h";
+  if (!writeText(header, cuts::driver::modelHeader(m, name)))
+    return error(header, "cannot write");
 
   // libNAME.so: the artifact embedded, the runtime linked in statically.
   std::string lib = outDir + "/lib" + name + ".so";
@@ -712,25 +773,36 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     return error("", err);
   const double libSeconds = cuts::driver::secondsSince(t0),
                total = cuts::driver::secondsSince(start);
-  uint64_t weightBytes = result->contents.weightBytes();
-  llvm::outs() << "compiled " << model << " for " << copts.arch.name << " ("
-               << archNames << "): " << result->kernels << " kernels ("
-               << result->sources.size() << " distinct) from " << result->groups
-               << " groups, " << result->views << " views\n  " << artifact
-               << " (" << artifactBytes / 1024 << " KiB, weights "
-               << weightBytes / 1024 << " KiB), " << header << ", " << lib
-               << "\n";
+  uint64_t weightBytes = contents.weightBytes();
+  for (size_t p = 0; p < results.size(); ++p) {
+    const cuts::driver::CompileResult &r = results[p];
+    llvm::outs() << "compiled " << model;
+    if (!batches.empty())
+      llvm::outs() << " at batch " << batches[p];
+    llvm::outs() << " for " << copts.arch.name << " (" << archNames
+                 << "): " << r.kernels << " kernels (" << r.sources.size()
+                 << " distinct) from " << r.groups << " groups, " << r.views
+                 << " views\n";
+  }
+  llvm::outs() << "  " << artifact << " (" << artifactBytes / 1024
+               << " KiB, weights " << weightBytes / 1024 << " KiB), " << header
+               << ", " << lib << "\n";
+  double search = 0, codegen = 0, nvrtc = 0;
+  for (const cuts::driver::CompileResult &r : results)
+    search += r.searchSeconds, codegen += r.codegenSeconds,
+        nvrtc += r.nvrtcSeconds;
   char times[512];
   std::snprintf(times, sizeof times,
                 "  time %.2f s: import %.2f s, search %.2f s, codegen %.2f s, "
                 "NVRTC %.2f s, write %.2f s, library %.2f s\n",
-                total, importSeconds, result->searchSeconds,
-                result->codegenSeconds, result->nvrtcSeconds, writeSeconds,
+                total, importSeconds, search, codegen, nvrtc, writeSeconds,
                 libSeconds);
   llvm::outs() << times;
-  printSync(*result);
-  if (copts.cost != cuts::driver::CostSource::Model)
-    printTuning(*result, copts.tuneSeconds);
+  for (const cuts::driver::CompileResult &r : results) {
+    printSync(r);
+    if (copts.cost != cuts::driver::CostSource::Model)
+      printTuning(r, copts.tuneSeconds);
+  }
   return 0;
 }
 

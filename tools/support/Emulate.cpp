@@ -2,6 +2,7 @@
 #include "tools/support/Emulate.h"
 
 #include "codegen/emit/HostCompile.h"
+#include "cuts/rt/Binding.h"
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/Library.h"
 #include "tools/support/TensorFile.h"
@@ -246,11 +247,10 @@ std::optional<KernelSignature> signatureOf(const rt::Manifest &m,
 /// Every generated kernel the plan launches, compiled for the host in
 /// batches of kBatch: one compiler run a batch (the emulation header's
 /// machinery is compiled once a batch, not once a kernel).
-bool compileKernels(const rt::Artifact &a,
+bool compileKernels(const rt::Artifact &a, const rt::Manifest &m,
                     std::map<std::string, std::unique_ptr<HostKernel>> &out,
                     bool verbose, std::string &error) {
   constexpr size_t kBatch = 16;
-  const rt::Manifest &m = a.manifest;
   std::vector<HostSource> batch;
   auto flush = [&] {
     if (batch.empty())
@@ -277,7 +277,7 @@ bool compileKernels(const rt::Artifact &a,
     const rt::KernelLaunch &k = m.kernels[step.kernel];
     if (k.isLibrary() || !seen.insert(k.name).second)
       continue;
-    HostSource h{a.source(step.kernel), {}};
+    HostSource h{a.source(k), {}};
     if (h.source.empty()) {
       error = "kernel " + k.name + " has no source in the artifact";
       return false;
@@ -295,15 +295,58 @@ bool compileKernels(const rt::Artifact &a,
 
 } // namespace
 
+namespace {
+
+/// The batch the inputs carry (from the first batched input's bytes, with
+/// the largest plan's rows), 0 for a model without profiles; nullopt (and
+/// `error`) for bytes no batch gives.
+std::optional<int64_t>
+inputBatch(const rt::Artifact &a,
+           const std::vector<std::vector<uint8_t>> &inputs,
+           std::string &error) {
+  const rt::Manifest &big = *a.plans().back();
+  for (size_t i = 0; i < big.inputs.size() && i < inputs.size(); ++i) {
+    const rt::Tensor &t = big.tensors[size_t(big.inputs[i])];
+    if (t.batchAxis < 0 || t.bytes() == 0)
+      continue;
+    const uint64_t row = t.bytes() / uint64_t(t.shape[0]);
+    const uint64_t n = inputs[i].size() / row;
+    if (inputs[i].size() % row || n < 1 || int64_t(n) > big.batch) {
+      error = "input '" + t.name + "' has " + std::to_string(inputs[i].size()) +
+              " bytes: no batch from 1 to " + std::to_string(big.batch) +
+              " of " + std::to_string(row) + "-byte rows";
+      return std::nullopt;
+    }
+    return int64_t(n);
+  }
+  return big.batch;
+}
+
+} // namespace
+
 bool emulateArtifact(const rt::Artifact &a,
-                     const std::vector<std::vector<uint8_t>> &inputs,
+                     const std::vector<std::vector<uint8_t>> &given,
                      std::vector<std::vector<uint8_t>> &outputs,
                      std::string &error, bool verbose) {
-  const rt::Manifest &m = a.manifest;
-  if (inputs.size() != m.inputs.size()) {
-    error = "the model takes " + std::to_string(m.inputs.size()) + " inputs, " +
-            std::to_string(inputs.size()) + " given";
+  // The plan serving the inputs' batch; a batch no profile has zero-padded
+  // to the plan's, and its outputs sliced, as the runtime does.
+  std::vector<int64_t> batches;
+  for (const rt::Manifest *p : a.plans())
+    batches.push_back(p->batch);
+  const auto batch = inputBatch(a, given, error);
+  if (!batch)
     return false;
+  const rt::Manifest &m = *a.plans()[rt::choosePlan(batches, *batch)];
+  if (given.size() != m.inputs.size()) {
+    error = "the model takes " + std::to_string(m.inputs.size()) + " inputs, " +
+            std::to_string(given.size()) + " given";
+    return false;
+  }
+  std::vector<std::vector<uint8_t>> inputs = given;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const rt::Tensor &t = m.tensors[size_t(m.inputs[i])];
+    if (t.batchAxis >= 0 && inputs[i].size() < t.bytes())
+      inputs[i].resize(t.bytes(), 0);
   }
   // Host memory per root tensor, 8-byte aligned for any element type:
   // inputs and weights are copied in (kernels take them as const), the rest
@@ -351,7 +394,7 @@ bool emulateArtifact(const rt::Artifact &a,
   };
 
   std::map<std::string, std::unique_ptr<HostKernel>> compiled;
-  if (!compileKernels(a, compiled, verbose, error))
+  if (!compileKernels(a, m, compiled, verbose, error))
     return false;
   for (size_t s = 0; s < m.steps.size(); ++s) {
     const rt::Step &step = m.steps[s];
@@ -393,7 +436,7 @@ bool emulateArtifact(const rt::Artifact &a,
   outputs.clear();
   for (int t : m.outputs) {
     const uint8_t *p = static_cast<const uint8_t *>(pointer(t));
-    outputs.emplace_back(p, p + m.tensors[t].bytes());
+    outputs.emplace_back(p, p + rt::bytesAtBatch(m.tensors[size_t(t)], *batch));
   }
   return true;
 }

@@ -14,6 +14,9 @@
 //            u64 offset, u64 size, 16 bytes zero
 //   sections each at a 256-byte aligned offset:
 //            "manifest"      JSON: tensors, kernels, steps (below)
+//            "manifest.<B>"  another batch profile's manifest, one per
+//                            profile (cuts compile --batch), in increasing
+//                            batch B; it shares every other section
 //            "weights"       every constant, each at a 256-byte aligned offset
 //            "cubin.sm_XY"   the kernels' CUBINs for one architecture, back to
 //                            back (offsets in the manifest)
@@ -54,7 +57,10 @@ struct Tensor {
   int index = -1;            // Input/Output: position among the model's I/O
   uint64_t weightOffset = 0; // Weight: offset in the weights section
   int viewOf = -1;           // View: the tensor whose memory this re-shapes
-  uint64_t bytes() const;    // elements x element size
+  /// Input/Output of a plan with batch profiles: the axis that is the batch
+  /// (0), or -1 where the tensor has none.
+  int batchAxis = -1;
+  uint64_t bytes() const; // elements x element size
 };
 
 /// A byte range inside a section.
@@ -121,6 +127,10 @@ struct Manifest {
   /// How the floating-point tensors between kernels are stored ("fp32",
   /// "fp16", "bf16": cuts compile --precision); kernels compute in fp32.
   std::string precision = "fp32";
+  /// The batch this plan serves when the model has batch profiles (cuts
+  /// compile --batch; its batched inputs and outputs have that size on their
+  /// batchAxis); 0 when it has none.
+  int64_t batch = 0;
   std::vector<Tensor> tensors;
   std::vector<int> inputs, outputs; // tensor ids in the model's order
   std::vector<KernelLaunch> kernels;
@@ -129,13 +139,19 @@ struct Manifest {
 
 /// A parsed artifact. The sections point into `bytes`.
 struct Artifact {
-  Manifest manifest;
+  Manifest manifest; // the only plan, or the smallest batch profile's
+  /// The other batch profiles, by increasing batch: the same inputs and
+  /// outputs (but for the batch), weights, archs and precision.
+  std::vector<Manifest> profiles;
   std::vector<uint8_t> bytes;
   std::map<std::string, Blob> sections; // name -> range of `bytes`
 
   const uint8_t *section(const std::string &name, uint64_t *size) const;
   /// The kernel's CUDA source (empty if the artifact has none).
-  std::string source(int kernel) const;
+  std::string source(const KernelLaunch &k) const;
+  std::string source(int kernel) const; // the manifest's kernel
+  /// Every plan: the manifest's, then the profiles'.
+  std::vector<const Manifest *> plans() const;
 };
 
 /// Bytes of the weights section held elsewhere (a compiler's constants,
@@ -165,6 +181,14 @@ struct ArtifactContents {
   }
   std::vector<std::string> sources;                             // per kernel
   std::vector<std::map<std::string, std::vector<char>>> cubins; // per kernel
+  /// The other batch profiles (Artifact::profiles), each with its kernels'
+  /// sources and CUBINs; identical ones are stored once.
+  struct Profile {
+    Manifest manifest;
+    std::vector<std::string> sources;
+    std::vector<std::map<std::string, std::vector<char>>> cubins;
+  };
+  std::vector<Profile> profiles;
 };
 
 /// Serialises `c` (deterministically: the same contents give the same bytes);

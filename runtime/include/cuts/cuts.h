@@ -14,6 +14,14 @@
  * Every call returns a cuts_status; on failure cuts_last_error() gives a
  * message (thread-local, valid until the thread's next cuts call).
  *
+ * Batch profiles (cuts compile --batch 1,8,32): one model serves any batch
+ * from 1 to its largest profile's. A run at a batch some profile has runs
+ * that profile's plan; any other batch runs the smallest larger profile,
+ * its inputs zero-padded and its outputs sliced by the session (the run
+ * info says which). The batch is axis 0 of every batched input and output
+ * (cuts_model_batch_axis); cuts_model_input/output give their shapes at
+ * the largest profile loaded.
+ *
  *===----------------------------------------------------------------------===*/
 #ifndef CUTS_CUTS_H
 #define CUTS_CUTS_H
@@ -30,8 +38,13 @@ extern "C" {
  *    cuts_dtype_size and cuts_dtype_name. Callers of version 1 are
  *    unaffected: CUTS_FLOAT32 keeps its value.
  * 3: cuts_model_kernel_work and cuts_model_target (the work and the
- *    ceilings that achieved rates are measured against). */
-#define CUTS_API_VERSION 3
+ *    ceilings that achieved rates are measured against).
+ * 4: batch profiles: cuts_load_options.max_batch (callers of version 3
+ *    must now zero the options they pass), cuts_model_num_profiles,
+ *    cuts_model_profile_batch, cuts_model_max_batch,
+ *    cuts_model_batch_axis, cuts_session_set_batch and
+ *    cuts_session_run_info. */
+#define CUTS_API_VERSION 4
 
 typedef enum cuts_status {
   CUTS_OK = 0,
@@ -88,8 +101,12 @@ typedef struct cuts_binding {
   void *data;
 } cuts_binding;
 
+/* Zero-initialise, then set what differs from the defaults. */
 typedef struct cuts_load_options {
-  int device; /* CUDA device ordinal (default 0) */
+  int device;        /* CUDA device ordinal (default 0) */
+  int64_t max_batch; /* the largest batch runs will bind; profiles above the
+                        smallest one that serves it are not loaded, and the
+                        arena fits the largest loaded (0: every profile) */
 } cuts_load_options;
 
 int cuts_api_version(void);
@@ -125,6 +142,18 @@ uint64_t cuts_model_weight_bytes(const cuts_model *model);
 /* The architecture ("sm_90") whose kernels were loaded. */
 const char *cuts_model_arch(const cuts_model *model);
 
+/* The batch profiles loaded (1 for a model compiled without --batch) and
+ * the batch profile i serves (0 without profiles), in increasing order. */
+int cuts_model_num_profiles(const cuts_model *model);
+int64_t cuts_model_profile_batch(const cuts_model *model, int i);
+/* The largest batch a run may bind: max_batch where given at load, else
+ * the largest profile's; 0 for a model without batch profiles. */
+int64_t cuts_model_max_batch(const cuts_model *model);
+/* The axis of input (or, is_output nonzero, output) i that is the batch:
+ * 0, or -1 where it has none (every tensor of a model without profiles);
+ * -2 for an index out of range. */
+int cuts_model_batch_axis(const cuts_model *model, int is_output, int i);
+
 /* A session runs on `stream` (a CUstream / cudaStream_t) or, if NULL, on a
  * stream of its own. With use_cuda_graph, the first run for a given set of
  * buffers is captured into a CUDA graph and later runs with the same
@@ -144,6 +173,20 @@ cuts_status cuts_session_run_host(cuts_session *session,
                                   const cuts_binding *outputs, int num_outputs);
 /* Waits for the session's stream. */
 cuts_status cuts_session_synchronize(cuts_session *session);
+
+/* What the session's last run ran: the batch its bindings carried and the
+ * batch of the profile that served it (larger where the inputs were
+ * padded); both 0 before any run and for a model without profiles. */
+typedef struct cuts_run_info {
+  int64_t batch;
+  int64_t profile_batch;
+} cuts_run_info;
+cuts_status cuts_session_run_info(const cuts_session *session,
+                                  cuts_run_info *info);
+/* The batch cuts_session_benchmark runs (padded, with the copies a
+ * caller's run makes, where no profile has it); 0 (the default): the
+ * largest profile loaded. Out of 0..max_batch is an error. */
+cuts_status cuts_session_set_batch(cuts_session *session, int64_t batch);
 /* Times `iters` runs with CUDA events after `warmup` runs, using
  * internally allocated inputs and outputs; writes each run's milliseconds
  * to times_ms[0..iters). The inputs hold values valid for any model:
@@ -152,8 +195,9 @@ cuts_status cuts_session_synchronize(cuts_session *session);
 cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
                                    float *times_ms);
 
-/* The model's kernels in plan order: name, one-line summary, and the
- * performance model's lower-bound time in microseconds. A kernel that is a
+/* The model's kernels in plan order (the largest profile loaded): name,
+ * one-line summary, and the performance model's lower-bound time in
+ * microseconds. A kernel that is a
  * library call (cuDNN) is named by its library, "cudnn.conv". */
 int cuts_model_num_kernels(const cuts_model *model);
 cuts_status cuts_model_kernel(const cuts_model *model, int i, const char **name,

@@ -28,11 +28,31 @@ std::optional<cuts_dtype> apiDtype(const std::string &dtype);
 /// cuts_dtype)".
 std::string describeDtype(cuts_dtype dtype);
 
-/// Checks bindings `b[0..n)` against the model's inputs (or outputs) and
-/// puts their data pointers, in the model's order, into `data`. On a
-/// mismatch false, and `error` names the tensor and what differs.
+/// Checks bindings `b[0..n)` against the plan's inputs (or outputs) and
+/// puts their data pointers, in the plan's order, into `data`. A batched
+/// tensor (Tensor::batchAxis) is expected with `batch` on axis 0 where
+/// batch > 0. On a mismatch false, and `error` names the tensor and what
+/// differs.
 bool checkBindings(const Manifest &m, const cuts_binding *b, int n, bool inputs,
-                   std::vector<void *> &data, std::string &error);
+                   std::vector<void *> &data, std::string &error,
+                   int64_t batch = 0);
+
+/// The batch input bindings carry: axis 0 of every input the plan batches
+/// (all equal, 1 to maxBatch). 0 for a plan without a batch; nullopt (and
+/// `error`) where the bindings disagree or the batch is out of range.
+/// Bindings it cannot read are left to checkBindings.
+std::optional<int64_t> bindingBatch(const Manifest &m, const cuts_binding *b,
+                                    int n, int64_t maxBatch,
+                                    std::string &error);
+
+/// The plan serving `batch` among plans of increasing `batches`: the exact
+/// one, else the smallest larger (its inputs padded, its outputs sliced);
+/// the last where batch is 0.
+size_t choosePlan(const std::vector<int64_t> &batches, int64_t batch);
+
+/// The bytes of tensor t at `batch` on its batch axis (t.bytes() where it
+/// has none or batch is 0).
+uint64_t bytesAtBatch(const Tensor &t, int64_t batch);
 
 /// Generated kernels read and write fp32 tensors up to 16 bytes at a time
 /// (codegen's vector runs), so device buffers a caller binds start on a
