@@ -260,9 +260,15 @@ struct cuts_session {
   std::vector<std::vector<CUevent>> stepEvent;
   CUdeviceptr state = 0;
   bool useGraph = false;
-  // Per plan: its graph and the bindings it was captured for.
-  std::vector<CUgraphExec> graph;
-  std::vector<std::vector<CUdeviceptr>> graphKey;
+  // Per plan: its graphs by what they were captured for (the bindings, a
+  // padded run's batch), the least recently used dropped past kMaxGraphs.
+  struct Graph {
+    std::vector<CUdeviceptr> key;
+    CUgraphExec exec = nullptr;
+    uint64_t used = 0;
+  };
+  std::vector<std::vector<Graph>> graphs;
+  uint64_t runs = 0;
   // Device buffers as the largest plan's inputs and outputs, for run_host,
   // the padded runs of a smaller batch, benchmark and profile, made on
   // first use; and benchmark's inputs and outputs at a padded batch.
@@ -295,9 +301,10 @@ struct cuts_session {
       d->cuStreamSynchronize(stream);
     if (side)
       d->cuStreamSynchronize(side);
-    for (CUgraphExec g : graph)
-      if (g)
-        d->cuGraphExecDestroy(g);
+    for (const std::vector<Graph> &plan : graphs)
+      for (const Graph &g : plan)
+        if (g.exec)
+          d->cuGraphExecDestroy(g.exec);
     cudnn.reset(); // before its stream goes
     if (workspace)
       d->cuMemFree(workspace);
@@ -1048,28 +1055,47 @@ cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
 
 /// One run with device bindings, replaying or capturing a graph if the
 /// session uses them.
-cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
-                      const std::vector<CUdeviceptr> &out) {
+/// What `enqueue` puts on the stream (the current plan's run), replayed
+/// from the plan's graph where the session uses graphs: captured anew when
+/// `key` (the bindings, and what else the work depends on) changes.
+template <typename Enqueue>
+cuts_status runGraphed(cuts_session &s, std::vector<CUdeviceptr> key,
+                       Enqueue enqueue) {
+  constexpr size_t kMaxGraphs = 16; // a server's batches over one buffer set
   const Driver *d = s.model->d;
   if (!s.useGraph || s.plan->manifest().steps.empty())
-    return enqueuePlan(s, in, out);
-  std::vector<CUdeviceptr> key = in;
-  key.insert(key.end(), out.begin(), out.end());
-  const size_t p = planIndex(s);
-  CUgraphExec &graph = s.graph[p];
-  if (!graph || key != s.graphKey[p]) {
-    if (graph)
-      d->cuGraphExecDestroy(graph);
-    graph = nullptr;
-    s.graphKey[p].clear();
-    if (cuts_status st = capture(
-            s, [&] { return enqueuePlan(s, in, out); }, graph))
+    return enqueue();
+  std::vector<cuts_session::Graph> &plan = s.graphs[planIndex(s)];
+  auto it =
+      std::find_if(plan.begin(), plan.end(),
+                   [&](const cuts_session::Graph &g) { return g.key == key; });
+  if (it == plan.end()) {
+    if (plan.size() == kMaxGraphs) {
+      auto lru = std::min_element(
+          plan.begin(), plan.end(),
+          [](const cuts_session::Graph &a, const cuts_session::Graph &b) {
+            return a.used < b.used;
+          });
+      d->cuGraphExecDestroy(lru->exec);
+      plan.erase(lru);
+    }
+    CUgraphExec exec = nullptr;
+    if (cuts_status st = capture(s, enqueue, exec))
       return st;
-    s.graphKey[p] = std::move(key);
+    plan.push_back({std::move(key), exec, 0});
+    it = plan.end() - 1;
   }
-  if (CUresult r = d->cuGraphLaunch(graph, s.stream))
+  it->used = ++s.runs;
+  if (CUresult r = d->cuGraphLaunch(it->exec, s.stream))
     return cudaFail(r, "launching the CUDA graph (cuGraphLaunch)");
   return CUTS_OK;
+}
+
+cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
+                      const std::vector<CUdeviceptr> &out) {
+  std::vector<CUdeviceptr> key = in;
+  key.insert(key.end(), out.begin(), out.end());
+  return runGraphed(s, std::move(key), [&] { return enqueuePlan(s, in, out); });
 }
 
 /// The session's own input and output buffers (for host runs, padded
@@ -1205,40 +1231,62 @@ cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
     return st;
   // An unbatched device binding needs no copy.
   auto staged = [&](const Tensor &t) {
-    return mem == Memory::Host || t.batchAxis >= 0;
+    return (mem == Memory::Host || t.batchAxis >= 0) && t.bytes() > 0;
   };
+  auto address = [](void *p) { return CUdeviceptr(uintptr_t(p)); };
   std::vector<CUdeviceptr> din(in.size()), dout(out.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    const Tensor &t = man.tensors[man.inputs[i]];
-    din[i] = CUdeviceptr(reinterpret_cast<uintptr_t>(in[i]));
-    if (!staged(t) || t.bytes() == 0)
-      continue;
-    din[i] = s.bufIn[i];
-    const uint64_t bytes = bytesAtBatch(t, batch);
-    if (cuts_status st = copyIo(s, mem, true, din[i], in[i], bytes, t.name))
-      return st;
-    if (bytes < t.bytes())
-      if (CUresult r = m.d->cuMemsetD8Async(din[i] + bytes, 0,
-                                            t.bytes() - bytes, s.stream))
-        return cudaFail(r,
-                        "padding input \"" + t.name + "\" (cuMemsetD8Async)");
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Tensor &t = man.tensors[man.outputs[i]];
-    dout[i] = staged(t) && t.bytes() > 0
-                  ? s.bufOut[i]
-                  : CUdeviceptr(reinterpret_cast<uintptr_t>(out[i]));
-  }
-  if (cuts_status st = runDevice(s, din, dout))
-    return st;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Tensor &t = man.tensors[man.outputs[i]];
-    if (staged(t) && t.bytes() > 0)
-      if (cuts_status st = copyIo(s, mem, false, dout[i], out[i],
-                                  bytesAtBatch(t, batch), t.name))
+  for (size_t i = 0; i < in.size(); ++i)
+    din[i] = staged(man.tensors[man.inputs[i]]) ? s.bufIn[i] : address(in[i]);
+  for (size_t i = 0; i < out.size(); ++i)
+    dout[i] =
+        staged(man.tensors[man.outputs[i]]) ? s.bufOut[i] : address(out[i]);
+  // Copies in (the padding zeroed), the plan, the rows copied out. In a
+  // graph too where they are device copies (host memory is copied around
+  // it): the padded run then costs its profile's run and the copies' nodes.
+  auto copyIn = [&]() -> cuts_status {
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Tensor &t = man.tensors[man.inputs[i]];
+      if (!staged(t))
+        continue;
+      const uint64_t bytes = bytesAtBatch(t, batch);
+      if (cuts_status st = copyIo(s, mem, true, din[i], in[i], bytes, t.name))
         return st;
+      if (bytes < t.bytes())
+        if (CUresult r = m.d->cuMemsetD8Async(din[i] + bytes, 0,
+                                              t.bytes() - bytes, s.stream))
+          return cudaFail(r,
+                          "padding input \"" + t.name + "\" (cuMemsetD8Async)");
+    }
+    return CUTS_OK;
+  };
+  auto copyOut = [&]() -> cuts_status {
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Tensor &t = man.tensors[man.outputs[i]];
+      if (staged(t))
+        if (cuts_status st = copyIo(s, mem, false, dout[i], out[i],
+                                    bytesAtBatch(t, batch), t.name))
+          return st;
+    }
+    return CUTS_OK;
+  };
+  if (mem == Memory::Host) {
+    if (cuts_status st = copyIn())
+      return st;
+    if (cuts_status st = runDevice(s, din, dout))
+      return st;
+    return copyOut();
   }
-  return CUTS_OK;
+  std::vector<CUdeviceptr> key = devicePointers(in);
+  for (void *p : out)
+    key.push_back(address(p));
+  key.push_back(CUdeviceptr(batch));
+  return runGraphed(s, std::move(key), [&]() -> cuts_status {
+    if (cuts_status st = copyIn())
+      return st;
+    if (cuts_status st = enqueuePlan(s, din, dout))
+      return st;
+    return copyOut();
+  });
 }
 
 /// The session's cuDNN handle on its stream, and one workspace as large as
@@ -1577,8 +1625,7 @@ cuts_status cuts_session_create(cuts_model *model, void *stream,
       s->ownStream = true;
     }
     s->plan = &m.largest();
-    s->graph.assign(m.plans.size(), nullptr);
-    s->graphKey.assign(m.plans.size(), {});
+    s->graphs.assign(m.plans.size(), {});
     s->stepEvent.assign(m.plans.size(), {});
     if (m.arenaBytes > 0)
       if (CUresult r = d->cuMemAlloc(&s->arena, m.arenaBytes)) {

@@ -11,9 +11,12 @@
 //
 // A model with batch profiles (cuts compile --batch) is served with dynamic
 // batching: a request is one sample (batch 1), and a worker takes up to
-// --max-batch queued requests (the model's largest batch by default),
-// waiting at most --batch-timeout-us after the first for more, and runs
-// them as one batch (the runtime pads it to a profile). --max-batch 1 is
+// --max-batch queued requests (the model's largest batch by default) and
+// runs them as one batch (the runtime pads it to a profile). By default it
+// takes what is queued and waits for nothing more: at a low rate a request
+// runs alone at once, and under load requests queue while the workers run,
+// so batches grow with the load. --batch-timeout-us T waits up to T after
+// the first request for more. --max-batch 1 is
 // the one-request-a-run server to compare with. A model without profiles
 // serves each request as one run of its fixed inputs.
 //
@@ -176,7 +179,7 @@ int main(int argc, char **argv) {
   double rate = 0; // 0: all requests arrive at once (a throughput test)
   bool graph = false;
   int64_t maxBatch = 0; // 0: the model's largest batch
-  long timeoutUs = 2000;
+  long timeoutUs = 0;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--max-batch" && i + 1 < argc)

@@ -1343,7 +1343,9 @@ def make_dynamic_batch(path, kind):
         outputs = [h.make_tensor_value_info("y", T.FLOAT, ["N", 6, 8])]
         inits = [w("mw", 16, 8)]
     g = h.make_graph(nodes, kind, inputs, outputs, inits)
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+    # IR 8: what the ONNX Runtime of older hosts reads.
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)],
+                           ir_version=8), path)
     return path
 
 
