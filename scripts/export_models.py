@@ -21,17 +21,27 @@ import traceback
 # on a machine without them (bench/run.py --dry-run).
 
 
-def export_torchscript(model, args, path, opset):
+def export_torchscript(model, args, path, opset, dynamic_batch=False):
+    """dynamic_batch: axis 0 of the input and output is symbolic ("N"), for
+    cuts compile --batch."""
     import torch
+    axes = {"input": {0: "N"}, "output": {0: "N"}} if dynamic_batch else None
     torch.onnx.export(model, args, path, opset_version=opset, dynamo=False,
-                      do_constant_folding=True,
+                      do_constant_folding=True, dynamic_axes=axes,
                       input_names=["input"], output_names=["output"])
 
 
-def export_dynamo(model, args, path, opset, input_names):
+def export_dynamo(model, args, path, opset, input_names,
+                  dynamic_batch=False):
+    """dynamic_batch: axis 0 of every input is torch.export's symbol (traced
+    at batch 2: a batch of 1 would be specialised)."""
     import torch
+    kw = {}
+    if dynamic_batch:
+        batch = torch.export.Dim("batch", min=1, max=4096)
+        kw["dynamic_shapes"] = tuple({0: batch} for _ in args)
     prog = torch.onnx.export(model, args, dynamo=True, opset_version=opset,
-                             input_names=input_names)
+                             input_names=input_names, **kw)
     prog.save(path)
 
 
@@ -166,6 +176,12 @@ MODELS = {
     "bert_base_s128_dyn20": lambda p: export_dynamo(*bert(1, 128, False), p, 20,
                                                      ["input_ids", "attention_mask"]),
     "gpt2_s128_dyn20": lambda p: export_dynamo(*gpt2(1, 128), p, 20, ["input_ids"]),
+    # A symbolic batch (axis 0): what cuts compile --batch 1,8,32 serves.
+    "resnet50_bN_ts17": lambda p: export_torchscript(*cnn("resnet50", 2), p, 17,
+                                                     dynamic_batch=True),
+    "bert_base_s128_bN_dyn20": lambda p: export_dynamo(
+        *bert(2, 128, False), p, 20, ["input_ids", "attention_mask"],
+        dynamic_batch=True),
 }
 
 

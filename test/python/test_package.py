@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Tests of the Python package `cuts` (python/): describe, load, run and
+compile, against ONNX Runtime.
+
+Without --gpu (CPU): cuts.compile with batch profiles, the model's
+description, runs emulated on the CPU (every batch of the profiles, inputs
+converted where exact), and the errors (CutsError with the message of the
+runtime or the compiler). With --gpu (ctest label gpu; exit 77 without
+one): runs on the GPU from numpy and, where torch is installed, from torch
+tensors on the device through DLPack (outputs too), the padded batch's run
+info, benchmark, and sessions of one model on four threads at once.
+
+usage: test_package.py --cuts build/tools/cuts/cuts --work DIR [--gpu]
+(PYTHONPATH must hold the package: build/python)
+"""
+import argparse
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models"))
+import test_compile  # noqa: E402  (the dynamic-batch model)
+
+import cuts  # noqa: E402
+
+
+def require(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def raises(fn, text):
+    try:
+        fn()
+    except cuts.CutsError as e:
+        require(text in str(e), "CutsError %r lacks %r" % (str(e), text))
+        return
+    raise AssertionError("no CutsError (wanted %r)" % text)
+
+
+def reference(path, feeds):
+    import onnxruntime as ort
+    return ort.InferenceSession(path).run(None, feeds)[0]
+
+
+def feeds_at(n):
+    rng = np.random.default_rng(n)
+    return {"x": rng.standard_normal((n, 6, 16)).astype(np.float32),
+            "s": rng.standard_normal(16).astype(np.float32)}
+
+
+def check_cpu(work, onnx_path, art):
+    require(cuts.api_version() == 4, "API version")
+    m = cuts.load(art, emulate=True)
+    require(m.profiles == [1, 3, 4] and m.max_batch == 4, m)
+    require([t.name for t in m.inputs] == ["x", "s"], m.inputs)
+    require(m.inputs[0].batch_axis == 0 and m.inputs[1].batch_axis == -1,
+            m.inputs)
+    require(m.outputs[0].shape == (4, 6, 8), m.outputs)
+    s = m.session()
+    for n in (1, 2, 3, 4):
+        f = feeds_at(n)
+        got = s.run(f)["y"]
+        want = reference(onnx_path, f)
+        require(got.shape == want.shape and np.allclose(got, want, atol=1e-5),
+                "batch %d differs from ONNX Runtime" % n)
+    f = feeds_at(2)
+    got = s.run({"x": f["x"].astype(np.float64), "s": list(f["s"])})["y"]
+    require(np.allclose(got, reference(onnx_path, f), atol=1e-5),
+            "float64 and list inputs are converted")
+    raises(lambda: s.run({"x": f["x"]}), "no value for input 's'")
+    raises(lambda: s.run({**f, "z": f["s"]}), "the model has no input 'z'")
+    raises(lambda: s.run({"x": f["x"].astype(np.int64), "s": f["s"]}),
+           "input 'x': int64 given, the model's is float32")
+    raises(lambda: s.run({"x": np.zeros((5, 6, 16), np.float32),
+                          "s": f["s"]}), "axis 0 a batch from 1 to 4")
+    raises(lambda: s.run(f, device_outputs=True), "no device outputs")
+    bad = os.path.join(work, "bad.cuts")
+    with open(bad, "wb") as fh:
+        fh.write(b"not an artifact")
+    raises(lambda: cuts.load(bad, emulate=True), "bad magic")
+    raises(lambda: cuts.compile(os.path.join(work, "missing.onnx"), "sm_90",
+                                os.path.join(work, "x")), "missing.onnx")
+
+
+def check_gpu(onnx_path, art):
+    m = cuts.load(art, device=0)
+    require(m.profiles == [1, 3, 4], m.profiles)
+    s = m.session(cuda_graph=True)
+    for n in (1, 2, 3, 4):
+        f = feeds_at(n)
+        got = s.run(f)["y"]
+        require(np.allclose(got, reference(onnx_path, f), atol=1e-5),
+                "GPU batch %d differs from ONNX Runtime" % n)
+        require(s.run_info() == (n, 3 if n == 2 else n), s.run_info())
+    require(len(s.benchmark(warmup=2, iters=5, batch=2)) == 5, "benchmark")
+    # Sessions of one model on four threads at once.
+    errors = []
+
+    def worker(k):
+        try:
+            mine = m.session()
+            f = feeds_at(1 + k % 4)
+            want = reference(onnx_path, f)
+            for _ in range(20):
+                require(np.allclose(mine.run(f)["y"], want, atol=1e-5),
+                        "thread %d" % k)
+        except Exception as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    require(not errors, "threads: %s" % errors)
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed: DLPack from torch not checked")
+        return
+    f = feeds_at(3)
+    x = torch.from_numpy(f["x"]).cuda()
+    sc = torch.from_numpy(f["s"]).cuda()
+    # The two lines: inputs read on the device, outputs left there.
+    y = cuts.load(art).session().run({"x": x, "s": sc},
+                                     device_outputs=True)["y"]
+    require(isinstance(y, torch.Tensor) and y.is_cuda, type(y))
+    require(np.allclose(y.cpu().numpy(), reference(onnx_path, f),
+                        atol=1e-5), "torch outputs differ")
+    got = s.run({"x": x, "s": sc})["y"]  # device inputs, host outputs
+    require(isinstance(got, np.ndarray) and
+            np.allclose(got, reference(onnx_path, f), atol=1e-5),
+            "device inputs, numpy outputs")
+    print("torch %s: DLPack in and out" % torch.__version__)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuts", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--gpu", action="store_true")
+    a = ap.parse_args()
+    if a.gpu:
+        try:
+            ok = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                timeout=60).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if not ok:
+            print("no GPU here: skipped")
+            return 77
+    os.environ["CUTS_EXECUTABLE"] = os.path.abspath(a.cuts)
+    os.makedirs(a.work, exist_ok=True)
+    onnx_path = test_compile.make_dynamic_batch(
+        os.path.join(a.work, "rows.onnx"), "rows")
+    art = cuts.compile(onnx_path, "sm_90", os.path.join(a.work, "out"),
+                       batch=[4, 1, 3], progress=False)
+    require(os.path.exists(art), art)
+    if a.gpu:
+        check_gpu(onnx_path, art)
+    else:
+        check_cpu(a.work, onnx_path, art)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
