@@ -1418,6 +1418,24 @@ def check_batch_profiles(runner):
                          if kind == "rows" else []))
         require(r.returncode != 0 and "axis 0 a batch from 1 to 4" in r.stderr,
                 "batch 5: " + r.stderr)
+        if kind == "rows":  # a non-batch dimension that differs
+            x7 = os.path.join(d, "x7.npy")
+            np.save(x7, np.zeros((2, 7, 16), np.float32))
+            r = runner.run("run", art, "--emulate", "--input", "x=" + x7,
+                           "--input", "s=" + os.path.join(d, "ref1", "s.npy"))
+            require(r.returncode != 0 and "the model takes [2,6,16]" in
+                    r.stderr, "a wrong non-batch dimension: " + r.stderr)
+            # One tuning cache for every profile; the report lists them.
+            tuned = os.path.join(d, "tuned")
+            r = runner.run("compile", path, "--arch", "sm_90", "-o", tuned,
+                           "--batch", "1,3,4", "--tuning",
+                           os.path.join(d, "cache.json"))
+            require(r.returncode == 0, "compile --batch --tuning: " + r.stderr)
+            with open(os.path.join(tuned, "tuning.json")) as f:
+                report = json.load(f)
+            require([p["batch"] for p in report["profiles"]] == [1, 3, 4] and
+                    all(p["groups"] for p in report["profiles"]),
+                    "tuning.json per profile: %s" % report.keys())
         if runner.gpu:
             r = runner.run("bench", art, "--batch", "2", "--iters", "5")
             require(r.returncode == 0 and "padded to profile 3" in r.stdout,

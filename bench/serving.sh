@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Batch profiles and dynamic batching on a GPU host: ResNet-50 and BERT-base
+# (test/models/exported/*_bN_*: a symbolic batch, random weights) compiled
+# in fp16 with --batch 1,8,32; cuts bench --batch B --graph for every batch
+# 1..32 (a padded batch against its profile), then examples/server with
+# dynamic batching against one request a run (--max-batch 1) at several
+# arrival rates. Output in bench/out/serving-<arch>.txt.
+#
+#   bench/serving.sh [directory of cuts and cuts-server, default .gpu-bin/bin] [arch]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-.gpu-bin/bin}
+ARCH=${2:-h200}
+W=${WORK:-/tmp/cuts-serving}
+mkdir -p bench/out "$W"
+OUT=bench/out/serving-$ARCH.txt
+{
+  nvidia-smi -L
+  for spec in "resnet50_bN_ts17:1000 4000 8000 16000" \
+              "bert_base_s128_bN_dyn20:500 1500 3000 6000"; do
+    m=${spec%%:*} rates=${spec#*:}
+    [ -d "$W/in/$m" ] || python3 test/models/inflate.py \
+      "test/models/exported/$m.onnx" "$W/in/$m" >/dev/null
+    "$BIN/cuts" compile "$W/in/$m/$m.onnx" --arch "$ARCH" --precision fp16 \
+      -o "$W/$m" --batch 1,8,32 >"$W/$m.log" 2>&1 || { tail -3 "$W/$m.log"; continue; }
+    for b in $(seq 1 32); do
+      echo "$m batch $b: $("$BIN/cuts" bench "$W/$m/model.cuts" --batch $b \
+        --graph --iters 50 | sed 's/.*: median/median/')"
+    done
+    for rate in $rates; do
+      n=$((rate < 2000 ? 2000 : rate))
+      for mb in 32 1; do
+        echo "$m rate $rate: $(timeout 200 "$BIN/cuts-server" "$W/$m/model.cuts" \
+          --workers 2 --requests $n --rate "$rate" --graph --max-batch $mb | tail -1)"
+      done
+    done
+  done
+} 2>&1 | tee "$OUT"
