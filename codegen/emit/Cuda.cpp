@@ -1748,8 +1748,10 @@ void Emitter::emitFetch(const Fetch &f, const std::string &ind,
              (shared.empty() ? "" : " + " + shared);
   }
   std::string inside, outside = num(f.outside);
-  // A waited tensor is read through L2: L1 may hold a line read early.
-  const bool l2 = f.tensor >= 0 && k.waitsFor(f.tensor);
+  // A waited tensor is read through L2: L1 may hold a line read early
+  // (HIP: cuts_wait's acquire fence has dropped the CU's L1 instead).
+  const bool l2 =
+      f.tensor >= 0 && k.waitsFor(f.tensor) && target == Target::Cuda;
   if (f.mask) {
     inside = "1.0f";
   } else if (quads) {
@@ -2759,18 +2761,29 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
 
 // The semaphore helpers of cuSync's waits and posts.
 std::string syncPrelude(Target target) {
+  std::string s =
+      "// cuSync: semaphores count posts since allocation and are never\n"
+      "// reset; run r (the epoch: runs finished) waits for (r + 1) x its\n"
+      "// posts (wrap-safe compare).\n";
   if (target == Target::Hip)
-    return "#error \"tile synchronisation is generated for CUDA only\"\n";
-  return "// cuSync: semaphores count posts since allocation and are never\n"
-         "// reset; run r (the epoch: runs finished) waits for (r + 1) x its\n"
-         "// posts (wrap-safe compare).\n"
-         "// A short fixed sleep: backing off to 1 us found tiles late\n"
-         "// (GEMM chains on an H200: 3-4% of the gain lost).\n"
-         "__device__ __forceinline__ void cuts_wait(const unsigned *s, "
-         "unsigned target) {\n"
-         "  while ((int)(*(const volatile unsigned *)s - target) < 0)\n"
-         "    __nanosleep(64);\n"
-         "}\n";
+    // An agent-scope atomic load sees other CUs' posts (L2); the acquire
+    // fence then drops this CU's L1, so the block's plain loads after the
+    // barrier read what the producer stored. s_sleep 1 is 64 clocks.
+    return s + "__device__ __forceinline__ void cuts_wait(const unsigned *s, "
+               "unsigned target) {\n"
+               "  while ((int)(__hip_atomic_load(s, __ATOMIC_RELAXED,\n"
+               "                                  __HIP_MEMORY_SCOPE_AGENT) -\n"
+               "               target) < 0)\n"
+               "    __builtin_amdgcn_s_sleep(1);\n"
+               "  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"agent\");\n"
+               "}\n";
+  return s + "// A short fixed sleep: backing off to 1 us found tiles late\n"
+             "// (GEMM chains on an H200: 3-4% of the gain lost).\n"
+             "__device__ __forceinline__ void cuts_wait(const unsigned *s, "
+             "unsigned target) {\n"
+             "  while ((int)(*(const volatile unsigned *)s - target) < 0)\n"
+             "    __nanosleep(64);\n"
+             "}\n";
 }
 
 // "((c0 * 4 + c1) * 2 + c3)": semaphore index of coordinates `c` (names)
@@ -2974,7 +2987,9 @@ std::string emitSource(const Kernel &kernel, Target target) {
 }
 
 std::string syncWaitKernel(Target target) {
-  return syncPrelude(target) +
+  return std::string(target == Target::Hip ? "#include <hip/hip_runtime.h>\n"
+                                           : "") +
+         syncPrelude(target) +
          "\nextern \"C\" __global__ void cuts_sync_wait(const unsigned "
          "*started, const unsigned *cuts_epoch) {\n"
          "  cuts_wait(started, cuts_epoch[0] + 1u);\n"
@@ -2982,9 +2997,9 @@ std::string syncWaitKernel(Target target) {
 }
 
 std::string syncEpochKernel(Target target) {
-  if (target == Target::Hip)
-    return syncPrelude(target);
-  return "extern \"C\" __global__ void cuts_sync_epoch(unsigned "
+  return std::string(target == Target::Hip ? "#include <hip/hip_runtime.h>\n"
+                                           : "") +
+         "extern \"C\" __global__ void cuts_sync_epoch(unsigned "
          "*cuts_epoch) {\n"
          "  cuts_epoch[0] += 1u;\n"
          "}\n";

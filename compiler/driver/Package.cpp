@@ -556,10 +556,10 @@ bool Packager::compileKernels(std::string &error) {
     KernelSource &s = res.sources[i];
     s.name = unique[i].name;
     auto raw = rawSources.find(int(i));
-    s.source =
-        raw != rawSources.end() ? raw->second : codegen::emitSource(unique[i]);
+    s.source = raw != rawSources.end() ? raw->second.first
+                                       : codegen::emitSource(unique[i]);
     s.hip = raw != rawSources.end()
-                ? "#error \"tile synchronisation is generated for CUDA only\"\n"
+                ? raw->second.second
                 : codegen::emitSource(unique[i], codegen::Target::Hip);
   });
   // Per kernel and arch: its CUBIN, ptxas line and error (batches of

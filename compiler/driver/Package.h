@@ -80,7 +80,8 @@ private:
   int addHelperLaunch(int u, std::vector<int> args, std::vector<int> outputs,
                       std::string summary);
   int addStateTensor(const std::string &name, int64_t words);
-  int addRawKernel(const std::string &name, const std::string &source);
+  int addRawKernel(const std::string &name, const std::string &cuda,
+                   const std::string &hip);
   int addUnique(codegen::Kernel k, const std::string &suffix);
   int tensorFor(mlir::Value v, std::string &error);
   int addTensor(mlir::Value v, rt::TensorKind kind, const std::string &name,
@@ -106,7 +107,8 @@ private:
   llvm::DenseMap<mlir::Value, int> tensorOf;
   std::map<std::string, int> uniqueOf; // kernel code -> index in `unique`
   std::vector<codegen::Kernel> unique;
-  std::map<int, std::string> rawSources; // unique index -> CUDA source
+  // unique index -> the CUDA and HIP sources of a kernel not from a DFG
+  std::map<int, std::pair<std::string, std::string>> rawSources;
   // Per manifest kernel: its index in `unique` (-1: a library call), and its
   // time (measured, else the bound) for the sync estimate.
   std::vector<int> uniqueOfKernel;

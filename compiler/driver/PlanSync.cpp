@@ -71,13 +71,14 @@ int Packager::addStateTensor(const std::string &name, int64_t words) {
   return int(m.tensors.size() - 1);
 }
 
-int Packager::addRawKernel(const std::string &name, const std::string &source) {
+int Packager::addRawKernel(const std::string &name, const std::string &cuda,
+                           const std::string &hip) {
   for (const auto &[u, src] : rawSources)
     if (unique[size_t(u)].name == name)
       return u;
   codegen::Kernel k;
   k.name = name;
-  rawSources[int(unique.size())] = source;
+  rawSources[int(unique.size())] = {cuda, hip};
   unique.push_back(k);
   return int(unique.size() - 1);
 }
@@ -305,8 +306,13 @@ bool Packager::addSyncPairs(std::string &error) {
   if (pairs.empty())
     return true;
   const int epoch = addStateTensor("cuts_sync_epoch", 1);
-  const int wait = addRawKernel("cuts_sync_wait", codegen::syncWaitKernel());
-  const int count = addRawKernel("cuts_sync_epoch", codegen::syncEpochKernel());
+  using codegen::Target;
+  const int wait =
+      addRawKernel("cuts_sync_wait", codegen::syncWaitKernel(Target::Cuda),
+                   codegen::syncWaitKernel(Target::Hip));
+  const int count =
+      addRawKernel("cuts_sync_epoch", codegen::syncEpochKernel(Target::Cuda),
+                   codegen::syncEpochKernel(Target::Hip));
   std::vector<rt::Step> steps;
   int lastMain = -1, join = -1;     // in `steps`
   auto pushMain = [&](rt::Step s) { // the first after a side run joins it

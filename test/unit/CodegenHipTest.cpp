@@ -8,6 +8,7 @@
 #include "codegen/ops/Pool.h"
 #include "codegen/ops/Reduction.h"
 #include "codegen/ops/SharedFusion.h"
+#include "codegen/sync/TileSync.h"
 
 #include "CodegenTestUtil.h"
 
@@ -72,6 +73,27 @@ TEST_CASE("HIP emission compiles with hipcc for gfx90a", "[.hip]") {
   REQUIRE(producer);
   REQUIRE(consumer);
   add(fuseShared(*producer, *consumer, "X", err));
+  // cuSync on HIP: a GEMM pair, the producer posting its tiles (RowSync)
+  // and the consumer waiting for the rows it reads; the wait and epoch
+  // kernels.
+  TileParams g1 = mm, g2 = mm;
+  g2.Nb = 32, g2.Kb = 32;
+  auto post =
+      buildMatMul("hip_sync_post", test::matmulDesc(64, 96, 128), g1, {}, err);
+  auto wait =
+      buildMatMul("hip_sync_wait", test::matmulDesc(64, 128, 96), g2, {}, err);
+  INFO(err);
+  REQUIRE(post);
+  REQUIRE(wait);
+  std::string why;
+  auto dep = sync::dependence(*post, *wait, 0, why);
+  INFO(why);
+  REQUIRE(dep);
+  const sync::Policy policy = sync::policies(*dep).back();
+  post->post = TilePost{dep->producer, policy};
+  wait->waits = {TileWait{sync::tiledFetch(*wait, 0)->tensor, *dep, policy}};
+  add(std::move(post));
+  add(std::move(wait));
   char dir[] = "/tmp/cuts-hip-XXXXXX";
   REQUIRE(mkdtemp(dir));
   for (const Kernel &k : kernels) {
@@ -80,6 +102,19 @@ TEST_CASE("HIP emission compiles with hipcc for gfx90a", "[.hip]") {
     std::string cmd = "hipcc --genco --offload-arch=gfx90a -O2 " + src +
                       " -o " + src + ".hsaco > " + src + ".log 2>&1";
     INFO(k.name << ": " << cmd);
+    CHECK(std::system(cmd.c_str()) == 0);
+    std::remove((src + ".hsaco").c_str());
+    std::remove((src + ".log").c_str());
+    std::remove(src.c_str());
+  }
+  for (const auto &[name, source] :
+       {std::make_pair("cuts_sync_wait", syncWaitKernel(Target::Hip)),
+        std::make_pair("cuts_sync_epoch", syncEpochKernel(Target::Hip))}) {
+    std::string src = std::string(dir) + "/" + name + ".hip";
+    std::ofstream(src) << source;
+    std::string cmd = "hipcc --genco --offload-arch=gfx90a -O2 " + src +
+                      " -o " + src + ".hsaco > " + src + ".log 2>&1";
+    INFO(name << ": " << cmd);
     CHECK(std::system(cmd.c_str()) == 0);
     std::remove((src + ".hsaco").c_str());
     std::remove((src + ".log").c_str());
