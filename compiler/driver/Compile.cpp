@@ -46,23 +46,12 @@ bool notCoveredYet(const std::string &error) {
          error.find(", which an artifact cannot hold") != std::string::npos;
 }
 
-namespace {
-
-nlohmann::json timingsObject(const CompileResult &r) {
-  nlohmann::json groups = nlohmann::json::array();
+std::string syncJson(const std::vector<SyncDecision> &all) {
   auto us = [](double v) {
     return std::isfinite(v) ? nlohmann::json(v) : nullptr;
   };
-  for (const GroupTiming &t : r.timings)
-    groups.push_back({{"ops", t.ops},
-                      {"fusion", t.fusion},
-                      {"boundUs", us(t.boundUs)},
-                      {"generatedUs", us(t.generatedUs)},
-                      {"libraryUs", us(t.libraryUs)},
-                      {"library", t.library},
-                      {"chosen", t.chosenLibrary ? "library" : "generated"}});
   nlohmann::json syncs = nlohmann::json::array();
-  for (const SyncDecision &d : r.syncs)
+  for (const SyncDecision &d : all)
     syncs.push_back(
         {{"producer", d.producer},
          {"consumer", d.consumer},
@@ -80,6 +69,25 @@ nlohmann::json timingsObject(const CompileResult &r) {
                                                             : NAN)},
                                            {"syncUs", d.measuredSyncUs}}
                           : nlohmann::json(nullptr)}});
+  return syncs.dump();
+}
+
+namespace {
+
+nlohmann::json timingsObject(const CompileResult &r) {
+  nlohmann::json groups = nlohmann::json::array();
+  auto us = [](double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nullptr;
+  };
+  for (const GroupTiming &t : r.timings)
+    groups.push_back({{"ops", t.ops},
+                      {"fusion", t.fusion},
+                      {"boundUs", us(t.boundUs)},
+                      {"generatedUs", us(t.generatedUs)},
+                      {"libraryUs", us(t.libraryUs)},
+                      {"library", t.library},
+                      {"chosen", t.chosenLibrary ? "library" : "generated"}});
+  nlohmann::json syncs = nlohmann::json::parse(syncJson(r.syncs));
   return {{"groups", groups}, {"sync", syncs}};
 }
 
@@ -139,6 +147,8 @@ std::optional<CompileResult> compileModule(mlir::ModuleOp module,
     return std::nullopt;
   res.codegenSeconds = secondsSince(codegenStart);
 
+  if (!opts.buildKernels)
+    return res;
   auto nvrtcStart = std::chrono::steady_clock::now();
   if (!pkg.compileKernels(error))
     return std::nullopt;

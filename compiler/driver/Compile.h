@@ -55,6 +55,9 @@ struct CompileOptions {
   /// cuSync pairs: where the model predicts a gain, none (--no-sync), or
   /// every pair the tile analysis follows (--sync-all, for measuring).
   enum class Sync { Model, Off, All } sync = Sync::Model;
+  /// false: the plan alone, no NVRTC (`cuts explain --sync` shows the
+  /// pairs a compile would make).
+  bool buildKernels = true;
 };
 
 /// A pair of consecutive generated kernels the cuSync planner considered.
@@ -136,6 +139,10 @@ bool notCoveredYet(const std::string &error);
 /// partition search of compileModule puts every candidate group to, so that
 /// `cuts explain` shows the partition a compile builds.
 bool canGenerateGroup(llvm::ArrayRef<mlir::Operation *> ops);
+
+/// The pairs considered, as JSON (tuning.json's and `cuts explain
+/// --sync --json`'s "sync" list).
+std::string syncJson(const std::vector<SyncDecision> &syncs);
 
 /// The timings as JSON (`cuts compile` writes it to DIR/tuning.json): the
 /// one compile's groups and sync pairs, or with batch profiles (one result

@@ -1281,6 +1281,14 @@ def check_sync_tuned(runner, path, d):
     out, report, m = compile_with(times(100.0, 100.0, 50.0))
     require(report[0]["chosen"] and report[0]["measured"]["syncUs"] == 50.0,
             "a pair measured faster is made: %s" % report[0])
+    # cuts explain --sync plans the same pairs from the same cache.
+    r = runner.run("explain", path, "--arch", "h100", "--sync", "--json",
+                   "--tuning", cache)
+    require(r.returncode == 0, "explain --sync: " + r.stderr)
+    explained = json.loads(r.stdout)["sync"]
+    require([(p["producer"], p["chosen"]) for p in explained] ==
+            [(p["producer"], p["chosen"]) for p in report],
+            "explain --sync: %s, compile: %s" % (explained, report))
     require("made %s -> %s" % (pair["producer"], pair["consumer"]) in out and
             "measured 100.0 us in stream order" in out, out)
     require(any(s.get("stream") == 1 for s in m["steps"]), "no side stream")

@@ -26,6 +26,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -51,13 +53,16 @@ void usage(llvm::raw_ostream &os) {
         "      --print-weights (then the output parses back with cuts-opt).\n"
         "  import --list-ops\n"
         "      the ONNX operators cuts covers\n"
-        "  explain MODEL.onnx --arch ARCH [--json | --mlir] [--input-shape "
+        "  explain MODEL.onnx --arch ARCH [--json | --mlir] [--sync] "
+        "[--input-shape "
         "...]\n"
         "                    [--top-percent T] [--min-keep K] [--max-keep M]\n"
         "                    [--no-fusion] [--precision P] [--io-precision P]\n"
         "      the kernels the performance model groups the graph into, with\n"
         "      candidates enumerated and kept, the best PUL and its factors;\n"
-        "      --mlir: the graph with each group a cuts.group region\n"
+        "      --mlir: the graph with each group a cuts.group region;\n"
+        "      --sync [--tuning CACHE]: also the cuSync pairs a compile would\n"
+        "      make, with the model's estimates (and the tuner's times)\n"
         "  compile MODEL.onnx --arch ARCH[,ARCH...] -o DIR [--emit-source]\n"
         "                    [--name NAME] [--input-shape ...] [--no-fusion]\n"
         "                    [--batch B,B,...]\n"
@@ -361,9 +366,11 @@ std::optional<cuts::GpuArch> resolveArch(const std::string &name) {
   return arch;
 }
 
+void printSync(const cuts::driver::CompileResult &r);
+
 int cmdExplain(const std::vector<std::string> &args) {
-  std::string model, archName;
-  bool json = false, mlir = false;
+  std::string model, archName, tuningCache;
+  bool json = false, mlir = false, sync = false;
   cuts::ImportOptions opts;
   cuts::ExplainOptions eopts;
   Precision precision;
@@ -375,6 +382,11 @@ int cmdExplain(const std::vector<std::string> &args) {
       json = true;
     } else if (a.is("--mlir")) {
       mlir = true;
+    } else if (a.is("--sync")) {
+      sync = true;
+    } else if (a.is("--tuning")) {
+      if (!a.value(tuningCache))
+        return error("", "--tuning needs a cache file (JSON)");
     } else if (a.is("--no-fusion")) {
       eopts.fusion = false;
     } else if (int r = parsePruneOption(a, eopts.prune)) {
@@ -415,8 +427,36 @@ int cmdExplain(const std::vector<std::string> &args) {
     llvm::outs() << moduleText(*module, /*printWeights=*/false) << "\n";
     return 0;
   }
-  llvm::outs() << (json ? cuts::explainJson(*report)
-                        : cuts::explainTable(*report));
+  if (!sync) {
+    llvm::outs() << (json ? cuts::explainJson(*report)
+                          : cuts::explainTable(*report));
+    return 0;
+  }
+  // --sync: the pairs a compile would make, planned as it plans them (the
+  // kernels built, not compiled; measured times from --tuning CACHE).
+  cuts::driver::CompileOptions copts;
+  copts.arch = *arch;
+  copts.archs = copts.arch.targets = {arch->computeArch};
+  copts.prune = eopts.prune;
+  copts.fusion = eopts.fusion;
+  copts.precision = precision.storage;
+  copts.buildKernels = false;
+  copts.tuningCache = tuningCache;
+  if (!tuningCache.empty())
+    copts.cost = cuts::driver::CostSource::Cache;
+  auto planned = cuts::driver::compileModule(*module, copts, err);
+  if (!planned)
+    return error(model, err);
+  if (json) {
+    auto j = nlohmann::json::parse(cuts::explainJson(*report));
+    j["sync"] = nlohmann::json::parse(cuts::driver::syncJson(planned->syncs));
+    llvm::outs() << j.dump(1) << "\n";
+    return 0;
+  }
+  llvm::outs() << cuts::explainTable(*report);
+  if (planned->syncs.empty())
+    llvm::outs() << "cuSync: no pair of generated kernels to consider\n";
+  printSync(*planned);
   return 0;
 }
 
