@@ -1531,6 +1531,15 @@ def check_no_gpu(runner, art, inputs):
             "bench --bandwidth-gbs without a value: " + r.stderr)
 
 
+def has_gpu():
+    """Whether nvidia-smi sees a GPU (the --gpu tests skip without one)."""
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                              timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuts", required=True)
@@ -1539,15 +1548,9 @@ def main():
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--exported", action="store_true")
     a = ap.parse_args()
-    if a.gpu:
-        try:
-            ok = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
-                                timeout=60).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        if not ok:
-            print("no GPU here: skipped")
-            return 77  # ctest's SKIP_RETURN_CODE
+    if a.gpu and not has_gpu():
+        print("no GPU here: skipped")
+        return 77  # ctest's SKIP_RETURN_CODE
     os.makedirs(a.work, exist_ok=True)
     runner = Runner(os.path.abspath(a.cuts), a.work, a.gpu)
     first = None
