@@ -30,26 +30,39 @@ __device__ __forceinline__ bool cuts_pack(const float *v, unsigned &word) {
   return false;
 }
 
+// One group a thread, every lane of a warp on the same iteration (the
+// tail's idle lanes too), so that a warp takes side slots for its escaped
+// groups with one atomic.
 extern "C" __global__ void cuts_compress3to1(
     const float *__restrict__ x, unsigned long long n,
     unsigned *__restrict__ words, float *__restrict__ side,
     unsigned *__restrict__ side_groups) {
   const unsigned long long groups = (n + 2) / 3;
   const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+  const unsigned lane = threadIdx.x % 32;
   for (unsigned long long g =
            (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-       g < groups; g += step) {
-    float v[3];
-    for (int i = 0; i < 3; ++i)
-      v[i] = x[g * 3 + i < n ? g * 3 + i : g * 3];
-    unsigned w;
-    if (!cuts_pack(v, w)) { // exact, in a side slot of its own
-      const unsigned at = atomicAdd(side_groups, 1u);
+       g - lane < groups; g += step) {
+    const bool active = g < groups;
+    float v[3] = {0.f, 0.f, 0.f};
+    unsigned w = 0;
+    if (active)
+      for (int i = 0; i < 3; ++i)
+        v[i] = x[g * 3 + i < n ? g * 3 + i : g * 3];
+    const bool escape = active && !cuts_pack(v, w);
+    const unsigned mask = __ballot_sync(0xffffffffu, escape);
+    unsigned at = 0;
+    if (lane == 0 && mask)
+      at = atomicAdd(side_groups, (unsigned)__popc(mask));
+    at = __shfl_sync(0xffffffffu, at, 0) +
+         __popc(mask & ((1u << lane) - 1u));
+    if (escape) { // exact, in a side slot of its own
       for (int i = 0; i < 3; ++i)
         side[3ull * at + i] = v[i];
       w = 0x80000000u | at;
     }
-    words[g] = w;
+    if (active)
+      words[g] = w;
   }
 }
 

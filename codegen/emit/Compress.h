@@ -3,8 +3,9 @@
 // CUDA sources of the kernels that pack fp32 weights into ScaleDNN's 3:1
 // format and unpack them (the format and its scalar reference:
 // runtime/internal/cuts/rt/Compress.h). Grid-stride loops over the groups
-// of three, so any grid serves any count; escaped groups take side slots
-// from an atomic counter (their order may differ from the reference's).
+// of three, so any grid of whole warps serves any count. Escaped groups
+// take side slots from an atomic counter, one atomic a warp (their order
+// may differ from the reference's).
 //
 //   cuts_compress3to1(const float *x, unsigned long long n, unsigned *words,
 //                     float *side, unsigned *side_groups)

@@ -1470,6 +1470,38 @@ def check_batch_profiles(runner):
             in r.stderr, "--batch on a fixed model: " + r.stderr)
 
 
+def check_compress(runner):
+    """cuts compress: the 3:1 weight format on a compiled model: about 3x
+    fewer bytes, the weights' error under the format's 2^-5, bf16 beside
+    it, the outputs' error measured by running the restored model, and the
+    restored artifact written and valid."""
+    path = os.path.join(runner.work, "compress_mlp.onnx")
+    make_mlp(path)
+    out = os.path.join(runner.work, "compress_mlp")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out)
+    require(r.returncode == 0, "compile: " + r.stderr)
+    art = os.path.join(out, "model.cuts")
+    restored = os.path.join(out, "restored.cuts")
+    modes = [("--emulate",)] + ([()] if runner.gpu else [])
+    for mode in modes:
+        r = runner.run("compress", art, *mode, "--json", "-o", restored)
+        require(r.returncode == 0, "compress %s: %s" % (mode, r.stderr))
+        rep = json.loads(r.stdout)
+        require(2.9 < rep["ratio"] <= 3.0 and rep["fp32_weights"] > 30000,
+                "ratio: %s" % rep)
+        require(0 < rep["weights"]["rel_l2"] < 1 / 32 and
+                rep["bf16_truncation"]["rel_l2"] < rep["weights"]["rel_l2"],
+                "weights' error: %s" % rep)
+        require(0 < rep["outputs"]["rel_l2"] < 0.2, "outputs: %s" % rep)
+    x = os.path.join(out, "x.npy")
+    np.save(x, np.ones((80, 64), np.float32))
+    r = runner.run("run", restored, "--emulate", "--input", "x=" + x)
+    require(r.returncode == 0, "the restored artifact runs: " + r.stderr)
+    r = runner.run("compress", os.path.join(out, "model.h"), "--emulate")
+    require(r.returncode != 0 and "cuts: error:" in r.stderr,
+            "compress of a non-artifact: " + r.stderr)
+
+
 def check_sync(runner):
     """--sync-all: every kernel pair the tile analysis follows runs as a
     cuSync producer and consumer (a side stream, semaphores, the wait and
@@ -1617,6 +1649,8 @@ def main():
         runner.check("cuSync pairs (--sync-all)", check_sync, runner)
     if not a.k or "batch" in a.k:
         runner.check("batch profiles", check_batch_profiles, runner)
+    if not a.k or "compress" in a.k:
+        runner.check("weight compression", check_compress, runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

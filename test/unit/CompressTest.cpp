@@ -168,7 +168,7 @@ TEST_CASE("3:1 compression kernels run on the CPU as the reference does",
                                       {"out", "float *__restrict__"}}},
                      err);
   REQUIRE(unpack);
-  for (size_t n : {size_t(1), size_t(5), size_t(4097)}) {
+  for (size_t n : {size_t(1), size_t(5), size_t(768), size_t(4097)}) {
     INFO("n " << n);
     std::vector<float> x = mixedValues(n, 7 + unsigned(n));
     Compressed3to1 ref = compress3to1(x.data(), n);

@@ -6,6 +6,7 @@
 // what a GPU host needs.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/cuts-run/Compress.h"
 #include "tools/support/Emulate.h"
 #include "tools/support/Options.h"
 #include "tools/support/TensorFile.h"
@@ -60,6 +61,10 @@ const char *kUsage =
     "      peak and global bandwidth of the GPU descriptor the model was\n"
     "      compiled for, or F TFLOP/s and B GB/s (measured ones, say);\n"
     "      with --graph each kernel is timed in a graph of its own\n"
+    "  cuts compress MODEL.cuts [--emulate] [--json] [-o RESTORED.cuts]\n"
+    "      ScaleDNN's 3:1 fp32 weight format on the model: bytes saved, the\n"
+    "      weights' error (bf16 truncation beside it) and the outputs' error\n"
+    "      (the model run with the restored weights, on the GPU or emulated)\n"
     "  cuts tune DIR --cache CACHE [--jobs N] [--target-ms T] "
     "[--max-seconds S]\n"
     "      times DIR/candidates.json (written by cuts compile --candidates) "
@@ -534,6 +539,8 @@ int main(int argc, char **argv) {
     return cmdBench(args);
   if (cmd == "tune")
     return cmdTune(args);
+  if (cmd == "compress")
+    return cuts::cli::cmdCompress(args);
   if (cmd == "-h" || cmd == "--help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -1,0 +1,363 @@
+//===- Compress.cpp - cuts compress: the 3:1 weight format on a model ----===//
+//
+// What ScaleDNN's compression (cuts/rt/Compress.h) does to a compiled
+// model's fp32 weights: the bytes saved, the reconstruction error of the
+// weights (bf16 truncation beside it, the paper's comparison point), and of
+// the model's outputs: the artifact is rewritten with the weights as a
+// device would receive them and run next to the original on the same
+// inputs (emulated, or on GPU 0). With a GPU, the compress and decompress
+// kernels are timed over all the weights.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/cuts-run/Compress.h"
+
+#include "codegen/emit/Compress.h"
+#include "codegen/emit/Nvrtc.h"
+#include "cuts/Artifact.h"
+#include "cuts/cuts.h"
+#include "cuts/rt/Checksum.h"
+#include "cuts/rt/Compress.h"
+#include "cuts/rt/CudaDriver.h"
+#include "tools/support/Emulate.h"
+#include "tools/support/Options.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <random>
+
+namespace cuts::cli {
+namespace {
+
+/// The fp32 weights of every plan, once each: offset -> bytes.
+std::map<uint64_t, uint64_t> fp32Weights(const rt::Artifact &a) {
+  std::map<uint64_t, uint64_t> w;
+  for (const rt::Manifest *m : a.plans())
+    for (const rt::Tensor &t : m->tensors)
+      if (t.kind == rt::TensorKind::Weight && t.dtype == "float32" &&
+          t.bytes() > 0)
+        w[t.weightOffset] = std::max(w[t.weightOffset], t.bytes());
+  return w;
+}
+
+float bf16Truncated(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+struct WeightReport {
+  uint64_t values = 0, bytes = 0, compressedBytes = 0, escapedGroups = 0,
+           groups = 0;
+  rt::ReconstructionError error, bf16;
+  std::vector<float> all; // every fp32 weight, for timing the kernels
+};
+
+/// Compresses each fp32 weight of `bytes` (the file) in place into what a
+/// device would restore, and reports. The error statistics cover the
+/// packed values (escaped groups are exact, and a mask constant of -3.4e38
+/// would drown every other value's error in the L2 norms).
+WeightReport compressWeights(const rt::Artifact &a,
+                             std::vector<uint8_t> &bytes) {
+  WeightReport r;
+  const rt::Blob &section = a.sections.at("weights");
+  std::vector<float> original, restored, truncated;
+  for (const auto &[offset, size] : fp32Weights(a)) {
+    float *p = reinterpret_cast<float *>(bytes.data() + section.offset + offset);
+    const uint64_t n = size / 4;
+    r.all.insert(r.all.end(), p, p + n);
+    rt::Compressed3to1 c = rt::compress3to1(p, n);
+    r.values += n, r.bytes += size, r.compressedBytes += c.bytes();
+    r.groups += c.words.size(), r.escapedGroups += c.side.size() / 3;
+    std::vector<float> back(n);
+    rt::decompress3to1(c, back.data());
+    for (uint64_t i = 0; i < n; ++i)
+      if (!(c.words[i / 3] & rt::kEscapeBit)) {
+        original.push_back(p[i]);
+        restored.push_back(back[i]);
+        truncated.push_back(bf16Truncated(p[i]));
+      }
+    std::memcpy(p, back.data(), size);
+  }
+  r.error = rt::reconstructionError(original.data(), restored.data(),
+                                    original.size());
+  r.bf16 = rt::reconstructionError(original.data(), truncated.data(),
+                                   original.size());
+  return r;
+}
+
+/// Deterministic inputs valid for any model: floats standard normal
+/// (fp32 files; 16-bit inputs get their bit patterns of 0.5), integers 0,
+/// bools 1.
+std::vector<std::vector<uint8_t>> inputsOf(const rt::Manifest &m) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<std::vector<uint8_t>> in;
+  for (int t : m.inputs) {
+    const rt::Tensor &x = m.tensors[size_t(t)];
+    std::vector<uint8_t> b(size_t(x.bytes()), 0);
+    if (x.dtype == "float32")
+      for (size_t i = 0; i + 4 <= b.size(); i += 4) {
+        float v = normal(rng);
+        std::memcpy(&b[i], &v, 4);
+      }
+    else if (x.dtype == "float16" || x.dtype == "bfloat16")
+      for (size_t i = 0; i + 2 <= b.size(); i += 2)
+        b[i + 1] = x.dtype == "float16" ? 0x38 : 0x3f;
+    else if (x.dtype == "bool")
+      std::fill(b.begin(), b.end(), 1);
+    in.push_back(std::move(b));
+  }
+  return in;
+}
+
+/// The model's outputs on GPU 0 through the C API (host bindings).
+bool runOnGpu(const std::vector<uint8_t> &file, const rt::Manifest &m,
+              const std::vector<std::vector<uint8_t>> &in,
+              std::vector<std::vector<uint8_t>> &out, std::string &error) {
+  cuts_model *cm = nullptr;
+  cuts_session *s = nullptr;
+  bool ok = cuts_model_load_memory(file.data(), file.size(), nullptr, &cm) ==
+                CUTS_OK &&
+            cuts_session_create(cm, nullptr, 0, &s) == CUTS_OK;
+  std::vector<cuts_binding> bi, bo;
+  out.assign(m.outputs.size(), {});
+  for (int pass = 0; ok && pass < 2; ++pass) {
+    const std::vector<int> &ids = pass ? m.outputs : m.inputs;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const rt::Tensor &t = m.tensors[size_t(ids[i])];
+      cuts_tensor_info info{};
+      (pass ? cuts_model_output : cuts_model_input)(cm, int(i), &info);
+      if (pass)
+        out[i].assign(size_t(t.bytes()), 0);
+      (pass ? bo : bi)
+          .push_back({t.name.c_str(), info.dtype, int(t.shape.size()),
+                      t.shape.data(),
+                      pass ? static_cast<void *>(out[i].data())
+                           : const_cast<uint8_t *>(in[i].data())});
+    }
+  }
+  ok = ok && cuts_session_run_host(s, bi.data(), int(bi.size()), bo.data(),
+                                   int(bo.size())) == CUTS_OK;
+  if (!ok)
+    error = cuts_last_error();
+  cuts_session_free(s);
+  cuts_model_free(cm);
+  return ok;
+}
+
+/// Relative L2 and largest difference of the float32 outputs.
+rt::ReconstructionError
+outputError(const rt::Manifest &m, const std::vector<std::vector<uint8_t>> &a,
+            const std::vector<std::vector<uint8_t>> &b) {
+  std::vector<float> x, y;
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    if (m.tensors[size_t(m.outputs[i])].dtype == "float32") {
+      const float *p = reinterpret_cast<const float *>(a[i].data());
+      const float *q = reinterpret_cast<const float *>(b[i].data());
+      x.insert(x.end(), p, p + a[i].size() / 4);
+      y.insert(y.end(), q, q + b[i].size() / 4);
+    }
+  return rt::reconstructionError(x.data(), y.data(), x.size());
+}
+
+/// The compress and decompress kernels over `x` on GPU 0: each one's
+/// median milliseconds of five runs (after one), and whether the GPU's
+/// output restores what the reference does, bit for bit.
+struct KernelTimes {
+  double compressMs = 0, decompressMs = 0;
+  bool matches = false;
+};
+
+std::optional<KernelTimes> timeKernels(const std::vector<float> &x,
+                                       std::string &error) {
+  namespace cu = rt::cuda;
+  const cu::Driver *d = cu::driver(error);
+  cu::CUdevice dev = 0;
+  cu::CUcontext ctx = nullptr;
+  int major = 0, minor = 0;
+  if (!d || d->cuDeviceGet(&dev, 0) || d->cuDevicePrimaryCtxRetain(&ctx, dev) ||
+      d->cuCtxSetCurrent(ctx)) {
+    error = error.empty() ? "no GPU 0" : error;
+    return std::nullopt;
+  }
+  d->cuDeviceGetAttribute(
+      &major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  d->cuDeviceGetAttribute(
+      &minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  auto cubin = compileWithNvrtc(
+      codegen::compress3to1Source(),
+      "sm_" + std::to_string(major) + std::to_string(minor), error);
+  cu::CUmodule mod = nullptr;
+  cu::CUfunction pack = nullptr, unpack = nullptr;
+  if (!cubin || d->cuModuleLoadData(&mod, cubin->cubin.data()) ||
+      d->cuModuleGetFunction(&pack, mod, "cuts_compress3to1") ||
+      d->cuModuleGetFunction(&unpack, mod, "cuts_decompress3to1")) {
+    error = "the compression kernels: " + error;
+    return std::nullopt;
+  }
+  unsigned long long n = x.size(), groups = (n + 2) / 3;
+  cu::CUdeviceptr in = 0, words = 0, side = 0, count = 0, out = 0;
+  for (auto [p, bytes] :
+       {std::make_pair(&in, 4 * n), std::make_pair(&words, 4 * groups),
+        std::make_pair(&side, 12 * groups), std::make_pair(&count, 4ull),
+        std::make_pair(&out, 4 * n)})
+    if (d->cuMemAlloc(p, std::max<unsigned long long>(bytes, 4))) {
+      error = "out of device memory";
+      return std::nullopt;
+    }
+  d->cuMemcpyHtoD(in, x.data(), 4 * n);
+  cu::CUevent e0, e1;
+  d->cuEventCreate(&e0, cu::CU_EVENT_DEFAULT);
+  d->cuEventCreate(&e1, cu::CU_EVENT_DEFAULT);
+  const unsigned blocks = unsigned(
+                     std::min<unsigned long long>((groups + 255) / 256, 65535)),
+                 threads = 256;
+  auto time = [&](cu::CUfunction f, std::vector<void *> args, bool reset) {
+    std::vector<float> ms;
+    for (int rep = 0; rep < 6; ++rep) {
+      if (reset)
+        d->cuMemsetD8(count, 0, 4);
+      d->cuEventRecord(e0, nullptr);
+      d->cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, nullptr, args.data(),
+                        nullptr);
+      d->cuEventRecord(e1, nullptr);
+      d->cuEventSynchronize(e1);
+      float t = 0;
+      d->cuEventElapsedTime(&t, e0, e1);
+      if (rep > 0)
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return double(ms[ms.size() / 2]);
+  };
+  KernelTimes t;
+  t.compressMs = time(pack, {&in, &n, &words, &side, &count}, true);
+  t.decompressMs = time(unpack, {&words, &side, &n, &out}, false);
+  std::vector<float> got(n), want(n);
+  d->cuMemcpyDtoH(got.data(), out, 4 * n);
+  rt::Compressed3to1 ref = rt::compress3to1(x.data(), n);
+  rt::decompress3to1(ref, want.data());
+  t.matches = std::memcmp(got.data(), want.data(), 4 * n) == 0;
+  for (cu::CUdeviceptr p : {in, words, side, count, out})
+    d->cuMemFree(p);
+  d->cuModuleUnload(mod);
+  return t;
+}
+
+} // namespace
+
+int cmdCompress(const std::vector<std::string> &args) {
+  std::string model, outPath;
+  bool emulate = false, json = false;
+  for (ArgList a(args); a.next();) {
+    if (a.is("--emulate")) {
+      emulate = true;
+    } else if (a.is("--json")) {
+      json = true;
+    } else if (a.is("-o")) {
+      if (!a.value(outPath))
+        return error("", "-o needs a file name");
+    } else if (int rc = positional(a, model, "compress", "model")) {
+      return rc;
+    }
+  }
+  if (model.empty())
+    return error("", "compress: no model given (cuts compress "
+                     "out/model.cuts [--emulate] [-o restored.cuts])");
+  std::string err;
+  auto art = rt::readArtifact(model, err);
+  if (!art)
+    return error("", err);
+  std::vector<uint8_t> bytes = art->bytes;
+  WeightReport w = compressWeights(*art, bytes);
+  // The artifact as a device would hold it: its checksum made anew.
+  uint64_t sum = rt::xxh64(bytes.data() + 64, bytes.size() - 64);
+  for (int i = 0; i < 8; ++i)
+    bytes[24 + size_t(i)] = uint8_t(sum >> (8 * i));
+  auto restored = rt::parseArtifact(bytes, err);
+  if (!restored)
+    return error(model, "the restored artifact: " + err);
+  if (!outPath.empty() && !rt::writeFile(outPath, bytes, err))
+    return error(outPath, err);
+  const rt::Manifest &m = art->manifest;
+  auto in = inputsOf(m);
+  std::vector<std::vector<uint8_t>> before, after;
+  bool ran = emulate ? emulateArtifact(*art, in, before, err) &&
+                           emulateArtifact(*restored, in, after, err)
+                     : runOnGpu(art->bytes, m, in, before, err) &&
+                           runOnGpu(bytes, m, in, after, err);
+  if (!ran)
+    return error(model, err);
+  rt::ReconstructionError out = outputError(m, before, after);
+  // The kernels' rates: fp32 bytes in and packed bytes out (compress), the
+  // reverse (decompress), against the compile target's DRAM bandwidth.
+  std::optional<KernelTimes> kt;
+  if (!emulate && !w.all.empty() && !(kt = timeKernels(w.all, err)))
+    return error(model, err);
+  nlohmann::json j = {
+      {"model", model},
+      {"fp32_weights", w.values},
+      {"bytes", w.bytes},
+      {"compressed_bytes", w.compressedBytes},
+      {"ratio", w.compressedBytes ? double(w.bytes) / w.compressedBytes : 0.},
+      {"escaped_groups", w.escapedGroups},
+      {"groups", w.groups},
+      {"weights", {{"max_abs", w.error.maxAbs}, {"rel_l2", w.error.relL2}}},
+      {"bf16_truncation",
+       {{"bytes", w.bytes / 2},
+        {"max_abs", w.bf16.maxAbs},
+        {"rel_l2", w.bf16.relL2}}},
+      {"outputs", {{"max_abs", out.maxAbs}, {"rel_l2", out.relL2}}},
+      {"run", emulate ? "emulated" : "GPU 0"}};
+  if (kt) {
+    const double moved = double(w.bytes) + double(w.compressedBytes);
+    const double bw = m.bandwidth > 0 ? m.bandwidth : 0;
+    auto rate = [&](double ms) { return moved / (ms * 1e-3); };
+    j["kernels"] = {{"compress_ms", kt->compressMs},
+                    {"decompress_ms", kt->decompressMs},
+                    {"compress_bytes_per_s", rate(kt->compressMs)},
+                    {"decompress_bytes_per_s", rate(kt->decompressMs)},
+                    {"of_bandwidth",
+                     {bw > 0 ? rate(kt->compressMs) / bw : 0.,
+                      bw > 0 ? rate(kt->decompressMs) / bw : 0.}},
+                    {"matches_reference", kt->matches}};
+    if (!kt->matches)
+      return error(model, "the GPU's decompressed weights differ from the "
+                          "reference's");
+  }
+  if (json) {
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+  std::printf("%s: %llu fp32 weights, %.2f MiB -> %.2f MiB (%.2fx; %llu of "
+              "%llu groups escaped)\n",
+              model.c_str(), (unsigned long long)w.values, w.bytes / 1048576.,
+              w.compressedBytes / 1048576., j["ratio"].get<double>(),
+              (unsigned long long)w.escapedGroups,
+              (unsigned long long)w.groups);
+  std::printf("  packed weights: max abs error %.3g, relative L2 %.3g (bf16 "
+              "truncation: %.3g, %.3g at 2x)\n",
+              w.error.maxAbs, w.error.relL2, w.bf16.maxAbs, w.bf16.relL2);
+  std::printf("  outputs (%s): max abs difference %.3g, relative L2 %.3g\n",
+              emulate ? "emulated" : "GPU 0", out.maxAbs, out.relL2);
+  if (kt) {
+    const auto &k = j["kernels"];
+    std::printf("  kernels: compress %.3f ms (%.0f GB/s, %.0f%% of DRAM), "
+                "decompress %.3f ms (%.0f GB/s, %.0f%%)\n",
+                kt->compressMs, k["compress_bytes_per_s"].get<double>() * 1e-9,
+                100 * k["of_bandwidth"][0].get<double>(), kt->decompressMs,
+                k["decompress_bytes_per_s"].get<double>() * 1e-9,
+                100 * k["of_bandwidth"][1].get<double>());
+  }
+  return 0;
+}
+
+} // namespace cuts::cli
