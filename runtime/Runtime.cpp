@@ -28,6 +28,7 @@
 #include "cuts/rt/Library.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +37,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -242,11 +244,19 @@ struct GraphExec {
 } // namespace
 
 struct cuts_model {
-  std::shared_ptr<ModelImpl> impl;
+  std::shared_ptr<ModelImpl> impl; // replicas[0]
+  /// Data parallel (cuts_load_options.devices): the model on each device
+  /// of the list, and the share of a batch each takes.
+  std::vector<std::shared_ptr<ModelImpl>> replicas;
+  std::vector<double> shares;
 };
 
 struct cuts_session {
   std::shared_ptr<ModelImpl> model;
+  /// Data parallel: the sessions of the other entries of the device list,
+  /// and every entry's share of a batch.
+  std::vector<std::unique_ptr<cuts_session>> replicas;
+  std::vector<double> shares;
   const PlanImpl *plan = nullptr; // the plan the run under way enqueues
   int64_t batch = 0;              // the last run's batch
   int64_t profileBatch = 0;       // the batch of the plan that ran it
@@ -411,6 +421,29 @@ std::optional<int64_t> bindingBatch(const Manifest &man, const cuts_binding *b,
     return std::nullopt;
   }
   return batch;
+}
+
+std::vector<int64_t> splitBatch(int64_t batch,
+                                const std::vector<double> &shares) {
+  double total = 0;
+  for (double w : shares)
+    total += w;
+  std::vector<int64_t> rows(shares.size(), 0);
+  std::vector<std::pair<double, size_t>> rest;
+  int64_t given = 0;
+  for (size_t d = 0; d < shares.size(); ++d) {
+    const double exact = double(batch) * shares[d] / total;
+    rows[d] = int64_t(std::floor(exact));
+    given += rows[d];
+    rest.emplace_back(exact - double(rows[d]), d);
+  }
+  // Largest fraction first; ties to the earlier device.
+  std::stable_sort(rest.begin(), rest.end(), [](const auto &a, const auto &b) {
+    return a.first > b.first;
+  });
+  for (size_t i = 0; given < batch; ++i, ++given)
+    ++rows[rest[i % rest.size()].second];
+  return rows;
 }
 
 size_t choosePlan(const std::vector<int64_t> &batches, int64_t batch) {
@@ -738,8 +771,10 @@ void finishTables(ModelImpl &m) {
   m.artifact.sections.clear();
 }
 
-cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
-                      const cuts_load_options *options, cuts_model **out) {
+/// The model on one device: its plans, kernels and weights there.
+cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
+                        int ordinal, int64_t maxBatch,
+                        std::shared_ptr<ModelImpl> &out) {
   std::string err;
   auto parsed = parseArtifact(std::move(bytes), err);
   if (!parsed)
@@ -756,12 +791,10 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                     label + ": " + (list == &man.inputs ? "input" : "output") +
                         " \"" + man.tensors[t].name + "\" is " +
                         man.tensors[t].dtype + ", which the C API cannot bind");
-  int ordinal = options ? options->device : 0;
   if (ordinal < 0)
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 "device ordinal " + std::to_string(ordinal) + " is negative");
   // The profiles up to the first that serves max_batch.
-  const int64_t maxBatch = options ? options->max_batch : 0;
   if (maxBatch < 0 || (maxBatch > 0 && man.batch == 0))
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 maxBatch < 0
@@ -794,7 +827,53 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   finishTables(m);
   if (maxBatch > 0)
     m.maxBatch = maxBatch;
-  *out = new cuts_model{std::move(impl)};
+  out = std::move(impl);
+  return CUTS_OK;
+}
+
+/// The model on `options`' device, or on each of its device list (a
+/// device may repeat: each entry its own weights and sessions), with the
+/// shares of a batch each entry takes. Nothing stays loaded on failure.
+cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
+                      const cuts_load_options *options, cuts_model **out) {
+  std::vector<int> devices = {options ? options->device : 0};
+  if (options && options->num_devices != 0) {
+    if (options->num_devices < 0 || !options->devices)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "num_devices is negative, or devices is NULL");
+    devices.assign(options->devices, options->devices + options->num_devices);
+  }
+  std::vector<double> shares(devices.size(), 1.0);
+  if (options && options->device_shares)
+    for (size_t i = 0; i < shares.size(); ++i) {
+      shares[i] = options->device_shares[i];
+      if (!(shares[i] > 0) || !std::isfinite(shares[i]))
+        return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                    "device_shares[" + std::to_string(i) +
+                        "] is not a positive number");
+    }
+  auto model = std::make_unique<cuts_model>();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    std::shared_ptr<ModelImpl> replica;
+    std::vector<uint8_t> copy =
+        i + 1 < devices.size() ? bytes : std::move(bytes);
+    if (cuts_status st =
+            loadReplica(std::move(copy), label, devices[i],
+                        options ? options->max_batch : 0, replica)) {
+      if (devices.size() > 1)
+        lastError = "device " + std::to_string(devices[i]) + " (entry " +
+                    std::to_string(i) + " of the device list): " + lastError;
+      return st; // the replicas loaded so far go with `model`
+    }
+    model->replicas.push_back(std::move(replica));
+  }
+  model->impl = model->replicas[0];
+  model->shares = std::move(shares);
+  if (devices.size() > 1 && model->impl->manifest().batch == 0)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                label + ": a model on several devices splits its batch, which "
+                        "needs batch profiles (cuts compile --batch)");
+  *out = model.release();
   return CUTS_OK;
 }
 
@@ -1289,6 +1368,75 @@ cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
   });
 }
 
+/// A data-parallel host run: the batch split across the session's devices
+/// in proportion to their shares, each slice from the caller's rows
+/// straight to its device and its outputs' rows straight back, the devices
+/// at once (a host thread each). An unbatched output is written by the
+/// first device that runs; the others' go to scratch.
+cuts_status runSplit(cuts_session &s, int64_t batch,
+                     const std::vector<void *> &in,
+                     const std::vector<void *> &out) {
+  std::vector<cuts_session *> all = {&s};
+  for (const auto &r : s.replicas)
+    all.push_back(r.get());
+  const std::vector<int64_t> rows = splitBatch(batch, s.shares);
+  const Manifest &man = s.model->manifest();
+  auto rowBytes = [&](int t) {
+    const Tensor &x = man.tensors[size_t(t)];
+    return x.batchAxis >= 0 && x.shape[0] > 0 ? x.bytes() / uint64_t(x.shape[0])
+                                              : 0;
+  };
+  std::vector<std::vector<void *>> ins(all.size()), outs(all.size());
+  std::vector<std::vector<std::vector<uint8_t>>> scratch(all.size());
+  int64_t offset = 0;
+  bool first = true;
+  for (size_t e = 0; e < all.size(); ++e) {
+    if (rows[e] == 0)
+      continue;
+    for (size_t i = 0; i < in.size(); ++i)
+      ins[e].push_back(static_cast<uint8_t *>(in[i]) +
+                       uint64_t(offset) * rowBytes(man.inputs[i]));
+    for (size_t i = 0; i < out.size(); ++i) {
+      const uint64_t row = rowBytes(man.outputs[i]);
+      if (row > 0 || first) {
+        outs[e].push_back(static_cast<uint8_t *>(out[i]) +
+                          uint64_t(offset) * row);
+      } else {
+        scratch[e].emplace_back(man.tensors[size_t(man.outputs[i])].bytes());
+        outs[e].push_back(scratch[e].back().data());
+      }
+    }
+    offset += rows[e];
+    first = false;
+  }
+  std::vector<cuts_status> status(all.size(), CUTS_OK);
+  std::vector<std::string> errors(all.size());
+  std::vector<std::thread> threads;
+  for (size_t e = 0; e < all.size(); ++e)
+    if (rows[e] > 0)
+      threads.emplace_back([&, e] {
+        cuts_session &x = *all[e];
+        cuts_status st = enter(*x.model);
+        if (st == CUTS_OK)
+          st = runAt(x, rows[e], ins[e], outs[e], Memory::Host);
+        // Copies queued touch the caller's memory: let them end first.
+        CUresult r = x.model->d->cuStreamSynchronize(x.stream);
+        if (st == CUTS_OK && r)
+          st = cudaFail(r, "running the model (cuStreamSynchronize)");
+        status[e] = st;
+        if (st != CUTS_OK)
+          errors[e] = lastError;
+      });
+  for (std::thread &t : threads)
+    t.join();
+  s.batch = batch;
+  for (size_t e = 0; e < all.size(); ++e)
+    if (status[e] != CUTS_OK)
+      return fail(status[e],
+                  "device list entry " + std::to_string(e) + ": " + errors[e]);
+  return CUTS_OK;
+}
+
 /// The session's cuDNN handle on its stream, and one workspace as large as
 /// the largest any library kernel needs (the tuner's figure or cuDNN's
 /// answer now, whichever is more).
@@ -1515,6 +1663,10 @@ int64_t cuts_model_profile_batch(const cuts_model *model, int i) {
   return i >= 0 && size_t(i) < b.size() ? b[size_t(i)] : 0;
 }
 
+int cuts_model_num_devices(const cuts_model *model) {
+  return checkModel(model) ? int(model->replicas.size()) : 0;
+}
+
 int64_t cuts_model_max_batch(const cuts_model *model) {
   return checkModel(model) ? model->impl->maxBatch : 0;
 }
@@ -1596,6 +1748,55 @@ cuts_status cuts_model_target(const cuts_model *model, const char **name,
   });
 }
 
+namespace {
+
+/// A session of one replica of the model (its device's stream, arena and
+/// state).
+cuts_status newSession(const std::shared_ptr<ModelImpl> &impl, void *stream,
+                       int use_cuda_graph, std::unique_ptr<cuts_session> &out) {
+  const ModelImpl &m = *impl;
+  const Driver *d = m.d;
+  if (cuts_status st = enter(m))
+    return st;
+  if (use_cuda_graph && !d->hasGraphs())
+    return fail(CUTS_ERROR_CUDA, "this CUDA driver has no CUDA graph API "
+                                 "(cuStreamBeginCapture_v2, "
+                                 "cuGraphInstantiateWithFlags, ...)");
+  auto s = std::make_unique<cuts_session>();
+  s->model = impl;
+  s->useGraph = use_cuda_graph != 0;
+  if (stream) {
+    s->stream = static_cast<CUstream>(stream);
+  } else {
+    if (CUresult r = d->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING)) {
+      s->stream = nullptr;
+      return cudaFail(r, "creating the session's stream (cuStreamCreate)");
+    }
+    s->ownStream = true;
+  }
+  s->plan = &m.largest();
+  s->graphs.assign(m.plans.size(), {});
+  s->stepEvent.assign(m.plans.size(), {});
+  if (m.arenaBytes > 0)
+    if (CUresult r = d->cuMemAlloc(&s->arena, m.arenaBytes)) {
+      s->arena = 0;
+      return cudaFail(r, "allocating the " + std::to_string(m.arenaBytes) +
+                             "-byte activation arena (cuMemAlloc)");
+    }
+  if (m.hasLibrary)
+    if (cuts_status st = createLibraryState(*s))
+      return st;
+  if (cuts_status st = createSyncState(*s))
+    return st;
+  s->ptr.assign(m.maxTensors, 0);
+  s->argValues.assign(m.maxArgs, 0);
+  s->argPointers.assign(m.maxArgs, nullptr);
+  out = std::move(s);
+  return CUTS_OK;
+}
+
+} // namespace
+
 cuts_status cuts_session_create(cuts_model *model, void *stream,
                                 int use_cuda_graph, cuts_session **session) {
   return guarded([&] {
@@ -1604,43 +1805,21 @@ cuts_status cuts_session_create(cuts_model *model, void *stream,
     *session = nullptr;
     if (!checkModel(model))
       return CUTS_ERROR_INVALID_ARGUMENT;
-    const ModelImpl &m = *model->impl;
-    const Driver *d = m.d;
-    if (cuts_status st = enter(m))
+    if (stream && model->replicas.size() > 1)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "a model on several devices runs on streams of its own "
+                  "(stream must be NULL)");
+    std::unique_ptr<cuts_session> s;
+    if (cuts_status st = newSession(model->impl, stream, use_cuda_graph, s))
       return st;
-    if (use_cuda_graph && !d->hasGraphs())
-      return fail(CUTS_ERROR_CUDA, "this CUDA driver has no CUDA graph API "
-                                   "(cuStreamBeginCapture_v2, "
-                                   "cuGraphInstantiateWithFlags, ...)");
-    auto s = std::make_unique<cuts_session>();
-    s->model = model->impl;
-    s->useGraph = use_cuda_graph != 0;
-    if (stream) {
-      s->stream = static_cast<CUstream>(stream);
-    } else {
-      if (CUresult r = d->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING)) {
-        s->stream = nullptr;
-        return cudaFail(r, "creating the session's stream (cuStreamCreate)");
-      }
-      s->ownStream = true;
-    }
-    s->plan = &m.largest();
-    s->graphs.assign(m.plans.size(), {});
-    s->stepEvent.assign(m.plans.size(), {});
-    if (m.arenaBytes > 0)
-      if (CUresult r = d->cuMemAlloc(&s->arena, m.arenaBytes)) {
-        s->arena = 0;
-        return cudaFail(r, "allocating the " + std::to_string(m.arenaBytes) +
-                               "-byte activation arena (cuMemAlloc)");
-      }
-    if (m.hasLibrary)
-      if (cuts_status st = createLibraryState(*s))
+    for (size_t i = 1; i < model->replicas.size(); ++i) {
+      std::unique_ptr<cuts_session> r;
+      if (cuts_status st =
+              newSession(model->replicas[i], nullptr, use_cuda_graph, r))
         return st;
-    if (cuts_status st = createSyncState(*s))
-      return st;
-    s->ptr.assign(m.maxTensors, 0);
-    s->argValues.assign(m.maxArgs, 0);
-    s->argPointers.assign(m.maxArgs, nullptr);
+      s->replicas.push_back(std::move(r));
+    }
+    s->shares = model->shares;
     *session = s.release();
     return CUTS_OK;
   });
@@ -1656,6 +1835,10 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
       return st;
     cuts_session &s = *session;
     const ModelImpl &m = *s.model;
+    if (!s.replicas.empty())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "a model on several devices takes host bindings "
+                  "(cuts_session_run_host), which it splits");
     std::vector<void *> in, out;
     int64_t batch = 0;
     if (cuts_status st = bindAll(m, inputs, num_inputs, outputs, num_outputs,
@@ -1689,6 +1872,8 @@ cuts_status cuts_session_run_host(cuts_session *session,
     if (cuts_status st = bindAll(m, inputs, num_inputs, outputs, num_outputs,
                                  batch, in, out))
       return st;
+    if (!s.replicas.empty())
+      return runSplit(s, batch, in, out);
     if (cuts_status st = enter(m))
       return st;
     auto body = [&]() -> cuts_status {
@@ -1752,6 +1937,10 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
   return guarded([&] {
     if (cuts_status st = checkSession(session))
       return st;
+    if (!session->replicas.empty())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "a model on several devices is timed through "
+                  "cuts_session_run_host");
     if (warmup < 0 || iters < 0 || (iters > 0 && !times_ms))
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
                   "warmup and iters must not be negative, and times_ms must "

@@ -20,8 +20,13 @@
 // the one-request-a-run server to compare with. A model without profiles
 // serves each request as one run of its fixed inputs.
 //
+// --gpus 0,1,... loads the model on each device of the list (a device may
+// repeat) and every run splits its batch across them (data parallel; the
+// model needs batch profiles).
+//
 //   cuts-server MODEL.cuts [--workers N] [--requests R] [--rate R_PER_S]
 //               [--graph] [--max-batch B] [--batch-timeout-us T]
+//               [--gpus 0,1,...]
 //
 //===----------------------------------------------------------------------===//
 #include <cuts/cuts.h>
@@ -171,7 +176,8 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: cuts-server MODEL.cuts [--workers N] "
                          "[--requests R] [--rate R_PER_S] [--graph] "
-                         "[--max-batch B] [--batch-timeout-us T]\n");
+                         "[--max-batch B] [--batch-timeout-us T] "
+                         "[--gpus 0,1,...]\n");
     return 1;
   }
   std::string path = argv[1];
@@ -180,9 +186,22 @@ int main(int argc, char **argv) {
   bool graph = false;
   int64_t maxBatch = 0; // 0: the model's largest batch
   long timeoutUs = 0;
+  std::vector<int> gpus;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--max-batch" && i + 1 < argc)
+    if (a == "--gpus" && i + 1 < argc) {
+      for (char *p = argv[++i]; *p;) {
+        char *end = nullptr;
+        long v = std::strtol(p, &end, 10);
+        if (end == p || v < 0) {
+          std::fprintf(stderr, "cuts-server: error: --gpus needs device "
+                               "ordinals, e.g. 0,1\n");
+          return 1;
+        }
+        gpus.push_back(int(v));
+        p = *end == ',' ? end + 1 : end;
+      }
+    } else if (a == "--max-batch" && i + 1 < argc)
       maxBatch = std::max(1, std::atoi(argv[++i]));
     else if (a == "--batch-timeout-us" && i + 1 < argc)
       timeoutUs = std::max(0L, std::atol(argv[++i]));
@@ -202,7 +221,9 @@ int main(int argc, char **argv) {
   }
 
   cuts_model *model = nullptr;
-  if (cuts_model_load(path.c_str(), nullptr, &model) != CUTS_OK)
+  cuts_load_options options{};
+  options.devices = gpus.data(), options.num_devices = int(gpus.size());
+  if (cuts_model_load(path.c_str(), &options, &model) != CUTS_OK)
     return fail(path.c_str());
   // Dynamic batching where the model has profiles: requests of one sample.
   const int64_t modelBatch = cuts_model_max_batch(model);
@@ -210,11 +231,11 @@ int main(int argc, char **argv) {
     maxBatch = 0;
   else if (maxBatch == 0 || maxBatch > modelBatch)
     maxBatch = modelBatch;
-  std::printf("%s: %d inputs, %d outputs, %d kernels, arch %s, arena %.1f "
-              "MiB per session\n",
+  std::printf("%s: %d inputs, %d outputs, %d kernels, arch %s, %d device(s), "
+              "arena %.1f MiB per session\n",
               path.c_str(), cuts_model_num_inputs(model),
               cuts_model_num_outputs(model), cuts_model_num_kernels(model),
-              cuts_model_arch(model),
+              cuts_model_arch(model), cuts_model_num_devices(model),
               double(cuts_model_arena_bytes(model)) / (1 << 20));
 
   Queue queue;

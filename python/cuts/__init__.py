@@ -80,7 +80,8 @@ def _is_device_array(x):
 class Model:
     """A compiled model. Use cuts.load()."""
 
-    def __init__(self, path, device=0, max_batch=0, emulate=False):
+    def __init__(self, path, device=0, max_batch=0, emulate=False,
+                 devices=None, device_shares=None):
         self.path = os.fspath(path)
         info = describe(self.path)
         self.name = info["model"]
@@ -91,8 +92,10 @@ class Model:
         self.outputs = [TensorInfo(d) for d in info["outputs"]]
         self.emulate = emulate
         self.device = device
-        self._model = None if emulate else _cuts.Model(self.path, device,
-                                                       max_batch)
+        self.devices = list(devices) if devices else [device]
+        self._model = None if emulate else _cuts.Model(
+            self.path, device, max_batch, list(devices or []),
+            list(device_shares or []))
         if self._model is not None:
             self.profiles = list(self._model.profiles)
 
@@ -110,11 +113,15 @@ class Model:
             self.path, self.inputs, self.outputs, self.profiles)
 
 
-def load(path, device=0, max_batch=0, emulate=False):
+def load(path, device=0, max_batch=0, emulate=False, devices=None,
+         device_shares=None):
     """Loads model.cuts onto GPU `device` (profiles above the first that
-    serves `max_batch` are left out). emulate=True: no GPU, every kernel
-    run on the CPU."""
-    return Model(path, device, max_batch, emulate)
+    serves `max_batch` are left out). devices=[0, 1, ...]: data parallel,
+    the model on each (a device may repeat), every run's batch split across
+    them in proportion to device_shares (equal by default); needs batch
+    profiles, and numpy inputs. emulate=True: no GPU, every kernel run on
+    the CPU."""
+    return Model(path, device, max_batch, emulate, devices, device_shares)
 
 
 class Session:

@@ -70,9 +70,14 @@ nb::dlpack::dtype dlpackOf(cuts_dtype d) {
 
 class Model {
 public:
-  Model(const std::string &path, int device, int64_t maxBatch) {
+  Model(const std::string &path, int device, int64_t maxBatch,
+        std::vector<int> devices, std::vector<double> shares) {
     cuts_load_options o{};
     o.device = device, o.max_batch = maxBatch;
+    if (!shares.empty() && shares.size() != devices.size())
+      throw CutsError("device_shares needs one share per device");
+    o.devices = devices.data(), o.num_devices = int(devices.size());
+    o.device_shares = shares.empty() ? nullptr : shares.data();
     cuts_model *m = nullptr;
     cuts_status st;
     {
@@ -267,8 +272,15 @@ NB_MODULE(_cuts, m) {
   m.def("describe", &describe, "path"_a);
 
   nb::class_<Model>(m, "Model")
-      .def(nb::init<const std::string &, int, int64_t>(), "path"_a,
-           "device"_a = 0, "max_batch"_a = 0)
+      .def(nb::init<const std::string &, int, int64_t, std::vector<int>,
+                    std::vector<double>>(),
+           "path"_a, "device"_a = 0, "max_batch"_a = 0,
+           "devices"_a = std::vector<int>(),
+           "device_shares"_a = std::vector<double>())
+      .def_prop_ro("num_devices",
+                   [](const Model &x) {
+                     return cuts_model_num_devices(x.model.get());
+                   })
       .def_prop_ro(
           "arch", [](const Model &x) { return cuts_model_arch(x.model.get()); })
       .def_prop_ro("device", [](const Model &x) { return x.device; })

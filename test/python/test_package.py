@@ -115,6 +115,16 @@ def check_gpu(onnx_path, art):
     for t in threads:
         t.join()
     require(not errors, "threads: %s" % errors)
+    # Data parallel on a repeated device list: every batch split (batch 1:
+    # fewer rows than devices), the same outputs as one device.
+    dp = cuts.load(art, devices=[0, 0, 0])
+    ds = dp.session()
+    for n in (1, 2, 4):
+        f = feeds_at(n)
+        require(np.allclose(ds.run(f)["y"], s.run(f)["y"], atol=1e-6),
+                "data parallel batch %d" % n)
+    raises(lambda: cuts.load(art, devices=[0, 0], device_shares=[1]),
+           "one share per device")
     try:
         import torch
     except ImportError:

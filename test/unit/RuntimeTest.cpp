@@ -956,7 +956,8 @@ TEST_CASE("C API loading", "[runtime]") {
     CHECK((s == CUTS_ERROR_NO_DEVICE || s == CUTS_ERROR_NO_CUBIN ||
            s == CUTS_ERROR_CUDA));
     CHECK(std::string(cuts_last_error()).size() > 0);
-    cuts_load_options options{-1, 0};
+    cuts_load_options options{};
+    options.device = -1;
     CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &options,
                                  &model) == CUTS_ERROR_INVALID_ARGUMENT);
   }
@@ -1951,5 +1952,48 @@ TEST_CASE("a run's batch picks its plan and shapes its bindings", "[runtime]") {
   }
   SECTION("a plan without a batch") {
     CHECK(bindingBatch(sampleContents().manifest, in, 2, 0, error) == 0);
+  }
+}
+
+TEST_CASE("a batch splits across a device list by shares", "[runtime]") {
+  using V = std::vector<int64_t>;
+  CHECK(splitBatch(10, {1, 1, 1}) == V{4, 3, 3});
+  CHECK(splitBatch(2, {1, 1, 1}) == V{1, 1, 0}); // fewer rows than devices
+  CHECK(splitBatch(7, {3, 1}) == V{5, 2});
+  CHECK(splitBatch(64, {1, 1}) == V{32, 32});
+  CHECK(splitBatch(0, {1, 2}) == V{0, 0});
+  for (int64_t b = 1; b < 40; ++b) {
+    V r = splitBatch(b, {0.5, 2, 1.25});
+    CHECK(r[0] + r[1] + r[2] == b);
+  }
+}
+
+TEST_CASE("C API: device lists are checked, and nothing stays loaded",
+          "[runtime]") {
+  std::vector<uint8_t> bytes = serializeArtifact(profileContents({1, 4}));
+  cuts_model *m = nullptr;
+  int devices[] = {0, 0};
+  double shares[] = {1, 0};
+  cuts_load_options o{};
+  o.devices = devices, o.num_devices = -1;
+  CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(m == nullptr);
+  o.num_devices = 2, o.device_shares = shares;
+  CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()) ==
+        "device_shares[1] is not a positive number");
+  o.device_shares = nullptr;
+  // Here without a GPU: the first entry fails, named.
+  cuts_status st = cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m);
+  if (st != CUTS_OK) {
+    CHECK(std::string(cuts_last_error()).rfind("device 0 (entry 0 of the "
+                                               "device list): ",
+                                               0) == 0);
+    CHECK(m == nullptr);
+  } else {
+    CHECK(cuts_model_num_devices(m) == 2);
+    cuts_model_free(m);
   }
 }

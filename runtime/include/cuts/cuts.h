@@ -39,8 +39,9 @@ extern "C" {
  *    unaffected: CUTS_FLOAT32 keeps its value.
  * 3: cuts_model_kernel_work and cuts_model_target (the work and the
  *    ceilings that achieved rates are measured against).
- * 4: batch profiles: cuts_load_options.max_batch (callers of version 3
- *    must now zero the options they pass), cuts_model_num_profiles,
+ * 4: batch profiles and data parallelism: cuts_load_options.max_batch and
+ *    the device list (callers of version 3 must now zero the options they
+ *    pass), cuts_model_num_devices, cuts_model_num_profiles,
  *    cuts_model_profile_batch, cuts_model_max_batch,
  *    cuts_model_batch_axis, cuts_session_set_batch and
  *    cuts_session_run_info. */
@@ -107,6 +108,15 @@ typedef struct cuts_load_options {
   int64_t max_batch; /* the largest batch runs will bind; profiles above the
                         smallest one that serves it are not loaded, and the
                         arena fits the largest loaded (0: every profile) */
+  /* Data parallel: the model on each of devices[0..num_devices) (a device
+   * may repeat; each entry has its own weights and, per session, its own
+   * stream and buffers); `device` is then unused. A host run splits its
+   * batch along axis 0 across the entries, in proportion to device_shares
+   * (NULL: equal), each slice copied from the caller's memory straight to
+   * its device and its outputs straight back. Needs batch profiles. */
+  const int *devices;
+  int num_devices; /* 0: `device` alone */
+  const double *device_shares;
 } cuts_load_options;
 
 int cuts_api_version(void);
@@ -149,6 +159,8 @@ int64_t cuts_model_profile_batch(const cuts_model *model, int i);
 /* The largest batch a run may bind: max_batch where given at load, else
  * the largest profile's; 0 for a model without batch profiles. */
 int64_t cuts_model_max_batch(const cuts_model *model);
+/* The entries of the device list the model is loaded on (1 without one). */
+int cuts_model_num_devices(const cuts_model *model);
 /* The axis of input (or, is_output nonzero, output) i that is the batch:
  * 0, or -1 where it has none (every tensor of a model without profiles);
  * -2 for an index out of range. */

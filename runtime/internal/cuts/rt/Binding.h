@@ -50,6 +50,12 @@ std::optional<int64_t> bindingBatch(const Manifest &m, const cuts_binding *b,
 /// the last where batch is 0.
 size_t choosePlan(const std::vector<int64_t> &batches, int64_t batch);
 
+/// A batch split across devices in proportion to `shares` (positive):
+/// rows per device, summing to `batch`, the remainder of the rounding to
+/// the largest fractions (a device may get none).
+std::vector<int64_t> splitBatch(int64_t batch,
+                                const std::vector<double> &shares);
+
 /// The bytes of tensor t at `batch` on its batch axis (t.bytes() where it
 /// has none or batch is 0).
 uint64_t bytesAtBatch(const Tensor &t, int64_t batch);
