@@ -33,6 +33,11 @@ if [ "$target" = artifact ]; then
     build/tools/cuts/cuts compile examples/models/tiny_convnet.onnx \
       --input-shape input=1x3x32x32 --arch sm_90 -o build-fuzz/seed-model >/dev/null
     { printf '\x00'; cat build-fuzz/seed-model/model.cuts; } >"$seeds.tmp/artifact"
+    # With batch profiles: manifest.<batch> sections.
+    build/tools/cuts/cuts compile examples/models/tiny_convnet.onnx \
+      --input-shape input=1x3x32x32 --batch 1,2 --arch sm_90 \
+      -o build-fuzz/seed-profiles >/dev/null
+    { printf '\x00'; cat build-fuzz/seed-profiles/model.cuts; } >"$seeds.tmp/profiles"
     python3 - "$seeds.tmp" <<'PY'
 import io, sys
 import numpy as np
