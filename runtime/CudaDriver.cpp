@@ -52,6 +52,7 @@ Loaded load() {
   lib.bind(d.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"});
   lib.bind(d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"});
   lib.bind(d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
+  lib.bind(d.cuMemcpyPeerAsync, {"cuMemcpyPeerAsync"});
   lib.bind(d.cuMemsetD32Async, {"cuMemsetD32Async"});
   lib.bind(d.cuMemsetD8, {"cuMemsetD8_v2"});
   lib.bind(d.cuMemsetD8Async, {"cuMemsetD8Async"});

@@ -249,6 +249,7 @@ struct cuts_model {
   /// of the list, and the share of a batch each takes.
   std::vector<std::shared_ptr<ModelImpl>> replicas;
   std::vector<double> shares;
+  bool masterGpu = false; // cuts_load_options.master_gpu
 };
 
 struct cuts_session {
@@ -257,6 +258,9 @@ struct cuts_session {
   /// and every entry's share of a batch.
   std::vector<std::unique_ptr<cuts_session>> replicas;
   std::vector<double> shares;
+  bool masterGpu = false;
+  // The master-GPU baseline's whole batch on the first device.
+  std::vector<CUdeviceptr> wholeIn, wholeOut;
   const PlanImpl *plan = nullptr; // the plan the run under way enqueues
   int64_t batch = 0;              // the last run's batch
   int64_t profileBatch = 0;       // the batch of the plan that ran it
@@ -319,7 +323,7 @@ struct cuts_session {
     if (workspace)
       d->cuMemFree(workspace);
     for (const std::vector<CUdeviceptr> *bufs :
-         {&bufIn, &bufOut, &userIn, &userOut})
+         {&bufIn, &bufOut, &userIn, &userOut, &wholeIn, &wholeOut})
       for (CUdeviceptr p : *bufs)
         if (p)
           d->cuMemFree(p);
@@ -869,6 +873,7 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   }
   model->impl = model->replicas[0];
   model->shares = std::move(shares);
+  model->masterGpu = options && options->master_gpu;
   if (devices.size() > 1 && model->impl->manifest().batch == 0)
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 label + ": a model on several devices splits its batch, which "
@@ -1179,14 +1184,12 @@ cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
 
 /// The session's own input and output buffers (for host runs, padded
 /// runs and timing), as large as the largest plan's.
-cuts_status ensureBuffers(cuts_session &s) {
-  if (s.haveBuffers)
-    return CUTS_OK;
-  const ModelImpl &m = *s.model;
+cuts_status allocLargest(const ModelImpl &m, std::vector<CUdeviceptr> &in,
+                         std::vector<CUdeviceptr> &out) {
   const Manifest &man = m.manifest();
   for (int pass = 0; pass < 2; ++pass) {
     const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
-    std::vector<CUdeviceptr> &bufs = pass == 0 ? s.bufIn : s.bufOut;
+    std::vector<CUdeviceptr> &bufs = pass == 0 ? in : out;
     bufs.assign(ids.size(), 0);
     for (size_t i = 0; i < ids.size(); ++i) {
       const Tensor &t = man.tensors[ids[i]];
@@ -1199,6 +1202,14 @@ cuts_status ensureBuffers(cuts_session &s) {
       }
     }
   }
+  return CUTS_OK;
+}
+
+cuts_status ensureBuffers(cuts_session &s) {
+  if (s.haveBuffers)
+    return CUTS_OK;
+  if (cuts_status st = allocLargest(*s.model, s.bufIn, s.bufOut))
+    return st;
   s.haveBuffers = true;
   return CUTS_OK;
 }
@@ -1366,6 +1377,112 @@ cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
       return st;
     return copyOut();
   });
+}
+
+/// The master-GPU baseline: the whole batch to the first device; each
+/// other device's slice sent from there (a peer copy), run, and its rows
+/// gathered back there; then the outputs copied out from there.
+cuts_status runMaster(cuts_session &s, int64_t batch,
+                      const std::vector<void *> &in,
+                      const std::vector<void *> &out) {
+  std::vector<cuts_session *> all = {&s};
+  for (const auto &r : s.replicas)
+    all.push_back(r.get());
+  const std::vector<int64_t> rows = splitBatch(batch, s.shares);
+  const ModelImpl &m0 = *s.model;
+  const Manifest &man = m0.manifest();
+  const Driver *d = m0.d;
+  if (cuts_status st = enter(m0))
+    return st;
+  if (s.wholeIn.empty())
+    if (cuts_status st = allocLargest(m0, s.wholeIn, s.wholeOut))
+      return st;
+  auto io = [&](bool input, size_t i) -> const Tensor & {
+    return man.tensors[size_t((input ? man.inputs : man.outputs)[i])];
+  };
+  for (size_t i = 0; i < in.size(); ++i)
+    if (uint64_t b = bytesAtBatch(io(true, i), batch))
+      if (CUresult r = d->cuMemcpyHtoDAsync(s.wholeIn[i], in[i], b, s.stream))
+        return cudaFail(r, "copying inputs to the first device");
+  if (CUresult r = d->cuStreamSynchronize(s.stream))
+    return cudaFail(r, "cuStreamSynchronize");
+  std::vector<cuts_status> status(all.size(), CUTS_OK);
+  std::vector<std::string> errors(all.size());
+  std::vector<std::thread> threads;
+  int64_t offset = 0;
+  for (size_t e = 0; e < all.size(); ++e) {
+    if (rows[e] == 0)
+      continue;
+    threads.emplace_back([&, e, offset] {
+      cuts_session &x = *all[e];
+      auto at = [&](CUdeviceptr base, bool input, size_t i) {
+        const Tensor &t = io(input, i);
+        return t.batchAxis >= 0
+                   ? base + CUdeviceptr(offset) * (t.bytes() / t.shape[0])
+                   : base;
+      };
+      auto body = [&]() -> cuts_status {
+        if (cuts_status st = enter(*x.model))
+          return st;
+        std::vector<void *> xin, xout;
+        auto ptr = [](CUdeviceptr p) { return reinterpret_cast<void *>(p); };
+        if (e == 0) { // its rows in place on the first device
+          for (size_t i = 0; i < in.size(); ++i)
+            xin.push_back(ptr(at(s.wholeIn[i], true, i)));
+          for (size_t i = 0; i < out.size(); ++i)
+            xout.push_back(ptr(at(s.wholeOut[i], false, i)));
+          return runAt(x, rows[e], xin, xout, Memory::Device);
+        }
+        if (cuts_status st = ensureUserBuffers(x, rows[e]))
+          return st;
+        CUcontext c0 = m0.ctx, cx = x.model->ctx;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (uint64_t b = bytesAtBatch(io(true, i), rows[e]))
+            if (CUresult r = x.model->d->cuMemcpyPeerAsync(
+                    x.userIn[i], cx, at(s.wholeIn[i], true, i), c0, b,
+                    x.stream))
+              return cudaFail(r, "sending a slice (cuMemcpyPeerAsync)");
+        for (CUdeviceptr p : x.userIn)
+          xin.push_back(ptr(p));
+        for (CUdeviceptr p : x.userOut)
+          xout.push_back(ptr(p));
+        if (cuts_status st = runAt(x, rows[e], xin, xout, Memory::Device))
+          return st;
+        for (size_t i = 0; i < out.size(); ++i)
+          if (io(false, i).batchAxis >= 0)
+            if (uint64_t b = bytesAtBatch(io(false, i), rows[e]))
+              if (CUresult r = x.model->d->cuMemcpyPeerAsync(
+                      at(s.wholeOut[i], false, i), c0, x.userOut[i], cx, b,
+                      x.stream))
+                return cudaFail(r, "gathering a slice (cuMemcpyPeerAsync)");
+        return CUTS_OK;
+      };
+      cuts_status st = body();
+      CUresult r = x.model->d->cuStreamSynchronize(x.stream);
+      if (st == CUTS_OK && r)
+        st = cudaFail(r, "cuStreamSynchronize");
+      status[e] = st;
+      if (st != CUTS_OK)
+        errors[e] = lastError;
+    });
+    offset += rows[e];
+  }
+  for (std::thread &t : threads)
+    t.join();
+  s.batch = batch;
+  for (size_t e = 0; e < all.size(); ++e)
+    if (status[e] != CUTS_OK)
+      return fail(status[e],
+                  "device list entry " + std::to_string(e) + ": " + errors[e]);
+  if (cuts_status st = enter(m0))
+    return st;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (uint64_t b = bytesAtBatch(io(false, i), batch))
+      if (CUresult r = d->cuMemcpyDtoHAsync(out[i], s.wholeOut[i], b, s.stream))
+        return cudaFail(r, "copying outputs from the first device");
+  if (CUresult r = d->cuStreamSynchronize(s.stream))
+    return cudaFail(r, "cuStreamSynchronize");
+  return CUTS_OK;
 }
 
 /// A data-parallel host run: the batch split across the session's devices
@@ -1820,6 +1937,7 @@ cuts_status cuts_session_create(cuts_model *model, void *stream,
       s->replicas.push_back(std::move(r));
     }
     s->shares = model->shares;
+    s->masterGpu = model->masterGpu;
     *session = s.release();
     return CUTS_OK;
   });
@@ -1873,7 +1991,8 @@ cuts_status cuts_session_run_host(cuts_session *session,
                                  batch, in, out))
       return st;
     if (!s.replicas.empty())
-      return runSplit(s, batch, in, out);
+      return s.masterGpu ? runMaster(s, batch, in, out)
+                         : runSplit(s, batch, in, out);
     if (cuts_status st = enter(m))
       return st;
     auto body = [&]() -> cuts_status {

@@ -22,11 +22,12 @@
 //
 // --gpus 0,1,... loads the model on each device of the list (a device may
 // repeat) and every run splits its batch across them (data parallel; the
-// model needs batch profiles).
+// model needs batch profiles); --master-gpu sends every slice through the
+// first device instead (the DataParallel-style baseline).
 //
 //   cuts-server MODEL.cuts [--workers N] [--requests R] [--rate R_PER_S]
 //               [--graph] [--max-batch B] [--batch-timeout-us T]
-//               [--gpus 0,1,...]
+//               [--gpus 0,1,...] [--master-gpu]
 //
 //===----------------------------------------------------------------------===//
 #include <cuts/cuts.h>
@@ -177,7 +178,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: cuts-server MODEL.cuts [--workers N] "
                          "[--requests R] [--rate R_PER_S] [--graph] "
                          "[--max-batch B] [--batch-timeout-us T] "
-                         "[--gpus 0,1,...]\n");
+                         "[--gpus 0,1,...] [--master-gpu]\n");
     return 1;
   }
   std::string path = argv[1];
@@ -187,6 +188,7 @@ int main(int argc, char **argv) {
   int64_t maxBatch = 0; // 0: the model's largest batch
   long timeoutUs = 0;
   std::vector<int> gpus;
+  bool masterGpu = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--gpus" && i + 1 < argc) {
@@ -201,6 +203,8 @@ int main(int argc, char **argv) {
         gpus.push_back(int(v));
         p = *end == ',' ? end + 1 : end;
       }
+    } else if (a == "--master-gpu") {
+      masterGpu = true;
     } else if (a == "--max-batch" && i + 1 < argc)
       maxBatch = std::max(1, std::atoi(argv[++i]));
     else if (a == "--batch-timeout-us" && i + 1 < argc)
@@ -223,6 +227,7 @@ int main(int argc, char **argv) {
   cuts_model *model = nullptr;
   cuts_load_options options{};
   options.devices = gpus.data(), options.num_devices = int(gpus.size());
+  options.master_gpu = masterGpu;
   if (cuts_model_load(path.c_str(), &options, &model) != CUTS_OK)
     return fail(path.c_str());
   // Dynamic batching where the model has profiles: requests of one sample.

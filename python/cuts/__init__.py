@@ -81,7 +81,7 @@ class Model:
     """A compiled model. Use cuts.load()."""
 
     def __init__(self, path, device=0, max_batch=0, emulate=False,
-                 devices=None, device_shares=None):
+                 devices=None, device_shares=None, master_gpu=False):
         self.path = os.fspath(path)
         info = describe(self.path)
         self.name = info["model"]
@@ -95,7 +95,7 @@ class Model:
         self.devices = list(devices) if devices else [device]
         self._model = None if emulate else _cuts.Model(
             self.path, device, max_batch, list(devices or []),
-            list(device_shares or []))
+            list(device_shares or []), master_gpu)
         if self._model is not None:
             self.profiles = list(self._model.profiles)
 
@@ -114,14 +114,16 @@ class Model:
 
 
 def load(path, device=0, max_batch=0, emulate=False, devices=None,
-         device_shares=None):
+         device_shares=None, master_gpu=False):
     """Loads model.cuts onto GPU `device` (profiles above the first that
     serves `max_batch` are left out). devices=[0, 1, ...]: data parallel,
     the model on each (a device may repeat), every run's batch split across
     them in proportion to device_shares (equal by default); needs batch
-    profiles, and numpy inputs. emulate=True: no GPU, every kernel run on
-    the CPU."""
-    return Model(path, device, max_batch, emulate, devices, device_shares)
+    profiles, and numpy inputs; master_gpu=True: the baseline that sends
+    every slice through the first device instead. emulate=True: no GPU,
+    every kernel run on the CPU."""
+    return Model(path, device, max_batch, emulate, devices, device_shares,
+                 master_gpu)
 
 
 class Session:

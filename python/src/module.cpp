@@ -71,9 +71,9 @@ nb::dlpack::dtype dlpackOf(cuts_dtype d) {
 class Model {
 public:
   Model(const std::string &path, int device, int64_t maxBatch,
-        std::vector<int> devices, std::vector<double> shares) {
+        std::vector<int> devices, std::vector<double> shares, bool masterGpu) {
     cuts_load_options o{};
-    o.device = device, o.max_batch = maxBatch;
+    o.device = device, o.max_batch = maxBatch, o.master_gpu = masterGpu;
     if (!shares.empty() && shares.size() != devices.size())
       throw CutsError("device_shares needs one share per device");
     o.devices = devices.data(), o.num_devices = int(devices.size());
@@ -273,14 +273,13 @@ NB_MODULE(_cuts, m) {
 
   nb::class_<Model>(m, "Model")
       .def(nb::init<const std::string &, int, int64_t, std::vector<int>,
-                    std::vector<double>>(),
+                    std::vector<double>, bool>(),
            "path"_a, "device"_a = 0, "max_batch"_a = 0,
            "devices"_a = std::vector<int>(),
-           "device_shares"_a = std::vector<double>())
-      .def_prop_ro("num_devices",
-                   [](const Model &x) {
-                     return cuts_model_num_devices(x.model.get());
-                   })
+           "device_shares"_a = std::vector<double>(), "master_gpu"_a = false)
+      .def_prop_ro(
+          "num_devices",
+          [](const Model &x) { return cuts_model_num_devices(x.model.get()); })
       .def_prop_ro(
           "arch", [](const Model &x) { return cuts_model_arch(x.model.get()); })
       .def_prop_ro("device", [](const Model &x) { return x.device; })

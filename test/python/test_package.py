@@ -117,12 +117,12 @@ def check_gpu(onnx_path, art):
     require(not errors, "threads: %s" % errors)
     # Data parallel on a repeated device list: every batch split (batch 1:
     # fewer rows than devices), the same outputs as one device.
-    dp = cuts.load(art, devices=[0, 0, 0])
-    ds = dp.session()
-    for n in (1, 2, 4):
-        f = feeds_at(n)
-        require(np.allclose(ds.run(f)["y"], s.run(f)["y"], atol=1e-6),
-                "data parallel batch %d" % n)
+    for master in (False, True):  # the split, and the master-GPU baseline
+        ds = cuts.load(art, devices=[0, 0, 0], master_gpu=master).session()
+        for n in (1, 2, 4):
+            f = feeds_at(n)
+            require(np.allclose(ds.run(f)["y"], s.run(f)["y"], atol=1e-6),
+                    "data parallel batch %d (master %s)" % (n, master))
     raises(lambda: cuts.load(art, devices=[0, 0], device_shares=[1]),
            "one share per device")
     try:

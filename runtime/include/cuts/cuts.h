@@ -117,6 +117,10 @@ typedef struct cuts_load_options {
   const int *devices;
   int num_devices; /* 0: `device` alone */
   const double *device_shares;
+  /* The baseline the split is measured against (DataParallel's): the
+   * whole batch copied to the first device, its slices sent to the others
+   * from there and their outputs gathered back there, then copied out. */
+  int master_gpu;
 } cuts_load_options;
 
 int cuts_api_version(void);
