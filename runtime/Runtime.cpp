@@ -1379,15 +1379,53 @@ cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
   });
 }
 
+/// The session of each entry of the device list, the first's first.
+std::vector<cuts_session *> entries(cuts_session &s) {
+  std::vector<cuts_session *> all = {&s};
+  for (const auto &r : s.replicas)
+    all.push_back(r.get());
+  return all;
+}
+
+/// body(e, session) for each entry with rows, one host thread each, each
+/// entry's stream waited for (its copies touch the caller's memory); the
+/// first failure, naming its entry.
+template <typename Body>
+cuts_status onEachDevice(cuts_session &s, const std::vector<int64_t> &rows,
+                         Body body) {
+  std::vector<cuts_session *> all = entries(s);
+  std::vector<cuts_status> status(all.size(), CUTS_OK);
+  std::vector<std::string> errors(all.size());
+  std::vector<std::thread> threads;
+  for (size_t e = 0; e < all.size(); ++e)
+    if (rows[e] > 0)
+      threads.emplace_back([&, e] {
+        cuts_session &x = *all[e];
+        cuts_status st = enter(*x.model);
+        if (st == CUTS_OK)
+          st = body(e, x);
+        CUresult r = x.model->d->cuStreamSynchronize(x.stream);
+        if (st == CUTS_OK && r)
+          st = cudaFail(r, "running the model (cuStreamSynchronize)");
+        status[e] = st;
+        if (st != CUTS_OK)
+          errors[e] = lastError;
+      });
+  for (std::thread &t : threads)
+    t.join();
+  for (size_t e = 0; e < all.size(); ++e)
+    if (status[e] != CUTS_OK)
+      return fail(status[e],
+                  "device list entry " + std::to_string(e) + ": " + errors[e]);
+  return CUTS_OK;
+}
+
 /// The master-GPU baseline: the whole batch to the first device; each
 /// other device's slice sent from there (a peer copy), run, and its rows
 /// gathered back there; then the outputs copied out from there.
 cuts_status runMaster(cuts_session &s, int64_t batch,
                       const std::vector<void *> &in,
                       const std::vector<void *> &out) {
-  std::vector<cuts_session *> all = {&s};
-  for (const auto &r : s.replicas)
-    all.push_back(r.get());
   const std::vector<int64_t> rows = splitBatch(batch, s.shares);
   const ModelImpl &m0 = *s.model;
   const Manifest &man = m0.manifest();
@@ -1406,74 +1444,51 @@ cuts_status runMaster(cuts_session &s, int64_t batch,
         return cudaFail(r, "copying inputs to the first device");
   if (CUresult r = d->cuStreamSynchronize(s.stream))
     return cudaFail(r, "cuStreamSynchronize");
-  std::vector<cuts_status> status(all.size(), CUTS_OK);
-  std::vector<std::string> errors(all.size());
-  std::vector<std::thread> threads;
-  int64_t offset = 0;
-  for (size_t e = 0; e < all.size(); ++e) {
-    if (rows[e] == 0)
-      continue;
-    threads.emplace_back([&, e, offset] {
-      cuts_session &x = *all[e];
-      auto at = [&](CUdeviceptr base, bool input, size_t i) {
-        const Tensor &t = io(input, i);
-        return t.batchAxis >= 0
-                   ? base + CUdeviceptr(offset) * (t.bytes() / t.shape[0])
-                   : base;
-      };
-      auto body = [&]() -> cuts_status {
-        if (cuts_status st = enter(*x.model))
-          return st;
-        std::vector<void *> xin, xout;
-        auto ptr = [](CUdeviceptr p) { return reinterpret_cast<void *>(p); };
-        if (e == 0) { // its rows in place on the first device
-          for (size_t i = 0; i < in.size(); ++i)
-            xin.push_back(ptr(at(s.wholeIn[i], true, i)));
-          for (size_t i = 0; i < out.size(); ++i)
-            xout.push_back(ptr(at(s.wholeOut[i], false, i)));
-          return runAt(x, rows[e], xin, xout, Memory::Device);
-        }
-        if (cuts_status st = ensureUserBuffers(x, rows[e]))
-          return st;
-        CUcontext c0 = m0.ctx, cx = x.model->ctx;
-        for (size_t i = 0; i < in.size(); ++i)
-          if (uint64_t b = bytesAtBatch(io(true, i), rows[e]))
-            if (CUresult r = x.model->d->cuMemcpyPeerAsync(
-                    x.userIn[i], cx, at(s.wholeIn[i], true, i), c0, b,
-                    x.stream))
-              return cudaFail(r, "sending a slice (cuMemcpyPeerAsync)");
-        for (CUdeviceptr p : x.userIn)
-          xin.push_back(ptr(p));
-        for (CUdeviceptr p : x.userOut)
-          xout.push_back(ptr(p));
-        if (cuts_status st = runAt(x, rows[e], xin, xout, Memory::Device))
-          return st;
-        for (size_t i = 0; i < out.size(); ++i)
-          if (io(false, i).batchAxis >= 0)
-            if (uint64_t b = bytesAtBatch(io(false, i), rows[e]))
-              if (CUresult r = x.model->d->cuMemcpyPeerAsync(
-                      at(s.wholeOut[i], false, i), c0, x.userOut[i], cx, b,
-                      x.stream))
-                return cudaFail(r, "gathering a slice (cuMemcpyPeerAsync)");
-        return CUTS_OK;
-      };
-      cuts_status st = body();
-      CUresult r = x.model->d->cuStreamSynchronize(x.stream);
-      if (st == CUTS_OK && r)
-        st = cudaFail(r, "cuStreamSynchronize");
-      status[e] = st;
-      if (st != CUTS_OK)
-        errors[e] = lastError;
-    });
-    offset += rows[e];
-  }
-  for (std::thread &t : threads)
-    t.join();
+  std::vector<int64_t> offsets(rows.size(), 0);
+  for (size_t e = 1; e < rows.size(); ++e)
+    offsets[e] = offsets[e - 1] + rows[e - 1];
+  cuts_status st = onEachDevice(s, rows, [&](size_t e, cuts_session &x) {
+    auto at = [&](CUdeviceptr base, bool input, size_t i) {
+      const Tensor &t = io(input, i);
+      return t.batchAxis >= 0
+                 ? base + CUdeviceptr(offsets[e]) * (t.bytes() / t.shape[0])
+                 : base;
+    };
+    auto ptr = [](CUdeviceptr p) { return reinterpret_cast<void *>(p); };
+    std::vector<void *> xin, xout;
+    if (e == 0) { // its rows in place on the first device
+      for (size_t i = 0; i < in.size(); ++i)
+        xin.push_back(ptr(at(s.wholeIn[i], true, i)));
+      for (size_t i = 0; i < out.size(); ++i)
+        xout.push_back(ptr(at(s.wholeOut[i], false, i)));
+      return runAt(x, rows[e], xin, xout, Memory::Device);
+    }
+    if (cuts_status st = ensureUserBuffers(x, rows[e]))
+      return st;
+    CUcontext c0 = m0.ctx, cx = x.model->ctx;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (uint64_t b = bytesAtBatch(io(true, i), rows[e]))
+        if (CUresult r = x.model->d->cuMemcpyPeerAsync(
+                x.userIn[i], cx, at(s.wholeIn[i], true, i), c0, b, x.stream))
+          return cudaFail(r, "sending a slice (cuMemcpyPeerAsync)");
+    for (CUdeviceptr p : x.userIn)
+      xin.push_back(ptr(p));
+    for (CUdeviceptr p : x.userOut)
+      xout.push_back(ptr(p));
+    if (cuts_status st = runAt(x, rows[e], xin, xout, Memory::Device))
+      return st;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (io(false, i).batchAxis >= 0)
+        if (uint64_t b = bytesAtBatch(io(false, i), rows[e]))
+          if (CUresult r =
+                  x.model->d->cuMemcpyPeerAsync(at(s.wholeOut[i], false, i), c0,
+                                                x.userOut[i], cx, b, x.stream))
+            return cudaFail(r, "gathering a slice (cuMemcpyPeerAsync)");
+    return CUTS_OK;
+  });
   s.batch = batch;
-  for (size_t e = 0; e < all.size(); ++e)
-    if (status[e] != CUTS_OK)
-      return fail(status[e],
-                  "device list entry " + std::to_string(e) + ": " + errors[e]);
+  if (st != CUTS_OK)
+    return st;
   if (cuts_status st = enter(m0))
     return st;
   for (size_t i = 0; i < out.size(); ++i)
@@ -1493,9 +1508,7 @@ cuts_status runMaster(cuts_session &s, int64_t batch,
 cuts_status runSplit(cuts_session &s, int64_t batch,
                      const std::vector<void *> &in,
                      const std::vector<void *> &out) {
-  std::vector<cuts_session *> all = {&s};
-  for (const auto &r : s.replicas)
-    all.push_back(r.get());
+  const std::vector<cuts_session *> all = entries(s);
   const std::vector<int64_t> rows = splitBatch(batch, s.shares);
   const Manifest &man = s.model->manifest();
   auto rowBytes = [&](int t) {
@@ -1526,32 +1539,11 @@ cuts_status runSplit(cuts_session &s, int64_t batch,
     offset += rows[e];
     first = false;
   }
-  std::vector<cuts_status> status(all.size(), CUTS_OK);
-  std::vector<std::string> errors(all.size());
-  std::vector<std::thread> threads;
-  for (size_t e = 0; e < all.size(); ++e)
-    if (rows[e] > 0)
-      threads.emplace_back([&, e] {
-        cuts_session &x = *all[e];
-        cuts_status st = enter(*x.model);
-        if (st == CUTS_OK)
-          st = runAt(x, rows[e], ins[e], outs[e], Memory::Host);
-        // Copies queued touch the caller's memory: let them end first.
-        CUresult r = x.model->d->cuStreamSynchronize(x.stream);
-        if (st == CUTS_OK && r)
-          st = cudaFail(r, "running the model (cuStreamSynchronize)");
-        status[e] = st;
-        if (st != CUTS_OK)
-          errors[e] = lastError;
-      });
-  for (std::thread &t : threads)
-    t.join();
+  cuts_status st = onEachDevice(s, rows, [&](size_t e, cuts_session &x) {
+    return runAt(x, rows[e], ins[e], outs[e], Memory::Host);
+  });
   s.batch = batch;
-  for (size_t e = 0; e < all.size(); ++e)
-    if (status[e] != CUTS_OK)
-      return fail(status[e],
-                  "device list entry " + std::to_string(e) + ": " + errors[e]);
-  return CUTS_OK;
+  return st;
 }
 
 /// The session's cuDNN handle on its stream, and one workspace as large as
