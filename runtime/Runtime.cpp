@@ -2110,6 +2110,10 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
     if (cuts_status st = checkSession(session))
       return st;
     cuts_session &s = *session;
+    if (!s.replicas.empty())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "a model on several devices is profiled one device at a "
+                  "time (load it on one)");
     const Manifest &man = s.model->manifest();
     s.plan = &s.model->largest(); // the kernels cuts_model_kernel lists
     if (iters < 1 || (!man.kernels.empty() && !kernel_ms))
