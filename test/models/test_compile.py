@@ -1456,6 +1456,18 @@ def check_batch_profiles(runner):
             r = runner.run("bench", art, "--batch", "5", "--iters", "5")
             require(r.returncode != 0 and "max_batch 5" in r.stderr,
                     "bench --batch 5: " + r.stderr)
+            for extra in ((), ("--master-gpu",)):  # a repeated device list
+                r = runner.run("bench", art, "--gpus", "0,0", "--batch", "3",
+                               "--iters", "5", *extra)
+                require(r.returncode == 0 and "on GPUs 0,0" in r.stdout,
+                        "bench --gpus %s: %s%s" % (extra, r.stdout,
+                                                   r.stderr))
+        r = runner.run("bench", art, "--master-gpu")
+        require(r.returncode != 0 and "--master-gpu goes with --gpus" in
+                r.stderr, "bench --master-gpu alone: " + r.stderr)
+        r = runner.run("bench", art, "--gpus", "0,x")
+        require(r.returncode != 0 and "--gpus needs device ordinals" in
+                r.stderr, "bench --gpus 0,x: " + r.stderr)
     for bad in ("0", "2,2", "x", ""):
         r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
                        "--batch", bad)
