@@ -156,6 +156,18 @@ Packager::pairKernels(const SyncPair &p,
   return {post, wait};
 }
 
+namespace {
+
+/// The tuning cache's name for a pair: its two kernels' code on one arch.
+std::string pairSignature(const std::string &producerSource,
+                          const std::string &consumerSource,
+                          const std::string &arch, const std::string &toolkit) {
+  return tune::signature(
+      kernelCode(producerSource) + kernelCode(consumerSource), arch, toolkit);
+}
+
+} // namespace
+
 tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
   const std::string arch = candidates->arch(), toolkit = nvrtcVersion();
   const rt::KernelLaunch &lp = m.kernels[m.steps[p.step].kernel];
@@ -166,9 +178,7 @@ tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
   c.consumer =
       tuneCandidate(unique[size_t(uniqueOfKernel[m.steps[p.step + 1].kernel])],
                     arch, toolkit);
-  c.key = tune::signature(kernelCode(c.producer.source) +
-                              kernelCode(c.consumer.source),
-                          arch, toolkit);
+  c.key = pairSignature(c.producer.source, c.consumer.source, arch, toolkit);
   c.producerWrites =
       int(std::find(lp.args.begin(), lp.args.end(), lp.outputs[0]) -
           lp.args.begin());
@@ -188,7 +198,16 @@ tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
 
 bool Packager::decide(SyncPair &p, SyncDecision &d) {
   const bool tuned = opts.cost != CostSource::Model && candidates;
-  const std::string key = tuned ? pairCandidate(p).key : "";
+  // The pair's key alone: not every policy's kernels, as pairCandidate has.
+  const std::string key =
+      tuned
+          ? pairSignature(
+                codegen::emitSource(
+                    unique[size_t(uniqueOfKernel[m.steps[p.step].kernel])]),
+                codegen::emitSource(
+                    unique[size_t(uniqueOfKernel[m.steps[p.step + 1].kernel])]),
+                candidates->arch(), nvrtcVersion())
+          : "";
   d.key = key;
   auto timed = [&](const std::string &way) -> std::optional<double> {
     const tune::Cache::Entry *e =
