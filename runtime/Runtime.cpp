@@ -975,6 +975,12 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
   }
 }
 
+/// The current plan's index: its slot among the session's per-plan
+/// events and graphs.
+size_t planIndex(const cuts_session &s) {
+  return size_t(s.plan - s.model->plans.data());
+}
+
 /// Enqueues step `i`'s work on `stream`, as a programmatic dependent of
 /// the kernel before it where `pdl`.
 cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
@@ -1062,7 +1068,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
 cuts_status runStep(cuts_session &s, size_t i) {
   const ModelImpl &m = *s.model;
   const PlanImpl &p = *s.plan;
-  const std::vector<CUevent> &events = s.stepEvent[size_t(&p - m.plans.data())];
+  const std::vector<CUevent> &events = s.stepEvent[planIndex(s)];
   const Step &step = p.manifest().steps[i];
   CUstream stream = step.stream ? s.side : s.stream;
   if (step.after >= 0)
@@ -1100,11 +1106,6 @@ bool countsState(const PlanImpl &p, size_t i) {
   return false;
 }
 
-// The session's slot for the current plan's graph.
-size_t planIndex(const cuts_session &s) {
-  return size_t(s.plan - s.model->plans.data());
-}
-
 /// Captures what `enqueue` puts on the session's stream as an instantiated
 /// graph in `exec`.
 template <typename Enqueue>
@@ -1137,8 +1138,6 @@ cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
   return CUTS_OK;
 }
 
-/// One run with device bindings, replaying or capturing a graph if the
-/// session uses them.
 /// What `enqueue` puts on the stream (the current plan's run), replayed
 /// from the plan's graph where the session uses graphs: captured anew when
 /// `key` (the bindings, and what else the work depends on) changes.
@@ -1175,6 +1174,8 @@ cuts_status runGraphed(cuts_session &s, std::vector<CUdeviceptr> key,
   return CUTS_OK;
 }
 
+/// One run of the current plan with device bindings, replaying or capturing
+/// a graph if the session uses them.
 cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
                       const std::vector<CUdeviceptr> &out) {
   std::vector<CUdeviceptr> key = in;
@@ -1182,10 +1183,11 @@ cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
   return runGraphed(s, std::move(key), [&] { return enqueuePlan(s, in, out); });
 }
 
-/// The session's own input and output buffers (for host runs, padded
-/// runs and timing), as large as the largest plan's.
-cuts_status allocLargest(const ModelImpl &m, std::vector<CUdeviceptr> &in,
-                         std::vector<CUdeviceptr> &out) {
+/// Device buffers for the model's inputs and outputs at `batch` (0: the
+/// largest plan's).
+cuts_status allocIo(const ModelImpl &m, int64_t batch,
+                    std::vector<CUdeviceptr> &in,
+                    std::vector<CUdeviceptr> &out) {
   const Manifest &man = m.manifest();
   for (int pass = 0; pass < 2; ++pass) {
     const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
@@ -1193,11 +1195,12 @@ cuts_status allocLargest(const ModelImpl &m, std::vector<CUdeviceptr> &in,
     bufs.assign(ids.size(), 0);
     for (size_t i = 0; i < ids.size(); ++i) {
       const Tensor &t = man.tensors[ids[i]];
-      if (t.bytes() == 0)
+      const uint64_t bytes = bytesAtBatch(t, batch);
+      if (bytes == 0)
         continue;
-      if (CUresult r = m.d->cuMemAlloc(&bufs[i], t.bytes())) {
+      if (CUresult r = m.d->cuMemAlloc(&bufs[i], bytes)) {
         bufs[i] = 0; // the destructor frees the others
-        return cudaFail(r, "allocating " + std::to_string(t.bytes()) +
+        return cudaFail(r, "allocating " + std::to_string(bytes) +
                                " bytes for \"" + t.name + "\" (cuMemAlloc)");
       }
     }
@@ -1205,40 +1208,32 @@ cuts_status allocLargest(const ModelImpl &m, std::vector<CUdeviceptr> &in,
   return CUTS_OK;
 }
 
+/// The session's own input and output buffers (for host runs, padded runs
+/// and timing), as large as the largest plan's.
 cuts_status ensureBuffers(cuts_session &s) {
   if (s.haveBuffers)
     return CUTS_OK;
-  if (cuts_status st = allocLargest(*s.model, s.bufIn, s.bufOut))
+  if (cuts_status st = allocIo(*s.model, 0, s.bufIn, s.bufOut))
     return st;
   s.haveBuffers = true;
   return CUTS_OK;
 }
 
-/// benchmark's inputs and outputs at `batch`, which no plan has: its runs
-/// pad and slice as a caller's would.
+/// Buffers at `batch`, which no plan has: benchmark's inputs and outputs
+/// (its runs pad and slice as a caller's would), the master-GPU baseline's
+/// slices.
 cuts_status ensureUserBuffers(cuts_session &s, int64_t batch) {
-  const ModelImpl &m = *s.model;
   if (s.userBatch == batch)
     return CUTS_OK;
   for (std::vector<CUdeviceptr> *bufs : {&s.userIn, &s.userOut}) {
     for (CUdeviceptr p : *bufs)
       if (p)
-        m.d->cuMemFree(p);
+        s.model->d->cuMemFree(p);
     bufs->clear();
   }
   s.userBatch = 0;
-  const Manifest &man = m.manifest();
-  for (int pass = 0; pass < 2; ++pass) {
-    const std::vector<int> &ids = pass == 0 ? man.inputs : man.outputs;
-    std::vector<CUdeviceptr> &bufs = pass == 0 ? s.userIn : s.userOut;
-    bufs.assign(ids.size(), 0);
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (uint64_t bytes = bytesAtBatch(man.tensors[ids[i]], batch))
-        if (CUresult r = m.d->cuMemAlloc(&bufs[i], bytes)) {
-          bufs[i] = 0;
-          return cudaFail(r, "allocating benchmark buffers (cuMemAlloc)");
-        }
-  }
+  if (cuts_status st = allocIo(*s.model, batch, s.userIn, s.userOut))
+    return st;
   s.userBatch = batch;
   return CUTS_OK;
 }
@@ -1433,7 +1428,7 @@ cuts_status runMaster(cuts_session &s, int64_t batch,
   if (cuts_status st = enter(m0))
     return st;
   if (s.wholeIn.empty())
-    if (cuts_status st = allocLargest(m0, s.wholeIn, s.wholeOut))
+    if (cuts_status st = allocIo(m0, 0, s.wholeIn, s.wholeOut))
       return st;
   auto io = [&](bool input, size_t i) -> const Tensor & {
     return man.tensors[size_t((input ? man.inputs : man.outputs)[i])];
