@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/Compress.h"
+#include "tools/cuts-run/Opened.h"
 
 #include "codegen/emit/Compress.h"
 #include "codegen/emit/Nvrtc.h"
@@ -70,7 +71,8 @@ WeightReport compressWeights(const rt::Artifact &a,
   const rt::Blob &section = a.sections.at("weights");
   std::vector<float> original, restored, truncated;
   for (const auto &[offset, size] : fp32Weights(a)) {
-    float *p = reinterpret_cast<float *>(bytes.data() + section.offset + offset);
+    float *p =
+        reinterpret_cast<float *>(bytes.data() + section.offset + offset);
     const uint64_t n = size / 4;
     r.all.insert(r.all.end(), p, p + n);
     rt::Compressed3to1 c = rt::compress3to1(p, n);
@@ -122,19 +124,17 @@ std::vector<std::vector<uint8_t>> inputsOf(const rt::Manifest &m) {
 bool runOnGpu(const std::vector<uint8_t> &file, const rt::Manifest &m,
               const std::vector<std::vector<uint8_t>> &in,
               std::vector<std::vector<uint8_t>> &out, std::string &error) {
-  cuts_model *cm = nullptr;
-  cuts_session *s = nullptr;
-  bool ok = cuts_model_load_memory(file.data(), file.size(), nullptr, &cm) ==
-                CUTS_OK &&
-            cuts_session_create(cm, nullptr, 0, &s) == CUTS_OK;
+  Opened o;
+  if (!o.open("", nullptr, 0, error, &file))
+    return false;
   std::vector<cuts_binding> bi, bo;
   out.assign(m.outputs.size(), {});
-  for (int pass = 0; ok && pass < 2; ++pass) {
+  for (int pass = 0; pass < 2; ++pass) {
     const std::vector<int> &ids = pass ? m.outputs : m.inputs;
     for (size_t i = 0; i < ids.size(); ++i) {
       const rt::Tensor &t = m.tensors[size_t(ids[i])];
       cuts_tensor_info info{};
-      (pass ? cuts_model_output : cuts_model_input)(cm, int(i), &info);
+      (pass ? cuts_model_output : cuts_model_input)(o.model, int(i), &info);
       if (pass)
         out[i].assign(size_t(t.bytes()), 0);
       (pass ? bo : bi)
@@ -144,13 +144,12 @@ bool runOnGpu(const std::vector<uint8_t> &file, const rt::Manifest &m,
                            : const_cast<uint8_t *>(in[i].data())});
     }
   }
-  ok = ok && cuts_session_run_host(s, bi.data(), int(bi.size()), bo.data(),
-                                   int(bo.size())) == CUTS_OK;
-  if (!ok)
+  if (cuts_session_run_host(o.session, bi.data(), int(bi.size()), bo.data(),
+                            int(bo.size())) != CUTS_OK) {
     error = cuts_last_error();
-  cuts_session_free(s);
-  cuts_model_free(cm);
-  return ok;
+    return false;
+  }
+  return true;
 }
 
 /// Relative L2 and largest difference of the float32 outputs.

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/Compress.h"
+#include "tools/cuts-run/Opened.h"
 #include "tools/support/Emulate.h"
 #include "tools/support/Options.h"
 #include "tools/support/TensorFile.h"
@@ -175,15 +176,11 @@ int cmdRun(const std::vector<std::string> &args) {
     if (!cuts::emulateArtifact(*art, inputs, outputs, err, verbose))
       return error(model, "emulation failed: " + err);
   } else {
-    cuts_model *cm = nullptr;
-    if (cuts_model_load(model.c_str(), nullptr, &cm) != CUTS_OK)
-      return error(model, cuts_last_error());
-    cuts_session *s = nullptr;
-    if (cuts_session_create(cm, nullptr, 0, &s) != CUTS_OK) {
-      std::string e = cuts_last_error();
-      cuts_model_free(cm);
-      return error(model, e);
-    }
+    cuts::cli::Opened o;
+    if (!o.open(model, nullptr, 0, err))
+      return error(model, err);
+    cuts_model *cm = o.model;
+    cuts_session *s = o.session;
     // Bound with the dtypes the runtime reports (the manifest's).
     std::vector<cuts_binding> in, out;
     for (size_t i = 0; i < m.inputs.size(); ++i) {
@@ -213,11 +210,8 @@ int cmdRun(const std::vector<std::string> &args) {
       std::printf("batch %lld: profile %lld%s\n", (long long)info.batch,
                   (long long)info.profile_batch,
                   info.profile_batch > info.batch ? " (padded)" : "");
-    std::string e = st == CUTS_OK ? "" : cuts_last_error();
-    cuts_session_free(s);
-    cuts_model_free(cm);
     if (st != CUTS_OK)
-      return error(model, e);
+      return error(model, cuts_last_error());
   }
 
   int failed = 0;
@@ -280,15 +274,11 @@ int benchDevices(const std::string &model, const std::vector<int> &gpus,
   cuts_load_options options{};
   options.devices = gpus.data(), options.num_devices = int(gpus.size());
   options.master_gpu = master;
-  cuts_model *cm = nullptr;
-  if (cuts_model_load(model.c_str(), &options, &cm) != CUTS_OK)
-    return error(model, cuts_last_error());
-  cuts_session *s = nullptr;
-  if (cuts_session_create(cm, nullptr, 1, &s) != CUTS_OK) {
-    std::string e = cuts_last_error();
-    cuts_model_free(cm);
-    return error(model, e);
-  }
+  cuts::cli::Opened o;
+  std::string err;
+  if (!o.open(model, &options, 1, err))
+    return error(model, err);
+  cuts_model *cm = o.model;
   if (batch == 0)
     batch = cuts_model_max_batch(cm);
   // Buffers at `batch`, the inputs filled with values valid for any model.
@@ -323,20 +313,14 @@ int benchDevices(const std::string &model, const std::vector<int> &gpus,
   std::vector<double> ms;
   for (int r = 0; r < warmup + iters; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    if (cuts_session_run_host(s, in.data(), int(in.size()), out.data(),
-                              int(out.size())) != CUTS_OK) {
-      std::string e = cuts_last_error();
-      cuts_session_free(s);
-      cuts_model_free(cm);
-      return error(model, e);
-    }
+    if (cuts_session_run_host(o.session, in.data(), int(in.size()), out.data(),
+                              int(out.size())) != CUTS_OK)
+      return error(model, cuts_last_error());
     if (r >= warmup)
       ms.push_back(std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - t0)
                        .count());
   }
-  cuts_session_free(s);
-  cuts_model_free(cm);
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
   std::string list;
@@ -420,24 +404,16 @@ int cmdBench(const std::vector<std::string> &args) {
   // --kernels lists are that profile's).
   cuts_load_options options{};
   options.max_batch = atBatch;
-  cuts_model *cm = nullptr;
-  if (cuts_model_load(model.c_str(), &options, &cm) != CUTS_OK)
-    return error(model, cuts_last_error());
-  cuts_session *s = nullptr;
-  if (cuts_session_create(cm, nullptr, graph, &s) != CUTS_OK ||
-      cuts_session_set_batch(s, atBatch) != CUTS_OK) {
-    std::string e = cuts_last_error();
-    cuts_session_free(s);
-    cuts_model_free(cm);
-    return error(model, e);
-  }
+  cuts::cli::Opened o;
+  std::string err;
+  if (!o.open(model, &options, graph, err))
+    return error(model, err);
+  cuts_model *cm = o.model;
+  cuts_session *s = o.session;
   std::vector<float> times(static_cast<size_t>(iters));
-  if (cuts_session_benchmark(s, warmup, iters, times.data()) != CUTS_OK) {
-    std::string e = cuts_last_error();
-    cuts_session_free(s);
-    cuts_model_free(cm);
-    return error(model, e);
-  }
+  if (cuts_session_set_batch(s, atBatch) != CUTS_OK ||
+      cuts_session_benchmark(s, warmup, iters, times.data()) != CUTS_OK)
+    return error(model, cuts_last_error());
   std::vector<float> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];
@@ -468,12 +444,8 @@ int cmdBench(const std::vector<std::string> &args) {
   if (kernels) {
     int n = cuts_model_num_kernels(cm);
     std::vector<float> ms(size_t(std::max(n, 1)));
-    if (cuts_session_profile(s, iters, ms.data()) != CUTS_OK) {
-      std::string e = cuts_last_error();
-      cuts_session_free(s);
-      cuts_model_free(cm);
-      return error(model, e);
-    }
+    if (cuts_session_profile(s, iters, ms.data()) != CUTS_OK)
+      return error(model, cuts_last_error());
     // The ceilings: given, else the compile target's descriptor's (each on
     // its own: one may be given and the other not).
     const char *target = "";
@@ -519,8 +491,6 @@ int cmdBench(const std::vector<std::string> &args) {
     }
     j["kernels"] = list;
   }
-  cuts_session_free(s);
-  cuts_model_free(cm);
   if (json) {
     std::printf("%s\n", j.dump(1).c_str());
     return 0;
