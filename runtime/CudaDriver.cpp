@@ -53,6 +53,9 @@ Loaded load() {
   lib.bind(d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"});
   lib.bind(d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
   lib.bind(d.cuMemcpyPeerAsync, {"cuMemcpyPeerAsync"});
+  lib.bind(d.cuMemHostAlloc, {"cuMemHostAlloc"});
+  lib.bind(d.cuMemFreeHost, {"cuMemFreeHost"});
+  lib.bind(d.cuPointerGetAttribute, {"cuPointerGetAttribute"});
   lib.bind(d.cuMemsetD32Async, {"cuMemsetD32Async"});
   lib.bind(d.cuMemsetD8, {"cuMemsetD8_v2"});
   lib.bind(d.cuMemsetD8Async, {"cuMemsetD8Async"});

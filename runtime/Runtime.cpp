@@ -21,6 +21,7 @@
 #include "cuts/cuts.h"
 
 #include "FileIO.h"
+#include "Session.h"
 #include "cuts/Artifact.h"
 #include "cuts/rt/Binding.h"
 #include "cuts/rt/Blas.h"
@@ -28,6 +29,7 @@
 #include "cuts/rt/Library.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -44,7 +46,7 @@
 using namespace cuts::rt;
 using namespace cuts::rt::cuda;
 
-namespace {
+namespace cuts::rt {
 
 thread_local std::string lastError;
 
@@ -53,7 +55,7 @@ cuts_status fail(cuts_status s, std::string msg) {
   return s;
 }
 
-cuts_status statusFor(CUresult r) {
+static cuts_status statusFor(CUresult r) {
   switch (r) {
   case CUDA_ERROR_OUT_OF_MEMORY:
     return CUTS_ERROR_OUT_OF_MEMORY;
@@ -69,26 +71,9 @@ cuts_status cudaFail(CUresult r, const std::string &what) {
   return fail(statusFor(r), what + " failed: " + errorString(r));
 }
 
-/// Runs an API body with the thread's error cleared, turning exceptions
-/// (which must not cross the C boundary) into statuses.
-template <typename F> cuts_status guarded(F &&body) {
-  lastError.clear();
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return fail(CUTS_ERROR_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception &e) {
-    return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                std::string("internal error: ") + e.what());
-  }
-}
+} // namespace cuts::rt
 
-std::string shapeString(const int64_t *shape, int rank) {
-  std::string s = "[";
-  for (int i = 0; i < rank; ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+namespace {
 
 /// "sm_90" -> major 9, minor 0; suffix 'a' (arch-specific) or 'f' or 0.
 bool splitArch(const std::string &arch, int &major, int &minor, char &suffix) {
@@ -133,427 +118,9 @@ std::string chooseArch(const std::vector<std::string> &archs, int major,
   return best;
 }
 
-/// One plan of the model (a batch profile's, or the only one), loaded.
-struct PlanImpl {
-  const Manifest *man = nullptr; // in ModelImpl::artifact
-  MemoryPlan plan;
-  std::vector<int> root;             // rootTensor per tensor
-  std::vector<CUfunction> functions; // per kernel; null for library kernels
-  // Per kernel: the cuDNN convolution of a "cudnn.conv" kernel, else null.
-  std::vector<std::unique_ptr<CudnnConv>> convs;
-  // Per kernel: the cuBLASLt product of a "cublaslt.gemm" kernel, else
-  // null; one handle serves every session (cuBLASLt handles are
-  // thread-safe and carry no stream).
-  std::vector<std::unique_ptr<CublasLtGemm>> gemms;
-  size_t maxArgs = 0;
-  bool hasSide = false;       // steps on the side stream (cuSync pairs)
-  std::vector<bool> recorded; // per step: a later step waits for it
-  uint64_t stateBase = 0;     // its state in a session's state buffer
-
-  const Manifest &manifest() const { return *man; }
-  int64_t batch() const { return man->batch; }
-};
-
-struct ModelImpl {
-  const Driver *d = nullptr;
-  Artifact artifact; // its bytes are dropped once loaded
-  std::string arch;
-  CUdevice device = 0;
-  CUcontext ctx = nullptr; // retained primary context
-  std::vector<CUmodule> modules;
-  std::unique_ptr<CublasLtHandle> lt;
-  bool hasConv = false;
-  bool hasLibrary = false; // any library kernel
-  CUdeviceptr weights = 0;
-  uint64_t weightBytes = 0;
-  bool pdl = false; // the device and driver launch programmatic dependents
-  /// The plans loaded, by increasing batch: every batch profile up to the
-  /// smallest that serves max_batch, or the only plan.
-  std::vector<PlanImpl> plans;
-  std::vector<int64_t> batches; // the plans' (0: the one plan has none)
-  int64_t maxBatch = 0; // the largest batch a run may bind (0: no profiles)
-  // What every plan's session needs: the largest arena and the sum of
-  // their states, scratch for the most tensors and arguments.
-  uint64_t arenaBytes = 0, stateBytes = 0;
-  size_t maxTensors = 0, maxArgs = 0;
-  bool hasSide = false;
-  // The I/O as the largest plan has it (cuts_model_input/output).
-  std::vector<cuts_tensor_info> inputs, outputs;
-
-  const PlanImpl &largest() const { return plans.back(); }
-  const Manifest &manifest() const { return largest().manifest(); }
-
-  ModelImpl() = default;
-  ModelImpl(const ModelImpl &) = delete;
-  ModelImpl &operator=(const ModelImpl &) = delete;
-  ~ModelImpl() {
-    if (!ctx)
-      return;
-    d->cuCtxSetCurrent(ctx);
-    plans.clear(); // their convs' zero biases live in the context
-    lt.reset();
-    for (CUmodule mod : modules)
-      d->cuModuleUnload(mod);
-    if (weights)
-      d->cuMemFree(weights);
-    d->cuDevicePrimaryCtxRelease(device);
-  }
-};
-
-cuts_status enter(const ModelImpl &m) {
-  if (CUresult r = m.d->cuCtxSetCurrent(m.ctx))
-    return cudaFail(r, "cuCtxSetCurrent");
-  return CUTS_OK;
-}
-
-/// CUDA events destroyed with the set.
-struct Events {
-  const Driver *d;
-  std::vector<CUevent> ev;
-  Events(const Driver *d, size_t n) : d(d), ev(n, nullptr) {}
-  Events(const Events &) = delete;
-  Events &operator=(const Events &) = delete;
-  ~Events() {
-    for (CUevent e : ev)
-      if (e)
-        d->cuEventDestroy(e);
-  }
-  cuts_status create() {
-    for (CUevent &e : ev)
-      if (CUresult r = d->cuEventCreate(&e, CU_EVENT_DEFAULT)) {
-        e = nullptr;
-        return cudaFail(r, "cuEventCreate");
-      }
-    return CUTS_OK;
-  }
-};
-
-/// An instantiated graph, destroyed with its owner.
-struct GraphExec {
-  const Driver *d;
-  CUgraphExec exec = nullptr;
-  explicit GraphExec(const Driver *d) : d(d) {}
-  GraphExec(const GraphExec &) = delete;
-  GraphExec &operator=(const GraphExec &) = delete;
-  ~GraphExec() {
-    if (exec)
-      d->cuGraphExecDestroy(exec);
-  }
-};
-
-} // namespace
-
-struct cuts_model {
-  std::shared_ptr<ModelImpl> impl; // replicas[0]
-  /// Data parallel (cuts_load_options.devices): the model on each device
-  /// of the list, and the share of a batch each takes.
-  std::vector<std::shared_ptr<ModelImpl>> replicas;
-  std::vector<double> shares;
-  bool masterGpu = false; // cuts_load_options.master_gpu
-};
-
-struct cuts_session {
-  std::shared_ptr<ModelImpl> model;
-  /// Data parallel: the sessions of the other entries of the device list,
-  /// and every entry's share of a batch.
-  std::vector<std::unique_ptr<cuts_session>> replicas;
-  std::vector<double> shares;
-  bool masterGpu = false;
-  // The master-GPU baseline's whole batch on the first device.
-  std::vector<CUdeviceptr> wholeIn, wholeOut;
-  const PlanImpl *plan = nullptr; // the plan the run under way enqueues
-  int64_t batch = 0;              // the last run's batch
-  int64_t profileBatch = 0;       // the batch of the plan that ran it
-  CUstream stream = nullptr;
-  bool ownStream = false;
-  CUdeviceptr arena = 0;
-  // cuSync: the side stream, per plan an event per step another waits for,
-  // and the state (semaphores, epoch) that only this session's runs count
-  // in.
-  CUstream side = nullptr;
-  std::vector<std::vector<CUevent>> stepEvent;
-  CUdeviceptr state = 0;
-  bool useGraph = false;
-  // Per plan: its graphs by what they were captured for (the bindings, a
-  // padded run's batch), the least recently used dropped past kMaxGraphs.
-  struct Graph {
-    std::vector<CUdeviceptr> key;
-    CUgraphExec exec = nullptr;
-    uint64_t used = 0;
-  };
-  std::vector<std::vector<Graph>> graphs;
-  uint64_t runs = 0;
-  // Device buffers as the largest plan's inputs and outputs, for run_host,
-  // the padded runs of a smaller batch, benchmark and profile, made on
-  // first use; and benchmark's inputs and outputs at a padded batch.
-  bool haveBuffers = false;
-  std::vector<CUdeviceptr> bufIn, bufOut, userIn, userOut;
-  int64_t userBatch = 0;  // the batch userIn/userOut are sized for
-  int64_t benchBatch = 0; // cuts_session_set_batch's (0: the largest plan's)
-  // Host values of inputs that are not filled by a 32-bit memset.
-  std::vector<std::vector<uint8_t>> fill;
-  // Scratch reused by every run.
-  std::vector<CUdeviceptr> ptr; // per tensor
-  std::vector<CUdeviceptr> argValues;
-  std::vector<void *> argPointers;
-  // Library kernels: this session's cuDNN handle (on `stream`) and the
-  // workspace every library call shares (steps run one after another).
-  std::unique_ptr<CudnnHandle> cudnn;
-  CUdeviceptr workspace = 0;
-  uint64_t workspaceBytes = 0;
-
-  cuts_session() = default;
-  cuts_session(const cuts_session &) = delete;
-  cuts_session &operator=(const cuts_session &) = delete;
-  ~cuts_session() {
-    if (!model)
-      return;
-    const Driver *d = model->d;
-    d->cuCtxSetCurrent(model->ctx);
-    // Nothing may be freed under work still in flight.
-    if (stream)
-      d->cuStreamSynchronize(stream);
-    if (side)
-      d->cuStreamSynchronize(side);
-    for (const std::vector<Graph> &plan : graphs)
-      for (const Graph &g : plan)
-        if (g.exec)
-          d->cuGraphExecDestroy(g.exec);
-    cudnn.reset(); // before its stream goes
-    if (workspace)
-      d->cuMemFree(workspace);
-    for (const std::vector<CUdeviceptr> *bufs :
-         {&bufIn, &bufOut, &userIn, &userOut, &wholeIn, &wholeOut})
-      for (CUdeviceptr p : *bufs)
-        if (p)
-          d->cuMemFree(p);
-    if (arena)
-      d->cuMemFree(arena);
-    if (state)
-      d->cuMemFree(state);
-    for (const std::vector<CUevent> &events : stepEvent)
-      for (CUevent e : events)
-        if (e)
-          d->cuEventDestroy(e);
-    if (side)
-      d->cuStreamDestroy(side);
-    if (ownStream && stream)
-      d->cuStreamDestroy(stream);
-  }
-};
-
-//===- Dtypes and bindings (Binding.h) ------------------------------------===//
-
-namespace {
-
-struct DtypeInfo {
-  cuts_dtype api;
-  const char *name;  // the manifest's
-  const char *label; // the enumerator
-};
-
-constexpr DtypeInfo kDtypes[] = {{CUTS_FLOAT32, "float32", "CUTS_FLOAT32"},
-                                 {CUTS_UINT8, "uint8", "CUTS_UINT8"},
-                                 {CUTS_INT8, "int8", "CUTS_INT8"},
-                                 {CUTS_INT16, "int16", "CUTS_INT16"},
-                                 {CUTS_INT32, "int32", "CUTS_INT32"},
-                                 {CUTS_INT64, "int64", "CUTS_INT64"},
-                                 {CUTS_BOOL, "bool", "CUTS_BOOL"},
-                                 {CUTS_FLOAT16, "float16", "CUTS_FLOAT16"},
-                                 {CUTS_FLOAT64, "float64", "CUTS_FLOAT64"},
-                                 {CUTS_BFLOAT16, "bfloat16", "CUTS_BFLOAT16"}};
-
-const DtypeInfo *findDtype(cuts_dtype d) {
-  for (const DtypeInfo &i : kDtypes)
-    if (i.api == d)
-      return &i;
-  return nullptr;
-}
-
 } // namespace
 
 namespace cuts::rt {
-
-std::optional<cuts_dtype> apiDtype(const std::string &dtype) {
-  for (const DtypeInfo &i : kDtypes)
-    if (dtype == i.name)
-      return i.api;
-  return std::nullopt;
-}
-
-std::string describeDtype(cuts_dtype dtype) {
-  if (const DtypeInfo *i = findDtype(dtype))
-    return std::string(i->name) + " (" + i->label + ")";
-  return std::to_string(int(dtype)) + " (not a cuts_dtype)";
-}
-
-uint64_t bytesAtBatch(const Tensor &t, int64_t batch) {
-  if (t.batchAxis < 0 || batch <= 0 || t.shape.empty() || t.shape[0] == 0)
-    return t.bytes();
-  return t.bytes() / uint64_t(t.shape[0]) * uint64_t(batch);
-}
-
-std::optional<int64_t> bindingBatch(const Manifest &man, const cuts_binding *b,
-                                    int n, int64_t maxBatch,
-                                    std::string &error) {
-  if (man.batch == 0)
-    return 0;
-  int64_t batch = 0;
-  std::string first;
-  for (int i = 0; b && i < n; ++i) {
-    const cuts_binding &x = b[i];
-    for (int t : man.inputs) {
-      const Tensor &in = man.tensors[t];
-      if (!x.name || in.name != x.name || in.batchAxis < 0 || x.rank < 1 ||
-          !x.shape)
-        continue;
-      if (batch > 0 && x.shape[0] != batch) {
-        error = "input \"" + in.name + "\" has batch " +
-                std::to_string(x.shape[0]) + " but \"" + first + "\" has " +
-                std::to_string(batch) + " (axis 0)";
-        return std::nullopt;
-      }
-      batch = x.shape[0], first = in.name;
-    }
-  }
-  if (batch == 0 && first.empty())
-    return man.batch; // no batched input bound: checkBindings says why
-  if (batch < 1 || batch > maxBatch) {
-    error = "input \"" + first + "\" has batch " + std::to_string(batch) +
-            "; the model serves batches 1 to " + std::to_string(maxBatch) +
-            " (axis 0)";
-    return std::nullopt;
-  }
-  return batch;
-}
-
-std::vector<int64_t> splitBatch(int64_t batch,
-                                const std::vector<double> &shares) {
-  double total = 0;
-  for (double w : shares)
-    total += w;
-  std::vector<int64_t> rows(shares.size(), 0);
-  std::vector<std::pair<double, size_t>> rest;
-  int64_t given = 0;
-  for (size_t d = 0; d < shares.size(); ++d) {
-    const double exact = double(batch) * shares[d] / total;
-    rows[d] = int64_t(std::floor(exact));
-    given += rows[d];
-    rest.emplace_back(exact - double(rows[d]), d);
-  }
-  // Largest fraction first; ties to the earlier device.
-  std::stable_sort(rest.begin(), rest.end(), [](const auto &a, const auto &b) {
-    return a.first > b.first;
-  });
-  for (size_t i = 0; given < batch; ++i, ++given)
-    ++rows[rest[i % rest.size()].second];
-  return rows;
-}
-
-size_t choosePlan(const std::vector<int64_t> &batches, int64_t batch) {
-  for (size_t p = 0; p < batches.size(); ++p)
-    if (batch > 0 && batches[p] >= batch)
-      return p;
-  return batches.empty() ? 0 : batches.size() - 1;
-}
-
-bool checkBindings(const Manifest &man, const cuts_binding *b, int n,
-                   bool inputs, std::vector<void *> &data, std::string &error,
-                   int64_t batch) {
-  const std::vector<int> &ids = inputs ? man.inputs : man.outputs;
-  const char *what = inputs ? "input" : "output";
-  auto failWith = [&](std::string msg) {
-    error = std::move(msg);
-    return false;
-  };
-  std::string names;
-  for (int t : ids)
-    names += (names.empty() ? "\"" : ", \"") + man.tensors[t].name + "\"";
-  if (n < 0 || (n > 0 && !b))
-    return failWith(std::string("the ") + what +
-                    " bindings are NULL or their count is negative");
-  if (size_t(n) != ids.size())
-    return failWith("the model has " + std::to_string(ids.size()) + " " + what +
-                    "s (" + names + "), " + std::to_string(n) + " were bound");
-  data.assign(ids.size(), nullptr);
-  std::vector<bool> seen(ids.size(), false);
-  for (int i = 0; i < n; ++i) {
-    const cuts_binding &x = b[i];
-    if (!x.name)
-      return failWith(std::string(what) + " binding " + std::to_string(i) +
-                      " has no name");
-    size_t j = 0;
-    while (j < ids.size() && man.tensors[ids[j]].name != x.name)
-      ++j;
-    if (j == ids.size())
-      return failWith(std::string("the model has no ") + what + " named \"" +
-                      x.name + "\" (its " + what + "s: " + names + ")");
-    const Tensor &t = man.tensors[ids[j]];
-    std::string label = std::string(what) + " \"" + t.name + "\"";
-    if (seen[j])
-      return failWith(label + " is bound twice");
-    seen[j] = true;
-    auto want = apiDtype(t.dtype);
-    if (!want || x.dtype != *want)
-      return failWith(label + ": dtype " + describeDtype(x.dtype) +
-                      " given, the model's is " +
-                      (want ? describeDtype(*want) : t.dtype));
-    std::vector<int64_t> shape = t.shape;
-    if (t.batchAxis >= 0 && batch > 0)
-      shape[size_t(t.batchAxis)] = batch;
-    std::string expected = shapeString(shape.data(), int(shape.size()));
-    if (x.rank < 0 || (x.rank > 0 && !x.shape))
-      return failWith(label + ": rank " + std::to_string(x.rank) +
-                      " with no shape given, expected shape " + expected);
-    if (size_t(x.rank) != shape.size() ||
-        !std::equal(shape.begin(), shape.end(), x.shape))
-      return failWith(label + ": expected shape " + expected + ", given " +
-                      shapeString(x.shape, x.rank));
-    if (!x.data && bytesAtBatch(t, batch) > 0)
-      return failWith(label + ": data is NULL");
-    data[j] = x.data;
-  }
-  return true;
-}
-
-bool checkAlignment(const Manifest &man, const std::vector<void *> &data,
-                    bool inputs, std::string &error) {
-  const std::vector<int> &ids = inputs ? man.inputs : man.outputs;
-  for (size_t i = 0; i < data.size() && i < ids.size(); ++i) {
-    uintptr_t p = reinterpret_cast<uintptr_t>(data[i]);
-    if (man.tensors[ids[i]].bytes() == 0 || p % kBindingAlign == 0)
-      continue;
-    char address[32];
-    std::snprintf(address, sizeof address, "%#llx",
-                  static_cast<unsigned long long>(p));
-    error = std::string(inputs ? "input" : "output") + " \"" +
-            man.tensors[ids[i]].name + "\": data " + address + " is not " +
-            std::to_string(kBindingAlign) +
-            "-byte aligned (device buffers must be; cudaMalloc's are)";
-    return false;
-  }
-  return true;
-}
-
-std::vector<uint8_t> fillElement(const std::string &dtype) {
-  std::vector<uint8_t> one(size_t(dtypeBytes(dtype)), 0);
-  auto put = [&](auto v) { std::memcpy(one.data(), &v, sizeof v); };
-  if (dtype == "float32")
-    put(0.5f);
-  else if (dtype == "float64")
-    put(0.5);
-  else if (dtype == "float16")
-    put(uint16_t(0x3800)); // 0.5
-  else if (dtype == "bfloat16")
-    put(uint16_t(0x3F00)); // 0.5
-  else if (dtype == "bool")
-    one[0] = 1;
-  return one; // integers: 0
-}
-
-} // namespace cuts::rt
-
-namespace {
 
 //===- Loading ------------------------------------------------------------===//
 
@@ -717,8 +284,11 @@ cuts_status createLibraryCalls(ModelImpl &m, PlanImpl &p,
   return CUTS_OK;
 }
 
+/// The weights to the device from host memory, timed (the broadcast of
+/// cuts_session_movement).
 cuts_status uploadWeights(ModelImpl &m) {
   const Driver *d = m.d;
+  const auto t0 = std::chrono::steady_clock::now();
   const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
   if (m.weightBytes > 0) {
     if (CUresult r = d->cuMemAlloc(&m.weights, m.weightBytes)) {
@@ -729,6 +299,9 @@ cuts_status uploadWeights(ModelImpl &m) {
     if (CUresult r = d->cuMemcpyHtoD(m.weights, weights, m.weightBytes))
       return cudaFail(r, "uploading the weights (cuMemcpyHtoD)");
   }
+  m.broadcastMs = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
 
   return CUTS_OK;
 }
@@ -1277,46 +850,40 @@ cuts_status fillInputs(cuts_session &s, const std::vector<CUdeviceptr> &bufs,
   return CUTS_OK;
 }
 
-enum class Memory { Device, Host };
-
-/// Copies `bytes` between the caller's memory (host or device) and a
-/// session buffer on the session's stream.
-cuts_status copyIo(cuts_session &s, Memory mem, bool toDevice, CUdeviceptr buf,
-                   void *user, uint64_t bytes, const std::string &name) {
+/// Copies `bytes` between the caller's device memory and a session buffer
+/// on the session's stream.
+cuts_status copyIo(cuts_session &s, bool toDevice, CUdeviceptr buf, void *user,
+                   uint64_t bytes, const std::string &name) {
   const Driver *d = s.model->d;
   CUdeviceptr u = CUdeviceptr(reinterpret_cast<uintptr_t>(user));
-  CUresult r = mem == Memory::Host
-                   ? toDevice ? d->cuMemcpyHtoDAsync(buf, user, bytes, s.stream)
-                              : d->cuMemcpyDtoHAsync(user, buf, bytes, s.stream)
-               : toDevice ? d->cuMemcpyDtoDAsync(buf, u, bytes, s.stream)
-                          : d->cuMemcpyDtoDAsync(u, buf, bytes, s.stream);
+  CUresult r = toDevice ? d->cuMemcpyDtoDAsync(buf, u, bytes, s.stream)
+                        : d->cuMemcpyDtoDAsync(u, buf, bytes, s.stream);
   if (r)
     return cudaFail(r, std::string("copying ") +
                            (toDevice ? "input \"" : "output \"") + name +
-                           "\" (cuMemcpyAsync)");
+                           "\" (cuMemcpyDtoDAsync)");
   return CUTS_OK;
 }
 
-/// One run at `batch` (0: the plan has none) from the caller's inputs to
-/// its outputs, both at that batch: the plan that serves it, directly where
-/// its batch is the caller's and the memory the device's, else through the
-/// session's buffers (a smaller batch's inputs zero-padded to the plan's
-/// and its outputs sliced; host memory copied in and out).
+/// One run at `batch` (0: the plan has none) from the caller's device
+/// inputs to its device outputs, both at that batch: the plan that serves
+/// it, directly where its batch is the caller's, else through the
+/// session's buffers (the inputs zero-padded to the plan's batch, the
+/// outputs sliced), the copies in the run's graph.
 cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
-                  const std::vector<void *> &out, Memory mem) {
+                  const std::vector<void *> &out) {
   const ModelImpl &m = *s.model;
   s.plan = &m.plans[choosePlan(m.batches, batch)];
   s.batch = batch;
   s.profileBatch = s.plan->batch();
   const Manifest &man = s.plan->manifest();
-  const bool padded = batch > 0 && batch < s.plan->batch();
-  if (mem == Memory::Device && !padded)
+  if (!(batch > 0 && batch < s.plan->batch()))
     return runDevice(s, devicePointers(in), devicePointers(out));
   if (cuts_status st = ensureBuffers(s))
     return st;
-  // An unbatched device binding needs no copy.
+  // An unbatched binding needs no copy.
   auto staged = [&](const Tensor &t) {
-    return (mem == Memory::Host || t.batchAxis >= 0) && t.bytes() > 0;
+    return t.batchAxis >= 0 && t.bytes() > 0;
   };
   auto address = [](void *p) { return CUdeviceptr(uintptr_t(p)); };
   std::vector<CUdeviceptr> din(in.size()), dout(out.size());
@@ -1325,220 +892,34 @@ cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
   for (size_t i = 0; i < out.size(); ++i)
     dout[i] =
         staged(man.tensors[man.outputs[i]]) ? s.bufOut[i] : address(out[i]);
-  // Copies in (the padding zeroed), the plan, the rows copied out. In a
-  // graph too where they are device copies (host memory is copied around
-  // it): the padded run then costs its profile's run and the copies' nodes.
-  auto copyIn = [&]() -> cuts_status {
-    for (size_t i = 0; i < in.size(); ++i) {
-      const Tensor &t = man.tensors[man.inputs[i]];
-      if (!staged(t))
-        continue;
-      const uint64_t bytes = bytesAtBatch(t, batch);
-      if (cuts_status st = copyIo(s, mem, true, din[i], in[i], bytes, t.name))
-        return st;
-      if (bytes < t.bytes())
-        if (CUresult r = m.d->cuMemsetD8Async(din[i] + bytes, 0,
-                                              t.bytes() - bytes, s.stream))
-          return cudaFail(r,
-                          "padding input \"" + t.name + "\" (cuMemsetD8Async)");
-    }
-    return CUTS_OK;
-  };
-  auto copyOut = [&]() -> cuts_status {
-    for (size_t i = 0; i < out.size(); ++i) {
-      const Tensor &t = man.tensors[man.outputs[i]];
-      if (staged(t))
-        if (cuts_status st = copyIo(s, mem, false, dout[i], out[i],
-                                    bytesAtBatch(t, batch), t.name))
-          return st;
-    }
-    return CUTS_OK;
-  };
-  if (mem == Memory::Host) {
-    if (cuts_status st = copyIn())
-      return st;
-    if (cuts_status st = runDevice(s, din, dout))
-      return st;
-    return copyOut();
-  }
   std::vector<CUdeviceptr> key = devicePointers(in);
   for (void *p : out)
     key.push_back(address(p));
   key.push_back(CUdeviceptr(batch));
   return runGraphed(s, std::move(key), [&]() -> cuts_status {
-    if (cuts_status st = copyIn())
-      return st;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Tensor &t = man.tensors[man.inputs[i]];
+      if (!staged(t))
+        continue;
+      const uint64_t bytes = bytesAtBatch(t, batch);
+      if (cuts_status st = copyIo(s, true, din[i], in[i], bytes, t.name))
+        return st;
+      if (CUresult r = m.d->cuMemsetD8Async(din[i] + bytes, 0,
+                                            t.bytes() - bytes, s.stream))
+        return cudaFail(r,
+                        "padding input \"" + t.name + "\" (cuMemsetD8Async)");
+    }
     if (cuts_status st = enqueuePlan(s, din, dout))
       return st;
-    return copyOut();
-  });
-}
-
-/// The session of each entry of the device list, the first's first.
-std::vector<cuts_session *> entries(cuts_session &s) {
-  std::vector<cuts_session *> all = {&s};
-  for (const auto &r : s.replicas)
-    all.push_back(r.get());
-  return all;
-}
-
-/// body(e, session) for each entry with rows, one host thread each, each
-/// entry's stream waited for (its copies touch the caller's memory); the
-/// first failure, naming its entry.
-template <typename Body>
-cuts_status onEachDevice(cuts_session &s, const std::vector<int64_t> &rows,
-                         Body body) {
-  std::vector<cuts_session *> all = entries(s);
-  std::vector<cuts_status> status(all.size(), CUTS_OK);
-  std::vector<std::string> errors(all.size());
-  std::vector<std::thread> threads;
-  for (size_t e = 0; e < all.size(); ++e)
-    if (rows[e] > 0)
-      threads.emplace_back([&, e] {
-        cuts_session &x = *all[e];
-        cuts_status st = enter(*x.model);
-        if (st == CUTS_OK)
-          st = body(e, x);
-        CUresult r = x.model->d->cuStreamSynchronize(x.stream);
-        if (st == CUTS_OK && r)
-          st = cudaFail(r, "running the model (cuStreamSynchronize)");
-        status[e] = st;
-        if (st != CUTS_OK)
-          errors[e] = lastError;
-      });
-  for (std::thread &t : threads)
-    t.join();
-  for (size_t e = 0; e < all.size(); ++e)
-    if (status[e] != CUTS_OK)
-      return fail(status[e],
-                  "device list entry " + std::to_string(e) + ": " + errors[e]);
-  return CUTS_OK;
-}
-
-/// The master-GPU baseline: the whole batch to the first device; each
-/// other device's slice sent from there (a peer copy), run, and its rows
-/// gathered back there; then the outputs copied out from there.
-cuts_status runMaster(cuts_session &s, int64_t batch,
-                      const std::vector<void *> &in,
-                      const std::vector<void *> &out) {
-  const std::vector<int64_t> rows = splitBatch(batch, s.shares);
-  const ModelImpl &m0 = *s.model;
-  const Manifest &man = m0.manifest();
-  const Driver *d = m0.d;
-  if (cuts_status st = enter(m0))
-    return st;
-  if (s.wholeIn.empty())
-    if (cuts_status st = allocIo(m0, 0, s.wholeIn, s.wholeOut))
-      return st;
-  auto io = [&](bool input, size_t i) -> const Tensor & {
-    return man.tensors[size_t((input ? man.inputs : man.outputs)[i])];
-  };
-  for (size_t i = 0; i < in.size(); ++i)
-    if (uint64_t b = bytesAtBatch(io(true, i), batch))
-      if (CUresult r = d->cuMemcpyHtoDAsync(s.wholeIn[i], in[i], b, s.stream))
-        return cudaFail(r, "copying inputs to the first device");
-  if (CUresult r = d->cuStreamSynchronize(s.stream))
-    return cudaFail(r, "cuStreamSynchronize");
-  std::vector<int64_t> offsets(rows.size(), 0);
-  for (size_t e = 1; e < rows.size(); ++e)
-    offsets[e] = offsets[e - 1] + rows[e - 1];
-  cuts_status st = onEachDevice(s, rows, [&](size_t e, cuts_session &x) {
-    auto at = [&](CUdeviceptr base, bool input, size_t i) {
-      const Tensor &t = io(input, i);
-      return t.batchAxis >= 0
-                 ? base + CUdeviceptr(offsets[e]) * (t.bytes() / t.shape[0])
-                 : base;
-    };
-    auto ptr = [](CUdeviceptr p) { return reinterpret_cast<void *>(p); };
-    std::vector<void *> xin, xout;
-    if (e == 0) { // its rows in place on the first device
-      for (size_t i = 0; i < in.size(); ++i)
-        xin.push_back(ptr(at(s.wholeIn[i], true, i)));
-      for (size_t i = 0; i < out.size(); ++i)
-        xout.push_back(ptr(at(s.wholeOut[i], false, i)));
-      return runAt(x, rows[e], xin, xout, Memory::Device);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Tensor &t = man.tensors[man.outputs[i]];
+      if (staged(t))
+        if (cuts_status st = copyIo(s, false, dout[i], out[i],
+                                    bytesAtBatch(t, batch), t.name))
+          return st;
     }
-    if (cuts_status st = ensureUserBuffers(x, rows[e]))
-      return st;
-    CUcontext c0 = m0.ctx, cx = x.model->ctx;
-    for (size_t i = 0; i < in.size(); ++i)
-      if (uint64_t b = bytesAtBatch(io(true, i), rows[e]))
-        if (CUresult r = x.model->d->cuMemcpyPeerAsync(
-                x.userIn[i], cx, at(s.wholeIn[i], true, i), c0, b, x.stream))
-          return cudaFail(r, "sending a slice (cuMemcpyPeerAsync)");
-    for (CUdeviceptr p : x.userIn)
-      xin.push_back(ptr(p));
-    for (CUdeviceptr p : x.userOut)
-      xout.push_back(ptr(p));
-    if (cuts_status st = runAt(x, rows[e], xin, xout, Memory::Device))
-      return st;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (io(false, i).batchAxis >= 0)
-        if (uint64_t b = bytesAtBatch(io(false, i), rows[e]))
-          if (CUresult r =
-                  x.model->d->cuMemcpyPeerAsync(at(s.wholeOut[i], false, i), c0,
-                                                x.userOut[i], cx, b, x.stream))
-            return cudaFail(r, "gathering a slice (cuMemcpyPeerAsync)");
     return CUTS_OK;
   });
-  s.batch = batch;
-  if (st != CUTS_OK)
-    return st;
-  if (cuts_status st = enter(m0))
-    return st;
-  for (size_t i = 0; i < out.size(); ++i)
-    if (uint64_t b = bytesAtBatch(io(false, i), batch))
-      if (CUresult r = d->cuMemcpyDtoHAsync(out[i], s.wholeOut[i], b, s.stream))
-        return cudaFail(r, "copying outputs from the first device");
-  if (CUresult r = d->cuStreamSynchronize(s.stream))
-    return cudaFail(r, "cuStreamSynchronize");
-  return CUTS_OK;
-}
-
-/// A data-parallel host run: the batch split across the session's devices
-/// in proportion to their shares, each slice from the caller's rows
-/// straight to its device and its outputs' rows straight back, the devices
-/// at once (a host thread each). An unbatched output is written by the
-/// first device that runs; the others' go to scratch.
-cuts_status runSplit(cuts_session &s, int64_t batch,
-                     const std::vector<void *> &in,
-                     const std::vector<void *> &out) {
-  const std::vector<cuts_session *> all = entries(s);
-  const std::vector<int64_t> rows = splitBatch(batch, s.shares);
-  const Manifest &man = s.model->manifest();
-  auto rowBytes = [&](int t) {
-    const Tensor &x = man.tensors[size_t(t)];
-    return x.batchAxis >= 0 && x.shape[0] > 0 ? x.bytes() / uint64_t(x.shape[0])
-                                              : 0;
-  };
-  std::vector<std::vector<void *>> ins(all.size()), outs(all.size());
-  std::vector<std::vector<std::vector<uint8_t>>> scratch(all.size());
-  int64_t offset = 0;
-  bool first = true;
-  for (size_t e = 0; e < all.size(); ++e) {
-    if (rows[e] == 0)
-      continue;
-    for (size_t i = 0; i < in.size(); ++i)
-      ins[e].push_back(static_cast<uint8_t *>(in[i]) +
-                       uint64_t(offset) * rowBytes(man.inputs[i]));
-    for (size_t i = 0; i < out.size(); ++i) {
-      const uint64_t row = rowBytes(man.outputs[i]);
-      if (row > 0 || first) {
-        outs[e].push_back(static_cast<uint8_t *>(out[i]) +
-                          uint64_t(offset) * row);
-      } else {
-        scratch[e].emplace_back(man.tensors[size_t(man.outputs[i])].bytes());
-        outs[e].push_back(scratch[e].back().data());
-      }
-    }
-    offset += rows[e];
-    first = false;
-  }
-  cuts_status st = onEachDevice(s, rows, [&](size_t e, cuts_session &x) {
-    return runAt(x, rows[e], ins[e], outs[e], Memory::Host);
-  });
-  s.batch = batch;
-  return st;
 }
 
 /// The session's cuDNN handle on its stream, and one workspace as large as
@@ -1635,23 +1016,13 @@ bool checkModel(const cuts_model *m) {
   return false;
 }
 
-} // namespace
+} // namespace cuts::rt
 
 //===- The C API ----------------------------------------------------------===//
 
 int cuts_api_version(void) { return CUTS_API_VERSION; }
 
 const char *cuts_last_error(void) { return lastError.c_str(); }
-
-size_t cuts_dtype_size(cuts_dtype dtype) {
-  const DtypeInfo *i = findDtype(dtype);
-  return i ? size_t(dtypeBytes(i->name)) : 0;
-}
-
-const char *cuts_dtype_name(cuts_dtype dtype) {
-  const DtypeInfo *i = findDtype(dtype);
-  return i ? i->name : "unknown";
-}
 
 const char *cuts_status_name(cuts_status s) {
   switch (s) {
@@ -1959,42 +1330,7 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
       return st;
     if (cuts_status st = enter(m))
       return st;
-    return runAt(s, batch, in, out, Memory::Device);
-  });
-}
-
-cuts_status cuts_session_run_host(cuts_session *session,
-                                  const cuts_binding *inputs, int num_inputs,
-                                  const cuts_binding *outputs,
-                                  int num_outputs) {
-  return guarded([&] {
-    if (cuts_status st = checkSession(session))
-      return st;
-    cuts_session &s = *session;
-    const ModelImpl &m = *s.model;
-    std::vector<void *> in, out;
-    int64_t batch = 0;
-    if (cuts_status st = bindAll(m, inputs, num_inputs, outputs, num_outputs,
-                                 batch, in, out))
-      return st;
-    if (!s.replicas.empty())
-      return s.masterGpu ? runMaster(s, batch, in, out)
-                         : runSplit(s, batch, in, out);
-    if (cuts_status st = enter(m))
-      return st;
-    auto body = [&]() -> cuts_status {
-      if (cuts_status st = runAt(s, batch, in, out, Memory::Host))
-        return st;
-      if (CUresult r = m.d->cuStreamSynchronize(s.stream))
-        return cudaFail(r, "running the model (cuStreamSynchronize)");
-      return CUTS_OK;
-    };
-    cuts_status st = body();
-    // Copies already queued touch the caller's memory: let them end before
-    // returning an error.
-    if (st != CUTS_OK)
-      m.d->cuStreamSynchronize(s.stream);
-    return st;
+    return runAt(s, batch, in, out);
   });
 }
 
@@ -2079,12 +1415,12 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
     if (cuts_status st = ev.create())
       return st;
     for (int i = 0; i < warmup; ++i)
-      if (cuts_status st = runAt(s, batch, in, out, Memory::Device))
+      if (cuts_status st = runAt(s, batch, in, out))
         return st;
     for (int i = 0; i < iters; ++i) {
       if (CUresult r = d->cuEventRecord(ev.ev[0], s.stream))
         return cudaFail(r, "cuEventRecord");
-      if (cuts_status st = runAt(s, batch, in, out, Memory::Device))
+      if (cuts_status st = runAt(s, batch, in, out))
         return st;
       if (CUresult r = d->cuEventRecord(ev.ev[1], s.stream))
         return cudaFail(r, "cuEventRecord");

@@ -179,6 +179,8 @@ MODELS = {
     # A symbolic batch (axis 0): what cuts compile --batch 1,8,32 serves.
     "resnet50_bN_ts17": lambda p: export_torchscript(*cnn("resnet50", 2), p, 17,
                                                      dynamic_batch=True),
+    "vgg16_bN_ts17": lambda p: export_torchscript(*cnn("vgg16", 2), p, 17,
+                                                  dynamic_batch=True),
     "bert_base_s128_bN_dyn20": lambda p: export_dynamo(
         *bert(2, 128, False), p, 20, ["input_ids", "attention_mask"],
         dynamic_batch=True),

@@ -30,39 +30,78 @@ __device__ __forceinline__ bool cuts_pack(const float *v, unsigned &word) {
   return false;
 }
 
-// One group a thread, every lane of a warp on the same iteration (the
-// tail's idle lanes too), so that a warp takes side slots for its escaped
-// groups with one atomic.
+// Four consecutive groups a thread (three float4 loads and a uint4 store
+// where aligned), the block on the same tile of 4 * blockDim.x groups each
+// iteration. A block's escaped groups take their side slots with one
+// atomic: an exclusive scan of the threads' escape counts (warp shuffles,
+// then the warps' sums in shared memory). blockDim.x: a multiple of 32.
 extern "C" __global__ void cuts_compress3to1(
     const float *__restrict__ x, unsigned long long n,
     unsigned *__restrict__ words, float *__restrict__ side,
     unsigned *__restrict__ side_groups) {
+  __shared__ unsigned warpBase[32];
+  __shared__ unsigned blockBase;
   const unsigned long long groups = (n + 2) / 3;
-  const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
-  const unsigned lane = threadIdx.x % 32;
-  for (unsigned long long g =
-           (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-       g - lane < groups; g += step) {
-    const bool active = g < groups;
-    float v[3] = {0.f, 0.f, 0.f};
-    unsigned w = 0;
-    if (active)
-      for (int i = 0; i < 3; ++i)
-        v[i] = x[g * 3 + i < n ? g * 3 + i : g * 3];
-    const bool escape = active && !cuts_pack(v, w);
-    const unsigned mask = __ballot_sync(0xffffffffu, escape);
-    unsigned at = 0;
-    if (lane == 0 && mask)
-      at = atomicAdd(side_groups, (unsigned)__popc(mask));
-    at = __shfl_sync(0xffffffffu, at, 0) +
-         __popc(mask & ((1u << lane) - 1u));
-    if (escape) { // exact, in a side slot of its own
-      for (int i = 0; i < 3; ++i)
-        side[3ull * at + i] = v[i];
-      w = 0x80000000u | at;
+  const unsigned long long tile = 4ull * blockDim.x;
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const bool vecIn = ((unsigned long long)x & 15) == 0,
+             vecOut = ((unsigned long long)words & 15) == 0;
+  for (unsigned long long t = blockIdx.x * tile; t < groups;
+       t += gridDim.x * tile) {
+    const unsigned long long g0 = t + 4ull * threadIdx.x;
+    float v[12];
+    if (vecIn && 3 * (g0 + 4) <= n) {
+      const float4 *p = reinterpret_cast<const float4 *>(x + 3 * g0);
+      for (int q = 0; q < 3; ++q) {
+        const float4 f = p[q];
+        v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z,
+              v[4 * q + 3] = f.w;
+      }
+    } else { // a group's missing values repeat its first, as the reference
+      for (int i = 0; i < 12; ++i) {
+        const unsigned long long g = g0 + i / 3, at = 3 * g + i % 3;
+        v[i] = g < groups ? x[at < n ? at : 3 * g] : 0.f;
+      }
     }
-    if (active)
-      words[g] = w;
+    unsigned w[4] = {0u, 0u, 0u, 0u}, escaped = 0;
+    for (int k = 0; k < 4; ++k)
+      if (g0 + k < groups && !cuts_pack(v + 3 * k, w[k]))
+        escaped |= 1u << k;
+    const unsigned count = __popc(escaped);
+    unsigned upTo = count; // inclusive scan over the warp
+    for (unsigned o = 1; o < 32; o <<= 1) {
+      const unsigned y = __shfl_up_sync(0xffffffffu, upTo, o);
+      if (lane >= o)
+        upTo += y;
+    }
+    if (lane == 31)
+      warpBase[warp] = upTo;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned total = 0;
+      for (unsigned i = 0; i < blockDim.x / 32; ++i) {
+        const unsigned c = warpBase[i];
+        warpBase[i] = total;
+        total += c;
+      }
+      blockBase = total ? atomicAdd(side_groups, total) : 0u;
+    }
+    __syncthreads();
+    unsigned at = blockBase + warpBase[warp] + upTo - count;
+    for (int k = 0; k < 4; ++k)
+      if (escaped >> k & 1u) { // exact, in a side slot of its own
+        for (int i = 0; i < 3; ++i)
+          side[3ull * at + i] = v[3 * k + i];
+        w[k] = 0x80000000u | at++;
+      }
+    if (vecOut && g0 + 4 <= groups)
+      *reinterpret_cast<uint4 *>(words + g0) = make_uint4(w[0], w[1], w[2],
+                                                          w[3]);
+    else
+      for (int k = 0; k < 4; ++k)
+        if (g0 + k < groups)
+          words[g0 + k] = w[k];
+    __syncthreads(); // warpBase and blockBase are the next tile's
   }
 }
 

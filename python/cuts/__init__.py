@@ -29,8 +29,8 @@ import numpy as np
 from ._cuts import CutsError, DeviceBuffer, api_version, describe
 from . import _cuts
 
-__all__ = ["CutsError", "Model", "Session", "TensorInfo", "api_version",
-           "compile", "load"]
+__all__ = ["CutsError", "Model", "Pending", "Session", "TensorInfo",
+           "api_version", "compile", "load", "pinned_empty"]
 
 # The C API's dtypes (cuts.h, ONNX's values) and their numpy types;
 # bfloat16 tensors take numpy uint16 arrays of their bit patterns.
@@ -247,6 +247,33 @@ class Session:
             return {t.name: np.load(os.path.join(d, t.name + ".npy"))
                     for t in self.model.outputs}
 
+    def submit(self, inputs):
+        """A pipelined host run (cuts_session_submit_host): returns at
+        once with a Pending whose wait() gives the outputs as run() does.
+        While one run computes the next one's inputs are copied in
+        (pre-loading); two are in flight, a third submission waits for the
+        oldest. Arrays from cuts.pinned_empty are copied by DMA."""
+        if self._session is None:
+            raise CutsError("an emulated model runs with run()")
+        batch = self._batch(inputs)
+        ins = self._host_inputs(inputs)
+        outs = [(t.name, pinned_empty(t.shape_at(batch), _DTYPES[t.dtype][1]))
+                for t in self.model.outputs]
+        ticket = self._session.submit(
+            ins, [_DTYPES[t.dtype][0] for t in self.model.inputs], outs,
+            [_DTYPES[t.dtype][0] for t in self.model.outputs])
+        return Pending(self, ticket, ins, outs)
+
+    def set_preload(self, on):
+        """Pre-loading on (the default) or off, for a comparison."""
+        self._session.set_preload(bool(on))
+
+    def movement(self, reset=False):
+        """Per device-list entry, where host runs' time went (ms summed
+        since the last reset): h2d, h2d_hidden (pre-loaded), peer,
+        compute, gather, d2h, and the weights' broadcast at load."""
+        return self._session.movement(reset)
+
     def run_info(self):
         """(batch, profile_batch) of the last run: a profile_batch above
         the batch means the inputs were padded to that profile."""
@@ -260,6 +287,27 @@ class Session:
         if self._session is None:
             raise CutsError("an emulated model cannot be timed")
         return self._session.benchmark(batch, warmup, iters)
+
+
+class Pending:
+    """A submitted run: wait() returns its outputs ({name: numpy array})."""
+
+    def __init__(self, session, ticket, inputs, outputs):
+        self._session, self.ticket = session, ticket
+        self._inputs, self._outputs = inputs, outputs  # alive until waited
+
+    def wait(self):
+        self._session._session.wait(self.ticket)
+        self._inputs = None
+        return dict(self._outputs)
+
+
+def pinned_empty(shape, dtype):
+    """An uninitialised numpy array in page-locked host memory, which host
+    runs copy by DMA (no staging)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return _cuts.pinned(n)[:n].view(dtype).reshape(shape)
 
 
 def _cli_error(stderr):

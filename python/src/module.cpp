@@ -139,6 +139,58 @@ public:
     check(st);
   }
 
+  /// cuts_session_submit_host: the run's ticket. The arrays must outlive
+  /// the wait (cuts/__init__.py's Pending holds them).
+  uint64_t submit(const std::vector<std::pair<std::string, nb::ndarray<>>> &in,
+                  const std::vector<int> &inTypes,
+                  const std::vector<std::pair<std::string, nb::ndarray<>>> &out,
+                  const std::vector<int> &outTypes) {
+    std::vector<std::vector<int64_t>> si, so;
+    std::vector<cuts_binding> bi = bind(in, si, inTypes),
+                              bo = bind(out, so, outTypes);
+    uint64_t ticket = 0;
+    cuts_status st;
+    {
+      nb::gil_scoped_release release;
+      st = cuts_session_submit_host(session.get(), bi.data(), int(bi.size()),
+                                    bo.data(), int(bo.size()), &ticket);
+    }
+    check(st);
+    return ticket;
+  }
+
+  void wait(uint64_t ticket) {
+    cuts_status st;
+    {
+      nb::gil_scoped_release release;
+      st = cuts_session_wait(session.get(), ticket);
+    }
+    check(st);
+  }
+
+  /// cuts_session_movement per device-list entry, in milliseconds summed
+  /// over the runs since the last reset.
+  std::vector<nb::dict> movement(bool reset) {
+    std::vector<nb::dict> all;
+    for (int e = 0; e < cuts_model_num_devices(model.get()); ++e) {
+      cuts_movement m{};
+      check(cuts_session_movement(session.get(), e, &m));
+      nb::dict d;
+      d["runs"] = m.runs;
+      d["h2d_ms"] = m.h2d_ms;
+      d["h2d_hidden_ms"] = m.h2d_hidden_ms;
+      d["peer_ms"] = m.peer_ms;
+      d["compute_ms"] = m.compute_ms;
+      d["gather_ms"] = m.gather_ms;
+      d["d2h_ms"] = m.d2h_ms;
+      d["broadcast_ms"] = m.broadcast_ms;
+      all.push_back(d);
+    }
+    if (reset)
+      check(cuts_session_reset_movement(session.get()));
+    return all;
+  }
+
   std::pair<int64_t, int64_t> runInfo() const {
     cuts_run_info info{};
     check(cuts_session_run_info(session.get(), &info));
@@ -303,8 +355,29 @@ NB_MODULE(_cuts, m) {
       .def(nb::init<const Model &, bool>(), "model"_a, "cuda_graph"_a = false)
       .def("run", &Session::run, "inputs"_a, "input_dtypes"_a, "outputs"_a,
            "output_dtypes"_a, "device"_a)
+      .def("submit", &Session::submit, "inputs"_a, "input_dtypes"_a,
+           "outputs"_a, "output_dtypes"_a)
+      .def("wait", &Session::wait, "ticket"_a)
+      .def("set_preload",
+           [](Session &x, bool on) {
+             check(cuts_session_set_preload(x.session.get(), on));
+           })
+      .def("movement", &Session::movement, "reset"_a = false)
       .def("run_info", &Session::runInfo)
       .def("benchmark", &Session::benchmark, "batch"_a, "warmup"_a, "iters"_a);
+
+  // Page-locked host memory as a writable numpy uint8 array (freed with
+  // the last array viewing it).
+  m.def(
+      "pinned",
+      [](size_t bytes) {
+        void *p = nullptr;
+        check(cuts_host_alloc(std::max<size_t>(bytes, 1), &p));
+        nb::capsule owner(p, [](void *q) noexcept { cuts_host_free(q); });
+        size_t shape[1] = {bytes};
+        return nb::ndarray<nb::numpy, uint8_t>(p, 1, shape, owner);
+      },
+      "bytes"_a);
 
   nb::class_<DeviceBuffer>(m, "DeviceBuffer")
       .def(nb::init<int, uint64_t>(), "device"_a, "bytes"_a)

@@ -1456,15 +1456,28 @@ def check_batch_profiles(runner):
             r = runner.run("bench", art, "--batch", "5", "--iters", "5")
             require(r.returncode != 0 and "max_batch 5" in r.stderr,
                     "bench --batch 5: " + r.stderr)
-            for extra in ((), ("--master-gpu",)):  # a repeated device list
+            # A repeated device list: the split, without pre-loading, the
+            # master-GPU baseline; each entry's breakdown.
+            for extra in ((), ("--no-preload",), ("--master-gpu",)):
                 r = runner.run("bench", art, "--gpus", "0,0", "--batch", "3",
-                               "--iters", "5", *extra)
-                require(r.returncode == 0 and "on GPUs 0,0" in r.stdout,
-                        "bench --gpus %s: %s%s" % (extra, r.stdout,
-                                                   r.stderr))
-        r = runner.run("bench", art, "--master-gpu")
-        require(r.returncode != 0 and "--master-gpu goes with --gpus" in
-                r.stderr, "bench --master-gpu alone: " + r.stderr)
+                               "--iters", "5", "--json", *extra)
+                require(r.returncode == 0, "bench --gpus %s: %s" %
+                        (extra, r.stderr))
+                j = json.loads(r.stdout)
+                mv = j["movement"]
+                require(len(mv) == 2 and all(m["runs"] == 5 and
+                                             m["compute_ms"] > 0 for m in mv),
+                        "bench --gpus %s: %s" % (extra, mv))
+                master = "--master-gpu" in extra
+                require((mv[1]["peer_ms"] > 0) == master and
+                        mv[0]["h2d_ms"] > 0, "bench --gpus %s: %s" %
+                        (extra, mv))
+                if extra == ("--no-preload",):
+                    require(j["h2d_hidden_fraction"] == 0, j)
+        for alone in ("--master-gpu", "--no-preload"):
+            r = runner.run("bench", art, alone)
+            require(r.returncode != 0 and "go with --gpus" in r.stderr,
+                    "bench %s alone: %s" % (alone, r.stderr))
         r = runner.run("bench", art, "--gpus", "0,x")
         require(r.returncode != 0 and "--gpus needs device ordinals" in
                 r.stderr, "bench --gpus 0,x: " + r.stderr)

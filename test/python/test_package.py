@@ -51,8 +51,14 @@ def feeds_at(n):
             "s": rng.standard_normal(16).astype(np.float32)}
 
 
+def pinned_copy(x):
+    p = cuts.pinned_empty(x.shape, x.dtype)
+    p[...] = x
+    return p
+
+
 def check_cpu(work, onnx_path, art):
-    require(cuts.api_version() == 4, "API version")
+    require(cuts.api_version() == 5, "API version")
     m = cuts.load(art, emulate=True)
     require(m.profiles == [1, 3, 4] and m.max_batch == 4, m)
     require([t.name for t in m.inputs] == ["x", "s"], m.inputs)
@@ -77,6 +83,7 @@ def check_cpu(work, onnx_path, art):
     raises(lambda: s.run({"x": np.zeros((5, 6, 16), np.float32),
                           "s": f["s"]}), "axis 0 a batch from 1 to 4")
     raises(lambda: s.run(f, device_outputs=True), "no device outputs")
+    raises(lambda: s.submit(f), "an emulated model runs with run()")
     bad = os.path.join(work, "bad.cuts")
     with open(bad, "wb") as fh:
         fh.write(b"not an artifact")
@@ -123,6 +130,26 @@ def check_gpu(onnx_path, art):
             f = feeds_at(n)
             require(np.allclose(ds.run(f)["y"], s.run(f)["y"], atol=1e-6),
                     "data parallel batch %d (master %s)" % (n, master))
+    # Pipelined host runs, two in flight, from pageable and from pinned
+    # memory, pre-loading on and off: the outputs of run().
+    for devices in ([0], [0, 0]):
+        ps = cuts.load(art, devices=devices).session(cuda_graph=True)
+        for preload in (True, False):
+            ps.set_preload(preload)
+            pending = []
+            for n in (4, 3, 1, 2, 4):
+                f = feeds_at(n)
+                if n % 2:
+                    f = {k: pinned_copy(v) for k, v in f.items()}
+                pending.append((f, ps.submit(f)))
+            for f, p in pending:
+                require(np.array_equal(p.wait()["y"], s.run(f)["y"]),
+                        "pipelined batch %d on %s (preload %s)" %
+                        (f["x"].shape[0], devices, preload))
+        mv = ps.movement()
+        require(len(mv) == len(devices) and mv[0]["runs"] > 0 and
+                mv[0]["h2d_ms"] > 0 and mv[0]["compute_ms"] > 0 and
+                mv[0]["broadcast_ms"] > 0, "movement: %s" % mv)
     raises(lambda: cuts.load(art, devices=[0, 0], device_shares=[1]),
            "one share per device")
     try:

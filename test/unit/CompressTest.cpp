@@ -168,9 +168,16 @@ TEST_CASE("3:1 compression kernels run on the CPU as the reference does",
                                       {"out", "float *__restrict__"}}},
                      err);
   REQUIRE(unpack);
-  for (size_t n : {size_t(1), size_t(5), size_t(768), size_t(4097)}) {
-    INFO("n " << n);
-    std::vector<float> x = mixedValues(n, 7 + unsigned(n));
+  // Aligned inputs take float4 loads; `skew` misaligns them (scalar loads).
+  for (auto [n, skew] : {std::pair<size_t, size_t>{1, 0},
+                         {5, 0},
+                         {768, 0},
+                         {4097, 0},
+                         {4097, 1},
+                         {3 * 1024 * 3 + 2, 0}}) {
+    INFO("n " << n << " skew " << skew);
+    std::vector<float> held = mixedValues(n + skew, 7 + unsigned(n));
+    std::vector<float> x(held.begin() + long(skew), held.end());
     Compressed3to1 ref = compress3to1(x.data(), n);
     const size_t groups = (n + 2) / 3;
     std::vector<uint32_t> words(groups, 0);
@@ -179,7 +186,7 @@ TEST_CASE("3:1 compression kernels run on the CPU as the reference does",
     // Fewer threads than groups: the grid-stride loop takes the rest.
     REQUIRE(pack->launch(
         {3, 1, 1}, {64, 1, 1},
-        {KernelArg::buffer(x.data()), KernelArg::scalar(int64_t(n)),
+        {KernelArg::buffer(held.data() + skew), KernelArg::scalar(int64_t(n)),
          KernelArg::buffer(words.data()), KernelArg::buffer(side.data()),
          KernelArg::buffer(&sideGroups)},
         err));

@@ -913,6 +913,21 @@ TEST_CASE("C API without arguments", "[runtime]") {
   CHECK(cuts_session_run_host(nullptr, nullptr, 0, nullptr, 0) ==
         CUTS_ERROR_INVALID_ARGUMENT);
   CHECK(cuts_session_synchronize(nullptr) == CUTS_ERROR_INVALID_ARGUMENT);
+  uint64_t ticket = 7;
+  CHECK(cuts_session_submit_host(nullptr, nullptr, 0, nullptr, 0, &ticket) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(ticket == 0);
+  CHECK(cuts_session_wait(nullptr, 1) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_session_set_preload(nullptr, 0) == CUTS_ERROR_INVALID_ARGUMENT);
+  cuts_movement mv{};
+  CHECK(cuts_session_movement(nullptr, 0, &mv) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_session_reset_movement(nullptr) == CUTS_ERROR_INVALID_ARGUMENT);
+  void *host = &ticket;
+  CHECK(cuts_host_alloc(16, nullptr) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_host_alloc(0, &host) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(host == nullptr);
+  cuts_host_free(nullptr);
+  cuts_host_free(&ticket); // not from cuts_host_alloc: ignored
   float ms = 0;
   CHECK(cuts_session_benchmark(nullptr, 1, 1, &ms) ==
         CUTS_ERROR_INVALID_ARGUMENT);
@@ -1988,9 +2003,10 @@ TEST_CASE("C API: device lists are checked, and nothing stays loaded",
   // Here without a GPU: the first entry fails, named.
   cuts_status st = cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m);
   if (st != CUTS_OK) {
-    CHECK(std::string(cuts_last_error()).rfind("device 0 (entry 0 of the "
-                                               "device list): ",
-                                               0) == 0);
+    CHECK(std::string(cuts_last_error())
+              .rfind("device 0 (entry 0 of the "
+                     "device list): ",
+                     0) == 0);
     CHECK(m == nullptr);
   } else {
     CHECK(cuts_model_num_devices(m) == 2);

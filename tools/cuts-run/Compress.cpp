@@ -216,10 +216,14 @@ std::optional<KernelTimes> timeKernels(const std::vector<float> &x,
   cu::CUevent e0, e1;
   d->cuEventCreate(&e0, cu::CU_EVENT_DEFAULT);
   d->cuEventCreate(&e1, cu::CU_EVENT_DEFAULT);
-  const unsigned blocks = unsigned(
-                     std::min<unsigned long long>((groups + 255) / 256, 65535)),
-                 threads = 256;
+  const unsigned threads = 256;
+  auto blocksFor = [&](unsigned long long perBlock) {
+    return unsigned(std::min<unsigned long long>(
+        (groups + perBlock - 1) / perBlock, 65535));
+  };
   auto time = [&](cu::CUfunction f, std::vector<void *> args, bool reset) {
+    const unsigned blocks = blocksFor(
+        reset ? codegen::kCompressGroupsPerThread * threads : threads);
     std::vector<float> ms;
     for (int rep = 0; rep < 6; ++rep) {
       if (reset)

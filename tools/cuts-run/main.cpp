@@ -6,6 +6,7 @@
 // what a GPU host needs.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/cuts-run/BenchDevices.h"
 #include "tools/cuts-run/Compress.h"
 #include "tools/cuts-run/Opened.h"
 #include "tools/support/Emulate.h"
@@ -54,13 +55,15 @@ const char *kUsage =
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
     "           [--peak-tflops F] [--bandwidth-gbs B] [--json] [--batch B]\n"
-    "           [--gpus 0,1,... [--master-gpu]]\n"
+    "           [--gpus 0,1,... [--master-gpu] [--no-preload]]\n"
     "      median and p99 latency and throughput (--batch: at batch B of a\n"
     "      model with batch profiles, padded where no profile has it, with\n"
     "      the copies a run makes; else the largest); --gpus: host runs of\n"
     "      the model on a device list, each batch split across it (or sent\n"
-    "      through the first device, --master-gpu), timed from the caller's\n"
-    "      buffers to the caller's buffers; --kernels times every\n"
+    "      through the first device, --master-gpu), two in flight, from\n"
+    "      pinned host buffers to pinned host buffers, with each entry's\n"
+    "      data-movement breakdown (--no-preload: a run's inputs copied\n"
+    "      only once the run before has computed); --kernels times every\n"
     "      kernel and sets it against the performance model's bound, and\n"
     "      its achieved FLOP/s and bytes/s against the ceilings: the FP32\n"
     "      peak and global bandwidth of the GPU descriptor the model was\n"
@@ -266,92 +269,13 @@ int cmdRun(const std::vector<std::string> &args) {
   return 0;
 }
 
-/// cuts bench --gpus: host runs of a model on a device list, each batch
-/// split across the devices (or, --master-gpu, sent through the first),
-/// timed on the host from the caller's buffers to the caller's buffers.
-int benchDevices(const std::string &model, const std::vector<int> &gpus,
-                 bool master, int64_t batch, int warmup, int iters, bool json) {
-  cuts_load_options options{};
-  options.devices = gpus.data(), options.num_devices = int(gpus.size());
-  options.master_gpu = master;
-  cuts::cli::Opened o;
-  std::string err;
-  if (!o.open(model, &options, 1, err))
-    return error(model, err);
-  cuts_model *cm = o.model;
-  if (batch == 0)
-    batch = cuts_model_max_batch(cm);
-  // Buffers at `batch`, the inputs filled with values valid for any model.
-  std::vector<std::vector<uint8_t>> data;
-  std::vector<std::vector<int64_t>> shapes;
-  std::vector<cuts_binding> in, out;
-  for (int pass = 0; pass < 2; ++pass) {
-    int n = pass ? cuts_model_num_outputs(cm) : cuts_model_num_inputs(cm);
-    for (int i = 0; i < n; ++i) {
-      cuts_tensor_info t{};
-      (pass ? cuts_model_output : cuts_model_input)(cm, i, &t);
-      std::vector<int64_t> shape(t.shape, t.shape + t.rank);
-      if (cuts_model_batch_axis(cm, pass, i) == 0)
-        shape[0] = batch;
-      size_t bytes = cuts_dtype_size(t.dtype);
-      for (int64_t d : shape)
-        bytes *= size_t(d);
-      std::vector<uint8_t> b(bytes);
-      std::vector<uint8_t> one =
-          cuts::rt::fillElement(cuts_dtype_name(t.dtype));
-      for (size_t at = 0; !pass && at + one.size() <= bytes; at += one.size())
-        std::memcpy(&b[at], one.data(), one.size());
-      data.push_back(std::move(b));
-      shapes.push_back(std::move(shape));
-      (pass ? out : in)
-          .push_back({t.name, t.dtype, int(shapes.back().size()), nullptr,
-                      data.back().data()});
-    }
-  }
-  for (size_t i = 0; i < in.size() + out.size(); ++i) // stable now
-    (i < in.size() ? in[i] : out[i - in.size()]).shape = shapes[i].data();
-  std::vector<double> ms;
-  for (int r = 0; r < warmup + iters; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (cuts_session_run_host(o.session, in.data(), int(in.size()), out.data(),
-                              int(out.size())) != CUTS_OK)
-      return error(model, cuts_last_error());
-    if (r >= warmup)
-      ms.push_back(std::chrono::duration<double, std::milli>(
-                       std::chrono::steady_clock::now() - t0)
-                       .count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const double median = ms[ms.size() / 2];
-  std::string list;
-  for (int g : gpus)
-    list += (list.empty() ? "" : ",") + std::to_string(g);
-  nlohmann::json j = {{"model", model},
-                      {"gpus", gpus},
-                      {"master_gpu", master},
-                      {"batch", batch},
-                      {"iters", iters},
-                      {"median_ms", median},
-                      {"min_ms", ms.front()},
-                      {"throughput_per_s", double(batch) * 1e3 / median}};
-  if (json)
-    std::printf("%s\n", j.dump(1).c_str());
-  else
-    std::printf("%s on GPUs %s%s: batch %lld, median %.4f ms a host run "
-                "(inputs in, outputs out), %.1f inferences/s\n",
-                model.c_str(), list.c_str(), master ? " (master GPU)" : "",
-                (long long)batch, median, double(batch) * 1e3 / median);
-  return 0;
-}
-
 int cmdBench(const std::vector<std::string> &args) {
   std::string model;
   int iters = 100, warmup = 10;
   bool json = false, graph = false, kernels = false;
   double peakFlops = 0, bandwidth = 0; // given ceilings; 0: the target's
   int64_t atBatch = 0;                 // --batch; 0: the largest profile's
-  std::vector<int> gpus;               // --gpus: a device list
-  bool master = false;
+  cuts::cli::DeviceBench dev;          // --gpus: a device list
   for (ArgList a(args); a.next();) {
     if (a.is("--gpus")) {
       std::string list;
@@ -363,10 +287,12 @@ int cmdBench(const std::vector<std::string> &args) {
         long v = std::strtol(item.c_str(), &end, 10);
         if (item.empty() || *end || v < 0)
           return error("", "--gpus needs device ordinals, e.g. 0,1");
-        gpus.push_back(int(v));
+        dev.gpus.push_back(int(v));
       }
     } else if (a.is("--master-gpu")) {
-      master = true;
+      dev.master = true;
+    } else if (a.is("--no-preload")) {
+      dev.preload = false;
     } else if (a.is("--batch")) {
       if (!a.integer(atBatch, 1, int64_t(1) << 31))
         return error("", "--batch needs a batch size >= 1");
@@ -396,10 +322,13 @@ int cmdBench(const std::vector<std::string> &args) {
   }
   if (model.empty())
     return error("", "bench: no model given (cuts bench out/model.cuts)");
-  if (!gpus.empty())
-    return benchDevices(model, gpus, master, atBatch, warmup, iters, json);
-  if (master)
-    return error("", "--master-gpu goes with --gpus");
+  if (!dev.gpus.empty()) {
+    dev.batch = atBatch, dev.warmup = warmup, dev.iters = iters;
+    dev.json = json;
+    return cuts::cli::benchDevices(model, dev);
+  }
+  if (dev.master || !dev.preload)
+    return error("", "--master-gpu and --no-preload go with --gpus");
   // At --batch, the profiles up to the one that serves it (the kernels
   // --kernels lists are that profile's).
   cuts_load_options options{};

@@ -44,8 +44,12 @@ extern "C" {
  *    pass), cuts_model_num_devices, cuts_model_num_profiles,
  *    cuts_model_profile_batch, cuts_model_max_batch,
  *    cuts_model_batch_axis, cuts_session_set_batch and
- *    cuts_session_run_info. */
-#define CUTS_API_VERSION 4
+ *    cuts_session_run_info.
+ * 5: pipelined host runs (cuts_session_submit_host, cuts_session_wait,
+ *    cuts_session_set_preload), pinned host memory (cuts_host_alloc,
+ *    cuts_host_free) and the data-movement breakdown
+ *    (cuts_session_movement). */
+#define CUTS_API_VERSION 5
 
 typedef enum cuts_status {
   CUTS_OK = 0,
@@ -187,6 +191,55 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
 cuts_status cuts_session_run_host(cuts_session *session,
                                   const cuts_binding *inputs, int num_inputs,
                                   const cuts_binding *outputs, int num_outputs);
+/* Pipelined host runs. submit_host enqueues a run from host inputs to
+ * host outputs (as cuts_session_run_host's) and returns once it is
+ * enqueued, with a ticket to wait for. On each device-list entry the
+ * inputs are copied in on a copy stream beside the session's, into one of
+ * two buffer sets, while the run before computes (pre-loading); the
+ * outputs are copied back on a second copy stream. Up to two runs are in
+ * flight: submitting a third first waits for the oldest. The host buffers
+ * must stay valid, the inputs unchanged, until the run's wait returns.
+ * Host memory from cuts_host_alloc (or otherwise page-locked) is copied by
+ * DMA; other memory is staged through the session's pinned buffers.
+ * wait returns once the run `ticket` and every earlier one have finished,
+ * with the first error among them; waiting again for a finished ticket
+ * returns CUTS_OK. cuts_session_run_host is submit_host and wait; freeing a
+ * session waits for its runs. */
+cuts_status cuts_session_submit_host(cuts_session *session,
+                                     const cuts_binding *inputs, int num_inputs,
+                                     const cuts_binding *outputs,
+                                     int num_outputs, uint64_t *ticket);
+cuts_status cuts_session_wait(cuts_session *session, uint64_t ticket);
+/* Pre-loading on (the default) or off: off, a run's inputs are copied in
+ * only after the run before has computed, as a comparison point. */
+cuts_status cuts_session_set_preload(cuts_session *session, int on);
+/* Page-locked host memory that every device copies by DMA; freed with
+ * cuts_host_free (NULL is ignored). */
+cuts_status cuts_host_alloc(size_t bytes, void **ptr);
+void cuts_host_free(void *ptr);
+
+/* Where the time of host runs went on one device-list entry, summed over
+ * the runs since the session was created or last reset, from CUDA events
+ * on its streams. */
+typedef struct cuts_movement {
+  int64_t runs;         /* host runs this entry took part in */
+  double h2d_ms;        /* inputs copied from the host */
+  double h2d_hidden_ms; /* of h2d_ms, the time this entry's previous run was
+                           computing (pre-loading) */
+  double peer_ms;       /* master-GPU baseline: the slice sent from the
+                           first device */
+  double compute_ms;    /* the run, from its first kernel to its last */
+  double gather_ms;     /* outputs assembled: the master-GPU baseline's
+                           peer copies back to the first device, and the
+                           host copies out of pinned staging */
+  double d2h_ms;        /* outputs copied to the host */
+  double broadcast_ms;  /* the weights' distribution to this device at load
+                           (once, not per run) */
+} cuts_movement;
+cuts_status cuts_session_movement(const cuts_session *session, int entry,
+                                  cuts_movement *movement);
+cuts_status cuts_session_reset_movement(cuts_session *session);
+
 /* Waits for the session's stream. */
 cuts_status cuts_session_synchronize(cuts_session *session);
 

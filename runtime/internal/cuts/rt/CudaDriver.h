@@ -58,6 +58,9 @@ constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 constexpr unsigned CU_EVENT_DEFAULT = 0;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 1;
+constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+constexpr unsigned CU_MEMORYTYPE_HOST = 1;
 
 /// The driver's entry points. Every pointer is set once the table loaded,
 /// except those marked optional (null when the driver predates them).
@@ -81,6 +84,9 @@ struct Driver {
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext,
                                 size_t, CUstream);
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void *);
+  CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);

@@ -1,0 +1,27 @@
+//===- BenchDevices.h - cuts bench --gpus -----------------------*- C++ -*-===//
+#ifndef CUTS_TOOLS_CUTS_RUN_BENCHDEVICES_H
+#define CUTS_TOOLS_CUTS_RUN_BENCHDEVICES_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cuts::cli {
+
+struct DeviceBench {
+  std::vector<int> gpus; // the device list
+  bool master = false;   // the master-GPU baseline instead of the split
+  bool preload = true;   // pre-loading (--no-preload: off)
+  int64_t batch = 0;     // 0: the largest the model serves
+  int warmup = 10, iters = 100;
+  bool json = false;
+};
+
+/// `cuts bench MODEL --gpus LIST`: pipelined host runs of a model on a
+/// device list, throughput and the data-movement breakdown per entry
+/// (BenchDevices.cpp).
+int benchDevices(const std::string &model, const DeviceBench &opts);
+
+} // namespace cuts::cli
+
+#endif // CUTS_TOOLS_CUTS_RUN_BENCHDEVICES_H
