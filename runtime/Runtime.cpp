@@ -27,6 +27,7 @@
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Library.h"
+#include "cuts/rt/Nccl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -284,26 +285,114 @@ cuts_status createLibraryCalls(ModelImpl &m, PlanImpl &p,
   return CUTS_OK;
 }
 
-/// The weights to the device from host memory, timed (the broadcast of
-/// cuts_session_movement).
-cuts_status uploadWeights(ModelImpl &m) {
-  const Driver *d = m.d;
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+/// A weight set of `size` bytes on m's device, its bytes copied from
+/// `host` where given; `ms` the time it took.
+cuts_status newWeights(const ModelImpl &m, const uint8_t *host, uint64_t size,
+                       std::shared_ptr<DeviceWeights> &out, double &ms) {
   const auto t0 = std::chrono::steady_clock::now();
-  const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
-  if (m.weightBytes > 0) {
-    if (CUresult r = d->cuMemAlloc(&m.weights, m.weightBytes)) {
-      m.weights = 0;
-      return cudaFail(r, "allocating " + std::to_string(m.weightBytes) +
+  auto w = std::make_shared<DeviceWeights>();
+  w->d = m.d, w->ctx = m.ctx;
+  if (size > 0) {
+    if (CUresult r = m.d->cuMemAlloc(&w->ptr, size)) {
+      w->ptr = 0;
+      return cudaFail(r, "allocating " + std::to_string(size) +
                              " bytes of weights (cuMemAlloc)");
     }
-    if (CUresult r = d->cuMemcpyHtoD(m.weights, weights, m.weightBytes))
-      return cudaFail(r, "uploading the weights (cuMemcpyHtoD)");
+    if (host)
+      if (CUresult r = m.d->cuMemcpyHtoD(w->ptr, host, size))
+        return cudaFail(r, "uploading the weights (cuMemcpyHtoD)");
   }
-  m.broadcastMs = std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
-
+  out = std::move(w);
+  ms = host ? msSince(t0) : 0;
   return CUTS_OK;
+}
+
+/// Whether entries past the first are sent the first's weights: NCCL on a
+/// single entry too (a broadcast in place, which checks that NCCL is
+/// there).
+bool needsDistribution(int source, size_t entries) {
+  return source == CUTS_WEIGHTS_NCCL ||
+         (source == CUTS_WEIGHTS_PEER && entries > 1);
+}
+
+/// The first entry's weights `w[0]` to the others' `w[e]`: peer copies, or
+/// an NCCL broadcast; ms[e] the time entry e's took.
+cuts_status distributeWeights(const std::vector<std::shared_ptr<ModelImpl>> &r,
+                              const std::vector<DeviceWeights *> &w,
+                              const std::vector<int> &devices, int source,
+                              uint64_t bytes, std::vector<double> &ms) {
+  if (bytes == 0)
+    return CUTS_OK;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (source == CUTS_WEIGHTS_PEER) {
+    for (size_t e = 1; e < r.size(); ++e) {
+      const ModelImpl &m = *r[e];
+      const auto t = std::chrono::steady_clock::now();
+      if (cuts_status st = enter(m))
+        return st;
+      if (CUresult x = m.d->cuMemcpyPeerAsync(w[e]->ptr, m.ctx, w[0]->ptr,
+                                              r[0]->ctx, bytes, nullptr))
+        return cudaFail(x, "sending the weights to entry " + std::to_string(e) +
+                               " (cuMemcpyPeerAsync)");
+      if (CUresult x = m.d->cuStreamSynchronize(nullptr))
+        return cudaFail(x, "sending the weights (cuStreamSynchronize)");
+      ms[e] = msSince(t);
+    }
+    return CUTS_OK;
+  }
+  std::vector<void *> buffers, streams(r.size(), nullptr);
+  for (const DeviceWeights *x : w)
+    buffers.push_back(reinterpret_cast<void *>(uintptr_t(x->ptr)));
+  auto wait = [&](std::string &why) {
+    for (const auto &m : r)
+      if (m->d->cuCtxSetCurrent(m->ctx) || m->d->cuStreamSynchronize(nullptr)) {
+        why = "waiting for the NCCL broadcast failed";
+        return false;
+      }
+    return true;
+  };
+  std::string err;
+  if (!ncclBroadcastAll(devices, buffers, bytes, streams, wait, err))
+    return fail(CUTS_ERROR_CUDA, "broadcasting the weights: " + err);
+  for (size_t e = 1; e < r.size(); ++e)
+    ms[e] = msSince(t0);
+  return CUTS_OK;
+}
+
+/// Every entry's weights from `host` (the artifact's section) as
+/// `source` says: from the host, or the first's sent on. Nothing is
+/// published: the caller installs `out` once every entry has its set.
+cuts_status weightSets(const std::vector<std::shared_ptr<ModelImpl>> &r,
+                       const std::vector<int> &devices, int source,
+                       const uint8_t *host, uint64_t bytes,
+                       std::vector<std::shared_ptr<DeviceWeights>> &out,
+                       std::vector<double> &ms) {
+  out.assign(r.size(), nullptr);
+  ms.assign(r.size(), 0.0);
+  for (size_t e = 0; e < r.size(); ++e) {
+    const bool upload = e == 0 || source == CUTS_WEIGHTS_HOST;
+    if (cuts_status st = enter(*r[e]))
+      return st;
+    if (cuts_status st =
+            newWeights(*r[e], upload ? host : nullptr, bytes, out[e], ms[e])) {
+      if (r.size() > 1)
+        lastError =
+            "entry " + std::to_string(e) + " of the device list: " + lastError;
+      return st;
+    }
+  }
+  if (!needsDistribution(source, r.size()))
+    return CUTS_OK;
+  std::vector<DeviceWeights *> w;
+  for (const auto &x : out)
+    w.push_back(x.get());
+  return distributeWeights(r, w, devices, source, bytes, ms);
 }
 
 /// The memory plan and the tables sessions read; then the file's bytes go:
@@ -348,9 +437,10 @@ void finishTables(ModelImpl &m) {
   m.artifact.sections.clear();
 }
 
-/// The model on one device: its plans, kernels and weights there.
+/// The model on one device: its plans, kernels and weights there (their
+/// bytes from the host where `upload`, else sent on by loadModel).
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
-                        int ordinal, int64_t maxBatch,
+                        int ordinal, int64_t maxBatch, bool upload,
                         std::shared_ptr<ModelImpl> &out) {
   std::string err;
   auto parsed = parseArtifact(std::move(bytes), err);
@@ -399,7 +489,9 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
     if (cuts_status st = createLibraryCalls(m, p, label))
       return st;
   }
-  if (cuts_status st = uploadWeights(m))
+  const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
+  if (cuts_status st = newWeights(m, upload ? weights : nullptr, m.weightBytes,
+                                  m.weights, m.broadcastMs))
     return st;
   finishTables(m);
   if (maxBatch > 0)
@@ -429,14 +521,20 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                     "device_shares[" + std::to_string(i) +
                         "] is not a positive number");
     }
+  const int source = options ? options->weight_source : CUTS_WEIGHTS_HOST;
+  if (source < CUTS_WEIGHTS_HOST || source > CUTS_WEIGHTS_NCCL)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "weight_source " + std::to_string(source) +
+                    " is none of CUTS_WEIGHTS_HOST, _PEER and _NCCL");
   auto model = std::make_unique<cuts_model>();
   for (size_t i = 0; i < devices.size(); ++i) {
     std::shared_ptr<ModelImpl> replica;
     std::vector<uint8_t> copy =
         i + 1 < devices.size() ? bytes : std::move(bytes);
+    const bool upload = i == 0 || source == CUTS_WEIGHTS_HOST;
     if (cuts_status st =
             loadReplica(std::move(copy), label, devices[i],
-                        options ? options->max_batch : 0, replica)) {
+                        options ? options->max_batch : 0, upload, replica)) {
       if (devices.size() > 1)
         lastError = "device " + std::to_string(devices[i]) + " (entry " +
                     std::to_string(i) + " of the device list): " + lastError;
@@ -444,6 +542,19 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     }
     model->replicas.push_back(std::move(replica));
   }
+  if (needsDistribution(source, devices.size())) {
+    std::vector<DeviceWeights *> w;
+    for (const auto &r : model->replicas)
+      w.push_back(r->weights.get());
+    std::vector<double> ms(devices.size(), 0.0);
+    if (cuts_status st = distributeWeights(model->replicas, w, devices, source,
+                                           model->replicas[0]->weightBytes, ms))
+      return st;
+    for (size_t e = 1; e < devices.size(); ++e)
+      model->replicas[e]->broadcastMs = ms[e];
+  }
+  model->devices = devices;
+  model->weightSource = source;
   model->impl = model->replicas[0];
   model->shares = std::move(shares);
   model->masterGpu = options && options->master_gpu;
@@ -516,7 +627,6 @@ cuts_status checkNoAliasing(const Manifest &man, int64_t batch,
 /// Every tensor's device address for these bindings.
 void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
              const std::vector<CUdeviceptr> &out) {
-  const ModelImpl &m = *s.model;
   const PlanImpl &pl = *s.plan;
   const Manifest &man = pl.manifest();
   for (size_t t = 0; t < man.tensors.size(); ++t) {
@@ -530,7 +640,7 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
       p = out[r.index];
       break;
     case TensorKind::Weight:
-      p = m.weights + r.weightOffset;
+      p = s.weights->ptr + r.weightOffset;
       break;
     case TensorKind::Intermediate:
       p = pl.plan.offset[pl.root[t]] >= 0
@@ -546,6 +656,28 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
     }
     s.ptr[t] = p;
   }
+}
+
+/// The model's current weights for the session's runs from here on (a hot
+/// swap may have replaced them): its runs on the old set finished first,
+/// and the graphs that captured it dropped.
+cuts_status adoptWeights(cuts_session &s) {
+  std::shared_ptr<DeviceWeights> now = std::atomic_load(&s.model->weights);
+  if (now == s.weights)
+    return CUTS_OK;
+  const Driver *d = s.model->d;
+  for (CUstream st : {s.stream, s.side})
+    if (st)
+      if (CUresult r = d->cuStreamSynchronize(st))
+        return cudaFail(r, "finishing the runs on the old weights "
+                           "(cuStreamSynchronize)");
+  for (std::vector<cuts_session::Graph> &plan : s.graphs) {
+    for (const cuts_session::Graph &g : plan)
+      d->cuGraphExecDestroy(g.exec);
+    plan.clear();
+  }
+  s.weights = std::move(now);
+  return CUTS_OK;
 }
 
 /// The current plan's index: its slot among the session's per-plan
@@ -719,6 +851,8 @@ cuts_status runGraphed(cuts_session &s, std::vector<CUdeviceptr> key,
                        Enqueue enqueue) {
   constexpr size_t kMaxGraphs = 16; // a server's batches over one buffer set
   const Driver *d = s.model->d;
+  if (cuts_status st = adoptWeights(s))
+    return st;
   if (!s.useGraph || s.plan->manifest().steps.empty())
     return enqueue();
   std::vector<cuts_session::Graph> &plan = s.graphs[planIndex(s)];
@@ -1062,6 +1196,81 @@ cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
   });
 }
 
+namespace {
+
+/// The weight tensors of a plan: name, dtype, shape and offset each.
+std::vector<std::string> weightLayout(const Manifest &m) {
+  std::vector<std::string> w;
+  for (const Tensor &t : m.tensors)
+    if (t.kind == TensorKind::Weight) {
+      std::string shape;
+      for (int64_t d : t.shape)
+        shape += (shape.empty() ? "" : ",") + std::to_string(d);
+      w.push_back("\"" + t.name + "\" " + t.dtype + "[" + shape + "] at " +
+                  std::to_string(t.weightOffset));
+    }
+  return w;
+}
+
+/// Why artifact `a`'s weights cannot replace the model's (the kernels
+/// loaded read them where the model's lie): a different size, or a weight
+/// tensor of a loaded plan that differs; empty where they can.
+std::string weightsDiffer(const ModelImpl &m, const Artifact &a) {
+  uint64_t size = 0;
+  a.section("weights", &size);
+  if (size != m.weightBytes)
+    return "its weights are " + std::to_string(size) + " bytes, the model's " +
+           std::to_string(m.weightBytes);
+  const std::vector<const Manifest *> plans = a.plans();
+  if (plans.size() < m.plans.size())
+    return "it has fewer batch profiles";
+  for (size_t p = 0; p < m.plans.size(); ++p) {
+    std::vector<std::string> mine = weightLayout(m.plans[p].manifest()),
+                             theirs = weightLayout(*plans[p]);
+    if (m.plans[p].batch() != plans[p]->batch)
+      return "its batch profiles differ";
+    for (size_t i = 0; i < std::max(mine.size(), theirs.size()); ++i)
+      if (i >= mine.size() || i >= theirs.size() || mine[i] != theirs[i])
+        return "weight " + (i < theirs.size() ? theirs[i] : mine[i]) +
+               " is not the model's";
+  }
+  return "";
+}
+
+} // namespace
+
+cuts_status cuts_model_swap_weights(cuts_model *model, const char *path) {
+  return guarded([&] {
+    if (!checkModel(model))
+      return CUTS_ERROR_INVALID_ARGUMENT;
+    if (!path)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "path is NULL");
+    std::lock_guard<std::mutex> lock(model->swapping);
+    std::vector<uint8_t> bytes;
+    std::string err;
+    if (!readFileBytes(path, bytes, err))
+      return fail(CUTS_ERROR_IO, err);
+    auto a = parseArtifact(std::move(bytes), err);
+    if (!a)
+      return fail(CUTS_ERROR_BAD_ARTIFACT, std::string(path) + ": " + err);
+    const std::string why = weightsDiffer(*model->impl, *a);
+    if (!why.empty())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  std::string(path) +
+                      " does not hold this model's weights: " + why);
+    uint64_t size = 0;
+    const uint8_t *host = a->section("weights", &size);
+    std::vector<std::shared_ptr<DeviceWeights>> sets;
+    std::vector<double> ms;
+    if (cuts_status st = weightSets(model->replicas, model->devices,
+                                    model->weightSource, host, size, sets, ms))
+      return st; // nothing installed: the old weights serve on
+    for (size_t e = 0; e < sets.size(); ++e)
+      std::atomic_store(&model->replicas[e]->weights, sets[e]);
+    return CUTS_OK;
+  });
+}
+
 cuts_status cuts_model_load_memory(const void *data, size_t size,
                                    const cuts_load_options *options,
                                    cuts_model **model) {
@@ -1239,6 +1448,7 @@ cuts_status newSession(const std::shared_ptr<ModelImpl> &impl, void *stream,
                                  "cuGraphInstantiateWithFlags, ...)");
   auto s = std::make_unique<cuts_session>();
   s->model = impl;
+  s->weights = std::atomic_load(&m.weights);
   s->useGraph = use_cuda_graph != 0;
   if (stream) {
     s->stream = static_cast<CUstream>(stream);

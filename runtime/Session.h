@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -56,6 +57,24 @@ template <typename F> cuts_status guarded(F &&body) {
   }
 }
 
+/// A set of weights on one device, freed with the last model or session
+/// that holds it: a hot swap (cuts_model_swap_weights) replaces the
+/// model's, and each session takes the new set at its next run.
+struct DeviceWeights {
+  const Driver *d = nullptr;
+  CUcontext ctx = nullptr;
+  CUdeviceptr ptr = 0;
+  DeviceWeights() = default;
+  DeviceWeights(const DeviceWeights &) = delete;
+  DeviceWeights &operator=(const DeviceWeights &) = delete;
+  ~DeviceWeights() {
+    if (!ptr)
+      return;
+    d->cuCtxSetCurrent(ctx);
+    d->cuMemFree(ptr);
+  }
+};
+
 /// One plan of the model (a batch profile's, or the only one), loaded.
 struct PlanImpl {
   const Manifest *man = nullptr; // in ModelImpl::artifact
@@ -87,7 +106,8 @@ struct ModelImpl {
   std::unique_ptr<CublasLtHandle> lt;
   bool hasConv = false;
   bool hasLibrary = false; // any library kernel
-  CUdeviceptr weights = 0;
+  // The current weights (std::atomic_load/store: a swap replaces them).
+  std::shared_ptr<DeviceWeights> weights;
   uint64_t weightBytes = 0;
   bool pdl = false; // the device and driver launch programmatic dependents
   double broadcastMs = 0; // the weights' distribution to this device
@@ -118,8 +138,7 @@ struct ModelImpl {
     lt.reset();
     for (CUmodule mod : modules)
       d->cuModuleUnload(mod);
-    if (weights)
-      d->cuMemFree(weights);
+    weights.reset(); // sessions hold the model: none holds these now
     d->cuDevicePrimaryCtxRelease(device);
   }
 };
@@ -260,10 +279,15 @@ struct cuts_model {
   std::vector<std::shared_ptr<cuts::rt::ModelImpl>> replicas;
   std::vector<double> shares;
   bool masterGpu = false; // cuts_load_options.master_gpu
+  // Hot swaps distribute the new weights as the load did.
+  std::vector<int> devices;
+  int weightSource = 0;
+  std::mutex swapping;
 };
 
 struct cuts_session {
   std::shared_ptr<cuts::rt::ModelImpl> model;
+  std::shared_ptr<cuts::rt::DeviceWeights> weights; // those its runs use
   /// Data parallel: the sessions of the other entries of the device list,
   /// and every entry's share of a batch.
   std::vector<std::unique_ptr<cuts_session>> replicas;

@@ -23,11 +23,16 @@
 // --gpus 0,1,... loads the model on each device of the list (a device may
 // repeat) and every run splits its batch across them (data parallel; the
 // model needs batch profiles); --master-gpu sends every slice through the
-// first device instead (the DataParallel-style baseline).
+// first device instead (the DataParallel-style baseline); --weights
+// host|peer|nccl says how the devices after the first get the weights.
+// --swap-weights NEW.cuts swaps in the weights of NEW.cuts (the same model
+// recompiled with other values) once half the requests have arrived, while
+// the workers serve on: a request that fails fails the server.
 //
 //   cuts-server MODEL.cuts [--workers N] [--requests R] [--rate R_PER_S]
 //               [--graph] [--max-batch B] [--batch-timeout-us T]
-//               [--gpus 0,1,...] [--master-gpu]
+//               [--gpus 0,1,...] [--master-gpu] [--weights host|peer|nccl]
+//               [--swap-weights NEW.cuts]
 //
 //===----------------------------------------------------------------------===//
 #include <cuts/cuts.h>
@@ -178,7 +183,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: cuts-server MODEL.cuts [--workers N] "
                          "[--requests R] [--rate R_PER_S] [--graph] "
                          "[--max-batch B] [--batch-timeout-us T] "
-                         "[--gpus 0,1,...] [--master-gpu]\n");
+                         "[--gpus 0,1,...] [--master-gpu] "
+                         "[--weights host|peer|nccl] "
+                         "[--swap-weights NEW.cuts]\n");
     return 1;
   }
   std::string path = argv[1];
@@ -189,6 +196,8 @@ int main(int argc, char **argv) {
   long timeoutUs = 0;
   std::vector<int> gpus;
   bool masterGpu = false;
+  int weightSource = CUTS_WEIGHTS_HOST;
+  std::string swapPath; // --swap-weights
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--gpus" && i + 1 < argc) {
@@ -205,6 +214,19 @@ int main(int argc, char **argv) {
       }
     } else if (a == "--master-gpu") {
       masterGpu = true;
+    } else if (a == "--weights" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      weightSource = v == "host"   ? CUTS_WEIGHTS_HOST
+                     : v == "peer" ? CUTS_WEIGHTS_PEER
+                     : v == "nccl" ? CUTS_WEIGHTS_NCCL
+                                   : -1;
+      if (weightSource < 0) {
+        std::fprintf(stderr, "cuts-server: error: --weights needs host, "
+                             "peer or nccl\n");
+        return 1;
+      }
+    } else if (a == "--swap-weights" && i + 1 < argc) {
+      swapPath = argv[++i];
     } else if (a == "--max-batch" && i + 1 < argc)
       maxBatch = std::max(1, std::atoi(argv[++i]));
     else if (a == "--batch-timeout-us" && i + 1 < argc)
@@ -228,6 +250,7 @@ int main(int argc, char **argv) {
   cuts_load_options options{};
   options.devices = gpus.data(), options.num_devices = int(gpus.size());
   options.master_gpu = masterGpu;
+  options.weight_source = weightSource;
   if (cuts_model_load(path.c_str(), &options, &model) != CUTS_OK)
     return fail(path.c_str());
   // Dynamic batching where the model has profiles: requests of one sample.
@@ -291,6 +314,18 @@ int main(int argc, char **argv) {
           start + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(i / rate)));
     queue.push({i, Clock::now()});
+    if (!swapPath.empty() && i == requests / 2) {
+      const auto t0 = Clock::now();
+      if (cuts_model_swap_weights(model, swapPath.c_str()) != CUTS_OK) {
+        std::fprintf(stderr, "swapping the weights: %s\n", cuts_last_error());
+        ++failed;
+      } else {
+        std::printf("weights swapped in from %s in %.1f ms while serving\n",
+                    swapPath.c_str(),
+                    std::chrono::duration<double, std::milli>(Clock::now() - t0)
+                        .count());
+      }
+    }
   }
   queue.close();
   for (std::thread &t : pool)

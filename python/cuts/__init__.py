@@ -81,7 +81,8 @@ class Model:
     """A compiled model. Use cuts.load()."""
 
     def __init__(self, path, device=0, max_batch=0, emulate=False,
-                 devices=None, device_shares=None, master_gpu=False):
+                 devices=None, device_shares=None, master_gpu=False,
+                 weight_source="host"):
         self.path = os.fspath(path)
         info = describe(self.path)
         self.name = info["model"]
@@ -93,9 +94,13 @@ class Model:
         self.emulate = emulate
         self.device = device
         self.devices = list(devices) if devices else [device]
+        sources = ("host", "peer", "nccl")
+        if weight_source not in sources:
+            raise CutsError("weight_source must be one of %s" % (sources,))
         self._model = None if emulate else _cuts.Model(
             self.path, device, max_batch, list(devices or []),
-            list(device_shares or []), master_gpu)
+            list(device_shares or []), master_gpu,
+            sources.index(weight_source))
         if self._model is not None:
             self.profiles = list(self._model.profiles)
 
@@ -103,6 +108,14 @@ class Model:
     def max_batch(self):
         """The largest batch a run takes (0: the model has no profiles)."""
         return self._model.max_batch if self._model else max(self.profiles)
+
+    def swap_weights(self, path):
+        """Replaces the weights with those of `path` (model.cuts of the same
+        graph, other values) on every device while sessions keep running:
+        each takes them at its next run (cuts_model_swap_weights)."""
+        if self._model is None:
+            raise CutsError("an emulated model has no device weights")
+        self._model.swap_weights(os.fspath(path))
 
     def session(self, cuda_graph=False):
         """A session: make one per thread."""
@@ -114,16 +127,18 @@ class Model:
 
 
 def load(path, device=0, max_batch=0, emulate=False, devices=None,
-         device_shares=None, master_gpu=False):
+         device_shares=None, master_gpu=False, weight_source="host"):
     """Loads model.cuts onto GPU `device` (profiles above the first that
     serves `max_batch` are left out). devices=[0, 1, ...]: data parallel,
     the model on each (a device may repeat), every run's batch split across
     them in proportion to device_shares (equal by default); needs batch
     profiles, and numpy inputs; master_gpu=True: the baseline that sends
-    every slice through the first device instead. emulate=True: no GPU,
-    every kernel run on the CPU."""
+    every slice through the first device instead; weight_source: how the
+    devices after the first get the weights ("host", "peer" copies from the
+    first, "nccl" broadcast). emulate=True: no GPU, every kernel run on the
+    CPU."""
     return Model(path, device, max_batch, emulate, devices, device_shares,
-                 master_gpu)
+                 master_gpu, weight_source)
 
 
 class Session:

@@ -71,9 +71,11 @@ nb::dlpack::dtype dlpackOf(cuts_dtype d) {
 class Model {
 public:
   Model(const std::string &path, int device, int64_t maxBatch,
-        std::vector<int> devices, std::vector<double> shares, bool masterGpu) {
+        std::vector<int> devices, std::vector<double> shares, bool masterGpu,
+        int weightSource) {
     cuts_load_options o{};
     o.device = device, o.max_batch = maxBatch, o.master_gpu = masterGpu;
+    o.weight_source = weightSource;
     if (!shares.empty() && shares.size() != devices.size())
       throw CutsError("device_shares needs one share per device");
     o.devices = devices.data(), o.num_devices = int(devices.size());
@@ -88,6 +90,15 @@ public:
     model.reset(m, cuts_model_free);
     this->device = device;
   }
+  void swapWeights(const std::string &path) {
+    cuts_status st;
+    {
+      nb::gil_scoped_release release;
+      st = cuts_model_swap_weights(model.get(), path.c_str());
+    }
+    check(st);
+  }
+
   std::shared_ptr<cuts_model> model;
   int device = 0;
 };
@@ -325,10 +336,12 @@ NB_MODULE(_cuts, m) {
 
   nb::class_<Model>(m, "Model")
       .def(nb::init<const std::string &, int, int64_t, std::vector<int>,
-                    std::vector<double>, bool>(),
+                    std::vector<double>, bool, int>(),
            "path"_a, "device"_a = 0, "max_batch"_a = 0,
            "devices"_a = std::vector<int>(),
-           "device_shares"_a = std::vector<double>(), "master_gpu"_a = false)
+           "device_shares"_a = std::vector<double>(), "master_gpu"_a = false,
+           "weight_source"_a = 0)
+      .def("swap_weights", &Model::swapWeights, "path"_a)
       .def_prop_ro(
           "num_devices",
           [](const Model &x) { return cuts_model_num_devices(x.model.get()); })

@@ -1474,6 +1474,20 @@ def check_batch_profiles(runner):
                         (extra, mv))
                 if extra == ("--no-preload",):
                     require(j["h2d_hidden_fraction"] == 0, j)
+            # The second entry's weights sent from the first; NCCL takes
+            # one rank a device (or is missing).
+            r = runner.run("bench", art, "--gpus", "0,0", "--batch", "3",
+                           "--iters", "3", "--json", "--weights", "peer")
+            require(r.returncode == 0 and
+                    json.loads(r.stdout)["movement"][1]["broadcast_ms"] > 0,
+                    "bench --weights peer: " + r.stdout + r.stderr)
+            r = runner.run("bench", art, "--gpus", "0,0", "--batch", "3",
+                           "--iters", "3", "--weights", "nccl")
+            require(r.returncode != 0 and "NCCL" in r.stderr,
+                    "bench --weights nccl on 0,0: " + r.stderr)
+        r = runner.run("bench", art, "--gpus", "0", "--weights", "disk")
+        require(r.returncode != 0 and "--weights needs host, peer or nccl"
+                in r.stderr, "--weights disk: " + r.stderr)
         for alone in ("--master-gpu", "--no-preload"):
             r = runner.run("bench", art, alone)
             require(r.returncode != 0 and "go with --gpus" in r.stderr,

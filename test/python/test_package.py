@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -90,6 +91,63 @@ def check_cpu(work, onnx_path, art):
     raises(lambda: cuts.load(bad, emulate=True), "bad magic")
     raises(lambda: cuts.compile(os.path.join(work, "missing.onnx"), "sm_90",
                                 os.path.join(work, "x")), "missing.onnx")
+
+
+def scaled_weights(work, onnx_path):
+    """The model recompiled with every weight doubled: a hot swap's new
+    weights."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(onnx_path)
+    for i, t in enumerate(m.graph.initializer):
+        m.graph.initializer[i].CopyFrom(numpy_helper.from_array(
+            numpy_helper.to_array(t) * 2, t.name))
+    path = os.path.join(work, "rows2.onnx")
+    onnx.save(m, path)
+    return cuts.compile(path, "sm_90", os.path.join(work, "out2"),
+                        batch=[4, 1, 3], progress=False)
+
+
+def check_swap(art, art2, other):
+    """A hot weight swap while another thread runs: every run gives the
+    old weights' outputs or the new ones', none fails; later runs the
+    new. Each weight source on a repeated device list."""
+    f = feeds_at(3)
+    old = cuts.load(art).session().run(f)["y"]
+    new = cuts.load(art2).session().run(f)["y"]
+    require(not np.array_equal(old, new), "the swap changes the outputs")
+    for source, devices in (("host", [0]), ("peer", [0, 0])):
+        m = cuts.load(art, devices=devices, weight_source=source)
+        s = m.session(cuda_graph=True)
+        seen, errors, stop = [], [], threading.Event()
+
+        def serve():
+            try:
+                while not stop.is_set():
+                    seen.append(s.run(f)["y"])
+            except Exception as e:  # reported below
+                errors.append(e)
+        t = threading.Thread(target=serve)
+        t.start()
+        while len(seen) < 5 and t.is_alive():
+            time.sleep(0.001)
+        m.swap_weights(art2)
+        n = len(seen)
+        while len(seen) < n + 5 and t.is_alive():
+            time.sleep(0.001)
+        stop.set()
+        t.join()
+        require(not errors, "runs during the swap: %s" % errors)
+        kinds = [0 if np.array_equal(y, old) else 1 if np.array_equal(y, new)
+                 else 2 for y in seen]
+        require(2 not in kinds and kinds[0] == 0 and kinds[-1] == 1 and
+                kinds == sorted(kinds), "%s swap: %s" % (source, kinds))
+        require(np.array_equal(s.run(f)["y"], new), source)
+        require(np.array_equal(m.session().run(f)["y"], new), source)
+    raises(lambda: cuts.load(art).swap_weights(other),
+           "does not hold this model's weights")
+    raises(lambda: cuts.load(art, devices=[0, 0], weight_source="nccl"),
+           "NCCL")
 
 
 def check_gpu(onnx_path, art):
@@ -191,6 +249,10 @@ def main():
     require(os.path.exists(art), art)
     if a.gpu:
         check_gpu(onnx_path, art)
+        other = cuts.compile(test_compile.make_dynamic_batch(
+            os.path.join(a.work, "cnn.onnx"), "cnn"), "sm_90",
+            os.path.join(a.work, "out_cnn"), batch=[4], progress=False)
+        check_swap(art, scaled_weights(a.work, onnx_path), other)
     else:
         check_cpu(a.work, onnx_path, art)
     print("ok")

@@ -919,6 +919,8 @@ TEST_CASE("C API without arguments", "[runtime]") {
   CHECK(ticket == 0);
   CHECK(cuts_session_wait(nullptr, 1) == CUTS_ERROR_INVALID_ARGUMENT);
   CHECK(cuts_session_set_preload(nullptr, 0) == CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(cuts_model_swap_weights(nullptr, "x.cuts") ==
+        CUTS_ERROR_INVALID_ARGUMENT);
   cuts_movement mv{};
   CHECK(cuts_session_movement(nullptr, 0, &mv) == CUTS_ERROR_INVALID_ARGUMENT);
   CHECK(cuts_session_reset_movement(nullptr) == CUTS_ERROR_INVALID_ARGUMENT);
@@ -2000,6 +2002,12 @@ TEST_CASE("C API: device lists are checked, and nothing stays loaded",
   CHECK(std::string(cuts_last_error()) ==
         "device_shares[1] is not a positive number");
   o.device_shares = nullptr;
+  o.weight_source = 7;
+  CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()) ==
+        "weight_source 7 is none of CUTS_WEIGHTS_HOST, _PEER and _NCCL");
+  o.weight_source = CUTS_WEIGHTS_PEER;
   // Here without a GPU: the first entry fails, named.
   cuts_status st = cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m);
   if (st != CUTS_OK) {

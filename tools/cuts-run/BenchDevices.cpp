@@ -22,6 +22,9 @@
 #include <memory>
 
 namespace cuts::cli {
+
+const char *const kWeightSources[3] = {"host", "peer", "nccl"};
+
 namespace {
 
 /// Page-locked host buffers, freed together.
@@ -131,6 +134,7 @@ int benchDevices(const std::string &model, const DeviceBench &o) {
   cuts_load_options options{};
   options.devices = o.gpus.data(), options.num_devices = int(o.gpus.size());
   options.master_gpu = o.master;
+  options.weight_source = o.weightSource;
   Opened opened;
   std::string err;
   if (!opened.open(model, &options, 1, err))
@@ -170,6 +174,7 @@ int benchDevices(const std::string &model, const DeviceBench &o) {
                       {"gpus", o.gpus},
                       {"master_gpu", o.master},
                       {"preload", o.preload},
+                      {"weights", kWeightSources[o.weightSource]},
                       {"batch", batch},
                       {"iters", o.iters},
                       {"per_run_ms", perRun},

@@ -12,10 +12,14 @@ struct DeviceBench {
   std::vector<int> gpus; // the device list
   bool master = false;   // the master-GPU baseline instead of the split
   bool preload = true;   // pre-loading (--no-preload: off)
+  int weightSource = 0;  // a cuts_weight_source (--weights)
   int64_t batch = 0;     // 0: the largest the model serves
   int warmup = 10, iters = 100;
   bool json = false;
 };
+
+/// --weights' names, by cuts_weight_source.
+extern const char *const kWeightSources[3];
 
 /// `cuts bench MODEL --gpus LIST`: pipelined host runs of a model on a
 /// device list, throughput and the data-movement breakdown per entry

@@ -55,7 +55,8 @@ const char *kUsage =
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
     "           [--peak-tflops F] [--bandwidth-gbs B] [--json] [--batch B]\n"
-    "           [--gpus 0,1,... [--master-gpu] [--no-preload]]\n"
+    "           [--gpus 0,1,... [--master-gpu] [--no-preload]\n"
+    "           [--weights host|peer|nccl]]\n"
     "      median and p99 latency and throughput (--batch: at batch B of a\n"
     "      model with batch profiles, padded where no profile has it, with\n"
     "      the copies a run makes; else the largest); --gpus: host runs of\n"
@@ -63,7 +64,8 @@ const char *kUsage =
     "      through the first device, --master-gpu), two in flight, from\n"
     "      pinned host buffers to pinned host buffers, with each entry's\n"
     "      data-movement breakdown (--no-preload: a run's inputs copied\n"
-    "      only once the run before has computed); --kernels times every\n"
+    "      only once the run before has computed; --weights: how entries\n"
+    "      after the first get the weights); --kernels times every\n"
     "      kernel and sets it against the performance model's bound, and\n"
     "      its achieved FLOP/s and bytes/s against the ceilings: the FP32\n"
     "      peak and global bandwidth of the GPU descriptor the model was\n"
@@ -276,6 +278,7 @@ int cmdBench(const std::vector<std::string> &args) {
   double peakFlops = 0, bandwidth = 0; // given ceilings; 0: the target's
   int64_t atBatch = 0;                 // --batch; 0: the largest profile's
   cuts::cli::DeviceBench dev;          // --gpus: a device list
+  bool weightsGiven = false;
   for (ArgList a(args); a.next();) {
     if (a.is("--gpus")) {
       std::string list;
@@ -293,6 +296,14 @@ int cmdBench(const std::vector<std::string> &args) {
       dev.master = true;
     } else if (a.is("--no-preload")) {
       dev.preload = false;
+    } else if (a.is("--weights")) {
+      std::string v;
+      const char *const *names = cuts::cli::kWeightSources;
+      auto it = a.value(v) ? std::find(names, names + 3, v) : names + 3;
+      if (it == names + 3)
+        return error("", "--weights needs host, peer or nccl");
+      dev.weightSource = int(it - names);
+      weightsGiven = true;
     } else if (a.is("--batch")) {
       if (!a.integer(atBatch, 1, int64_t(1) << 31))
         return error("", "--batch needs a batch size >= 1");
@@ -327,8 +338,9 @@ int cmdBench(const std::vector<std::string> &args) {
     dev.json = json;
     return cuts::cli::benchDevices(model, dev);
   }
-  if (dev.master || !dev.preload)
-    return error("", "--master-gpu and --no-preload go with --gpus");
+  if (dev.master || !dev.preload || weightsGiven)
+    return error("", "--master-gpu, --no-preload and --weights go with "
+                     "--gpus");
   // At --batch, the profiles up to the one that serves it (the kernels
   // --kernels lists are that profile's).
   cuts_load_options options{};

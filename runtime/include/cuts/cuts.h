@@ -48,7 +48,8 @@ extern "C" {
  * 5: pipelined host runs (cuts_session_submit_host, cuts_session_wait,
  *    cuts_session_set_preload), pinned host memory (cuts_host_alloc,
  *    cuts_host_free) and the data-movement breakdown
- *    (cuts_session_movement). */
+ *    (cuts_session_movement), cuts_load_options.weight_source and
+ *    cuts_model_swap_weights. */
 #define CUTS_API_VERSION 5
 
 typedef enum cuts_status {
@@ -106,6 +107,16 @@ typedef struct cuts_binding {
   void *data;
 } cuts_binding;
 
+/* How the entries of a device list after the first get the weights: each
+ * from host memory (the default), or from the first entry's by peer copies,
+ * or by an NCCL broadcast from it (NCCL loaded with dlopen from
+ * libnccl.so.2; one rank a device, so the list may not repeat one). */
+typedef enum cuts_weight_source {
+  CUTS_WEIGHTS_HOST = 0,
+  CUTS_WEIGHTS_PEER = 1,
+  CUTS_WEIGHTS_NCCL = 2
+} cuts_weight_source;
+
 /* Zero-initialise, then set what differs from the defaults. */
 typedef struct cuts_load_options {
   int device;        /* CUDA device ordinal (default 0) */
@@ -125,6 +136,7 @@ typedef struct cuts_load_options {
    * whole batch copied to the first device, its slices sent to the others
    * from there and their outputs gathered back there, then copied out. */
   int master_gpu;
+  int weight_source; /* a cuts_weight_source */
 } cuts_load_options;
 
 int cuts_api_version(void);
@@ -159,6 +171,15 @@ uint64_t cuts_model_arena_bytes(const cuts_model *model);
 uint64_t cuts_model_weight_bytes(const cuts_model *model);
 /* The architecture ("sm_90") whose kernels were loaded. */
 const char *cuts_model_arch(const cuts_model *model);
+
+/* A hot weight swap: the weights of `path`, an artifact of the same model
+ * (its weight tensors where this model's lie, as a recompile of the same
+ * graph with new values has them), replace the model's on every entry of
+ * its device list, distributed as at load (weight_source). Runs keep going
+ * meanwhile and none fails: each session finishes its runs on the old
+ * weights and takes the new ones at its next run; the old are freed when
+ * no session holds them. On failure the old weights stay. */
+cuts_status cuts_model_swap_weights(cuts_model *model, const char *path);
 
 /* The batch profiles loaded (1 for a model compiled without --batch) and
  * the batch profile i serves (0 without profiles), in increasing order. */

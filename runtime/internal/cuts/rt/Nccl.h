@@ -1,0 +1,35 @@
+//===- Nccl.h - NCCL, loaded with dlopen ------------------------*- C++ -*-===//
+//
+// NCCL is the collectives engine the runtime falls back to and compares
+// against (weights broadcast at load; the tensor-parallel collectives).
+// Like cuDNN it is opened on first use (libnccl.so.2), so neither the build
+// nor a server needs it; where it is missing the callers say so and the
+// other paths remain.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_RUNTIME_NCCL_H
+#define CUTS_RUNTIME_NCCL_H
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cuts::rt {
+
+/// Broadcasts `bytes` from buffers[0] (device memory of devices[0]) into
+/// every buffers[i] (of devices[i], distinct CUDA ordinals), with one NCCL
+/// communicator per device made for the call (ncclCommInitAll) on each
+/// device's `streams[i]` (a CUstream; null: the legacy stream); `wait`
+/// waits for those streams before the communicators go (false and its
+/// message where it fails). On failure false, and `error` says why (NCCL
+/// missing, a repeated device, NCCL's own error).
+bool ncclBroadcastAll(const std::vector<int> &devices,
+                      const std::vector<void *> &buffers, size_t bytes,
+                      const std::vector<void *> &streams,
+                      const std::function<bool(std::string &)> &wait,
+                      std::string &error);
+
+} // namespace cuts::rt
+
+#endif // CUTS_RUNTIME_NCCL_H
