@@ -208,6 +208,10 @@ def check_gpu(onnx_path, art):
         require(len(mv) == len(devices) and mv[0]["runs"] > 0 and
                 mv[0]["h2d_ms"] > 0 and mv[0]["compute_ms"] > 0 and
                 mv[0]["broadcast_ms"] > 0, "movement: %s" % mv)
+    # A device that fails to load: named, and nothing stays loaded.
+    raises(lambda: cuts.load(art, devices=[0, 99]),
+           "device 99 (entry 1 of the device list): CUDA device 99 does not "
+           "exist")
     raises(lambda: cuts.load(art, devices=[0, 0], device_shares=[1]),
            "one share per device")
     try:
