@@ -431,6 +431,26 @@ cuts_status peerCopy(const cuts_session &to, CUdeviceptr dst,
   return CUTS_OK;
 }
 
+/// The parts of a host run at `batch` on each entry: the split's rows
+/// (none for an entry whose share rounds to no row), or the whole run on
+/// the one entry of a model without batch profiles.
+std::vector<Part> partsOf(const cuts_session &s, int64_t batch,
+                          std::vector<bool> &active) {
+  std::vector<int64_t> rows = s.replicas.empty() ? std::vector<int64_t>{batch}
+                                                 : splitBatch(batch, s.shares);
+  std::vector<Part> parts(rows.size());
+  active.assign(rows.size(), false);
+  int64_t offset = 0;
+  bool first = true;
+  for (size_t e = 0; e < rows.size(); ++e) {
+    active[e] = rows[e] > 0 || batch == 0;
+    parts[e] = {rows[e], offset, active[e] && first};
+    offset += rows[e];
+    first = first && !active[e];
+  }
+  return parts;
+}
+
 /// The master-GPU baseline: the whole batch to the first device; each
 /// other device's slice sent from there (a peer copy), run, and its rows
 /// gathered back there; then the outputs copied out from there. Each phase
@@ -438,8 +458,8 @@ cuts_status peerCopy(const cuts_session &to, CUdeviceptr dst,
 cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
                       const std::vector<void *> &in,
                       const std::vector<void *> &out,
+                      const std::vector<Part> &parts,
                       const std::vector<bool> &active) {
-  const std::vector<int64_t> rows = splitBatch(batch, s.shares);
   const std::vector<cuts_session *> all = entries(s);
   const ModelImpl &m0 = *s.model;
   const Manifest &man = m0.manifest();
@@ -468,13 +488,10 @@ cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
     return st;
   if (CUresult r = d->cuStreamSynchronize(s.stream))
     return cudaFail(r, "cuStreamSynchronize");
-  std::vector<int64_t> offsets(rows.size(), 0);
-  for (size_t e = 1; e < rows.size(); ++e)
-    offsets[e] = offsets[e - 1] + rows[e - 1];
   cuts_status st = onEntries(s, active, [&](size_t e, cuts_session &x) {
     const Lane &l = *x.lane;
     auto at = [&](CUdeviceptr base, bool input, size_t i) {
-      return base + CUdeviceptr(offsets[e]) *
+      return base + CUdeviceptr(parts[e].offset) *
                         rowBytes(man, (input ? man.inputs : man.outputs)[i]);
     };
     auto ptr = [](CUdeviceptr p) { return reinterpret_cast<void *>(p); };
@@ -485,12 +502,12 @@ cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
       for (size_t i = 0; i < out.size(); ++i)
         xout.push_back(ptr(at(s.wholeOut[i], false, i)));
     } else {
-      if (cuts_status st = ensureUserBuffers(x, rows[e]))
+      if (cuts_status st = ensureUserBuffers(x, parts[e].rows))
         return st;
       if (cuts_status st = record(l, t, Lane::PeerBegin, x.stream))
         return st;
       for (size_t i = 0; i < in.size(); ++i)
-        if (uint64_t b = bytesAtBatch(io(true, i), rows[e]))
+        if (uint64_t b = bytesAtBatch(io(true, i), parts[e].rows))
           if (cuts_status st =
                   peerCopy(x, x.userIn[i], s, at(s.wholeIn[i], true, i), b,
                            x.stream, "sending a slice"))
@@ -504,7 +521,7 @@ cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
     }
     if (cuts_status st = record(l, t, Lane::ComputeBegin, x.stream))
       return st;
-    if (cuts_status st = runAt(x, rows[e], xin, xout))
+    if (cuts_status st = runAt(x, parts[e].rows, xin, xout))
       return st;
     if (cuts_status st = record(l, t, Lane::ComputeEnd, x.stream))
       return st;
@@ -513,7 +530,7 @@ cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
         return st;
       for (size_t i = 0; i < out.size(); ++i)
         if (io(false, i).batchAxis >= 0)
-          if (uint64_t b = bytesAtBatch(io(false, i), rows[e]))
+          if (uint64_t b = bytesAtBatch(io(false, i), parts[e].rows))
             if (cuts_status st =
                     peerCopy(s, at(s.wholeOut[i], false, i), x, x.userOut[i], b,
                              x.stream, "gathering a slice"))
@@ -547,26 +564,6 @@ cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
   return CUTS_OK;
 }
 
-/// The parts of a host run at `batch` on each entry: the split's rows
-/// (none for an entry whose share rounds to no row), or the whole run on
-/// the one entry of a model without batch profiles.
-std::vector<Part> partsOf(const cuts_session &s, int64_t batch,
-                          std::vector<bool> &active) {
-  std::vector<int64_t> rows = s.replicas.empty() ? std::vector<int64_t>{batch}
-                                                 : splitBatch(batch, s.shares);
-  std::vector<Part> parts(rows.size());
-  active.assign(rows.size(), false);
-  int64_t offset = 0;
-  bool first = true;
-  for (size_t e = 0; e < rows.size(); ++e) {
-    active[e] = rows[e] > 0 || batch == 0;
-    parts[e] = {rows[e], offset, active[e] && first};
-    offset += rows[e];
-    first = first && !active[e];
-  }
-  return parts;
-}
-
 /// Submits a host run (see cuts_session_submit_host), first waiting for
 /// the oldest run where two are in flight.
 cuts_status submit(cuts_session &s, int64_t batch,
@@ -585,7 +582,7 @@ cuts_status submit(cuts_session &s, int64_t batch,
   cuts_status st;
   if (s.masterGpu) {
     run.master = true;
-    st = runMaster(s, run.ticket, batch, in, out, run.active);
+    st = runMaster(s, run.ticket, batch, in, out, parts, run.active);
   } else {
     st = onEntries(s, run.active, [&](size_t e, cuts_session &x) {
       return enqueuePart(x, run, e, parts[e], in, out);

@@ -240,7 +240,6 @@ struct HostCopy {
 /// A submitted host run: what each entry's part of it took.
 struct PendingRun {
   uint64_t ticket = 0;
-  int64_t batch = 0, profileBatch = 0;
   std::vector<bool> active;    // per entry: it has rows of this run
   std::vector<uint64_t> prior; // per entry: its lane's run before (0: none)
   std::vector<std::vector<HostCopy>> unstage; // per entry
