@@ -785,6 +785,11 @@ bool validateArchs(const Artifact &a, std::string &error) {
       return fail(at("archs", i),
                   "no section \"cubin." + arch + "\" for \"" + arch + "\"");
   }
+  for (const auto &[name, blob] : a.sections)
+    if (name.rfind("codec.", 0) == 0 && !archSet.count(name.substr(6))) {
+      error = "section \"" + name + "\": not for an arch of the manifest's";
+      return false;
+    }
 
   return true;
 }
@@ -1255,6 +1260,11 @@ bool layOut(const ArtifactContents &c, Layout &l) {
   named.back().size = c.weightBytes();
   for (const auto &[arch, bytes] : l.cubin)
     named.push_back(whole("cubin." + arch, bytes));
+  for (const auto &[arch, bytes] : c.codecs)
+    named.push_back(Section{
+        "codec." + arch,
+        {{0, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()}},
+        bytes.size()});
   named.push_back(whole("source", l.source));
 
   std::vector<uint8_t> &h = l.head;

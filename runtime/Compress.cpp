@@ -88,6 +88,14 @@ bool decompress3to1(const Compressed3to1 &c, float *out) {
   return true;
 }
 
+uint16_t truncateBf16(float x) {
+  const uint32_t u = bitsOf(x);
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+  return uint16_t(u >> 16 | (nan ? 0x40u : 0u));
+}
+
+float expandBf16(uint16_t b) { return floatOf(uint32_t(b) << 16); }
+
 ReconstructionError reconstructionError(const float *original,
                                         const float *restored, uint64_t n) {
   ReconstructionError e;

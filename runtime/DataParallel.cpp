@@ -564,6 +564,13 @@ cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
   return CUTS_OK;
 }
 
+/// Every entry's weights for the next run, of one swap's generation.
+void chooseWeights(cuts_session &s) {
+  std::shared_lock<std::shared_mutex> lock(*s.model->publishing);
+  for (cuts_session *x : entries(s))
+    x->target = std::atomic_load(&x->model->weights);
+}
+
 /// Submits a host run (see cuts_session_submit_host), first waiting for
 /// the oldest run where two are in flight.
 cuts_status submit(cuts_session &s, int64_t batch,
@@ -572,6 +579,7 @@ cuts_status submit(cuts_session &s, int64_t batch,
   while (s.pending.size() >= size_t(Lane::kSlots))
     if (cuts_status st = retire(s))
       return st;
+  chooseWeights(s);
   PendingRun run;
   run.ticket = s.nextTicket;
   std::vector<Part> parts = partsOf(s, batch, run.active);
@@ -713,7 +721,10 @@ cuts_status cuts_session_movement(const cuts_session *session, int entry,
                       std::to_string(all.size() - 1));
     const cuts_session &x = *all[size_t(entry)];
     *movement = x.lane ? x.lane->totals : cuts_movement{};
-    movement->broadcast_ms = x.model->broadcastMs;
+    const auto w = std::atomic_load(&x.model->weights);
+    movement->broadcast_ms = w->ms;
+    movement->codec_ms = w->codecMs;
+    movement->broadcast_bytes = w->sentBytes;
     return CUTS_OK;
   });
 }

@@ -292,9 +292,9 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 }
 
 /// A weight set of `size` bytes on m's device, its bytes copied from
-/// `host` where given; `ms` the time it took.
+/// `host` where given (its ms the time that took).
 cuts_status newWeights(const ModelImpl &m, const uint8_t *host, uint64_t size,
-                       std::shared_ptr<DeviceWeights> &out, double &ms) {
+                       std::shared_ptr<DeviceWeights> &out) {
   const auto t0 = std::chrono::steady_clock::now();
   auto w = std::make_shared<DeviceWeights>();
   w->d = m.d, w->ctx = m.ctx;
@@ -308,8 +308,8 @@ cuts_status newWeights(const ModelImpl &m, const uint8_t *host, uint64_t size,
       if (CUresult r = m.d->cuMemcpyHtoD(w->ptr, host, size))
         return cudaFail(r, "uploading the weights (cuMemcpyHtoD)");
   }
+  w->ms = host ? msSince(t0) : 0;
   out = std::move(w);
-  ms = host ? msSince(t0) : 0;
   return CUTS_OK;
 }
 
@@ -322,13 +322,16 @@ bool needsDistribution(int source, size_t entries) {
 }
 
 /// The first entry's weights `w[0]` to the others' `w[e]`: peer copies, or
-/// an NCCL broadcast; ms[e] the time entry e's took.
+/// an NCCL broadcast, encoded by `codec` where given; each set's ms the
+/// time it took.
 cuts_status distributeWeights(const std::vector<std::shared_ptr<ModelImpl>> &r,
                               const std::vector<DeviceWeights *> &w,
                               const std::vector<int> &devices, int source,
-                              uint64_t bytes, std::vector<double> &ms) {
+                              WeightCodec codec, uint64_t bytes) {
   if (bytes == 0)
     return CUTS_OK;
+  if (codec != WeightCodec::None)
+    return distributeEncoded(r, w, devices, source, codec);
   const auto t0 = std::chrono::steady_clock::now();
   if (source == CUTS_WEIGHTS_PEER) {
     for (size_t e = 1; e < r.size(); ++e) {
@@ -342,7 +345,8 @@ cuts_status distributeWeights(const std::vector<std::shared_ptr<ModelImpl>> &r,
                                " (cuMemcpyPeerAsync)");
       if (CUresult x = m.d->cuStreamSynchronize(nullptr))
         return cudaFail(x, "sending the weights (cuStreamSynchronize)");
-      ms[e] = msSince(t);
+      w[e]->ms = msSince(t);
+      w[e]->sentBytes = bytes;
     }
     return CUTS_OK;
   }
@@ -360,8 +364,10 @@ cuts_status distributeWeights(const std::vector<std::shared_ptr<ModelImpl>> &r,
   std::string err;
   if (!ncclBroadcastAll(devices, buffers, bytes, streams, wait, err))
     return fail(CUTS_ERROR_CUDA, "broadcasting the weights: " + err);
-  for (size_t e = 1; e < r.size(); ++e)
-    ms[e] = msSince(t0);
+  for (size_t e = 1; e < r.size(); ++e) {
+    w[e]->ms = msSince(t0);
+    w[e]->sentBytes = bytes;
+  }
   return CUTS_OK;
 }
 
@@ -370,17 +376,15 @@ cuts_status distributeWeights(const std::vector<std::shared_ptr<ModelImpl>> &r,
 /// published: the caller installs `out` once every entry has its set.
 cuts_status weightSets(const std::vector<std::shared_ptr<ModelImpl>> &r,
                        const std::vector<int> &devices, int source,
-                       const uint8_t *host, uint64_t bytes,
-                       std::vector<std::shared_ptr<DeviceWeights>> &out,
-                       std::vector<double> &ms) {
+                       WeightCodec codec, const uint8_t *host, uint64_t bytes,
+                       std::vector<std::shared_ptr<DeviceWeights>> &out) {
   out.assign(r.size(), nullptr);
-  ms.assign(r.size(), 0.0);
   for (size_t e = 0; e < r.size(); ++e) {
     const bool upload = e == 0 || source == CUTS_WEIGHTS_HOST;
     if (cuts_status st = enter(*r[e]))
       return st;
     if (cuts_status st =
-            newWeights(*r[e], upload ? host : nullptr, bytes, out[e], ms[e])) {
+            newWeights(*r[e], upload ? host : nullptr, bytes, out[e])) {
       if (r.size() > 1)
         lastError =
             "entry " + std::to_string(e) + " of the device list: " + lastError;
@@ -392,7 +396,7 @@ cuts_status weightSets(const std::vector<std::shared_ptr<ModelImpl>> &r,
   std::vector<DeviceWeights *> w;
   for (const auto &x : out)
     w.push_back(x.get());
-  return distributeWeights(r, w, devices, source, bytes, ms);
+  return distributeWeights(r, w, devices, source, codec, bytes);
 }
 
 /// The memory plan and the tables sessions read; then the file's bytes go:
@@ -441,11 +445,19 @@ void finishTables(ModelImpl &m) {
 /// bytes from the host where `upload`, else sent on by loadModel).
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                         int ordinal, int64_t maxBatch, bool upload,
-                        std::shared_ptr<ModelImpl> &out) {
+                        WeightCodec codec, std::shared_ptr<ModelImpl> &out) {
   std::string err;
   auto parsed = parseArtifact(std::move(bytes), err);
   if (!parsed)
     return fail(CUTS_ERROR_BAD_ARTIFACT, label + ": " + err);
+  if (codec != WeightCodec::None &&
+      std::none_of(
+          parsed->sections.begin(), parsed->sections.end(),
+          [](const auto &x) { return x.first.rfind("codec.", 0) == 0; }))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                label + " has no weight codecs: compile it with "
+                        "--weight-codecs to send weights encoded "
+                        "(weight_codec)");
   auto impl = std::make_shared<ModelImpl>();
   impl->artifact = std::move(*parsed);
   ModelImpl &m = *impl;
@@ -489,9 +501,12 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
     if (cuts_status st = createLibraryCalls(m, p, label))
       return st;
   }
+  if (codec != WeightCodec::None)
+    if (cuts_status st = loadCodecs(m, label))
+      return st;
   const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
-  if (cuts_status st = newWeights(m, upload ? weights : nullptr, m.weightBytes,
-                                  m.weights, m.broadcastMs))
+  if (cuts_status st =
+          newWeights(m, upload ? weights : nullptr, m.weightBytes, m.weights))
     return st;
   finishTables(m);
   if (maxBatch > 0)
@@ -526,15 +541,26 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 "weight_source " + std::to_string(source) +
                     " is none of CUTS_WEIGHTS_HOST, _PEER and _NCCL");
+  const int codecValue = options ? options->weight_codec : CUTS_CODEC_NONE;
+  if (codecValue < CUTS_CODEC_NONE || codecValue > CUTS_CODEC_BF16)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "weight_codec " + std::to_string(codecValue) +
+                    " is none of CUTS_CODEC_NONE, _3TO1 and _BF16");
+  const auto codec = WeightCodec(codecValue);
+  if (codec != WeightCodec::None && source == CUTS_WEIGHTS_HOST)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "weight_codec encodes the weights the first device sends "
+                "the others: it needs weight_source CUTS_WEIGHTS_PEER or "
+                "CUTS_WEIGHTS_NCCL");
   auto model = std::make_unique<cuts_model>();
   for (size_t i = 0; i < devices.size(); ++i) {
     std::shared_ptr<ModelImpl> replica;
     std::vector<uint8_t> copy =
         i + 1 < devices.size() ? bytes : std::move(bytes);
     const bool upload = i == 0 || source == CUTS_WEIGHTS_HOST;
-    if (cuts_status st =
-            loadReplica(std::move(copy), label, devices[i],
-                        options ? options->max_batch : 0, upload, replica)) {
+    if (cuts_status st = loadReplica(std::move(copy), label, devices[i],
+                                     options ? options->max_batch : 0, upload,
+                                     codec, replica)) {
       if (devices.size() > 1)
         lastError = "device " + std::to_string(devices[i]) + " (entry " +
                     std::to_string(i) + " of the device list): " + lastError;
@@ -546,15 +572,17 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     std::vector<DeviceWeights *> w;
     for (const auto &r : model->replicas)
       w.push_back(r->weights.get());
-    std::vector<double> ms(devices.size(), 0.0);
-    if (cuts_status st = distributeWeights(model->replicas, w, devices, source,
-                                           model->replicas[0]->weightBytes, ms))
+    if (cuts_status st =
+            distributeWeights(model->replicas, w, devices, source, codec,
+                              model->replicas[0]->weightBytes))
       return st;
-    for (size_t e = 1; e < devices.size(); ++e)
-      model->replicas[e]->broadcastMs = ms[e];
   }
+  auto publishing = std::make_shared<std::shared_mutex>();
+  for (const auto &r : model->replicas)
+    r->publishing = publishing;
   model->devices = devices;
   model->weightSource = source;
+  model->weightCodec = codec;
   model->impl = model->replicas[0];
   model->shares = std::move(shares);
   model->masterGpu = options && options->master_gpu;
@@ -662,7 +690,9 @@ void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
 /// swap may have replaced them): its runs on the old set finished first,
 /// and the graphs that captured it dropped.
 cuts_status adoptWeights(cuts_session &s) {
-  std::shared_ptr<DeviceWeights> now = std::atomic_load(&s.model->weights);
+  std::shared_ptr<DeviceWeights> now =
+      s.target ? std::move(s.target) : std::atomic_load(&s.model->weights);
+  s.target.reset();
   if (now == s.weights)
     return CUTS_OK;
   const Driver *d = s.model->d;
@@ -1261,10 +1291,11 @@ cuts_status cuts_model_swap_weights(cuts_model *model, const char *path) {
     uint64_t size = 0;
     const uint8_t *host = a->section("weights", &size);
     std::vector<std::shared_ptr<DeviceWeights>> sets;
-    std::vector<double> ms;
-    if (cuts_status st = weightSets(model->replicas, model->devices,
-                                    model->weightSource, host, size, sets, ms))
+    if (cuts_status st =
+            weightSets(model->replicas, model->devices, model->weightSource,
+                       model->weightCodec, host, size, sets))
       return st; // nothing installed: the old weights serve on
+    std::unique_lock<std::shared_mutex> installing(*model->impl->publishing);
     for (size_t e = 0; e < sets.size(); ++e)
       std::atomic_store(&model->replicas[e]->weights, sets[e]);
     return CUTS_OK;

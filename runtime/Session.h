@@ -14,12 +14,14 @@
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Library.h"
+#include "cuts/rt/WeightCodec.h"
 
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,10 @@ struct DeviceWeights {
   const Driver *d = nullptr;
   CUcontext ctx = nullptr;
   CUdeviceptr ptr = 0;
+  // How the set got here (cuts_movement): milliseconds, of them the
+  // codec's, and the bytes sent from the first entry.
+  double ms = 0, codecMs = 0;
+  uint64_t sentBytes = 0;
   DeviceWeights() = default;
   DeviceWeights(const DeviceWeights &) = delete;
   DeviceWeights &operator=(const DeviceWeights &) = delete;
@@ -106,11 +112,21 @@ struct ModelImpl {
   std::unique_ptr<CublasLtHandle> lt;
   bool hasConv = false;
   bool hasLibrary = false; // any library kernel
-  // The current weights (std::atomic_load/store: a swap replaces them).
+  // The current weights (std::atomic_load/store: a swap replaces them),
+  // and the lock, shared by every entry of the device list, under which a
+  // swap installs all entries' sets and a run picks its entries' sets, so
+  // that no run mixes old and new.
   std::shared_ptr<DeviceWeights> weights;
+  std::shared_ptr<std::shared_mutex> publishing;
   uint64_t weightBytes = 0;
   bool pdl = false; // the device and driver launch programmatic dependents
-  double broadcastMs = 0; // the weights' distribution to this device
+  // The artifact's weight codecs, loaded where the weights travel encoded
+  // (cuts_load_options.weight_codec), and the ranges they encode.
+  struct {
+    CUfunction compress = nullptr, decompress = nullptr, truncate = nullptr,
+               expand = nullptr;
+  } codecs;
+  CodecRanges codecRanges;
   /// The plans loaded, by increasing batch: every batch profile up to the
   /// smallest that serves max_batch, or the only plan.
   std::vector<PlanImpl> plans;
@@ -254,6 +270,15 @@ struct cuts_model;
 
 namespace cuts::rt {
 
+// WeightCodec.cpp's: the codecs' module on m's device, and the first
+// entry's weights sent to every entry's w[e] encoded (peer copies or NCCL),
+// each decoding them, the first too.
+cuts_status loadCodecs(ModelImpl &m, const std::string &label);
+cuts_status distributeEncoded(const std::vector<std::shared_ptr<ModelImpl>> &r,
+                              const std::vector<DeviceWeights *> &w,
+                              const std::vector<int> &devices, int source,
+                              WeightCodec codec);
+
 // Runtime.cpp's, for DataParallel.cpp.
 cuts_status checkSession(const cuts_session *s);
 cuts_status bindAll(const ModelImpl &m, const cuts_binding *inputs,
@@ -281,12 +306,16 @@ struct cuts_model {
   // Hot swaps distribute the new weights as the load did.
   std::vector<int> devices;
   int weightSource = 0;
+  cuts::rt::WeightCodec weightCodec = cuts::rt::WeightCodec::None;
   std::mutex swapping;
 };
 
 struct cuts_session {
   std::shared_ptr<cuts::rt::ModelImpl> model;
   std::shared_ptr<cuts::rt::DeviceWeights> weights; // those its runs use
+  // The set its next run adopts, chosen with the other entries' (null: the
+  // model's current).
+  std::shared_ptr<cuts::rt::DeviceWeights> target;
   /// Data parallel: the sessions of the other entries of the device list,
   /// and every entry's share of a batch.
   std::vector<std::unique_ptr<cuts_session>> replicas;

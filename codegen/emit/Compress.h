@@ -1,17 +1,29 @@
-//===- Compress.h - the 3:1 weight compression's GPU kernels ----*- C++ -*-===//
+//===- Compress.h - the weight codecs' GPU kernels --------------*- C++ -*-===//
 //
 // CUDA sources of the kernels that pack fp32 weights into ScaleDNN's 3:1
 // format and unpack them (the format and its scalar reference:
-// runtime/internal/cuts/rt/Compress.h). Grid-stride loops over the groups
-// of three, so any grid of whole warps serves any count: compress takes
-// kCompressGroupsPerThread groups a thread, decompress one. Escaped groups
-// take side slots from an atomic counter, one atomic a block and tile
-// (their order may differ from the reference's).
+// runtime/internal/cuts/rt/Compress.h), and of bf16 truncation, the
+// comparison point. Each launch covers every range of a table
+// (cuts_codec_range, cuts/rt/WeightCodec.h's CodecTableEntry) in one item
+// space, so a model's weights take one launch a direction. Grid-stride
+// loops: any grid of whole warps serves any count, each thread taking four
+// items (cuts/rt/WeightCodec.h's kCodecItemsPerThread). Escaped groups take
+// side slots from an atomic counter, one atomic a block and tile (their order
+// may differ from the reference's); those past side_capacity are counted only.
 //
-//   cuts_compress3to1(const float *x, unsigned long long n, unsigned *words,
-//                     float *side, unsigned *side_groups)
-//   cuts_decompress3to1(const unsigned *words, const float *side,
-//                       unsigned long long n, float *out)
+//   cuts_compress3to1(const u8 *weights, u8 *staging,
+//                     const cuts_codec_range *ranges, unsigned count,
+//                     u64 items, unsigned *side_groups,
+//                     unsigned side_capacity, u64 side_offset)
+//   cuts_decompress3to1(const u8 *staging, u8 *weights,
+//                       const cuts_codec_range *ranges, unsigned count,
+//                       u64 items, u64 side_offset)
+//   cuts_truncate_bf16(const u8 *weights, u8 *staging,
+//                      const cuts_codec_range *ranges, unsigned count,
+//                      u64 items)
+//   cuts_expand_bf16(const u8 *staging, u8 *weights,
+//                    const cuts_codec_range *ranges, unsigned count,
+//                    u64 items)
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_CODEGEN_EMIT_COMPRESS_H
@@ -21,12 +33,8 @@
 
 namespace cuts::codegen {
 
-/// Groups of three values each thread of cuts_compress3to1 packs per
-/// iteration (its grid needs groups / (this * blockDim.x) blocks).
-constexpr unsigned kCompressGroupsPerThread = 4;
-
-/// Both kernels in one source.
-std::string compress3to1Source();
+/// The four kernels in one source (an artifact's "codec.<arch>" module).
+std::string weightCodecSource();
 
 } // namespace cuts::codegen
 

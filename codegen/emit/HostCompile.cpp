@@ -460,12 +460,14 @@ std::string hostTranslationUnit(const std::vector<std::string> &sources,
     tu += sources[i];
     if (!sources[i].empty() && sources[i].back() != '\n')
       tu += '\n';
-    tu += "#line 1 \"cuts_host_entry.cpp\"\n} // namespace " + ns + "\n";
-    tu += "static_assert(std::is_same<decltype(&" + fn + "), void (*)(" +
-          types +
+    // Inside the namespace: the parameters may name the source's types.
+    tu += "#line 1 \"cuts_host_entry.cpp\"\n";
+    tu += "static_assert(std::is_same<decltype(&" + kernel.name +
+          "), void (*)(" + types +
           ")>::value,\n"
           "              \"the parameter list given to compileForHost does "
           "not match the kernel's\");\n";
+    tu += "} // namespace " + ns + "\n";
     tu += "extern \"C\" __attribute__((visibility(\"default\"))) int\n" +
           entrySymbol(i) +
           "(const unsigned *grid, const unsigned *block,\n"

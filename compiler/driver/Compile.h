@@ -151,6 +151,12 @@ std::string timingsJson(const std::vector<const CompileResult *> &results,
                         const std::vector<int64_t> &batches,
                         const std::string &arch);
 
+/// The weight codecs' module (codegen/emit/Compress.h) compiled with NVRTC
+/// for each arch into c.codecs: `cuts compile --weight-codecs`, so that a
+/// device list may send its weights compressed (cuts_load_options).
+bool addWeightCodecs(rt::ArtifactContents &c,
+                     const std::vector<std::string> &archs, std::string &error);
+
 /// Compiles `module`'s @main. Fails with `error` naming the op or kernel.
 std::optional<CompileResult> compileModule(mlir::ModuleOp module,
                                            const CompileOptions &opts,

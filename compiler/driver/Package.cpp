@@ -1,6 +1,7 @@
 //===- Package.cpp - chosen groups to an artifact -------------------------===//
 #include "compiler/driver/Package.h"
 
+#include "codegen/emit/Compress.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/Nvrtc.h"
 #include "cuts/Dialect/Cuts/ConstEval.h"
@@ -661,6 +662,23 @@ bool Packager::compileKernels(std::string &error) {
     int u = byName.at(m.kernels[k].name);
     res.contents.sources[k] = res.sources[u].source;
     res.contents.cubins[k] = cubins[u];
+  }
+  return true;
+}
+
+bool addWeightCodecs(rt::ArtifactContents &c,
+                     const std::vector<std::string> &archs,
+                     std::string &error) {
+  const std::string source = codegen::weightCodecSource();
+  for (const std::string &arch : archs) {
+    NvrtcOptions no;
+    no.sourceName = "weight_codecs.cu";
+    auto r = compileWithNvrtc(source, arch, error, no);
+    if (!r) {
+      error = "the weight codecs for " + arch + ": " + error;
+      return false;
+    }
+    c.codecs[arch] = std::move(r->cubin);
   }
   return true;
 }

@@ -24,7 +24,9 @@
 // repeat) and every run splits its batch across them (data parallel; the
 // model needs batch profiles); --master-gpu sends every slice through the
 // first device instead (the DataParallel-style baseline); --weights
-// host|peer|nccl says how the devices after the first get the weights.
+// host|peer|nccl says how the devices after the first get the weights,
+// --weight-codec 3to1|bf16 encoded (an artifact compiled with
+// --weight-codecs).
 // --swap-weights NEW.cuts swaps in the weights of NEW.cuts (the same model
 // recompiled with other values) once half the requests have arrived, while
 // the workers serve on: a request that fails fails the server.
@@ -32,7 +34,7 @@
 //   cuts-server MODEL.cuts [--workers N] [--requests R] [--rate R_PER_S]
 //               [--graph] [--max-batch B] [--batch-timeout-us T]
 //               [--gpus 0,1,...] [--master-gpu] [--weights host|peer|nccl]
-//               [--swap-weights NEW.cuts]
+//               [--weight-codec none|3to1|bf16] [--swap-weights NEW.cuts]
 //
 //===----------------------------------------------------------------------===//
 #include <cuts/cuts.h>
@@ -185,6 +187,7 @@ int main(int argc, char **argv) {
                          "[--max-batch B] [--batch-timeout-us T] "
                          "[--gpus 0,1,...] [--master-gpu] "
                          "[--weights host|peer|nccl] "
+                         "[--weight-codec none|3to1|bf16] "
                          "[--swap-weights NEW.cuts]\n");
     return 1;
   }
@@ -197,6 +200,7 @@ int main(int argc, char **argv) {
   std::vector<int> gpus;
   bool masterGpu = false;
   int weightSource = CUTS_WEIGHTS_HOST;
+  int weightCodec = CUTS_CODEC_NONE;
   std::string swapPath; // --swap-weights
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -225,6 +229,17 @@ int main(int argc, char **argv) {
                              "peer or nccl\n");
         return 1;
       }
+    } else if (a == "--weight-codec" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      weightCodec = v == "none"   ? CUTS_CODEC_NONE
+                    : v == "3to1" ? CUTS_CODEC_3TO1
+                    : v == "bf16" ? CUTS_CODEC_BF16
+                                  : -1;
+      if (weightCodec < 0) {
+        std::fprintf(stderr, "cuts-server: error: --weight-codec needs none, "
+                             "3to1 or bf16\n");
+        return 1;
+      }
     } else if (a == "--swap-weights" && i + 1 < argc) {
       swapPath = argv[++i];
     } else if (a == "--max-batch" && i + 1 < argc)
@@ -251,6 +266,7 @@ int main(int argc, char **argv) {
   options.devices = gpus.data(), options.num_devices = int(gpus.size());
   options.master_gpu = masterGpu;
   options.weight_source = weightSource;
+  options.weight_codec = weightCodec;
   if (cuts_model_load(path.c_str(), &options, &model) != CUTS_OK)
     return fail(path.c_str());
   // Dynamic batching where the model has profiles: requests of one sample.

@@ -82,7 +82,7 @@ class Model:
 
     def __init__(self, path, device=0, max_batch=0, emulate=False,
                  devices=None, device_shares=None, master_gpu=False,
-                 weight_source="host"):
+                 weight_source="host", weight_codec="none"):
         self.path = os.fspath(path)
         info = describe(self.path)
         self.name = info["model"]
@@ -97,10 +97,13 @@ class Model:
         sources = ("host", "peer", "nccl")
         if weight_source not in sources:
             raise CutsError("weight_source must be one of %s" % (sources,))
+        codecs = ("none", "3to1", "bf16")
+        if weight_codec not in codecs:
+            raise CutsError("weight_codec must be one of %s" % (codecs,))
         self._model = None if emulate else _cuts.Model(
             self.path, device, max_batch, list(devices or []),
             list(device_shares or []), master_gpu,
-            sources.index(weight_source))
+            sources.index(weight_source), codecs.index(weight_codec))
         if self._model is not None:
             self.profiles = list(self._model.profiles)
 
@@ -127,7 +130,8 @@ class Model:
 
 
 def load(path, device=0, max_batch=0, emulate=False, devices=None,
-         device_shares=None, master_gpu=False, weight_source="host"):
+         device_shares=None, master_gpu=False, weight_source="host",
+         weight_codec="none"):
     """Loads model.cuts onto GPU `device` (profiles above the first that
     serves `max_batch` are left out). devices=[0, 1, ...]: data parallel,
     the model on each (a device may repeat), every run's batch split across
@@ -135,10 +139,12 @@ def load(path, device=0, max_batch=0, emulate=False, devices=None,
     profiles, and numpy inputs; master_gpu=True: the baseline that sends
     every slice through the first device instead; weight_source: how the
     devices after the first get the weights ("host", "peer" copies from the
-    first, "nccl" broadcast). emulate=True: no GPU, every kernel run on the
-    CPU."""
+    first, "nccl" broadcast); weight_codec: sent encoded, "3to1" (ScaleDNN's
+    compression) or "bf16" (truncation), every device then holding the
+    decoded weights (needs cuts compile --weight-codecs). emulate=True: no
+    GPU, every kernel run on the CPU."""
     return Model(path, device, max_batch, emulate, devices, device_shares,
-                 master_gpu, weight_source)
+                 master_gpu, weight_source, weight_codec)
 
 
 class Session:

@@ -1541,6 +1541,70 @@ def check_compress(runner):
             "compress of a non-artifact: " + r.stderr)
 
 
+def check_weight_codecs(runner):
+    """compile --weight-codecs ships the codecs' kernels; a device list
+    sends its weights encoded only when asked, with clear errors otherwise.
+    On a GPU, weights sent 3:1 give the outputs, bit for bit, of the
+    artifact whose weights cuts compress restored on the CPU; bf16 stays
+    within its truncation."""
+    d = os.path.join(runner.work, "codecs")
+    os.makedirs(d, exist_ok=True)
+    path = make_dynamic_batch(os.path.join(d, "model.onnx"), "cnn")
+    art, bare = os.path.join(d, "out", "model.cuts"), os.path.join(
+        d, "bare", "model.cuts")
+    for out, extra in ((art, ("--weight-codecs",)), (bare, ())):
+        r = runner.run("compile", path, "--arch", "sm_90", "-o",
+                       os.path.dirname(out), "--batch", "1,2,4", *extra)
+        require(r.returncode == 0, "compile %s: %s" % (extra, r.stderr))
+    require("codec.sm_90" in section_sizes(art) and
+            "codec.sm_90" not in section_sizes(bare), section_sizes(art))
+    x = os.path.join(d, "x.npy")
+    np.save(x, np.random.default_rng(4).standard_normal((4, 3, 8, 8))
+            .astype(np.float32))
+    gpus = ("--gpus", "0,0", "--input", "x=" + x)
+    for model, extra, want in (
+            (art, ("--weight-codec", "3to1"), "needs weight_source"),
+            (bare, ("--weights", "peer", "--weight-codec", "3to1"),
+             "has no weight codecs"),
+            (art, ("--emulate", "--weight-codec", "bf16"),
+             "not with --emulate"),
+            (art, ("--weight-codec", "zip"),
+             "--weight-codec needs none, 3to1 or bf16")):
+        r = runner.run("run", model, *gpus, *extra)
+        require(r.returncode != 0 and want in r.stderr,
+                "run %s: %s" % (extra, r.stderr))
+    if not runner.gpu:
+        return
+    restored = os.path.join(d, "restored.cuts")
+    r = runner.run("compress", art, "--emulate", "-o", restored)
+    require(r.returncode == 0, "compress: " + r.stderr)
+    outs = {}
+    for name, model, extra in (
+            ("plain", art, ()),
+            ("restored", restored, ("--weights", "peer")),
+            ("3to1", art, ("--weights", "peer", "--weight-codec", "3to1")),
+            ("bf16", art, ("--weights", "peer", "--weight-codec", "bf16"))):
+        o = os.path.join(d, "y_" + name)
+        os.makedirs(o, exist_ok=True)
+        r = runner.run("run", model, *gpus, "--output-dir", o, *extra)
+        require(r.returncode == 0, "run %s: %s" % (name, r.stderr))
+        outs[name] = np.load(os.path.join(o, "y.npy"))
+    require(np.array_equal(outs["3to1"], outs["restored"]),
+            "3:1 on the GPU differs from the CPU's restored weights: %s %s" %
+            (outs["3to1"], outs["restored"]))
+    for name, limit in (("3to1", 0.1), ("bf16", 0.02)):
+        err = (np.linalg.norm(outs[name] - outs["plain"]) /
+               np.linalg.norm(outs["plain"]))
+        require(0 < err < limit, "%s: relative L2 %g" % (name, err))
+    r = runner.run("bench", art, "--gpus", "0,0", "--iters", "3", "--json",
+                   "--weights", "peer", "--weight-codec", "3to1")
+    require(r.returncode == 0, "bench --weight-codec: " + r.stderr)
+    mv = json.loads(r.stdout)["movement"]
+    require(mv[0]["codec_ms"] > 0 and mv[1]["codec_ms"] > 0 and
+            mv[1]["broadcast_bytes"] > 0 and mv[0]["broadcast_bytes"] == 0,
+            "bench --weight-codec: %s" % mv)
+
+
 def check_sync(runner):
     """--sync-all: every kernel pair the tile analysis follows runs as a
     cuSync producer and consumer (a side stream, semaphores, the wait and
@@ -1690,6 +1754,8 @@ def main():
         runner.check("batch profiles", check_batch_profiles, runner)
     if not a.k or "compress" in a.k:
         runner.check("weight compression", check_compress, runner)
+        runner.check("weight codecs on a device list", check_weight_codecs,
+                     runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

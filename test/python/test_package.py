@@ -59,7 +59,7 @@ def pinned_copy(x):
 
 
 def check_cpu(work, onnx_path, art):
-    require(cuts.api_version() == 5, "API version")
+    require(cuts.api_version() == 6, "API version")
     m = cuts.load(art, emulate=True)
     require(m.profiles == [1, 3, 4] and m.max_batch == 4, m)
     require([t.name for t in m.inputs] == ["x", "s"], m.inputs)
@@ -89,6 +89,11 @@ def check_cpu(work, onnx_path, art):
     with open(bad, "wb") as fh:
         fh.write(b"not an artifact")
     raises(lambda: cuts.load(bad, emulate=True), "bad magic")
+    raises(lambda: cuts.load(art, weight_codec="zip"),
+           "weight_codec must be one of")
+    # Checked before any device is opened.
+    raises(lambda: cuts.load(art, devices=[0, 0], weight_codec="3to1"),
+           "needs weight_source")
     raises(lambda: cuts.compile(os.path.join(work, "missing.onnx"), "sm_90",
                                 os.path.join(work, "x")), "missing.onnx")
 
@@ -105,19 +110,26 @@ def scaled_weights(work, onnx_path):
     path = os.path.join(work, "rows2.onnx")
     onnx.save(m, path)
     return cuts.compile(path, "sm_90", os.path.join(work, "out2"),
-                        batch=[4, 1, 3], progress=False)
+                        batch=[4, 1, 3], args=("--weight-codecs",),
+                        progress=False)
 
 
 def check_swap(art, art2, other):
     """A hot weight swap while another thread runs: every run gives the
     old weights' outputs or the new ones', none fails; later runs the
-    new. Each weight source on a repeated device list."""
+    new. Each weight source on a repeated device list, and weights sent
+    3:1 compressed (the outputs those of a load with the codec)."""
     f = feeds_at(3)
-    old = cuts.load(art).session().run(f)["y"]
-    new = cuts.load(art2).session().run(f)["y"]
-    require(not np.array_equal(old, new), "the swap changes the outputs")
-    for source, devices in (("host", [0]), ("peer", [0, 0])):
-        m = cuts.load(art, devices=devices, weight_source=source)
+    for source, devices, codec in (("host", [0], "none"),
+                                   ("peer", [0, 0], "none"),
+                                   ("peer", [0, 0], "3to1")):
+        def load(path):
+            return cuts.load(path, devices=devices, weight_source=source,
+                             weight_codec=codec)
+        old = load(art).session().run(f)["y"]
+        new = load(art2).session().run(f)["y"]
+        require(not np.array_equal(old, new), "the swap changes the outputs")
+        m = load(art)
         s = m.session(cuda_graph=True)
         seen, errors, stop = [], [], threading.Event()
 
@@ -141,9 +153,14 @@ def check_swap(art, art2, other):
         kinds = [0 if np.array_equal(y, old) else 1 if np.array_equal(y, new)
                  else 2 for y in seen]
         require(2 not in kinds and kinds[0] == 0 and kinds[-1] == 1 and
-                kinds == sorted(kinds), "%s swap: %s" % (source, kinds))
+                kinds == sorted(kinds), "%s %s swap: %s" %
+                (source, codec, kinds))
         require(np.array_equal(s.run(f)["y"], new), source)
         require(np.array_equal(m.session().run(f)["y"], new), source)
+        if codec != "none":
+            mv = s.movement()
+            require(mv[1]["codec_ms"] > 0 and mv[1]["broadcast_bytes"] > 0,
+                    "the swap's distribution: %s" % mv)
     raises(lambda: cuts.load(art).swap_weights(other),
            "does not hold this model's weights")
     raises(lambda: cuts.load(art, devices=[0, 0], weight_source="nccl"),
@@ -249,7 +266,8 @@ def main():
     onnx_path = test_compile.make_dynamic_batch(
         os.path.join(a.work, "rows.onnx"), "rows")
     art = cuts.compile(onnx_path, "sm_90", os.path.join(a.work, "out"),
-                       batch=[4, 1, 3], progress=False)
+                       batch=[4, 1, 3], args=("--weight-codecs",),
+                       progress=False)
     require(os.path.exists(art), art)
     if a.gpu:
         check_gpu(onnx_path, art)

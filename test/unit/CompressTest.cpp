@@ -6,6 +6,7 @@
 #include "codegen/emit/HostCompile.h"
 #include "codegen/emit/Nvrtc.h"
 #include "cuts/rt/Compress.h"
+#include "cuts/rt/WeightCodec.h"
 
 #include <catch2/catch.hpp>
 
@@ -139,73 +140,217 @@ TEST_CASE("3:1 decompression rejects words and side arrays that do not fit",
   CHECK_FALSE(decompress3to1(bad, y.data()));
 }
 
-TEST_CASE("3:1 compression kernels run on the CPU as the reference does",
+namespace {
+
+/// A weights section as a device list sends it: fp32 weights of awkward
+/// sizes (one value, a partial group, more than a tile, one misaligned)
+/// with int64 bytes between, its codec ranges, layout and table.
+struct Section {
+  Artifact a;
+  std::vector<uint8_t> bytes;
+  CodecRanges ranges;
+  StagingLayout layout;
+  std::vector<CodecTableEntry> table;
+  uint64_t items = 0;
+
+  explicit Section(WeightCodec codec) {
+    Manifest &m = a.manifest;
+    uint64_t at = 0;
+    auto weight = [&](int64_t n, const char *dtype, uint64_t align) {
+      at = (at + align - 1) / align * align;
+      Tensor t;
+      t.name = "w" + std::to_string(m.tensors.size());
+      t.shape = {n};
+      t.dtype = dtype;
+      t.kind = TensorKind::Weight;
+      t.weightOffset = at;
+      m.tensors.push_back(t);
+      at += t.bytes();
+    };
+    for (int64_t n : {1, 5, 768, 4097})
+      weight(n, "float32", 256);
+    weight(3, "int64", 256);
+    weight(3 * 1024 * 3 + 2, "float32", 4); // not 16-byte aligned
+    weight(64, "float32", 256);
+    bytes.assign(at, 0);
+    std::vector<float> v = mixedValues(at / 4, unsigned(at));
+    std::memcpy(bytes.data(), v.data(), at / 4 * 4);
+    ranges = codecRanges(a);
+    layout = stagingLayout(ranges, codec);
+    table = codecTable(ranges, layout, codec, items);
+  }
+};
+
+KernelSignature codecSignature(const std::string &name) {
+  const std::string range = "const cuts_codec_range *__restrict__";
+  if (name == "cuts_compress3to1")
+    return {name,
+            {{"weights", "const unsigned char *__restrict__"},
+             {"staging", "unsigned char *__restrict__"},
+             {"ranges", range},
+             {"count", "unsigned"},
+             {"items", "unsigned long long"},
+             {"side_groups", "unsigned *__restrict__"},
+             {"side_capacity", "unsigned"},
+             {"side_offset", "unsigned long long"}}};
+  if (name == "cuts_decompress3to1")
+    return {name,
+            {{"staging", "const unsigned char *__restrict__"},
+             {"weights", "unsigned char *__restrict__"},
+             {"ranges", range},
+             {"count", "unsigned"},
+             {"items", "unsigned long long"},
+             {"side_offset", "unsigned long long"}}};
+  const bool encode = name == "cuts_truncate_bf16";
+  return {
+      name,
+      {{encode ? "weights" : "staging", "const unsigned char *__restrict__"},
+       {encode ? "staging" : "weights", "unsigned char *__restrict__"},
+       {"ranges", range},
+       {"count", "unsigned"},
+       {"items", "unsigned long long"}}};
+}
+
+/// Launches a codec kernel of the CPU harness over the section's table
+/// (copied into `staging` at its offset, as the runtime does).
+void runCodec(const std::string &name, const Section &c,
+              std::vector<uint8_t> &staging, const void *from, void *to,
+              std::vector<KernelArg> extra, Dim3 grid, Dim3 block) {
+  std::string err;
+  auto k =
+      compileForHost(codegen::weightCodecSource(), codecSignature(name), err);
+  INFO(err);
+  REQUIRE(k);
+  std::memcpy(staging.data() + c.layout.table, c.table.data(),
+              c.table.size() * sizeof(CodecTableEntry));
+  std::vector<KernelArg> args = {
+      KernelArg::buffer(from), KernelArg::buffer(to),
+      KernelArg::buffer(staging.data() + c.layout.table),
+      KernelArg::scalar(int64_t(c.table.size())),
+      KernelArg::scalar(int64_t(c.items))};
+  args.insert(args.end(), extra.begin(), extra.end());
+  REQUIRE(k->launch(grid, block, args, err));
+}
+
+} // namespace
+
+TEST_CASE("3:1 compression kernels run on the CPU as the reference does, "
+          "over a table of weight ranges",
           "[compress]") {
   std::string err;
-  const std::string src = codegen::compress3to1Source();
   if (nvrtcAvailable()) { // and for the GPU
-    auto r = compileWithNvrtc(src, "sm_90", err);
+    auto r = compileWithNvrtc(codegen::weightCodecSource(), "sm_90", err);
     INFO(err);
     CHECK(r);
   }
-  auto pack = compileForHost(
-      src,
-      KernelSignature{"cuts_compress3to1",
-                      {{"x", "const float *__restrict__"},
-                       {"n", "unsigned long long"},
-                       {"words", "unsigned *__restrict__"},
-                       {"side", "float *__restrict__"},
-                       {"side_groups", "unsigned *__restrict__"}}},
-      err);
-  INFO(err);
-  REQUIRE(pack);
-  auto unpack =
-      compileForHost(src,
-                     KernelSignature{"cuts_decompress3to1",
-                                     {{"words", "const unsigned *__restrict__"},
-                                      {"side", "const float *__restrict__"},
-                                      {"n", "unsigned long long"},
-                                      {"out", "float *__restrict__"}}},
-                     err);
-  REQUIRE(unpack);
-  // Aligned inputs take float4 loads; `skew` misaligns them (scalar loads).
-  for (auto [n, skew] : {std::pair<size_t, size_t>{1, 0},
-                         {5, 0},
-                         {768, 0},
-                         {4097, 0},
-                         {4097, 1},
-                         {3 * 1024 * 3 + 2, 0}}) {
-    INFO("n " << n << " skew " << skew);
-    std::vector<float> held = mixedValues(n + skew, 7 + unsigned(n));
-    std::vector<float> x(held.begin() + long(skew), held.end());
-    Compressed3to1 ref = compress3to1(x.data(), n);
-    const size_t groups = (n + 2) / 3;
-    std::vector<uint32_t> words(groups, 0);
-    std::vector<float> side(3 * groups, 0.f);
-    unsigned sideGroups = 0;
-    // Fewer threads than groups: the grid-stride loop takes the rest.
-    REQUIRE(pack->launch(
-        {3, 1, 1}, {64, 1, 1},
-        {KernelArg::buffer(held.data() + skew), KernelArg::scalar(int64_t(n)),
-         KernelArg::buffer(words.data()), KernelArg::buffer(side.data()),
-         KernelArg::buffer(&sideGroups)},
-        err));
-    CHECK(sideGroups * 3 == ref.side.size());
-    for (size_t g = 0; g < groups; ++g)
+  const Section c(WeightCodec::ThreeToOne);
+  REQUIRE(c.ranges.packed.size() == 6);
+  REQUIRE(c.ranges.raw.size() == 1);
+  std::vector<uint8_t> staging(c.layout.bytes(c.items), 0);
+  unsigned sideGroups = 0;
+  // Fewer threads than groups: the grid-stride loop takes the rest.
+  runCodec("cuts_compress3to1", c, staging, c.bytes.data(), staging.data(),
+           {KernelArg::buffer(&sideGroups), KernelArg::scalar(int64_t(c.items)),
+            KernelArg::scalar(int64_t(c.layout.side))},
+           {3, 1, 1}, {64, 1, 1});
+  size_t escaped = 0;
+  for (size_t i = 0; i < c.ranges.packed.size(); ++i) {
+    const ByteRange &r = c.ranges.packed[i];
+    const Compressed3to1 ref =
+        compress3to1(reinterpret_cast<const float *>(c.bytes.data() + r.offset),
+                     r.bytes / 4);
+    escaped += ref.side.size() / 3;
+    const uint32_t *words =
+        reinterpret_cast<const uint32_t *>(staging.data() + c.layout.packed[i]);
+    for (size_t g = 0; g < ref.words.size(); ++g)
       if (!(ref.words[g] & kEscapeBit))
         CHECK(words[g] == ref.words[g]);
       else
         CHECK((words[g] & kEscapeBit) != 0);
-    std::vector<float> y(n, 42.f), want(n);
-    REQUIRE(unpack->launch(
-        {2, 1, 1}, {32, 1, 1},
-        {KernelArg::buffer(words.data()), KernelArg::buffer(side.data()),
-         KernelArg::scalar(int64_t(n)), KernelArg::buffer(y.data())},
-        err));
-    REQUIRE(decompress3to1(ref, want.data()));
-    for (size_t i = 0; i < n; ++i) {
-      INFO("value " << i << " " << x[i]);
-      CHECK(bits(y[i]) == bits(want[i]));
-    }
   }
+  CHECK(sideGroups == escaped);
+  // Decoded into a section of 0x2a bytes: the packed ranges restored as the
+  // reference restores them, every other byte untouched.
+  std::vector<uint8_t> out(c.bytes.size(), 0x2a);
+  runCodec("cuts_decompress3to1", c, staging, staging.data(), out.data(),
+           {KernelArg::scalar(int64_t(c.layout.side))}, {2, 1, 1}, {32, 1, 1});
+  std::vector<bool> packed(out.size(), false);
+  for (const ByteRange &r : c.ranges.packed) {
+    const float *x = reinterpret_cast<const float *>(c.bytes.data() + r.offset);
+    std::vector<float> want(r.bytes / 4);
+    REQUIRE(decompress3to1(compress3to1(x, want.size()), want.data()));
+    for (size_t i = 0; i < want.size(); ++i) {
+      float got;
+      std::memcpy(&got, out.data() + r.offset + 4 * i, 4);
+      INFO("range at " << r.offset << " value " << i << " " << x[i]);
+      CHECK(bits(got) == bits(want[i]));
+    }
+    std::fill(packed.begin() + long(r.offset),
+              packed.begin() + long(r.offset + r.bytes), true);
+  }
+  for (size_t b = 0; b < out.size(); ++b)
+    if (!packed[b])
+      REQUIRE(out[b] == 0x2a);
+}
+
+TEST_CASE("3:1 compression counts escaped groups past the side capacity "
+          "without writing them",
+          "[compress]") {
+  const Section c(WeightCodec::ThreeToOne);
+  std::vector<uint8_t> all(c.layout.bytes(c.items), 0);
+  unsigned escaped = 0;
+  runCodec("cuts_compress3to1", c, all, c.bytes.data(), all.data(),
+           {KernelArg::buffer(&escaped), KernelArg::scalar(int64_t(c.items)),
+            KernelArg::scalar(int64_t(c.layout.side))},
+           {2, 1, 1}, {64, 1, 1});
+  REQUIRE(escaped > 8);
+  const unsigned capacity = escaped / 2;
+  // A guard after the capacity's slots: nothing may land there.
+  std::vector<uint8_t> staging(c.layout.bytes(capacity + 1), 0);
+  const size_t guard = c.layout.bytes(capacity);
+  std::fill(staging.begin() + long(guard), staging.end(), 0x77);
+  unsigned counted = 0;
+  runCodec("cuts_compress3to1", c, staging, c.bytes.data(), staging.data(),
+           {KernelArg::buffer(&counted), KernelArg::scalar(int64_t(capacity)),
+            KernelArg::scalar(int64_t(c.layout.side))},
+           {2, 1, 1}, {64, 1, 1});
+  CHECK(counted == escaped);
+  for (size_t i = guard; i < staging.size(); ++i)
+    REQUIRE(staging[i] == 0x77);
+}
+
+TEST_CASE("bf16 truncation kernels run on the CPU as the reference does, "
+          "over a table of weight ranges",
+          "[compress]") {
+  Section c(WeightCodec::Bf16);
+  // A NaN whose payload lies in the low half only: truncation alone would
+  // leave an infinity.
+  const uint32_t nan = 0x7f800001u;
+  std::memcpy(c.bytes.data() + c.ranges.packed[2].offset + 68, &nan, 4);
+  std::vector<uint8_t> staging(c.layout.bytes(0), 0);
+  runCodec("cuts_truncate_bf16", c, staging, c.bytes.data(), staging.data(), {},
+           {3, 1, 1}, {64, 1, 1});
+  std::vector<uint8_t> out(c.bytes.size(), 0x2a);
+  runCodec("cuts_expand_bf16", c, staging, staging.data(), out.data(), {},
+           {2, 1, 1}, {32, 1, 1});
+  size_t covered = 0;
+  for (size_t i = 0; i < c.ranges.packed.size(); ++i) {
+    const ByteRange &r = c.ranges.packed[i];
+    for (size_t v = 0; v < r.bytes / 4; ++v) {
+      float x, back;
+      uint16_t half;
+      std::memcpy(&x, c.bytes.data() + r.offset + 4 * v, 4);
+      std::memcpy(&back, out.data() + r.offset + 4 * v, 4);
+      std::memcpy(&half, staging.data() + c.layout.packed[i] + 2 * v, 2);
+      INFO("range " << i << " value " << v << " " << x);
+      CHECK(half == truncateBf16(x));
+      CHECK(bits(back) == bits(expandBf16(truncateBf16(x))));
+      if (std::isnan(x))
+        CHECK(std::isnan(back));
+      else
+        CHECK(bits(back) == (bits(x) & 0xffff0000u));
+    }
+    covered += r.bytes;
+  }
+  CHECK(covered == c.ranges.packedBytes());
 }

@@ -8,6 +8,7 @@
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/Checksum.h"
 #include "cuts/rt/Library.h"
+#include "cuts/rt/WeightCodec.h"
 
 #include <catch2/catch.hpp>
 
@@ -2020,4 +2021,107 @@ TEST_CASE("C API: device lists are checked, and nothing stays loaded",
     CHECK(cuts_model_num_devices(m) == 2);
     cuts_model_free(m);
   }
+}
+
+TEST_CASE("the weight codecs' CUBINs round-trip, for the manifest's archs "
+          "only",
+          "[runtime]") {
+  std::string error;
+  ArtifactContents c = profileContents({1, 4});
+  c.codecs["sm_90"] = {'e', 'l', 'f'};
+  auto a = parseArtifact(serializeArtifact(c), error);
+  INFO(error);
+  REQUIRE(a);
+  uint64_t size = 0;
+  const uint8_t *p = a->section("codec.sm_90", &size);
+  REQUIRE(p);
+  CHECK(std::string(p, p + size) == "elf");
+  c.codecs["sm_80"] = {'x'}; // the writer lists sm_80 with no kernels' CUBIN
+  a = parseArtifact(serializeArtifact(c), error);
+  CHECK(!a);
+  CHECK(error.find("sm_80") != std::string::npos);
+}
+
+TEST_CASE("weight codec ranges: fp32 weights packed, the rest raw, laid out "
+          "apart and aligned",
+          "[runtime]") {
+  Artifact a;
+  Manifest &m = a.manifest;
+  auto weight = [&](const char *name, int64_t n, const char *dtype,
+                    uint64_t offset) {
+    m.tensors.push_back(tensor(name, {n}, TensorKind::Weight));
+    m.tensors.back().dtype = dtype;
+    m.tensors.back().weightOffset = offset;
+  };
+  weight("a", 1000, "float32", 0);  // [0, 4000)
+  weight("a2", 500, "float32", 0);  // inside a: one range
+  weight("b", 10, "int64", 4096);   // [4096, 4176): raw
+  weight("c", 64, "float32", 4352); // [4352, 4608)
+  weight("d", 64, "float32", 4608); // meets c: apart
+  weight("e", 16, "float32", 8192); // shares bytes with f: raw
+  weight("f", 8, "float16", 8200);  // [8200, 8216)
+  weight("g", 7, "float32", 12288); // 7 values: a partial group
+  m.tensors.push_back(tensor("x", {4}, TensorKind::Input));
+  const CodecRanges r = codecRanges(a);
+  auto pairs = [](const std::vector<ByteRange> &v) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (const ByteRange &x : v)
+      out.emplace_back(x.offset, x.bytes);
+    return out;
+  };
+  using P = std::vector<std::pair<uint64_t, uint64_t>>;
+  CHECK(pairs(r.packed) == P{{0, 4000}, {4352, 256}, {4608, 256}, {12288, 28}});
+  CHECK(pairs(r.raw) == P{{4096, 80}, {8192, 64}});
+  CHECK(r.packedBytes() == 4540);
+  CHECK(r.rawBytes() == 144);
+  for (WeightCodec codec : {WeightCodec::ThreeToOne, WeightCodec::Bf16}) {
+    const StagingLayout l = stagingLayout(r, codec);
+    REQUIRE(l.raw.size() == 2);
+    REQUIRE(l.packed.size() == 4);
+    // Every piece aligned, in order, none overlapping the next.
+    std::vector<std::pair<uint64_t, uint64_t>> pieces;
+    for (size_t i = 0; i < 2; ++i)
+      pieces.emplace_back(l.raw[i], r.raw[i].bytes);
+    for (size_t i = 0; i < 4; ++i)
+      pieces.emplace_back(l.packed[i],
+                          encodedBytes(r.packed[i].bytes / 4, codec));
+    pieces.emplace_back(l.side, 0);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      CHECK(pieces[i].first % 16 == 0);
+      if (i > 0)
+        CHECK(pieces[i - 1].first + pieces[i - 1].second <= pieces[i].first);
+    }
+    CHECK(l.bytes(5) == l.side + 60);
+  }
+  CHECK(encodedBytes(7, WeightCodec::ThreeToOne) == 12);
+  CHECK(encodedBytes(7, WeightCodec::Bf16) == 14);
+}
+
+TEST_CASE("C API: a weight codec needs peer or NCCL weights and an "
+          "artifact with the codecs",
+          "[runtime]") {
+  ArtifactContents c = profileContents({1, 4});
+  std::vector<uint8_t> bare = serializeArtifact(c);
+  c.codecs["sm_90"] = {'e', 'l', 'f'};
+  std::vector<uint8_t> with = serializeArtifact(c);
+  cuts_model *m = nullptr;
+  int devices[] = {0, 0};
+  cuts_load_options o{};
+  o.devices = devices, o.num_devices = 2;
+  o.weight_codec = 3;
+  CHECK(cuts_model_load_memory(with.data(), with.size(), &o, &m) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()) ==
+        "weight_codec 3 is none of CUTS_CODEC_NONE, _3TO1 and _BF16");
+  o.weight_codec = CUTS_CODEC_3TO1;
+  CHECK(cuts_model_load_memory(with.data(), with.size(), &o, &m) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()).find("needs weight_source") !=
+        std::string::npos);
+  o.weight_source = CUTS_WEIGHTS_PEER;
+  CHECK(cuts_model_load_memory(bare.data(), bare.size(), &o, &m) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()).find("has no weight codecs") !=
+        std::string::npos);
+  CHECK(m == nullptr);
 }

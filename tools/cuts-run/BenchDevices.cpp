@@ -24,6 +24,7 @@
 namespace cuts::cli {
 
 const char *const kWeightSources[3] = {"host", "peer", "nccl"};
+const char *const kWeightCodecs[3] = {"none", "3to1", "bf16"};
 
 namespace {
 
@@ -109,22 +110,26 @@ nlohmann::json movementJson(const cuts_movement &m, int device) {
           {"compute_ms", m.compute_ms / n},
           {"gather_ms", m.gather_ms / n},
           {"d2h_ms", m.d2h_ms / n},
-          {"broadcast_ms", m.broadcast_ms}};
+          {"broadcast_ms", m.broadcast_ms},
+          {"codec_ms", m.codec_ms},
+          {"broadcast_bytes", m.broadcast_bytes}};
 }
 
 void printTable(const nlohmann::json &j) {
-  std::printf("%-6s %-6s %9s %8s %9s %9s %9s %9s %12s\n", "entry", "device",
-              "h2d ms", "hidden", "peer ms", "compute", "gather", "d2h ms",
-              "broadcast ms");
+  std::printf("%-6s %-6s %9s %8s %9s %9s %9s %9s %12s %9s %10s\n", "entry",
+              "device", "h2d ms", "hidden", "peer ms", "compute", "gather",
+              "d2h ms", "broadcast ms", "codec ms", "sent MiB");
   int e = 0;
   for (const nlohmann::json &m : j["movement"]) {
     const double h2d = m["h2d_ms"];
-    std::printf("%-6d %-6d %9.3f %7.0f%% %9.3f %9.3f %9.3f %9.3f %12.2f\n", e++,
-                int(m["device"]), h2d,
+    std::printf("%-6d %-6d %9.3f %7.0f%% %9.3f %9.3f %9.3f %9.3f %12.2f "
+                "%9.2f %10.2f\n",
+                e++, int(m["device"]), h2d,
                 h2d > 0 ? 100.0 * double(m["h2d_hidden_ms"]) / h2d : 0.0,
                 double(m["peer_ms"]), double(m["compute_ms"]),
                 double(m["gather_ms"]), double(m["d2h_ms"]),
-                double(m["broadcast_ms"]));
+                double(m["broadcast_ms"]), double(m["codec_ms"]),
+                double(m["broadcast_bytes"]) / 1048576.0);
   }
 }
 
@@ -135,6 +140,7 @@ int benchDevices(const std::string &model, const DeviceBench &o) {
   options.devices = o.gpus.data(), options.num_devices = int(o.gpus.size());
   options.master_gpu = o.master;
   options.weight_source = o.weightSource;
+  options.weight_codec = o.weightCodec;
   Opened opened;
   std::string err;
   if (!opened.open(model, &options, 1, err))
@@ -175,6 +181,8 @@ int benchDevices(const std::string &model, const DeviceBench &o) {
                       {"master_gpu", o.master},
                       {"preload", o.preload},
                       {"weights", kWeightSources[o.weightSource]},
+                      {"weight_codec", kWeightCodecs[o.weightCodec]},
+                      {"weight_bytes", cuts_model_weight_bytes(m)},
                       {"batch", batch},
                       {"iters", o.iters},
                       {"per_run_ms", perRun},

@@ -13,13 +13,16 @@ struct DeviceBench {
   bool master = false;   // the master-GPU baseline instead of the split
   bool preload = true;   // pre-loading (--no-preload: off)
   int weightSource = 0;  // a cuts_weight_source (--weights)
+  int weightCodec = 0;   // a cuts_weight_codec (--weight-codec)
   int64_t batch = 0;     // 0: the largest the model serves
   int warmup = 10, iters = 100;
   bool json = false;
 };
 
-/// --weights' names, by cuts_weight_source.
+/// --weights' names, by cuts_weight_source; --weight-codec's, by
+/// cuts_weight_codec.
 extern const char *const kWeightSources[3];
+extern const char *const kWeightCodecs[3];
 
 /// `cuts bench MODEL --gpus LIST`: pipelined host runs of a model on a
 /// device list, throughput and the data-movement breakdown per entry

@@ -19,6 +19,7 @@
 #include "cuts/rt/Checksum.h"
 #include "cuts/rt/Compress.h"
 #include "cuts/rt/CudaDriver.h"
+#include "cuts/rt/WeightCodec.h"
 #include "tools/support/Emulate.h"
 #include "tools/support/Options.h"
 
@@ -35,30 +36,10 @@
 namespace cuts::cli {
 namespace {
 
-/// The fp32 weights of every plan, once each: offset -> bytes.
-std::map<uint64_t, uint64_t> fp32Weights(const rt::Artifact &a) {
-  std::map<uint64_t, uint64_t> w;
-  for (const rt::Manifest *m : a.plans())
-    for (const rt::Tensor &t : m->tensors)
-      if (t.kind == rt::TensorKind::Weight && t.dtype == "float32" &&
-          t.bytes() > 0)
-        w[t.weightOffset] = std::max(w[t.weightOffset], t.bytes());
-  return w;
-}
-
-float bf16Truncated(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u &= 0xffff0000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
 struct WeightReport {
   uint64_t values = 0, bytes = 0, compressedBytes = 0, escapedGroups = 0,
            groups = 0;
   rt::ReconstructionError error, bf16;
-  std::vector<float> all; // every fp32 weight, for timing the kernels
 };
 
 /// Compresses each fp32 weight of `bytes` (the file) in place into what a
@@ -70,11 +51,12 @@ WeightReport compressWeights(const rt::Artifact &a,
   WeightReport r;
   const rt::Blob &section = a.sections.at("weights");
   std::vector<float> original, restored, truncated;
-  for (const auto &[offset, size] : fp32Weights(a)) {
+  // The ranges a device list's weight codec packs (cuts/rt/WeightCodec.h).
+  for (const rt::ByteRange &range : rt::codecRanges(a).packed) {
+    const uint64_t offset = range.offset, size = range.bytes;
     float *p =
         reinterpret_cast<float *>(bytes.data() + section.offset + offset);
     const uint64_t n = size / 4;
-    r.all.insert(r.all.end(), p, p + n);
     rt::Compressed3to1 c = rt::compress3to1(p, n);
     r.values += n, r.bytes += size, r.compressedBytes += c.bytes();
     r.groups += c.words.size(), r.escapedGroups += c.side.size() / 3;
@@ -84,7 +66,7 @@ WeightReport compressWeights(const rt::Artifact &a,
       if (!(c.words[i / 3] & rt::kEscapeBit)) {
         original.push_back(p[i]);
         restored.push_back(back[i]);
-        truncated.push_back(bf16Truncated(p[i]));
+        truncated.push_back(rt::expandBf16(rt::truncateBf16(p[i])));
       }
     std::memcpy(p, back.data(), size);
   }
@@ -167,15 +149,17 @@ outputError(const rt::Manifest &m, const std::vector<std::vector<uint8_t>> &a,
   return rt::reconstructionError(x.data(), y.data(), x.size());
 }
 
-/// The compress and decompress kernels over `x` on GPU 0: each one's
-/// median milliseconds of five runs (after one), and whether the GPU's
-/// output restores what the reference does, bit for bit.
+/// The compress and decompress kernels on GPU 0, one launch each over the
+/// model's weights as a device list's distribution lays them out
+/// (cuts/rt/WeightCodec.h): each one's median milliseconds of five runs
+/// (after one), and whether the GPU's output restores what the reference
+/// does, bit for bit.
 struct KernelTimes {
   double compressMs = 0, decompressMs = 0;
   bool matches = false;
 };
 
-std::optional<KernelTimes> timeKernels(const std::vector<float> &x,
+std::optional<KernelTimes> timeKernels(const rt::Artifact &a,
                                        std::string &error) {
   namespace cu = rt::cuda;
   const cu::Driver *d = cu::driver(error);
@@ -192,7 +176,7 @@ std::optional<KernelTimes> timeKernels(const std::vector<float> &x,
   d->cuDeviceGetAttribute(
       &minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   auto cubin = compileWithNvrtc(
-      codegen::compress3to1Source(),
+      codegen::weightCodecSource(),
       "sm_" + std::to_string(major) + std::to_string(minor), error);
   cu::CUmodule mod = nullptr;
   cu::CUfunction pack = nullptr, unpack = nullptr;
@@ -202,28 +186,35 @@ std::optional<KernelTimes> timeKernels(const std::vector<float> &x,
     error = "the compression kernels: " + error;
     return std::nullopt;
   }
-  unsigned long long n = x.size(), groups = (n + 2) / 3;
-  cu::CUdeviceptr in = 0, words = 0, side = 0, count = 0, out = 0;
+  const rt::WeightCodec codec = rt::WeightCodec::ThreeToOne;
+  const rt::CodecRanges cr = rt::codecRanges(a);
+  const rt::StagingLayout l = rt::stagingLayout(cr, codec);
+  uint64_t itemCount = 0;
+  const std::vector<rt::CodecTableEntry> table =
+      rt::codecTable(cr, l, codec, itemCount);
+  unsigned long long items = itemCount;
+  uint64_t size = 0;
+  const uint8_t *host = a.section("weights", &size);
+  cu::CUdeviceptr in = 0, staging = 0, count = 0, out = 0;
   for (auto [p, bytes] :
-       {std::make_pair(&in, 4 * n), std::make_pair(&words, 4 * groups),
-        std::make_pair(&side, 12 * groups), std::make_pair(&count, 4ull),
-        std::make_pair(&out, 4 * n)})
-    if (d->cuMemAlloc(p, std::max<unsigned long long>(bytes, 4))) {
+       {std::make_pair(&in, size), std::make_pair(&staging, l.bytes(items)),
+        std::make_pair(&count, uint64_t(4)), std::make_pair(&out, size)})
+    if (d->cuMemAlloc(p, std::max<uint64_t>(bytes, 4))) {
       error = "out of device memory";
       return std::nullopt;
     }
-  d->cuMemcpyHtoD(in, x.data(), 4 * n);
+  d->cuMemcpyHtoD(in, host, size);
+  d->cuMemcpyHtoD(staging + l.table, table.data(),
+                  table.size() * sizeof(rt::CodecTableEntry));
   cu::CUevent e0, e1;
   d->cuEventCreate(&e0, cu::CU_EVENT_DEFAULT);
   d->cuEventCreate(&e1, cu::CU_EVENT_DEFAULT);
   const unsigned threads = 256;
-  auto blocksFor = [&](unsigned long long perBlock) {
-    return unsigned(std::min<unsigned long long>(
-        (groups + perBlock - 1) / perBlock, 65535));
-  };
   auto time = [&](cu::CUfunction f, std::vector<void *> args, bool reset) {
-    const unsigned blocks = blocksFor(
-        reset ? codegen::kCompressGroupsPerThread * threads : threads);
+    const unsigned long long perBlock =
+        uint64_t(rt::kCodecItemsPerThread) * threads;
+    const unsigned blocks = unsigned(
+        std::min<unsigned long long>((items + perBlock - 1) / perBlock, 65535));
     std::vector<float> ms;
     for (int rep = 0; rep < 6; ++rep) {
       if (reset)
@@ -242,14 +233,25 @@ std::optional<KernelTimes> timeKernels(const std::vector<float> &x,
     return double(ms[ms.size() / 2]);
   };
   KernelTimes t;
-  t.compressMs = time(pack, {&in, &n, &words, &side, &count}, true);
-  t.decompressMs = time(unpack, {&words, &side, &n, &out}, false);
-  std::vector<float> got(n), want(n);
-  d->cuMemcpyDtoH(got.data(), out, 4 * n);
-  rt::Compressed3to1 ref = rt::compress3to1(x.data(), n);
-  rt::decompress3to1(ref, want.data());
-  t.matches = std::memcmp(got.data(), want.data(), 4 * n) == 0;
-  for (cu::CUdeviceptr p : {in, words, side, count, out})
+  cu::CUdeviceptr tablePtr = staging + l.table;
+  unsigned n = unsigned(table.size());
+  unsigned capacity = unsigned(std::min<unsigned long long>(items, ~0u));
+  unsigned long long side = l.side;
+  t.compressMs = time(
+      pack, {&in, &staging, &tablePtr, &n, &items, &count, &capacity, &side},
+      true);
+  t.decompressMs =
+      time(unpack, {&staging, &out, &tablePtr, &n, &items, &side}, false);
+  std::vector<uint8_t> got(size);
+  d->cuMemcpyDtoH(got.data(), out, size);
+  t.matches = true;
+  for (const rt::ByteRange &r : cr.packed) {
+    const float *x = reinterpret_cast<const float *>(host + r.offset);
+    std::vector<float> want(r.bytes / 4);
+    rt::decompress3to1(rt::compress3to1(x, want.size()), want.data());
+    t.matches &= std::memcmp(got.data() + r.offset, want.data(), r.bytes) == 0;
+  }
+  for (cu::CUdeviceptr p : {in, staging, count, out})
     d->cuMemFree(p);
   d->cuModuleUnload(mod);
   return t;
@@ -303,7 +305,7 @@ int cmdCompress(const std::vector<std::string> &args) {
   // The kernels' rates: fp32 bytes in and packed bytes out (compress), the
   // reverse (decompress), against the compile target's DRAM bandwidth.
   std::optional<KernelTimes> kt;
-  if (!emulate && !w.all.empty() && !(kt = timeKernels(w.all, err)))
+  if (!emulate && w.values > 0 && !(kt = timeKernels(*art, err)))
     return error(model, err);
   nlohmann::json j = {
       {"model", model},

@@ -43,8 +43,11 @@ const char *kUsage =
     "usage:\n"
     "  cuts run MODEL.cuts --input NAME=FILE ... [--emulate] [--output-dir D]\n"
     "           [--compare DIR] [--tolerance T]\n"
+    "           [--gpus 0,1,... [--weights host|peer|nccl]\n"
+    "           [--weight-codec none|3to1|bf16]]\n"
     "      runs the model once on the GPU (or, with --emulate, its kernels on\n"
-    "      the CPU); inputs and references are .npy or ONNX TensorProto .pb\n"
+    "      the CPU; --gpus: on a device list, its batch split as in bench);\n"
+    "      inputs and references are .npy or ONNX TensorProto .pb\n"
     "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
     "      (fails above T; by default 1e-5 for float32, 1e-2 for float16\n"
@@ -56,7 +59,7 @@ const char *kUsage =
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
     "           [--peak-tflops F] [--bandwidth-gbs B] [--json] [--batch B]\n"
     "           [--gpus 0,1,... [--master-gpu] [--no-preload]\n"
-    "           [--weights host|peer|nccl]]\n"
+    "           [--weights host|peer|nccl [--weight-codec none|3to1|bf16]]]\n"
     "      median and p99 latency and throughput (--batch: at batch B of a\n"
     "      model with batch profiles, padded where no profile has it, with\n"
     "      the copies a run makes; else the largest); --gpus: host runs of\n"
@@ -65,7 +68,8 @@ const char *kUsage =
     "      pinned host buffers to pinned host buffers, with each entry's\n"
     "      data-movement breakdown (--no-preload: a run's inputs copied\n"
     "      only once the run before has computed; --weights: how entries\n"
-    "      after the first get the weights); --kernels times every\n"
+    "      after the first get the weights; --weight-codec: sent encoded,\n"
+    "      an artifact compiled with --weight-codecs); --kernels times every\n"
     "      kernel and sets it against the performance model's bound, and\n"
     "      its achieved FLOP/s and bytes/s against the ceilings: the FP32\n"
     "      peak and global bandwidth of the GPU descriptor the model was\n"
@@ -93,14 +97,53 @@ std::string shapeText(const std::vector<int64_t> &s) {
   return t + "]";
 }
 
+// --gpus LIST, --weights and --weight-codec into `dev`: 1 where `a` is
+// one of them, -1 (the error printed) where its value is bad, else 0.
+int parseDeviceOption(ArgList &a, cuts::cli::DeviceBench &dev) {
+  auto pick = [&](const char *const *names, const char *what, int &out) {
+    std::string v;
+    auto it = a.value(v) ? std::find(names, names + 3, v) : names + 3;
+    if (it == names + 3) {
+      error("", std::string(what) + " needs " + names[0] + ", " + names[1] +
+                    " or " + names[2]);
+      return -1;
+    }
+    out = int(it - names);
+    return 1;
+  };
+  if (a.is("--weights"))
+    return pick(cuts::cli::kWeightSources, "--weights", dev.weightSource);
+  if (a.is("--weight-codec"))
+    return pick(cuts::cli::kWeightCodecs, "--weight-codec", dev.weightCodec);
+  if (!a.is("--gpus"))
+    return 0;
+  std::string list;
+  bool ok = a.value(list);
+  std::stringstream ss(list);
+  for (std::string item; ok && std::getline(ss, item, ',');) {
+    char *end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    ok = !item.empty() && !*end && v >= 0 && v < (1 << 20);
+    dev.gpus.push_back(int(v));
+  }
+  if (ok && !dev.gpus.empty())
+    return 1;
+  error("", "--gpus needs device ordinals, e.g. 0,1");
+  return -1;
+}
+
 int cmdRun(const std::vector<std::string> &args) {
   std::string model, outDir, compareDir;
   std::map<std::string, std::string> inputFiles;
   bool emulate = false, verbose = false;
-  double tolerance = 0; // 0: per output dtype (defaultTolerance)
+  double tolerance = 0;       // 0: per output dtype (defaultTolerance)
+  cuts::cli::DeviceBench dev; // --gpus: run on a device list
   for (ArgList a(args); a.next();) {
     std::string v;
-    if (a.is("--input")) {
+    if (int r = parseDeviceOption(a, dev)) {
+      if (r < 0)
+        return 1;
+    } else if (a.is("--input")) {
       if (!a.value(v) || v.find('=') == std::string::npos || v.front() == '=')
         return error("", "--input needs NAME=FILE");
       size_t eq = v.find('=');
@@ -126,6 +169,9 @@ int cmdRun(const std::vector<std::string> &args) {
   if (model.empty())
     return error("", "run: no model given (cuts run out/model.cuts --input "
                      "NAME=x.npy)");
+  if (emulate && (!dev.gpus.empty() || dev.weightSource || dev.weightCodec))
+    return error("", "--gpus, --weights and --weight-codec run on GPUs, not "
+                     "with --emulate");
   std::string err;
   auto art = cuts::rt::readArtifact(model, err);
   if (!art)
@@ -181,8 +227,13 @@ int cmdRun(const std::vector<std::string> &args) {
     if (!cuts::emulateArtifact(*art, inputs, outputs, err, verbose))
       return error(model, "emulation failed: " + err);
   } else {
+    cuts_load_options options{};
+    options.devices = dev.gpus.data();
+    options.num_devices = int(dev.gpus.size());
+    options.weight_source = dev.weightSource;
+    options.weight_codec = dev.weightCodec;
     cuts::cli::Opened o;
-    if (!o.open(model, nullptr, 0, err))
+    if (!o.open(model, &options, 0, err))
       return error(model, err);
     cuts_model *cm = o.model;
     cuts_session *s = o.session;
@@ -280,30 +331,15 @@ int cmdBench(const std::vector<std::string> &args) {
   cuts::cli::DeviceBench dev;          // --gpus: a device list
   bool weightsGiven = false;
   for (ArgList a(args); a.next();) {
-    if (a.is("--gpus")) {
-      std::string list;
-      if (!a.value(list))
-        return error("", "--gpus needs device ordinals, e.g. 0,1");
-      std::stringstream ss(list);
-      for (std::string item; std::getline(ss, item, ',');) {
-        char *end = nullptr;
-        long v = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end || v < 0)
-          return error("", "--gpus needs device ordinals, e.g. 0,1");
-        dev.gpus.push_back(int(v));
-      }
+    const bool listed = a.is("--gpus");
+    if (int r = parseDeviceOption(a, dev)) {
+      if (r < 0)
+        return 1;
+      weightsGiven |= !listed;
     } else if (a.is("--master-gpu")) {
       dev.master = true;
     } else if (a.is("--no-preload")) {
       dev.preload = false;
-    } else if (a.is("--weights")) {
-      std::string v;
-      const char *const *names = cuts::cli::kWeightSources;
-      auto it = a.value(v) ? std::find(names, names + 3, v) : names + 3;
-      if (it == names + 3)
-        return error("", "--weights needs host, peer or nccl");
-      dev.weightSource = int(it - names);
-      weightsGiven = true;
     } else if (a.is("--batch")) {
       if (!a.integer(atBatch, 1, int64_t(1) << 31))
         return error("", "--batch needs a batch size >= 1");
@@ -339,8 +375,8 @@ int cmdBench(const std::vector<std::string> &args) {
     return cuts::cli::benchDevices(model, dev);
   }
   if (dev.master || !dev.preload || weightsGiven)
-    return error("", "--master-gpu, --no-preload and --weights go with "
-                     "--gpus");
+    return error("", "--master-gpu, --no-preload, --weights and "
+                     "--weight-codec go with --gpus");
   // At --batch, the profiles up to the one that serves it (the kernels
   // --kernels lists are that profile's).
   cuts_load_options options{};

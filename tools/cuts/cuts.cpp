@@ -75,6 +75,7 @@ void usage(llvm::raw_ostream &os) {
         "                    [--precision fp32|tf32|fp16|bf16] "
         "[--io-precision fp16|bf16]\n"
         "                    [--layout auto|nchw] [--split-k auto|off]\n"
+        "                    [--weight-codecs]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
@@ -102,6 +103,9 @@ void usage(llvm::raw_ostream &os) {
         "      (weights converted now; kernels compute in fp32); inputs and\n"
         "      outputs keep the model's types unless --io-precision; tf32\n"
         "      keeps fp32 tensors and lets library products use TF32\n"
+        "      --weight-codecs: ship the 3:1 and bf16 weight codecs' kernels,\n"
+        "      so that a device list may send the weights compressed\n"
+        "      (cuts bench --weight-codec, cuts_load_options.weight_codec)\n"
         "  tune DIR --cache CACHE\n"
         "      time DIR/candidates.json (from compile --candidates) on this\n"
         "      machine's GPU and add the times to CACHE\n"
@@ -627,7 +631,7 @@ bool parseBatches(const std::string &list, std::vector<int64_t> &batches) {
 
 int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   std::string model, outDir, archNames, name = "model";
-  bool emitSource = false;
+  bool emitSource = false, weightCodecs = false;
   cuts::ImportOptions opts;
   cuts::driver::CompileOptions copts;
   Precision precision;
@@ -681,6 +685,8 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
         return error("", "--candidates needs a file name");
     } else if (a.is("--no-library")) {
       copts.library = false;
+    } else if (a.is("--weight-codecs")) {
+      weightCodecs = true;
     } else if (a.is("--no-sync")) {
       copts.sync = cuts::driver::CompileOptions::Sync::Off;
     } else if (a.is("--sync-all")) {
@@ -788,8 +794,11 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (!batches.empty() &&
       !cuts::driver::mergeProfiles(results, batches, merged, err))
     return error(model, "--batch: " + err);
-  const cuts::rt::ArtifactContents &contents =
+  cuts::rt::ArtifactContents &contents =
       batches.empty() ? results[0].contents : merged;
+  if (weightCodecs &&
+      !cuts::driver::addWeightCodecs(contents, copts.archs, err))
+    return error(model, err);
   std::string artifact = outDir + "/" + name + ".cuts";
   uint64_t artifactBytes = 0;
   auto writeStart = std::chrono::steady_clock::now();

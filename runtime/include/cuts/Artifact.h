@@ -22,6 +22,10 @@
 //                            back (offsets in the manifest)
 //            "source"        the kernels' CUDA sources (for --emulate and for
 //                            reading), back to back
+//            "codec.sm_XY"   (optional) the weight codecs' CUBIN for one arch
+//                            of the manifest's (cuts compile --weight-codecs):
+//                            what a device list's weight distribution
+//                            compresses with (codegen/emit/Compress.h)
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_RUNTIME_ARTIFACT_H
@@ -189,6 +193,8 @@ struct ArtifactContents {
     std::vector<std::map<std::string, std::vector<char>>> cubins;
   };
   std::vector<Profile> profiles;
+  /// Per arch, the weight codecs' CUBIN ("codec.<arch>"); empty: none.
+  std::map<std::string, std::vector<char>> codecs;
 };
 
 /// Serialises `c` (deterministically: the same contents give the same bytes);

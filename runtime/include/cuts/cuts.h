@@ -49,8 +49,11 @@ extern "C" {
  *    cuts_session_set_preload), pinned host memory (cuts_host_alloc,
  *    cuts_host_free) and the data-movement breakdown
  *    (cuts_session_movement), cuts_load_options.weight_source and
- *    cuts_model_swap_weights. */
-#define CUTS_API_VERSION 5
+ *    cuts_model_swap_weights.
+ * 6: cuts_load_options.weight_codec (weights sent encoded between devices)
+ *    and cuts_movement's codec_ms and broadcast_bytes (callers of version
+ *    5 recompile: both structs grew). */
+#define CUTS_API_VERSION 6
 
 typedef enum cuts_status {
   CUTS_OK = 0,
@@ -117,6 +120,19 @@ typedef enum cuts_weight_source {
   CUTS_WEIGHTS_NCCL = 2
 } cuts_weight_source;
 
+/* How the weights the first entry sends the others (CUTS_WEIGHTS_PEER or
+ * _NCCL) travel: as they are; ScaleDNN's 3:1 fp32 compression (each value
+ * keeps a sign, 4 exponent bits and 5 mantissa bits, three to a 32-bit
+ * word; groups the format cannot hold go exactly); or bf16 truncation, the
+ * comparison point. Only fp32 weights are encoded. Every entry, the first
+ * too, then holds the decoded weights, so every slice of a batch sees the
+ * same model. Needs an artifact compiled with --weight-codecs. */
+typedef enum cuts_weight_codec {
+  CUTS_CODEC_NONE = 0,
+  CUTS_CODEC_3TO1 = 1,
+  CUTS_CODEC_BF16 = 2
+} cuts_weight_codec;
+
 /* Zero-initialise, then set what differs from the defaults. */
 typedef struct cuts_load_options {
   int device;        /* CUDA device ordinal (default 0) */
@@ -137,6 +153,7 @@ typedef struct cuts_load_options {
    * from there and their outputs gathered back there, then copied out. */
   int master_gpu;
   int weight_source; /* a cuts_weight_source */
+  int weight_codec;  /* a cuts_weight_codec */
 } cuts_load_options;
 
 int cuts_api_version(void);
@@ -243,19 +260,22 @@ void cuts_host_free(void *ptr);
  * the runs since the session was created or last reset, from CUDA events
  * on its streams. */
 typedef struct cuts_movement {
-  int64_t runs;         /* host runs this entry took part in */
-  double h2d_ms;        /* inputs copied from the host */
-  double h2d_hidden_ms; /* of h2d_ms, the time this entry's previous run was
-                           computing (pre-loading) */
-  double peer_ms;       /* master-GPU baseline: the slice sent from the
-                           first device */
-  double compute_ms;    /* the run, from its first kernel to its last */
-  double gather_ms;     /* outputs assembled: the master-GPU baseline's
-                           peer copies back to the first device, and the
-                           host copies out of pinned staging */
-  double d2h_ms;        /* outputs copied to the host */
-  double broadcast_ms;  /* the weights' distribution to this device at load
-                           (once, not per run) */
+  int64_t runs;             /* host runs this entry took part in */
+  double h2d_ms;            /* inputs copied from the host */
+  double h2d_hidden_ms;     /* of h2d_ms, the time this entry's previous run was
+                               computing (pre-loading) */
+  double peer_ms;           /* master-GPU baseline: the slice sent from the
+                               first device */
+  double compute_ms;        /* the run, from its first kernel to its last */
+  double gather_ms;         /* outputs assembled: the master-GPU baseline's
+                               peer copies back to the first device, and the
+                               host copies out of pinned staging */
+  double d2h_ms;            /* outputs copied to the host */
+  double broadcast_ms;      /* the current weights' distribution to this device,
+                               at load or the last swap (not per run) */
+  double codec_ms;          /* of broadcast_ms, encoding on the first entry and
+                               decoding on this one (weight_codec) */
+  uint64_t broadcast_bytes; /* bytes sent to this entry from the first */
 } cuts_movement;
 cuts_status cuts_session_movement(const cuts_session *session, int entry,
                                   cuts_movement *movement);

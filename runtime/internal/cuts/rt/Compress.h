@@ -49,6 +49,11 @@ Compressed3to1 compress3to1(const float *x, uint64_t n);
 /// words and side array do not fit together.
 bool decompress3to1(const Compressed3to1 &c, float *out);
 
+/// bf16 truncation, the comparison point (ScaleDNN §V-D): a value's high
+/// half, a NaN kept a NaN; and back.
+uint16_t truncateBf16(float x);
+float expandBf16(uint16_t b);
+
 /// How far a reconstruction is from the original: the largest absolute
 /// difference and the relative L2 error (NaN compares equal to NaN).
 struct ReconstructionError {
