@@ -34,6 +34,32 @@ cuts_range_of(const cuts_codec_range *r, unsigned count,
   return r[lo];
 }
 
+// The table in shared memory where it fits, so that every item's lookup
+// stays on the SM (the global one otherwise). Every thread of the block
+// calls it.
+#define CUTS_SHARED_TABLE 256
+__device__ __forceinline__ const cuts_codec_range *
+cuts_stage_table(const cuts_codec_range *ranges, unsigned count,
+                 cuts_codec_range *shared) {
+  if (count > CUTS_SHARED_TABLE)
+    return ranges;
+  for (unsigned i = threadIdx.x; i < count; i += blockDim.x)
+    shared[i] = ranges[i];
+  __syncthreads();
+  return shared;
+}
+
+// The 4-aligned chunk of items a thread takes: a range's first item is a
+// multiple of four, so the chunk lies in one range.
+#define CUTS_CHUNKS(at, items)                                                 \
+  for (unsigned long long at =                                                 \
+           4ull * ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x); \
+       at < items; at += 4ull * gridDim.x * blockDim.x)
+
+__device__ __forceinline__ bool cuts_aligned16(const void *p) {
+  return ((unsigned long long)p & 15) == 0;
+}
+
 // The value's 10-bit field (sign, exponent low nibble, mantissa top 5)
 // where its exponent's high nibble is `base`.
 __device__ __forceinline__ bool cuts_field(float v, unsigned base,
@@ -77,6 +103,8 @@ extern "C" __global__ void cuts_compress3to1(
     unsigned side_capacity, unsigned long long side_offset) {
   __shared__ unsigned warpBase[32];
   __shared__ unsigned blockBase;
+  __shared__ cuts_codec_range staged[CUTS_SHARED_TABLE];
+  const cuts_codec_range *table = cuts_stage_table(ranges, count, staged);
   float *side = reinterpret_cast<float *>(staging + side_offset);
   const unsigned long long tile = 4ull * blockDim.x;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -87,7 +115,7 @@ extern "C" __global__ void cuts_compress3to1(
     const float *x = nullptr;
     unsigned *words = nullptr;
     if (at < items) {
-      const cuts_codec_range &r = cuts_range_of(ranges, count, at);
+      const cuts_codec_range &r = cuts_range_of(table, count, at);
       n = r.values, groups = (n + 2) / 3, g0 = at - r.first;
       x = reinterpret_cast<const float *>(weights + r.weight);
       words = reinterpret_cast<unsigned *>(staging + r.staged);
@@ -148,17 +176,6 @@ extern "C" __global__ void cuts_compress3to1(
   }
 }
 
-// The 4-aligned chunk of items a thread takes: a range's first item is a
-// multiple of four, so the chunk lies in one range.
-#define CUTS_CHUNKS(at, items)                                                 \
-  for (unsigned long long at =                                                 \
-           4ull * ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x); \
-       at < items; at += 4ull * gridDim.x * blockDim.x)
-
-__device__ __forceinline__ bool cuts_aligned16(const void *p) {
-  return ((unsigned long long)p & 15) == 0;
-}
-
 )";
 
 // cuts_decompress3to1.
@@ -175,55 +192,48 @@ __device__ __forceinline__ float cuts_unpack(unsigned w, unsigned k,
                          (f & 0x1fu) << 18);
 }
 
-// A warp decodes 128 consecutive groups (four a lane). Where they lie in
-// one range, whole, the lanes store the 96 float4s of the output in turn
-// (float4 j * 32 + lane: coalesced), each decoding the one or two groups
-// its four values come from; elsewhere each lane its own four groups.
+// Four groups a thread: a uint4 of words in, three float4 out where
+// aligned.
 extern "C" __global__ void cuts_decompress3to1(
     const unsigned char *__restrict__ staging,
     unsigned char *__restrict__ weights,
     const cuts_codec_range *__restrict__ ranges, unsigned count,
     unsigned long long items, unsigned long long side_offset) {
+  __shared__ cuts_codec_range staged[CUTS_SHARED_TABLE];
+  const cuts_codec_range *table = cuts_stage_table(ranges, count, staged);
   const float *side = reinterpret_cast<const float *>(staging + side_offset);
-  const unsigned lane = threadIdx.x % 32;
-  const unsigned long long warps =
-      (unsigned long long)gridDim.x * (blockDim.x / 32);
-  for (unsigned long long w0 =
-           128ull * ((unsigned long long)blockIdx.x * (blockDim.x / 32) +
-                     threadIdx.x / 32);
-       w0 < items; w0 += 128ull * warps) {
-    const cuts_codec_range &r = cuts_range_of(ranges, count, w0);
-    const unsigned long long n = r.values, groups = (n + 2) / 3;
-    const unsigned *words =
-        reinterpret_cast<const unsigned *>(staging + r.staged);
-    float *out = reinterpret_cast<float *>(weights + r.weight);
-    const unsigned long long g0 = w0 - r.first; // the warp's first group
-    if (3 * (g0 + 128) <= n && cuts_aligned16(out + 3 * g0)) {
-      float4 *o = reinterpret_cast<float4 *>(out + 3 * g0);
-      for (unsigned j = 0; j < 3; ++j) {
-        const unsigned f = 32 * j + lane, v0 = 4 * f, ga = v0 / 3;
-        const unsigned wa = words[g0 + ga], wb = words[g0 + (v0 + 3) / 3];
-        float v[4];
-        for (unsigned i = 0; i < 4; ++i) {
-          const unsigned g = (v0 + i) / 3;
-          v[i] = cuts_unpack(g == ga ? wa : wb, (v0 + i) % 3, side);
-        }
-        o[f] = make_float4(v[0], v[1], v[2], v[3]);
-      }
-      continue;
+  CUTS_CHUNKS(at, items) {
+    const cuts_codec_range &r = cuts_range_of(table, count, at);
+    const unsigned long long g0 = at - r.first, n = r.values,
+                             groups = (n + 2) / 3;
+    if (g0 >= groups)
+      continue; // between ranges
+    const unsigned *wp =
+        reinterpret_cast<const unsigned *>(staging + r.staged) + g0;
+    unsigned w[4];
+    if (cuts_aligned16(wp) && g0 + 4 <= groups) {
+      const uint4 q = *reinterpret_cast<const uint4 *>(wp);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else {
+      for (int k = 0; k < 4; ++k)
+        w[k] = g0 + k < groups ? wp[k] : 0u;
     }
-    const unsigned long long at = w0 + 4 * lane;
-    if (at >= items)
-      continue;
-    const cuts_codec_range &q = cuts_range_of(ranges, count, at);
-    const unsigned long long h = at - q.first, m = q.values;
-    const unsigned *wp = reinterpret_cast<const unsigned *>(staging + q.staged);
-    float *op = reinterpret_cast<float *>(weights + q.weight);
-    for (unsigned long long i = 3 * h; i < 3 * (h + 4) && i < m; ++i)
-      op[i] = cuts_unpack(wp[i / 3], unsigned(i % 3), side);
+    float v[12];
+    for (int k = 0; k < 4; ++k)
+      for (unsigned i = 0; i < 3; ++i)
+        v[3 * k + i] = cuts_unpack(w[k], i, side);
+    float *out = reinterpret_cast<float *>(weights + r.weight) + 3 * g0;
+    if (cuts_aligned16(out) && 3 * (g0 + 4) <= n) {
+      float4 *o = reinterpret_cast<float4 *>(out);
+      for (int q = 0; q < 3; ++q)
+        o[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+    } else {
+      for (int i = 0; i < 12; ++i)
+        if (3 * g0 + i < n)
+          out[i] = v[i];
+    }
   }
 }
-
 )";
 
 // cuts_truncate_bf16 and cuts_expand_bf16.
@@ -235,8 +245,10 @@ extern "C" __global__ void cuts_truncate_bf16(
     unsigned char *__restrict__ staging,
     const cuts_codec_range *__restrict__ ranges, unsigned count,
     unsigned long long items) {
+  __shared__ cuts_codec_range staged[CUTS_SHARED_TABLE];
+  const cuts_codec_range *table = cuts_stage_table(ranges, count, staged);
   CUTS_CHUNKS(at, items) {
-    const cuts_codec_range &r = cuts_range_of(ranges, count, at);
+    const cuts_codec_range &r = cuts_range_of(table, count, at);
     const unsigned long long i = at - r.first;
     if (i >= r.values)
       continue;
@@ -273,8 +285,10 @@ extern "C" __global__ void cuts_expand_bf16(
     unsigned char *__restrict__ weights,
     const cuts_codec_range *__restrict__ ranges, unsigned count,
     unsigned long long items) {
+  __shared__ cuts_codec_range staged[CUTS_SHARED_TABLE];
+  const cuts_codec_range *table = cuts_stage_table(ranges, count, staged);
   CUTS_CHUNKS(at, items) {
-    const cuts_codec_range &r = cuts_range_of(ranges, count, at);
+    const cuts_codec_range &r = cuts_range_of(table, count, at);
     const unsigned long long i = at - r.first;
     if (i >= r.values)
       continue;

@@ -144,7 +144,9 @@ namespace {
 
 /// A weights section as a device list sends it: fp32 weights of awkward
 /// sizes (one value, a partial group, more than a tile, one misaligned)
-/// with int64 bytes between, its codec ranges, layout and table.
+/// with int64 bytes between, and `small` more of five values (past the
+/// kernels' shared-memory table at 256 ranges); its codec ranges, layout
+/// and table.
 struct Section {
   Artifact a;
   std::vector<uint8_t> bytes;
@@ -153,7 +155,7 @@ struct Section {
   std::vector<CodecTableEntry> table;
   uint64_t items = 0;
 
-  explicit Section(WeightCodec codec) {
+  explicit Section(WeightCodec codec, int small = 0) {
     Manifest &m = a.manifest;
     uint64_t at = 0;
     auto weight = [&](int64_t n, const char *dtype, uint64_t align) {
@@ -172,6 +174,8 @@ struct Section {
     weight(3, "int64", 256);
     weight(3 * 1024 * 3 + 2, "float32", 4); // not 16-byte aligned
     weight(64, "float32", 256);
+    for (int i = 0; i < small; ++i)
+      weight(5, "float32", 16);
     bytes.assign(at, 0);
     std::vector<float> v = mixedValues(at / 4, unsigned(at));
     std::memcpy(bytes.data(), v.data(), at / 4 * 4);
@@ -243,8 +247,9 @@ TEST_CASE("3:1 compression kernels run on the CPU as the reference does, "
     INFO(err);
     CHECK(r);
   }
-  const Section c(WeightCodec::ThreeToOne);
-  REQUIRE(c.ranges.packed.size() == 6);
+  const int small = GENERATE(0, 300);
+  const Section c(WeightCodec::ThreeToOne, small);
+  REQUIRE(c.ranges.packed.size() == 6 + size_t(small));
   REQUIRE(c.ranges.raw.size() == 1);
   std::vector<uint8_t> staging(c.layout.bytes(c.items), 0);
   unsigned sideGroups = 0;
@@ -322,7 +327,7 @@ TEST_CASE("3:1 compression counts escaped groups past the side capacity "
 TEST_CASE("bf16 truncation kernels run on the CPU as the reference does, "
           "over a table of weight ranges",
           "[compress]") {
-  Section c(WeightCodec::Bf16);
+  Section c(WeightCodec::Bf16, GENERATE(0, 300));
   // A NaN whose payload lies in the low half only: truncation alone would
   // leave an infinity.
   const uint32_t nan = 0x7f800001u;
