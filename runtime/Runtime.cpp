@@ -321,6 +321,50 @@ bool needsDistribution(int source, size_t entries) {
          (source == CUTS_WEIGHTS_PEER && entries > 1);
 }
 
+/// `bytes` from the first entry's `ptrs[0]` to every other's `ptrs[e]`:
+/// peer copies (`source` CUTS_WEIGHTS_PEER), or one NCCL broadcast; ms[e]
+/// the time entry e's took. `what` names the bytes in errors.
+cuts_status sendFromFirst(const std::vector<std::shared_ptr<ModelImpl>> &r,
+                          const std::vector<CUdeviceptr> &ptrs,
+                          const std::vector<int> &devices, int source,
+                          uint64_t bytes, std::vector<double> &ms,
+                          const std::string &what) {
+  ms.assign(r.size(), 0.0);
+  if (source == CUTS_WEIGHTS_PEER) {
+    for (size_t e = 1; e < r.size(); ++e) {
+      const ModelImpl &m = *r[e];
+      const auto t = std::chrono::steady_clock::now();
+      if (cuts_status st = enter(m))
+        return st;
+      if (CUresult x = m.d->cuMemcpyPeerAsync(ptrs[e], m.ctx, ptrs[0],
+                                              r[0]->ctx, bytes, nullptr))
+        return cudaFail(x, "sending " + what + " to entry " +
+                               std::to_string(e) + " (cuMemcpyPeerAsync)");
+      if (CUresult x = m.d->cuStreamSynchronize(nullptr))
+        return cudaFail(x, "sending " + what + " (cuStreamSynchronize)");
+      ms[e] = msSince(t);
+    }
+    return CUTS_OK;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<void *> buffers, streams(r.size(), nullptr);
+  for (CUdeviceptr p : ptrs)
+    buffers.push_back(reinterpret_cast<void *>(uintptr_t(p)));
+  auto wait = [&](std::string &why) {
+    for (const auto &m : r)
+      if (m->d->cuCtxSetCurrent(m->ctx) || m->d->cuStreamSynchronize(nullptr)) {
+        why = "waiting for the NCCL broadcast failed";
+        return false;
+      }
+    return true;
+  };
+  std::string err;
+  if (!ncclBroadcastAll(devices, buffers, bytes, streams, wait, err))
+    return fail(CUTS_ERROR_CUDA, "broadcasting " + what + ": " + err);
+  std::fill(ms.begin() + 1, ms.end(), msSince(t0));
+  return CUTS_OK;
+}
+
 /// The first entry's weights `w[0]` to the others' `w[e]`: peer copies, or
 /// an NCCL broadcast, encoded by `codec` where given; each set's ms the
 /// time it took.
@@ -332,40 +376,15 @@ cuts_status distributeWeights(const std::vector<std::shared_ptr<ModelImpl>> &r,
     return CUTS_OK;
   if (codec != WeightCodec::None)
     return distributeEncoded(r, w, devices, source, codec);
-  const auto t0 = std::chrono::steady_clock::now();
-  if (source == CUTS_WEIGHTS_PEER) {
-    for (size_t e = 1; e < r.size(); ++e) {
-      const ModelImpl &m = *r[e];
-      const auto t = std::chrono::steady_clock::now();
-      if (cuts_status st = enter(m))
-        return st;
-      if (CUresult x = m.d->cuMemcpyPeerAsync(w[e]->ptr, m.ctx, w[0]->ptr,
-                                              r[0]->ctx, bytes, nullptr))
-        return cudaFail(x, "sending the weights to entry " + std::to_string(e) +
-                               " (cuMemcpyPeerAsync)");
-      if (CUresult x = m.d->cuStreamSynchronize(nullptr))
-        return cudaFail(x, "sending the weights (cuStreamSynchronize)");
-      w[e]->ms = msSince(t);
-      w[e]->sentBytes = bytes;
-    }
-    return CUTS_OK;
-  }
-  std::vector<void *> buffers, streams(r.size(), nullptr);
+  std::vector<CUdeviceptr> ptrs;
   for (const DeviceWeights *x : w)
-    buffers.push_back(reinterpret_cast<void *>(uintptr_t(x->ptr)));
-  auto wait = [&](std::string &why) {
-    for (const auto &m : r)
-      if (m->d->cuCtxSetCurrent(m->ctx) || m->d->cuStreamSynchronize(nullptr)) {
-        why = "waiting for the NCCL broadcast failed";
-        return false;
-      }
-    return true;
-  };
-  std::string err;
-  if (!ncclBroadcastAll(devices, buffers, bytes, streams, wait, err))
-    return fail(CUTS_ERROR_CUDA, "broadcasting the weights: " + err);
+    ptrs.push_back(x->ptr);
+  std::vector<double> ms;
+  if (cuts_status st =
+          sendFromFirst(r, ptrs, devices, source, bytes, ms, "the weights"))
+    return st;
   for (size_t e = 1; e < r.size(); ++e) {
-    w[e]->ms = msSince(t0);
+    w[e]->ms = ms[e];
     w[e]->sentBytes = bytes;
   }
   return CUTS_OK;

@@ -279,7 +279,14 @@ cuts_status distributeEncoded(const std::vector<std::shared_ptr<ModelImpl>> &r,
                               const std::vector<int> &devices, int source,
                               WeightCodec codec);
 
-// Runtime.cpp's, for DataParallel.cpp.
+// Runtime.cpp's: `bytes` from the first entry's ptrs[0] to every other's
+// ptrs[e] by peer copies or one NCCL broadcast (`source`), each entry's
+// time in ms[e]; for WeightCodec.cpp too.
+cuts_status sendFromFirst(const std::vector<std::shared_ptr<ModelImpl>> &r,
+                          const std::vector<CUdeviceptr> &ptrs,
+                          const std::vector<int> &devices, int source,
+                          uint64_t bytes, std::vector<double> &ms,
+                          const std::string &what);
 cuts_status checkSession(const cuts_session *s);
 cuts_status bindAll(const ModelImpl &m, const cuts_binding *inputs,
                     int numInputs, const cuts_binding *outputs, int numOutputs,

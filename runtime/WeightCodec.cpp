@@ -8,7 +8,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cuts/rt/WeightCodec.h"
-#include "cuts/rt/Nccl.h"
 
 #include "Session.h"
 
@@ -324,40 +323,13 @@ cuts_status distributeEncoded(const std::vector<std::shared_ptr<ModelImpl>> &r,
   for (size_t e = 1; e < r.size(); ++e)
     if (cuts_status st = staging[e].alloc(*r[e], bytes, "the weights' staging"))
       return st;
-  std::vector<double> sendMs(r.size(), 0.0);
-  if (source == CUTS_WEIGHTS_PEER) {
-    for (size_t e = 1; e < r.size(); ++e) {
-      const auto t = std::chrono::steady_clock::now();
-      if (cuts_status st = enter(*r[e]))
-        return st;
-      if (CUresult x = r[e]->d->cuMemcpyPeerAsync(staging[e].ptr, r[e]->ctx,
-                                                  staging[0].ptr, r[0]->ctx,
-                                                  bytes, nullptr))
-        return cudaFail(x, "sending the encoded weights to entry " +
-                               std::to_string(e) + " (cuMemcpyPeerAsync)");
-      if (cuts_status st = synchronize(*r[e], "sending the encoded weights"))
-        return st;
-      sendMs[e] = msSince(t);
-    }
-  } else {
-    const auto t = std::chrono::steady_clock::now();
-    std::vector<void *> buffers, streams(r.size(), nullptr);
-    for (const DeviceBytes &s : staging)
-      buffers.push_back(reinterpret_cast<void *>(uintptr_t(s.ptr)));
-    auto wait = [&](std::string &why) {
-      for (const auto &m : r)
-        if (m->d->cuCtxSetCurrent(m->ctx) ||
-            m->d->cuStreamSynchronize(nullptr)) {
-          why = "waiting for the NCCL broadcast failed";
-          return false;
-        }
-      return true;
-    };
-    std::string err;
-    if (!ncclBroadcastAll(devices, buffers, bytes, streams, wait, err))
-      return fail(CUTS_ERROR_CUDA, "broadcasting the encoded weights: " + err);
-    std::fill(sendMs.begin() + 1, sendMs.end(), msSince(t));
-  }
+  std::vector<CUdeviceptr> ptrs;
+  for (const DeviceBytes &s : staging)
+    ptrs.push_back(s.ptr);
+  std::vector<double> sendMs;
+  if (cuts_status st = sendFromFirst(r, ptrs, devices, source, bytes, sendMs,
+                                     "the encoded weights"))
+    return st;
   for (size_t e = 0; e < r.size(); ++e) {
     const auto t = std::chrono::steady_clock::now();
     if (cuts_status st = enter(*r[e]))
