@@ -564,11 +564,15 @@ cuts_status runMaster(cuts_session &s, uint64_t t, int64_t batch,
   return CUTS_OK;
 }
 
-/// Every entry's weights for the next run, of one swap's generation.
-void chooseWeights(cuts_session &s) {
+/// The weights each active entry's part of the next run adopts, all of
+/// one swap's generation (the others keep none: a set held here would stay
+/// alive, and be adopted late).
+void chooseWeights(cuts_session &s, const std::vector<bool> &active) {
   std::shared_lock<std::shared_mutex> lock(*s.model->publishing);
-  for (cuts_session *x : entries(s))
-    x->target = std::atomic_load(&x->model->weights);
+  std::vector<cuts_session *> all = entries(s);
+  for (size_t e = 0; e < all.size(); ++e)
+    all[e]->target =
+        active[e] ? std::atomic_load(&all[e]->model->weights) : nullptr;
 }
 
 /// Submits a host run (see cuts_session_submit_host), first waiting for
@@ -579,10 +583,10 @@ cuts_status submit(cuts_session &s, int64_t batch,
   while (s.pending.size() >= size_t(Lane::kSlots))
     if (cuts_status st = retire(s))
       return st;
-  chooseWeights(s);
   PendingRun run;
   run.ticket = s.nextTicket;
   std::vector<Part> parts = partsOf(s, batch, run.active);
+  chooseWeights(s, run.active);
   const size_t n = parts.size();
   run.prior.assign(n, 0);
   run.unstage.assign(n, {});
@@ -600,6 +604,8 @@ cuts_status submit(cuts_session &s, int64_t batch,
     const std::string why = lastError;
     drain(s, run.active);
     std::vector<cuts_session *> all = entries(s);
+    for (cuts_session *x : all)
+      x->target.reset();
     for (size_t e = 0; e < n; ++e)
       if (run.active[e] && all[e]->lane &&
           all[e]->lane->lastTicket == run.ticket)

@@ -144,6 +144,8 @@ struct DeviceBytes {
   cuts_status alloc(const ModelImpl &m, uint64_t bytes, const char *what) {
     release();
     d = m.d, ctx = m.ctx;
+    if (CUresult r = m.d->cuCtxSetCurrent(m.ctx))
+      return cudaFail(r, "cuCtxSetCurrent");
     if (CUresult r = m.d->cuMemAlloc(&ptr, std::max<uint64_t>(bytes, 4))) {
       ptr = 0;
       return cudaFail(r, std::string("allocating ") + what + " (" +

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -356,6 +357,11 @@ TEST_CASE("bf16 truncation kernels run on the CPU as the reference does, "
         CHECK(bits(back) == (bits(x) & 0xffff0000u));
     }
     covered += r.bytes;
+    std::fill(out.begin() + long(r.offset),
+              out.begin() + long(r.offset + r.bytes), 0x2a);
   }
   CHECK(covered == c.ranges.packedBytes());
+  // Nothing written outside the ranges.
+  CHECK(
+      std::all_of(out.begin(), out.end(), [](uint8_t b) { return b == 0x2a; }));
 }

@@ -2079,7 +2079,8 @@ TEST_CASE("weight codec ranges: fp32 weights packed, the rest raw, laid out "
     REQUIRE(l.raw.size() == 2);
     REQUIRE(l.packed.size() == 4);
     // Every piece aligned, in order, none overlapping the next.
-    std::vector<std::pair<uint64_t, uint64_t>> pieces;
+    std::vector<std::pair<uint64_t, uint64_t>> pieces = {
+        {l.table, sizeof(CodecTableEntry) * r.packed.size()}};
     for (size_t i = 0; i < 2; ++i)
       pieces.emplace_back(l.raw[i], r.raw[i].bytes);
     for (size_t i = 0; i < 4; ++i)

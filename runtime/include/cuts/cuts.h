@@ -126,7 +126,9 @@ typedef enum cuts_weight_source {
  * word; groups the format cannot hold go exactly); or bf16 truncation, the
  * comparison point. Only fp32 weights are encoded. Every entry, the first
  * too, then holds the decoded weights, so every slice of a batch sees the
- * same model. Needs an artifact compiled with --weight-codecs. */
+ * same model. Needs an artifact compiled with --weight-codecs. With one
+ * entry, peer copies send nothing and the codec does nothing; an NCCL
+ * broadcast in place still encodes and decodes. */
 typedef enum cuts_weight_codec {
   CUTS_CODEC_NONE = 0,
   CUTS_CODEC_3TO1 = 1,

@@ -17,8 +17,9 @@
 // count not divisible by 3 is padded with its first value.
 //
 // compress3to1/decompress3to1 are the scalar reference; the GPU kernels
-// (codegen/emit/Compress.h) produce and read the same words (their side
-// array may list escaped groups in another order).
+// (codegen/emit/Compress.h) produce the same packed words and restore the
+// same values, but may list escaped groups in another order (so escape
+// words may carry other indices).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_RUNTIME_COMPRESS_H
