@@ -10,13 +10,16 @@
 #include "DynamicLibrary.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
 
 namespace cuts::rt {
 namespace {
 
 using Comm = struct ncclComm *;
-constexpr int kUint8 = 1;
+// nccl.h's ncclDataType_t and ncclRedOp_t values.
+constexpr int kUint8 = 1, kFloat16 = 6, kFloat32 = 7, kBfloat16 = 9;
+constexpr int kSum = 0;
 
 struct Api {
   const char *(*ncclGetErrorString)(int);
@@ -25,6 +28,11 @@ struct Api {
   int (*ncclGroupStart)();
   int (*ncclGroupEnd)();
   int (*ncclBroadcast)(const void *, void *, size_t, int, int, Comm, void *);
+  int (*ncclAllGather)(const void *, void *, size_t, int, Comm, void *);
+  int (*ncclReduceScatter)(const void *, void *, size_t, int, int, Comm,
+                           void *);
+  int (*ncclSend)(const void *, size_t, int, int, Comm, void *);
+  int (*ncclRecv)(void *, size_t, int, int, Comm, void *);
 };
 
 struct Loaded {
@@ -51,6 +59,10 @@ const Loaded &loaded() {
     lib.bind(a.ncclGroupStart, {"ncclGroupStart"});
     lib.bind(a.ncclGroupEnd, {"ncclGroupEnd"});
     lib.bind(a.ncclBroadcast, {"ncclBroadcast"});
+    lib.bind(a.ncclAllGather, {"ncclAllGather"});
+    lib.bind(a.ncclReduceScatter, {"ncclReduceScatter"});
+    lib.bind(a.ncclSend, {"ncclSend"});
+    lib.bind(a.ncclRecv, {"ncclRecv"});
     if (!lib.missing().empty())
       l.error = "NCCL (libnccl.so.2) lacks " + lib.missing();
   });
@@ -98,6 +110,72 @@ bool ncclBroadcastAll(const std::vector<int> &devices,
   if (!done)
     error = why;
   return done;
+}
+
+NcclComms::~NcclComms() {
+  for (void *c : comms)
+    loaded().api.ncclCommDestroy(static_cast<Comm>(c));
+}
+
+bool NcclComms::init(const std::vector<int> &devices, std::string &error) {
+  const Loaded &l = loaded();
+  if (!l.error.empty()) {
+    error = l.error;
+    return false;
+  }
+  std::vector<int> sorted = devices;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    error = "NCCL takes one rank a device, and the device list repeats one";
+    return false;
+  }
+  std::vector<Comm> c(devices.size(), nullptr);
+  if (int r = l.api.ncclCommInitAll(c.data(), int(c.size()), devices.data())) {
+    error =
+        std::string("ncclCommInitAll failed: ") + l.api.ncclGetErrorString(r);
+    return false;
+  }
+  comms.assign(c.begin(), c.end());
+  return true;
+}
+
+bool NcclComms::run(Collective c, uint64_t chunk,
+                    const std::vector<void *> &send,
+                    const std::vector<void *> &recv,
+                    const std::vector<void *> &streams,
+                    const std::string &dtype, std::string &error) {
+  const Api &a = loaded().api;
+  const int n = int(comms.size());
+  const int type = dtype == "f16"    ? kFloat16
+                   : dtype == "bf16" ? kBfloat16
+                                     : kFloat32;
+  const size_t width = type == kFloat32 ? 4 : 2;
+  int r = a.ncclGroupStart();
+  for (int i = 0; r == 0 && i < n; ++i) {
+    Comm comm = static_cast<Comm>(comms[size_t(i)]);
+    if (c == Collective::AllGather) {
+      r = a.ncclAllGather(send[size_t(i)], recv[size_t(i)], chunk, kUint8, comm,
+                          streams[size_t(i)]);
+    } else if (c == Collective::ReduceScatter) {
+      r = a.ncclReduceScatter(send[size_t(i)], recv[size_t(i)], chunk / width,
+                              type, kSum, comm, streams[size_t(i)]);
+    } else { // all-to-all: a send and a receive with every rank
+      for (int p = 0; r == 0 && p < n; ++p) {
+        auto *s = static_cast<uint8_t *>(send[size_t(i)]) + uint64_t(p) * chunk;
+        auto *d = static_cast<uint8_t *>(recv[size_t(i)]) + uint64_t(p) * chunk;
+        r = a.ncclSend(s, chunk, kUint8, p, comm, streams[size_t(i)]);
+        if (r == 0)
+          r = a.ncclRecv(d, chunk, kUint8, p, comm, streams[size_t(i)]);
+      }
+    }
+  }
+  const int end = a.ncclGroupEnd();
+  if (r || end) {
+    error = std::string("NCCL ") + collectiveName(c) +
+            " failed: " + a.ncclGetErrorString(r ? r : end);
+    return false;
+  }
+  return true;
 }
 
 } // namespace cuts::rt

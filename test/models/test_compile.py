@@ -1592,6 +1592,28 @@ def check_weight_codecs(runner):
     require(np.array_equal(outs["3to1"], outs["restored"]),
             "3:1 on the GPU differs from the CPU's restored weights: %s %s" %
             (outs["3to1"], outs["restored"]))
+    # Two distinct GPUs where the host has them: each entry's own memory,
+    # peer copies and NCCL (where it loads).
+    if gpu_count() >= 2:
+        two = ("--gpus", "0,1", "--input", "x=" + x)
+        for name, model, extra in (
+                ("restored01", restored, ("--weights", "peer")),
+                ("3to1_01", art, ("--weights", "peer", "--weight-codec",
+                                  "3to1")),
+                ("nccl01", art, ("--weights", "nccl", "--weight-codec",
+                                 "3to1"))):
+            o = os.path.join(d, "y_" + name)
+            os.makedirs(o, exist_ok=True)
+            r = runner.run("run", model, *two, "--output-dir", o, *extra)
+            if name == "nccl01" and "cannot load NCCL" in r.stderr:
+                print("NCCL is not installed: its codec path not checked")
+                continue
+            require(r.returncode == 0, "run %s: %s" % (name, r.stderr))
+            outs[name] = np.load(os.path.join(o, "y.npy"))
+        for name in ("3to1_01", "nccl01"):
+            if name in outs:
+                require(np.array_equal(outs[name], outs["restored01"]),
+                        "%s differs from the restored weights" % name)
     for name, limit in (("3to1", 0.1), ("bf16", 0.02)):
         err = (np.linalg.norm(outs[name] - outs["plain"]) /
                np.linalg.norm(outs["plain"]))
@@ -1603,6 +1625,42 @@ def check_weight_codecs(runner):
     require(mv[0]["codec_ms"] > 0 and mv[1]["codec_ms"] > 0 and
             mv[1]["broadcast_bytes"] > 0 and mv[0]["broadcast_bytes"] == 0,
             "bench --weight-codec: %s" % mv)
+
+
+def gpu_count():
+    """The GPUs nvidia-smi lists (0 without it)."""
+    try:
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                           text=True)
+    except OSError:
+        return 0
+    return r.stdout.count("GPU ") if r.returncode == 0 else 0
+
+
+def check_collectives(runner):
+    """cuts collectives: clear errors for bad options; on a GPU, every
+    collective on copy engines over a repeated device list checks its
+    result (the tool fails otherwise) and reports its bandwidth."""
+    for extra, want in ((("--sizes", "1M"), "--gpus is required"),
+                        (("--gpus", "0,x"), "--gpus needs device ordinals"),
+                        (("--gpus", "0", "--sizes", "1Q"), "--sizes needs"),
+                        (("--gpus", "0", "--collective", "gather"),
+                         "--collective needs"),
+                        (("--gpus", "0", "--engine", "dma"),
+                         "--engine needs ce, nccl or both")):
+        r = runner.run("collectives", *extra)
+        require(r.returncode != 0 and want in r.stderr,
+                "collectives %s: %s" % (extra, r.stderr))
+    if not runner.gpu:
+        return
+    lists = ["0", "0,0", "0,0,0"] + (["0,1"] if gpu_count() >= 2 else [])
+    for gpus in lists:
+        r = runner.run("collectives", "--gpus", gpus, "--sizes", "64K,3M",
+                       "--iters", "3", "--engine", "ce", "--json")
+        require(r.returncode == 0, "collectives on %s: %s" % (gpus, r.stderr))
+        rows = json.loads(r.stdout)["rows"]
+        require(len(rows) == 6 and all(x["algbw_gbs"] > 0 for x in rows),
+                "collectives on %s: %s" % (gpus, rows))
 
 
 def check_sync(runner):
@@ -1756,6 +1814,8 @@ def main():
         runner.check("weight compression", check_compress, runner)
         runner.check("weight codecs on a device list", check_weight_codecs,
                      runner)
+    if not a.k or "collectives" in a.k:
+        runner.check("copy-engine collectives", check_collectives, runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/BenchDevices.h"
+#include "tools/cuts-run/Collectives.h"
 #include "tools/cuts-run/Compress.h"
 #include "tools/cuts-run/Opened.h"
 #include "tools/support/Emulate.h"
@@ -75,6 +76,13 @@ const char *kUsage =
     "      peak and global bandwidth of the GPU descriptor the model was\n"
     "      compiled for, or F TFLOP/s and B GB/s (measured ones, say);\n"
     "      with --graph each kernel is timed in a graph of its own\n"
+    "  cuts collectives --gpus 0,1,... [--sizes 64K,16M,1G] [--iters N]\n"
+    "           [--collective all-gather|all-to-all|reduce-scatter|all]\n"
+    "           [--engine ce|nccl|both] [--json]\n"
+    "      each collective's time and bandwidth by size (what a rank\n"
+    "      receives) on copy engines (peer copies, one stream a source and\n"
+    "      destination; reduce-scatter's sum a kernel) and through NCCL\n"
+    "      (distinct devices only), every result checked first\n"
     "  cuts compress MODEL.cuts [--emulate] [--json] [-o RESTORED.cuts]\n"
     "      ScaleDNN's 3:1 fp32 weight format on the model: bytes saved, the\n"
     "      weights' error (bf16 truncation beside it) and the outputs' error\n"
@@ -118,15 +126,7 @@ int parseDeviceOption(ArgList &a, cuts::cli::DeviceBench &dev) {
   if (!a.is("--gpus"))
     return 0;
   std::string list;
-  bool ok = a.value(list);
-  std::stringstream ss(list);
-  for (std::string item; ok && std::getline(ss, item, ',');) {
-    char *end = nullptr;
-    long v = std::strtol(item.c_str(), &end, 10);
-    ok = !item.empty() && !*end && v >= 0 && v < (1 << 20);
-    dev.gpus.push_back(int(v));
-  }
-  if (ok && !dev.gpus.empty())
+  if (a.value(list) && cuts::cli::parseOrdinals(list, dev.gpus))
     return 1;
   error("", "--gpus needs device ordinals, e.g. 0,1");
   return -1;
@@ -600,6 +600,8 @@ int main(int argc, char **argv) {
     return cmdTune(args);
   if (cmd == "compress")
     return cuts::cli::cmdCompress(args);
+  if (cmd == "collectives")
+    return cuts::cli::cmdCollectives(args);
   if (cmd == "-h" || cmd == "--help") {
     std::fputs(kUsage, stdout);
     return 0;

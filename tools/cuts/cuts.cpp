@@ -1031,7 +1031,8 @@ int main(int argc, char **argv) {
     return cmdCompile(args, argv[0]);
   if (cmd == "validate")
     return cmdValidate(args);
-  if (cmd == "run" || cmd == "bench" || cmd == "tune" || cmd == "compress")
+  if (cmd == "run" || cmd == "bench" || cmd == "tune" || cmd == "compress" ||
+      cmd == "collectives")
     return cmdRunner(cmd, args, argv[0]);
   usage(llvm::errs());
   return error("", "unknown command '" + cmd + "'");

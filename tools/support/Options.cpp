@@ -103,4 +103,20 @@ int parseInputShape(ArgList &a,
   return 1;
 }
 
+bool parseOrdinals(const std::string &list, std::vector<int> &out) {
+  out.clear();
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    char *end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || item[0] == '-' || v < 0 || v >= (1 << 20))
+      return false;
+    out.push_back(int(v));
+    at = comma + 1;
+  }
+  return !out.empty();
+}
+
 } // namespace cuts::cli

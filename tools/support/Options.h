@@ -57,6 +57,10 @@ private:
   size_t k = size_t(-1);
 };
 
+/// "0,1,1": device ordinals (each 0 to 2^20, at least one) into `out`;
+/// false where the list is anything else.
+bool parseOrdinals(const std::string &list, std::vector<int> &out);
+
 /// Takes the current argument as `command`'s one positional argument into
 /// `slot`: 0 when it is one, else the error's exit code (an unknown option,
 /// or a second positional; `what` names it: "model", "directory").

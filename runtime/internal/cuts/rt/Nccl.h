@@ -10,6 +10,8 @@
 #ifndef CUTS_RUNTIME_NCCL_H
 #define CUTS_RUNTIME_NCCL_H
 
+#include "cuts/rt/Collectives.h"
+
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -29,6 +31,30 @@ bool ncclBroadcastAll(const std::vector<int> &devices,
                       const std::vector<void *> &streams,
                       const std::function<bool(std::string &)> &wait,
                       std::string &error);
+
+/// NCCL communicators over distinct devices, one rank each, made once for
+/// many collectives (the comparison to CopyEngineComm).
+class NcclComms {
+public:
+  NcclComms() = default;
+  ~NcclComms();
+  NcclComms(const NcclComms &) = delete;
+  NcclComms &operator=(const NcclComms &) = delete;
+
+  /// ncclCommInitAll over `devices`; false and `error` where NCCL is
+  /// missing, a device repeats, or NCCL fails.
+  bool init(const std::vector<int> &devices, std::string &error);
+  /// `c` among the ranks as one NCCL group, rank i on streams[i] (a
+  /// CUstream), with CopyEngineComm's buffer sizes, except that
+  /// reduce-scatter writes its summed chunk (of `dtype` values: "f32",
+  /// "f16", "bf16") to recv[i] directly.
+  bool run(Collective c, uint64_t chunk, const std::vector<void *> &send,
+           const std::vector<void *> &recv, const std::vector<void *> &streams,
+           const std::string &dtype, std::string &error);
+
+private:
+  std::vector<void *> comms;
+};
 
 } // namespace cuts::rt
 

@@ -1,0 +1,27 @@
+//===- Collective.h - the kernel behind reduce-scatter ----------*- C++ -*-===//
+//
+// Copy engines move bytes and cannot add (ConCCL §V), so reduce-scatter is
+// all-to-all's copies and then this kernel on each rank: the rank's `ranks`
+// received chunks of n values summed in rank order, in fp32, rounded once,
+// so that every rank's sum of the same values is the same bits.
+//
+//   cuts_reduce_chunks_<f32|f16|bf16>(const T *in, unsigned ranks,
+//                                     unsigned long long n, T *out)
+//   out[i] = sum over r = 0 .. ranks-1 of in[r * n + i]
+//
+// T is float, or unsigned short holding fp16 or bf16 bits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CUTS_CODEGEN_EMIT_COLLECTIVE_H
+#define CUTS_CODEGEN_EMIT_COLLECTIVE_H
+
+#include <string>
+
+namespace cuts::codegen {
+
+/// The three kernels, with the conversions they need.
+std::string reduceChunksSource();
+
+} // namespace cuts::codegen
+
+#endif // CUTS_CODEGEN_EMIT_COLLECTIVE_H

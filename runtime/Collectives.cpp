@@ -1,0 +1,126 @@
+//===- Collectives.cpp - copy-engine collectives over a device list -------===//
+#include "cuts/rt/Collectives.h"
+
+#include "Session.h"
+
+namespace cuts::rt {
+
+const char *collectiveName(Collective c) {
+  switch (c) {
+  case Collective::AllGather:
+    return "all-gather";
+  case Collective::AllToAll:
+    return "all-to-all";
+  case Collective::ReduceScatter:
+    return "reduce-scatter";
+  }
+  return "?";
+}
+
+uint64_t sendBytes(Collective c, int ranks, uint64_t chunk) {
+  return c == Collective::AllGather ? chunk : uint64_t(ranks) * chunk;
+}
+
+uint64_t recvBytes(Collective, int ranks, uint64_t chunk) {
+  return uint64_t(ranks) * chunk;
+}
+
+std::vector<PeerCopy> copyPlan(Collective c, int ranks, uint64_t chunk) {
+  std::vector<PeerCopy> plan;
+  for (int src = 0; src < ranks; ++src)
+    for (int k = 1; k <= ranks; ++k) {
+      const int dst = (src + k) % ranks; // the source itself last
+      PeerCopy p;
+      p.src = src, p.dst = dst, p.bytes = chunk;
+      p.srcOffset = c == Collective::AllGather ? 0 : uint64_t(dst) * chunk;
+      p.dstOffset = uint64_t(src) * chunk;
+      plan.push_back(p);
+    }
+  return plan;
+}
+
+CopyEngineComm::CopyEngineComm(const cuda::Driver *d,
+                               std::vector<cuda::CUcontext> ctx)
+    : d(d), ctx(std::move(ctx)) {}
+
+CopyEngineComm::~CopyEngineComm() {
+  for (size_t s = 0; s < copy.size(); ++s) {
+    d->cuCtxSetCurrent(ctx[s]);
+    for (CUstream st : copy[s])
+      if (st)
+        d->cuStreamDestroy(st);
+    for (CUevent e : done[s])
+      if (e)
+        d->cuEventDestroy(e);
+    if (ready[s])
+      d->cuEventDestroy(ready[s]);
+  }
+}
+
+cuts_status CopyEngineComm::init(int priority) {
+  const size_t n = ctx.size();
+  copy.assign(n, std::vector<CUstream>(n, nullptr));
+  done.assign(n, std::vector<CUevent>(n, nullptr));
+  ready.assign(n, nullptr);
+  for (size_t s = 0; s < n; ++s) {
+    if (CUresult r = d->cuCtxSetCurrent(ctx[s]))
+      return cudaFail(r, "cuCtxSetCurrent");
+    if (CUresult r = d->cuEventCreate(&ready[s], cuda::CU_EVENT_DISABLE_TIMING))
+      return cudaFail(r, "cuEventCreate");
+    for (size_t t = 0; t < n; ++t) {
+      if (CUresult r = d->cuStreamCreateWithPriority(
+              &copy[s][t], cuda::CU_STREAM_NON_BLOCKING, priority))
+        return cudaFail(r, "creating a copy stream (cuStreamCreate)");
+      if (CUresult r =
+              d->cuEventCreate(&done[s][t], cuda::CU_EVENT_DISABLE_TIMING))
+        return cudaFail(r, "cuEventCreate");
+    }
+  }
+  return CUTS_OK;
+}
+
+cuts_status CopyEngineComm::run(Collective c, uint64_t chunk,
+                                const std::vector<CUdeviceptr> &send,
+                                const std::vector<CUdeviceptr> &recv,
+                                const std::vector<CUstream> &streams) {
+  const size_t n = ctx.size();
+  if (copy.size() != n || send.size() != n || recv.size() != n ||
+      streams.size() != n)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                std::string(collectiveName(c)) + ": " + std::to_string(n) +
+                    " ranks, but buffers or streams for another count");
+  for (size_t e = 0; e < n; ++e) {
+    d->cuCtxSetCurrent(ctx[e]);
+    if (CUresult r = d->cuEventRecord(ready[e], streams[e]))
+      return cudaFail(r, "cuEventRecord");
+  }
+  // A copy waits for its source's and its destination's stream.
+  for (const PeerCopy &p : copyPlan(c, int(n), chunk)) {
+    CUstream st = copy[p.src][p.dst];
+    d->cuCtxSetCurrent(ctx[p.src]);
+    for (int who : {p.src, p.dst})
+      if (CUresult r = d->cuStreamWaitEvent(st, ready[who], 0))
+        return cudaFail(r, "cuStreamWaitEvent");
+    const CUdeviceptr from = send[p.src] + p.srcOffset,
+                      to = recv[p.dst] + p.dstOffset;
+    CUresult r = ctx[p.src] == ctx[p.dst]
+                     ? d->cuMemcpyDtoDAsync(to, from, p.bytes, st)
+                     : d->cuMemcpyPeerAsync(to, ctx[p.dst], from, ctx[p.src],
+                                            p.bytes, st);
+    if (r)
+      return cudaFail(r, std::string(collectiveName(c)) + ": copying rank " +
+                             std::to_string(p.src) + "'s chunk to rank " +
+                             std::to_string(p.dst));
+    if (CUresult x = d->cuEventRecord(done[p.src][p.dst], st))
+      return cudaFail(x, "cuEventRecord");
+  }
+  for (size_t dst = 0; dst < n; ++dst) {
+    d->cuCtxSetCurrent(ctx[dst]);
+    for (size_t src = 0; src < n; ++src)
+      if (CUresult r = d->cuStreamWaitEvent(streams[dst], done[src][dst], 0))
+        return cudaFail(r, "cuStreamWaitEvent");
+  }
+  return CUTS_OK;
+}
+
+} // namespace cuts::rt
