@@ -225,6 +225,27 @@ def ChannelsLast : Pass<"cuts-channels-last", "mlir::func::FuncOp"> {
     transposes.
   }];
 }
+def TensorParallel : Pass<"cuts-tensor-parallel", "mlir::func::FuncOp"> {
+  let summary = "Split products Megatron-style across tensor-parallel ranks";
+  let description = [{
+    Products with a constant weight are split by columns, and the split is
+    followed through elementwise ops, reshapes, transposes, batched
+    products and softmax to the product that contracts over it, which is
+    split by rows; its partial sums meet in a cuts.all_reduce. Products
+    sharing their input (Q, K, V) split together. Where a split value
+    reaches anything else, that product stays whole. `rank` selects the
+    rank whose graph is made; `simulate` makes one graph with every rank's
+    ops and the partial sums added, which computes the same as the input
+    (the check of the splits on one device).
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "1", "tensor-parallel ranks">,
+    Option<"rank", "rank", "int64_t", "0", "the rank whose graph is made">,
+    Option<"simulate", "simulate", "bool", "false",
+           "every rank in one graph, all-reduces as additions">
+  ];
+}
+
 def DeadCode : Pass<"cuts-dce", "mlir::func::FuncOp"> {
   let summary = "Erase ops whose results are unused";
 }

@@ -247,6 +247,13 @@ LogicalResult IdentityOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>, Adaptor a,
+                                            SmallVectorImpl<Type> &out) {
+  out.push_back(a.getX().getType());
+  return success();
+}
+
 LogicalResult DropoutOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location>, Adaptor a,
                                           SmallVectorImpl<Type> &out) {

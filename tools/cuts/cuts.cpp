@@ -75,7 +75,7 @@ void usage(llvm::raw_ostream &os) {
         "                    [--precision fp32|tf32|fp16|bf16] "
         "[--io-precision fp16|bf16]\n"
         "                    [--layout auto|nchw] [--split-k auto|off]\n"
-        "                    [--weight-codecs]\n"
+        "                    [--weight-codecs] [--tensor-parallel-check N]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
@@ -103,6 +103,9 @@ void usage(llvm::raw_ostream &os) {
         "      (weights converted now; kernels compute in fp32); inputs and\n"
         "      outputs keep the model's types unless --io-precision; tf32\n"
         "      keeps fp32 tensors and lets library products use TF32\n"
+        "      --tensor-parallel-check N: split the products Megatron-style\n"
+        "      across N ranks and compile every rank's part in one graph,\n"
+        "      the all-reduces as additions (checks the split on one device)\n"
         "      --weight-codecs: ship the 3:1 and bf16 weight codecs' kernels,\n"
         "      so that a device list may send the weights compressed\n"
         "      (cuts bench --weight-codec, cuts_load_options.weight_codec)\n"
@@ -256,16 +259,27 @@ int parsePruneOption(ArgList &a, cuts::PruneOptions &prune) {
 /// tensor cores take them (cuts-channels-last).
 /// --split-k auto|off: auto splits long products over few tiles along K
 /// (cuts-split-k); off keeps every product whole, for comparison.
+/// --tensor-parallel-check N: the tensor-parallel split of N ranks, every
+/// rank's ops in one graph and their all-reduces as additions
+/// (cuts-tensor-parallel simulate): what the ranks compute, on one device.
 struct Precision {
   std::string storage = "fp32", io;
   std::string layout = "auto";
   std::string splitK = "auto";
+  int64_t tensorParallelCheck = 0;
 };
 
 // Parses --precision / --io-precision / --layout / --split-k at the current
 // argument; returns 0 when it is none of them, 1 when handled, -1 on error
 // (printed).
 int parsePrecisionOption(ArgList &a, Precision &p) {
+  if (a.is("--tensor-parallel-check")) {
+    if (!a.integer(p.tensorParallelCheck, 2, 64)) {
+      error("", "--tensor-parallel-check needs a rank count from 2 to 64");
+      return -1;
+    }
+    return 1;
+  }
   if (a.is("--layout")) {
     if (!a.value(p.layout) || (p.layout != "auto" && p.layout != "nchw")) {
       error("", "--layout needs auto or nchw");
@@ -312,6 +326,12 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   }
   mlir::PassManager pm(&ctx);
   auto &fn = pm.nest<mlir::func::FuncOp>();
+  if (p.tensorParallelCheck > 1) {
+    cuts::TensorParallelOptions tp;
+    tp.ranks = p.tensorParallelCheck;
+    tp.simulate = true;
+    fn.addPass(cuts::createTensorParallel(tp));
+  }
   if (p.storage == "fp16" || p.storage == "bf16" || p.storage == "tf32") {
     cuts::ConvertPrecisionOptions o;
     o.precision = p.storage;

@@ -153,6 +153,17 @@ def Cuts_IdentityOp : Cuts_Op<"identity", [Cuts_View]> {
   let hasFolder = 1;
 }
 
+def Cuts_AllReduceOp : Cuts_Op<"all_reduce"> {
+  let summary = "The sum of X over the ranks of a tensor-parallel plan";
+  let description = [{
+    Not an ONNX operator: `cuts-tensor-parallel` places it where a product
+    split by rows leaves each of the `ranks` ranks a partial sum. Every
+    rank runs it on its own X; each gets the sum of all ranks' X.
+  }];
+  let arguments = (ins Cuts_FloatTensor:$X, I64Attr:$ranks);
+  let results = (outs Cuts_FloatTensor:$Y);
+}
+
 def Cuts_DropoutOp : Cuts_Op<"dropout", [Cuts_View]> {
   let summary = "ONNX Dropout, inference mode";
   let description = [{
