@@ -21,6 +21,10 @@
 //                      tensors between kernels: "fp32", "fp16" or "bf16";
 //                      or "tf32": fp32 tensors whose products may round
 //                      their operands to tf32
+//   mixesRows string   (optional, "") the op that combines rows of the
+//                      batch ("op (loc) why"), found by cuts compile
+//                      --batch: such a plan runs only the profiles' own
+//                      batches, whole on one device
 //   batch     int      (optional, 0) the batch this plan serves when the
 //                      model has batch profiles (cuts compile --batch):
 //                      each other profile is a section "manifest.<batch>"
@@ -246,6 +250,8 @@ Json manifestJson(const Manifest &m) {
   j["precision"] = m.precision;
   if (m.batch > 0)
     j["batch"] = m.batch;
+  if (!m.mixesRows.empty())
+    j["mixesRows"] = m.mixesRows;
   Json tensors = Json::array();
   for (const Tensor &t : m.tensors) {
     Json jt = Json::object();
@@ -625,6 +631,9 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
   m.batch = 0;
   if (j.contains("batch") &&
       !r.integer(j, "", "batch", 1, int64_t(kMaxTensorBytes), m.batch))
+    return false;
+  m.mixesRows.clear();
+  if (j.contains("mixesRows") && !r.str(j, "", "mixesRows", m.mixesRows))
     return false;
   const Json *tensors = r.array(j, "", "tensors");
   if (!tensors)

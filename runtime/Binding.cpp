@@ -128,6 +128,16 @@ size_t choosePlan(const std::vector<int64_t> &batches, int64_t batch) {
   return batches.empty() ? 0 : batches.size() - 1;
 }
 
+bool runsBatch(const Manifest &plan, int64_t batch, std::string &error) {
+  if (plan.mixesRows.empty() || batch <= 0 || batch == plan.batch)
+    return true;
+  error = "batch " + std::to_string(batch) + " would be padded to profile " +
+          std::to_string(plan.batch) + ", but " + plan.mixesRows +
+          ", so padding would change every row's results: run a profile's "
+          "own batch";
+  return false;
+}
+
 bool checkBindings(const Manifest &man, const cuts_binding *b, int n,
                    bool inputs, std::vector<void *> &data, std::string &error,
                    int64_t batch) {

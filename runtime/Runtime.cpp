@@ -609,6 +609,11 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 label + ": a model on several devices splits its batch, which "
                         "needs batch profiles (cuts compile --batch)");
+  if (devices.size() > 1 && !model->impl->manifest().mixesRows.empty())
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                label + ": a model on several devices splits its batch, but " +
+                    model->impl->manifest().mixesRows +
+                    ", so its slices would not give its results");
   *out = model.release();
   return CUTS_OK;
 }
@@ -628,7 +633,8 @@ cuts_status bindAll(const ModelImpl &m, const cuts_binding *inputs,
     return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
   batch = *b;
   const Manifest &man = m.plans[choosePlan(m.batches, batch)].manifest();
-  if (!checkBindings(man, inputs, numInputs, true, in, err, batch) ||
+  if (!runsBatch(man, batch, err) ||
+      !checkBindings(man, inputs, numInputs, true, in, err, batch) ||
       !checkBindings(man, outputs, numOutputs, false, out, err, batch))
     return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
   return CUTS_OK;
@@ -1629,6 +1635,12 @@ cuts_status cuts_session_set_batch(cuts_session *session, int64_t batch) {
                   "batch " + std::to_string(batch) + " is out of 0.." +
                       std::to_string(most) +
                       (most ? "" : " (the model has no batch profiles)"));
+    const ModelImpl &m = *session->model;
+    std::string err;
+    if (batch > 0 &&
+        !runsBatch(m.plans[choosePlan(m.batches, batch)].manifest(), batch,
+                   err))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, err);
     session->benchBatch = batch;
     return CUTS_OK;
   });

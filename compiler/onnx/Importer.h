@@ -319,6 +319,7 @@ private:
   std::string modelDir;
   const ImportOptions &opts;
   int batchedInputs = 0; // inputs given the batch profile's batch (axis 0)
+  llvm::StringSet<> batchedNames; // their names (func args get cuts.batched)
   int64_t opset = 0;
   Block *body = nullptr;
   Operation *lastConstant = nullptr; // initializers go after this

@@ -1796,6 +1796,7 @@ Importer::inputShape(const onnx::ValueInfoProto &in, const std::string &what) {
     if (opts.batch > 0 && !shape.empty()) {
       shape[0] = opts.batch;
       ++batchedInputs;
+      batchedNames.insert(in.name());
     }
     if (!tt.has_shape())
       return shape;
@@ -1820,6 +1821,7 @@ Importer::inputShape(const onnx::ValueInfoProto &in, const std::string &what) {
         (!dim.has_dim_value() || dim.dim_value() < 0)) {
       shape.push_back(opts.batch); // the batch profile's
       ++batchedInputs;
+      batchedNames.insert(in.name());
       continue;
     }
     if (!dim.has_dim_value() || dim.dim_value() < 0) {
@@ -1997,6 +1999,8 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   body = func.addEntryBlock();
   for (size_t k = 0; k < argNames.size(); ++k) {
     func.setArgAttr(k, "cuts.name", builder.getStringAttr(argNames[k]));
+    if (batchedNames.count(argNames[k]))
+      func.setArgAttr(k, "cuts.batched", builder.getUnitAttr());
     values[argNames[k]] = body->getArgument(k);
     inputNameOf[body->getArgument(k)] = argNames[k];
   }

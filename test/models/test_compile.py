@@ -1324,8 +1324,9 @@ def check_sync_tuned(runner, path, d):
 
 def make_dynamic_batch(path, kind):
     """Models whose inputs' axis 0 is symbolic ("N"): a CNN head (conv,
-    ReLU, global pool, flatten, product) or a row model (a batched input
-    scaled by an unbatched one, a product, softmax)."""
+    ReLU, global pool, flatten, product), a row model (a batched input
+    scaled by an unbatched one, a product, softmax), or one that centres
+    its rows on the batch's mean (which mixes rows)."""
     from onnx import helper as h, numpy_helper as nh, TensorProto as T
     r = np.random.default_rng(3)
 
@@ -1342,6 +1343,14 @@ def make_dynamic_batch(path, kind):
         inputs = [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, 8, 8])]
         outputs = [h.make_tensor_value_info("y", T.FLOAT, ["N", 5])]
         inits = [w("w", 8, 3, 3, 3), w("b", 8), w("fw", 8, 5)]
+    elif kind == "centred":  # rows minus the batch's mean: mixes rows
+        nodes = [h.make_node("ReduceMean", ["x"], ["mu"], axes=[0],
+                             keepdims=1),
+                 h.make_node("Sub", ["x", "mu"], ["c"]),
+                 h.make_node("MatMul", ["c", "mw"], ["y"])]
+        inputs = [h.make_tensor_value_info("x", T.FLOAT, ["N", 16])]
+        outputs = [h.make_tensor_value_info("y", T.FLOAT, ["N", 8])]
+        inits = [w("mw", 16, 8)]
     else:
         nodes = [h.make_node("Mul", ["x", "s"], ["m"]),
                  h.make_node("MatMul", ["m", "mw"], ["p"]),
@@ -1387,6 +1396,8 @@ def check_batch_profiles(runner):
         r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
                        "--batch", "4,1,3")
         require(r.returncode == 0, "compile --batch: " + r.stderr)
+        require("combine" not in r.stderr and "warning" not in r.stderr,
+                "rows found mixed in %s: %s" % (kind, r.stderr))
         require(all("at batch %d" % b in r.stdout for b in (1, 3, 4)),
                 r.stdout)
         art = os.path.join(out, "model.cuts")
@@ -1500,6 +1511,40 @@ def check_batch_profiles(runner):
                        "--batch", bad)
         require(r.returncode != 0 and "--batch needs batch sizes" in r.stderr,
                 "--batch %r: %s" % (bad, r.stderr))
+    # A model whose rows depend on each other: a warning at compile time;
+    # its profiles' own batches run (matching ONNX Runtime), a padded one
+    # is refused, as is a device list's split.
+    d = os.path.join(runner.work, "batch_centred")
+    os.makedirs(d, exist_ok=True)
+    path = make_dynamic_batch(os.path.join(d, "model.onnx"), "centred")
+    out = os.path.join(d, "out")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--batch", "1,4")
+    require(r.returncode == 0 and "reduce_mean" in r.stderr and
+            "reduces over the batch axis" in r.stderr,
+            "compile of a row-mixing model: " + r.stderr)
+    sess = ort.InferenceSession(path)
+    for n in (4, 2):
+        x = np.random.default_rng(n).standard_normal((n, 16)) \
+            .astype(np.float32)
+        ref = os.path.join(d, "ref%d" % n)
+        os.makedirs(ref, exist_ok=True)
+        np.save(os.path.join(ref, "y.npy"), sess.run(None, {"x": x})[0])
+        np.save(os.path.join(d, "x%d.npy" % n), x)
+        for mode in [("--emulate",)] + ([()] if runner.gpu else []):
+            r = runner.run("run", os.path.join(out, "model.cuts"), *mode,
+                           "--input", "x=" + os.path.join(d, "x%d.npy" % n),
+                           "--compare", ref)
+            if n == 4:
+                require(r.returncode == 0, "batch 4: " + r.stdout + r.stderr)
+            else:
+                require(r.returncode != 0 and "would be padded" in r.stderr,
+                        "batch 2 %s: %s" % (mode, r.stderr))
+    if runner.gpu:
+        r = runner.run("run", os.path.join(out, "model.cuts"), "--gpus", "0,0",
+                       "--input", "x=" + os.path.join(d, "x4.npy"))
+        require(r.returncode != 0 and "splits its batch, but" in r.stderr,
+                "a device list of a row-mixing model: " + r.stderr)
     fixed = os.path.join(runner.work, "mlp.onnx")
     if not os.path.exists(fixed):
         make_mlp(fixed)

@@ -2126,3 +2126,24 @@ TEST_CASE("C API: a weight codec needs peer or NCCL weights and an "
         std::string::npos);
   CHECK(m == nullptr);
 }
+
+TEST_CASE("a plan that combines rows runs only its own batch, and says why",
+          "[runtime]") {
+  ArtifactContents c = profileContents({1, 4});
+  const std::string why = "cuts.reduce_mean (loc(\"mean\")) reduces over the "
+                          "batch axis";
+  c.manifest.mixesRows = why;
+  c.profiles[0].manifest.mixesRows = why;
+  std::string error;
+  auto a = parseArtifact(serializeArtifact(c), error);
+  INFO(error);
+  REQUIRE(a);
+  CHECK(a->manifest.mixesRows == why);
+  const Manifest &four = a->profiles[0];
+  CHECK(four.mixesRows == why);
+  CHECK(runsBatch(four, 4, error));
+  CHECK_FALSE(runsBatch(four, 3, error));
+  CHECK(error.find("batch 3 would be padded to profile 4, but " + why) == 0);
+  // Without the mark, padding is how every other batch runs.
+  CHECK(runsBatch(profilePlan(4), 3, error));
+}

@@ -773,12 +773,19 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
   std::vector<cuts::driver::CompileResult> results;
   double importSeconds = 0;
-  std::string err;
+  std::string err, mixesRows;
   for (int64_t b : batches.empty() ? std::vector<int64_t>{0} : batches) {
     auto importStart = std::chrono::steady_clock::now();
     opts.batch = b;
     auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
-    if (!module || !applyPrecision(ctx, *module, precision, copts.arch, model))
+    if (!module)
+      return 1;
+    // Rows are followed where a profile has more than one (before the
+    // shape-dependent passes).
+    if (b > 1 && mixesRows.empty())
+      mixesRows = cuts::driver::rowMixing(
+          *module->getOps<mlir::func::FuncOp>().begin());
+    if (!applyPrecision(ctx, *module, precision, copts.arch, model))
       return 1;
     copts.precision = precision.storage;
     importSeconds += cuts::driver::secondsSince(importStart);
@@ -790,6 +797,13 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
                    (b > 0 ? "batch " + std::to_string(b) + ": " : "") + err);
     modules.push_back(std::move(module));
     results.push_back(std::move(*result));
+  }
+  if (!mixesRows.empty()) {
+    llvm::errs() << "cuts: warning: " << mixesRows
+                 << ": a batch runs whole, at a profile's own size, on one "
+                    "device (no padding, no split across a device list)\n";
+    for (cuts::driver::CompileResult &r : results)
+      r.contents.manifest.mixesRows = mixesRows;
   }
   std::vector<const cuts::driver::CompileResult *> resultList;
   for (const cuts::driver::CompileResult &r : results)

@@ -337,6 +337,8 @@ bool emulateArtifact(const rt::Artifact &a,
   if (!batch)
     return false;
   const rt::Manifest &m = *a.plans()[rt::choosePlan(batches, *batch)];
+  if (!rt::runsBatch(m, *batch, error))
+    return false;
   if (given.size() != m.inputs.size()) {
     error = "the model takes " + std::to_string(m.inputs.size()) + " inputs, " +
             std::to_string(given.size()) + " given";

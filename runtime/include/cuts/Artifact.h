@@ -135,6 +135,10 @@ struct Manifest {
   /// compile --batch; its batched inputs and outputs have that size on their
   /// batchAxis); 0 when it has none.
   int64_t batch = 0;
+  /// Where the model combines rows of its batch (cuts compile --batch found
+  /// the op: "op (loc) why"), so that a padded batch or a device list's
+  /// split would change the results; "" where rows are independent.
+  std::string mixesRows;
   std::vector<Tensor> tensors;
   std::vector<int> inputs, outputs; // tensor ids in the model's order
   std::vector<KernelLaunch> kernels;

@@ -50,6 +50,11 @@ std::optional<int64_t> bindingBatch(const Manifest &m, const cuts_binding *b,
 /// the last where batch is 0.
 size_t choosePlan(const std::vector<int64_t> &batches, int64_t batch);
 
+/// Whether `plan` (choosePlan's for `batch`) runs `batch`: a plan that
+/// combines rows of its batch (Manifest::mixesRows) only its own batch,
+/// never padded; else false and `error` says why.
+bool runsBatch(const Manifest &plan, int64_t batch, std::string &error);
+
 /// A batch split across devices in proportion to `shares` (positive):
 /// rows per device, summing to `batch`, the remainder of the rounding to
 /// the largest fractions (a device may get none).

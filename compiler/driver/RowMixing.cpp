@@ -1,0 +1,211 @@
+//===- RowMixing.cpp - does any op combine rows of the batch? -------------===//
+//
+// A batch profile runs a smaller batch padded, and a device list splits a
+// batch into slices: both assume that each row's results depend on that
+// row alone. The batch axis is followed from the inputs the importer
+// batched (cuts.batched) through the cleaned graph; the first op that
+// reads across it is named. Where an op moves the axis somewhere it can
+// no longer be followed, nothing is claimed after it.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/driver/Profiles.h"
+
+#include "cuts/Dialect/Cuts/CutsOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace cuts::driver {
+namespace {
+
+int64_t rankOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType()).getRank();
+}
+
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
+}
+
+/// Where axis `a` of `from` lands in `to` when it stays the major part of
+/// an axis (a reshape splitting or merging it); nullopt if it does not.
+std::optional<int64_t> majorAxis(llvm::ArrayRef<int64_t> from,
+                                 llvm::ArrayRef<int64_t> to, int64_t a) {
+  int64_t before = 1, at = 1;
+  for (int64_t i = 0; i < a; ++i)
+    before *= from[i];
+  for (int64_t b = 0; b < int64_t(to.size()); ++b) {
+    if (at == before && to[b] > 1 &&
+        (from[a] % to[b] == 0 || to[b] % from[a] == 0))
+      return b;
+    at *= to[b];
+    if (at > before)
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// The batch axis of op's result from its batched operands (`in`: operand
+/// index -> batch axis), or why the op mixes rows; neither where the axis
+/// cannot be followed.
+struct Step {
+  std::optional<int64_t> axis;
+  std::string mixes;
+};
+
+Step elementwise(mlir::Operation *op,
+                 llvm::ArrayRef<std::pair<unsigned, int64_t>> in) {
+  const int64_t rank = rankOf(op->getResult(0));
+  std::optional<int64_t> out;
+  for (auto [i, a] : in) {
+    const int64_t aligned = a + rank - rankOf(op->getOperand(i));
+    if (out && *out != aligned)
+      return {std::nullopt, "combines two batched operands along different "
+                            "axes"};
+    out = aligned;
+  }
+  return {out, ""};
+}
+
+Step product(mlir::Operation *op,
+             llvm::ArrayRef<std::pair<unsigned, int64_t>> in, bool transB) {
+  const int64_t rank = rankOf(op->getResult(0));
+  std::optional<int64_t> out;
+  for (auto [i, a] : in) {
+    const int64_t r = rankOf(op->getOperand(i));
+    if (i == 0 && a == r - 1)
+      return {std::nullopt, "contracts over the batch axis"};
+    if (i == 1 && a == r - (transB ? 1 : 2))
+      return {std::nullopt, "contracts over the batch axis"};
+    int64_t o = a + rank - r;
+    if (i == 1 && a == r - (transB ? 2 : 1))
+      o = rank - 1;
+    if (out && *out != o)
+      return {std::nullopt, "combines two batched operands"};
+    out = o;
+  }
+  return {out, ""};
+}
+
+Step reduce(mlir::Operation *op, int64_t a, llvm::ArrayRef<int64_t> axes,
+            bool keep) {
+  const int64_t r = rankOf(op->getOperand(0));
+  int64_t before = 0;
+  for (int64_t x : axes) {
+    const int64_t k = x < 0 ? x + r : x;
+    if (k == a)
+      return {std::nullopt, "reduces over the batch axis"};
+    before += k < a;
+  }
+  if (axes.empty())
+    return {std::nullopt, "reduces over every axis, the batch's too"};
+  return {keep ? a : a - before, ""};
+}
+
+Step follow(mlir::Operation *op,
+            llvm::ArrayRef<std::pair<unsigned, int64_t>> in) {
+  const int64_t a = in.front().second;
+  const bool first = in.front().first == 0;
+  auto norm = [&](int64_t axis) {
+    return axis < 0 ? axis + rankOf(op->getOperand(0)) : axis;
+  };
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return elementwise(op, in);
+  if (auto m = llvm::dyn_cast<MatMulOp>(op))
+    return product(op, in, m.getTransB());
+  if (auto m = llvm::dyn_cast<MatMulAddOp>(op)) {
+    llvm::SmallVector<std::pair<unsigned, int64_t>> ab;
+    for (auto p : in)
+      if (p.first < 2)
+        ab.push_back(p);
+    Step s = ab.empty() ? Step{} : product(op, ab, m.getTransB());
+    for (auto [i, x] : in)
+      if (i == 2 && s.mixes.empty()) {
+        const int64_t c =
+            x + rankOf(op->getResult(0)) - rankOf(op->getOperand(2));
+        if (s.axis && *s.axis != c)
+          return {std::nullopt, "adds a batched operand along another axis"};
+        s.axis = c;
+      }
+    return s;
+  }
+  if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
+    for (int64_t k = 0; k < int64_t(t.getPerm().size()); ++k)
+      if (t.getPerm()[k] == a)
+        return {k, ""};
+    return {};
+  }
+  if (llvm::isa<ReshapeOp, FlattenOp, UnsqueezeOp, SqueezeOp>(op))
+    return {majorAxis(shapeOf(op->getOperand(0)), shapeOf(op->getResult(0)), a),
+            ""};
+  if (auto s = llvm::dyn_cast<SoftmaxOp>(op))
+    return norm(int64_t(s.getAxis())) == a
+               ? Step{std::nullopt, "takes a softmax over the batch axis"}
+               : Step{a, ""};
+  if (auto n = llvm::dyn_cast<LayerNormalizationOp>(op))
+    return first && a >= norm(int64_t(n.getAxis()))
+               ? Step{std::nullopt, "normalises over the batch axis"}
+               : Step{first ? std::optional<int64_t>(a) : std::nullopt, ""};
+  if (auto r = llvm::dyn_cast<ReduceMeanOp>(op))
+    return reduce(op, a, r.getAxes(), r.getKeepdims());
+  if (auto r = llvm::dyn_cast<ReduceSumOp>(op))
+    return reduce(op, a, r.getAxes(), r.getKeepdims());
+  if (auto r = llvm::dyn_cast<ReduceMaxOp>(op))
+    return reduce(op, a, r.getAxes(), r.getKeepdims());
+  if (auto c = llvm::dyn_cast<ConcatOp>(op))
+    return norm(int64_t(c.getAxis())) == a
+               ? Step{std::nullopt, "concatenates along the batch axis"}
+               : Step{a, ""};
+  if (auto s = llvm::dyn_cast<SliceOp>(op)) {
+    const bool whole = s.getStarts()[a] == 0 && s.getSteps()[a] == 1 &&
+                       s.getEnds()[a] >= shapeOf(op->getOperand(0))[a];
+    return whole ? Step{a, ""}
+                 : Step{std::nullopt, "slices rows of the batch axis"};
+  }
+  if (auto g = llvm::dyn_cast<GatherOp>(op)) {
+    const int64_t axis = norm(int64_t(g.getAxis()));
+    if (first && axis == a)
+      return {std::nullopt, "gathers along the batch axis"};
+    if (!first) // indices batched: the rows they pick follow them
+      return {axis + a, ""};
+    return {axis > a ? a : a - 1 + rankOf(op->getOperand(1)), ""};
+  }
+  if (llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp,
+                BatchNormalizationOp>(op))
+    return first && a == 0 ? Step{int64_t(0), ""} : Step{};
+  return {};
+}
+
+std::string where(mlir::Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << op->getName().getStringRef() << " (" << op->getLoc() << ")";
+  return s;
+}
+
+} // namespace
+
+std::string rowMixing(mlir::func::FuncOp fn) {
+  llvm::DenseMap<mlir::Value, int64_t> axis;
+  for (unsigned k = 0; k < fn.getNumArguments(); ++k)
+    if (fn.getArgAttr(k, "cuts.batched"))
+      axis[fn.getArgument(k)] = 0;
+  for (mlir::Operation &op : fn.getBody().front()) {
+    llvm::SmallVector<std::pair<unsigned, int64_t>> in;
+    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+      auto it = axis.find(op.getOperand(i));
+      if (it != axis.end())
+        in.push_back({i, it->second});
+    }
+    if (in.empty() || op.getNumResults() == 0)
+      continue;
+    Step s = follow(&op, in);
+    if (!s.mixes.empty())
+      return where(&op) + " " + s.mixes;
+    if (s.axis)
+      axis[op.getResult(0)] = *s.axis;
+  }
+  return "";
+}
+
+} // namespace cuts::driver
