@@ -23,12 +23,18 @@ bool mergeProfiles(std::vector<CompileResult> &results,
                    const std::vector<int64_t> &batches,
                    rt::ArtifactContents &out, std::string &error);
 
-/// Where the model combines rows of its batch (an op whose results depend
-/// on more than one row: a reduction, softmax or norm over the batch axis,
-/// a product contracting over it, a slice or concat along it), so that a
-/// padded batch or a device list's split would change every row: "op (loc)
-/// why", or "" where no op does (RowMixing.cpp).
-std::string rowMixing(mlir::func::FuncOp fn);
+/// Whether the model combines rows of its batch, so that a padded batch or
+/// a device list's split would change every row (RowMixing.cpp).
+struct RowMixing {
+  /// The first op whose results depend on more than one row (a reduction,
+  /// softmax or norm over the batch axis, a product contracting over it, a
+  /// slice, concat or gather along it): "op (loc) why"; "" where none.
+  std::string mixes;
+  /// The first op the batch axis could not be followed through ("op
+  /// (loc)"; nothing is known after it), or "".
+  std::string lost;
+};
+RowMixing rowMixing(mlir::func::FuncOp fn);
 
 } // namespace cuts::driver
 

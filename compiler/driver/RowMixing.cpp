@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
+#include <string>
 
 namespace cuts::driver {
 namespace {
@@ -27,16 +28,17 @@ llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
 }
 
-/// Where axis `a` of `from` lands in `to` when it stays the major part of
-/// an axis (a reshape splitting or merging it); nullopt if it does not.
+/// Where axis `a` of `from`, whose major part holds the batch's `rows`,
+/// lands in `to` (a reshape): the axis after the same leading elements
+/// whose size holds every row whole; nullopt if none does.
 std::optional<int64_t> majorAxis(llvm::ArrayRef<int64_t> from,
-                                 llvm::ArrayRef<int64_t> to, int64_t a) {
+                                 llvm::ArrayRef<int64_t> to, int64_t a,
+                                 int64_t rows) {
   int64_t before = 1, at = 1;
   for (int64_t i = 0; i < a; ++i)
     before *= from[i];
   for (int64_t b = 0; b < int64_t(to.size()); ++b) {
-    if (at == before && to[b] > 1 &&
-        (from[a] % to[b] == 0 || to[b] % from[a] == 0))
+    if (at == before && to[b] % rows == 0)
       return b;
     at *= to[b];
     if (at > before)
@@ -67,19 +69,47 @@ Step elementwise(mlir::Operation *op,
   return {out, ""};
 }
 
+/// A product (numpy's matmul: a 1-D operand is a vector whose axis goes).
 Step product(mlir::Operation *op,
              llvm::ArrayRef<std::pair<unsigned, int64_t>> in, bool transB) {
   const int64_t rank = rankOf(op->getResult(0));
+  const int64_t ra = rankOf(op->getOperand(0)), rb = rankOf(op->getOperand(1));
+  const Step contracts{std::nullopt, "contracts over the batch axis"};
   std::optional<int64_t> out;
   for (auto [i, a] : in) {
-    const int64_t r = rankOf(op->getOperand(i));
-    if (i == 0 && a == r - 1)
-      return {std::nullopt, "contracts over the batch axis"};
-    if (i == 1 && a == r - (transB ? 1 : 2))
-      return {std::nullopt, "contracts over the batch axis"};
-    int64_t o = a + rank - r;
-    if (i == 1 && a == r - (transB ? 2 : 1))
-      o = rank - 1;
+    int64_t o;
+    if (i == 0) {
+      if (ra == 1 || a == ra - 1)
+        return contracts;
+      o = rb == 1 ? a : a + rank - ra;
+    } else {
+      if (rb == 1 || a == rb - (transB ? 1 : 2))
+        return contracts;
+      o = a == rb - (transB ? 2 : 1) ? rank - 1 : ra == 1 ? a : a + rank - rb;
+    }
+    if (out && *out != o)
+      return {std::nullopt, "combines two batched operands"};
+    out = o;
+  }
+  return {out, ""};
+}
+
+/// Gemm: Y = op(A) op(B) + C, all 2-D but C, which broadcasts.
+Step gemm(GemmOp g, llvm::ArrayRef<std::pair<unsigned, int64_t>> in) {
+  std::optional<int64_t> out;
+  for (auto [i, a] : in) {
+    int64_t o;
+    if (i == 0) {
+      if ((a == 1) != g.getTransA())
+        return {std::nullopt, "contracts over the batch axis"};
+      o = 0;
+    } else if (i == 1) {
+      if ((a == 0) != g.getTransB())
+        return {std::nullopt, "contracts over the batch axis"};
+      o = 1;
+    } else {
+      o = a + 2 - rankOf(g.getC());
+    }
     if (out && *out != o)
       return {std::nullopt, "combines two batched operands"};
     out = o;
@@ -103,7 +133,7 @@ Step reduce(mlir::Operation *op, int64_t a, llvm::ArrayRef<int64_t> axes,
 }
 
 Step follow(mlir::Operation *op,
-            llvm::ArrayRef<std::pair<unsigned, int64_t>> in) {
+            llvm::ArrayRef<std::pair<unsigned, int64_t>> in, int64_t rows) {
   const int64_t a = in.front().second;
   const bool first = in.front().first == 0;
   auto norm = [&](int64_t axis) {
@@ -113,6 +143,8 @@ Step follow(mlir::Operation *op,
     return elementwise(op, in);
   if (auto m = llvm::dyn_cast<MatMulOp>(op))
     return product(op, in, m.getTransB());
+  if (auto g = llvm::dyn_cast<GemmOp>(op))
+    return gemm(g, in);
   if (auto m = llvm::dyn_cast<MatMulAddOp>(op)) {
     llvm::SmallVector<std::pair<unsigned, int64_t>> ab;
     for (auto p : in)
@@ -136,8 +168,11 @@ Step follow(mlir::Operation *op,
     return {};
   }
   if (llvm::isa<ReshapeOp, FlattenOp, UnsqueezeOp, SqueezeOp>(op))
-    return {majorAxis(shapeOf(op->getOperand(0)), shapeOf(op->getResult(0)), a),
+    return {majorAxis(shapeOf(op->getOperand(0)), shapeOf(op->getResult(0)), a,
+                      rows),
             ""};
+  if (llvm::isa<ExpandOp>(op)) // broadcast, right-aligned
+    return {a + rankOf(op->getResult(0)) - rankOf(op->getOperand(0)), ""};
   if (auto s = llvm::dyn_cast<SoftmaxOp>(op))
     return norm(int64_t(s.getAxis())) == a
                ? Step{std::nullopt, "takes a softmax over the batch axis"}
@@ -162,16 +197,20 @@ Step follow(mlir::Operation *op,
     return whole ? Step{a, ""}
                  : Step{std::nullopt, "slices rows of the batch axis"};
   }
+  if (auto g = llvm::dyn_cast<GatherElementsOp>(op))
+    return norm(int64_t(g.getAxis())) == a
+               ? Step{std::nullopt, "gathers along the batch axis"}
+               : Step{a, ""};
   if (auto g = llvm::dyn_cast<GatherOp>(op)) {
     const int64_t axis = norm(int64_t(g.getAxis()));
-    if (first && axis == a)
+    if ((first && axis == a) || in.size() > 1)
       return {std::nullopt, "gathers along the batch axis"};
     if (!first) // indices batched: the rows they pick follow them
       return {axis + a, ""};
     return {axis > a ? a : a - 1 + rankOf(op->getOperand(1)), ""};
   }
-  if (llvm::isa<ConvOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp,
-                BatchNormalizationOp>(op))
+  if (llvm::isa<ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp,
+                GlobalAveragePoolOp, BatchNormalizationOp>(op))
     return first && a == 0 ? Step{int64_t(0), ""} : Step{};
   return {};
 }
@@ -185,11 +224,15 @@ std::string where(mlir::Operation *op) {
 
 } // namespace
 
-std::string rowMixing(mlir::func::FuncOp fn) {
+RowMixing rowMixing(mlir::func::FuncOp fn) {
+  RowMixing result;
   llvm::DenseMap<mlir::Value, int64_t> axis;
+  int64_t rows = 0;
   for (unsigned k = 0; k < fn.getNumArguments(); ++k)
-    if (fn.getArgAttr(k, "cuts.batched"))
+    if (fn.getArgAttr(k, "cuts.batched")) {
       axis[fn.getArgument(k)] = 0;
+      rows = shapeOf(fn.getArgument(k))[0];
+    }
   for (mlir::Operation &op : fn.getBody().front()) {
     llvm::SmallVector<std::pair<unsigned, int64_t>> in;
     for (unsigned i = 0; i < op.getNumOperands(); ++i) {
@@ -197,15 +240,24 @@ std::string rowMixing(mlir::func::FuncOp fn) {
       if (it != axis.end())
         in.push_back({i, it->second});
     }
-    if (in.empty() || op.getNumResults() == 0)
+    if (in.empty() || op.getNumResults() == 0 ||
+        llvm::isa<mlir::func::ReturnOp>(op))
       continue;
-    Step s = follow(&op, in);
-    if (!s.mixes.empty())
-      return where(&op) + " " + s.mixes;
-    if (s.axis)
-      axis[op.getResult(0)] = *s.axis;
+    Step s = follow(&op, in, rows);
+    if (!s.mixes.empty()) {
+      result.mixes = where(&op) + " " + s.mixes;
+      return result;
+    }
+    if (!s.axis) {
+      if (result.lost.empty())
+        result.lost = where(&op);
+      continue;
+    }
+    for (mlir::Value r : op.getResults()) // a layer norm's statistics too
+      if (rankOf(r) > *s.axis)
+        axis[r] = *s.axis;
   }
-  return "";
+  return result;
 }
 
 } // namespace cuts::driver

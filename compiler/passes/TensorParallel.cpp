@@ -204,7 +204,9 @@ bool Analysis::product(Region &r, mlir::Operation *op) {
   if (constantWeight(op) && a.kind == State::S && a.axis == ar - 1) {
     r.cuts[{op, 1}] = Cut{transB(op) ? 1 : 0, a.segments};
     if (llvm::isa<MatMulAddOp>(op)) {
-      if (r.of(op->getOperand(2)).kind != State::R)
+      mlir::Operation *c = op->getOperand(2).getDefiningOp();
+      if (r.of(op->getOperand(2)).kind != State::R ||
+          (c && llvm::is_contained(r.reduces, c)))
         return false;
       r.cuts[{op, 2}] = Cut{-1, 1, true};
     }
@@ -327,7 +329,14 @@ std::optional<Region> Analysis::grow(llvm::ArrayRef<mlir::Operation *> seeds) {
     bool reads = false;
     for (mlir::Value v : op.getOperands())
       reads |= r.of(v).kind != State::R;
-    if (reads && !visit(r, &op))
+    if (!reads)
+      continue;
+    // A rank's copy would read its own partial sum, not the total.
+    for (mlir::Value v : op.getOperands())
+      if (mlir::Operation *def = v.getDefiningOp())
+        if (llvm::is_contained(r.reduces, def))
+          return std::nullopt;
+    if (!visit(r, &op))
       return std::nullopt;
   }
   if (r.reduces.empty())
@@ -380,7 +389,9 @@ bool cloneForRank(const Region &r, int64_t ranks, int64_t rank,
                   mlir::OpBuilder &b, mlir::IRMapping &map,
                   llvm::DenseMap<mlir::Operation *, mlir::Value> &partial) {
   for (mlir::Operation *op : r.ops) {
-    // The cut constants first, so that they dominate the copy.
+    // Before the original, where every operand from outside is defined;
+    // the cut constants first, so that they dominate the copy.
+    b.setInsertionPoint(op);
     llvm::SmallVector<std::pair<unsigned, mlir::Value>> cut;
     bool dropAddend = false;
     for (unsigned i = 0; i < op->getNumOperands(); ++i) {
@@ -404,6 +415,7 @@ bool cloneForRank(const Region &r, int64_t ranks, int64_t rank,
                                    copy->getOperand(1));
       if (transB(op))
         mm.setTransB(true);
+      map.map(op->getResult(0), mm.getResult());
       copy->erase();
       copy = mm;
     }
@@ -456,6 +468,11 @@ struct TensorParallelPass
     mlir::func::FuncOp fn = getOperation();
     if (ranks < 2)
       return;
+    if (!simulate && (rank < 0 || rank >= ranks)) {
+      fn.emitError() << "cuts-tensor-parallel: rank " << int64_t(rank)
+                     << " is not one of 0.." << int64_t(ranks) - 1;
+      return signalPassFailure();
+    }
     mlir::Block &block = fn.getBody().front();
     llvm::DenseSet<mlir::Operation *> done;
     for (auto &group : seedGroups(block)) {
@@ -493,6 +510,12 @@ struct TensorParallelPass
   /// do together).
   bool rewrite(const Region &r) {
     mlir::OpBuilder b(r.ops.front());
+    llvm::SetVector<mlir::Operation *> whole; // the weights cut
+    for (auto &[at, cut] : r.cuts)
+      if (mlir::Operation *def =
+              at.first->getOperand(at.second).getDefiningOp())
+        whole.insert(def);
+
     llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>> sums;
     for (int64_t k = 0; k < ranks; ++k) {
       if (!simulate && k != rank)
@@ -515,11 +538,6 @@ struct TensorParallelPass
         total = b.create<AllReduceOp>(op->getLoc(), total, ranks);
       op->getResult(0).replaceAllUsesWith(total);
     }
-    llvm::SetVector<mlir::Operation *> whole; // the weights cut
-    for (auto &[at, cut] : r.cuts)
-      if (mlir::Operation *def =
-              at.first->getOperand(at.second).getDefiningOp())
-        whole.insert(def);
     for (mlir::Operation *op : llvm::reverse(r.ops))
       if (op->use_empty())
         op->erase();

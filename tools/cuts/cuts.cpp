@@ -773,7 +773,7 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
   std::vector<cuts::driver::CompileResult> results;
   double importSeconds = 0;
-  std::string err, mixesRows;
+  std::string err, mixesRows, lostRows;
   for (int64_t b : batches.empty() ? std::vector<int64_t>{0} : batches) {
     auto importStart = std::chrono::steady_clock::now();
     opts.batch = b;
@@ -782,9 +782,11 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
       return 1;
     // Rows are followed where a profile has more than one (before the
     // shape-dependent passes).
-    if (b > 1 && mixesRows.empty())
-      mixesRows = cuts::driver::rowMixing(
+    if (b > 1 && mixesRows.empty() && lostRows.empty()) {
+      cuts::driver::RowMixing rm = cuts::driver::rowMixing(
           *module->getOps<mlir::func::FuncOp>().begin());
+      mixesRows = rm.mixes, lostRows = rm.lost;
+    }
     if (!applyPrecision(ctx, *module, precision, copts.arch, model))
       return 1;
     copts.precision = precision.storage;
@@ -798,6 +800,11 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     modules.push_back(std::move(module));
     results.push_back(std::move(*result));
   }
+  if (mixesRows.empty() && !lostRows.empty())
+    llvm::errs() << "cuts: note: the batch axis is not followed past "
+                 << lostRows
+                 << ": padded batches and device-list splits assume each "
+                    "row's results depend on that row alone\n";
   if (!mixesRows.empty()) {
     llvm::errs() << "cuts: warning: " << mixesRows
                  << ": a batch runs whole, at a profile's own size, on one "

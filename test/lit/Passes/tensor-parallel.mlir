@@ -108,3 +108,39 @@ func.func @fused(%x: tensor<1x2x1xf32>) -> tensor<1x2x4xf32> {
   %y = cuts.matmul %o, %wo : (tensor<1x2x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4xf32>
   return %y : tensor<1x2x4xf32>
 }
+
+// -----
+
+// A split op that reads a row product's sum (a gate): a rank's copy would
+// read its own partial, so nothing is split.
+// CHECK-LABEL: func.func @gate(
+// CHECK-NOT: cuts.all_reduce
+// CHECK: return
+func.func @gate(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w1 = cuts.constant {value = dense<1.0> : tensor<4x8xf32>} : tensor<4x8xf32>
+  %wg = cuts.constant {value = dense<1.0> : tensor<8x1xf32>} : tensor<8x1xf32>
+  %w2 = cuts.constant {value = dense<1.0> : tensor<8x4xf32>} : tensor<8x4xf32>
+  %h = cuts.matmul %x, %w1 : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  %s = cuts.matmul %h, %wg : (tensor<2x8xf32>, tensor<8x1xf32>) -> tensor<2x1xf32>
+  %m = cuts.mul %h, %s : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %y = cuts.matmul %m, %w2 : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// A whole operand defined after the split starts (a broadcast scale): each
+// copy sits where its original was, after it.
+// CHECK-LABEL: func.func @late(
+// CHECK: %[[E:[a-z0-9_]+]] = cuts.exp %arg1
+// CHECK: cuts.mul %{{.*}}, %[[E]] : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+// CHECK: cuts.all_reduce
+func.func @late(%x: tensor<2x4xf32>, %z: tensor<2x1xf32>) -> tensor<2x4xf32> {
+  %w1 = cuts.constant {value = dense<1.0> : tensor<4x8xf32>} : tensor<4x8xf32>
+  %w2 = cuts.constant {value = dense<1.0> : tensor<8x4xf32>} : tensor<8x4xf32>
+  %h = cuts.matmul %x, %w1 : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  %e = cuts.exp %z : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %m = cuts.mul %h, %e : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %y = cuts.matmul %m, %w2 : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
