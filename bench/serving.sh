@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Batch profiles and dynamic batching on a GPU host: ResNet-50 and BERT-base
 # (test/models/exported/*_bN_*: a symbolic batch, random weights) compiled
-# in fp16 with --batch 1,8,32; cuts bench --batch B --graph for every batch
-# 1..32 (a padded batch against its profile), then examples/server with
-# dynamic batching against one request a run (--max-batch 1) at several
-# arrival rates. Output in bench/out/serving-<arch>.txt.
+# in fp16 with --batch 1,8,32; cuts bench --batch B --graph (device buffers)
+# and cuts bench --gpus 0 --batch B (host buffers, as a server runs) for
+# every batch 1..32 (a padded batch against its profile), then
+# examples/server with dynamic batching against one request a run
+# (--max-batch 1) at several arrival rates. Output in
+# bench/out/serving-<arch>.txt.
 #
 #   bench/serving.sh [directory of cuts and cuts-server, default .gpu-bin/bin] [arch]
 set -uo pipefail
@@ -26,6 +28,10 @@ OUT=bench/out/serving-$ARCH.txt
     for b in $(seq 1 32); do
       echo "$m batch $b: $("$BIN/cuts" bench "$W/$m/model.cuts" --batch $b \
         --graph --iters 50 | sed 's/.*: median/median/')"
+      # A server's run: host buffers in and out, two in flight; a padded
+      # batch's rows go straight into the profile's buffers (no extra copy).
+      echo "$m batch $b host: $("$BIN/cuts" bench "$W/$m/model.cuts" \
+        --gpus 0 --batch $b --iters 50 | head -1 | sed 's/.*batch/batch/')"
     done
     for rate in $rates; do
       n=$((rate < 2000 ? 2000 : rate))
