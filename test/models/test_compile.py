@@ -1714,7 +1714,8 @@ def check_tensor_parallel(runner):
     rows, every rank's part in one graph with the all-reduces as
     additions; emulated, its outputs equal the unsplit model's (fp32,
     relative L2 1e-5) for 2 and 4 ranks, and more kernels show the split
-    happened. A rank count nothing divides leaves the graph whole."""
+    happened. A rank count nothing divides leaves the graph whole. GPT-2
+    with 2 ranks likewise."""
     here = os.path.dirname(os.path.abspath(__file__))
     d = os.path.join(runner.work, "tensor_parallel")
     subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
@@ -1744,6 +1745,28 @@ def check_tensor_parallel(runner):
                                                         r.stderr))
     require(kernels[2] > kernels[1] and kernels[4] > kernels[2] and
             kernels[3] == kernels[1], "kernels by ranks: %s" % kernels)
+    # GPT-2 (12 layers): its fused Q|K|V product split by segments, its
+    # FFN2 adding the residual on rank 0 only.
+    g = os.path.join(d, "gpt2")
+    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
+                    os.path.join(here, "exported", "gpt2_s128_dyn20.onnx"),
+                    g], check=True, capture_output=True)
+    ids = os.path.join(g, "ids.npy")
+    np.save(ids, rng.integers(0, 50000, (1, 128)).astype(np.int64))
+    gref = os.path.join(g, "ref")
+    os.makedirs(gref, exist_ok=True)
+    for ranks in (1, 2):
+        out = os.path.join(g, "tp%d" % ranks)
+        extra = ("--tensor-parallel-check", "2") if ranks > 1 else ()
+        r = runner.run("compile", os.path.join(g, "gpt2_s128_dyn20.onnx"),
+                       "--arch", "sm_90", "-o", out, *extra)
+        require(r.returncode == 0, "GPT-2 compile %s: %s" % (extra, r.stderr))
+        r = runner.run("run", os.path.join(out, "model.cuts"), "--emulate",
+                       "--input", "input_ids=" + ids,
+                       *(("--output-dir", gref) if ranks == 1 else
+                         ("--compare", gref, "--tolerance", "1e-5")))
+        require(r.returncode == 0, "GPT-2 on %d ranks: %s%s" %
+                (ranks, r.stdout, r.stderr))
     r = runner.run("compile", model, "--arch", "sm_90", "-o", d,
                    "--tensor-parallel-check", "1")
     require(r.returncode != 0 and "--tensor-parallel-check needs" in r.stderr,
