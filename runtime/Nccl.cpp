@@ -69,6 +69,23 @@ const Loaded &loaded() {
   return l;
 }
 
+/// NCCL's entry points where it loaded and `devices` (one rank each) has
+/// no device twice; else null and `error` says why.
+const Api *usable(const std::vector<int> &devices, std::string &error) {
+  const Loaded &l = loaded();
+  if (!l.error.empty()) {
+    error = l.error;
+    return nullptr;
+  }
+  std::vector<int> sorted = devices;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    error = "NCCL takes one rank a device, and the device list repeats one";
+    return nullptr;
+  }
+  return &l.api;
+}
+
 } // namespace
 
 bool ncclBroadcastAll(const std::vector<int> &devices,
@@ -76,18 +93,10 @@ bool ncclBroadcastAll(const std::vector<int> &devices,
                       const std::vector<void *> &streams,
                       const std::function<bool(std::string &)> &wait,
                       std::string &error) {
-  const Loaded &l = loaded();
-  if (!l.error.empty()) {
-    error = l.error;
+  const Api *api = usable(devices, error);
+  if (!api)
     return false;
-  }
-  std::vector<int> sorted = devices;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    error = "NCCL takes one rank a device, and the device list repeats one";
-    return false;
-  }
-  const Api &a = l.api;
+  const Api &a = *api;
   auto failed = [&](int r, const char *what) {
     error = std::string(what) + " failed: " + a.ncclGetErrorString(r);
     return false;
@@ -118,21 +127,13 @@ NcclComms::~NcclComms() {
 }
 
 bool NcclComms::init(const std::vector<int> &devices, std::string &error) {
-  const Loaded &l = loaded();
-  if (!l.error.empty()) {
-    error = l.error;
+  const Api *api = usable(devices, error);
+  if (!api)
     return false;
-  }
-  std::vector<int> sorted = devices;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    error = "NCCL takes one rank a device, and the device list repeats one";
-    return false;
-  }
   std::vector<Comm> c(devices.size(), nullptr);
-  if (int r = l.api.ncclCommInitAll(c.data(), int(c.size()), devices.data())) {
+  if (int r = api->ncclCommInitAll(c.data(), int(c.size()), devices.data())) {
     error =
-        std::string("ncclCommInitAll failed: ") + l.api.ncclGetErrorString(r);
+        std::string("ncclCommInitAll failed: ") + api->ncclGetErrorString(r);
     return false;
   }
   comms.assign(c.begin(), c.end());
