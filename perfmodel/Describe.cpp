@@ -75,7 +75,9 @@ int externalInputs(mlir::Operation *op,
 namespace {
 
 std::optional<OpDesc> describeShapes(mlir::Operation *op) {
-  if (op->getNumResults() == 0 || llvm::isa<ConstantOp>(op) || isViewOp(op))
+  // An all-reduce is a collective between kernels, never part of one.
+  if (op->getNumResults() == 0 || llvm::isa<ConstantOp, AllReduceOp>(op) ||
+      isViewOp(op))
     return std::nullopt;
   auto out = tensorType(op->getResult(0));
   if (!out)

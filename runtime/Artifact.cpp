@@ -252,6 +252,10 @@ Json manifestJson(const Manifest &m) {
     j["batch"] = m.batch;
   if (!m.mixesRows.empty())
     j["mixesRows"] = m.mixesRows;
+  if (m.ranks > 0) {
+    j["ranks"] = m.ranks;
+    j["rank"] = m.rank;
+  }
   Json tensors = Json::array();
   for (const Tensor &t : m.tensors) {
     Json jt = Json::object();
@@ -306,6 +310,8 @@ Json manifestJson(const Manifest &m) {
     }
     if (s.pdl)
       js["pdl"] = true;
+    if (!s.collective.empty())
+      js["collective"] = s.collective;
     steps.push_back(std::move(js));
   }
   j["steps"] = std::move(steps);
@@ -635,6 +641,11 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
   m.mixesRows.clear();
   if (j.contains("mixesRows") && !r.str(j, "", "mixesRows", m.mixesRows))
     return false;
+  m.ranks = m.rank = 0;
+  if (j.contains("ranks") &&
+      (!r.integer(j, "", "ranks", 2, 1024, m.ranks) ||
+       !r.integer(j, "", "rank", 0, m.ranks - 1, m.rank)))
+    return false;
   const Json *tensors = r.array(j, "", "tensors");
   if (!tensors)
     return false;
@@ -676,6 +687,8 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
         return false;
       s.pdl = v.get<bool>();
     }
+    if (js.contains("collective") && !r.str(js, p, "collective", s.collective))
+      return false;
   }
   return true;
 }
@@ -1033,6 +1046,17 @@ bool validateSteps(const Manifest &m, std::string &error) {
     }
     if (s.from < 0 || s.to < 0)
       return fail(p, "a copy (kernel -1) needs from and to");
+    if (!s.collective.empty()) {
+      if (s.collective != "all-reduce" || m.ranks < 2)
+        return fail(p, "collective \"" + s.collective +
+                           "\": only \"all-reduce\", in a plan of 2 or "
+                           "more ranks");
+      if (rootTensor(m, s.from) != rootTensor(m, s.to) ||
+          !writable(m, s.from) || m.tensors[s.from].dtype != "float32")
+        return fail(p, "an all-reduce sums a float32 tensor in place (to "
+                       "a view of from, neither an input nor a weight)");
+      continue;
+    }
     if (m.tensors[s.from].bytes() != m.tensors[s.to].bytes())
       return fail(p, "the copy's tensors differ in size (" +
                          std::to_string(m.tensors[s.from].bytes()) + " and " +
@@ -1118,6 +1142,68 @@ bool validateProfiles(const Artifact &a, std::string &error) {
       }
     }
   }
+  return true;
+}
+
+/// The sections "manifest.rank<r>" of a tensor-parallel artifact: ranks 1
+/// to manifest.ranks - 1, each with the first plan's archs, precision,
+/// inputs and outputs.
+bool readRankPlans(Artifact &a, std::string &error) {
+  const Manifest &first = a.manifest;
+  for (int64_t r = 1; r < std::max<int64_t>(first.ranks, 1); ++r) {
+    const std::string name = "manifest.rank" + std::to_string(r);
+    uint64_t size = 0;
+    const uint8_t *text = a.section(name, &size);
+    if (!text) {
+      error = "a plan of " + std::to_string(first.ranks) + " ranks has no \"" +
+              name + "\" section";
+      return false;
+    }
+    Manifest m;
+    Json j;
+    try {
+      j = Json::parse(text, text + size);
+    } catch (const Json::exception &e) {
+      error = name + ": invalid JSON: " + e.what();
+      return false;
+    }
+    if (!readManifest(j, m, error) || !validateManifest(a, m, error)) {
+      error.replace(0, 8, name);
+      return false;
+    }
+    bool same = m.ranks == first.ranks && m.rank == r &&
+                m.archs == first.archs && m.precision == first.precision &&
+                m.inputs.size() == first.inputs.size() &&
+                m.outputs.size() == first.outputs.size() && first.batch == 0;
+    for (int pass = 0; same && pass < 2; ++pass) {
+      const std::vector<int> &x = pass ? m.outputs : m.inputs,
+                             &y = pass ? first.outputs : first.inputs;
+      for (size_t i = 0; same && i < x.size(); ++i) {
+        const Tensor &u = m.tensors[size_t(x[i])],
+                     &v = first.tensors[size_t(y[i])];
+        same = u.name == v.name && u.dtype == v.dtype && u.shape == v.shape;
+      }
+    }
+    if (!same) {
+      error = name + ": not rank " + std::to_string(r) +
+              " of the first "
+              "plan's " +
+              std::to_string(first.ranks) +
+              " (its rank, archs, "
+              "precision, inputs and outputs must match; no batch profiles)";
+      return false;
+    }
+    a.rankPlans.push_back(std::move(m));
+  }
+  for (const auto &[name, blob] : a.sections)
+    if (name.rfind("manifest.rank", 0) == 0 &&
+        (first.ranks < 2 || name.size() == 13 ||
+         name.size() > 13 + std::to_string(first.ranks).size() ||
+         name.find_first_not_of("0123456789", 13) != std::string::npos ||
+         std::stoll(name.substr(13)) >= first.ranks)) {
+      error = "section \"" + name + "\": no rank of this plan";
+      return false;
+    }
   return true;
 }
 
@@ -1233,6 +1319,11 @@ bool layOut(const ArtifactContents &c, Layout &l) {
     profiles.push_back(p.manifest);
     placeBlobs(profiles.back(), p.sources, p.cubins);
   }
+  std::vector<Manifest> ranks;
+  for (const ArtifactContents::Profile &p : c.rankPlans) {
+    ranks.push_back(p.manifest);
+    placeBlobs(ranks.back(), p.sources, p.cubins);
+  }
   // Every arch with a CUBIN is listed: the given order first, then the rest.
   for (const auto &entry : l.cubin)
     if (std::find(m.archs.begin(), m.archs.end(), entry.first) == m.archs.end())
@@ -1248,6 +1339,11 @@ bool layOut(const ArtifactContents &c, Layout &l) {
   for (Manifest &p : profiles) {
     p.archs = m.archs;
     l.profileBytes.emplace_back("manifest." + std::to_string(p.batch), json(p));
+  }
+  for (Manifest &p : ranks) {
+    p.archs = m.archs;
+    l.profileBytes.emplace_back("manifest.rank" + std::to_string(p.rank),
+                                json(p));
   }
   // Each section as its runs of bytes (the weights: their vector, then the
   // spans kept where they are) and its size.
@@ -1474,7 +1570,7 @@ std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
   // The other profiles, "manifest.<batch>", in increasing batch.
   std::vector<std::pair<int64_t, std::string>> profiles;
   for (const auto &[name, blob] : a.sections) {
-    if (name.rfind("manifest.", 0) != 0)
+    if (name.rfind("manifest.", 0) != 0 || name.rfind("manifest.rank", 0) == 0)
       continue;
     std::string digits = name.substr(9);
     if (digits.empty() || digits.size() > 15 ||
@@ -1499,7 +1595,7 @@ std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
       return fail(name + ": its batch is " + std::to_string(m.batch));
     a.profiles.push_back(std::move(m));
   }
-  if (!validateProfiles(a, error))
+  if (!validateProfiles(a, error) || !readRankPlans(a, error))
     return std::nullopt;
   return a;
 }

@@ -477,6 +477,12 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                 label + " has no weight codecs: compile it with "
                         "--weight-codecs to send weights encoded "
                         "(weight_codec)");
+  if (parsed->manifest.ranks > 1)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                label + " is a tensor-parallel model of " +
+                    std::to_string(parsed->manifest.ranks) +
+                    " ranks, which runs emulated only so far (cuts run "
+                    "--emulate)");
   auto impl = std::make_shared<ModelImpl>();
   impl->artifact = std::move(*parsed);
   ModelImpl &m = *impl;

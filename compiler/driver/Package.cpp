@@ -304,7 +304,8 @@ int Packager::tensorFor(mlir::Value v, std::string &error) {
     name = n.getName().str();
   if (llvm::isa<ConstantOp>(def))
     return addWeight(v, name, error);
-  if (isViewOp(def)) {
+  // An all-reduce sums its operand in place: its result is a view of it.
+  if (isViewOp(def) || llvm::isa<AllReduceOp>(def)) {
     int root = tensorFor(def->getOperand(0), error);
     if (root < 0)
       return -1;
@@ -421,6 +422,18 @@ std::optional<GroupKernel> Packager::boundChoice(const GroupReport &g,
 bool Packager::addGroup(const GroupReport &g, std::string &error) {
   ++res.groups;
   if (g.estimate.fusion == "view") {
+    // The search leaves an all-reduce alone (no kernel reads across it):
+    // a collective step between its operand's producer and its readers.
+    for (mlir::Operation *op : g.operations)
+      if (auto ar = llvm::dyn_cast<AllReduceOp>(op)) {
+        rt::Step s;
+        s.from = tensorFor(ar.getX(), error);
+        s.to = tensorFor(ar.getY(), error);
+        if (s.from < 0 || s.to < 0)
+          return false;
+        s.collective = "all-reduce";
+        m.steps.push_back(s);
+      }
     ++res.views;
     return true;
   }

@@ -78,6 +78,54 @@ bool markBatched(std::vector<rt::Manifest *> &ms,
 
 } // namespace
 
+namespace {
+
+/// c's weights into out's section (found there by content, or appended
+/// after it as spans into c's own result), its tensors' offsets updated.
+bool shareWeights(rt::ArtifactContents &out, rt::ArtifactContents &c,
+                  const std::string &label, std::string &error) {
+  std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> stored;
+  auto index = [&](const rt::Manifest &m) {
+    for (const rt::Tensor &t : m.tensors)
+      if (t.kind == rt::TensorKind::Weight)
+        if (const uint8_t *d = weightData(out, t.weightOffset, t.bytes()))
+          stored.emplace(fnv1a(d, t.bytes()),
+                         std::make_pair(t.weightOffset, t.bytes()));
+  };
+  index(out.manifest);
+  for (const rt::ArtifactContents::Profile &p : out.profiles)
+    index(p.manifest);
+  for (const rt::ArtifactContents::Profile &p : out.rankPlans)
+    index(p.manifest);
+  for (rt::Tensor &t : c.manifest.tensors) {
+    if (t.kind != rt::TensorKind::Weight)
+      continue;
+    const uint8_t *d = weightData(c, t.weightOffset, t.bytes());
+    if (!d) {
+      error = "weight '" + t.name + "' of " + label + " has no bytes";
+      return false;
+    }
+    const uint64_t h = fnv1a(d, t.bytes());
+    bool found = false;
+    for (auto [it, end] = stored.equal_range(h); it != end && !found; ++it)
+      if (it->second.second == t.bytes() &&
+          std::memcmp(weightData(out, it->second.first, t.bytes()), d,
+                      t.bytes()) == 0) {
+        t.weightOffset = it->second.first;
+        found = true;
+      }
+    if (found)
+      continue;
+    const uint64_t at = (out.weightBytes() + 255) / 256 * 256;
+    out.weightSpans.push_back({at, d, t.bytes()});
+    stored.emplace(h, std::make_pair(at, t.bytes()));
+    t.weightOffset = at;
+  }
+  return true;
+}
+
+} // namespace
+
 bool mergeProfiles(std::vector<CompileResult> &results,
                    const std::vector<int64_t> &batches,
                    rt::ArtifactContents &out, std::string &error) {
@@ -87,42 +135,29 @@ bool mergeProfiles(std::vector<CompileResult> &results,
   if (!markBatched(ms, batches, error))
     return false;
   out = std::move(results[0].contents);
-  // The first profile's weights by content; the others' found there, or
-  // appended after them (spans into their own results).
-  std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> stored;
-  for (const rt::Tensor &t : out.manifest.tensors)
-    if (t.kind == rt::TensorKind::Weight)
-      if (const uint8_t *d = weightData(out, t.weightOffset, t.bytes()))
-        stored.emplace(fnv1a(d, t.bytes()),
-                       std::make_pair(t.weightOffset, t.bytes()));
   for (size_t p = 1; p < results.size(); ++p) {
     rt::ArtifactContents &c = results[p].contents;
-    for (rt::Tensor &t : c.manifest.tensors) {
-      if (t.kind != rt::TensorKind::Weight)
-        continue;
-      const uint8_t *d = weightData(c, t.weightOffset, t.bytes());
-      if (!d) {
-        error = "weight '" + t.name + "' of batch " +
-                std::to_string(batches[p]) + " has no bytes";
-        return false;
-      }
-      const uint64_t h = fnv1a(d, t.bytes());
-      bool found = false;
-      for (auto [it, end] = stored.equal_range(h); it != end && !found; ++it)
-        if (it->second.second == t.bytes() &&
-            std::memcmp(weightData(out, it->second.first, t.bytes()), d,
-                        t.bytes()) == 0) {
-          t.weightOffset = it->second.first;
-          found = true;
-        }
-      if (found)
-        continue;
-      const uint64_t at = (out.weightBytes() + 255) / 256 * 256;
-      out.weightSpans.push_back({at, d, t.bytes()});
-      stored.emplace(h, std::make_pair(at, t.bytes()));
-      t.weightOffset = at;
-    }
+    if (!shareWeights(out, c, "batch " + std::to_string(batches[p]), error))
+      return false;
     out.profiles.push_back(
+        {std::move(c.manifest), std::move(c.sources), std::move(c.cubins)});
+  }
+  return true;
+}
+
+bool mergeRanks(std::vector<CompileResult> &results, rt::ArtifactContents &out,
+                std::string &error) {
+  const int64_t ranks = int64_t(results.size());
+  for (size_t r = 0; r < results.size(); ++r) {
+    results[r].contents.manifest.ranks = ranks;
+    results[r].contents.manifest.rank = int64_t(r);
+  }
+  out = std::move(results[0].contents);
+  for (size_t r = 1; r < results.size(); ++r) {
+    rt::ArtifactContents &c = results[r].contents;
+    if (!shareWeights(out, c, "rank " + std::to_string(r), error))
+      return false;
+    out.rankPlans.push_back(
         {std::move(c.manifest), std::move(c.sources), std::move(c.cubins)});
   }
   return true;

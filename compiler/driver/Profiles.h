@@ -23,6 +23,13 @@ bool mergeProfiles(std::vector<CompileResult> &results,
                    const std::vector<int64_t> &batches,
                    rt::ArtifactContents &out, std::string &error);
 
+/// Merges the plans of a tensor-parallel compile (`results`: rank 0, 1,
+/// ...) into `out`: rank 0's plan in the manifest, the others as
+/// rt::Artifact::rankPlans, each rank's own weights in the one section
+/// (equal ones once). Keep the results' modules until `out` is written.
+bool mergeRanks(std::vector<CompileResult> &results, rt::ArtifactContents &out,
+                std::string &error);
+
 /// Whether the model combines rows of its batch, so that a padded batch or
 /// a device list's split would change every row (RowMixing.cpp).
 struct RowMixing {

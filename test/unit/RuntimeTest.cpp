@@ -2147,3 +2147,99 @@ TEST_CASE("a plan that combines rows runs only its own batch, and says why",
   // Without the mark, padding is how every other batch runs.
   CHECK(runsBatch(profilePlan(4), 3, error));
 }
+
+namespace {
+
+/// Rank `rank` of a 2-rank plan: y = k1(all-reduce(k0(x, w))).
+Manifest rankPlan(int64_t rank) {
+  Manifest m;
+  m.model = "ranks";
+  m.producer = "cuts test";
+  m.archs = {"sm_90"};
+  m.ranks = 2, m.rank = rank;
+  m.tensors.push_back(tensor("x", {4}, TensorKind::Input));
+  m.tensors.back().index = 0;
+  m.tensors.push_back(tensor("w", {4}, TensorKind::Weight));
+  m.tensors.back().weightOffset = rank == 0 ? 0 : 256;
+  m.tensors.push_back(tensor("t", {4}, TensorKind::Intermediate));
+  m.tensors.push_back(tensor("s", {4}, TensorKind::View));
+  m.tensors.back().viewOf = 2;
+  m.tensors.push_back(tensor("y", {4}, TensorKind::Output));
+  m.tensors.back().index = 0;
+  m.inputs = {0};
+  m.outputs = {4};
+  m.kernels.push_back(kernel("partial", {0, 1, 2}, {2}));
+  m.kernels.push_back(kernel("finish", {3, 4}, {4}));
+  Step reduce;
+  reduce.from = 2, reduce.to = 3, reduce.collective = "all-reduce";
+  m.steps = {Step{0, -1, -1}, reduce, Step{1, -1, -1}};
+  return m;
+}
+
+ArtifactContents rankContents() {
+  ArtifactContents c;
+  auto code = [](const Manifest &m) {
+    std::vector<std::string> sources;
+    std::vector<std::map<std::string, std::vector<char>>> cubins;
+    for (const KernelLaunch &k : m.kernels) {
+      std::string src = "extern \"C\" __global__ void " + k.name + "() {}\n";
+      sources.push_back(src);
+      cubins.push_back({{"sm_90", std::vector<char>(src.begin(), src.end())}});
+    }
+    return std::make_pair(sources, cubins);
+  };
+  c.manifest = rankPlan(0);
+  std::tie(c.sources, c.cubins) = code(c.manifest);
+  Manifest one = rankPlan(1);
+  auto [s1, b1] = code(one);
+  c.rankPlans.push_back({one, s1, b1});
+  c.weights.assign(512, 1);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
+          "and are checked",
+          "[runtime]") {
+  std::string error;
+  auto a = parseArtifact(serializeArtifact(rankContents()), error);
+  INFO(error);
+  REQUIRE(a);
+  REQUIRE(a->rankPlans.size() == 1);
+  CHECK(a->manifest.ranks == 2);
+  CHECK(a->rankPlans[0].rank == 1);
+  CHECK(a->rankPlans[0].tensors[1].weightOffset == 256);
+  CHECK(a->manifest.steps[1].collective == "all-reduce");
+  CHECK(a->profiles.empty());
+
+  ArtifactContents c = rankContents();
+  c.rankPlans.clear(); // rank 1 missing
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("has no \"manifest.rank1\" section") != std::string::npos);
+
+  c = rankContents();
+  c.manifest.ranks = 0, c.manifest.rank = 0; // a collective in a whole plan
+  c.rankPlans.clear();
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("only \"all-reduce\", in a plan of 2 or more ranks") !=
+        std::string::npos);
+
+  c = rankContents();
+  c.manifest.steps[1].to = 4; // not in place
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("sums a float32 tensor in place") != std::string::npos);
+
+  c = rankContents();
+  c.rankPlans[0].manifest.precision = "fp16"; // not the first plan's
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("not rank 1 of the first plan's 2") != std::string::npos);
+
+  // The runtime refuses it, naming why (before any device).
+  std::vector<uint8_t> bytes = serializeArtifact(rankContents());
+  cuts_model *m = nullptr;
+  CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), nullptr, &m) ==
+        CUTS_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(cuts_last_error()).find("runs emulated only") !=
+        std::string::npos);
+}

@@ -75,7 +75,8 @@ void usage(llvm::raw_ostream &os) {
         "                    [--precision fp32|tf32|fp16|bf16] "
         "[--io-precision fp16|bf16]\n"
         "                    [--layout auto|nchw] [--split-k auto|off]\n"
-        "                    [--weight-codecs] [--tensor-parallel-check N]\n"
+        "                    [--weight-codecs] [--tensor-parallel N]\n"
+        "                    [--tensor-parallel-check N]\n"
         "      DIR/NAME.cuts (the artifact), DIR/NAME.h and DIR/libNAME.so\n"
         "      (NAME: model); the first ARCH is the performance model's\n"
         "      target, CUBINs are built for every ARCH; --emit-source also\n"
@@ -103,6 +104,9 @@ void usage(llvm::raw_ostream &os) {
         "      (weights converted now; kernels compute in fp32); inputs and\n"
         "      outputs keep the model's types unless --io-precision; tf32\n"
         "      keeps fp32 tensors and lets library products use TF32\n"
+        "      --tensor-parallel N: a plan per rank of N, the products split\n"
+        "      Megatron-style and the partial sums all-reduced between\n"
+        "      kernels (cuts run --emulate runs it; GPUs come next)\n"
         "      --tensor-parallel-check N: split the products Megatron-style\n"
         "      across N ranks and compile every rank's part in one graph,\n"
         "      the all-reduces as additions (checks the split on one device)\n"
@@ -267,12 +271,21 @@ struct Precision {
   std::string layout = "auto";
   std::string splitK = "auto";
   int64_t tensorParallelCheck = 0;
+  /// --tensor-parallel N: the plan of rank tensorParallelRank of N.
+  int64_t tensorParallel = 0, tensorParallelRank = 0;
 };
 
 // Parses --precision / --io-precision / --layout / --split-k at the current
 // argument; returns 0 when it is none of them, 1 when handled, -1 on error
 // (printed).
 int parsePrecisionOption(ArgList &a, Precision &p) {
+  if (a.is("--tensor-parallel")) {
+    if (!a.integer(p.tensorParallel, 2, 64)) {
+      error("", "--tensor-parallel needs a rank count from 2 to 64");
+      return -1;
+    }
+    return 1;
+  }
   if (a.is("--tensor-parallel-check")) {
     if (!a.integer(p.tensorParallelCheck, 2, 64)) {
       error("", "--tensor-parallel-check needs a rank count from 2 to 64");
@@ -326,10 +339,11 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   }
   mlir::PassManager pm(&ctx);
   auto &fn = pm.nest<mlir::func::FuncOp>();
-  if (p.tensorParallelCheck > 1) {
+  if (p.tensorParallelCheck > 1 || p.tensorParallel > 1) {
     cuts::TensorParallelOptions tp;
-    tp.ranks = p.tensorParallelCheck;
-    tp.simulate = true;
+    tp.ranks = std::max(p.tensorParallelCheck, p.tensorParallel);
+    tp.rank = p.tensorParallelRank;
+    tp.simulate = p.tensorParallelCheck > 1;
     fn.addPass(cuts::createTensorParallel(tp));
   }
   if (p.storage == "fp16" || p.storage == "bf16" || p.storage == "tf32") {
@@ -774,7 +788,19 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   std::vector<cuts::driver::CompileResult> results;
   double importSeconds = 0;
   std::string err, mixesRows, lostRows;
-  for (int64_t b : batches.empty() ? std::vector<int64_t>{0} : batches) {
+  // One compile per batch profile, or per tensor-parallel rank, or the one.
+  const int64_t ranks = precision.tensorParallel;
+  std::vector<int64_t> jobs =
+      batches.empty() ? std::vector<int64_t>{0} : batches;
+  if (ranks > 1) {
+    if (!batches.empty() || precision.tensorParallelCheck > 0)
+      return error("", "--tensor-parallel takes neither --batch nor "
+                       "--tensor-parallel-check (yet)");
+    jobs.assign(size_t(ranks), 0);
+  }
+  for (size_t job = 0; job < jobs.size(); ++job) {
+    const int64_t b = jobs[job];
+    precision.tensorParallelRank = ranks > 1 ? int64_t(job) : 0;
     auto importStart = std::chrono::steady_clock::now();
     opts.batch = b;
     auto module = loadModel(ctx, model, opts, /*runPasses=*/true);
@@ -793,6 +819,8 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     importSeconds += cuts::driver::secondsSince(importStart);
     if (b > 0 && batches.size() > 1)
       llvm::errs() << "cuts: compiling batch profile " << b << "\n";
+    if (ranks > 1)
+      llvm::errs() << "cuts: compiling rank " << job << " of " << ranks << "\n";
     auto result = cuts::driver::compileModule(*module, copts, err);
     if (!result)
       return error(model,
@@ -827,16 +855,20 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (emitSource)
     for (size_t p = 0; p < results.size(); ++p)
       if (int rc = writeKernelSources(
-              batches.empty() ? outDir
-                              : outDir + "/batch" + std::to_string(batches[p]),
+              ranks > 1 ? outDir + "/rank" + std::to_string(p)
+              : batches.empty()
+                  ? outDir
+                  : outDir + "/batch" + std::to_string(batches[p]),
               results[p].sources))
         return rc;
   cuts::rt::ArtifactContents merged;
   if (!batches.empty() &&
       !cuts::driver::mergeProfiles(results, batches, merged, err))
     return error(model, "--batch: " + err);
+  if (ranks > 1 && !cuts::driver::mergeRanks(results, merged, err))
+    return error(model, "--tensor-parallel: " + err);
   cuts::rt::ArtifactContents &contents =
-      batches.empty() ? results[0].contents : merged;
+      batches.empty() && ranks < 2 ? results[0].contents : merged;
   if (weightCodecs &&
       !cuts::driver::addWeightCodecs(contents, copts.archs, err))
     return error(model, err);

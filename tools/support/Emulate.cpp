@@ -324,46 +324,40 @@ inputBatch(const rt::Artifact &a,
 
 } // namespace
 
-bool emulateArtifact(const rt::Artifact &a,
-                     const std::vector<std::vector<uint8_t>> &given,
-                     std::vector<std::vector<uint8_t>> &outputs,
-                     std::string &error, bool verbose) {
-  // The plan serving the inputs' batch; a batch no profile has zero-padded
-  // to the plan's, and its outputs sliced, as the runtime does.
-  std::vector<int64_t> batches;
-  for (const rt::Manifest *p : a.plans())
-    batches.push_back(p->batch);
-  const auto batch = inputBatch(a, given, error);
-  if (!batch)
-    return false;
-  const rt::Manifest &m = *a.plans()[rt::choosePlan(batches, *batch)];
-  if (!rt::runsBatch(m, *batch, error))
-    return false;
-  if (given.size() != m.inputs.size()) {
-    error = "the model takes " + std::to_string(m.inputs.size()) + " inputs, " +
-            std::to_string(given.size()) + " given";
-    return false;
-  }
-  std::vector<std::vector<uint8_t>> inputs = given;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const rt::Tensor &t = m.tensors[size_t(m.inputs[i])];
-    if (t.batchAxis >= 0 && inputs[i].size() < t.bytes())
-      inputs[i].resize(t.bytes(), 0);
-  }
-  // Host memory per root tensor, 8-byte aligned for any element type:
-  // inputs and weights are copied in (kernels take them as const), the rest
-  // poisoned so that an element no kernel writes cannot pass a comparison.
+namespace {
+
+/// One plan's run on the host: its tensors' memory (per root, 8-byte
+/// aligned), its kernels compiled, and the next step.
+struct PlanRun {
+  const rt::Manifest *m = nullptr;
+  std::vector<std::vector<uint64_t>> memory;
+  std::map<std::string, std::unique_ptr<HostKernel>> compiled;
+  size_t next = 0;
+
+  void *pointer(int t) { return memory[size_t(rt::rootTensor(*m, t))].data(); }
+  bool setUp(const rt::Artifact &a, const rt::Manifest &plan,
+             const std::vector<std::vector<uint8_t>> &inputs, bool verbose,
+             std::string &error);
+  /// Runs steps until a collective (left as `next`) or the end.
+  bool runToCollective(bool verbose, std::string &error);
+  bool done() const { return next >= m->steps.size(); }
+};
+
+// Inputs and weights are copied in (kernels take them as const), the rest
+// poisoned so that an element no kernel writes cannot pass a comparison.
+bool PlanRun::setUp(const rt::Artifact &a, const rt::Manifest &plan,
+                    const std::vector<std::vector<uint8_t>> &inputs,
+                    bool verbose, std::string &error) {
+  m = &plan;
   uint64_t weightBytes = 0;
   const uint8_t *weights = a.section("weights", &weightBytes);
-  std::vector<std::vector<uint64_t>> memory(m.tensors.size());
-  auto bytesOf = [&](size_t t) {
-    return reinterpret_cast<uint8_t *>(memory[t].data());
-  };
-  for (size_t t = 0; t < m.tensors.size(); ++t) {
-    const rt::Tensor &x = m.tensors[t];
+  memory.assign(plan.tensors.size(), {});
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const rt::Tensor &x = plan.tensors[t];
     uint64_t bytes = x.bytes();
     if (x.kind != rt::TensorKind::View)
       memory[t].assign(size_t((bytes + 7) / 8), 0);
+    uint8_t *p = reinterpret_cast<uint8_t *>(memory[t].data());
     switch (x.kind) {
     case rt::TensorKind::Input:
       if (inputs[x.index].size() != bytes) {
@@ -376,39 +370,40 @@ bool emulateArtifact(const rt::Artifact &a,
         return false;
       }
       if (bytes)
-        std::memcpy(bytesOf(t), inputs[x.index].data(), bytes);
+        std::memcpy(p, inputs[x.index].data(), bytes);
       break;
     case rt::TensorKind::Weight:
       if (bytes)
-        std::memcpy(bytesOf(t), weights + x.weightOffset, bytes);
+        std::memcpy(p, weights + x.weightOffset, bytes);
       break;
     case rt::TensorKind::Output:
     case rt::TensorKind::Intermediate:
-      poison(x.dtype, bytesOf(t), bytes);
+      poison(x.dtype, p, bytes);
       break;
     case rt::TensorKind::State: // zeroed, as a session's: the first run
     case rt::TensorKind::View:
       break;
     }
   }
-  auto pointer = [&](int t) -> void * {
-    return bytesOf(size_t(rt::rootTensor(m, t)));
-  };
+  return compileKernels(a, plan, compiled, verbose, error);
+}
 
-  std::map<std::string, std::unique_ptr<HostKernel>> compiled;
-  if (!compileKernels(a, m, compiled, verbose, error))
-    return false;
-  for (size_t s = 0; s < m.steps.size(); ++s) {
-    const rt::Step &step = m.steps[s];
+bool PlanRun::runToCollective(bool verbose, std::string &error) {
+  for (; next < m->steps.size(); ++next) {
+    const rt::Step &step = m->steps[next];
+    const size_t s = next;
+    if (!step.collective.empty())
+      return true;
     if (step.kernel < 0) {
       // Equal byte sizes (validated); a view may be shorter than its root.
-      if (uint64_t bytes = m.tensors[step.to].bytes())
+      if (uint64_t bytes = m->tensors[step.to].bytes())
         std::memcpy(pointer(step.to), pointer(step.from), bytes);
       continue;
     }
-    const rt::KernelLaunch &k = m.kernels[step.kernel];
+    const rt::KernelLaunch &k = m->kernels[step.kernel];
     if (k.isLibrary()) {
-      if (!emulateLibrary(k, pointer, error)) {
+      if (!emulateLibrary(
+              k, [&](int t) { return pointer(t); }, error)) {
         error = "step " + std::to_string(s) + " (" + k.library + "): " + error;
         return false;
       }
@@ -435,9 +430,85 @@ bool emulateArtifact(const rt::Artifact &a,
                        std::chrono::steady_clock::now() - start)
                        .count());
   }
+  return true;
+}
+
+/// The ranks' all-reduce at their current step: every rank's float32
+/// tensor summed in rank order (every rank gets the same bits), in place.
+bool allReduce(std::vector<PlanRun> &ranks, std::string &error) {
+  const rt::Step &first = ranks[0].m->steps[ranks[0].next];
+  const uint64_t n = ranks[0].m->tensors[first.from].bytes() / 4;
+  for (const PlanRun &r : ranks) {
+    const rt::Step &s = r.m->steps[r.next];
+    if (r.done() || s.collective != first.collective ||
+        r.m->tensors[s.from].bytes() != 4 * n) {
+      error = "the ranks' plans reach different collectives";
+      return false;
+    }
+  }
+  std::vector<float> sum(n, 0.f);
+  for (PlanRun &r : ranks) {
+    const float *x =
+        static_cast<const float *>(r.pointer(r.m->steps[r.next].from));
+    for (uint64_t i = 0; i < n; ++i)
+      sum[i] += x[i];
+  }
+  for (PlanRun &r : ranks) {
+    std::memcpy(r.pointer(r.m->steps[r.next].from), sum.data(), 4 * n);
+    ++r.next;
+  }
+  return true;
+}
+
+} // namespace
+
+bool emulateArtifact(const rt::Artifact &a,
+                     const std::vector<std::vector<uint8_t>> &given,
+                     std::vector<std::vector<uint8_t>> &outputs,
+                     std::string &error, bool verbose) {
+  // The plan serving the inputs' batch; a batch no profile has zero-padded
+  // to the plan's, and its outputs sliced, as the runtime does.
+  std::vector<int64_t> batches;
+  for (const rt::Manifest *p : a.plans())
+    batches.push_back(p->batch);
+  const auto batch = inputBatch(a, given, error);
+  if (!batch)
+    return false;
+  const rt::Manifest &m = *a.plans()[rt::choosePlan(batches, *batch)];
+  if (!rt::runsBatch(m, *batch, error))
+    return false;
+  if (given.size() != m.inputs.size()) {
+    error = "the model takes " + std::to_string(m.inputs.size()) + " inputs, " +
+            std::to_string(given.size()) + " given";
+    return false;
+  }
+  std::vector<std::vector<uint8_t>> inputs = given;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const rt::Tensor &t = m.tensors[size_t(m.inputs[i])];
+    if (t.batchAxis >= 0 && inputs[i].size() < t.bytes())
+      inputs[i].resize(t.bytes(), 0);
+  }
+  // A tensor-parallel model's ranks run in lockstep: each to its next
+  // all-reduce, then the sum.
+  std::vector<const rt::Manifest *> plans = {&m};
+  for (const rt::Manifest &r : a.rankPlans)
+    plans.push_back(&r);
+  std::vector<PlanRun> ranks(plans.size());
+  for (size_t r = 0; r < plans.size(); ++r)
+    if (!ranks[r].setUp(a, *plans[r], inputs, verbose, error))
+      return false;
+  for (;;) {
+    for (PlanRun &r : ranks)
+      if (!r.runToCollective(verbose, error))
+        return false;
+    if (ranks[0].done())
+      break;
+    if (!allReduce(ranks, error))
+      return false;
+  }
   outputs.clear();
   for (int t : m.outputs) {
-    const uint8_t *p = static_cast<const uint8_t *>(pointer(t));
+    const uint8_t *p = static_cast<const uint8_t *>(ranks[0].pointer(t));
     outputs.emplace_back(p, p + rt::bytesAtBatch(m.tensors[size_t(t)], *batch));
   }
   return true;

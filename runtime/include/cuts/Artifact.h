@@ -17,6 +17,9 @@
 //            "manifest.<B>"  another batch profile's manifest, one per
 //                            profile (cuts compile --batch), in increasing
 //                            batch B; it shares every other section
+//            "manifest.rank<R>" a tensor-parallel model's plan of rank R
+//                            >= 1 (cuts compile --tensor-parallel); shares
+//                            the sections as profiles do
 //            "weights"       every constant, each at a 256-byte aligned offset
 //            "cubin.sm_XY"   the kernels' CUBINs for one architecture, back to
 //                            back (offsets in the manifest)
@@ -116,6 +119,9 @@ struct Step {
   int stream = 0;
   int after = -1;
   bool pdl = false;
+  /// A tensor-parallel plan's collective instead of a copy: "all-reduce",
+  /// the ranks' sum of `from` in place (`to` is a view of it).
+  std::string collective = {};
 };
 
 struct Manifest {
@@ -139,6 +145,9 @@ struct Manifest {
   /// the op: "op (loc) why"), so that a padded batch or a device list's
   /// split would change the results; "" where rows are independent.
   std::string mixesRows;
+  /// A tensor-parallel plan: its rank of `ranks` (cuts compile
+  /// --tensor-parallel); ranks 0 where the model is not split.
+  int64_t ranks = 0, rank = 0;
   std::vector<Tensor> tensors;
   std::vector<int> inputs, outputs; // tensor ids in the model's order
   std::vector<KernelLaunch> kernels;
@@ -151,6 +160,9 @@ struct Artifact {
   /// The other batch profiles, by increasing batch: the same inputs and
   /// outputs (but for the batch), weights, archs and precision.
   std::vector<Manifest> profiles;
+  /// A tensor-parallel model's plans of ranks 1.. (the manifest is rank
+  /// 0's): the same inputs and outputs, their own weights and kernels.
+  std::vector<Manifest> rankPlans;
   std::vector<uint8_t> bytes;
   std::map<std::string, Blob> sections; // name -> range of `bytes`
 
@@ -197,6 +209,8 @@ struct ArtifactContents {
     std::vector<std::map<std::string, std::vector<char>>> cubins;
   };
   std::vector<Profile> profiles;
+  /// A tensor-parallel model's plans of ranks 1.. ("manifest.rank<r>").
+  std::vector<Profile> rankPlans;
   /// Per arch, the weight codecs' CUBIN ("codec.<arch>"); empty: none.
   std::map<std::string, std::vector<char>> codecs;
 };
