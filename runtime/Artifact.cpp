@@ -1150,6 +1150,18 @@ bool validateProfiles(const Artifact &a, std::string &error) {
 /// inputs and outputs.
 bool readRankPlans(Artifact &a, std::string &error) {
   const Manifest &first = a.manifest;
+  if (first.ranks > 1 && first.rank != 0) {
+    error = "manifest: a tensor-parallel artifact's first plan is rank 0, "
+            "not " +
+            std::to_string(first.rank);
+    return false;
+  }
+  for (const Manifest &p : a.profiles)
+    if (p.ranks != 0 || first.ranks != 0) {
+      error = "manifest." + std::to_string(p.batch) +
+              ": batch profiles are not tensor-parallel";
+      return false;
+    }
   for (int64_t r = 1; r < std::max<int64_t>(first.ranks, 1); ++r) {
     const std::string name = "manifest.rank" + std::to_string(r);
     uint64_t size = 0;
@@ -1184,20 +1196,28 @@ bool readRankPlans(Artifact &a, std::string &error) {
         same = u.name == v.name && u.dtype == v.dtype && u.shape == v.shape;
       }
     }
+    // The ranks meet at every all-reduce: the same ones, in the same order.
+    auto collectives = [](const Manifest &x) {
+      std::vector<std::pair<std::string, uint64_t>> c;
+      for (const Step &s : x.steps)
+        if (!s.collective.empty())
+          c.emplace_back(s.collective, x.tensors[size_t(s.from)].bytes());
+      return c;
+    };
+    same =
+        same && collectives(m) == collectives(first) && m.model == first.model;
     if (!same) {
       error = name + ": not rank " + std::to_string(r) +
-              " of the first "
-              "plan's " +
-              std::to_string(first.ranks) +
-              " (its rank, archs, "
-              "precision, inputs and outputs must match; no batch profiles)";
+              " of the first plan's " + std::to_string(first.ranks) +
+              " (its rank, model, archs, precision, inputs, outputs and "
+              "collectives must match; no batch profiles)";
       return false;
     }
     a.rankPlans.push_back(std::move(m));
   }
   for (const auto &[name, blob] : a.sections)
     if (name.rfind("manifest.rank", 0) == 0 &&
-        (first.ranks < 2 || name.size() == 13 ||
+        (first.ranks < 2 || name.size() == 13 || name[13] == '0' ||
          name.size() > 13 + std::to_string(first.ranks).size() ||
          name.find_first_not_of("0123456789", 13) != std::string::npos ||
          std::stoll(name.substr(13)) >= first.ranks)) {

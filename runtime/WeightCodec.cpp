@@ -58,7 +58,10 @@ uint64_t alignUp(uint64_t x) { return (x + 15) / 16 * 16; }
 
 CodecRanges codecRanges(const Artifact &a) {
   std::vector<ByteRange> fp32, other;
-  for (const Manifest *m : a.plans())
+  std::vector<const Manifest *> plans = a.plans();
+  for (const Manifest &r : a.rankPlans) // a tensor-parallel model's ranks
+    plans.push_back(&r);
+  for (const Manifest *m : plans)
     for (const Tensor &t : m->tensors)
       if (t.kind == TensorKind::Weight && t.bytes() > 0)
         (t.dtype == "float32" ? fp32 : other)

@@ -80,23 +80,25 @@ bool markBatched(std::vector<rt::Manifest *> &ms,
 
 namespace {
 
-/// c's weights into out's section (found there by content, or appended
-/// after it as spans into c's own result), its tensors' offsets updated.
+/// The weights in out's section by content hash: offset and bytes.
+using WeightIndex = std::multimap<uint64_t, std::pair<uint64_t, uint64_t>>;
+
+WeightIndex indexWeights(const rt::ArtifactContents &out) {
+  WeightIndex stored;
+  for (const rt::Tensor &t : out.manifest.tensors)
+    if (t.kind == rt::TensorKind::Weight)
+      if (const uint8_t *d = weightData(out, t.weightOffset, t.bytes()))
+        stored.emplace(fnv1a(d, t.bytes()),
+                       std::make_pair(t.weightOffset, t.bytes()));
+  return stored;
+}
+
+/// c's weights into out's section (found in `stored` by content, or
+/// appended after it as spans into c's own result and indexed), its
+/// tensors' offsets updated.
 bool shareWeights(rt::ArtifactContents &out, rt::ArtifactContents &c,
-                  const std::string &label, std::string &error) {
-  std::multimap<uint64_t, std::pair<uint64_t, uint64_t>> stored;
-  auto index = [&](const rt::Manifest &m) {
-    for (const rt::Tensor &t : m.tensors)
-      if (t.kind == rt::TensorKind::Weight)
-        if (const uint8_t *d = weightData(out, t.weightOffset, t.bytes()))
-          stored.emplace(fnv1a(d, t.bytes()),
-                         std::make_pair(t.weightOffset, t.bytes()));
-  };
-  index(out.manifest);
-  for (const rt::ArtifactContents::Profile &p : out.profiles)
-    index(p.manifest);
-  for (const rt::ArtifactContents::Profile &p : out.rankPlans)
-    index(p.manifest);
+                  WeightIndex &stored, const std::string &label,
+                  std::string &error) {
   for (rt::Tensor &t : c.manifest.tensors) {
     if (t.kind != rt::TensorKind::Weight)
       continue;
@@ -135,9 +137,11 @@ bool mergeProfiles(std::vector<CompileResult> &results,
   if (!markBatched(ms, batches, error))
     return false;
   out = std::move(results[0].contents);
+  WeightIndex stored = indexWeights(out);
   for (size_t p = 1; p < results.size(); ++p) {
     rt::ArtifactContents &c = results[p].contents;
-    if (!shareWeights(out, c, "batch " + std::to_string(batches[p]), error))
+    if (!shareWeights(out, c, stored, "batch " + std::to_string(batches[p]),
+                      error))
       return false;
     out.profiles.push_back(
         {std::move(c.manifest), std::move(c.sources), std::move(c.cubins)});
@@ -153,9 +157,10 @@ bool mergeRanks(std::vector<CompileResult> &results, rt::ArtifactContents &out,
     results[r].contents.manifest.rank = int64_t(r);
   }
   out = std::move(results[0].contents);
+  WeightIndex stored = indexWeights(out);
   for (size_t r = 1; r < results.size(); ++r) {
     rt::ArtifactContents &c = results[r].contents;
-    if (!shareWeights(out, c, "rank " + std::to_string(r), error))
+    if (!shareWeights(out, c, stored, "rank " + std::to_string(r), error))
       return false;
     out.rankPlans.push_back(
         {std::move(c.manifest), std::move(c.sources), std::move(c.cubins)});

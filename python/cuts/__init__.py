@@ -87,6 +87,7 @@ class Model:
         info = describe(self.path)
         self.name = info["model"]
         self.precision = info["precision"]
+        self.ranks = info["ranks"]  # tensor-parallel ranks (0: none)
         self.archs = list(info["archs"])
         self.profiles = list(info["profiles"])
         self.inputs = [TensorInfo(d) for d in info["inputs"]]

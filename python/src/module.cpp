@@ -302,7 +302,8 @@ nb::dict tensorDict(const cuts::rt::Tensor &t) {
 }
 
 /// What an artifact holds, without a GPU: its I/O at the largest profile,
-/// the profiles' batches, archs, precision and target.
+/// the profiles' batches, archs, precision, tensor-parallel ranks and
+/// target.
 nb::dict describe(const std::string &path) {
   std::string err;
   auto a = cuts::rt::readArtifact(path, err);
@@ -312,6 +313,7 @@ nb::dict describe(const std::string &path) {
   nb::dict d;
   d["model"] = m.model;
   d["precision"] = m.precision;
+  d["ranks"] = m.ranks; // tensor-parallel ranks (0: none)
   d["archs"] = m.archs;
   d["target"] = m.target;
   std::vector<int64_t> batches;

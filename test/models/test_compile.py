@@ -1770,6 +1770,10 @@ def check_tensor_parallel(runner):
                    "--tensor-parallel", "2", "--batch", "1,2")
     require(r.returncode != 0 and "--tensor-parallel takes neither" in
             r.stderr, "--tensor-parallel with --batch: " + r.stderr)
+    r = runner.run("compile", model, "--arch", "sm_90", "-o", d,
+                   "--tensor-parallel", "2", "--precision", "fp16")
+    require(r.returncode != 0 and "runs fp32 and tf32 plans so far" in
+            r.stderr, "--tensor-parallel in fp16: " + r.stderr)
     # GPT-2 (12 layers): its fused Q|K|V product split by segments, its
     # FFN2 adding the residual on rank 0 only.
     g = os.path.join(d, "gpt2")

@@ -2231,6 +2231,18 @@ TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
   CHECK(error.find("sums a float32 tensor in place") != std::string::npos);
 
   c = rankContents();
+  c.rankPlans[0].manifest.steps.erase( // rank 1 skips the all-reduce
+      c.rankPlans[0].manifest.steps.begin() + 1);
+  c.rankPlans[0].manifest.steps[1] = Step{1, -1, -1};
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("collectives must match") != std::string::npos);
+
+  c = rankContents();
+  c.manifest.rank = 1; // the first plan is rank 0
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("first plan is rank 0") != std::string::npos);
+
+  c = rankContents();
   c.rankPlans[0].manifest.precision = "fp16"; // not the first plan's
   CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
   CHECK(error.find("not rank 1 of the first plan's 2") != std::string::npos);

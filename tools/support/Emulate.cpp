@@ -436,11 +436,16 @@ bool PlanRun::runToCollective(bool verbose, std::string &error) {
 /// The ranks' all-reduce at their current step: every rank's float32
 /// tensor summed in rank order (every rank gets the same bits), in place.
 bool allReduce(std::vector<PlanRun> &ranks, std::string &error) {
+  for (const PlanRun &r : ranks)
+    if (r.done()) {
+      error = "the ranks' plans reach different collectives";
+      return false;
+    }
   const rt::Step &first = ranks[0].m->steps[ranks[0].next];
   const uint64_t n = ranks[0].m->tensors[first.from].bytes() / 4;
   for (const PlanRun &r : ranks) {
     const rt::Step &s = r.m->steps[r.next];
-    if (r.done() || s.collective != first.collective ||
+    if (s.collective != first.collective ||
         r.m->tensors[s.from].bytes() != 4 * n) {
       error = "the ranks' plans reach different collectives";
       return false;
@@ -501,15 +506,27 @@ bool emulateArtifact(const rt::Artifact &a,
     for (PlanRun &r : ranks)
       if (!r.runToCollective(verbose, error))
         return false;
-    if (ranks[0].done())
+    if (std::all_of(ranks.begin(), ranks.end(),
+                    [](const PlanRun &r) { return r.done(); }))
       break;
     if (!allReduce(ranks, error))
       return false;
   }
+  // Every rank holds the outputs; they must agree bit for bit.
   outputs.clear();
-  for (int t : m.outputs) {
-    const uint8_t *p = static_cast<const uint8_t *>(ranks[0].pointer(t));
-    outputs.emplace_back(p, p + rt::bytesAtBatch(m.tensors[size_t(t)], *batch));
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const uint64_t bytes =
+        rt::bytesAtBatch(m.tensors[size_t(m.outputs[i])], *batch);
+    const uint8_t *p =
+        static_cast<const uint8_t *>(ranks[0].pointer(m.outputs[i]));
+    for (size_t r = 1; r < ranks.size(); ++r)
+      if (std::memcmp(p, ranks[r].pointer(plans[r]->outputs[i]), bytes) != 0) {
+        error = "rank " + std::to_string(r) + "'s output '" +
+                m.tensors[size_t(m.outputs[i])].name +
+                "' differs from rank 0's";
+        return false;
+      }
+    outputs.emplace_back(p, p + bytes);
   }
   return true;
 }
