@@ -61,10 +61,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 /// The session of each entry of the device list, the first's first.
 std::vector<cuts_session *> entries(cuts_session &s) {
   std::vector<cuts_session *> all = {&s};

@@ -285,25 +285,15 @@ cuts_status createLibraryCalls(ModelImpl &m, PlanImpl &p,
   return CUTS_OK;
 }
 
-double msSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - t0)
-      .count();
-}
-
 /// A weight set of `size` bytes on m's device, its bytes copied from
 /// `host` where given (its ms the time that took).
 cuts_status newWeights(const ModelImpl &m, const uint8_t *host, uint64_t size,
                        std::shared_ptr<DeviceWeights> &out) {
   const auto t0 = std::chrono::steady_clock::now();
   auto w = std::make_shared<DeviceWeights>();
-  w->d = m.d, w->ctx = m.ctx;
   if (size > 0) {
-    if (CUresult r = m.d->cuMemAlloc(&w->ptr, size)) {
-      w->ptr = 0;
-      return cudaFail(r, "allocating " + std::to_string(size) +
-                             " bytes of weights (cuMemAlloc)");
-    }
+    if (cuts_status st = w->alloc(m.d, m.ctx, size, "the weights"))
+      return st;
     if (host)
       if (CUresult r = m.d->cuMemcpyHtoD(w->ptr, host, size))
         return cudaFail(r, "uploading the weights (cuMemcpyHtoD)");

@@ -16,6 +16,8 @@
 #include "cuts/rt/Library.h"
 #include "cuts/rt/WeightCodec.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -59,26 +61,53 @@ template <typename F> cuts_status guarded(F &&body) {
   }
 }
 
-/// A set of weights on one device, freed with the last model or session
-/// that holds it: a hot swap (cuts_model_swap_weights) replaces the
-/// model's, and each session takes the new set at its next run.
-struct DeviceWeights {
+inline double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+/// Device memory freed with it, in the context it was allocated in.
+struct DeviceBytes {
   const Driver *d = nullptr;
   CUcontext ctx = nullptr;
   CUdeviceptr ptr = 0;
+  DeviceBytes() = default;
+  DeviceBytes(const DeviceBytes &) = delete;
+  DeviceBytes &operator=(const DeviceBytes &) = delete;
+  ~DeviceBytes() { release(); }
+  void release() {
+    if (ptr) {
+      d->cuCtxSetCurrent(ctx);
+      d->cuMemFree(ptr);
+    }
+    ptr = 0;
+  }
+  /// `bytes` (at least 4) in `context`, made current; `what` names them in
+  /// the error.
+  cuts_status alloc(const Driver *driver, CUcontext context, uint64_t bytes,
+                    const std::string &what) {
+    release();
+    d = driver, ctx = context;
+    if (CUresult r = d->cuCtxSetCurrent(ctx))
+      return cudaFail(r, "cuCtxSetCurrent");
+    if (CUresult r = d->cuMemAlloc(&ptr, std::max<uint64_t>(bytes, 4))) {
+      ptr = 0;
+      return cudaFail(r, "allocating " + what + " (" + std::to_string(bytes) +
+                             " bytes, cuMemAlloc)");
+    }
+    return CUTS_OK;
+  }
+};
+
+/// A set of weights on one device, freed with the last model or session
+/// that holds it: a hot swap (cuts_model_swap_weights) replaces the
+/// model's, and each session takes the new set at its next run.
+struct DeviceWeights : DeviceBytes {
   // How the set got here (cuts_movement): milliseconds, of them the
   // codec's, and the bytes sent from the first entry.
   double ms = 0, codecMs = 0;
   uint64_t sentBytes = 0;
-  DeviceWeights() = default;
-  DeviceWeights(const DeviceWeights &) = delete;
-  DeviceWeights &operator=(const DeviceWeights &) = delete;
-  ~DeviceWeights() {
-    if (!ptr)
-      return;
-    d->cuCtxSetCurrent(ctx);
-    d->cuMemFree(ptr);
-  }
 };
 
 /// One plan of the model (a batch profile's, or the only one), loaded.

@@ -128,42 +128,6 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-/// Device memory freed with it (a staging buffer, a counter).
-struct DeviceBytes {
-  const Driver *d = nullptr;
-  CUcontext ctx = nullptr;
-  CUdeviceptr ptr = 0;
-  DeviceBytes() = default;
-  DeviceBytes(const DeviceBytes &) = delete;
-  DeviceBytes &operator=(const DeviceBytes &) = delete;
-  ~DeviceBytes() { release(); }
-  void release() {
-    if (ptr) {
-      d->cuCtxSetCurrent(ctx);
-      d->cuMemFree(ptr);
-    }
-    ptr = 0;
-  }
-  cuts_status alloc(const ModelImpl &m, uint64_t bytes, const char *what) {
-    release();
-    d = m.d, ctx = m.ctx;
-    if (CUresult r = m.d->cuCtxSetCurrent(m.ctx))
-      return cudaFail(r, "cuCtxSetCurrent");
-    if (CUresult r = m.d->cuMemAlloc(&ptr, std::max<uint64_t>(bytes, 4))) {
-      ptr = 0;
-      return cudaFail(r, std::string("allocating ") + what + " (" +
-                             std::to_string(bytes) + " bytes, cuMemAlloc)");
-    }
-    return CUTS_OK;
-  }
-};
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - t0)
-      .count();
-}
-
 // The grid-stride kernels need no more blocks than their items take.
 cuts_status launch(const ModelImpl &m, CUfunction f, uint64_t items,
                    std::vector<void *> args, const char *what) {
@@ -206,11 +170,11 @@ cuts_status encode(const ModelImpl &m, CUdeviceptr weights,
                           ? std::max<uint64_t>(1024, c.items / 64)
                           : 0;
   DeviceBytes counter;
-  if (cuts_status st = counter.alloc(m, 4, "the escape counter"))
+  if (cuts_status st = counter.alloc(m.d, m.ctx, 4, "the escape counter"))
     return st;
   for (;;) {
-    if (cuts_status st =
-            staging.alloc(m, l.bytes(capacity), "the weights' staging"))
+    if (cuts_status st = staging.alloc(m.d, m.ctx, l.bytes(capacity),
+                                       "the weights' staging"))
       return st;
     if (CUresult r = d->cuMemcpyHtoD(staging.ptr + l.table, c.table.data(),
                                      c.table.size() * sizeof(CodecTableEntry)))
@@ -326,7 +290,8 @@ cuts_status distributeEncoded(const std::vector<std::shared_ptr<ModelImpl>> &r,
   const double encodeMs = msSince(t0);
   const uint64_t bytes = l.bytes(sideGroups);
   for (size_t e = 1; e < r.size(); ++e)
-    if (cuts_status st = staging[e].alloc(*r[e], bytes, "the weights' staging"))
+    if (cuts_status st =
+            staging[e].alloc(r[e]->d, r[e]->ctx, bytes, "the weights' staging"))
       return st;
   std::vector<CUdeviceptr> ptrs;
   for (const DeviceBytes &s : staging)
