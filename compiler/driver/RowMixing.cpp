@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Profiles.h"
 
+#include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -26,25 +27,6 @@ int64_t rankOf(mlir::Value v) {
 
 llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
-}
-
-/// Where axis `a` of `from`, whose major part holds the batch's `rows`,
-/// lands in `to` (a reshape): the axis after the same leading elements
-/// whose size holds every row whole; nullopt if none does.
-std::optional<int64_t> majorAxis(llvm::ArrayRef<int64_t> from,
-                                 llvm::ArrayRef<int64_t> to, int64_t a,
-                                 int64_t rows) {
-  int64_t before = 1, at = 1;
-  for (int64_t i = 0; i < a; ++i)
-    before *= from[i];
-  for (int64_t b = 0; b < int64_t(to.size()); ++b) {
-    if (at == before && to[b] % rows == 0)
-      return b;
-    at *= to[b];
-    if (at > before)
-      return std::nullopt;
-  }
-  return std::nullopt;
 }
 
 /// The batch axis of op's result from its batched operands (`in`: operand

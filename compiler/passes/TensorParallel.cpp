@@ -91,29 +91,16 @@ mlir::Value constantWeight(mlir::Operation *op) {
 }
 
 /// Where a split along `axis` of `from` lands in `to` (a reshape): the
-/// axis whose leading elements match and that is the major part of the
-/// split one (its blocks are the same elements); nullopt if none.
+/// major part of an axis that splits from[axis] or merges it with the axes
+/// after it (majorAxis); nullopt if none.
 std::optional<int64_t> reshapedAxis(llvm::ArrayRef<int64_t> from,
                                     llvm::ArrayRef<int64_t> to, int64_t axis,
                                     int64_t ranks) {
-  int64_t before = 1;
-  for (int64_t i = 0; i < axis; ++i)
-    before *= from[i];
-  int64_t at = 1;
-  for (int64_t b = 0; b < int64_t(to.size()); ++b) {
-    if (at == before) {
-      // Either `to[b]` splits from[axis] (its major part) or merges it
-      // with the axes after it; both keep the blocks contiguous.
-      const bool splits = from[axis] % to[b] == 0;
-      const bool merges = to[b] % from[axis] == 0;
-      if ((splits || merges) && to[b] % ranks == 0 && to[b] > 1)
-        return b;
-    }
-    at *= to[b];
-    if (at > before)
-      return std::nullopt;
-  }
-  return std::nullopt;
+  std::optional<int64_t> b = majorAxis(from, to, axis, ranks);
+  if (!b || to[*b] <= 1 ||
+      (from[axis] % to[*b] != 0 && to[*b] % from[axis] != 0))
+    return std::nullopt;
+  return b;
 }
 
 /// The dimension of `v` (right-aligned to `rank` axes) along `axis`.

@@ -210,6 +210,21 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return s;
 }
 
+std::optional<int64_t> majorAxis(ArrayRef<int64_t> from, ArrayRef<int64_t> to,
+                                 int64_t axis, int64_t multiple) {
+  int64_t before = 1, at = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    before *= from[i];
+  for (int64_t b = 0; b < int64_t(to.size()); ++b) {
+    if (at == before && to[b] % multiple == 0)
+      return b;
+    at *= to[b];
+    if (at > before)
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                     ArrayRef<int64_t> b) {
   size_t r = std::max(a.size(), b.size());

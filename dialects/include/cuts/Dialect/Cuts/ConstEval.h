@@ -70,6 +70,14 @@ llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 
+/// Where axis `axis` of `from` lands in `to` (a reshape of it) as the major
+/// part of an axis whose size is a multiple of `multiple`: the axis after
+/// the same leading elements, so that `multiple` equal blocks of the one
+/// are the blocks of the other; nullopt where there is none.
+std::optional<int64_t> majorAxis(llvm::ArrayRef<int64_t> from,
+                                 llvm::ArrayRef<int64_t> to, int64_t axis,
+                                 int64_t multiple);
+
 /// Offset into a tensor of shape `from` (right-aligned and broadcast to `to`)
 /// of the element at flat index k of `to`.
 int64_t broadcastOffset(int64_t k, llvm::ArrayRef<int64_t> to,
