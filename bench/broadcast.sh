@@ -17,12 +17,9 @@ cd "$(dirname "$0")/.."
 BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
 W=${WORK:-/tmp/cuts-broadcast}
-n=$(nvidia-smi -L | wc -l)
-default=""
-for g in 2 4 8; do
-  [ "$n" -ge $g ] && default="$default $(seq -s, 0 $((g - 1)))"
-done
-GPUS=${GPUS:-${default:-0,0}}
+source bench/device_lists.sh
+lists=$(device_lists)
+GPUS=${GPUS:-${lists:-0,0}}
 MODELS=${MODELS:-resnet50_bN_ts17 vgg16_bN_ts17 bert_base_s128_bN_dyn20}
 OUT=bench/out/broadcast-$ARCH.jsonl
 mkdir -p bench/out "$W"

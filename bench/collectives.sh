@@ -14,12 +14,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
-n=$(nvidia-smi -L | wc -l)
-default=""
-for g in 2 4 8; do
-  [ "$n" -ge $g ] && default="$default $(seq -s, 0 $((g - 1)))"
-done
-GPUS=${GPUS:-${default:-0,0}}
+source bench/device_lists.sh
+lists=$(device_lists)
+GPUS=${GPUS:-${lists:-0,0}}
 SIZES=${SIZES:-64K,256K,1M,4M,16M,64M,256M,1G}
 OUT=bench/out/collectives-$ARCH.jsonl
 mkdir -p bench/out

@@ -18,12 +18,8 @@ cd "$(dirname "$0")/.."
 BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
 W=${WORK:-/tmp/cuts-dataparallel}
-n=$(nvidia-smi -L | wc -l)
-default="0"
-for g in 2 4 8; do
-  [ "$n" -ge $g ] && default="$default $(seq -s, 0 $((g - 1)))"
-done
-GPUS=${GPUS:-$default}
+source bench/device_lists.sh
+GPUS=${GPUS:-0 $(device_lists)}
 BATCHES=${BATCHES:-64 128 256 512}
 MODELS=${MODELS:-resnet50_bN_ts17 vgg16_bN_ts17 bert_base_s128_bN_dyn20}
 OUT=bench/out/dataparallel-$ARCH.jsonl
