@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/Collectives.h"
+#include "tools/cuts-run/KernelModule.h"
 
 #include "codegen/emit/Collective.h"
-#include "codegen/emit/Nvrtc.h"
 #include "cuts/rt/Collectives.h"
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Nccl.h"
@@ -39,8 +39,7 @@ struct Ranks {
   std::vector<cu::CUstream> stream;
   std::vector<cu::CUevent> start, stop;
   std::vector<cu::CUdeviceptr> send, recv, out;
-  cu::CUfunction reduce = nullptr; // f32 sums, per rank's context
-  std::vector<cu::CUfunction> reduceOf;
+  std::vector<cu::CUfunction> reduceOf; // f32 sums, in each rank's context
   std::vector<cu::CUmodule> modules;
   ~Ranks() {
     for (size_t e = 0; e < ctx.size(); ++e) {
@@ -70,27 +69,19 @@ bool Ranks::open(uint64_t largest, std::string &err) {
   std::string source = codegen::reduceChunksSource();
   for (size_t e = 0; e < n; ++e) {
     cu::CUdevice dev = 0;
-    int major = 0, minor = 0;
     if (d->cuDeviceGet(&dev, devices[e]) ||
         d->cuDevicePrimaryCtxRetain(&ctx[e], dev) ||
         d->cuCtxSetCurrent(ctx[e])) {
       err = "CUDA device " + std::to_string(devices[e]) + " cannot be opened";
       return false;
     }
-    d->cuDeviceGetAttribute(
-        &major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-    d->cuDeviceGetAttribute(
-        &minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-    auto bin = compileWithNvrtc(
-        source, "sm_" + std::to_string(major) + std::to_string(minor), err);
     cu::CUmodule mod = nullptr;
-    cu::CUfunction f = nullptr;
-    if (!bin || d->cuModuleLoadData(&mod, bin->cubin.data()) ||
-        d->cuModuleGetFunction(&f, mod, "cuts_reduce_chunks_f32")) {
+    std::vector<cu::CUfunction> f;
+    if (!loadKernels(d, dev, source, {"cuts_reduce_chunks_f32"}, mod, f, err)) {
       err = "reduce-scatter's sum kernel: " + err;
       return false;
     }
-    modules.push_back(mod), reduceOf.push_back(f);
+    modules.push_back(mod), reduceOf.push_back(f[0]);
     if (d->cuStreamCreate(&stream[e], cu::CU_STREAM_NON_BLOCKING) ||
         d->cuEventCreate(&start[e], cu::CU_EVENT_DEFAULT) ||
         d->cuEventCreate(&stop[e], cu::CU_EVENT_DEFAULT) ||

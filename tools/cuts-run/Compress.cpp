@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/Compress.h"
+#include "tools/cuts-run/KernelModule.h"
 #include "tools/cuts-run/Opened.h"
 
 #include "codegen/emit/Compress.h"
-#include "codegen/emit/Nvrtc.h"
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
 #include "cuts/rt/Checksum.h"
@@ -165,27 +165,20 @@ std::optional<KernelTimes> timeKernels(const rt::Artifact &a,
   const cu::Driver *d = cu::driver(error);
   cu::CUdevice dev = 0;
   cu::CUcontext ctx = nullptr;
-  int major = 0, minor = 0;
   if (!d || d->cuDeviceGet(&dev, 0) || d->cuDevicePrimaryCtxRetain(&ctx, dev) ||
       d->cuCtxSetCurrent(ctx)) {
     error = error.empty() ? "no GPU 0" : error;
     return std::nullopt;
   }
-  d->cuDeviceGetAttribute(
-      &major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  d->cuDeviceGetAttribute(
-      &minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  auto cubin = compileWithNvrtc(
-      codegen::weightCodecSource(),
-      "sm_" + std::to_string(major) + std::to_string(minor), error);
   cu::CUmodule mod = nullptr;
-  cu::CUfunction pack = nullptr, unpack = nullptr;
-  if (!cubin || d->cuModuleLoadData(&mod, cubin->cubin.data()) ||
-      d->cuModuleGetFunction(&pack, mod, "cuts_compress3to1") ||
-      d->cuModuleGetFunction(&unpack, mod, "cuts_decompress3to1")) {
+  std::vector<cu::CUfunction> fns;
+  if (!loadKernels(d, dev, codegen::weightCodecSource(),
+                   {"cuts_compress3to1", "cuts_decompress3to1"}, mod, fns,
+                   error)) {
     error = "the compression kernels: " + error;
     return std::nullopt;
   }
+  cu::CUfunction pack = fns[0], unpack = fns[1];
   const rt::WeightCodec codec = rt::WeightCodec::ThreeToOne;
   const rt::CodecRanges cr = rt::codecRanges(a);
   const rt::StagingLayout l = rt::stagingLayout(cr, codec);
