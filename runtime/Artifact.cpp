@@ -808,10 +808,12 @@ bool validateArchs(const Artifact &a, std::string &error) {
                   "no section \"cubin." + arch + "\" for \"" + arch + "\"");
   }
   for (const auto &[name, blob] : a.sections)
-    if (name.rfind("codec.", 0) == 0 && !archSet.count(name.substr(6))) {
-      error = "section \"" + name + "\": not for an arch of the manifest's";
-      return false;
-    }
+    for (const std::string prefix : {"codec.", "collective."})
+      if (name.rfind(prefix, 0) == 0 &&
+          !archSet.count(name.substr(prefix.size()))) {
+        error = "section \"" + name + "\": not for an arch of the manifest's";
+        return false;
+      }
 
   return true;
 }
@@ -1385,11 +1387,14 @@ bool layOut(const ArtifactContents &c, Layout &l) {
   named.back().size = c.weightBytes();
   for (const auto &[arch, bytes] : l.cubin)
     named.push_back(whole("cubin." + arch, bytes));
-  for (const auto &[arch, bytes] : c.codecs)
-    named.push_back(Section{
-        "codec." + arch,
-        {{0, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()}},
-        bytes.size()});
+  for (const auto &[prefix, modules] :
+       {std::make_pair(std::string("codec."), &c.codecs),
+        std::make_pair(std::string("collective."), &c.collectives)})
+    for (const auto &[arch, bytes] : *modules)
+      named.push_back(Section{
+          prefix + arch,
+          {{0, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()}},
+          bytes.size()});
   named.push_back(whole("source", l.source));
 
   std::vector<uint8_t> &h = l.head;

@@ -39,6 +39,34 @@ std::vector<PeerCopy> copyPlan(Collective c, int ranks, uint64_t chunk) {
   return plan;
 }
 
+AllReducePlan allReducePlan(int ranks, uint64_t elems, uint64_t elemBytes) {
+  AllReducePlan p;
+  p.elemBytes = elemBytes;
+  const uint64_t n = uint64_t(ranks);
+  const uint64_t chunk = (elems + n - 1) / n;
+  for (uint64_t c = 0; c < n; ++c) {
+    const uint64_t begin = std::min(elems, c * chunk);
+    p.begin.push_back(begin);
+    p.count.push_back(std::min(elems, begin + chunk) - begin);
+  }
+  p.scratchBytes = n * chunk * elemBytes;
+  // As copyPlan orders them: by source, the destination from its
+  // right-hand neighbour round to itself.
+  for (int src = 0; src < ranks; ++src)
+    for (int k = 1; k <= ranks; ++k) {
+      const int c = (src + k) % ranks;
+      const uint64_t bytes = p.count[c] * elemBytes;
+      if (bytes == 0)
+        continue;
+      p.scatter.push_back(
+          {src, c, p.begin[c] * elemBytes, uint64_t(src) * bytes, bytes});
+      if (c != src) // rank c's sum to rank src
+        p.gather.push_back(
+            {c, src, p.begin[c] * elemBytes, p.begin[c] * elemBytes, bytes});
+    }
+  return p;
+}
+
 CopyEngineComm::CopyEngineComm(const cuda::Driver *d,
                                std::vector<cuda::CUcontext> ctx)
     : d(d), ctx(std::move(ctx)) {}
@@ -119,6 +147,94 @@ cuts_status CopyEngineComm::run(Collective c, uint64_t chunk,
     for (size_t src = 0; src < n; ++src)
       if (CUresult r = d->cuStreamWaitEvent(streams[dst], done[src][dst], 0))
         return cudaFail(r, "cuStreamWaitEvent");
+  }
+  return CUTS_OK;
+}
+
+cuts_status CopyEngineComm::record(std::vector<CUevent> &events,
+                                   const std::vector<CUstream> &streams) {
+  for (size_t e = 0; e < ctx.size(); ++e) {
+    d->cuCtxSetCurrent(ctx[e]);
+    if (CUresult r = d->cuEventRecord(events[e], streams[e]))
+      return cudaFail(r, "cuEventRecord");
+  }
+  return CUTS_OK;
+}
+
+/// One transfer of `p` on its copy stream, after the events of its source
+/// and destination, recording done[src][dst].
+cuts_status CopyEngineComm::copy1(const PeerCopy &p, CUdeviceptr from,
+                                  CUdeviceptr to, const char *what) {
+  CUstream st = copy[p.src][p.dst];
+  d->cuCtxSetCurrent(ctx[p.src]);
+  for (int who : {p.src, p.dst})
+    if (CUresult r = d->cuStreamWaitEvent(st, ready[who], 0))
+      return cudaFail(r, "cuStreamWaitEvent");
+  CUresult r =
+      ctx[p.src] == ctx[p.dst]
+          ? d->cuMemcpyDtoDAsync(to, from, p.bytes, st)
+          : d->cuMemcpyPeerAsync(to, ctx[p.dst], from, ctx[p.src], p.bytes, st);
+  if (r)
+    return cudaFail(r, std::string(what) + ": copying rank " +
+                           std::to_string(p.src) + "'s chunk to rank " +
+                           std::to_string(p.dst));
+  if (CUresult x = d->cuEventRecord(done[p.src][p.dst], st))
+    return cudaFail(x, "cuEventRecord");
+  return CUTS_OK;
+}
+
+cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
+                                      const std::vector<CUdeviceptr> &data,
+                                      const std::vector<CUdeviceptr> &scratch,
+                                      const std::vector<CUstream> &streams,
+                                      const std::vector<CUfunction> &reduce) {
+  const size_t n = ctx.size();
+  if (copy.size() != n || data.size() != n || scratch.size() != n ||
+      streams.size() != n || reduce.size() != n || plan.count.size() != n)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "all-reduce: " + std::to_string(n) +
+                    " ranks, but buffers or streams for another count");
+  if (cuts_status st = record(ready, streams))
+    return st;
+  for (const PeerCopy &p : plan.scatter)
+    if (cuts_status st = copy1(p, data[p.src] + p.srcOffset,
+                               scratch[p.dst] + p.dstOffset, "all-reduce"))
+      return st;
+  // Rank c's sum once every slot of its chunk has arrived; `ready` then
+  // marks it, for the gather's copies to wait on.
+  for (size_t c = 0; c < n; ++c) {
+    d->cuCtxSetCurrent(ctx[c]);
+    for (const PeerCopy &p : plan.scatter)
+      if (size_t(p.dst) == c)
+        if (CUresult r = d->cuStreamWaitEvent(streams[c], done[p.src][c], 0))
+          return cudaFail(r, "cuStreamWaitEvent");
+    if (plan.count[c] == 0)
+      continue;
+    CUdeviceptr in = scratch[c], out = data[c] + plan.begin[c] * plan.elemBytes;
+    unsigned ranks = unsigned(n);
+    unsigned long long count = plan.count[c];
+    void *args[] = {&in, &ranks, &count, &out};
+    const unsigned block = 256;
+    const unsigned grid =
+        unsigned(std::min<uint64_t>((count + block - 1) / block, 1024));
+    if (CUresult r = d->cuLaunchKernel(reduce[c], grid, 1, 1, block, 1, 1, 0,
+                                       streams[c], args, nullptr))
+      return cudaFail(r, "all-reduce: rank " + std::to_string(c) +
+                             "'s sum (cuLaunchKernel)");
+  }
+  if (cuts_status st = record(ready, streams))
+    return st;
+  for (const PeerCopy &p : plan.gather)
+    if (cuts_status st = copy1(p, data[p.src] + p.srcOffset,
+                               data[p.dst] + p.dstOffset, "all-reduce"))
+      return st;
+  for (size_t dst = 0; dst < n; ++dst) {
+    d->cuCtxSetCurrent(ctx[dst]);
+    for (const PeerCopy &p : plan.gather)
+      if (size_t(p.dst) == dst)
+        if (CUresult r =
+                d->cuStreamWaitEvent(streams[dst], done[p.src][dst], 0))
+          return cudaFail(r, "cuStreamWaitEvent");
   }
   return CUTS_OK;
 }

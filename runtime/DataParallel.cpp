@@ -576,6 +576,12 @@ void chooseWeights(cuts_session &s, const std::vector<bool> &active) {
 cuts_status submit(cuts_session &s, int64_t batch,
                    const std::vector<void *> &in,
                    const std::vector<void *> &out, uint64_t &ticket) {
+  if (tensorParallel(*s.model)) {
+    if (cuts_status st = runTensorParallelHost(s, in, out))
+      return st;
+    ticket = s.nextTicket++; // done already: its wait returns at once
+    return CUTS_OK;
+  }
   while (s.pending.size() >= size_t(Lane::kSlots))
     if (cuts_status st = retire(s))
       return st;

@@ -454,7 +454,8 @@ void finishTables(ModelImpl &m) {
 /// bytes from the host where `upload`, else sent on by loadModel).
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                         int ordinal, int64_t maxBatch, bool upload,
-                        WeightCodec codec, std::shared_ptr<ModelImpl> &out) {
+                        WeightCodec codec, int entry, size_t entries,
+                        std::shared_ptr<ModelImpl> &out) {
   std::string err;
   auto parsed = parseArtifact(std::move(bytes), err);
   if (!parsed)
@@ -467,12 +468,18 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                 label + " has no weight codecs: compile it with "
                         "--weight-codecs to send weights encoded "
                         "(weight_codec)");
-  if (parsed->manifest.ranks > 1)
-    return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                label + " is a tensor-parallel model of " +
-                    std::to_string(parsed->manifest.ranks) +
-                    " ranks, which runs emulated only so far (cuts run "
-                    "--emulate)");
+  // A tensor-parallel model's entry runs its rank, with its weights only.
+  std::vector<uint8_t> rankWeights;
+  const bool ranked = parsed->manifest.ranks > 1;
+  if (ranked) {
+    if (cuts_status st = takeRank(*parsed, entry, entries, label, rankWeights))
+      return st;
+    if (!upload)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  label + " is tensor-parallel: each rank uploads its own "
+                          "weights from the host (weight_source "
+                          "CUTS_WEIGHTS_HOST)");
+  }
   auto impl = std::make_shared<ModelImpl>();
   impl->artifact = std::move(*parsed);
   ModelImpl &m = *impl;
@@ -519,7 +526,12 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
   if (codec != WeightCodec::None)
     if (cuts_status st = loadCodecs(m, label))
       return st;
+  if (ranked)
+    if (cuts_status st = loadReduceKernels(m, label))
+      return st;
   const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
+  if (ranked)
+    weights = rankWeights.data(), m.weightBytes = rankWeights.size();
   if (cuts_status st =
           newWeights(m, upload ? weights : nullptr, m.weightBytes, m.weights))
     return st;
@@ -575,7 +587,7 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     const bool upload = i == 0 || source == CUTS_WEIGHTS_HOST;
     if (cuts_status st = loadReplica(std::move(copy), label, devices[i],
                                      options ? options->max_batch : 0, upload,
-                                     codec, replica)) {
+                                     codec, int(i), devices.size(), replica)) {
       if (devices.size() > 1)
         lastError = "device " + std::to_string(devices[i]) + " (entry " +
                     std::to_string(i) + " of the device list): " + lastError;
@@ -601,6 +613,15 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
   model->impl = model->replicas[0];
   model->shares = std::move(shares);
   model->masterGpu = options && options->master_gpu;
+  if (tensorParallel(*model->impl)) {
+    if (model->masterGpu || (options && options->device_shares))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  label + " is tensor-parallel: its ranks split the "
+                          "weights, not the batch (device_shares and "
+                          "master_gpu do not apply)");
+    *out = model.release();
+    return CUTS_OK;
+  }
   if (devices.size() > 1 && model->impl->manifest().batch == 0)
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 label + ": a model on several devices splits its batch, which "
@@ -1296,6 +1317,10 @@ cuts_status cuts_model_swap_weights(cuts_model *model, const char *path) {
       return CUTS_ERROR_INVALID_ARGUMENT;
     if (!path)
       return fail(CUTS_ERROR_INVALID_ARGUMENT, "path is NULL");
+    if (tensorParallel(*model->impl))
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "a tensor-parallel model's weights are split by rank "
+                  "and cannot be swapped; load the new artifact");
     std::lock_guard<std::mutex> lock(model->swapping);
     std::vector<uint8_t> bytes;
     std::string err;
@@ -1573,7 +1598,7 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
       return st;
     cuts_session &s = *session;
     const ModelImpl &m = *s.model;
-    if (!s.replicas.empty())
+    if (!s.replicas.empty() && !tensorParallel(m))
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
                   "a model on several devices takes host bindings "
                   "(cuts_session_run_host), which it splits");
@@ -1592,6 +1617,8 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
       return st;
     if (cuts_status st = enter(m))
       return st;
+    if (tensorParallel(m))
+      return runTensorParallel(s, devicePointers(in), devicePointers(out));
     return runAt(s, batch, in, out);
   });
 }
@@ -1647,7 +1674,7 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
   return guarded([&] {
     if (cuts_status st = checkSession(session))
       return st;
-    if (!session->replicas.empty())
+    if (!session->replicas.empty() && !tensorParallel(*session->model))
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
                   "a model on several devices is timed through "
                   "cuts_session_run_host");
@@ -1682,13 +1709,18 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
     Events ev(d, 2);
     if (cuts_status st = ev.create())
       return st;
+    // A tensor-parallel run: every rank, from the first's buffers.
+    auto run = [&] {
+      return tensorParallel(m) ? runTensorParallel(s, bin, bout)
+                               : runAt(s, batch, in, out);
+    };
     for (int i = 0; i < warmup; ++i)
-      if (cuts_status st = runAt(s, batch, in, out))
+      if (cuts_status st = run())
         return st;
     for (int i = 0; i < iters; ++i) {
       if (CUresult r = d->cuEventRecord(ev.ev[0], s.stream))
         return cudaFail(r, "cuEventRecord");
-      if (cuts_status st = runAt(s, batch, in, out))
+      if (cuts_status st = run())
         return st;
       if (CUresult r = d->cuEventRecord(ev.ev[1], s.stream))
         return cudaFail(r, "cuEventRecord");

@@ -12,6 +12,7 @@
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
 #include "cuts/rt/Blas.h"
+#include "cuts/rt/Collectives.h"
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Library.h"
 #include "cuts/rt/WeightCodec.h"
@@ -156,6 +157,8 @@ struct ModelImpl {
                expand = nullptr;
   } codecs;
   CodecRanges codecRanges;
+  // A tensor-parallel rank's all-reduce sums: f32, f16, bf16.
+  CUfunction reduce[3] = {};
   /// The plans loaded, by increasing batch: every batch profile up to the
   /// smallest that serves max_batch, or the only plan.
   std::vector<PlanImpl> plans;
@@ -329,6 +332,29 @@ cuts_status runDevice(cuts_session &s, const std::vector<CUdeviceptr> &in,
                       const std::vector<CUdeviceptr> &out);
 cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
                   const std::vector<void *> &out);
+void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
+             const std::vector<CUdeviceptr> &out);
+cuts_status adoptWeights(cuts_session &s);
+cuts_status runStep(cuts_session &s, size_t i);
+cuts_status ensureBuffers(cuts_session &s);
+
+// TensorParallel.cpp's: rank `rank`'s plan made the artifact's manifest
+// (a tensor-parallel model on a device list of `entries`), its weights
+// packed into `weights`; its all-reduce kernels on m's device; one run
+// of every rank from the first entry's device bindings.
+cuts_status takeRank(Artifact &a, int rank, size_t entries,
+                     const std::string &label, std::vector<uint8_t> &weights);
+cuts_status loadReduceKernels(ModelImpl &m, const std::string &label);
+cuts_status runTensorParallel(cuts_session &s,
+                              const std::vector<CUdeviceptr> &in,
+                              const std::vector<CUdeviceptr> &out);
+/// The same from host inputs to host outputs, finished on return.
+cuts_status runTensorParallelHost(cuts_session &s,
+                                  const std::vector<void *> &in,
+                                  const std::vector<void *> &out);
+inline bool tensorParallel(const ModelImpl &m) {
+  return m.manifest().ranks > 1;
+}
 
 } // namespace cuts::rt
 
@@ -408,6 +434,12 @@ struct cuts_session {
   std::unique_ptr<cuts::rt::CudnnHandle> cudnn;
   cuts::rt::CUdeviceptr workspace = 0;
   uint64_t workspaceBytes = 0;
+  // Tensor parallel: the copy engines over the ranks (the first entry's),
+  // this rank's all-reduce scratch, and an event that joins its streams
+  // to another's.
+  std::unique_ptr<cuts::rt::CopyEngineComm> comm;
+  cuts::rt::DeviceBytes reduceScratch;
+  cuts::rt::CUevent joined = nullptr;
 
   cuts_session() = default;
   cuts_session(const cuts_session &) = delete;
@@ -444,6 +476,8 @@ struct cuts_session {
       for (cuts::rt::CUevent e : events)
         if (e)
           d->cuEventDestroy(e);
+    if (joined)
+      d->cuEventDestroy(joined);
     if (side)
       d->cuStreamDestroy(side);
     if (ownStream && stream)

@@ -157,6 +157,13 @@ std::string timingsJson(const std::vector<const CompileResult *> &results,
 bool addWeightCodecs(rt::ArtifactContents &c,
                      const std::vector<std::string> &archs, std::string &error);
 
+/// The all-reduce's sum kernels (codegen/emit/Collective.h) compiled for
+/// each arch into c.collectives: what a tensor-parallel model's ranks sum
+/// their partial products with on the GPU.
+bool addCollectiveKernels(rt::ArtifactContents &c,
+                          const std::vector<std::string> &archs,
+                          std::string &error);
+
 /// Compiles `module`'s @main. Fails with `error` naming the op or kernel.
 std::optional<CompileResult> compileModule(mlir::ModuleOp module,
                                            const CompileOptions &opts,

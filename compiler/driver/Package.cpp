@@ -1,6 +1,7 @@
 //===- Package.cpp - chosen groups to an artifact -------------------------===//
 #include "compiler/driver/Package.h"
 
+#include "codegen/emit/Collective.h"
 #include "codegen/emit/Compress.h"
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/Nvrtc.h"
@@ -679,21 +680,40 @@ bool Packager::compileKernels(std::string &error) {
   return true;
 }
 
+namespace {
+
+/// `source` compiled for each arch into `out` (what: the module's name).
+bool compileModule(const std::string &source, const std::string &what,
+                   const std::vector<std::string> &archs,
+                   std::map<std::string, std::vector<char>> &out,
+                   std::string &error) {
+  for (const std::string &arch : archs) {
+    NvrtcOptions no;
+    no.sourceName = what + ".cu";
+    auto r = compileWithNvrtc(source, arch, error, no);
+    if (!r) {
+      error = "the " + what + " for " + arch + ": " + error;
+      return false;
+    }
+    out[arch] = std::move(r->cubin);
+  }
+  return true;
+}
+
+} // namespace
+
 bool addWeightCodecs(rt::ArtifactContents &c,
                      const std::vector<std::string> &archs,
                      std::string &error) {
-  const std::string source = codegen::weightCodecSource();
-  for (const std::string &arch : archs) {
-    NvrtcOptions no;
-    no.sourceName = "weight_codecs.cu";
-    auto r = compileWithNvrtc(source, arch, error, no);
-    if (!r) {
-      error = "the weight codecs for " + arch + ": " + error;
-      return false;
-    }
-    c.codecs[arch] = std::move(r->cubin);
-  }
-  return true;
+  return compileModule(codegen::weightCodecSource(), "weight_codecs", archs,
+                       c.codecs, error);
+}
+
+bool addCollectiveKernels(rt::ArtifactContents &c,
+                          const std::vector<std::string> &archs,
+                          std::string &error) {
+  return compileModule(codegen::reduceChunksSource(), "collectives", archs,
+                       c.collectives, error);
 }
 
 void Packager::recordBinaries(tune::Cache &c) const {

@@ -1715,7 +1715,9 @@ def check_tensor_parallel(runner):
     additions; emulated, its outputs equal the unsplit model's (fp32,
     relative L2 1e-5) for 2 and 4 ranks, and more kernels show the split
     happened. A rank count nothing divides leaves the graph whole. GPT-2
-    with 2 ranks likewise."""
+    with 2 ranks likewise. --tensor-parallel N writes rank plans, emulated
+    in lockstep and, on a GPU, run on a repeated device list against the
+    unsplit model on that GPU."""
     here = os.path.dirname(os.path.abspath(__file__))
     d = os.path.join(runner.work, "tensor_parallel")
     subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
@@ -1746,9 +1748,17 @@ def check_tensor_parallel(runner):
     require(kernels[2] > kernels[1] and kernels[4] > kernels[2] and
             kernels[3] == kernels[1], "kernels by ranks: %s" % kernels)
     # A plan per rank (--tensor-parallel): the ranks emulated in lockstep,
-    # all-reduced between their kernels, give the same outputs; the GPU
-    # runtime refuses it for now, naming why.
+    # all-reduced between their kernels, give the same outputs; on a GPU,
+    # run on a device list of a rank an entry (a repeated device: the copy
+    # engines' all-reduce between buffers of one card), the outputs of the
+    # unsplit model run there. One device alone is refused, naming why.
     ref = os.path.join(d, "ref")
+    gpu_ref = os.path.join(d, "gpu_ref")
+    if runner.gpu:
+        os.makedirs(gpu_ref, exist_ok=True)
+        r = runner.run("run", os.path.join(d, "tp1", "model.cuts"), *feeds,
+                       "--output-dir", gpu_ref)
+        require(r.returncode == 0, "unsplit on the GPU: " + r.stderr)
     for ranks in (2, 4):
         out = os.path.join(d, "ranks%d" % ranks)
         r = runner.run("compile", model, "--arch", "sm_90", "-o", out,
@@ -1758,14 +1768,28 @@ def check_tensor_parallel(runner):
         art = os.path.join(out, "model.cuts")
         sections = section_sizes(art)
         require(all("manifest.rank%d" % k in sections
-                    for k in range(1, ranks)), sections)
+                    for k in range(1, ranks)) and
+                "collective.sm_90" in sections, sections)
         r = runner.run("run", art, "--emulate", *feeds, "--compare", ref,
                        "--tolerance", "1e-5")
         require(r.returncode == 0, "%d ranks emulated: %s%s" %
                 (ranks, r.stdout, r.stderr))
         r = runner.run("run", art, *feeds)
-        require(r.returncode != 0 and "runs emulated only" in r.stderr,
-                "a tensor-parallel artifact on a GPU: " + r.stderr)
+        require(r.returncode != 0 and "runs on a device list of %d" % ranks
+                in r.stderr, "a tensor-parallel artifact on one device: " +
+                r.stderr)
+        if runner.gpu:
+            lists = [",".join(["0"] * ranks)]
+            if gpu_count() >= ranks:
+                lists.append(",".join(str(k) for k in range(ranks)))
+            for gpus in lists:
+                r = runner.run("run", art, "--gpus", gpus, *feeds,
+                               "--compare", gpu_ref, "--tolerance", "1e-5")
+                require(r.returncode == 0, "%d ranks on %s: %s%s" %
+                        (ranks, gpus, r.stdout, r.stderr))
+            r = runner.run("bench", art, "--gpus", lists[0], "--iters", "5")
+            require(r.returncode == 0, "bench of %d ranks: %s" %
+                    (ranks, r.stderr))
     r = runner.run("compile", model, "--arch", "sm_90", "-o", d,
                    "--tensor-parallel", "2", "--batch", "1,2")
     require(r.returncode != 0 and "--tensor-parallel takes neither" in
@@ -1796,6 +1820,20 @@ def check_tensor_parallel(runner):
                          ("--compare", gref, "--tolerance", "1e-5")))
         require(r.returncode == 0, "GPT-2 on %d ranks: %s%s" %
                 (ranks, r.stdout, r.stderr))
+    if runner.gpu:  # its rank plans on a repeated device, against one GPU
+        out, gpu_gref = os.path.join(g, "ranks2"), os.path.join(g, "gpu_ref")
+        os.makedirs(gpu_gref, exist_ok=True)
+        r = runner.run("run", os.path.join(g, "tp1", "model.cuts"),
+                       "--input", "input_ids=" + ids, "--output-dir", gpu_gref)
+        require(r.returncode == 0, "GPT-2 on the GPU: " + r.stderr)
+        r = runner.run("compile", os.path.join(g, "gpt2_s128_dyn20.onnx"),
+                       "--arch", "sm_90", "-o", out, "--tensor-parallel", "2")
+        require(r.returncode == 0, "GPT-2 --tensor-parallel 2: " + r.stderr)
+        r = runner.run("run", os.path.join(out, "model.cuts"), "--gpus", "0,0",
+                       "--input", "input_ids=" + ids, "--compare", gpu_gref,
+                       "--tolerance", "1e-5")
+        require(r.returncode == 0, "GPT-2 on 2 ranks (0,0): %s%s" %
+                (r.stdout, r.stderr))
     r = runner.run("compile", model, "--arch", "sm_90", "-o", d,
                    "--tensor-parallel-check", "1")
     require(r.returncode != 0 and "--tensor-parallel-check needs" in r.stderr,

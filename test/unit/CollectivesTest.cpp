@@ -158,3 +158,70 @@ TEST_CASE("reduce-scatter: the copies, then the sum kernel on the CPU, in "
     }
   }
 }
+
+TEST_CASE("all-reduce plans: scatter, the sum kernel on the CPU, gather, "
+          "every rank the rank-order sum",
+          "[collectives]") {
+  std::string err;
+  auto k = compileForHost(codegen::reduceChunksSource(),
+                          KernelSignature{"cuts_reduce_chunks_f32",
+                                          {{"in", "const float *__restrict__"},
+                                           {"ranks", "unsigned"},
+                                           {"n", "unsigned long long"},
+                                           {"out", "float *__restrict__"}}},
+                          err);
+  INFO(err);
+  REQUIRE(k);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (int ranks : {1, 2, 3, 4, 7})
+    for (uint64_t elems : {0ull, 1ull, 5ull, 1000ull, 1001ull}) {
+      INFO(ranks << " ranks, " << elems << " values");
+      const AllReducePlan plan = allReducePlan(ranks, elems, 4);
+      std::vector<std::vector<float>> data(static_cast<size_t>(ranks),
+                                           std::vector<float>(elems));
+      for (auto &d : data)
+        for (float &x : d)
+          x = normal(rng);
+      std::vector<float> want(elems, 0.f);
+      for (uint64_t i = 0; i < elems; ++i)
+        for (int r = 0; r < ranks; ++r)
+          want[i] += data[size_t(r)][i];
+      // Chunks tile the values once.
+      uint64_t covered = 0;
+      for (int c = 0; c < ranks; ++c) {
+        CHECK(plan.begin[size_t(c)] == covered);
+        covered += plan.count[size_t(c)];
+        CHECK(ranks * plan.count[size_t(c)] * 4 <= plan.scratchBytes);
+      }
+      CHECK(covered == elems);
+      std::vector<std::vector<uint8_t>> scratch(
+          size_t(ranks), std::vector<uint8_t>(plan.scratchBytes));
+      auto bytesOf = [](std::vector<float> &v) {
+        return reinterpret_cast<uint8_t *>(v.data());
+      };
+      for (const PeerCopy &p : plan.scatter) {
+        REQUIRE(p.srcOffset + p.bytes <= elems * 4);
+        REQUIRE(p.dstOffset + p.bytes <= plan.scratchBytes);
+        std::memcpy(scratch[size_t(p.dst)].data() + p.dstOffset,
+                    bytesOf(data[size_t(p.src)]) + p.srcOffset, p.bytes);
+      }
+      for (int c = 0; c < ranks; ++c)
+        if (plan.count[size_t(c)] > 0)
+          REQUIRE(k->launch({2, 1, 1}, {64, 1, 1},
+                            {KernelArg::buffer(scratch[size_t(c)].data()),
+                             KernelArg::scalar(ranks),
+                             KernelArg::scalar(int64_t(plan.count[size_t(c)])),
+                             KernelArg::buffer(data[size_t(c)].data() +
+                                               plan.begin[size_t(c)])},
+                            err));
+      for (const PeerCopy &p : plan.gather) {
+        REQUIRE(p.srcOffset + p.bytes <= elems * 4);
+        REQUIRE(p.dstOffset == p.srcOffset);
+        std::memcpy(bytesOf(data[size_t(p.dst)]) + p.dstOffset,
+                    bytesOf(data[size_t(p.src)]) + p.srcOffset, p.bytes);
+      }
+      for (int r = 0; r < ranks; ++r)
+        CHECK(std::memcmp(data[size_t(r)].data(), want.data(), elems * 4) == 0);
+    }
+}

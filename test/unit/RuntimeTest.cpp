@@ -2247,11 +2247,18 @@ TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
   CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
   CHECK(error.find("not rank 1 of the first plan's 2") != std::string::npos);
 
-  // The runtime refuses it, naming why (before any device).
+  // The runtime runs it on a device list of a rank an entry, and refuses
+  // any other, naming why (before any device).
   std::vector<uint8_t> bytes = serializeArtifact(rankContents());
   cuts_model *m = nullptr;
-  CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), nullptr, &m) ==
-        CUTS_ERROR_INVALID_ARGUMENT);
-  CHECK(std::string(cuts_last_error()).find("runs emulated only") !=
-        std::string::npos);
+  const int devices[3] = {0, 0, 0};
+  for (int n : {0, 1, 3}) {
+    INFO(n << " devices");
+    cuts_load_options o{};
+    o.devices = devices, o.num_devices = n;
+    CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m) ==
+          CUTS_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(cuts_last_error()).find("runs on a device list of 2") !=
+          std::string::npos);
+  }
 }

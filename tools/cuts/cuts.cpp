@@ -877,6 +877,9 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   if (weightCodecs &&
       !cuts::driver::addWeightCodecs(contents, copts.archs, err))
     return error(model, err);
+  if (ranks > 1 &&
+      !cuts::driver::addCollectiveKernels(contents, copts.archs, err))
+    return error(model, err);
   std::string artifact = outDir + "/" + name + ".cuts";
   uint64_t artifactBytes = 0;
   auto writeStart = std::chrono::steady_clock::now();

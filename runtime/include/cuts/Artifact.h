@@ -29,6 +29,9 @@
 //                            of the manifest's (cuts compile --weight-codecs):
 //                            what a device list's weight distribution
 //                            compresses with (codegen/emit/Compress.h)
+//            "collective.sm_XY" a tensor-parallel model's all-reduce sum
+//                            kernels' CUBIN for one arch of the manifest's
+//                            (codegen/emit/Collective.h)
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_RUNTIME_ARTIFACT_H
@@ -213,6 +216,9 @@ struct ArtifactContents {
   std::vector<Profile> rankPlans;
   /// Per arch, the weight codecs' CUBIN ("codec.<arch>"); empty: none.
   std::map<std::string, std::vector<char>> codecs;
+  /// Per arch, the all-reduce's sum kernels' CUBIN ("collective.<arch>");
+  /// a tensor-parallel model's.
+  std::map<std::string, std::vector<char>> collectives;
 };
 
 /// Serialises `c` (deterministically: the same contents give the same bytes);

@@ -146,7 +146,14 @@ typedef struct cuts_load_options {
    * stream and buffers); `device` is then unused. A host run splits its
    * batch along axis 0 across the entries, in proportion to device_shares
    * (NULL: equal), each slice copied from the caller's memory straight to
-   * its device and its outputs straight back. Needs batch profiles. */
+   * its device and its outputs straight back. Needs batch profiles.
+   * Tensor parallel (cuts compile --tensor-parallel N): the list has N
+   * entries and entry e runs rank e, with its part of the weights (from
+   * the host). cuts_session_run takes device memory on the first entry's
+   * device, and runs, host runs and benchmarks run every rank, its
+   * all-reduces on the copy engines; the first entry's stream orders the
+   * run. Such runs are not captured as CUDA graphs, and submit_host
+   * returns once the run is done. */
   const int *devices;
   int num_devices; /* 0: `device` alone */
   const double *device_shares;

@@ -50,6 +50,22 @@ struct PeerCopy {
 /// issued in order, no destination receives from everyone at once).
 std::vector<PeerCopy> copyPlan(Collective c, int ranks, uint64_t chunk);
 
+/// An all-reduce of `elems` values of `elemBytes` each, in place on every
+/// rank: reduce-scatter, then all-gather. Rank c owns chunk c (`count[c]`
+/// values from `begin[c]`; the last chunks may be short or empty). Each
+/// rank copies its chunk c into rank c's scratch at slot src (`scatter`,
+/// the scratch holding `ranks` slots of count[c] values back to back),
+/// rank c sums its slots in rank order into its own chunk c, and `gather`
+/// copies that sum into every other rank's chunk c. Offsets are in bytes:
+/// scatter's from the data to the scratch, gather's from data to data.
+struct AllReducePlan {
+  std::vector<uint64_t> begin, count; // per chunk, in values
+  std::vector<PeerCopy> scatter, gather;
+  uint64_t elemBytes = 0;
+  uint64_t scratchBytes = 0; // a rank's scratch: the largest chunk's slots
+};
+AllReducePlan allReducePlan(int ranks, uint64_t elems, uint64_t elemBytes);
+
 /// Runs copy plans on a device list: rank e's contexts are ctx[e] (a
 /// device may repeat). Made once, used for many collectives; not for two
 /// threads at once.
@@ -73,7 +89,21 @@ public:
                   const std::vector<cuda::CUdeviceptr> &recv,
                   const std::vector<cuda::CUstream> &streams);
 
+  /// `plan` in place on data[e] (its scratch[e] at least scratchBytes),
+  /// after the work enqueued on each streams[e], which then waits for the
+  /// result. `reduce[e]` is rank e's cuts_reduce_chunks kernel of the
+  /// values' type (codegen/emit/Collective.h).
+  cuts_status allReduce(const AllReducePlan &plan,
+                        const std::vector<cuda::CUdeviceptr> &data,
+                        const std::vector<cuda::CUdeviceptr> &scratch,
+                        const std::vector<cuda::CUstream> &streams,
+                        const std::vector<cuda::CUfunction> &reduce);
+
 private:
+  cuts_status record(std::vector<cuda::CUevent> &events,
+                     const std::vector<cuda::CUstream> &streams);
+  cuts_status copy1(const PeerCopy &p, cuda::CUdeviceptr from,
+                    cuda::CUdeviceptr to, const char *what);
   const cuda::Driver *d;
   std::vector<cuda::CUcontext> ctx;
   std::vector<std::vector<cuda::CUstream>> copy; // [src][dst]
