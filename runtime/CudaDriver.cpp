@@ -59,6 +59,7 @@ Loaded load() {
   lib.bind(d.cuMemsetD32Async, {"cuMemsetD32Async"});
   lib.bind(d.cuMemsetD8, {"cuMemsetD8_v2"});
   lib.bind(d.cuMemsetD8Async, {"cuMemsetD8Async"});
+  lib.bind(d.cuMemGetInfo, {"cuMemGetInfo_v2"});
   lib.bind(d.cuStreamCreate, {"cuStreamCreate"});
   lib.bind(d.cuStreamDestroy, {"cuStreamDestroy_v2"});
   lib.bind(d.cuStreamSynchronize, {"cuStreamSynchronize"});
@@ -93,6 +94,14 @@ Loaded load() {
   lib.bind(d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, /*optional=*/true);
   lib.bind(d.cuGraphDestroy, {"cuGraphDestroy"}, /*optional=*/true);
   lib.bind(d.cuLaunchKernelEx, {"cuLaunchKernelEx"}, /*optional=*/true);
+  lib.bind(d.cuDeviceGetDevResource, {"cuDeviceGetDevResource"}, true);
+  lib.bind(d.cuDevSmResourceSplitByCount, {"cuDevSmResourceSplitByCount"},
+           true);
+  lib.bind(d.cuDevResourceGenerateDesc, {"cuDevResourceGenerateDesc"}, true);
+  lib.bind(d.cuGreenCtxCreate, {"cuGreenCtxCreate"}, true);
+  lib.bind(d.cuGreenCtxDestroy, {"cuGreenCtxDestroy"}, true);
+  lib.bind(d.cuCtxFromGreenCtx, {"cuCtxFromGreenCtx"}, true);
+  lib.bind(d.cuGreenCtxStreamCreate, {"cuGreenCtxStreamCreate"}, true);
 
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {

@@ -22,6 +22,15 @@ namespace cuts::codegen {
 /// The three kernels, with the conversions they need.
 std::string reduceChunksSource();
 
+/// A collective's copies done by the SMs, as NCCL's kernels do them, where
+/// the copy engines would do them otherwise (ConCCL's baseline, `cuts c3`):
+///
+///   cuts_copy_chunks(const unsigned long long *items, unsigned count)
+///
+/// items holds `count` triples (source address, destination address,
+/// bytes, a multiple of 16); every block strides over every copy.
+std::string copyChunksSource();
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_EMIT_COLLECTIVE_H

@@ -20,6 +20,7 @@ Prints one line per check and `N passed, N failed`; exits 1 on a failure.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -1708,6 +1709,37 @@ def check_collectives(runner):
                 "collectives on %s: %s" % (gpus, rows))
 
 
+def check_c3(runner):
+    """cuts c3: clear errors for bad options; on a GPU, two of Table II's
+    scenarios at a small scale: the slowdown tables of every split, every
+    configuration timed (the collectives' results checked first), each as
+    % of the ideal speedup, and the model's pick among them."""
+    for extra, want in ((("--gpus", "0,1"), "runs its ranks on one device"),
+                        (("--gpus", "0"), "takes 2 to 8 ranks"),
+                        (("--scale", "2"), "--scale needs a factor"),
+                        (("--scenarios", "cb9_1G"), "no scenario 'cb9_1G'"),
+                        (("--collective", "gather"), "--collective needs")):
+        r = runner.run("c3", *extra)
+        require(r.returncode != 0 and want in r.stderr,
+                "c3 %s: %s" % (extra, r.stderr))
+    if not runner.gpu:
+        return
+    r = runner.run("c3", "--gpus", "0,0", "--scenarios", "cb1_896M,mb1_896M",
+                   "--scale", "0.25", "--splits", "16,32", "--iters", "2",
+                   "--json")
+    require(r.returncode == 0, "c3: " + r.stderr)
+    j = json.loads(r.stdout)
+    rows, splits = j["scenarios"], j["tables"]["splits"]
+    require(len(rows) == 4 and len(splits) == 2 and
+            all(s["comm_sms"] > 0 and s["cb1_slowdown"] > 0 for s in splits),
+            "c3 tables: %s" % j["tables"])
+    for row in rows:
+        names = [c["config"] for c in row["configs"]]
+        require(len(names) == 7 and row["pick"] in names and
+                all(c["ms"] > 0 and math.isfinite(c["pct_ideal"])
+                    for c in row["configs"]), "c3 row: %s" % row)
+
+
 def check_tensor_parallel(runner):
     """compile --tensor-parallel-check N on BERT (2 layers, random weights):
     Q, K, V and FFN1 split by columns, the output projection and FFN2 by
@@ -1995,6 +2027,8 @@ def main():
         runner.check("tensor-parallel split", check_tensor_parallel, runner)
     if not a.k or "collectives" in a.k:
         runner.check("copy-engine collectives", check_collectives, runner)
+    if not a.k or "c3" in a.k:
+        runner.check("C3 study (cuts c3)", check_c3, runner)
     if not a.k or "bf16" in a.k:
         runner.check("bf16 linear layer", check_bf16, runner)
         runner.check("precision errors", check_precision_errors, runner)

@@ -225,3 +225,42 @@ TEST_CASE("all-reduce plans: scatter, the sum kernel on the CPU, gather, "
         CHECK(std::memcmp(data[size_t(r)].data(), want.data(), elems * 4) == 0);
     }
 }
+
+TEST_CASE("the SM copy kernel runs the all-gather and all-to-all copy plans "
+          "on the CPU",
+          "[collectives]") {
+  std::string err;
+  const std::string src = codegen::copyChunksSource();
+  if (nvrtcAvailable()) {
+    auto r = compileWithNvrtc(src, "sm_90", err);
+    INFO(err);
+    CHECK(r);
+  }
+  auto k = compileForHost(
+      src,
+      KernelSignature{"cuts_copy_chunks",
+                      {{"items", "const unsigned long long *__restrict__"},
+                       {"count", "unsigned"}}},
+      err);
+  INFO(err);
+  REQUIRE(k);
+  for (Collective c : {Collective::AllGather, Collective::AllToAll})
+    for (int ranks : {1, 2, 3}) {
+      INFO(collectiveName(c) << " over " << ranks);
+      const uint64_t chunk = 48;
+      Buffers send = sendBuffers(c, ranks, chunk);
+      Buffers recv(size_t(ranks),
+                   std::vector<uint8_t>(recvBytes(c, ranks, chunk)));
+      std::vector<unsigned long long> items;
+      for (const PeerCopy &p : copyPlan(c, ranks, chunk)) {
+        items.push_back(uintptr_t(send[size_t(p.src)].data() + p.srcOffset));
+        items.push_back(uintptr_t(recv[size_t(p.dst)].data() + p.dstOffset));
+        items.push_back(p.bytes);
+      }
+      REQUIRE(k->launch({2, 1, 1}, {2, 1, 1},
+                        {KernelArg::buffer(items.data()),
+                         KernelArg::scalar(unsigned(items.size() / 3))},
+                        err));
+      CHECK(recv == runPlan(c, ranks, chunk, send));
+    }
+}

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/BenchDevices.h"
+#include "tools/cuts-run/C3.h"
 #include "tools/cuts-run/Collectives.h"
 #include "tools/cuts-run/Compress.h"
 #include "tools/cuts-run/Opened.h"
@@ -83,6 +84,15 @@ const char *kUsage =
     "      receives) on copy engines (peer copies, one stream a source and\n"
     "      destination; reduce-scatter's sum a kernel) and through NCCL\n"
     "      (distinct devices only), every result checked first\n"
+    "  cuts c3 [--gpus 0,0] [--collective all-gather|all-to-all|both]\n"
+    "          [--scenarios mb1_896M,...] [--splits 8,16,32,64] [--scale F]\n"
+    "          [--iters N] [--blocks N] [--json]\n"
+    "      ConCCL's study on one GPU: Table I's GEMMs (cuBLASLt fp16) beside\n"
+    "      Table II's collectives among the list's ranks (copies on the SMs\n"
+    "      or the copy engines): slowdown tables, then each scenario's\n"
+    "      taxonomy and % of the ideal speedup for c3_base, c3_sp, c3_rp\n"
+    "      (green contexts), ConCCL and ConCCL_rp, and the model's choice\n"
+    "      (perfmodel/C3.h) against the best measured\n"
     "  cuts compress MODEL.cuts [--emulate] [--json] [-o RESTORED.cuts]\n"
     "      ScaleDNN's 3:1 fp32 weight format on the model: bytes saved, the\n"
     "      weights' error (bf16 truncation beside it) and the outputs' error\n"
@@ -602,6 +612,8 @@ int main(int argc, char **argv) {
     return cuts::cli::cmdCompress(args);
   if (cmd == "collectives")
     return cuts::cli::cmdCollectives(args);
+  if (cmd == "c3")
+    return cuts::cli::cmdC3(args);
   if (cmd == "-h" || cmd == "--help") {
     std::fputs(kUsage, stdout);
     return 0;

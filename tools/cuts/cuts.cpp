@@ -1113,7 +1113,7 @@ int main(int argc, char **argv) {
   if (cmd == "validate")
     return cmdValidate(args);
   if (cmd == "run" || cmd == "bench" || cmd == "tune" || cmd == "compress" ||
-      cmd == "collectives")
+      cmd == "collectives" || cmd == "c3")
     return cmdRunner(cmd, args, argv[0]);
   usage(llvm::errs());
   return error("", "unknown command '" + cmd + "'");

@@ -45,6 +45,25 @@ struct CUlaunchConfig {
 };
 constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 
+/// Green contexts (CUDA 12.4): cuda.h's CUdevResource at ABI version 1, an
+/// SM resource's counts at the front of its 48-byte union.
+using CUgreenCtx = struct CUgreenCtx_st *;
+using CUdevResourceDesc = struct CUdevResourceDesc_st *;
+struct CUdevSmResource {
+  unsigned smCount, minSmPartitionSize, smCoscheduledAlignment;
+};
+struct CUdevResource {
+  int type;
+  unsigned char internalPadding[92];
+  union {
+    CUdevSmResource sm;
+    unsigned char oversize[48];
+  };
+};
+static_assert(sizeof(CUdevResource) == 144, "cuda.h's CUdevResource_v1");
+constexpr int CU_DEV_RESOURCE_TYPE_SM = 1;
+constexpr unsigned CU_GREEN_CTX_DEFAULT_STREAM = 1;
+
 // The values of the driver's enums that the runtime uses.
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
@@ -89,6 +108,7 @@ struct Driver {
   CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemGetInfo)(size_t *, size_t *); // free, total
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
@@ -122,6 +142,24 @@ struct Driver {
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
 
+  // Optional (CUDA 12.4): green contexts, SM partitions of a device.
+  CUresult (*cuDeviceGetDevResource)(CUdevice, CUdevResource *, int);
+  CUresult (*cuDevSmResourceSplitByCount)(CUdevResource *, unsigned *,
+                                          const CUdevResource *,
+                                          CUdevResource *, unsigned, unsigned);
+  CUresult (*cuDevResourceGenerateDesc)(CUdevResourceDesc *, CUdevResource *,
+                                        unsigned);
+  CUresult (*cuGreenCtxCreate)(CUgreenCtx *, CUdevResourceDesc, CUdevice,
+                               unsigned);
+  CUresult (*cuGreenCtxDestroy)(CUgreenCtx);
+  CUresult (*cuCtxFromGreenCtx)(CUcontext *, CUgreenCtx);
+  CUresult (*cuGreenCtxStreamCreate)(CUstream *, CUgreenCtx, unsigned, int);
+
+  bool hasGreenContexts() const {
+    return cuDeviceGetDevResource && cuDevSmResourceSplitByCount &&
+           cuDevResourceGenerateDesc && cuGreenCtxCreate && cuGreenCtxDestroy &&
+           cuCtxFromGreenCtx && cuGreenCtxStreamCreate;
+  }
   bool hasGraphs() const {
     return cuStreamBeginCapture && cuStreamEndCapture &&
            cuGraphInstantiateWithFlags && cuGraphLaunch && cuGraphExecDestroy &&
