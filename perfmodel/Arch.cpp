@@ -71,6 +71,7 @@ const std::pair<const char *, double GpuArch::*> kOptionalFields[] = {
     {"bwL2PerSM", &GpuArch::bwL2PerSM},
     {"blockDispatchCycles", &GpuArch::blockDispatchCycles},
     {"perfPeakMmaSync", &GpuArch::perfPeakMmaSync},
+    {"collectiveCrossoverBytes", &GpuArch::collectiveCrossoverBytes},
 };
 
 const char *const kStringFields[] = {"name", "aliases", "vendor",

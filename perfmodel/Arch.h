@@ -65,6 +65,12 @@ struct GpuArch {
   /// measured, and then taken as perfPeakFp16. Optional in the JSON. On
   /// Hopper the legacy warp-level instruction does not reach the wgmma peak.
   double perfPeakMmaSync = 0;
+  /// Bytes a rank receives from which the copy engines' collectives are at
+  /// least as fast as NCCL's between two GPUs of a node (cuts collectives,
+  /// ConCCL's crossover); a tensor-parallel plan's smaller all-reduces go
+  /// to NCCL where the devices are distinct. 0 where not measured: copy
+  /// engines for every size. Optional in the JSON.
+  double collectiveCrossoverBytes = 0;
   /// tf32 tensor-core products run at this share of the 16-bit rate (A100
   /// and H100 data sheets).
   static constexpr double kTf32PerFp16 = 0.5;

@@ -312,6 +312,8 @@ Json manifestJson(const Manifest &m) {
       js["pdl"] = true;
     if (!s.collective.empty())
       js["collective"] = s.collective;
+    if (!s.engine.empty())
+      js["engine"] = s.engine;
     steps.push_back(std::move(js));
   }
   j["steps"] = std::move(steps);
@@ -689,6 +691,8 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
     }
     if (js.contains("collective") && !r.str(js, p, "collective", s.collective))
       return false;
+    if (js.contains("engine") && !r.str(js, p, "engine", s.engine))
+      return false;
   }
   return true;
 }
@@ -1039,6 +1043,8 @@ bool validateSteps(const Manifest &m, std::string &error) {
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const Step &s = m.steps[i];
     std::string p = at("steps", i);
+    if (!s.engine.empty() && s.collective.empty())
+      return fail(p, "an engine without a collective");
     if (s.kernel >= 0) {
       if (s.from != -1 || s.to != -1)
         return fail(p, "a kernel step has from = to = -1");
@@ -1057,6 +1063,9 @@ bool validateSteps(const Manifest &m, std::string &error) {
           !writable(m, s.from) || m.tensors[s.from].dtype != "float32")
         return fail(p, "an all-reduce sums a float32 tensor in place (to "
                        "a view of from, neither an input nor a weight)");
+      if (!s.engine.empty() && s.engine != "nccl")
+        return fail(p, "engine \"" + s.engine +
+                           "\": only \"nccl\" (or none: the copy engines)");
       continue;
     }
     if (m.tensors[s.from].bytes() != m.tensors[s.to].bytes())

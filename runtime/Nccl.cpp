@@ -31,6 +31,7 @@ struct Api {
   int (*ncclAllGather)(const void *, void *, size_t, int, Comm, void *);
   int (*ncclReduceScatter)(const void *, void *, size_t, int, int, Comm,
                            void *);
+  int (*ncclAllReduce)(const void *, void *, size_t, int, int, Comm, void *);
   int (*ncclSend)(const void *, size_t, int, int, Comm, void *);
   int (*ncclRecv)(void *, size_t, int, int, Comm, void *);
 };
@@ -61,6 +62,7 @@ const Loaded &loaded() {
     lib.bind(a.ncclBroadcast, {"ncclBroadcast"});
     lib.bind(a.ncclAllGather, {"ncclAllGather"});
     lib.bind(a.ncclReduceScatter, {"ncclReduceScatter"});
+    lib.bind(a.ncclAllReduce, {"ncclAllReduce"});
     lib.bind(a.ncclSend, {"ncclSend"});
     lib.bind(a.ncclRecv, {"ncclRecv"});
     if (!lib.missing().empty())
@@ -140,6 +142,32 @@ bool NcclComms::init(const std::vector<int> &devices, std::string &error) {
   return true;
 }
 
+namespace {
+
+int ncclType(const std::string &dtype) {
+  return dtype == "f16" ? kFloat16 : dtype == "bf16" ? kBfloat16 : kFloat32;
+}
+
+} // namespace
+
+bool NcclComms::allReduce(const std::vector<void *> &data, size_t count,
+                          const std::string &dtype,
+                          const std::vector<void *> &streams,
+                          std::string &error) {
+  const Api &a = loaded().api;
+  int r = a.ncclGroupStart();
+  for (size_t i = 0; r == 0 && i < comms.size(); ++i)
+    r = a.ncclAllReduce(data[i], data[i], count, ncclType(dtype), kSum,
+                        static_cast<Comm>(comms[i]), streams[i]);
+  const int end = a.ncclGroupEnd();
+  if (r || end) {
+    error = std::string("NCCL all-reduce failed: ") +
+            a.ncclGetErrorString(r ? r : end);
+    return false;
+  }
+  return true;
+}
+
 bool NcclComms::run(Collective c, uint64_t chunk,
                     const std::vector<void *> &send,
                     const std::vector<void *> &recv,
@@ -147,9 +175,7 @@ bool NcclComms::run(Collective c, uint64_t chunk,
                     const std::string &dtype, std::string &error) {
   const Api &a = loaded().api;
   const int n = int(comms.size());
-  const int type = dtype == "f16"    ? kFloat16
-                   : dtype == "bf16" ? kBfloat16
-                                     : kFloat32;
+  const int type = ncclType(dtype);
   const size_t width = type == kFloat32 ? 4 : 2;
   int r = a.ncclGroupStart();
   for (int i = 0; r == 0 && i < n; ++i) {

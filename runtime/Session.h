@@ -15,6 +15,7 @@
 #include "cuts/rt/Collectives.h"
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Library.h"
+#include "cuts/rt/Nccl.h"
 #include "cuts/rt/WeightCodec.h"
 
 #include <algorithm>
@@ -438,6 +439,9 @@ struct cuts_session {
   // this rank's all-reduce scratch, and an event that joins its streams
   // to another's.
   std::unique_ptr<cuts::rt::CopyEngineComm> comm;
+  // NCCL over the ranks, for the all-reduces the compiler gave it, where
+  // the devices are distinct and NCCL loads (null: copy engines for all).
+  std::unique_ptr<cuts::rt::NcclComms> nccl;
   cuts::rt::DeviceBytes reduceScratch;
   cuts::rt::CUevent joined = nullptr;
 

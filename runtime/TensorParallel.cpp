@@ -70,7 +70,19 @@ cuts_status ensureTensorParallel(cuts_session &s) {
         return cudaFail(r, "cuEventCreate");
   }
   s.comm = std::move(comm);
-  return CUTS_OK;
+  // NCCL where the plan asks for it and can have it; else copy engines.
+  std::vector<int> devices;
+  bool wanted = false;
+  for (cuts_session *x : ranks) {
+    devices.push_back(int(x->model->device));
+    for (const Step &step : x->model->manifest().steps)
+      wanted = wanted || step.engine == "nccl";
+  }
+  std::string why;
+  auto nccl = std::make_unique<NcclComms>();
+  if (wanted && nccl->init(devices, why))
+    s.nccl = std::move(nccl);
+  return enter(*s.model);
 }
 
 /// `from`'s stream waits for the work enqueued on `to`'s so far.
@@ -121,6 +133,23 @@ cuts_status allReduceStep(std::vector<cuts_session *> &ranks,
                                                t.name + "\" (" + t.dtype + ")");
   }
   const uint64_t size = dtypeBytes(t.dtype);
+  const Step &step = first.steps[at[0]];
+  if (step.engine == "nccl" && ranks[0]->nccl) {
+    std::vector<void *> ptrs, ncclStreams;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      ptrs.push_back(reinterpret_cast<void *>(uintptr_t(data[r])));
+      ncclStreams.push_back(streams[r]);
+    }
+    const char *type = t.dtype == "float16"    ? "f16"
+                       : t.dtype == "bfloat16" ? "bf16"
+                                               : "f32";
+    std::string why;
+    if (!ranks[0]->nccl->allReduce(ptrs, t.bytes() / size, type, ncclStreams,
+                                   why))
+      return fail(CUTS_ERROR_CUDA,
+                  "step " + std::to_string(at[0]) + ": " + why);
+    return CUTS_OK;
+  }
   return ranks[0]->comm->allReduce(
       allReducePlan(int(ranks.size()), t.bytes() / size, size), data, scratch,
       streams, reduce);

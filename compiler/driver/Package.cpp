@@ -433,6 +433,10 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
         if (s.from < 0 || s.to < 0)
           return false;
         s.collective = "all-reduce";
+        // Below the measured crossover NCCL's latency wins (ConCCL §V).
+        if (double(m.tensors[size_t(s.from)].bytes()) <
+            opts.arch.collectiveCrossoverBytes)
+          s.engine = "nccl";
         m.steps.push_back(s);
       }
     ++res.views;

@@ -1709,6 +1709,41 @@ def check_collectives(runner):
                 "collectives on %s: %s" % (gpus, rows))
 
 
+def check_bert_base_tp(runner, d, rng):
+    """BERT-base (12 layers) compiled --tensor-parallel 2 on a repeated
+    device (0,0, and 0,1 where there are two GPUs) against the unsplit
+    model on the GPU (fp32, 1e-5)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
+                    os.path.join(here, "exported", "bert_base_s128_dyn20.onnx"),
+                    d], check=True, capture_output=True)
+    model = os.path.join(d, "bert_base_s128_dyn20.onnx")
+    ids, mask = os.path.join(d, "ids.npy"), os.path.join(d, "mask.npy")
+    np.save(ids, rng.integers(0, 30000, (1, 128)).astype(np.int64))
+    m = np.ones((1, 128), np.int64)
+    m[0, 90:] = 0
+    np.save(mask, m)
+    feeds = ("--input", "input_ids=" + ids, "--input", "attention_mask=" + mask)
+    ref = os.path.join(d, "ref")
+    os.makedirs(ref, exist_ok=True)
+    for ranks in (1, 2):
+        out = os.path.join(d, "tp%d" % ranks)
+        extra = ("--tensor-parallel", "2") if ranks > 1 else ()
+        r = runner.run("compile", model, "--arch", "sm_90", "-o", out, *extra)
+        require(r.returncode == 0, "BERT-base compile %s: %s" % (extra,
+                                                                 r.stderr))
+        art = os.path.join(out, "model.cuts")
+        if ranks == 1:
+            r = runner.run("run", art, *feeds, "--output-dir", ref)
+            require(r.returncode == 0, "BERT-base on the GPU: " + r.stderr)
+            continue
+        for gpus in ["0,0"] + (["0,1"] if gpu_count() >= 2 else []):
+            r = runner.run("run", art, "--gpus", gpus, *feeds, "--compare",
+                           ref, "--tolerance", "1e-5")
+            require(r.returncode == 0, "BERT-base on 2 ranks (%s): %s%s" %
+                    (gpus, r.stdout, r.stderr))
+
+
 def check_c3(runner):
     """cuts c3: clear errors for bad options; on a GPU, two of Table II's
     scenarios at a small scale: the slowdown tables of every split, every
@@ -1822,6 +1857,29 @@ def check_tensor_parallel(runner):
             r = runner.run("bench", art, "--gpus", lists[0], "--iters", "5")
             require(r.returncode == 0, "bench of %d ranks: %s" %
                     (ranks, r.stderr))
+    # The crossover the H200 descriptor measured puts BERT's small
+    # all-reduces on NCCL (the H100's, unmeasured, keeps copy engines); a
+    # repeated device list falls back to the copy engines.
+    out = os.path.join(d, "h200")
+    r = runner.run("compile", model, "--arch", "h200", "-o", out,
+                   "--tensor-parallel", "2")
+    require(r.returncode == 0, "--tensor-parallel 2 for h200: " + r.stderr)
+    engines = [[x.get("engine", "ce") for x in read_manifest(
+        os.path.join(o, "model.cuts"))["steps"] if "collective" in x]
+        for o in (out, os.path.join(d, "ranks2"))]
+    require(engines[0] and set(engines[0]) == {"nccl"} and
+            set(engines[1]) == {"ce"}, "all-reduce engines: %s" % engines)
+    if runner.gpu:
+        r = runner.run("run", os.path.join(out, "model.cuts"), "--gpus", "0,0",
+                       *feeds, "--compare", gpu_ref, "--tolerance", "1e-5")
+        require(r.returncode == 0, "NCCL's all-reduces on 0,0: %s%s" %
+                (r.stdout, r.stderr))
+        if gpu_count() >= 2:
+            r = runner.run("run", os.path.join(out, "model.cuts"), "--gpus",
+                           "0,1", *feeds, "--compare", gpu_ref,
+                           "--tolerance", "1e-5")
+            require(r.returncode == 0, "NCCL's all-reduces on 0,1: %s%s" %
+                    (r.stdout, r.stderr))
     r = runner.run("compile", model, "--arch", "sm_90", "-o", d,
                    "--tensor-parallel", "2", "--batch", "1,2")
     require(r.returncode != 0 and "--tensor-parallel takes neither" in
@@ -1866,6 +1924,7 @@ def check_tensor_parallel(runner):
                        "--tolerance", "1e-5")
         require(r.returncode == 0, "GPT-2 on 2 ranks (0,0): %s%s" %
                 (r.stdout, r.stderr))
+        check_bert_base_tp(runner, os.path.join(d, "bert_base"), rng)
     r = runner.run("compile", model, "--arch", "sm_90", "-o", d,
                    "--tensor-parallel-check", "1")
     require(r.returncode != 0 and "--tensor-parallel-check needs" in r.stderr,

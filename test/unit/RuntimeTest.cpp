@@ -2172,6 +2172,7 @@ Manifest rankPlan(int64_t rank) {
   m.kernels.push_back(kernel("finish", {3, 4}, {4}));
   Step reduce;
   reduce.from = 2, reduce.to = 3, reduce.collective = "all-reduce";
+  reduce.engine = "nccl";
   m.steps = {Step{0, -1, -1}, reduce, Step{1, -1, -1}};
   return m;
 }
@@ -2211,6 +2212,7 @@ TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
   CHECK(a->rankPlans[0].rank == 1);
   CHECK(a->rankPlans[0].tensors[1].weightOffset == 256);
   CHECK(a->manifest.steps[1].collective == "all-reduce");
+  CHECK(a->manifest.steps[1].engine == "nccl");
   CHECK(a->profiles.empty());
 
   ArtifactContents c = rankContents();
@@ -2224,6 +2226,16 @@ TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
   CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
   CHECK(error.find("only \"all-reduce\", in a plan of 2 or more ranks") !=
         std::string::npos);
+
+  c = rankContents();
+  c.manifest.steps[1].engine = "dma"; // not an engine the runtime has
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("only \"nccl\"") != std::string::npos);
+
+  c = rankContents();
+  c.manifest.steps[0].engine = "nccl"; // on a kernel
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("an engine without a collective") != std::string::npos);
 
   c = rankContents();
   c.manifest.steps[1].to = 4; // not in place

@@ -193,12 +193,17 @@ int benchDevices(const std::string &model, const DeviceBench &o) {
     std::printf("%s\n", j.dump(1).c_str());
     return 0;
   }
-  std::printf("%s on GPUs %s%s%s: batch %lld, %.4f ms a host run (inputs in, "
-              "outputs out, two in flight), %.1f inferences/s; %.0f%% of the "
-              "host-to-device time hidden\n",
+  // A model without batch profiles runs its own shapes: runs a second.
+  const std::string rate =
+      batch > 0 ? "batch " + std::to_string(batch) + ", " : std::string();
+  std::printf("%s on GPUs %s%s%s: %s%.4f ms a host run (inputs in, outputs "
+              "out, two in flight), %.1f %s/s; %.0f%% of the host-to-device "
+              "time hidden\n",
               model.c_str(), list.c_str(), o.master ? " (master GPU)" : "",
-              o.preload ? "" : " (no pre-loading)", (long long)batch, perRun,
-              double(batch) * 1e3 / perRun, h2d > 0 ? 100 * hidden / h2d : 0.0);
+              o.preload ? "" : " (no pre-loading)", rate.c_str(), perRun,
+              double(batch > 0 ? batch : 1) * 1e3 / perRun,
+              batch > 0 ? "inferences" : "runs",
+              h2d > 0 ? 100 * hidden / h2d : 0.0);
   printTable(j);
   return 0;
 }

@@ -125,6 +125,10 @@ struct Step {
   /// A tensor-parallel plan's collective instead of a copy: "all-reduce",
   /// the ranks' sum of `from` in place (`to` is a view of it).
   std::string collective = {};
+  /// Where the compiler put it: "nccl" below the target's measured
+  /// crossover (perfmodel/arch), else "" for the copy engines; a device
+  /// list that repeats a device, or has no NCCL, uses the copy engines.
+  std::string engine = {};
 };
 
 struct Manifest {

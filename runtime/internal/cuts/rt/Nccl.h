@@ -52,6 +52,12 @@ public:
            const std::vector<void *> &recv, const std::vector<void *> &streams,
            const std::string &dtype, std::string &error);
 
+  /// The ranks' sum of `count` values of `dtype` ("f32", "f16", "bf16")
+  /// in place in data[i], rank i on streams[i], as one NCCL group.
+  bool allReduce(const std::vector<void *> &data, size_t count,
+                 const std::string &dtype, const std::vector<void *> &streams,
+                 std::string &error);
+
 private:
   std::vector<void *> comms;
 };
