@@ -3,8 +3,10 @@
 # batch 1, fp32) compiled whole and with --tensor-parallel 2 and 4, each
 # rank plan run on every device list of its size (bench/device_lists.sh,
 # or a repeated device where the host has fewer), host runs (cuts bench
-# --gpus), against the whole model on one GPU. The outputs of every
-# device list are checked against one GPU's first (cuts run --compare).
+# --gpus), against the whole model on one GPU, and PyTorch's tensor
+# parallelism and async TP where torch is installed (bench/torch_tp.py).
+# The outputs of every device list are checked against one GPU's first
+# (cuts run --compare).
 # Resumable; output in bench/out/tensor-parallel-<arch>.txt.
 #
 #   bench/tensor_parallel.sh [directory of cuts, default .gpu-bin/bin] [arch]
@@ -58,4 +60,22 @@ PY
       done
     done
   done
+  # The peer: PyTorch on one GPU (eager, compiled) and tensor-parallel with
+  # sequence parallelism, with and without async TP (bench/torch_tp.py).
+  if python3 -c "import torch" 2>/dev/null; then
+    have=$(nvidia-smi -L | grep -c "^GPU ")
+    for m in gpt2 bert; do
+      for c in none default; do
+        python3 bench/torch_tp.py --model $m --compile $c --iters 30
+      done
+      for n in 2 4; do
+        [ "$have" -ge $n ] || continue
+        for async in "" --async-tp; do
+          python3 -m torch.distributed.run --nproc-per-node $n \
+            bench/torch_tp.py --model $m --tp $async --compile default \
+            --iters 30 2>&1 | grep "^torch"
+        done
+      done
+    done
+  fi
 } 2>&1 | tee "$OUT"
