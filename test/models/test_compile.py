@@ -1744,6 +1744,37 @@ def check_bert_base_tp(runner, d, rng):
                     (gpus, r.stdout, r.stderr))
 
 
+def check_plan(runner):
+    """cuts plan: the BigCuts planner ranks every split of a cluster (its
+    splits of 32 GPUs, both schedules); impossible cluster files and GPU
+    counts are clear errors."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    model = os.path.join(root, "examples", "bigcuts", "gpt3-175b.json")
+    cluster = os.path.join(root, "perfmodel", "cluster", "clusters", "a.json")
+    r = runner.run("plan", model, "--cluster", cluster, "--json")
+    require(r.returncode == 0, "plan: " + r.stderr)
+    j = json.loads(r.stdout)
+    rows = j["configs"]
+    require(j["gpus"] == 32 and len(rows) == 42 and
+            all(x["dp"] * x["wp"] * x["p"] == 32 for x in rows) and
+            rows[0]["normalised"] >= 1 and
+            rows == sorted(rows, key=lambda x: (not x["feasible"],
+                                                x["time_tot_s"])),
+            "plan rows: %s" % rows[:3])
+    bad = os.path.join(runner.work, "zero_bandwidth.json")
+    c = json.load(open(cluster))
+    c["storage_gbs_per_gpu"] = 0
+    json.dump(c, open(bad, "w"))
+    for extra, want in ((("--cluster", bad), "storage_gbs_per_gpu"),
+                        (("--cluster", cluster, "--gpus", "64"),
+                         "more than its 8 nodes x 4 GPUs"),
+                        ((), "needs a model description and --cluster")):
+        r = runner.run("plan", model, *extra)
+        require(r.returncode != 0 and want in r.stderr,
+                "plan %s: %s" % (extra, r.stderr))
+
+
 def check_c3(runner):
     """cuts c3: clear errors for bad options; on a GPU, two of Table II's
     scenarios at a small scale: the slowdown tables of every split, every
@@ -2086,6 +2117,8 @@ def main():
         runner.check("tensor-parallel split", check_tensor_parallel, runner)
     if not a.k or "collectives" in a.k:
         runner.check("copy-engine collectives", check_collectives, runner)
+    if not a.k or "plan" in a.k:
+        runner.check("BigCuts planner (cuts plan)", check_plan, runner)
     if not a.k or "c3" in a.k:
         runner.check("C3 study (cuts c3)", check_c3, runner)
     if not a.k or "bf16" in a.k:

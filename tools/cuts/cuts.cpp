@@ -37,6 +37,10 @@
 #include <unistd.h>
 #include <vector>
 
+namespace cuts::cli {
+int cmdPlan(const std::vector<std::string> &args);
+}
+
 namespace {
 
 using cuts::cli::ArgList;
@@ -128,6 +132,13 @@ void usage(llvm::raw_ostream &os) {
         "      elementwise, reduction), kept and pruned, as kernels for\n"
         "      cuts tune DIR; then\n"
         "      scripts/validate_report.py DIR checks the model's pruning\n"
+        "  plan MODEL.json --cluster CLUSTER.json [--gpus N] [--top K] "
+        "[--json]\n"
+        "      the BigCuts planner: every split of the cluster's GPUs into\n"
+        "      data-parallel, weight-partitioned and pipeline groups, with\n"
+        "      parameter- or activation-resident scheduling, ranked by the\n"
+        "      thesis's estimate (x the ideal time); models in\n"
+        "      examples/bigcuts, clusters in perfmodel/cluster/clusters\n"
         "  arch [--json] | arch --probe [-o FILE.json]\n"
         "      the known GPU descriptors; --probe measures the local GPU\n"
         "      and writes a descriptor: every --arch takes a name above\n"
@@ -1108,6 +1119,8 @@ int main(int argc, char **argv) {
     return cmdExplain(args);
   if (cmd == "arch")
     return cmdArch(args, argv[0]);
+  if (cmd == "plan")
+    return cuts::cli::cmdPlan(args);
   if (cmd == "compile")
     return cmdCompile(args, argv[0]);
   if (cmd == "validate")

@@ -1,0 +1,133 @@
+//===- Plan.cpp - cuts plan: the BigCuts cluster planner ------------------===//
+//
+// `cuts plan MODEL.json --cluster CLUSTER.json [--gpus N] [--top K]
+// [--json]`: every split of the cluster's GPUs into data-parallel,
+// weight-partitioned and pipeline groups under both schedules, estimated
+// by perfmodel/cluster/BigCuts.h and ranked, each normalised to the ideal
+// (no communication) time as the thesis's Table 5.6 is.
+//
+//===----------------------------------------------------------------------===//
+#include "perfmodel/cluster/BigCuts.h"
+#include "tools/support/Options.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace cuts::cli {
+
+namespace {
+
+bool readText(const std::string &path, std::string &out) {
+  std::ifstream f(path);
+  if (!f)
+    return false;
+  std::stringstream s;
+  s << f.rdbuf();
+  out = s.str();
+  return true;
+}
+
+nlohmann::json toJson(const bigcuts::Estimate &e, double ideal) {
+  return {{"dp", e.config.dp},
+          {"wp", e.config.wp},
+          {"p", e.config.p},
+          {"schedule", e.config.activationResident ? "AR" : "PR"},
+          {"feasible", e.feasible},
+          {"why", e.why},
+          {"comm_storage_bytes", e.commStorage},
+          {"comm_gpu_bytes", e.commGpu},
+          {"time_comm_s", e.timeComm},
+          {"time_compute_s", e.timeCompute},
+          {"time_tot_s", e.timeTot},
+          {"normalised", e.timeTot / ideal},
+          {"gpu_memory_bytes", e.memoryBytes}};
+}
+
+} // namespace
+
+int cmdPlan(const std::vector<std::string> &args) {
+  std::string modelPath, clusterPath;
+  int gpus = 0, top = 10;
+  bool json = false;
+  for (ArgList a(args); a.next();) {
+    if (a.is("--cluster")) {
+      if (!a.value(clusterPath))
+        return error("", "--cluster needs a cluster file");
+    } else if (a.is("--gpus")) {
+      if (!a.integer(gpus, 1, 1 << 20))
+        return error("", "--gpus needs a count >= 1");
+    } else if (a.is("--top")) {
+      if (!a.integer(top, 1, 1 << 20))
+        return error("", "--top needs a count >= 1");
+    } else if (a.is("--json")) {
+      json = true;
+    } else if (modelPath.empty() && a.arg().rfind("--", 0) != 0) {
+      modelPath = a.arg();
+    } else {
+      return error("", "plan: unknown argument '" + a.arg() + "'");
+    }
+  }
+  if (modelPath.empty() || clusterPath.empty())
+    return error("", "plan needs a model description and --cluster FILE");
+  std::string text, err;
+  if (!readText(modelPath, text))
+    return error(modelPath, "cannot read");
+  auto model = bigcuts::parseModel(text, err);
+  if (!model)
+    return error(modelPath, err);
+  if (!readText(clusterPath, text))
+    return error(clusterPath, "cannot read");
+  auto cluster = bigcuts::parseCluster(text, err);
+  if (!cluster)
+    return error(clusterPath, err);
+  if (gpus > cluster->gpus())
+    return error(clusterPath,
+                 "--gpus " + std::to_string(gpus) + " is more than its " +
+                     std::to_string(cluster->nodes) + " nodes x " +
+                     std::to_string(cluster->gpusPerNode) + " GPUs");
+  if (gpus > 0) { // the first nodes, filled
+    cluster->nodes = (gpus + cluster->gpusPerNode - 1) / cluster->gpusPerNode;
+    cluster->gpusPerNode = std::min(gpus, cluster->gpusPerNode);
+    if (cluster->gpus() != gpus)
+      return error("", "--gpus " + std::to_string(gpus) +
+                           " must fill whole nodes of " +
+                           std::to_string(cluster->gpusPerNode));
+  }
+  const double ideal = bigcuts::idealTime(*model, *cluster);
+  const std::vector<bigcuts::Estimate> all = bigcuts::rank(*model, *cluster);
+  if (json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const bigcuts::Estimate &e : all)
+      rows.push_back(toJson(e, ideal));
+    nlohmann::json j = {{"model", model->name},
+                        {"cluster", cluster->name},
+                        {"gpus", cluster->gpus()},
+                        {"ideal_s", ideal},
+                        {"configs", rows}};
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+  std::printf("%s on %s (%d GPUs): ideal %.3f s a mini-batch\n",
+              model->name.c_str(), cluster->name.c_str(), cluster->gpus(),
+              ideal);
+  std::printf("%-28s %10s %10s %10s %8s\n", "configuration", "storage s",
+              "gpu s", "total s", "x ideal");
+  for (size_t i = 0; i < all.size() && int(i) < top; ++i) {
+    const bigcuts::Estimate &e = all[i];
+    if (!e.feasible) {
+      std::printf("%-28s infeasible: %s\n", bigcuts::describe(e.config).c_str(),
+                  e.why.c_str());
+      continue;
+    }
+    std::printf("%-28s %10.3f %10.3f %10.3f %8.2f\n",
+                bigcuts::describe(e.config).c_str(),
+                e.commStorage / cluster->bwStorage,
+                e.commGpu / cluster->bwP2P(), e.timeTot, e.timeTot / ideal);
+  }
+  return 0;
+}
+
+} // namespace cuts::cli
