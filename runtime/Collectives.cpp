@@ -117,38 +117,15 @@ cuts_status CopyEngineComm::run(Collective c, uint64_t chunk,
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 std::string(collectiveName(c)) + ": " + std::to_string(n) +
                     " ranks, but buffers or streams for another count");
-  for (size_t e = 0; e < n; ++e) {
-    d->cuCtxSetCurrent(ctx[e]);
-    if (CUresult r = d->cuEventRecord(ready[e], streams[e]))
-      return cudaFail(r, "cuEventRecord");
-  }
+  if (cuts_status st = record(ready, streams))
+    return st;
   // A copy waits for its source's and its destination's stream.
-  for (const PeerCopy &p : copyPlan(c, int(n), chunk)) {
-    CUstream st = copy[p.src][p.dst];
-    d->cuCtxSetCurrent(ctx[p.src]);
-    for (int who : {p.src, p.dst})
-      if (CUresult r = d->cuStreamWaitEvent(st, ready[who], 0))
-        return cudaFail(r, "cuStreamWaitEvent");
-    const CUdeviceptr from = send[p.src] + p.srcOffset,
-                      to = recv[p.dst] + p.dstOffset;
-    CUresult r = ctx[p.src] == ctx[p.dst]
-                     ? d->cuMemcpyDtoDAsync(to, from, p.bytes, st)
-                     : d->cuMemcpyPeerAsync(to, ctx[p.dst], from, ctx[p.src],
-                                            p.bytes, st);
-    if (r)
-      return cudaFail(r, std::string(collectiveName(c)) + ": copying rank " +
-                             std::to_string(p.src) + "'s chunk to rank " +
-                             std::to_string(p.dst));
-    if (CUresult x = d->cuEventRecord(done[p.src][p.dst], st))
-      return cudaFail(x, "cuEventRecord");
-  }
-  for (size_t dst = 0; dst < n; ++dst) {
-    d->cuCtxSetCurrent(ctx[dst]);
-    for (size_t src = 0; src < n; ++src)
-      if (CUresult r = d->cuStreamWaitEvent(streams[dst], done[src][dst], 0))
-        return cudaFail(r, "cuStreamWaitEvent");
-  }
-  return CUTS_OK;
+  const std::vector<PeerCopy> plan = copyPlan(c, int(n), chunk);
+  for (const PeerCopy &p : plan)
+    if (cuts_status st = copy1(p, send[p.src] + p.srcOffset,
+                               recv[p.dst] + p.dstOffset, collectiveName(c)))
+      return st;
+  return waitIncoming(plan, streams);
 }
 
 cuts_status CopyEngineComm::record(std::vector<CUevent> &events,
@@ -183,6 +160,18 @@ cuts_status CopyEngineComm::copy1(const PeerCopy &p, CUdeviceptr from,
   return CUTS_OK;
 }
 
+/// Each destination's stream waits for the copies of `copies` into it.
+cuts_status CopyEngineComm::waitIncoming(const std::vector<PeerCopy> &copies,
+                                         const std::vector<CUstream> &streams) {
+  for (const PeerCopy &p : copies) {
+    d->cuCtxSetCurrent(ctx[size_t(p.dst)]);
+    if (CUresult r =
+            d->cuStreamWaitEvent(streams[size_t(p.dst)], done[p.src][p.dst], 0))
+      return cudaFail(r, "cuStreamWaitEvent");
+  }
+  return CUTS_OK;
+}
+
 cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
                                       const std::vector<CUdeviceptr> &data,
                                       const std::vector<CUdeviceptr> &scratch,
@@ -202,12 +191,10 @@ cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
       return st;
   // Rank c's sum once every slot of its chunk has arrived; `ready` then
   // marks it, for the gather's copies to wait on.
+  if (cuts_status st = waitIncoming(plan.scatter, streams))
+    return st;
   for (size_t c = 0; c < n; ++c) {
     d->cuCtxSetCurrent(ctx[c]);
-    for (const PeerCopy &p : plan.scatter)
-      if (size_t(p.dst) == c)
-        if (CUresult r = d->cuStreamWaitEvent(streams[c], done[p.src][c], 0))
-          return cudaFail(r, "cuStreamWaitEvent");
     if (plan.count[c] == 0)
       continue;
     CUdeviceptr in = scratch[c], out = data[c] + plan.begin[c] * plan.elemBytes;
@@ -228,15 +215,7 @@ cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
     if (cuts_status st = copy1(p, data[p.src] + p.srcOffset,
                                data[p.dst] + p.dstOffset, "all-reduce"))
       return st;
-  for (size_t dst = 0; dst < n; ++dst) {
-    d->cuCtxSetCurrent(ctx[dst]);
-    for (const PeerCopy &p : plan.gather)
-      if (size_t(p.dst) == dst)
-        if (CUresult r =
-                d->cuStreamWaitEvent(streams[dst], done[p.src][dst], 0))
-          return cudaFail(r, "cuStreamWaitEvent");
-  }
-  return CUTS_OK;
+  return waitIncoming(plan.gather, streams);
 }
 
 } // namespace cuts::rt

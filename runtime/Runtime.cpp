@@ -450,6 +450,26 @@ void finishTables(ModelImpl &m) {
   m.artifact.sections.clear();
 }
 
+cuts_status loadSectionKernels(
+    ModelImpl &m, const std::string &section, const std::string &what,
+    const std::vector<std::pair<CUfunction *, const char *>> &kernels) {
+  uint64_t size = 0;
+  const uint8_t *cubin = m.artifact.section(section, &size);
+  if (!cubin)
+    return fail(CUTS_ERROR_BAD_ARTIFACT, "no section " + section);
+  std::vector<char> image(cubin, cubin + size);
+  image.push_back(0); // a PTX image would need its terminator
+  CUmodule mod = nullptr;
+  if (CUresult r = m.d->cuModuleLoadData(&mod, image.data()))
+    return cudaFail(r, "loading " + what + " (cuModuleLoadData)");
+  m.modules.push_back(mod);
+  for (const auto &[f, name] : kernels)
+    if (CUresult r = m.d->cuModuleGetFunction(f, mod, name))
+      return cudaFail(r, "finding " + what + "' " + name +
+                             " (cuModuleGetFunction)");
+  return CUTS_OK;
+}
+
 /// The model on one device: its plans, kernels and weights there (their
 /// bytes from the host where `upload`, else sent on by loadModel).
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,

@@ -336,6 +336,11 @@ cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
 void resolve(cuts_session &s, const std::vector<CUdeviceptr> &in,
              const std::vector<CUdeviceptr> &out);
 cuts_status adoptWeights(cuts_session &s);
+/// The artifact section `section`'s CUBIN loaded on m's device (unloaded
+/// with the model) and `kernels` looked up in it; `what` names it.
+cuts_status loadSectionKernels(
+    ModelImpl &m, const std::string &section, const std::string &what,
+    const std::vector<std::pair<CUfunction *, const char *>> &kernels);
 cuts_status runStep(cuts_session &s, size_t i);
 cuts_status ensureBuffers(cuts_session &s);
 

@@ -212,28 +212,17 @@ cuts_status takeRank(Artifact &a, int rank, size_t entries,
 }
 
 cuts_status loadReduceKernels(ModelImpl &m, const std::string &label) {
-  uint64_t size = 0;
-  const uint8_t *cubin = m.artifact.section("collective." + m.arch, &size);
-  if (!cubin)
+  const std::string section = "collective." + m.arch;
+  if (!m.artifact.section(section, nullptr))
     return fail(CUTS_ERROR_BAD_ARTIFACT,
                 label +
                     " is tensor-parallel but has no all-reduce kernels "
                     "for " +
-                    m.arch + " (section collective." + m.arch +
-                    "): compile it again");
-  std::vector<char> image(cubin, cubin + size);
-  image.push_back(0);
-  CUmodule mod = nullptr;
-  if (CUresult r = m.d->cuModuleLoadData(&mod, image.data()))
-    return cudaFail(r, "loading the all-reduce kernels (cuModuleLoadData)");
-  m.modules.push_back(mod);
-  const char *names[] = {"cuts_reduce_chunks_f32", "cuts_reduce_chunks_f16",
-                         "cuts_reduce_chunks_bf16"};
-  for (int i = 0; i < 3; ++i)
-    if (CUresult r = m.d->cuModuleGetFunction(&m.reduce[i], mod, names[i]))
-      return cudaFail(r, std::string("finding ") + names[i] +
-                             " (cuModuleGetFunction)");
-  return CUTS_OK;
+                    m.arch + " (section " + section + "): compile it again");
+  return loadSectionKernels(m, section, "the all-reduce kernels",
+                            {{&m.reduce[0], "cuts_reduce_chunks_f32"},
+                             {&m.reduce[1], "cuts_reduce_chunks_f16"},
+                             {&m.reduce[2], "cuts_reduce_chunks_bf16"}});
 }
 
 cuts_status runTensorParallel(cuts_session &s,

@@ -247,27 +247,18 @@ cuts_status decode(const ModelImpl &m, CUdeviceptr staging, CUdeviceptr weights,
 } // namespace
 
 cuts_status loadCodecs(ModelImpl &m, const std::string &label) {
-  uint64_t size = 0;
-  const uint8_t *cubin = m.artifact.section("codec." + m.arch, &size);
-  if (!cubin)
+  if (!m.artifact.section("codec." + m.arch, nullptr))
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 label + " has no weight codecs for " + m.arch +
                     ": compile it with --weight-codecs to send weights "
                     "encoded (weight_codec)");
-  std::vector<char> image(cubin, cubin + size);
-  image.push_back(0);
-  CUmodule mod = nullptr;
-  if (CUresult r = m.d->cuModuleLoadData(&mod, image.data()))
-    return cudaFail(r, "loading the weight codecs (cuModuleLoadData)");
-  m.modules.push_back(mod);
-  for (auto [f, name] :
-       {std::make_pair(&m.codecs.compress, "cuts_compress3to1"),
-        std::make_pair(&m.codecs.decompress, "cuts_decompress3to1"),
-        std::make_pair(&m.codecs.truncate, "cuts_truncate_bf16"),
-        std::make_pair(&m.codecs.expand, "cuts_expand_bf16")})
-    if (CUresult r = m.d->cuModuleGetFunction(f, mod, name))
-      return cudaFail(r, std::string("finding the weight codec ") + name +
-                             " (cuModuleGetFunction)");
+  if (cuts_status st =
+          loadSectionKernels(m, "codec." + m.arch, "the weight codecs",
+                             {{&m.codecs.compress, "cuts_compress3to1"},
+                              {&m.codecs.decompress, "cuts_decompress3to1"},
+                              {&m.codecs.truncate, "cuts_truncate_bf16"},
+                              {&m.codecs.expand, "cuts_expand_bf16"}}))
+    return st;
   m.codecRanges = codecRanges(m.artifact);
   return CUTS_OK;
 }
