@@ -472,10 +472,21 @@ cuts_status loadSectionKernels(
 
 /// The model on one device: its plans, kernels and weights there (their
 /// bytes from the host where `upload`, else sent on by loadModel).
+struct ReplicaOptions {
+  int64_t maxBatch = 0;
+  bool upload = true; // else the weights are sent on from the first entry
+  WeightCodec codec = WeightCodec::None;
+  int entry = 0; // in a device list of `entries`
+  size_t entries = 1;
+  uint64_t weightBudget = 0; // > 0: streamed from `label`, a file
+};
+
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
-                        int ordinal, int64_t maxBatch, bool upload,
-                        WeightCodec codec, int entry, size_t entries,
+                        int ordinal, const ReplicaOptions &o,
                         std::shared_ptr<ModelImpl> &out) {
+  const int64_t maxBatch = o.maxBatch;
+  const bool upload = o.upload;
+  const WeightCodec codec = o.codec;
   std::string err;
   auto parsed = parseArtifact(std::move(bytes), err);
   if (!parsed)
@@ -492,7 +503,8 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
   std::vector<uint8_t> rankWeights;
   const bool ranked = parsed->manifest.ranks > 1;
   if (ranked) {
-    if (cuts_status st = takeRank(*parsed, entry, entries, label, rankWeights))
+    if (cuts_status st =
+            takeRank(*parsed, o.entry, o.entries, label, rankWeights))
       return st;
     if (!upload)
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
@@ -552,6 +564,12 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
   const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
   if (ranked)
     weights = rankWeights.data(), m.weightBytes = rankWeights.size();
+  if (o.weightBudget > 0) { // streamed run by run: nothing resident
+    m.weightBudget = o.weightBudget, m.weightsPath = label;
+    if (cuts_status st = planStreaming(m, label))
+      return st;
+    weights = nullptr, m.weightBytes = 0;
+  }
   if (cuts_status st =
           newWeights(m, upload ? weights : nullptr, m.weightBytes, m.weights))
     return st;
@@ -566,7 +584,8 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
 /// device may repeat: each entry its own weights and sessions), with the
 /// shares of a batch each entry takes. Nothing stays loaded on failure.
 cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
-                      const cuts_load_options *options, cuts_model **out) {
+                      const cuts_load_options *options, bool fromFile,
+                      cuts_model **out) {
   std::vector<int> devices = {options ? options->device : 0};
   if (options && options->num_devices != 0) {
     if (options->num_devices < 0 || !options->devices)
@@ -599,15 +618,24 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                 "weight_codec encodes the weights the first device sends "
                 "the others: it needs weight_source CUTS_WEIGHTS_PEER or "
                 "CUTS_WEIGHTS_NCCL");
+  const uint64_t budget = options ? options->weight_budget : 0;
+  if (budget > 0 && (!fromFile || devices.size() > 1))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "weight_budget streams the weights from the artifact file "
+                "on one device: load it with cuts_model_load and no device "
+                "list");
   auto model = std::make_unique<cuts_model>();
   for (size_t i = 0; i < devices.size(); ++i) {
     std::shared_ptr<ModelImpl> replica;
     std::vector<uint8_t> copy =
         i + 1 < devices.size() ? bytes : std::move(bytes);
-    const bool upload = i == 0 || source == CUTS_WEIGHTS_HOST;
-    if (cuts_status st = loadReplica(std::move(copy), label, devices[i],
-                                     options ? options->max_batch : 0, upload,
-                                     codec, int(i), devices.size(), replica)) {
+    ReplicaOptions o;
+    o.maxBatch = options ? options->max_batch : 0;
+    o.upload = i == 0 || source == CUTS_WEIGHTS_HOST;
+    o.codec = codec, o.entry = int(i), o.entries = devices.size();
+    o.weightBudget = budget;
+    if (cuts_status st =
+            loadReplica(std::move(copy), label, devices[i], o, replica)) {
       if (devices.size() > 1)
         lastError = "device " + std::to_string(devices[i]) + " (entry " +
                     std::to_string(i) + " of the device list): " + lastError;
@@ -883,6 +911,8 @@ cuts_status runStep(cuts_session &s, size_t i) {
 
 cuts_status enqueuePlan(cuts_session &s, const std::vector<CUdeviceptr> &in,
                         const std::vector<CUdeviceptr> &out) {
+  if (s.model->weightBudget > 0)
+    return enqueueStreamed(s, in, out);
   resolve(s, in, out);
   for (size_t i = 0; i < s.plan->manifest().steps.size(); ++i)
     if (cuts_status st = runStep(s, i))
@@ -945,7 +975,9 @@ cuts_status runGraphed(cuts_session &s, std::vector<CUdeviceptr> key,
   const Driver *d = s.model->d;
   if (cuts_status st = adoptWeights(s))
     return st;
-  if (!s.useGraph || s.plan->manifest().steps.empty())
+  // Streamed weights are read by the host between a run's kernels.
+  if (!s.useGraph || s.plan->manifest().steps.empty() ||
+      s.model->weightBudget > 0)
     return enqueue();
   std::vector<cuts_session::Graph> &plan = s.graphs[planIndex(s)];
   auto it =
@@ -1284,7 +1316,7 @@ cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
     std::string err;
     if (!readFileBytes(path, bytes, err))
       return fail(CUTS_ERROR_IO, err);
-    return loadModel(std::move(bytes), path, options, model);
+    return loadModel(std::move(bytes), path, options, true, model);
   });
 }
 
@@ -1337,10 +1369,10 @@ cuts_status cuts_model_swap_weights(cuts_model *model, const char *path) {
       return CUTS_ERROR_INVALID_ARGUMENT;
     if (!path)
       return fail(CUTS_ERROR_INVALID_ARGUMENT, "path is NULL");
-    if (tensorParallel(*model->impl))
+    if (tensorParallel(*model->impl) || model->impl->weightBudget > 0)
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  "a tensor-parallel model's weights are split by rank "
-                  "and cannot be swapped; load the new artifact");
+                  "a tensor-parallel model's weights, or streamed ones, "
+                  "are not on the device to swap; load the new artifact");
     std::lock_guard<std::mutex> lock(model->swapping);
     std::vector<uint8_t> bytes;
     std::string err;
@@ -1379,7 +1411,7 @@ cuts_status cuts_model_load_memory(const void *data, size_t size,
       return fail(CUTS_ERROR_INVALID_ARGUMENT, "data is NULL");
     const uint8_t *p = static_cast<const uint8_t *>(data);
     return loadModel(std::vector<uint8_t>(p, p + size), "<memory>", options,
-                     model);
+                     false, model);
   });
 }
 
@@ -1761,6 +1793,10 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
     if (cuts_status st = checkSession(session))
       return st;
     cuts_session &s = *session;
+    if (s.model->weightBudget > 0)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  "a model with streamed weights is profiled loaded "
+                  "without weight_budget");
     if (!s.replicas.empty())
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
                   "a model on several devices is profiled one device at a "

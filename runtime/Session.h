@@ -16,6 +16,7 @@
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Library.h"
 #include "cuts/rt/Nccl.h"
+#include "cuts/rt/Offload.h"
 #include "cuts/rt/WeightCodec.h"
 
 #include <algorithm>
@@ -128,6 +129,8 @@ struct PlanImpl {
   bool hasSide = false;       // steps on the side stream (cuSync pairs)
   std::vector<bool> recorded; // per step: a later step waits for it
   uint64_t stateBase = 0;     // its state in a session's state buffer
+  // Weights streamed from storage: the steps in chunks (Offload.h).
+  std::vector<StreamChunk> chunks;
 
   const Manifest &manifest() const { return *man; }
   int64_t batch() const { return man->batch; }
@@ -158,6 +161,10 @@ struct ModelImpl {
                expand = nullptr;
   } codecs;
   CodecRanges codecRanges;
+  // Weights streamed from storage (weight_budget > 0): the artifact file
+  // they are read from, a slot's and a staging buffer's bytes.
+  uint64_t weightBudget = 0, slotBytes = 0, stageBytes = 0;
+  std::string weightsPath;
   // A tensor-parallel rank's all-reduce sums: f32, f16, bf16.
   CUfunction reduce[3] = {};
   /// The plans loaded, by increasing batch: every batch profile up to the
@@ -278,6 +285,23 @@ struct Lane {
   ~Lane();
 };
 
+/// A session's streamed weights: two device slots and two pinned staging
+/// buffers that alternate by chunk, the copy stream, the file, and the
+/// events ordering them (Offload.cpp).
+struct WeightStream {
+  const Driver *d = nullptr;
+  CUcontext ctx = nullptr;
+  int fd = -1;
+  DeviceBytes slot[2];
+  void *stage[2] = {};
+  CUstream copy = nullptr;
+  CUevent copied[2] = {}, computed[2] = {}, side = nullptr;
+  WeightStream() = default;
+  WeightStream(const WeightStream &) = delete;
+  WeightStream &operator=(const WeightStream &) = delete;
+  ~WeightStream();
+};
+
 /// A host copy left for cuts_session_wait: outputs staged in pinned memory
 /// go to the caller's.
 struct HostCopy {
@@ -351,6 +375,12 @@ cuts_status ensureBuffers(cuts_session &s);
 cuts_status takeRank(Artifact &a, int rank, size_t entries,
                      const std::string &label, std::vector<uint8_t> &weights);
 cuts_status loadReduceKernels(ModelImpl &m, const std::string &label);
+
+// Offload.cpp's: every plan's chunks under m.weightBudget; one run with
+// the weights streamed chunk by chunk from m.weightsPath.
+cuts_status planStreaming(ModelImpl &m, const std::string &label);
+cuts_status enqueueStreamed(cuts_session &s, const std::vector<CUdeviceptr> &in,
+                            const std::vector<CUdeviceptr> &out);
 cuts_status runTensorParallel(cuts_session &s,
                               const std::vector<CUdeviceptr> &in,
                               const std::vector<CUdeviceptr> &out);
@@ -443,6 +473,7 @@ struct cuts_session {
   // Tensor parallel: the copy engines over the ranks (the first entry's),
   // this rank's all-reduce scratch, and an event that joins its streams
   // to another's.
+  std::unique_ptr<cuts::rt::WeightStream> streamed; // weight_budget runs
   std::unique_ptr<cuts::rt::CopyEngineComm> comm;
   // NCCL over the ranks, for the all-reduces the compiler gave it, where
   // the devices are distinct and NCCL loads (null: copy engines for all).

@@ -1744,6 +1744,67 @@ def check_bert_base_tp(runner, d, rng):
                     (gpus, r.stdout, r.stderr))
 
 
+def check_offload(runner):
+    """--weight-budget: BERT (2 layers) with at most a budget of weights on
+    the GPU, the rest streamed from the artifact file chunk by chunk (two
+    slots); its outputs are the resident run's, bit for bit, with a budget
+    of a few chunks and with one chunk a step. A budget below the largest
+    step's weights, or one that is not a size, is a clear error."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = os.path.join(runner.work, "offload")
+    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
+                    os.path.join(here, "exported", "bert_small_s128_dyn20.onnx"),
+                    d], check=True, capture_output=True)
+    r = runner.run("compile", os.path.join(d, "bert_small_s128_dyn20.onnx"),
+                   "--arch", "sm_90", "-o", d)
+    require(r.returncode == 0, "compile: " + r.stderr)
+    art = os.path.join(d, "model.cuts")
+    ids, mask = os.path.join(d, "ids.npy"), os.path.join(d, "mask.npy")
+    rng = np.random.default_rng(4)
+    np.save(ids, rng.integers(0, 1000, (1, 128)).astype(np.int64))
+    np.save(mask, np.ones((1, 128), np.int64))
+    feeds = ("--input", "input_ids=" + ids, "--input", "attention_mask=" + mask)
+    r = runner.run("run", art, *feeds, "--weight-budget", "12Q")
+    require(r.returncode != 0 and "--weight-budget needs a size" in r.stderr,
+            "--weight-budget 12Q: " + r.stderr)
+    if not runner.gpu:
+        return
+    # The most weight bytes one step reads (each rounded to 256).
+    m = read_manifest(art)
+    t = m["tensors"]
+
+    size = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2,
+            "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+    def root(i):
+        while t[i]["kind"] == "view":
+            i = t[i]["viewOf"]
+        return i
+    most = 0
+    for st in m["steps"]:
+        args = (m["kernels"][st["kernel"]]["args"] if st["kernel"] >= 0
+                else [st["from"]])
+        ws = {root(a) for a in args if t[root(a)]["kind"] == "weight"}
+        most = max(most, sum((int(np.prod(t[w]["shape"])) *
+                              size[t[w]["dtype"]] + 255) // 256 * 256
+                             for w in ws))
+    ref = os.path.join(d, "ref")
+    os.makedirs(ref, exist_ok=True)
+    r = runner.run("run", art, *feeds, "--output-dir", ref)
+    require(r.returncode == 0, "resident run: " + r.stderr)
+    for budget in (2 * most, 8 * most):
+        r = runner.run("run", art, *feeds, "--weight-budget", str(budget),
+                       "--compare", ref, "--tolerance", "1e-12")
+        require(r.returncode == 0, "budget %d: %s%s" % (budget, r.stdout,
+                                                        r.stderr))
+    r = runner.run("bench", art, "--weight-budget", str(2 * most), "--iters",
+                   "5")
+    require(r.returncode == 0, "bench with streamed weights: " + r.stderr)
+    r = runner.run("run", art, *feeds, "--weight-budget", str(most))
+    require(r.returncode != 0 and "more than a slot" in r.stderr,
+            "a budget below a step's weights: " + r.stderr)
+
+
 def check_plan(runner):
     """cuts plan: the BigCuts planner ranks every split of a cluster (its
     splits of 32 GPUs, both schedules); impossible cluster files and GPU
@@ -2117,6 +2178,8 @@ def main():
         runner.check("tensor-parallel split", check_tensor_parallel, runner)
     if not a.k or "collectives" in a.k:
         runner.check("copy-engine collectives", check_collectives, runner)
+    if not a.k or "offload" in a.k:
+        runner.check("weights streamed from storage", check_offload, runner)
     if not a.k or "plan" in a.k:
         runner.check("BigCuts planner (cuts plan)", check_plan, runner)
     if not a.k or "c3" in a.k:

@@ -2263,6 +2263,15 @@ TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
   // any other, naming why (before any device).
   std::vector<uint8_t> bytes = serializeArtifact(rankContents());
   cuts_model *m = nullptr;
+  // Streamed weights come from a file on one device (before any device).
+  {
+    cuts_load_options o{};
+    o.weight_budget = 1 << 20;
+    CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m) ==
+          CUTS_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(cuts_last_error()).find("load it with cuts_model_load") !=
+          std::string::npos);
+  }
   const int devices[3] = {0, 0, 0};
   for (int n : {0, 1, 3}) {
     INFO(n << " devices");

@@ -46,9 +46,11 @@ const char *kUsage =
     "  cuts run MODEL.cuts --input NAME=FILE ... [--emulate] [--output-dir D]\n"
     "           [--compare DIR] [--tolerance T]\n"
     "           [--gpus 0,1,... [--weights host|peer|nccl]\n"
-    "           [--weight-codec none|3to1|bf16]]\n"
+    "           [--weight-codec none|3to1|bf16]] [--weight-budget SIZE]\n"
     "      runs the model once on the GPU (or, with --emulate, its kernels on\n"
-    "      the CPU; --gpus: on a device list, its batch split as in bench);\n"
+    "      the CPU; --gpus: on a device list, its batch split as in bench;\n"
+    "      --weight-budget: at most SIZE of weights on the GPU, the rest\n"
+    "      streamed from the artifact file as the kernels run);\n"
     "      inputs and references are .npy or ONNX TensorProto .pb\n"
     "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
@@ -59,6 +61,7 @@ const char *kUsage =
     "      match exactly. Input files of another dtype than the input's are\n"
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
+    "           [--weight-budget SIZE]\n"
     "           [--peak-tflops F] [--bandwidth-gbs B] [--json] [--batch B]\n"
     "           [--gpus 0,1,... [--master-gpu] [--no-preload]\n"
     "           [--weights host|peer|nccl [--weight-codec none|3to1|bf16]]]\n"
@@ -146,6 +149,7 @@ int cmdRun(const std::vector<std::string> &args) {
   std::string model, outDir, compareDir;
   std::map<std::string, std::string> inputFiles;
   bool emulate = false, verbose = false;
+  uint64_t weightBudget = 0;  // --weight-budget: weights streamed
   double tolerance = 0;       // 0: per output dtype (defaultTolerance)
   cuts::cli::DeviceBench dev; // --gpus: run on a device list
   for (ArgList a(args); a.next();) {
@@ -161,6 +165,9 @@ int cmdRun(const std::vector<std::string> &args) {
         return error("", "--input given twice for '" + v.substr(0, eq) + "'");
     } else if (a.is("--emulate")) {
       emulate = true;
+    } else if (a.is("--weight-budget")) {
+      if (!a.value(v) || !cuts::cli::parseByteSize(v, weightBudget))
+        return error("", "--weight-budget needs a size, e.g. 512M or 2GiB");
     } else if (a.is("--verbose")) {
       verbose = true;
     } else if (a.is("--output-dir")) {
@@ -242,6 +249,7 @@ int cmdRun(const std::vector<std::string> &args) {
     options.num_devices = int(dev.gpus.size());
     options.weight_source = dev.weightSource;
     options.weight_codec = dev.weightCodec;
+    options.weight_budget = weightBudget;
     cuts::cli::Opened o;
     if (!o.open(model, &options, 0, err))
       return error(model, err);
@@ -338,6 +346,7 @@ int cmdBench(const std::vector<std::string> &args) {
   bool json = false, graph = false, kernels = false;
   double peakFlops = 0, bandwidth = 0; // given ceilings; 0: the target's
   int64_t atBatch = 0;                 // --batch; 0: the largest profile's
+  uint64_t weightBudget = 0;           // --weight-budget: weights streamed
   cuts::cli::DeviceBench dev;          // --gpus: a device list
   bool weightsGiven = false;
   for (ArgList a(args); a.next();) {
@@ -363,6 +372,10 @@ int cmdBench(const std::vector<std::string> &args) {
       json = true;
     } else if (a.is("--graph")) {
       graph = true;
+    } else if (a.is("--weight-budget")) {
+      std::string v;
+      if (!a.value(v) || !cuts::cli::parseByteSize(v, weightBudget))
+        return error("", "--weight-budget needs a size, e.g. 512M or 2GiB");
     } else if (a.is("--kernels")) {
       kernels = true;
     } else if (a.is("--peak-tflops")) {
@@ -391,6 +404,7 @@ int cmdBench(const std::vector<std::string> &args) {
   // --kernels lists are that profile's).
   cuts_load_options options{};
   options.max_batch = atBatch;
+  options.weight_budget = weightBudget;
   cuts::cli::Opened o;
   std::string err;
   if (!o.open(model, &options, graph, err))

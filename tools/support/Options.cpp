@@ -1,6 +1,8 @@
 //===- Options.cpp - the command lines of cuts and cuts-run ---------------===//
 #include "tools/support/Options.h"
 
+#include <cstring>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +103,28 @@ int parseInputShape(ArgList &a,
     return -1;
   }
   return 1;
+}
+
+bool parseByteSize(const std::string &text, uint64_t &out) {
+  std::string t = text;
+  for (const char *unit : {"iB", "B"}) // 2GiB, 2GB, 2G
+    if (t.size() > std::strlen(unit) &&
+        t.compare(t.size() - std::strlen(unit), std::string::npos, unit) == 0) {
+      t.resize(t.size() - std::strlen(unit));
+      break;
+    }
+  double scale = 1;
+  if (!t.empty() && std::strchr("KMGT", t.back())) {
+    scale = double(uint64_t(1)
+                   << (10 * (std::strchr("KMGT", t.back()) - "KMGT" + 1)));
+    t.pop_back();
+  }
+  char *end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || *end || !(v > 0) || v * scale > 1e18)
+    return false;
+  out = uint64_t(v * scale);
+  return out > 0;
 }
 
 bool parseOrdinals(const std::string &list, std::vector<int> &out) {

@@ -61,6 +61,10 @@ private:
 /// false where the list is anything else.
 bool parseOrdinals(const std::string &list, std::vector<int> &out);
 
+/// A size in bytes: a positive number with an optional K, M, G or T
+/// suffix, binary (2GiB, 2G and 2GB are the same); false where it is not.
+bool parseByteSize(const std::string &text, uint64_t &out);
+
 /// Takes the current argument as `command`'s one positional argument into
 /// `slot`: 0 when it is one, else the error's exit code (an unknown option,
 /// or a second positional; `what` names it: "model", "directory").

@@ -52,8 +52,10 @@ extern "C" {
  *    cuts_model_swap_weights.
  * 6: cuts_load_options.weight_codec (weights sent encoded between devices)
  *    and cuts_movement's codec_ms and broadcast_bytes (callers of version
- *    5 recompile: both structs grew). */
-#define CUTS_API_VERSION 6
+ *    5 recompile: both structs grew).
+ * 7: cuts_load_options.weight_budget (weights streamed from storage;
+ *    callers of version 6 recompile). */
+#define CUTS_API_VERSION 7
 
 typedef enum cuts_status {
   CUTS_OK = 0,
@@ -163,6 +165,14 @@ typedef struct cuts_load_options {
   int master_gpu;
   int weight_source; /* a cuts_weight_source */
   int weight_codec;  /* a cuts_weight_codec */
+  /* Weights streamed from storage (BigCuts): 0 keeps every weight on the
+   * device. Otherwise at most this many bytes of device memory hold
+   * weights: the plan's steps are cut into chunks whose weights fill half
+   * of it, and while one chunk's kernels run, the next chunk's weights are
+   * read from the artifact file (O_DIRECT where the file system allows)
+   * and copied in. Needs cuts_model_load (a file) and one device; runs
+   * are then not captured as CUDA graphs. */
+  uint64_t weight_budget;
 } cuts_load_options;
 
 int cuts_api_version(void);

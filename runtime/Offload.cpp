@@ -1,0 +1,274 @@
+//===- Offload.cpp - weights streamed from storage under a budget ---------===//
+#include "cuts/rt/Offload.h"
+
+#include <algorithm>
+
+namespace cuts::rt {
+
+namespace {
+
+constexpr uint64_t kSlotAlign = 256; // as the weights section aligns them
+
+uint64_t alignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+/// Lays out chunk `c`'s tensors in its slot and the aligned file spans
+/// that cover them in its staging buffer (overlapping spans merged).
+void layOut(const Manifest &m, uint64_t sectionOffset, StreamChunk &c) {
+  std::vector<int> order = c.tensors; // by file offset, for merged reads
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return m.tensors[size_t(a)].weightOffset <
+           m.tensors[size_t(b)].weightOffset;
+  });
+  c.tensors = order;
+  c.slotOffset.clear(), c.stageOffset.clear(), c.spans.clear();
+  c.slotBytes = c.stageBytes = 0;
+  for (int t : order) {
+    const Tensor &w = m.tensors[size_t(t)];
+    c.slotOffset.push_back(c.slotBytes);
+    c.slotBytes = alignUp(c.slotBytes + w.bytes(), kSlotAlign);
+    const uint64_t begin = sectionOffset + w.weightOffset,
+                   end = begin + w.bytes();
+    const uint64_t from = begin / kReadAlign * kReadAlign,
+                   to = alignUp(end, kReadAlign);
+    if (!c.spans.empty() &&
+        from <= c.spans.back().fileOffset + c.spans.back().bytes) {
+      FileSpan &s = c.spans.back(); // extend the last read
+      const uint64_t last = std::max(s.fileOffset + s.bytes, to);
+      c.stageBytes += last - (s.fileOffset + s.bytes);
+      s.bytes = last - s.fileOffset;
+    } else {
+      c.spans.push_back({from, to - from, c.stageBytes});
+      c.stageBytes += to - from;
+    }
+    const FileSpan &s = c.spans.back();
+    c.stageOffset.push_back(s.stageOffset + (begin - s.fileOffset));
+  }
+}
+
+} // namespace
+
+std::vector<int> weightsOfStep(const Manifest &m, size_t i) {
+  const Step &s = m.steps[i];
+  std::vector<int> read;
+  if (s.kernel >= 0)
+    read = m.kernels[size_t(s.kernel)].args;
+  else
+    read = {s.from};
+  std::vector<int> out;
+  for (int t : read) {
+    const int root = rootTensor(m, t);
+    if (m.tensors[size_t(root)].kind == TensorKind::Weight &&
+        std::find(out.begin(), out.end(), root) == out.end())
+      out.push_back(root);
+  }
+  return out;
+}
+
+std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
+                                      uint64_t sectionOffset,
+                                      std::string &error) {
+  std::vector<StreamChunk> chunks(1);
+  uint64_t used = 0;
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    std::vector<int> fresh;
+    uint64_t more = 0, alone = 0;
+    for (int t : weightsOfStep(m, i)) {
+      const uint64_t b = alignUp(m.tensors[size_t(t)].bytes(), kSlotAlign);
+      alone += b;
+      StreamChunk &c = chunks.back();
+      if (std::find(c.tensors.begin(), c.tensors.end(), t) == c.tensors.end())
+        fresh.push_back(t), more += b;
+    }
+    if (alone > slotBytes) {
+      error = "step " + std::to_string(i) + " reads " + std::to_string(alone) +
+              " bytes of weights, more than a slot of " +
+              std::to_string(slotBytes) + " (half the weight budget)";
+      return {};
+    }
+    if (used + more > slotBytes) { // a new chunk from this step on
+      chunks.back().endStep = i;
+      chunks.push_back({});
+      chunks.back().firstStep = i;
+      fresh = weightsOfStep(m, i), used = alone;
+    } else {
+      used += more;
+    }
+    for (int t : fresh)
+      chunks.back().tensors.push_back(t);
+  }
+  chunks.back().endStep = m.steps.size();
+  for (StreamChunk &c : chunks)
+    layOut(m, sectionOffset, c);
+  return chunks;
+}
+
+} // namespace cuts::rt
+
+//===- Running with streamed weights
+//---------------------------------------===//
+
+#include "Session.h"
+
+#include <chrono>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace cuts::rt {
+
+using namespace cuda;
+
+WeightStream::~WeightStream() {
+  if (!d)
+    return;
+  d->cuCtxSetCurrent(ctx);
+  if (copy)
+    d->cuStreamSynchronize(copy);
+  for (CUevent e : {copied[0], copied[1], computed[0], computed[1], side})
+    if (e)
+      d->cuEventDestroy(e);
+  for (void *p : stage)
+    if (p)
+      d->cuMemFreeHost(p);
+  if (copy)
+    d->cuStreamDestroy(copy);
+  if (fd >= 0)
+    close(fd);
+}
+
+cuts_status planStreaming(ModelImpl &m, const std::string &label) {
+  auto it = m.artifact.sections.find("weights");
+  const uint64_t at = it == m.artifact.sections.end() ? 0 : it->second.offset;
+  m.slotBytes = m.weightBudget / 2;
+  for (PlanImpl &p : m.plans) {
+    std::string err;
+    p.chunks = streamChunks(p.manifest(), m.slotBytes, at, err);
+    if (p.chunks.empty())
+      return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                  label + ": weight_budget " + std::to_string(m.weightBudget) +
+                      " bytes: " + err);
+    for (const StreamChunk &c : p.chunks)
+      m.stageBytes = std::max(m.stageBytes, c.stageBytes);
+  }
+  return CUTS_OK;
+}
+
+namespace {
+
+/// The session's slots, staging buffers, file and events, made on its
+/// first streamed run.
+cuts_status openStream(cuts_session &s) {
+  if (s.streamed)
+    return CUTS_OK;
+  const ModelImpl &m = *s.model;
+  auto w = std::make_unique<WeightStream>();
+  w->d = m.d, w->ctx = m.ctx;
+  // O_DIRECT reads storage, not the page cache; some file systems refuse.
+  w->fd = open(m.weightsPath.c_str(), O_RDONLY | O_DIRECT);
+  if (w->fd < 0)
+    w->fd = open(m.weightsPath.c_str(), O_RDONLY);
+  if (w->fd < 0)
+    return fail(CUTS_ERROR_IO,
+                "cannot open " + m.weightsPath + " to stream its weights");
+  for (int j = 0; j < 2; ++j) {
+    if (cuts_status st =
+            w->slot[j].alloc(m.d, m.ctx, m.slotBytes, "a weight slot"))
+      return st;
+    if (CUresult r = m.d->cuMemHostAlloc(&w->stage[j],
+                                         std::max<uint64_t>(m.stageBytes, 1),
+                                         CU_MEMHOSTALLOC_PORTABLE)) {
+      w->stage[j] = nullptr;
+      return cudaFail(r, "allocating pinned staging for streamed weights "
+                         "(cuMemHostAlloc)");
+    }
+  }
+  for (CUevent *e : {&w->copied[0], &w->copied[1], &w->computed[0],
+                     &w->computed[1], &w->side})
+    if (CUresult r = m.d->cuEventCreate(e, CU_EVENT_DISABLE_TIMING))
+      return cudaFail(r, "cuEventCreate");
+  if (CUresult r = m.d->cuStreamCreate(&w->copy, CU_STREAM_NON_BLOCKING))
+    return cudaFail(r, "creating the weight stream (cuStreamCreate)");
+  s.streamed = std::move(w);
+  return CUTS_OK;
+}
+
+/// Chunk `c`'s spans read into staging `j`, then copied into slot `j` once
+/// the chunk that used it last has run.
+cuts_status loadChunk(cuts_session &s, const StreamChunk &c, int j) {
+  WeightStream &w = *s.streamed;
+  const Manifest &man = s.plan->manifest();
+  // The staging buffer's last copy out must be done before it is refilled.
+  if (CUresult r = w.d->cuEventSynchronize(w.copied[j]))
+    return cudaFail(r, "streaming weights (cuEventSynchronize)");
+  auto *stage = static_cast<uint8_t *>(w.stage[j]);
+  for (const FileSpan &sp : c.spans)
+    for (uint64_t done = 0; done < sp.bytes;) {
+      const ssize_t n = pread(w.fd, stage + sp.stageOffset + done,
+                              sp.bytes - done, off_t(sp.fileOffset + done));
+      if (n == 0) // the span's alignment may run past the end of the file
+        break;
+      if (n < 0)
+        return fail(CUTS_ERROR_IO, "reading " + std::to_string(sp.bytes) +
+                                       " bytes of weights at " +
+                                       std::to_string(sp.fileOffset) + " of " +
+                                       s.model->weightsPath);
+      done += uint64_t(n);
+    }
+  if (CUresult r = w.d->cuStreamWaitEvent(w.copy, w.computed[j], 0))
+    return cudaFail(r, "cuStreamWaitEvent");
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const Tensor &t = man.tensors[size_t(c.tensors[i])];
+    if (CUresult r =
+            w.d->cuMemcpyHtoDAsync(w.slot[j].ptr + c.slotOffset[i],
+                                   stage + c.stageOffset[i], t.bytes(), w.copy))
+      return cudaFail(r, "copying weight \"" + t.name +
+                             "\" in (cuMemcpyHtoDAsync)");
+  }
+  if (CUresult r = w.d->cuEventRecord(w.copied[j], w.copy))
+    return cudaFail(r, "cuEventRecord");
+  if (CUresult r = w.d->cuStreamWaitEvent(s.stream, w.copied[j], 0))
+    return cudaFail(r, "cuStreamWaitEvent");
+  return CUTS_OK;
+}
+
+/// Every tensor whose root chunk `c` holds now addresses slot `j`.
+void pointAtSlot(cuts_session &s, const StreamChunk &c, int j) {
+  const PlanImpl &p = *s.plan;
+  for (size_t t = 0; t < p.root.size(); ++t)
+    for (size_t i = 0; i < c.tensors.size(); ++i)
+      if (p.root[t] == c.tensors[i])
+        s.ptr[t] = s.streamed->slot[j].ptr + c.slotOffset[i];
+}
+
+} // namespace
+
+cuts_status enqueueStreamed(cuts_session &s, const std::vector<CUdeviceptr> &in,
+                            const std::vector<CUdeviceptr> &out) {
+  if (cuts_status st = openStream(s))
+    return st;
+  WeightStream &w = *s.streamed;
+  const PlanImpl &p = *s.plan;
+  resolve(s, in, out);
+  for (size_t k = 0; k < p.chunks.size(); ++k) {
+    const StreamChunk &c = p.chunks[k];
+    const int j = int(k % 2);
+    if (cuts_status st = loadChunk(s, c, j))
+      return st;
+    pointAtSlot(s, c, j);
+    for (size_t i = c.firstStep; i < c.endStep; ++i)
+      if (cuts_status st = runStep(s, i))
+        return st;
+    // The slot is free again once every step of the chunk has run, the
+    // side stream's (cuSync consumers) too.
+    if (p.hasSide) {
+      if (CUresult r = w.d->cuEventRecord(w.side, s.side))
+        return cudaFail(r, "cuEventRecord");
+      if (CUresult r = w.d->cuStreamWaitEvent(s.stream, w.side, 0))
+        return cudaFail(r, "cuStreamWaitEvent");
+    }
+    if (CUresult r = w.d->cuEventRecord(w.computed[j], s.stream))
+      return cudaFail(r, "cuEventRecord");
+  }
+  return CUTS_OK;
+}
+
+} // namespace cuts::rt
