@@ -125,7 +125,7 @@ cuts_status CopyEngineComm::run(Collective c, uint64_t chunk,
     if (cuts_status st = copy1(p, send[p.src] + p.srcOffset,
                                recv[p.dst] + p.dstOffset, collectiveName(c)))
       return st;
-  return waitIncoming(plan, streams);
+  return waitCopies(plan, streams);
 }
 
 cuts_status CopyEngineComm::record(std::vector<CUevent> &events,
@@ -160,15 +160,17 @@ cuts_status CopyEngineComm::copy1(const PeerCopy &p, CUdeviceptr from,
   return CUTS_OK;
 }
 
-/// Each destination's stream waits for the copies of `copies` into it.
-cuts_status CopyEngineComm::waitIncoming(const std::vector<PeerCopy> &copies,
-                                         const std::vector<CUstream> &streams) {
-  for (const PeerCopy &p : copies) {
-    d->cuCtxSetCurrent(ctx[size_t(p.dst)]);
-    if (CUresult r =
-            d->cuStreamWaitEvent(streams[size_t(p.dst)], done[p.src][p.dst], 0))
-      return cudaFail(r, "cuStreamWaitEvent");
-  }
+/// Each rank's stream waits for the copies of `copies` into it and out of
+/// it: after that it may overwrite what they read or wrote.
+cuts_status CopyEngineComm::waitCopies(const std::vector<PeerCopy> &copies,
+                                       const std::vector<CUstream> &streams) {
+  for (const PeerCopy &p : copies)
+    for (int rank : {p.dst, p.src}) {
+      d->cuCtxSetCurrent(ctx[size_t(rank)]);
+      if (CUresult r = d->cuStreamWaitEvent(streams[size_t(rank)],
+                                            done[p.src][p.dst], 0))
+        return cudaFail(r, "cuStreamWaitEvent");
+    }
   return CUTS_OK;
 }
 
@@ -191,7 +193,7 @@ cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
       return st;
   // Rank c's sum once every slot of its chunk has arrived; `ready` then
   // marks it, for the gather's copies to wait on.
-  if (cuts_status st = waitIncoming(plan.scatter, streams))
+  if (cuts_status st = waitCopies(plan.scatter, streams))
     return st;
   for (size_t c = 0; c < n; ++c) {
     d->cuCtxSetCurrent(ctx[c]);
@@ -215,7 +217,7 @@ cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
     if (cuts_status st = copy1(p, data[p.src] + p.srcOffset,
                                data[p.dst] + p.dstOffset, "all-reduce"))
       return st;
-  return waitIncoming(plan.gather, streams);
+  return waitCopies(plan.gather, streams);
 }
 
 } // namespace cuts::rt

@@ -111,6 +111,7 @@ std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
 
 #include <chrono>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cuts::rt {
@@ -131,13 +132,30 @@ WeightStream::~WeightStream() {
       d->cuMemFreeHost(p);
   if (copy)
     d->cuStreamDestroy(copy);
-  if (fd >= 0)
-    close(fd);
+}
+
+void ModelImpl::closeWeightsFile() {
+  if (weightsFd >= 0)
+    close(weightsFd);
+  weightsFd = -1;
 }
 
 cuts_status planStreaming(ModelImpl &m, const std::string &label) {
   auto it = m.artifact.sections.find("weights");
   const uint64_t at = it == m.artifact.sections.end() ? 0 : it->second.offset;
+  m.weightsEnd = it == m.artifact.sections.end() ? 0 : at + it->second.size;
+  // O_DIRECT reads storage, not the page cache; some file systems refuse.
+  m.weightsFd = open(label.c_str(), O_RDONLY | O_DIRECT);
+  if (m.weightsFd < 0)
+    m.weightsFd = open(label.c_str(), O_RDONLY);
+  struct stat st {};
+  if (m.weightsFd < 0 || fstat(m.weightsFd, &st) != 0)
+    return fail(CUTS_ERROR_IO,
+                "cannot open " + label + " to stream its weights");
+  if (uint64_t(st.st_size) < m.weightsEnd)
+    return fail(CUTS_ERROR_IO, label + " is " + std::to_string(st.st_size) +
+                                   " bytes, shorter than its weights' end at " +
+                                   std::to_string(m.weightsEnd));
   m.slotBytes = m.weightBudget / 2;
   for (PlanImpl &p : m.plans) {
     std::string err;
@@ -162,13 +180,6 @@ cuts_status openStream(cuts_session &s) {
   const ModelImpl &m = *s.model;
   auto w = std::make_unique<WeightStream>();
   w->d = m.d, w->ctx = m.ctx;
-  // O_DIRECT reads storage, not the page cache; some file systems refuse.
-  w->fd = open(m.weightsPath.c_str(), O_RDONLY | O_DIRECT);
-  if (w->fd < 0)
-    w->fd = open(m.weightsPath.c_str(), O_RDONLY);
-  if (w->fd < 0)
-    return fail(CUTS_ERROR_IO,
-                "cannot open " + m.weightsPath + " to stream its weights");
   for (int j = 0; j < 2; ++j) {
     if (cuts_status st =
             w->slot[j].alloc(m.d, m.ctx, m.slotBytes, "a weight slot"))
@@ -202,11 +213,12 @@ cuts_status loadChunk(cuts_session &s, const StreamChunk &c, int j) {
   auto *stage = static_cast<uint8_t *>(w.stage[j]);
   for (const FileSpan &sp : c.spans)
     for (uint64_t done = 0; done < sp.bytes;) {
-      const ssize_t n = pread(w.fd, stage + sp.stageOffset + done,
+      const ssize_t n = pread(s.model->weightsFd, stage + sp.stageOffset + done,
                               sp.bytes - done, off_t(sp.fileOffset + done));
-      if (n == 0) // the span's alignment may run past the end of the file
+      // Only the alignment past the weights' end may be missing.
+      if (n == 0 && sp.fileOffset + done >= s.model->weightsEnd)
         break;
-      if (n < 0)
+      if (n <= 0)
         return fail(CUTS_ERROR_IO, "reading " + std::to_string(sp.bytes) +
                                        " bytes of weights at " +
                                        std::to_string(sp.fileOffset) + " of " +
@@ -225,8 +237,11 @@ cuts_status loadChunk(cuts_session &s, const StreamChunk &c, int j) {
   }
   if (CUresult r = w.d->cuEventRecord(w.copied[j], w.copy))
     return cudaFail(r, "cuEventRecord");
-  if (CUresult r = w.d->cuStreamWaitEvent(s.stream, w.copied[j], 0))
-    return cudaFail(r, "cuStreamWaitEvent");
+  // Both streams: cuSync's consumers on the side read weights too.
+  for (CUstream st : {s.stream, s.side})
+    if (st)
+      if (CUresult r = w.d->cuStreamWaitEvent(st, w.copied[j], 0))
+        return cudaFail(r, "cuStreamWaitEvent");
   return CUTS_OK;
 }
 
@@ -241,6 +256,16 @@ void pointAtSlot(cuts_session &s, const StreamChunk &c, int j) {
 
 } // namespace
 
+/// Chunk `c`'s steps on slot `j`, its first launched after the host's
+/// copies (not as a programmatic dependent).
+cuts_status runChunk(cuts_session &s, const StreamChunk &c, int j) {
+  pointAtSlot(s, c, j);
+  for (size_t i = c.firstStep; i < c.endStep; ++i)
+    if (cuts_status st = runStep(s, i, i != c.firstStep))
+      return st;
+  return CUTS_OK;
+}
+
 cuts_status enqueueStreamed(cuts_session &s, const std::vector<CUdeviceptr> &in,
                             const std::vector<CUdeviceptr> &out) {
   if (cuts_status st = openStream(s))
@@ -249,24 +274,20 @@ cuts_status enqueueStreamed(cuts_session &s, const std::vector<CUdeviceptr> &in,
   const PlanImpl &p = *s.plan;
   resolve(s, in, out);
   for (size_t k = 0; k < p.chunks.size(); ++k) {
-    const StreamChunk &c = p.chunks[k];
     const int j = int(k % 2);
-    if (cuts_status st = loadChunk(s, c, j))
+    if (cuts_status st = loadChunk(s, p.chunks[k], j))
       return st;
-    pointAtSlot(s, c, j);
-    for (size_t i = c.firstStep; i < c.endStep; ++i)
-      if (cuts_status st = runStep(s, i))
-        return st;
-    // The slot is free again once every step of the chunk has run, the
-    // side stream's (cuSync consumers) too.
+    const cuts_status ran = runChunk(s, p.chunks[k], j);
+    // The slot is free again once every step enqueued on it has run (the
+    // side stream's too), even where the chunk failed halfway.
     if (p.hasSide) {
-      if (CUresult r = w.d->cuEventRecord(w.side, s.side))
-        return cudaFail(r, "cuEventRecord");
-      if (CUresult r = w.d->cuStreamWaitEvent(s.stream, w.side, 0))
-        return cudaFail(r, "cuStreamWaitEvent");
+      w.d->cuEventRecord(w.side, s.side);
+      w.d->cuStreamWaitEvent(s.stream, w.side, 0);
     }
     if (CUresult r = w.d->cuEventRecord(w.computed[j], s.stream))
-      return cudaFail(r, "cuEventRecord");
+      return ran ? ran : cudaFail(r, "cuEventRecord");
+    if (ran)
+      return ran;
   }
   return CUTS_OK;
 }

@@ -890,7 +890,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
 
 /// Enqueues step `i` on its stream (pointers resolved): after the step it
 /// waits for, and recording its event where a later step waits for it.
-cuts_status runStep(cuts_session &s, size_t i) {
+cuts_status runStep(cuts_session &s, size_t i, bool pdl) {
   const ModelImpl &m = *s.model;
   const PlanImpl &p = *s.plan;
   const std::vector<CUevent> &events = s.stepEvent[planIndex(s)];
@@ -901,7 +901,7 @@ cuts_status runStep(cuts_session &s, size_t i) {
       return cudaFail(r, "step " + std::to_string(i) + ": waiting for step " +
                              std::to_string(step.after) +
                              " (cuStreamWaitEvent)");
-  if (cuts_status st = enqueueStep(s, i, stream, true))
+  if (cuts_status st = enqueueStep(s, i, stream, pdl))
     return st;
   if (p.recorded[i])
     if (CUresult r = m.d->cuEventRecord(events[i], stream))

@@ -165,6 +165,8 @@ struct ModelImpl {
   // they are read from, a slot's and a staging buffer's bytes.
   uint64_t weightBudget = 0, slotBytes = 0, stageBytes = 0;
   std::string weightsPath;
+  int weightsFd = -1;      // opened at load, shared by sessions (pread)
+  uint64_t weightsEnd = 0; // where the weights section ends in the file
   // A tensor-parallel rank's all-reduce sums: f32, f16, bf16.
   CUfunction reduce[3] = {};
   /// The plans loaded, by increasing batch: every batch profile up to the
@@ -187,6 +189,7 @@ struct ModelImpl {
   ModelImpl(const ModelImpl &) = delete;
   ModelImpl &operator=(const ModelImpl &) = delete;
   ~ModelImpl() {
+    closeWeightsFile();
     if (!ctx)
       return;
     d->cuCtxSetCurrent(ctx);
@@ -197,6 +200,7 @@ struct ModelImpl {
     weights.reset(); // sessions hold the model: none holds these now
     d->cuDevicePrimaryCtxRelease(device);
   }
+  void closeWeightsFile(); // Offload.cpp
 };
 
 inline cuts_status enter(const ModelImpl &m) {
@@ -291,7 +295,6 @@ struct Lane {
 struct WeightStream {
   const Driver *d = nullptr;
   CUcontext ctx = nullptr;
-  int fd = -1;
   DeviceBytes slot[2];
   void *stage[2] = {};
   CUstream copy = nullptr;
@@ -365,7 +368,9 @@ cuts_status adoptWeights(cuts_session &s);
 cuts_status loadSectionKernels(
     ModelImpl &m, const std::string &section, const std::string &what,
     const std::vector<std::pair<CUfunction *, const char *>> &kernels);
-cuts_status runStep(cuts_session &s, size_t i);
+/// Step i on its stream; `pdl` false keeps it from launching as a
+/// programmatic dependent (after work the host put between two kernels).
+cuts_status runStep(cuts_session &s, size_t i, bool pdl = true);
 cuts_status ensureBuffers(cuts_session &s);
 
 // TensorParallel.cpp's: rank `rank`'s plan made the artifact's manifest

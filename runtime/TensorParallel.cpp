@@ -163,9 +163,11 @@ cuts_status runSegment(std::vector<cuts_session *> &ranks,
     if (cuts_status st = enter(*x.model))
       return st;
     const std::vector<Step> &steps = x.plan->manifest().steps;
-    for (; next[r] < steps.size() && steps[next[r]].collective.empty();
-         ++next[r])
-      if (cuts_status st = runStep(x, next[r]))
+    // The first step follows copies the host issued: not a programmatic
+    // dependent of the kernel before them.
+    for (size_t first = next[r];
+         next[r] < steps.size() && steps[next[r]].collective.empty(); ++next[r])
+      if (cuts_status st = runStep(x, next[r], next[r] != first))
         return st;
   }
   return CUTS_OK;
@@ -225,11 +227,11 @@ cuts_status loadReduceKernels(ModelImpl &m, const std::string &label) {
                              {&m.reduce[2], "cuts_reduce_chunks_bf16"}});
 }
 
-cuts_status runTensorParallel(cuts_session &s,
-                              const std::vector<CUdeviceptr> &in,
-                              const std::vector<CUdeviceptr> &out) {
-  if (cuts_status st = ensureTensorParallel(s))
-    return st;
+namespace {
+
+/// Every rank's run enqueued (runTensorParallel's body).
+cuts_status enqueueRanks(cuts_session &s, const std::vector<CUdeviceptr> &in,
+                         const std::vector<CUdeviceptr> &out) {
   std::vector<cuts_session *> ranks = ranksOf(s);
   const Manifest &man = s.model->manifest();
   // Rank 0 reads the caller's inputs and writes its outputs; the others
@@ -305,6 +307,28 @@ cuts_status runTensorParallel(cuts_session &s,
         return st;
   }
   return enter(*s.model);
+}
+
+} // namespace
+
+cuts_status runTensorParallel(cuts_session &s,
+                              const std::vector<CUdeviceptr> &in,
+                              const std::vector<CUdeviceptr> &out) {
+  if (cuts_status st = ensureTensorParallel(s))
+    return st;
+  const cuts_status st = enqueueRanks(s, in, out);
+  if (st != CUTS_OK) { // nothing may run on once the caller is told
+    const std::string why = lastError;
+    for (cuts_session *x : ranksOf(s)) {
+      x->model->d->cuCtxSetCurrent(x->model->ctx);
+      for (CUstream t : {x->stream, x->side})
+        if (t)
+          x->model->d->cuStreamSynchronize(t);
+    }
+    enter(*s.model);
+    return fail(st, why);
+  }
+  return CUTS_OK;
 }
 
 cuts_status runTensorParallelHost(cuts_session &s,

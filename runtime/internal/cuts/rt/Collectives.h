@@ -104,8 +104,8 @@ private:
                      const std::vector<cuda::CUstream> &streams);
   cuts_status copy1(const PeerCopy &p, cuda::CUdeviceptr from,
                     cuda::CUdeviceptr to, const char *what);
-  cuts_status waitIncoming(const std::vector<PeerCopy> &copies,
-                           const std::vector<cuda::CUstream> &streams);
+  cuts_status waitCopies(const std::vector<PeerCopy> &copies,
+                         const std::vector<cuda::CUstream> &streams);
   const cuda::Driver *d;
   std::vector<cuda::CUcontext> ctx;
   std::vector<std::vector<cuda::CUstream>> copy; // [src][dst]
