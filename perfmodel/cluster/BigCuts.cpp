@@ -23,6 +23,27 @@ double idealTime(const Model &m, const Cluster &c) {
          (m.effCompute * c.peakFlops * c.gpus());
 }
 
+namespace {
+
+/// Seconds to bring COMM_FWDBWD in. AR's parameters are the same for a
+/// node's data-parallel replicas: one may read them and pass them on over
+/// the node's fabric where that is faster (not in the thesis; a switched
+/// fabric gives each receiver its link's bandwidth, a shared bus splits
+/// it, so PCIe nodes gain nothing). This is what Table 5.6's cluster B
+/// columns show.
+double parameterReads(const Cluster &c, const Config &k, double bytes) {
+  const double alone = bytes / c.bwStorage;
+  const int sharers = std::min(k.dp, c.gpusPerNode);
+  if (!k.activationResident || sharers < 2)
+    return alone;
+  const double link = c.switchedFabric ? c.bwIntra : c.bwIntra / sharers;
+  const double shared =
+      bytes / sharers / c.bwStorage + bytes * (sharers - 1) / sharers / link;
+  return std::min(alone, shared);
+}
+
+} // namespace
+
 Estimate estimate(const Model &m, const Cluster &c, const Config &k) {
   Estimate e;
   e.config = k;
@@ -49,8 +70,10 @@ Estimate estimate(const Model &m, const Cluster &c, const Config &k) {
   // partition exchange going through storage (staged with the
   // parameters), its parameter-resident ones through BW_P2P.
   const double viaStorage = k.activationResident ? e.commWP : 0;
-  e.timeComm = (e.commStorage + viaStorage) / c.bwStorage +
-               (e.commGpu - viaStorage) / c.bwP2P();
+  e.timeStorage = parameterReads(c, k, e.commFwdBwd) +
+                  (e.commOpt + viaStorage) / c.bwStorage;
+  e.timeGpu = (e.commGpu - viaStorage) / c.bwP2P();
+  e.timeComm = e.timeStorage + e.timeGpu;
   e.timeCompute = m.numCompute * m.numOp * b /
                   (m.effCompute * c.peakFlops * dp * wp * p); // 4.10-4.12
   e.timeTot = std::max(e.timeCompute, e.timeComm);            // 4.13
@@ -137,6 +160,13 @@ std::optional<Cluster> parseCluster(const std::string &text,
       !positive(*j, "storage_gbs_per_gpu", c.bwStorage, error) ||
       !positive(*j, "gpu_memory_gb", gb, error, true))
     return std::nullopt;
+  if (j->contains("intra_node_switched")) {
+    if (!(*j)["intra_node_switched"].is_boolean()) {
+      error = "\"intra_node_switched\" must be true or false";
+      return std::nullopt;
+    }
+    c.switchedFabric = (*j)["intra_node_switched"].get<bool>();
+  }
   if (nodes != std::floor(nodes) || gpus != std::floor(gpus) ||
       nodes * gpus > 65536) {
     error = "\"nodes\" and \"gpus_per_node\" must be whole numbers of at "

@@ -28,6 +28,7 @@ struct Cluster {
   double bwIntra = 0, bwInter = 0; // GPU to GPU in a node, node to node
   double bwStorage = 0;            // BW_storage, a GPU's share
   double gpuMemory = 0;            // bytes; 0: not checked
+  bool switchedFabric = false;     // NVSwitch: each GPU its link's bandwidth
   int gpus() const { return nodes * gpusPerNode; }
   /// BW_P2P: the slowest link a group spanning nodes crosses.
   double bwP2P() const;
@@ -59,6 +60,7 @@ struct Estimate {
   Config config;
   double commFwdBwd = 0, commOpt = 0, commStorage = 0;
   double commWP = 0, commDP = 0, commP = 0, commGpu = 0;
+  double timeStorage = 0, timeGpu = 0; // TIME_COMM's two parts
   double timeComm = 0, timeCompute = 0, timeTot = 0;
   double memoryBytes = 0; // a GPU's working set
   bool feasible = true;

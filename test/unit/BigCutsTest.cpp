@@ -100,7 +100,10 @@ TEST_CASE("BigCuts planner: cluster and model files are checked", "[bigcuts]") {
                         "\"storage_gbs_per_gpu\" must be a positive number"),
         std::make_tuple("\"nodes\": 8,", "", "\"nodes\" is missing"),
         std::make_tuple("\"nodes\": 8", "\"nodes\": 8.5",
-                        "must be whole numbers")}) {
+                        "must be whole numbers"),
+        std::make_tuple("\"intra_node_switched\": false",
+                        "\"intra_node_switched\": 3",
+                        "must be true or false")}) {
     std::string text = ok;
     text.replace(text.find(from), std::string(from).size(), to);
     INFO(text);
@@ -149,10 +152,9 @@ TEST_CASE("BigCuts planner: Table 5.6's ranking", "[bigcuts]") {
         const double rho = spearman(ours, theirs);
         INFO(m->name << " on " << c->name << ", their "
                      << (policy ? "AR" : "PR") << ": Spearman " << rho);
-        // Cluster A's four columns and GPT-3's activation-resident one on
-        // B rank as the thesis's; B's other three do not yet (0.65, 0.40,
-        // 0.84: see the README), so they are not held to it here.
-        if (ci == 0 || (mi == 0 && policy == 1))
+        // Seven columns rank as the thesis's; Turing-NLG's "AR" on B
+        // (0.84: see the README) does not yet, so it is not held to it.
+        if (!(mi == 1 && ci == 1 && policy == 1))
           CHECK(rho >= 0.9);
       }
       // The best configuration over both schedules.

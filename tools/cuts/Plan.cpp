@@ -39,6 +39,8 @@ nlohmann::json toJson(const bigcuts::Estimate &e, double ideal) {
           {"why", e.why},
           {"comm_storage_bytes", e.commStorage},
           {"comm_gpu_bytes", e.commGpu},
+          {"time_storage_s", e.timeStorage},
+          {"time_gpu_s", e.timeGpu},
           {"time_comm_s", e.timeComm},
           {"time_compute_s", e.timeCompute},
           {"time_tot_s", e.timeTot},
@@ -123,9 +125,8 @@ int cmdPlan(const std::vector<std::string> &args) {
       continue;
     }
     std::printf("%-28s %10.3f %10.3f %10.3f %8.2f\n",
-                bigcuts::describe(e.config).c_str(),
-                e.commStorage / cluster->bwStorage,
-                e.commGpu / cluster->bwP2P(), e.timeTot, e.timeTot / ideal);
+                bigcuts::describe(e.config).c_str(), e.timeStorage, e.timeGpu,
+                e.timeTot, e.timeTot / ideal);
   }
   return 0;
 }
