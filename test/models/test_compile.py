@@ -1823,6 +1823,26 @@ def check_plan(runner):
             rows == sorted(rows, key=lambda x: (not x["feasible"],
                                                 x["time_tot_s"])),
             "plan rows: %s" % rows[:3])
+    # A compiled model: its weight-reading kernels give the averages.
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = os.path.join(runner.work, "plan_bert")
+    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
+                    os.path.join(here, "exported", "bert_small_s128_dyn20.onnx"),
+                    d], check=True, capture_output=True)
+    r = runner.run("compile", os.path.join(d, "bert_small_s128_dyn20.onnx"),
+                   "--arch", "sm_90", "-o", d)
+    require(r.returncode == 0, "compile: " + r.stderr)
+    c = os.path.join(root, "perfmodel", "cluster", "clusters", "c.json")
+    r = runner.run("plan", os.path.join(d, "model.cuts"), "--cluster", c,
+                   "--batch", "512", "--micro-batch", "8", "--json")
+    require(r.returncode == 0, "plan of a compiled model: " + r.stderr)
+    rows = json.loads(r.stdout)["configs"]
+    require(len(rows) == 30 and all(x["time_compute_s"] > 0 for x in rows),
+            "plan of a compiled model: %s" % rows[:2])
+    r = runner.run("plan", os.path.join(d, "model.cuts"), "--cluster", c,
+                   "--batch", "12", "--micro-batch", "8")
+    require(r.returncode != 0 and "multiple of --micro-batch" in r.stderr,
+            "--batch 12 --micro-batch 8: " + r.stderr)
     bad = os.path.join(runner.work, "zero_bandwidth.json")
     c = json.load(open(cluster))
     c["storage_gbs_per_gpu"] = 0

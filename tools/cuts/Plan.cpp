@@ -4,16 +4,21 @@
 // [--json]`: every split of the cluster's GPUs into data-parallel,
 // weight-partitioned and pipeline groups under both schedules, estimated
 // by perfmodel/cluster/BigCuts.h and ranked, each normalised to the ideal
-// (no communication) time as the thesis's Table 5.6 is.
+// (no communication) time as the thesis's Table 5.6 is. MODEL is a
+// description (examples/bigcuts) or a compiled artifact, whose kernels
+// give the averages.
 //
 //===----------------------------------------------------------------------===//
+#include "cuts/Artifact.h"
 #include "perfmodel/cluster/BigCuts.h"
 #include "tools/support/Options.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace cuts::cli {
@@ -48,11 +53,59 @@ nlohmann::json toJson(const bigcuts::Estimate &e, double ideal) {
           {"gpu_memory_bytes", e.memoryBytes}};
 }
 
+/// Table 4.2's averages from a compiled model (inference): the kernels
+/// that read a weight of two or more dimensions are its complex
+/// operators; EFF_COMPUTE is the share of the compile target's peak their
+/// performance bound allows.
+std::optional<bigcuts::Model> fromArtifact(const rt::Artifact &a,
+                                           const std::string &name,
+                                           double batch, double micro,
+                                           std::string &error) {
+  const rt::Manifest &m = a.profiles.empty() ? a.manifest : a.profiles.back();
+  const double rows = m.batch > 0 ? double(m.batch) : 1;
+  double ops = 0, params = 0, acts = 0, flops = 0, pulSeconds = 0;
+  for (const rt::KernelLaunch &k : m.kernels) {
+    double weights = 0, written = 0;
+    for (int t : k.args) {
+      const rt::Tensor &x = m.tensors[size_t(rt::rootTensor(m, t))];
+      if (x.kind == rt::TensorKind::Weight && x.shape.size() >= 2)
+        weights += double(x.bytes()) / double(rt::dtypeBytes(x.dtype));
+    }
+    for (int t : k.outputs) {
+      const rt::Tensor &x = m.tensors[size_t(t)];
+      written += double(x.bytes()) / double(rt::dtypeBytes(x.dtype));
+    }
+    if (weights == 0 || k.flops <= 0)
+      continue;
+    ops += 1, params += weights, acts += written / rows;
+    flops += k.flops / rows, pulSeconds += k.pulTimeUs * 1e-6;
+  }
+  if (ops == 0) {
+    error = "no kernel of it reads a weight matrix: nothing to plan";
+    return std::nullopt;
+  }
+  bigcuts::Model model;
+  model.name = name;
+  model.numOp = ops, model.numParam = params / ops;
+  model.numAct = acts / ops, model.numCompute = flops / ops;
+  model.effCompute =
+      m.peakFlops > 0 && pulSeconds > 0
+          ? std::min(1.0, flops * rows / pulSeconds / m.peakFlops)
+          : 0.25;
+  model.batchMini = batch, model.batchMicro = micro;
+  if (std::fmod(batch, micro) != 0) {
+    error = "--batch must be a multiple of --micro-batch";
+    return std::nullopt;
+  }
+  return model;
+}
+
 } // namespace
 
 int cmdPlan(const std::vector<std::string> &args) {
   std::string modelPath, clusterPath;
   int gpus = 0, top = 10;
+  double batch = 1, micro = 1; // for a compiled model
   bool json = false;
   for (ArgList a(args); a.next();) {
     if (a.is("--cluster")) {
@@ -64,6 +117,12 @@ int cmdPlan(const std::vector<std::string> &args) {
     } else if (a.is("--top")) {
       if (!a.integer(top, 1, 1 << 20))
         return error("", "--top needs a count >= 1");
+    } else if (a.is("--batch")) {
+      if (!a.number(batch, ArgList::kPositive, ArgList::kNoLimit))
+        return error("", "--batch needs a positive count");
+    } else if (a.is("--micro-batch")) {
+      if (!a.number(micro, ArgList::kPositive, ArgList::kNoLimit))
+        return error("", "--micro-batch needs a positive count");
     } else if (a.is("--json")) {
       json = true;
     } else if (modelPath.empty() && a.arg().rfind("--", 0) != 0) {
@@ -75,9 +134,18 @@ int cmdPlan(const std::vector<std::string> &args) {
   if (modelPath.empty() || clusterPath.empty())
     return error("", "plan needs a model description and --cluster FILE");
   std::string text, err;
-  if (!readText(modelPath, text))
+  std::optional<bigcuts::Model> model;
+  if (modelPath.size() > 5 &&
+      modelPath.compare(modelPath.size() - 5, 5, ".cuts") == 0) {
+    auto art = rt::readArtifact(modelPath, err);
+    if (!art)
+      return error(modelPath, err);
+    model = fromArtifact(*art, art->manifest.model, batch, micro, err);
+  } else if (readText(modelPath, text)) {
+    model = bigcuts::parseModel(text, err);
+  } else {
     return error(modelPath, "cannot read");
-  auto model = bigcuts::parseModel(text, err);
+  }
   if (!model)
     return error(modelPath, err);
   if (!readText(clusterPath, text))
