@@ -733,6 +733,9 @@ cuts_status cuts_session_movement(const cuts_session *session, int entry,
     movement->broadcast_ms = w->ms;
     movement->codec_ms = w->codecMs;
     movement->broadcast_bytes = w->sentBytes;
+    if (x.streamed)
+      movement->streamed_bytes = x.streamed->readBytes,
+      movement->stream_read_ms = x.streamed->readMs;
     return CUTS_OK;
   });
 }
@@ -741,9 +744,12 @@ cuts_status cuts_session_reset_movement(cuts_session *session) {
   return guarded([&] {
     if (cuts_status st = checkSession(session))
       return st;
-    for (cuts_session *x : entries(*session))
+    for (cuts_session *x : entries(*session)) {
       if (x->lane)
         x->lane->totals = cuts_movement{};
+      if (x->streamed)
+        x->streamed->readBytes = 0, x->streamed->readMs = 0;
+    }
     return CUTS_OK;
   });
 }

@@ -211,6 +211,7 @@ cuts_status loadChunk(cuts_session &s, const StreamChunk &c, int j) {
   if (CUresult r = w.d->cuEventSynchronize(w.copied[j]))
     return cudaFail(r, "streaming weights (cuEventSynchronize)");
   auto *stage = static_cast<uint8_t *>(w.stage[j]);
+  const auto t0 = std::chrono::steady_clock::now();
   for (const FileSpan &sp : c.spans)
     for (uint64_t done = 0; done < sp.bytes;) {
       const ssize_t n = pread(s.model->weightsFd, stage + sp.stageOffset + done,
@@ -224,7 +225,9 @@ cuts_status loadChunk(cuts_session &s, const StreamChunk &c, int j) {
                                        std::to_string(sp.fileOffset) + " of " +
                                        s.model->weightsPath);
       done += uint64_t(n);
+      w.readBytes += uint64_t(n);
     }
+  w.readMs += msSince(t0);
   if (CUresult r = w.d->cuStreamWaitEvent(w.copy, w.computed[j], 0))
     return cudaFail(r, "cuStreamWaitEvent");
   for (size_t i = 0; i < c.tensors.size(); ++i) {

@@ -299,6 +299,8 @@ struct WeightStream {
   void *stage[2] = {};
   CUstream copy = nullptr;
   CUevent copied[2] = {}, computed[2] = {}, side = nullptr;
+  uint64_t readBytes = 0; // since the last cuts_session_reset_movement
+  double readMs = 0;
   WeightStream() = default;
   WeightStream(const WeightStream &) = delete;
   WeightStream &operator=(const WeightStream &) = delete;

@@ -1748,8 +1748,10 @@ def check_offload(runner):
     """--weight-budget: BERT (2 layers) with at most a budget of weights on
     the GPU, the rest streamed from the artifact file chunk by chunk (two
     slots); its outputs are the resident run's, bit for bit, with a budget
-    of a few chunks and with one chunk a step. A budget below the largest
-    step's weights, or one that is not a size, is a clear error."""
+    of a few chunks and with one chunk a step; bench reports the bytes
+    streamed a run, their read rate and a plain sequential read's. A budget
+    below the largest step's weights, or one that is not a size, is a
+    clear error."""
     here = os.path.dirname(os.path.abspath(__file__))
     d = os.path.join(runner.work, "offload")
     subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
@@ -1798,8 +1800,11 @@ def check_offload(runner):
         require(r.returncode == 0, "budget %d: %s%s" % (budget, r.stdout,
                                                         r.stderr))
     r = runner.run("bench", art, "--weight-budget", str(2 * most), "--iters",
-                   "5")
+                   "5", "--json")
     require(r.returncode == 0, "bench with streamed weights: " + r.stderr)
+    j = json.loads(r.stdout)
+    require(j["streamed_bytes_per_run"] > 0 and j["stream_read_gbs"] > 0 and
+            j["sequential_read_gbs"] > 0, "streaming figures: %s" % j)
     r = runner.run("run", art, *feeds, "--weight-budget", str(most))
     require(r.returncode != 0 and "more than a slot" in r.stderr,
             "a budget below a step's weights: " + r.stderr)

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -340,6 +341,32 @@ int cmdRun(const std::vector<std::string> &args) {
   return 0;
 }
 
+/// GB/s of one sequential pass over `path` in 16 MiB reads, O_DIRECT
+/// where the file system allows (the page cache would flatter it): what
+/// streamed weights are measured against. 0 where it cannot be read.
+double sequentialReadGBs(const std::string &path) {
+  constexpr size_t kBlock = size_t(16) << 20;
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECT);
+  if (fd < 0)
+    fd = open(path.c_str(), O_RDONLY);
+  void *buf = nullptr;
+  if (fd < 0 || posix_memalign(&buf, 4096, kBlock) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return 0;
+  }
+  uint64_t total = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (ssize_t n; (n = read(fd, buf, kBlock)) > 0;)
+    total += uint64_t(n);
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  free(buf);
+  close(fd);
+  return s > 0 ? double(total) / s / 1e9 : 0;
+}
+
 int cmdBench(const std::vector<std::string> &args) {
   std::string model;
   int iters = 100, warmup = 10;
@@ -442,6 +469,17 @@ int cmdBench(const std::vector<std::string> &args) {
                       {"throughput_per_s", double(batch) * 1e3 / median},
                       {"arena_bytes", cuts_model_arena_bytes(cm)},
                       {"weight_bytes", cuts_model_weight_bytes(cm)}};
+  if (weightBudget > 0) { // the streamed weights against a plain read
+    cuts_movement mv{};
+    cuts_session_movement(s, 0, &mv);
+    const double runs = double(warmup + iters);
+    j["streamed_bytes_per_run"] = double(mv.streamed_bytes) / runs;
+    j["stream_read_ms_per_run"] = mv.stream_read_ms / runs;
+    j["stream_read_gbs"] = mv.stream_read_ms > 0 ? double(mv.streamed_bytes) /
+                                                       mv.stream_read_ms / 1e6
+                                                 : 0.0;
+    j["sequential_read_gbs"] = sequentialReadGBs(model);
+  }
   if (kernels) {
     int n = cuts_model_num_kernels(cm);
     std::vector<float> ms(size_t(std::max(n, 1)));
@@ -505,6 +543,13 @@ int cmdBench(const std::vector<std::string> &args) {
               graph ? " (CUDA graph)" : "", median, p99, double(sorted.front()),
               j["throughput_per_s"].get<double>(), (long long)batch,
               padded.c_str(), j["arena_bytes"].get<double>() / (1 << 20));
+  if (weightBudget > 0)
+    std::printf("weights streamed: %.1f MB a run, read at %.2f GB/s (%.0f%% "
+                "of the run); a sequential read of the file: %.2f GB/s\n",
+                j["streamed_bytes_per_run"].get<double>() / 1e6,
+                j["stream_read_gbs"].get<double>(),
+                100 * j["stream_read_ms_per_run"].get<double>() / median,
+                j["sequential_read_gbs"].get<double>());
   if (kernels) {
     const auto &c = j["ceilings"];
     std::printf("ceilings (%s): peak %.1f TFLOP/s, global memory %.0f GB/s\n",

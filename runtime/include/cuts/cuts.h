@@ -53,8 +53,9 @@ extern "C" {
  * 6: cuts_load_options.weight_codec (weights sent encoded between devices)
  *    and cuts_movement's codec_ms and broadcast_bytes (callers of version
  *    5 recompile: both structs grew).
- * 7: cuts_load_options.weight_budget (weights streamed from storage;
- *    callers of version 6 recompile). */
+ * 7: cuts_load_options.weight_budget (weights streamed from storage) and
+ *    cuts_movement's streamed_bytes and stream_read_ms (callers of
+ *    version 6 recompile: both structs grew). */
 #define CUTS_API_VERSION 7
 
 typedef enum cuts_status {
@@ -295,6 +296,8 @@ typedef struct cuts_movement {
   double codec_ms;          /* of broadcast_ms, encoding on the first entry and
                                decoding on this one (weight_codec) */
   uint64_t broadcast_bytes; /* bytes sent to this entry from the first */
+  uint64_t streamed_bytes;  /* weights read from storage (weight_budget) */
+  double stream_read_ms;    /* the host's time reading them */
 } cuts_movement;
 cuts_status cuts_session_movement(const cuts_session *session, int entry,
                                   cuts_movement *movement);
