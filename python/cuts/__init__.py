@@ -82,7 +82,7 @@ class Model:
 
     def __init__(self, path, device=0, max_batch=0, emulate=False,
                  devices=None, device_shares=None, master_gpu=False,
-                 weight_source="host", weight_codec="none"):
+                 weight_source="host", weight_codec="none", weight_budget=0):
         self.path = os.fspath(path)
         info = describe(self.path)
         self.name = info["model"]
@@ -101,10 +101,16 @@ class Model:
         codecs = ("none", "3to1", "bf16")
         if weight_codec not in codecs:
             raise CutsError("weight_codec must be one of %s" % (codecs,))
+        if not (isinstance(weight_budget, int) and weight_budget >= 0):
+            raise CutsError("weight_budget must be a byte count >= 0")
+        if emulate and weight_budget:
+            raise CutsError("weight_budget streams weights to a GPU; an "
+                            "emulated model has none")
         self._model = None if emulate else _cuts.Model(
             self.path, device, max_batch, list(devices or []),
             list(device_shares or []), master_gpu,
-            sources.index(weight_source), codecs.index(weight_codec))
+            sources.index(weight_source), codecs.index(weight_codec),
+            weight_budget)
         if self._model is not None:
             self.profiles = list(self._model.profiles)
 
@@ -132,7 +138,7 @@ class Model:
 
 def load(path, device=0, max_batch=0, emulate=False, devices=None,
          device_shares=None, master_gpu=False, weight_source="host",
-         weight_codec="none"):
+         weight_codec="none", weight_budget=0):
     """Loads model.cuts onto GPU `device` (profiles above the first that
     serves `max_batch` are left out). devices=[0, 1, ...]: data parallel,
     the model on each (a device may repeat), every run's batch split across
@@ -142,10 +148,12 @@ def load(path, device=0, max_batch=0, emulate=False, devices=None,
     devices after the first get the weights ("host", "peer" copies from the
     first, "nccl" broadcast); weight_codec: sent encoded, "3to1" (ScaleDNN's
     compression) or "bf16" (truncation), every device then holding the
-    decoded weights (needs cuts compile --weight-codecs). emulate=True: no
-    GPU, every kernel run on the CPU."""
+    decoded weights (needs cuts compile --weight-codecs); weight_budget:
+    at most this many bytes of weights on the GPU, the rest streamed from
+    the file as the kernels run (one device). emulate=True: no GPU, every
+    kernel run on the CPU."""
     return Model(path, device, max_batch, emulate, devices, device_shares,
-                 master_gpu, weight_source, weight_codec)
+                 master_gpu, weight_source, weight_codec, weight_budget)
 
 
 class Session:

@@ -72,10 +72,11 @@ class Model {
 public:
   Model(const std::string &path, int device, int64_t maxBatch,
         std::vector<int> devices, std::vector<double> shares, bool masterGpu,
-        int weightSource, int weightCodec) {
+        int weightSource, int weightCodec, uint64_t weightBudget) {
     cuts_load_options o{};
     o.device = device, o.max_batch = maxBatch, o.master_gpu = masterGpu;
     o.weight_source = weightSource, o.weight_codec = weightCodec;
+    o.weight_budget = weightBudget;
     if (!shares.empty() && shares.size() != devices.size())
       throw CutsError("device_shares needs one share per device");
     o.devices = devices.data(), o.num_devices = int(devices.size());
@@ -197,6 +198,8 @@ public:
       d["broadcast_ms"] = m.broadcast_ms;
       d["codec_ms"] = m.codec_ms;
       d["broadcast_bytes"] = m.broadcast_bytes;
+      d["streamed_bytes"] = m.streamed_bytes;
+      d["stream_read_ms"] = m.stream_read_ms;
       all.push_back(d);
     }
     if (reset)
@@ -340,11 +343,11 @@ NB_MODULE(_cuts, m) {
 
   nb::class_<Model>(m, "Model")
       .def(nb::init<const std::string &, int, int64_t, std::vector<int>,
-                    std::vector<double>, bool, int, int>(),
+                    std::vector<double>, bool, int, int, uint64_t>(),
            "path"_a, "device"_a = 0, "max_batch"_a = 0,
            "devices"_a = std::vector<int>(),
            "device_shares"_a = std::vector<double>(), "master_gpu"_a = false,
-           "weight_source"_a = 0, "weight_codec"_a = 0)
+           "weight_source"_a = 0, "weight_codec"_a = 0, "weight_budget"_a = 0)
       .def("swap_weights", &Model::swapWeights, "path"_a)
       .def_prop_ro(
           "num_devices",

@@ -91,6 +91,12 @@ def check_cpu(work, onnx_path, art):
     raises(lambda: cuts.load(bad, emulate=True), "bad magic")
     raises(lambda: cuts.load(art, weight_codec="zip"),
            "weight_codec must be one of")
+    raises(lambda: cuts.load(art, emulate=True, weight_budget=1 << 20),
+           "an emulated model has none")
+    raises(lambda: cuts.load(art, weight_budget=-1), "byte count >= 0")
+    # Checked before any device is opened.
+    raises(lambda: cuts.load(art, devices=[0, 0], weight_budget=1 << 20),
+           "no device list")
     # Checked before any device is opened.
     raises(lambda: cuts.load(art, devices=[0, 0], weight_codec="3to1"),
            "needs weight_source")
