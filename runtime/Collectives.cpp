@@ -121,10 +121,8 @@ cuts_status CopyEngineComm::run(Collective c, uint64_t chunk,
     return st;
   // A copy waits for its source's and its destination's stream.
   const std::vector<PeerCopy> plan = copyPlan(c, int(n), chunk);
-  for (const PeerCopy &p : plan)
-    if (cuts_status st = copy1(p, send[p.src] + p.srcOffset,
-                               recv[p.dst] + p.dstOffset, collectiveName(c)))
-      return st;
+  if (cuts_status st = copyAll(plan, send, recv, collectiveName(c)))
+    return st;
   return waitCopies(plan, streams);
 }
 
@@ -138,25 +136,32 @@ cuts_status CopyEngineComm::record(std::vector<CUevent> &events,
   return CUTS_OK;
 }
 
-/// One transfer of `p` on its copy stream, after the events of its source
-/// and destination, recording done[src][dst].
-cuts_status CopyEngineComm::copy1(const PeerCopy &p, CUdeviceptr from,
-                                  CUdeviceptr to, const char *what) {
-  CUstream st = copy[p.src][p.dst];
-  d->cuCtxSetCurrent(ctx[p.src]);
-  for (int who : {p.src, p.dst})
-    if (CUresult r = d->cuStreamWaitEvent(st, ready[who], 0))
-      return cudaFail(r, "cuStreamWaitEvent");
-  CUresult r =
-      ctx[p.src] == ctx[p.dst]
-          ? d->cuMemcpyDtoDAsync(to, from, p.bytes, st)
-          : d->cuMemcpyPeerAsync(to, ctx[p.dst], from, ctx[p.src], p.bytes, st);
-  if (r)
-    return cudaFail(r, std::string(what) + ": copying rank " +
-                           std::to_string(p.src) + "'s chunk to rank " +
-                           std::to_string(p.dst));
-  if (CUresult x = d->cuEventRecord(done[p.src][p.dst], st))
-    return cudaFail(x, "cuEventRecord");
+/// Each transfer of `copies` (from rank src's `from` buffer to rank dst's
+/// `to`) on its copy stream, after the events of its source and
+/// destination, recording done[src][dst].
+cuts_status CopyEngineComm::copyAll(const std::vector<PeerCopy> &copies,
+                                    const std::vector<CUdeviceptr> &from,
+                                    const std::vector<CUdeviceptr> &to,
+                                    const char *what) {
+  for (const PeerCopy &p : copies) {
+    CUstream st = copy[p.src][p.dst];
+    d->cuCtxSetCurrent(ctx[p.src]);
+    for (int who : {p.src, p.dst})
+      if (CUresult r = d->cuStreamWaitEvent(st, ready[who], 0))
+        return cudaFail(r, "cuStreamWaitEvent");
+    const CUdeviceptr src = from[p.src] + p.srcOffset,
+                      dst = to[p.dst] + p.dstOffset;
+    CUresult r = ctx[p.src] == ctx[p.dst]
+                     ? d->cuMemcpyDtoDAsync(dst, src, p.bytes, st)
+                     : d->cuMemcpyPeerAsync(dst, ctx[p.dst], src, ctx[p.src],
+                                            p.bytes, st);
+    if (r)
+      return cudaFail(r, std::string(what) + ": copying rank " +
+                             std::to_string(p.src) + "'s chunk to rank " +
+                             std::to_string(p.dst));
+    if (CUresult x = d->cuEventRecord(done[p.src][p.dst], st))
+      return cudaFail(x, "cuEventRecord");
+  }
   return CUTS_OK;
 }
 
@@ -187,10 +192,8 @@ cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
                     " ranks, but buffers or streams for another count");
   if (cuts_status st = record(ready, streams))
     return st;
-  for (const PeerCopy &p : plan.scatter)
-    if (cuts_status st = copy1(p, data[p.src] + p.srcOffset,
-                               scratch[p.dst] + p.dstOffset, "all-reduce"))
-      return st;
+  if (cuts_status st = copyAll(plan.scatter, data, scratch, "all-reduce"))
+    return st;
   // Rank c's sum once every slot of its chunk has arrived; `ready` then
   // marks it, for the gather's copies to wait on.
   if (cuts_status st = waitCopies(plan.scatter, streams))
@@ -213,10 +216,8 @@ cuts_status CopyEngineComm::allReduce(const AllReducePlan &plan,
   }
   if (cuts_status st = record(ready, streams))
     return st;
-  for (const PeerCopy &p : plan.gather)
-    if (cuts_status st = copy1(p, data[p.src] + p.srcOffset,
-                               data[p.dst] + p.dstOffset, "all-reduce"))
-      return st;
+  if (cuts_status st = copyAll(plan.gather, data, data, "all-reduce"))
+    return st;
   return waitCopies(plan.gather, streams);
 }
 

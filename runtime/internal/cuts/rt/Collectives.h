@@ -102,8 +102,10 @@ public:
 private:
   cuts_status record(std::vector<cuda::CUevent> &events,
                      const std::vector<cuda::CUstream> &streams);
-  cuts_status copy1(const PeerCopy &p, cuda::CUdeviceptr from,
-                    cuda::CUdeviceptr to, const char *what);
+  cuts_status copyAll(const std::vector<PeerCopy> &copies,
+                      const std::vector<cuda::CUdeviceptr> &from,
+                      const std::vector<cuda::CUdeviceptr> &to,
+                      const char *what);
   cuts_status waitCopies(const std::vector<PeerCopy> &copies,
                          const std::vector<cuda::CUstream> &streams);
   const cuda::Driver *d;
