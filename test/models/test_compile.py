@@ -1139,10 +1139,7 @@ def check_exported_bert(runner):
     LayerNorm and softmax over warp lanes; emulated against ONNX Runtime."""
     here = os.path.dirname(os.path.abspath(__file__))
     d = os.path.join(runner.work, "bert_small")
-    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
-                    os.path.join(here, "exported", "bert_small_s128_dyn20.onnx"),
-                    d], check=True, capture_output=True)
-    model = os.path.join(d, "bert_small_s128_dyn20.onnx")
+    model = inflated("bert_small_s128_dyn20", d)
     r = runner.run("compile", model, "--arch", "sm_90", "-o",
                    os.path.join(d, "out"))
     require(r.returncode == 0, "compile: " + r.stderr)
@@ -1206,6 +1203,16 @@ def check_split_k(runner):
             require(any("cuts.slice" in g and "cuts.add" in g
                         for g in groups), "no kernel sums the parts: %s"
                     % groups)
+
+
+def inflated(name, d):
+    """test/models/exported/NAME.onnx with its weights inflated into d
+    (inflate.py); the model's path there."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
+                    os.path.join(here, "exported", name + ".onnx"), d],
+                   check=True, capture_output=True)
+    return os.path.join(d, name + ".onnx")
 
 
 def read_manifest(art):
@@ -1713,11 +1720,7 @@ def check_bert_base_tp(runner, d, rng):
     """BERT-base (12 layers) compiled --tensor-parallel 2 on a repeated
     device (0,0, and 0,1 where there are two GPUs) against the unsplit
     model on the GPU (fp32, 1e-5)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
-                    os.path.join(here, "exported", "bert_base_s128_dyn20.onnx"),
-                    d], check=True, capture_output=True)
-    model = os.path.join(d, "bert_base_s128_dyn20.onnx")
+    model = inflated("bert_base_s128_dyn20", d)
     ids, mask = os.path.join(d, "ids.npy"), os.path.join(d, "mask.npy")
     np.save(ids, rng.integers(0, 30000, (1, 128)).astype(np.int64))
     m = np.ones((1, 128), np.int64)
@@ -1752,12 +1755,8 @@ def check_offload(runner):
     streamed a run, their read rate and a plain sequential read's. A budget
     below the largest step's weights, or one that is not a size, is a
     clear error."""
-    here = os.path.dirname(os.path.abspath(__file__))
     d = os.path.join(runner.work, "offload")
-    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
-                    os.path.join(here, "exported", "bert_small_s128_dyn20.onnx"),
-                    d], check=True, capture_output=True)
-    r = runner.run("compile", os.path.join(d, "bert_small_s128_dyn20.onnx"),
+    r = runner.run("compile", inflated("bert_small_s128_dyn20", d),
                    "--arch", "sm_90", "-o", d)
     require(r.returncode == 0, "compile: " + r.stderr)
     art = os.path.join(d, "model.cuts")
@@ -1829,12 +1828,8 @@ def check_plan(runner):
                                                 x["time_tot_s"])),
             "plan rows: %s" % rows[:3])
     # A compiled model: its weight-reading kernels give the averages.
-    here = os.path.dirname(os.path.abspath(__file__))
     d = os.path.join(runner.work, "plan_bert")
-    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
-                    os.path.join(here, "exported", "bert_small_s128_dyn20.onnx"),
-                    d], check=True, capture_output=True)
-    r = runner.run("compile", os.path.join(d, "bert_small_s128_dyn20.onnx"),
+    r = runner.run("compile", inflated("bert_small_s128_dyn20", d),
                    "--arch", "sm_90", "-o", d)
     require(r.returncode == 0, "compile: " + r.stderr)
     c = os.path.join(root, "perfmodel", "cluster", "clusters", "c.json")
@@ -1902,12 +1897,8 @@ def check_tensor_parallel(runner):
     with 2 ranks likewise. --tensor-parallel N writes rank plans, emulated
     in lockstep and, on a GPU, run on a repeated device list against the
     unsplit model on that GPU."""
-    here = os.path.dirname(os.path.abspath(__file__))
     d = os.path.join(runner.work, "tensor_parallel")
-    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
-                    os.path.join(here, "exported", "bert_small_s128_dyn20.onnx"),
-                    d], check=True, capture_output=True)
-    model = os.path.join(d, "bert_small_s128_dyn20.onnx")
+    model = inflated("bert_small_s128_dyn20", d)
     rng = np.random.default_rng(2)
     ids, mask = os.path.join(d, "ids.npy"), os.path.join(d, "mask.npy")
     np.save(ids, rng.integers(0, 1000, (1, 128)).astype(np.int64))
@@ -2008,9 +1999,7 @@ def check_tensor_parallel(runner):
     # GPT-2 (12 layers): its fused Q|K|V product split by segments, its
     # FFN2 adding the residual on rank 0 only.
     g = os.path.join(d, "gpt2")
-    subprocess.run([sys.executable, os.path.join(here, "inflate.py"),
-                    os.path.join(here, "exported", "gpt2_s128_dyn20.onnx"),
-                    g], check=True, capture_output=True)
+    gpt2 = inflated("gpt2_s128_dyn20", g)
     ids = os.path.join(g, "ids.npy")
     np.save(ids, rng.integers(0, 50000, (1, 128)).astype(np.int64))
     gref = os.path.join(g, "ref")
@@ -2018,7 +2007,7 @@ def check_tensor_parallel(runner):
     for ranks in (1, 2):
         out = os.path.join(g, "tp%d" % ranks)
         extra = ("--tensor-parallel-check", "2") if ranks > 1 else ()
-        r = runner.run("compile", os.path.join(g, "gpt2_s128_dyn20.onnx"),
+        r = runner.run("compile", gpt2,
                        "--arch", "sm_90", "-o", out, *extra)
         require(r.returncode == 0, "GPT-2 compile %s: %s" % (extra, r.stderr))
         r = runner.run("run", os.path.join(out, "model.cuts"), "--emulate",
@@ -2033,7 +2022,7 @@ def check_tensor_parallel(runner):
         r = runner.run("run", os.path.join(g, "tp1", "model.cuts"),
                        "--input", "input_ids=" + ids, "--output-dir", gpu_gref)
         require(r.returncode == 0, "GPT-2 on the GPU: " + r.stderr)
-        r = runner.run("compile", os.path.join(g, "gpt2_s128_dyn20.onnx"),
+        r = runner.run("compile", gpt2,
                        "--arch", "sm_90", "-o", out, "--tensor-parallel", "2")
         require(r.returncode == 0, "GPT-2 --tensor-parallel 2: " + r.stderr)
         r = runner.run("run", os.path.join(out, "model.cuts"), "--gpus", "0,0",
