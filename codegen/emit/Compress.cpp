@@ -60,6 +60,32 @@ __device__ __forceinline__ bool cuts_aligned16(const void *p) {
   return ((unsigned long long)p & 15) == 0;
 }
 
+// Four 32-bit words of which `left` are there: one 16-byte access where
+// all four are and aligned, else one at a time (missing ones read 0).
+__device__ __forceinline__ void cuts_load4(const unsigned *p,
+                                           unsigned long long left,
+                                           unsigned w[4]) {
+  if (left >= 4 && cuts_aligned16(p)) {
+    const uint4 q = *reinterpret_cast<const uint4 *>(p);
+    w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+  } else {
+    for (unsigned k = 0; k < 4; ++k)
+      w[k] = k < left ? p[k] : 0u;
+  }
+}
+
+__device__ __forceinline__ void cuts_store4(unsigned *p,
+                                            unsigned long long left,
+                                            const unsigned w[4]) {
+  if (left >= 4 && cuts_aligned16(p)) {
+    *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    for (unsigned k = 0; k < 4; ++k)
+      if (k < left)
+        p[k] = w[k];
+  }
+}
+
 // The value's 10-bit field (sign, exponent low nibble, mantissa top 5)
 // where its exponent's high nibble is `base`.
 __device__ __forceinline__ bool cuts_field(float v, unsigned base,
@@ -165,13 +191,7 @@ extern "C" __global__ void cuts_compress3to1(
           side[3ull * slot + i] = v[3 * k + i];
         w[k] = 0x80000000u | slot++;
       }
-    if (((unsigned long long)(words + g0) & 15) == 0 && g0 + 4 <= groups)
-      *reinterpret_cast<uint4 *>(words + g0) = make_uint4(w[0], w[1], w[2],
-                                                          w[3]);
-    else
-      for (int k = 0; k < 4; ++k)
-        if (g0 + k < groups)
-          words[g0 + k] = w[k];
+    cuts_store4(words + g0, g0 < groups ? groups - g0 : 0, w);
     __syncthreads(); // warpBase and blockBase are the next tile's
   }
 }
@@ -211,13 +231,7 @@ extern "C" __global__ void cuts_decompress3to1(
     const unsigned *wp =
         reinterpret_cast<const unsigned *>(staging + r.staged) + g0;
     unsigned w[4];
-    if (cuts_aligned16(wp) && g0 + 4 <= groups) {
-      const uint4 q = *reinterpret_cast<const uint4 *>(wp);
-      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
-    } else {
-      for (int k = 0; k < 4; ++k)
-        w[k] = g0 + k < groups ? wp[k] : 0u;
-    }
+    cuts_load4(wp, groups - g0, w);
     float v[12];
     for (int k = 0; k < 4; ++k)
       for (unsigned i = 0; i < 3; ++i)
@@ -258,13 +272,7 @@ extern "C" __global__ void cuts_truncate_bf16(
         reinterpret_cast<unsigned short *>(staging + r.staged) + i;
     const bool whole = i + 4 <= r.values;
     unsigned u[4];
-    if (whole && cuts_aligned16(x)) {
-      const uint4 q = *reinterpret_cast<const uint4 *>(x);
-      u[0] = q.x, u[1] = q.y, u[2] = q.z, u[3] = q.w;
-    } else {
-      for (int k = 0; k < 4; ++k)
-        u[k] = i + k < r.values ? x[k] : 0u;
-    }
+    cuts_load4(x, r.values - i, u);
     unsigned short h[4];
     for (int k = 0; k < 4; ++k)
       h[k] = (unsigned short)(u[k] >> 16 |
@@ -305,13 +313,7 @@ extern "C" __global__ void cuts_expand_bf16(
       for (int k = 0; k < 4; ++k)
         u[k] = i + k < r.values ? (unsigned)x[k] << 16 : 0u;
     }
-    if (whole && cuts_aligned16(out)) {
-      *reinterpret_cast<uint4 *>(out) = make_uint4(u[0], u[1], u[2], u[3]);
-    } else {
-      for (int k = 0; k < 4; ++k)
-        if (i + k < r.values)
-          out[k] = u[k];
-    }
+    cuts_store4(out, r.values - i, u);
   }
 }
 )";
