@@ -140,14 +140,16 @@ void ModelImpl::closeWeightsFile() {
   weightsFd = -1;
 }
 
+int openUncached(const std::string &path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECT);
+  return fd >= 0 ? fd : open(path.c_str(), O_RDONLY); // some refuse O_DIRECT
+}
+
 cuts_status planStreaming(ModelImpl &m, const std::string &label) {
   auto it = m.artifact.sections.find("weights");
   const uint64_t at = it == m.artifact.sections.end() ? 0 : it->second.offset;
   m.weightsEnd = it == m.artifact.sections.end() ? 0 : at + it->second.size;
-  // O_DIRECT reads storage, not the page cache; some file systems refuse.
-  m.weightsFd = open(label.c_str(), O_RDONLY | O_DIRECT);
-  if (m.weightsFd < 0)
-    m.weightsFd = open(label.c_str(), O_RDONLY);
+  m.weightsFd = openUncached(label);
   struct stat st {};
   if (m.weightsFd < 0 || fstat(m.weightsFd, &st) != 0)
     return fail(CUTS_ERROR_IO,

@@ -20,6 +20,7 @@
 #include "cuts/Artifact.h"
 #include "cuts/cuts.h"
 #include "cuts/rt/Binding.h"
+#include "cuts/rt/Offload.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -346,9 +346,7 @@ int cmdRun(const std::vector<std::string> &args) {
 /// streamed weights are measured against. 0 where it cannot be read.
 double sequentialReadGBs(const std::string &path) {
   constexpr size_t kBlock = size_t(16) << 20;
-  int fd = open(path.c_str(), O_RDONLY | O_DIRECT);
-  if (fd < 0)
-    fd = open(path.c_str(), O_RDONLY);
+  const int fd = cuts::rt::openUncached(path);
   void *buf = nullptr;
   if (fd < 0 || posix_memalign(&buf, 4096, kBlock) != 0) {
     if (fd >= 0)

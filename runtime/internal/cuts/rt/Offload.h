@@ -40,6 +40,10 @@ struct StreamChunk {
   uint64_t slotBytes = 0, stageBytes = 0;
 };
 
+/// `path` opened for reading past the page cache (O_DIRECT) where the
+/// file system allows it, else plainly; -1 where it cannot be opened.
+int openUncached(const std::string &path);
+
 /// The root weight tensors step `i` reads (its kernel's arguments, or a
 /// copy's source), each once.
 std::vector<int> weightsOfStep(const Manifest &m, size_t i);
