@@ -158,10 +158,9 @@ cuts_status planStreaming(ModelImpl &m, const std::string &label) {
     return fail(CUTS_ERROR_IO, label + " is " + std::to_string(st.st_size) +
                                    " bytes, shorter than its weights' end at " +
                                    std::to_string(m.weightsEnd));
-  m.slotBytes = m.weightBudget / 2;
   for (PlanImpl &p : m.plans) {
     std::string err;
-    p.chunks = streamChunks(p.manifest(), m.slotBytes, at, err);
+    p.chunks = streamChunks(p.manifest(), m.slotBytes(), at, err);
     if (p.chunks.empty())
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
                   label + ": weight_budget " + std::to_string(m.weightBudget) +
@@ -184,7 +183,7 @@ cuts_status openStream(cuts_session &s) {
   w->d = m.d, w->ctx = m.ctx;
   for (int j = 0; j < 2; ++j) {
     if (cuts_status st =
-            w->slot[j].alloc(m.d, m.ctx, m.slotBytes, "a weight slot"))
+            w->slot[j].alloc(m.d, m.ctx, m.slotBytes(), "a weight slot"))
       return st;
     if (CUresult r = m.d->cuMemHostAlloc(&w->stage[j],
                                          std::max<uint64_t>(m.stageBytes, 1),

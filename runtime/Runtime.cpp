@@ -484,14 +484,11 @@ struct ReplicaOptions {
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                         int ordinal, const ReplicaOptions &o,
                         std::shared_ptr<ModelImpl> &out) {
-  const int64_t maxBatch = o.maxBatch;
-  const bool upload = o.upload;
-  const WeightCodec codec = o.codec;
   std::string err;
   auto parsed = parseArtifact(std::move(bytes), err);
   if (!parsed)
     return fail(CUTS_ERROR_BAD_ARTIFACT, label + ": " + err);
-  if (codec != WeightCodec::None &&
+  if (o.codec != WeightCodec::None &&
       std::none_of(
           parsed->sections.begin(), parsed->sections.end(),
           [](const auto &x) { return x.first.rfind("codec.", 0) == 0; }))
@@ -506,7 +503,7 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
     if (cuts_status st =
             takeRank(*parsed, o.entry, o.entries, label, rankWeights))
       return st;
-    if (!upload)
+    if (!o.upload)
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
                   label + " is tensor-parallel: each rank uploads its own "
                           "weights from the host (weight_source "
@@ -528,21 +525,21 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 "device ordinal " + std::to_string(ordinal) + " is negative");
   // The profiles up to the first that serves max_batch.
-  if (maxBatch < 0 || (maxBatch > 0 && man.batch == 0))
+  if (o.maxBatch < 0 || (o.maxBatch > 0 && man.batch == 0))
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                maxBatch < 0
-                    ? "max_batch " + std::to_string(maxBatch) + " is negative"
+                o.maxBatch < 0
+                    ? "max_batch " + std::to_string(o.maxBatch) + " is negative"
                     : label + " has no batch profiles: max_batch "
                               "must be 0");
   for (const Manifest *plan : m.artifact.plans()) {
     m.plans.emplace_back();
     m.plans.back().man = plan;
-    if (maxBatch > 0 && plan->batch >= maxBatch)
+    if (o.maxBatch > 0 && plan->batch >= o.maxBatch)
       break;
   }
-  if (maxBatch > m.plans.back().batch())
+  if (o.maxBatch > m.plans.back().batch())
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                "max_batch " + std::to_string(maxBatch) +
+                "max_batch " + std::to_string(o.maxBatch) +
                     " is above the largest batch profile of " + label + " (" +
                     std::to_string(m.plans.back().batch()) + ")");
   // From openDevice on, the model's destructor releases what was acquired.
@@ -555,7 +552,7 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
     if (cuts_status st = createLibraryCalls(m, p, label))
       return st;
   }
-  if (codec != WeightCodec::None)
+  if (o.codec != WeightCodec::None)
     if (cuts_status st = loadCodecs(m, label))
       return st;
   if (ranked)
@@ -571,11 +568,11 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
     weights = nullptr, m.weightBytes = 0;
   }
   if (cuts_status st =
-          newWeights(m, upload ? weights : nullptr, m.weightBytes, m.weights))
+          newWeights(m, o.upload ? weights : nullptr, m.weightBytes, m.weights))
     return st;
   finishTables(m);
-  if (maxBatch > 0)
-    m.maxBatch = maxBatch;
+  if (o.maxBatch > 0)
+    m.maxBatch = o.maxBatch;
   out = std::move(impl);
   return CUTS_OK;
 }

@@ -163,7 +163,8 @@ struct ModelImpl {
   CodecRanges codecRanges;
   // Weights streamed from storage (weight_budget > 0): the artifact file
   // they are read from, a slot's and a staging buffer's bytes.
-  uint64_t weightBudget = 0, slotBytes = 0, stageBytes = 0;
+  uint64_t weightBudget = 0, stageBytes = 0;
+  uint64_t slotBytes() const { return weightBudget / 2; } // two slots
   std::string weightsPath;
   int weightsFd = -1;      // opened at load, shared by sessions (pread)
   uint64_t weightsEnd = 0; // where the weights section ends in the file
