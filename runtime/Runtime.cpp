@@ -1128,6 +1128,8 @@ cuts_status copyIo(cuts_session &s, bool toDevice, CUdeviceptr buf, void *user,
 cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
                   const std::vector<void *> &out) {
   const ModelImpl &m = *s.model;
+  if (tensorParallel(m)) // every rank, from the first's bindings
+    return runTensorParallel(s, devicePointers(in), devicePointers(out));
   s.plan = &m.plans[choosePlan(m.batches, batch)];
   s.batch = batch;
   s.profileBatch = s.plan->batch();
@@ -1666,8 +1668,6 @@ cuts_status cuts_session_run(cuts_session *session, const cuts_binding *inputs,
       return st;
     if (cuts_status st = enter(m))
       return st;
-    if (tensorParallel(m))
-      return runTensorParallel(s, devicePointers(in), devicePointers(out));
     return runAt(s, batch, in, out);
   });
 }
@@ -1758,18 +1758,13 @@ cuts_status cuts_session_benchmark(cuts_session *session, int warmup, int iters,
     Events ev(d, 2);
     if (cuts_status st = ev.create())
       return st;
-    // A tensor-parallel run: every rank, from the first's buffers.
-    auto run = [&] {
-      return tensorParallel(m) ? runTensorParallel(s, bin, bout)
-                               : runAt(s, batch, in, out);
-    };
     for (int i = 0; i < warmup; ++i)
-      if (cuts_status st = run())
+      if (cuts_status st = runAt(s, batch, in, out))
         return st;
     for (int i = 0; i < iters; ++i) {
       if (CUresult r = d->cuEventRecord(ev.ev[0], s.stream))
         return cudaFail(r, "cuEventRecord");
-      if (cuts_status st = run())
+      if (cuts_status st = runAt(s, batch, in, out))
         return st;
       if (CUresult r = d->cuEventRecord(ev.ev[1], s.stream))
         return cudaFail(r, "cuEventRecord");
