@@ -28,6 +28,7 @@
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Library.h"
 #include "cuts/rt/Nccl.h"
+#include "cuts/rt/Pipeline.h"
 
 #include <algorithm>
 #include <chrono>
@@ -479,6 +480,7 @@ struct ReplicaOptions {
   int entry = 0; // in a device list of `entries`
   size_t entries = 1;
   uint64_t weightBudget = 0; // > 0: streamed from `label`, a file
+  int stages = 0, stage = 0;  // a pipeline stage of the plan
 };
 
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
@@ -509,6 +511,13 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                           "weights from the host (weight_source "
                           "CUTS_WEIGHTS_HOST)");
   }
+  // A pipeline stage: its steps and I/O, its weights packed unless they
+  // stream from the file (at the section's offsets).
+  std::vector<uint8_t> stageWeights;
+  const bool staged = o.stages > 1;
+  if (staged && !takeStage(*parsed, o.stages, o.stage,
+                           o.weightBudget > 0 ? nullptr : &stageWeights, err))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT, label + ": " + err);
   auto impl = std::make_shared<ModelImpl>();
   impl->artifact = std::move(*parsed);
   ModelImpl &m = *impl;
@@ -561,6 +570,8 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
   const uint8_t *weights = m.artifact.section("weights", &m.weightBytes);
   if (ranked)
     weights = rankWeights.data(), m.weightBytes = rankWeights.size();
+  if (staged)
+    weights = stageWeights.data(), m.weightBytes = stageWeights.size();
   if (o.weightBudget > 0) { // streamed run by run: nothing resident
     m.weightBudget = o.weightBudget, m.weightsPath = label;
     if (cuts_status st = planStreaming(m, label))
@@ -616,6 +627,15 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                 "the others: it needs weight_source CUTS_WEIGHTS_PEER or "
                 "CUTS_WEIGHTS_NCCL");
   const uint64_t budget = options ? options->weight_budget : 0;
+  if (options && (options->pipeline_stages < 0 ||
+                  (options->pipeline_stages <= 1 && options->pipeline_stage)))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "pipeline_stage " + std::to_string(options->pipeline_stage) +
+                    " of pipeline_stages " +
+                    std::to_string(options->pipeline_stages));
+  if (options && options->pipeline_stages > 1 && devices.size() > 1)
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                "a pipeline stage loads on one device, not a device list");
   if (budget > 0 && (!fromFile || devices.size() > 1))
     return fail(CUTS_ERROR_INVALID_ARGUMENT,
                 "weight_budget streams the weights from the artifact file "
@@ -631,6 +651,8 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     o.upload = i == 0 || source == CUTS_WEIGHTS_HOST;
     o.codec = codec, o.entry = int(i), o.entries = devices.size();
     o.weightBudget = budget;
+    o.stages = options ? options->pipeline_stages : 0;
+    o.stage = options ? options->pipeline_stage : 0;
     if (cuts_status st =
             loadReplica(std::move(copy), label, devices[i], o, replica)) {
       if (devices.size() > 1)

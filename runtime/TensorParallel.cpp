@@ -12,14 +12,13 @@
 #include "Session.h"
 
 #include "cuts/rt/Collectives.h"
+#include "cuts/rt/Pipeline.h"
 
 namespace cuts::rt {
 
 using namespace cuda;
 
 namespace {
-
-constexpr uint64_t kWeightAlign = 256;
 
 /// The all-reduce sum kernel for a tensor's dtype (cuts_reduce_chunks_*),
 /// or null.
@@ -197,19 +196,7 @@ cuts_status takeRank(Artifact &a, int rank, size_t entries,
   a.rankPlans.clear();
   a.profiles.clear();
   // Only this rank's weights go to its device, packed.
-  uint64_t size = 0;
-  const uint8_t *all = a.section("weights", &size);
-  weights.clear();
-  for (Tensor &t : a.manifest.tensors) {
-    if (t.kind != TensorKind::Weight)
-      continue;
-    const uint64_t at =
-        (weights.size() + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
-    weights.resize(at + t.bytes());
-    std::copy(all + t.weightOffset, all + t.weightOffset + t.bytes(),
-              weights.begin() + int64_t(at));
-    t.weightOffset = at;
-  }
+  packWeights(a.manifest, a.section("weights", nullptr), weights);
   return CUTS_OK;
 }
 

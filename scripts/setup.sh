@@ -13,6 +13,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libfmt-dev catch2 ninja-build cmake
   hipcc libamdhip64-dev                                    # HIP compile checks
   libonnx-testdata                                         # ONNX 1.12 node tests
+  libopenmpi-dev openmpi-bin                               # cuts-mpi (BigCuts)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/BenchDevices.h"
-#include "tools/cuts-run/Opened.h"
+#include "tools/support/Opened.h"
 #include "tools/support/Options.h"
 
 #include "cuts/cuts.h"

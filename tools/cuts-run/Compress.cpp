@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-run/Compress.h"
 #include "tools/cuts-run/KernelModule.h"
-#include "tools/cuts-run/Opened.h"
+#include "tools/support/Opened.h"
 
 #include "codegen/emit/Compress.h"
 #include "cuts/Artifact.h"

@@ -10,7 +10,7 @@
 #include "tools/cuts-run/C3.h"
 #include "tools/cuts-run/Collectives.h"
 #include "tools/cuts-run/Compress.h"
-#include "tools/cuts-run/Opened.h"
+#include "tools/support/Opened.h"
 #include "tools/support/Emulate.h"
 #include "tools/support/Options.h"
 #include "tools/support/TensorFile.h"

@@ -55,8 +55,10 @@ extern "C" {
  *    5 recompile: both structs grew).
  * 7: cuts_load_options.weight_budget (weights streamed from storage) and
  *    cuts_movement's streamed_bytes and stream_read_ms (callers of
- *    version 6 recompile: both structs grew). */
-#define CUTS_API_VERSION 7
+ *    version 6 recompile: both structs grew).
+ * 8: cuts_load_options.pipeline_stages and pipeline_stage (one stage of the
+ *    plan loaded; callers of version 7 recompile). */
+#define CUTS_API_VERSION 8
 
 typedef enum cuts_status {
   CUTS_OK = 0,
@@ -174,6 +176,16 @@ typedef struct cuts_load_options {
    * and copied in. Needs cuts_model_load (a file) and one device; runs
    * are then not captured as CUDA graphs. */
   uint64_t weight_budget;
+  /* A pipeline stage (BigCuts' DIM_P): with pipeline_stages > 1, the plan
+   * is cut into that many stages of about equal weight bytes and only
+   * stage pipeline_stage is loaded, with its weights. Its inputs are the
+   * tensors live across the cut before it (the model's inputs for stage
+   * 0) and its outputs those live across the cut after it (the model's
+   * outputs for the last stage), named as the artifact names them, so that
+   * one stage's outputs are the next one's inputs, in order. One device;
+   * no batch profiles or tensor-parallel plans. 0 or 1: the whole plan. */
+  int pipeline_stages;
+  int pipeline_stage;
 } cuts_load_options;
 
 int cuts_api_version(void);

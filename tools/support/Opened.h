@@ -1,6 +1,6 @@
 //===- Opened.h - a model and a session of it, freed together ---*- C++ -*-===//
-#ifndef CUTS_TOOLS_CUTS_RUN_OPENED_H
-#define CUTS_TOOLS_CUTS_RUN_OPENED_H
+#ifndef CUTS_TOOLS_SUPPORT_OPENED_H
+#define CUTS_TOOLS_SUPPORT_OPENED_H
 
 #include "cuts/cuts.h"
 
@@ -41,4 +41,4 @@ struct Opened {
 
 } // namespace cuts::cli
 
-#endif // CUTS_TOOLS_CUTS_RUN_OPENED_H
+#endif // CUTS_TOOLS_SUPPORT_OPENED_H

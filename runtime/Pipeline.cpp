@@ -1,0 +1,281 @@
+//===- Pipeline.cpp - a plan cut into pipeline stages ---------------------===//
+#include "cuts/rt/Pipeline.h"
+
+#include "cuts/rt/Offload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace cuts::rt {
+
+namespace {
+
+constexpr uint64_t kWeightAlign = 256; // the weights section's
+
+/// Per root tensor: the first and last step writing it and the first and
+/// last touching it (-1: none).
+struct Touches {
+  std::vector<int64_t> firstWrite, lastWrite, firstTouch, lastTouch;
+};
+
+Touches touches(const Manifest &m) {
+  const size_t n = m.tensors.size();
+  const std::vector<int64_t> none(n, -1);
+  Touches t{none, none, none, none};
+  auto use = [&](int id, int64_t i, bool writes) {
+    const int r = rootTensor(m, id);
+    if (r < 0)
+      return;
+    if (t.firstTouch[size_t(r)] < 0)
+      t.firstTouch[size_t(r)] = i;
+    t.lastTouch[size_t(r)] = i;
+    if (!writes)
+      return;
+    if (t.firstWrite[size_t(r)] < 0)
+      t.firstWrite[size_t(r)] = i;
+    t.lastWrite[size_t(r)] = i;
+  };
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Step &s = m.steps[i];
+    if (s.kernel < 0) {
+      use(s.from, int64_t(i), false), use(s.to, int64_t(i), true);
+      continue;
+    }
+    const KernelLaunch &k = m.kernels[size_t(s.kernel)];
+    for (int a : k.args)
+      use(a, int64_t(i), std::count(k.outputs.begin(), k.outputs.end(), a));
+  }
+  return t;
+}
+
+bool activation(const Tensor &t) {
+  return t.kind == TensorKind::Input || t.kind == TensorKind::Output ||
+         t.kind == TensorKind::Intermediate;
+}
+
+std::vector<int> crossing(const Manifest &m, const Touches &t, size_t b) {
+  std::vector<int> out;
+  for (size_t r = 0; r < m.tensors.size(); ++r) {
+    const Tensor &x = m.tensors[r];
+    if (!activation(x))
+      continue;
+    const bool before =
+        x.kind == TensorKind::Input ||
+        (t.firstWrite[r] >= 0 && t.firstWrite[r] < int64_t(b));
+    const bool after =
+        x.kind == TensorKind::Output || t.lastTouch[r] >= int64_t(b);
+    if (before && after)
+      out.push_back(int(r));
+  }
+  return out;
+}
+
+/// Whether a stage may end before step `b`: no step from `b` on waits for
+/// one before it (a side stream forked or joined across), no cuSync
+/// semaphore is shared across it, and no tensor crossing it is written
+/// after it (a stage never writes its inputs).
+bool cutAllowed(const Manifest &m, const Touches &t, size_t b) {
+  for (size_t i = b; i < m.steps.size(); ++i)
+    if (m.steps[i].after >= 0 && size_t(m.steps[i].after) < b)
+      return false;
+  const int64_t at = int64_t(b);
+  for (size_t r = 0; r < m.tensors.size(); ++r)
+    if (m.tensors[r].kind == TensorKind::State && t.firstTouch[r] >= 0 &&
+        t.firstTouch[r] < at && t.lastTouch[r] >= at)
+      return false;
+  for (int r : crossing(m, t, b))
+    if (t.lastWrite[size_t(r)] >= at)
+      return false;
+  return true;
+}
+
+uint64_t crossingBytes(const Manifest &m, const Touches &t, size_t b) {
+  uint64_t bytes = 0;
+  for (int r : crossing(m, t, b))
+    bytes += m.tensors[size_t(r)].bytes();
+  return bytes;
+}
+
+/// What each step costs a stage: the weight bytes it reads, or where the
+/// plan has none, its FLOPs, or else one.
+std::vector<double> stepCosts(const Manifest &m) {
+  std::vector<double> bytes(m.steps.size(), 0), flops(m.steps.size(), 0);
+  double totalBytes = 0, totalFlops = 0;
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    for (int w : weightsOfStep(m, i))
+      bytes[i] += double(m.tensors[size_t(w)].bytes());
+    if (m.steps[i].kernel >= 0)
+      flops[i] = m.kernels[size_t(m.steps[i].kernel)].flops;
+    totalBytes += bytes[i], totalFlops += flops[i];
+  }
+  if (totalBytes > 0)
+    return bytes;
+  if (totalFlops > 0)
+    return flops;
+  return std::vector<double>(m.steps.size(), 1.0);
+}
+
+} // namespace
+
+std::vector<int> crossingTensors(const Manifest &m, size_t b) {
+  return crossing(m, touches(m), b);
+}
+
+std::vector<size_t> pipelineCuts(const Manifest &m, int stages,
+                                 std::string &error) {
+  const size_t n = m.steps.size();
+  if (stages < 1 || size_t(stages) > n) {
+    error = "cannot cut a plan of " + std::to_string(n) + " steps into " +
+            std::to_string(stages) + " pipeline stages";
+    return {};
+  }
+  for (const Step &s : m.steps)
+    if (!s.collective.empty()) {
+      error = "a tensor-parallel plan is not cut into pipeline stages";
+      return {};
+    }
+  const Touches t = touches(m);
+  const std::vector<double> cost = stepCosts(m);
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  const double share = prefix[n] / stages;
+  std::vector<size_t> cuts = {0};
+  for (int k = 1; k < stages; ++k) {
+    const double target = share * k;
+    // Within a tenth of a stage of the balanced cut, the fewest bytes
+    // crossing; else the allowed cut nearest to it.
+    size_t best = 0;
+    double bestKey = std::numeric_limits<double>::infinity();
+    for (size_t b = cuts.back() + 1; b + size_t(stages - k) <= n; ++b) {
+      if (!cutAllowed(m, t, b))
+        continue;
+      const double off = std::fabs(prefix[b] - target);
+      const double key = off <= 0.1 * share
+                             ? double(crossingBytes(m, t, b)) - 1e30
+                             : off;
+      if (key < bestKey)
+        best = b, bestKey = key;
+    }
+    if (best == 0) {
+      error = "no step boundary after step " + std::to_string(cuts.back()) +
+              " can end pipeline stage " + std::to_string(k - 1) +
+              " (cuSync pairs and side streams are kept whole)";
+      return {};
+    }
+    cuts.push_back(best);
+  }
+  cuts.push_back(n);
+  return cuts;
+}
+
+namespace {
+
+/// `ids` named uniquely (a name that repeats, or none, becomes "t<id>"),
+/// since runs bind inputs and outputs by name.
+void nameUniquely(Manifest &s, const std::vector<int> &ids) {
+  std::set<std::string> seen;
+  for (int id : ids) {
+    Tensor &x = s.tensors[size_t(id)];
+    if (x.name.empty() || !seen.insert(x.name).second)
+      x.name = "t" + std::to_string(id);
+    seen.insert(x.name);
+  }
+}
+
+} // namespace
+
+Manifest pipelineStage(const Manifest &m, size_t begin, size_t end) {
+  const size_t n = m.steps.size();
+  Manifest s = m;
+  const std::vector<int> in = begin == 0 ? m.inputs : crossingTensors(m, begin);
+  const std::vector<int> out = end == n ? m.outputs : crossingTensors(m, end);
+  for (Tensor &x : s.tensors)
+    if (x.kind == TensorKind::Input || x.kind == TensorKind::Output)
+      x.kind = TensorKind::Intermediate, x.index = -1, x.batchAxis = -1;
+  s.inputs = in;
+  for (size_t i = 0; i < in.size(); ++i) {
+    Tensor &r = s.tensors[size_t(rootTensor(m, in[i]))];
+    r.kind = TensorKind::Input, r.index = int(i);
+  }
+  s.steps.assign(m.steps.begin() + int64_t(begin), m.steps.begin() + int64_t(end));
+  for (Step &x : s.steps)
+    x.after = x.after >= 0 ? x.after - int(begin) : -1;
+  if (!s.steps.empty())
+    s.steps.front().pdl = false; // it follows the host's copies
+  s.outputs.clear();
+  for (size_t j = 0; j < out.size(); ++j) {
+    const int root = rootTensor(m, out[j]);
+    if (s.tensors[size_t(root)].kind != TensorKind::Input) {
+      s.tensors[size_t(root)].kind = TensorKind::Output;
+      s.tensors[size_t(root)].index = int(j);
+      s.outputs.push_back(out[j]);
+      continue;
+    }
+    // Passed through this stage: copied into an output of its own.
+    Tensor copy = m.tensors[size_t(out[j])];
+    copy.kind = TensorKind::Output, copy.index = int(j), copy.viewOf = -1;
+    copy.batchAxis = -1;
+    s.tensors.push_back(copy);
+    Step c;
+    c.from = out[j], c.to = int(s.tensors.size() - 1);
+    s.steps.push_back(c);
+    s.outputs.push_back(c.to);
+  }
+  if (begin > 0)
+    nameUniquely(s, s.inputs);
+  if (end < n)
+    nameUniquely(s, s.outputs);
+  // Weights no step of the stage reads are not loaded.
+  std::vector<bool> read(s.tensors.size(), false);
+  for (size_t i = 0; i < s.steps.size(); ++i)
+    for (int w : weightsOfStep(s, i))
+      read[size_t(w)] = true;
+  for (size_t i = 0; i < s.tensors.size(); ++i)
+    if (s.tensors[i].kind == TensorKind::Weight && !read[i])
+      s.tensors[i].kind = TensorKind::Intermediate, s.tensors[i].weightOffset = 0;
+  return s;
+}
+
+void packWeights(Manifest &m, const uint8_t *all,
+                 std::vector<uint8_t> &packed) {
+  packed.clear();
+  for (Tensor &t : m.tensors) {
+    if (t.kind != TensorKind::Weight)
+      continue;
+    const uint64_t at =
+        (packed.size() + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
+    packed.resize(at + t.bytes());
+    std::copy(all + t.weightOffset, all + t.weightOffset + t.bytes(),
+              packed.begin() + int64_t(at));
+    t.weightOffset = at;
+  }
+}
+
+bool takeStage(Artifact &a, int stages, int stage,
+               std::vector<uint8_t> *packed, std::string &error) {
+  if (stage < 0 || stage >= stages) {
+    error = "pipeline stage " + std::to_string(stage) + " is not one of " +
+            std::to_string(stages);
+    return false;
+  }
+  if (!a.profiles.empty() || a.manifest.ranks > 1) {
+    error = a.manifest.ranks > 1
+                ? "a tensor-parallel model is not cut into pipeline stages"
+                : "a model with batch profiles is not cut into pipeline "
+                  "stages (compile it for one batch)";
+    return false;
+  }
+  const std::vector<size_t> cuts = pipelineCuts(a.manifest, stages, error);
+  if (cuts.empty())
+    return false;
+  a.manifest = pipelineStage(a.manifest, cuts[size_t(stage)],
+                             cuts[size_t(stage) + 1]);
+  if (packed)
+    packWeights(a.manifest, a.section("weights", nullptr), *packed);
+  return true;
+}
+
+} // namespace cuts::rt
