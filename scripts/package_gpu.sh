@@ -3,20 +3,21 @@
 # (CUTS_STATIC_LLVM: only libnvrtc and the C/C++ runtime are shared) and lays
 # it out as an installed tree in .gpu-bin/ (bin/cuts, bin/cuts-run,
 # bin/cuts-kernel-check, bin/cuts-tensor-core-check, bin/cuts-sync-bench,
-# bin/cuts-server,
+# bin/cuts-server, bin/cuts-mpi (libmpi shared),
 # lib/libcuts_runtime.a, include/cuts/), small enough to carry to the device.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-static -G Ninja -DCUTS_STATIC_LLVM=ON -DCUTS_BUILD_TESTS=OFF >/dev/null
 ninja -C build-static cuts cuts-run cuts-kernel-check cuts-tensor-core-check \
-  cuts-sync-bench cuts-server cuts_runtime
+  cuts-sync-bench cuts-server cuts_runtime cuts-mpi
 rm -rf .gpu-bin
 mkdir -p .gpu-bin/bin .gpu-bin/lib .gpu-bin/include/cuts
 cp build-static/tools/cuts/cuts build-static/tools/cuts-run/cuts-run \
   build-static/tools/cuts-kernel-check/cuts-kernel-check \
   build-static/tools/cuts-tensor-core-check \
   build-static/tools/cuts-sync-bench/cuts-sync-bench \
-  build-static/examples/server/cuts-server .gpu-bin/bin/
+  build-static/examples/server/cuts-server \
+  build-static/tools/cuts-mpi/cuts-mpi .gpu-bin/bin/
 strip .gpu-bin/bin/*
 cp build-static/runtime/libcuts_runtime.a .gpu-bin/lib/
 cp runtime/include/cuts/*.h .gpu-bin/include/cuts/

@@ -1747,6 +1747,29 @@ def check_bert_base_tp(runner, d, rng):
                     (gpus, r.stdout, r.stderr))
 
 
+def largest_step_weights(art):
+    """The most weight bytes one step of the artifact's plan reads (each
+    weight rounded up to 256, as a slot of streamed weights holds them)."""
+    m = read_manifest(art)
+    t = m["tensors"]
+    size = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2,
+            "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+    def root(i):
+        while t[i]["kind"] == "view":
+            i = t[i]["viewOf"]
+        return i
+    most = 0
+    for st in m["steps"]:
+        args = (m["kernels"][st["kernel"]]["args"] if st["kernel"] >= 0
+                else [st["from"]])
+        ws = {root(a) for a in args if t[root(a)]["kind"] == "weight"}
+        most = max(most, sum((int(np.prod(t[w]["shape"])) *
+                              size[t[w]["dtype"]] + 255) // 256 * 256
+                             for w in ws))
+    return most
+
+
 def check_offload(runner):
     """--weight-budget: BERT (2 layers) with at most a budget of weights on
     the GPU, the rest streamed from the artifact file chunk by chunk (two
@@ -1770,25 +1793,7 @@ def check_offload(runner):
             "--weight-budget 12Q: " + r.stderr)
     if not runner.gpu:
         return
-    # The most weight bytes one step reads (each rounded to 256).
-    m = read_manifest(art)
-    t = m["tensors"]
-
-    size = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2,
-            "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
-
-    def root(i):
-        while t[i]["kind"] == "view":
-            i = t[i]["viewOf"]
-        return i
-    most = 0
-    for st in m["steps"]:
-        args = (m["kernels"][st["kernel"]]["args"] if st["kernel"] >= 0
-                else [st["from"]])
-        ws = {root(a) for a in args if t[root(a)]["kind"] == "weight"}
-        most = max(most, sum((int(np.prod(t[w]["shape"])) *
-                              size[t[w]["dtype"]] + 255) // 256 * 256
-                             for w in ws))
+    most = largest_step_weights(art)
     ref = os.path.join(d, "ref")
     os.makedirs(ref, exist_ok=True)
     r = runner.run("run", art, *feeds, "--output-dir", ref)
