@@ -48,22 +48,28 @@ Estimate estimate(const Model &m, const Cluster &c, const Config &k) {
   Estimate e;
   e.config = k;
   const double dp = k.dp, wp = k.wp, p = k.p, b = m.batchMini;
-  // 4.2 / 4.3: PR moves each layer's activations (fp16, out and back in),
-  // AR the parameters for every micro-batch: 4.3 as printed multiplies by
+  // 4.2 / 4.3: PR moves each layer's activations (out and back in), AR
+  // the parameters for every micro-batch: 4.3 as printed multiplies by
   // BATCH_MINI, the count of micro-batches of one sample each (Table 5.6);
-  // the text's "for every iteration" makes it BATCH_MINI / BATCH_MICRO.
-  e.commFwdBwd = k.activationResident
-                     ? 2 * m.numParam * m.numOp * (b / m.batchMicro) / (wp * p)
-                     : 4 * m.numAct * m.numOp * b / (dp * p);
+  // the text's "for every iteration" makes it BATCH_MINI / BATCH_MICRO. A
+  // micro-batch is split across the DP groups (F1's BATCH_MICRO/DIM_DP),
+  // so each process sees all of them. In inference (derived), PR reads the
+  // parameters once a mini-batch and keeps the activations on the GPU:
+  // only the next layer reads them.
+  const double v = m.valueBytes;
+  const double params = v * m.numParam * m.numOp / (wp * p);
+  e.commFwdBwd = k.activationResident ? params * (b / m.batchMicro)
+                 : m.inference    ? params
+                                  : 2 * v * m.numAct * m.numOp * b / (dp * p);
   e.commOpt = 8 * m.coefOptimizer * m.numParam * m.numOp / (wp * p); // 4.4
   e.commStorage = e.commFwdBwd + e.commOpt;                          // 4.5
   // 4.6-4.8. COMM_DP as printed counts one operator; a process's share of
   // the gradients is NUM_OP / DIM_P of them (derived). COMM_P exists only
   // with a pipeline.
-  e.commWP = 2 * (m.numOp / p) * (m.numAct / dp) * std::log2(wp) * b;
-  e.commDP = 2 * (m.numOp / p) * (m.numParam / wp) * std::log2(dp) *
-             (m.coefOptimizer > 0 ? 1 : 0);
-  e.commP = p > 1 ? 2 * (m.numAct / dp) * b : 0;
+  e.commWP = v * (m.numOp / p) * (m.numAct / dp) * std::log2(wp) * b;
+  e.commDP = v * (m.numOp / p) * (m.numParam / wp) * std::log2(dp) *
+             (m.inference ? 0 : 1);
+  e.commP = p > 1 ? v * (m.numAct / dp) * b : 0;
   e.commGpu = e.commWP + e.commDP + e.commP;
   // 4.9 as printed adds bytes to seconds; derived: each traffic over its
   // bandwidth. Table 5.6's activation-resident columns fit the weight-
@@ -80,8 +86,8 @@ Estimate estimate(const Model &m, const Cluster &c, const Config &k) {
   // Not in the thesis: one step's working set must fit the GPU: an
   // operator's parameter shard and one micro-batch's activations in and
   // out, each double-buffered so that the next step's arrive meanwhile.
-  const double shard = 2 * m.numParam / wp;
-  const double acts = 2 * 2 * m.numAct * m.batchMicro;
+  const double shard = v * m.numParam / wp;
+  const double acts = 2 * v * m.numAct * m.batchMicro;
   e.memoryBytes = 2 * (shard + acts);
   if (c.gpuMemory > 0 && e.memoryBytes > c.gpuMemory) {
     e.feasible = false;
@@ -218,6 +224,9 @@ std::optional<Model> parseModel(const std::string &text, std::string &error) {
   m.numAct = hidden * seq;
   m.numCompute = 2 * hidden * hidden * seq * (training ? 3 : 1);
   m.coefOptimizer = training ? j->value("optimizer_values", 4.0) : 0;
+  m.inference = !training;
+  if (!positive(*j, "value_bytes", m.valueBytes, error, true))
+    return std::nullopt;
   m.maxPipeline = int(maxP);
   return m;
 }

@@ -43,7 +43,9 @@ struct Model {
   double numAct = 0;        // NUM_ACT, output values an operator per sample
   double numCompute = 0;    // NUM_COMPUTE, FLOP an operator per sample
   double effCompute = 0;    // EFF_COMPUTE
-  double coefOptimizer = 0; // COEF_OPTIMIZER (4 for Adam; 0: inference)
+  double coefOptimizer = 0; // COEF_OPTIMIZER (4 for Adam)
+  bool inference = false;   // forward only: no gradients, no optimizer
+  double valueBytes = 2;    // a parameter's or activation's (fp16: L730)
   double batchMini = 0, batchMicro = 1;
   int maxPipeline = 0; // the most pipeline stages worth using (0: any)
 };

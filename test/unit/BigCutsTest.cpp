@@ -179,3 +179,30 @@ TEST_CASE("BigCuts planner: Table 5.6's ranking", "[bigcuts]") {
         CHECK(ourAtTheirs <= 1.1 * all[0].timeTot / ideal);
     }
 }
+
+TEST_CASE("BigCuts planner: inference reads the parameters once a "
+          "mini-batch under PR, once a micro-batch under AR",
+          "[bigcuts]") {
+  Model m;
+  m.numOp = 96, m.numParam = 2048.0 * 2048, m.numAct = 2048.0 * 128;
+  m.numCompute = 2 * m.numParam * 128, m.effCompute = 0.5;
+  m.inference = true, m.valueBytes = 2;
+  m.batchMini = 8, m.batchMicro = 2;
+  Cluster c;
+  c.nodes = 1, c.gpusPerNode = 2, c.peakFlops = 400e12;
+  c.bwIntra = c.bwInter = 20e9, c.bwStorage = 1e9;
+  const double weights = m.valueBytes * m.numParam * m.numOp;
+  for (int p : {1, 2}) {
+    const Estimate pr = estimate(m, c, {1, 1, p, false});
+    const Estimate ar = estimate(m, c, {1, 1, p, true});
+    CHECK(pr.commStorage == Approx(weights / p));
+    CHECK(ar.commStorage == Approx(4 * weights / p)); // 8 / 2 micro-batches
+    CHECK(pr.commDP == 0);
+    CHECK(pr.commP == (p > 1 ? Approx(2 * m.numAct * 8) : Approx(0)));
+  }
+  // Data-parallel groups split each micro-batch: every process still
+  // reads all the parameters a micro-batch (Table 5.6's DP slope).
+  CHECK(estimate(m, c, {2, 1, 1, true}).commStorage == Approx(4 * weights));
+  m.valueBytes = 4; // fp32 values: twice the bytes
+  CHECK(estimate(m, c, {1, 1, 1, false}).commStorage == Approx(2 * weights));
+}

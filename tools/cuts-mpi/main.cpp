@@ -21,6 +21,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 using cuts::cli::ArgList;
@@ -356,6 +357,10 @@ void report(const Options &o, const Layout &l, size_t k, double msPerMini,
 
 int runRanks(const Options &o, Layout &l) {
   std::string err;
+  std::error_code ec;
+  if (l.rank == 0 && !o.outDir.empty() &&
+      (std::filesystem::create_directories(o.outDir, ec), ec))
+    die(0, o.outDir + ": cannot create (" + ec.message() + ")");
   auto art = cuts::rt::readArtifact(o.model, err);
   if (!art)
     die(l.rank, err);

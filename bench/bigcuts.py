@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""BigCuts' executor against its planner on one GPU (issue 35, Figure 5.4's
+method): a GPT-3-sized decoder (bench/gpt_model.py) with its weights
+streamed from local disk under a budget, run by cuts-mpi in every split of
+one or two ranks into data-parallel groups (DP) and pipeline stages (P) the
+executor has, under both schedules:
+
+- AR (activation-resident): each micro-batch streams the stage's weights
+  again (an artifact compiled at micro-batch / DP sequences; each group
+  takes its share of every micro-batch, as the thesis's F1 splits it);
+- PR (parameter-resident): a group's whole share of the mini-batch runs
+  through each chunk of weights once (an artifact compiled at mini-batch /
+  DP sequences), its activations kept on the GPU.
+
+Two ranks share the one GPU and its disk, so the planner sees a node of two
+GPUs, each with half the GPU's peak and half the disk's measured
+bandwidth. Printed: the storage figures (the streamed read rate against a
+plain sequential O_DIRECT read of the same file), then each configuration's
+planner estimate next to the measured time of a mini-batch. Results in
+bench/out/bigcuts-<arch>.json.
+
+  bench/bigcuts.py [--bin .gpu-bin/bin] [--size gpt3-1.3b] [--precision fp16]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sh(*cmd, env=None):
+    t = time.time()
+    r = subprocess.run(list(cmd), capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit("failed (%s): %s\n%s%s" % (" ".join(cmd), r.returncode,
+                                            r.stdout[-2000:], r.stderr[-3000:]))
+    return r.stdout, time.time() - t
+
+
+def mpirun(tool, ranks, *args):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    out, _ = sh("mpirun", "-np", str(ranks), "--bind-to", "none", tool, *args,
+                env=env)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def cluster(path, ranks, peak_tflops, read_gbs):
+    """The GPU as `ranks` GPUs of one node, each with its share."""
+    c = {"name": "one GPU as %d rank(s)" % ranks, "nodes": 1,
+         "gpus_per_node": ranks, "peak_tflops": peak_tflops / ranks,
+         "intra_node_gbs": 10, "inter_node_gbs": 10,
+         "storage_gbs_per_gpu": read_gbs / ranks}
+    with open(path, "w") as f:
+        json.dump(c, f)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=".gpu-bin/bin")
+    ap.add_argument("--arch", default="h200")
+    ap.add_argument("--size", default="gpt3-1.3b")
+    ap.add_argument("--precision", default="fp16")
+    ap.add_argument("--sequence", type=int, default=128)
+    ap.add_argument("--mini", type=int, default=8)
+    ap.add_argument("--micro", type=int, default=2)
+    ap.add_argument("--budget", default="1GiB")
+    ap.add_argument("--work", default="/tmp/cuts-bigcuts")
+    a = ap.parse_args()
+    cuts, tool = os.path.join(a.bin, "cuts"), os.path.join(a.bin, "cuts-mpi")
+    w, s = a.work, a.sequence
+    os.makedirs(w, exist_ok=True)
+    onnx_path = os.path.join(w, a.size + ".onnx")
+    if not os.path.exists(onnx_path):
+        out, secs = sh(sys.executable, os.path.join(HERE, "gpt_model.py"),
+                       onnx_path, "--size", a.size, "--sequence", str(s))
+        print("%s(%.0f s)" % (out, secs), flush=True)
+    # An artifact per batch: AR at micro / DP, PR at mini / DP.
+    batches = sorted({1, a.micro, a.micro // 2, a.mini, a.mini // 2} - {0})
+    art = {}
+    for b in batches:
+        d = os.path.join(w, "b%d" % b)
+        art[b] = os.path.join(d, "model.cuts")
+        if not os.path.exists(art[b]):
+            _, secs = sh(cuts, "compile", onnx_path, "--arch", a.arch,
+                         "--precision", a.precision, "--input-shape",
+                         "input_ids=%dx%d" % (b, s), "-o", d)
+            print("compiled batch %d in %.0f s (%.2f GB)" %
+                  (b, secs, os.path.getsize(art[b]) / 1e9), flush=True)
+    ids = os.path.join(w, "ids.npy")
+    np.save(ids, np.random.default_rng(0).integers(
+        0, 50000, (a.mini, s)).astype(np.int64))
+    # Storage: the streamed read rate against a sequential read.
+    out, _ = sh(cuts, "bench", art[a.micro], "--weight-budget", a.budget,
+                "--iters", "3", "--json")
+    storage = json.loads(out)
+    print("storage: streamed %.2f GB a run at %.2f GB/s reading; a "
+          "sequential O_DIRECT read %.2f GB/s (%.0f%%)" %
+          (storage["streamed_bytes_per_run"] / 1e9,
+           storage["stream_read_gbs"], storage["sequential_read_gbs"],
+           100 * storage["stream_read_gbs"] / storage["sequential_read_gbs"]),
+          flush=True)
+    read_gbs = storage["sequential_read_gbs"]
+    # The planner: one rank, and two sharing the GPU.
+    peak = {"fp16": 989, "bf16": 989, "tf32": 494, "fp32": 67}[a.precision]
+    plans = {}
+    for ranks in (1, 2):
+        c = cluster(os.path.join(w, "cluster%d.json" % ranks), ranks, peak,
+                    read_gbs)
+        # Per sample (one sequence): the batch-1 plan's kernels.
+        out, _ = sh(cuts, "plan", art[1], "--cluster", c,
+                    "--batch", str(a.mini), "--micro-batch", str(a.micro),
+                    "--json")
+        for row in json.loads(out)["configs"]:
+            key = (row["dp"], row["wp"], row["p"], row["schedule"])
+            plans[key] = row
+    rows = []
+    for dp, p in ((1, 1), (1, 2), (2, 1)):
+        for sched in ("PR", "AR"):
+            b = (a.mini if sched == "PR" else a.micro) // dp
+            res = mpirun(tool, dp * p, art[b], "--pipeline", str(p),
+                         "--gpus", "0", "--weight-budget", a.budget,
+                         "--input", "input_ids=" + ids, "--iters", "2",
+                         "--json")
+            est = plans[(dp, 1, p, sched)]
+            rows.append({"dp": dp, "p": p, "schedule": sched,
+                         "artifact_batch": b, "measured_s":
+                         res["ms_per_mini_batch"] / 1e3,
+                         "estimate_s": est["time_tot_s"],
+                         "estimate_storage_s": est["time_storage_s"],
+                         "estimate_compute_s": est["time_compute_s"],
+                         "run": res})
+            r = rows[-1]
+            print("(DP %d, P %d, %s) batch %d: estimate %.3f s, measured "
+                  "%.3f s (%+.0f%%)" % (dp, p, sched, b, r["estimate_s"],
+                                        r["measured_s"], 100 *
+                                        (r["measured_s"] / r["estimate_s"] - 1)),
+                  flush=True)
+    ranked = sorted(rows, key=lambda r: r["estimate_s"])
+    print("\nconfiguration        estimate s  measured s   measured/estimate")
+    for r in ranked:
+        print("(DP %d, WP 1, P %d, %s) %10.3f %11.3f %10.2f" %
+              (r["dp"], r["p"], r["schedule"], r["estimate_s"],
+               r["measured_s"], r["measured_s"] / r["estimate_s"]))
+    within = sum(abs(r["measured_s"] / r["estimate_s"] - 1) <= 0.25
+                 for r in ranked[:5])
+    print("top 5 of the planner's ranking within 25%%: %d of 5" % within)
+    os.makedirs("bench/out", exist_ok=True)
+    with open("bench/out/bigcuts-%s.json" % a.arch, "w") as f:
+        json.dump({"size": a.size, "precision": a.precision, "sequence": s,
+                   "mini": a.mini, "micro": a.micro, "budget": a.budget,
+                   "storage": storage, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
