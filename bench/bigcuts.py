@@ -52,11 +52,13 @@ def mpirun(tool, ranks, *args):
 
 
 def cluster(path, ranks, peak_tflops, read_gbs):
-    """The GPU as `ranks` GPUs of one node, each with its share."""
+    """The GPU as `ranks` GPUs of one node, each with its share; each rank
+    reads its own weights (cuts-mpi's do)."""
     c = {"name": "one GPU as %d rank(s)" % ranks, "nodes": 1,
          "gpus_per_node": ranks, "peak_tflops": peak_tflops / ranks,
          "intra_node_gbs": 10, "inter_node_gbs": 10,
-         "storage_gbs_per_gpu": read_gbs / ranks}
+         "storage_gbs_per_gpu": read_gbs / ranks,
+         "shared_parameter_reads": False}
     with open(path, "w") as f:
         json.dump(c, f)
     return path
@@ -73,6 +75,7 @@ def main():
     ap.add_argument("--micro", type=int, default=2)
     ap.add_argument("--budget", default="1GiB")
     ap.add_argument("--work", default="/tmp/cuts-bigcuts")
+    ap.add_argument("--iters", type=int, default=2)
     a = ap.parse_args()
     cuts, tool = os.path.join(a.bin, "cuts"), os.path.join(a.bin, "cuts-mpi")
     w, s = a.work, a.sequence
@@ -84,16 +87,22 @@ def main():
         print("%s(%.0f s)" % (out, secs), flush=True)
     # An artifact per batch: AR at micro / DP, PR at mini / DP.
     batches = sorted({1, a.micro, a.micro // 2, a.mini, a.mini // 2} - {0})
-    art = {}
-    for b in batches:
+    art, jobs, t = {}, {}, time.time()
+    for b in batches:  # compiled side by side
         d = os.path.join(w, "b%d" % b)
         art[b] = os.path.join(d, "model.cuts")
         if not os.path.exists(art[b]):
-            _, secs = sh(cuts, "compile", onnx_path, "--arch", a.arch,
-                         "--precision", a.precision, "--input-shape",
-                         "input_ids=%dx%d" % (b, s), "-o", d)
-            print("compiled batch %d in %.0f s (%.2f GB)" %
-                  (b, secs, os.path.getsize(art[b]) / 1e9), flush=True)
+            jobs[b] = subprocess.Popen(
+                [cuts, "compile", onnx_path, "--arch", a.arch, "--precision",
+                 a.precision, "--input-shape", "input_ids=%dx%d" % (b, s),
+                 "-o", d], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                text=True)
+    for b, job in jobs.items():
+        _, err = job.communicate()
+        if job.returncode != 0:
+            sys.exit("compile of batch %d failed: %s" % (b, err[-3000:]))
+        print("compiled batch %d (%.2f GB), %.0f s in all" %
+              (b, os.path.getsize(art[b]) / 1e9, time.time() - t), flush=True)
     ids = os.path.join(w, "ids.npy")
     np.save(ids, np.random.default_rng(0).integers(
         0, 50000, (a.mini, s)).astype(np.int64))
@@ -127,7 +136,8 @@ def main():
             b = (a.mini if sched == "PR" else a.micro) // dp
             res = mpirun(tool, dp * p, art[b], "--pipeline", str(p),
                          "--gpus", "0", "--weight-budget", a.budget,
-                         "--input", "input_ids=" + ids, "--iters", "2",
+                         "--input", "input_ids=" + ids, "--iters",
+                         str(a.iters),
                          "--json")
             est = plans[(dp, 1, p, sched)]
             rows.append({"dp": dp, "p": p, "schedule": sched,

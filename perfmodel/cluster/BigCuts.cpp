@@ -34,7 +34,7 @@ namespace {
 double parameterReads(const Cluster &c, const Config &k, double bytes) {
   const double alone = bytes / c.bwStorage;
   const int sharers = std::min(k.dp, c.gpusPerNode);
-  if (!k.activationResident || sharers < 2)
+  if (!k.activationResident || sharers < 2 || !c.sharedReads)
     return alone;
   const double link = c.switchedFabric ? c.bwIntra : c.bwIntra / sharers;
   const double shared =
@@ -166,13 +166,15 @@ std::optional<Cluster> parseCluster(const std::string &text,
       !positive(*j, "storage_gbs_per_gpu", c.bwStorage, error) ||
       !positive(*j, "gpu_memory_gb", gb, error, true))
     return std::nullopt;
-  if (j->contains("intra_node_switched")) {
-    if (!(*j)["intra_node_switched"].is_boolean()) {
-      error = "\"intra_node_switched\" must be true or false";
-      return std::nullopt;
+  for (auto [key, flag] : {std::pair{"intra_node_switched", &c.switchedFabric},
+                            std::pair{"shared_parameter_reads", &c.sharedReads}})
+    if (j->contains(key)) {
+      if (!(*j)[key].is_boolean()) {
+        error = "\"" + std::string(key) + "\" must be true or false";
+        return std::nullopt;
+      }
+      *flag = (*j)[key].get<bool>();
     }
-    c.switchedFabric = (*j)["intra_node_switched"].get<bool>();
-  }
   if (nodes != std::floor(nodes) || gpus != std::floor(gpus) ||
       nodes * gpus > 65536) {
     error = "\"nodes\" and \"gpus_per_node\" must be whole numbers of at "

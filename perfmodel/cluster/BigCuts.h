@@ -29,6 +29,10 @@ struct Cluster {
   double bwStorage = 0;            // BW_storage, a GPU's share
   double gpuMemory = 0;            // bytes; 0: not checked
   bool switchedFabric = false;     // NVSwitch: each GPU its link's bandwidth
+  /// A node's data-parallel replicas may share AR's parameter reads (one
+  /// reads, the fabric passes them on); false where each process reads its
+  /// own, as cuts-mpi's ranks do.
+  bool sharedReads = true;
   int gpus() const { return nodes * gpusPerNode; }
   /// BW_P2P: the slowest link a group spanning nodes crosses.
   double bwP2P() const;

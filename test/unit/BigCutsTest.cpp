@@ -103,7 +103,10 @@ TEST_CASE("BigCuts planner: cluster and model files are checked", "[bigcuts]") {
                         "must be whole numbers"),
         std::make_tuple("\"intra_node_switched\": false",
                         "\"intra_node_switched\": 3",
-                        "must be true or false")}) {
+                        "must be true or false"),
+        std::make_tuple("\"intra_node_switched\": false",
+                        "\"shared_parameter_reads\": \"no\"",
+                        "\"shared_parameter_reads\" must be true or false")}) {
     std::string text = ok;
     text.replace(text.find(from), std::string(from).size(), to);
     INFO(text);
@@ -201,8 +204,14 @@ TEST_CASE("BigCuts planner: inference reads the parameters once a "
     CHECK(pr.commP == (p > 1 ? Approx(2 * m.numAct * 8) : Approx(0)));
   }
   // Data-parallel groups split each micro-batch: every process still
-  // reads all the parameters a micro-batch (Table 5.6's DP slope).
-  CHECK(estimate(m, c, {2, 1, 1, true}).commStorage == Approx(4 * weights));
+  // reads all the parameters a micro-batch (Table 5.6's DP slope), and
+  // reads them alone unless the node's replicas share them.
+  const Estimate shared = estimate(m, c, {2, 1, 1, true});
+  CHECK(shared.commStorage == Approx(4 * weights));
+  c.sharedReads = false;
+  const Estimate alone = estimate(m, c, {2, 1, 1, true});
+  CHECK(alone.timeStorage == Approx(4 * weights / c.bwStorage));
+  CHECK(shared.timeStorage < alone.timeStorage);
   m.valueBytes = 4; // fp32 values: twice the bytes
   CHECK(estimate(m, c, {1, 1, 1, false}).commStorage == Approx(2 * weights));
 }

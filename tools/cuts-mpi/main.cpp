@@ -32,7 +32,7 @@ namespace {
 struct Options {
   std::string model, outDir, compareDir;
   std::map<std::string, std::string> inputs;
-  int pipeline = 1, iters = 1;
+  int pipeline = 1, iters = 1, warmup = 1;
   std::vector<int> gpus;
   uint64_t weightBudget = 0;
   double tolerance = 0;
@@ -42,13 +42,13 @@ struct Options {
 const char *kUsage =
     "usage: mpirun -np R cuts-mpi MODEL.cuts --input NAME=FILE ...\n"
     "         [--pipeline P] [--gpus LIST] [--weight-budget SIZE]\n"
-    "         [--iters N] [--emulate] [--output-dir D] [--compare DIR]\n"
-    "         [--tolerance T] [--json]\n"
+    "         [--iters N] [--warmup N] [--emulate] [--output-dir D]\n"
+    "         [--compare DIR] [--tolerance T] [--json]\n"
     "  R ranks: R/P data-parallel groups of P pipeline stages. Input files\n"
     "  stack micro-batches on axis 0; --gpus picks each node-local rank's\n"
     "  device (round robin, default 0); --weight-budget streams each\n"
     "  stage's weights from the artifact file; --iters times N mini-batches\n"
-    "  after one untimed.\n";
+    "  after --warmup (1) untimed.\n";
 
 /// 0: parsed; else the exit code (the error printed).
 int parse(int argc, char **argv, Options &o) {
@@ -68,6 +68,9 @@ int parse(int argc, char **argv, Options &o) {
     } else if (a.is("--iters")) {
       if (!a.integer(o.iters, 1, 1000000))
         return cuts::cli::error("", "--iters needs a positive count");
+    } else if (a.is("--warmup")) {
+      if (!a.integer(o.warmup, 0, 1000000))
+        return cuts::cli::error("", "--warmup needs a count");
     } else if (a.is("--gpus")) {
       if (!a.value(v) || !cuts::cli::parseOrdinals(v, o.gpus))
         return cuts::cli::error("", "--gpus needs device ordinals, e.g. 0,1");
@@ -213,7 +216,7 @@ double runMiniBatch(const Layout &l, cuts::mpi::Stage &stage,
   std::vector<MPI_Request> sends[2];
   double waitMs = 0;
   std::string err;
-  kept.assign(ms.size(), {});
+  kept.resize(ms.size()); // the last stage's outputs, written in place
   for (size_t j = 0; j < ms.size(); ++j) {
     Batch in;
     const double t0 = MPI_Wtime();
@@ -231,15 +234,14 @@ double runMiniBatch(const Layout &l, cuts::mpi::Stage &stage,
                 MPI_STATUSES_IGNORE);
     sends[slot].clear();
     waitMs += (MPI_Wtime() - t0) * 1e3;
-    if (!stage.run(in, out[slot], err))
+    Batch &result = l.last() ? kept[j] : out[slot];
+    if (!stage.run(in, result, err))
       die(l.rank, "micro-batch " + std::to_string(ms[j]) + ": " + err);
-    if (l.last()) {
-      kept[j] = out[slot];
+    if (l.last())
       continue;
-    }
-    for (size_t i = 0; i < out[slot].size(); ++i) {
+    for (size_t i = 0; i < result.size(); ++i) {
       sends[slot].emplace_back();
-      MPI_Isend(out[slot][i].data(), bytesCount(out[slot][i], l.rank),
+      MPI_Isend(result[i].data(), bytesCount(result[i], l.rank),
                 MPI_BYTE, l.next(), int(i), MPI_COMM_WORLD, &sends[slot].back());
     }
   }
@@ -383,7 +385,8 @@ int runRanks(const Options &o, Layout &l) {
     die(l.rank, o.model + ": stage " + std::to_string(l.stage) + ": " + err);
   art.reset();
   std::vector<Batch> kept;
-  runMiniBatch(l, *stage, io[size_t(l.stage)], inputs, k, kept); // untimed
+  for (int it = 0; it < o.warmup; ++it) // untimed
+    runMiniBatch(l, *stage, io[size_t(l.stage)], inputs, k, kept);
   const cuts::mpi::StageStats before = stage->stats();
   double waitMs = 0;
   MPI_Barrier(MPI_COMM_WORLD);

@@ -55,25 +55,22 @@ nlohmann::json toJson(const bigcuts::Estimate &e, double ideal) {
 
 /// Table 4.2's averages from a compiled model (inference): the kernels
 /// that read a weight of two or more dimensions are its complex
-/// operators, their values as wide as its weights are stored; EFF_COMPUTE
-/// is the share of the compile target's peak their performance bound
-/// allows.
+/// operators, and every weight is spread over them, as wide as it is
+/// stored; EFF_COMPUTE is the share of the compile target's peak their
+/// performance bound allows.
 std::optional<bigcuts::Model> fromArtifact(const rt::Artifact &a,
                                            const std::string &name,
                                            double batch, double micro,
                                            std::string &error) {
   const rt::Manifest &m = a.profiles.empty() ? a.manifest : a.profiles.back();
   const double rows = m.batch > 0 ? double(m.batch) : 1;
-  double ops = 0, params = 0, acts = 0, flops = 0, pulSeconds = 0;
-  double paramBytes = 0;
+  double ops = 0, acts = 0, flops = 0, pulSeconds = 0;
   for (const rt::KernelLaunch &k : m.kernels) {
     double weights = 0, written = 0;
     for (int t : k.args) {
       const rt::Tensor &x = m.tensors[size_t(rt::rootTensor(m, t))];
-      if (x.kind == rt::TensorKind::Weight && x.shape.size() >= 2) {
+      if (x.kind == rt::TensorKind::Weight && x.shape.size() >= 2)
         weights += double(x.bytes()) / double(rt::dtypeBytes(x.dtype));
-        paramBytes += double(x.bytes());
-      }
     }
     for (int t : k.outputs) {
       const rt::Tensor &x = m.tensors[size_t(t)];
@@ -81,7 +78,7 @@ std::optional<bigcuts::Model> fromArtifact(const rt::Artifact &a,
     }
     if (weights == 0 || k.flops <= 0)
       continue;
-    ops += 1, params += weights, acts += written / rows;
+    ops += 1, acts += written / rows;
     flops += k.flops / rows, pulSeconds += k.pulTimeUs * 1e-6;
   }
   if (ops == 0) {
@@ -90,6 +87,14 @@ std::optional<bigcuts::Model> fromArtifact(const rt::Artifact &a,
   }
   bigcuts::Model model;
   model.name = name;
+  // Every weight a run reads (embeddings, biases and norms too), spread
+  // over the operators: what storage must deliver.
+  double params = 0, paramBytes = 0;
+  for (const rt::Tensor &x : m.tensors)
+    if (x.kind == rt::TensorKind::Weight) {
+      params += double(x.bytes()) / double(rt::dtypeBytes(x.dtype));
+      paramBytes += double(x.bytes());
+    }
   model.numOp = ops, model.numParam = params / ops;
   model.inference = true, model.valueBytes = paramBytes / params;
   model.numAct = acts / ops, model.numCompute = flops / ops;
