@@ -13,16 +13,18 @@ executor has, under both schedules:
   DP sequences), its activations kept on the GPU.
 
 Two ranks share the one GPU and its disk, so the planner sees a node of two
-GPUs, each with half the GPU's peak and half the disk's measured
-bandwidth. Printed: the storage figures (the streamed read rate against a
-plain sequential O_DIRECT read of the same file), then each configuration's
-planner estimate next to the measured time of a mini-batch. Results in
-bench/out/bigcuts-<arch>.json.
+GPUs, each with half the GPU's peak and half the disk's bandwidth, measured
+by a plain sequential O_DIRECT read just before each configuration runs (a
+virtual disk's rate drifts between minutes). Printed: the storage figures
+(the streamed read rate against `cuts bench`'s sequential read of the same
+file), then each configuration's planner estimate next to the measured time
+of a mini-batch. Results in bench/out/bigcuts-<arch>.json.
 
   bench/bigcuts.py [--bin .gpu-bin/bin] [--size gpt3-1.3b] [--precision fp16]
 """
 import argparse
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -49,6 +51,22 @@ def mpirun(tool, ranks, *args):
     out, _ = sh("mpirun", "-np", str(ranks), "--bind-to", "none", tool, *args,
                 env=env)
     return json.loads(out.strip().splitlines()[-1])
+
+
+def read_gbs(path, block=256 << 20):
+    """A plain sequential O_DIRECT pass over `path` in 256 MiB reads, GB/s:
+    the disk's rate (a virtual disk's drifts from minute to minute)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+    buf, total, t = mmap.mmap(-1, block), 0, time.time()
+    try:
+        while True:
+            n = os.readv(fd, [buf])
+            if n <= 0:
+                break
+            total += n
+    finally:
+        os.close(fd)
+    return total / (time.time() - t) / 1e9
 
 
 def cluster(path, ranks, peak_tflops, read_gbs):
@@ -116,43 +134,37 @@ def main():
            storage["stream_read_gbs"], storage["sequential_read_gbs"],
            100 * storage["stream_read_gbs"] / storage["sequential_read_gbs"]),
           flush=True)
-    read_gbs = storage["sequential_read_gbs"]
-    # The planner: one rank, and two sharing the GPU.
+    # Each configuration: the disk's rate measured just before it, the
+    # planner's estimate with it (one rank, or two sharing the GPU), the run.
     peak = {"fp16": 989, "bf16": 989, "tf32": 494, "fp32": 67}[a.precision]
-    plans = {}
-    for ranks in (1, 2):
-        c = cluster(os.path.join(w, "cluster%d.json" % ranks), ranks, peak,
-                    read_gbs)
-        # Per sample (one sequence): the batch-1 plan's kernels.
-        out, _ = sh(cuts, "plan", art[1], "--cluster", c,
-                    "--batch", str(a.mini), "--micro-batch", str(a.micro),
-                    "--json")
-        for row in json.loads(out)["configs"]:
-            key = (row["dp"], row["wp"], row["p"], row["schedule"])
-            plans[key] = row
     rows = []
     for dp, p in ((1, 1), (1, 2), (2, 1)):
         for sched in ("PR", "AR"):
             b = (a.mini if sched == "PR" else a.micro) // dp
+            disk = read_gbs(art[b])
+            c = cluster(os.path.join(w, "cluster.json"), dp * p, peak, disk)
+            # Per sample (one sequence): the batch-1 plan's kernels.
+            out, _ = sh(cuts, "plan", art[1], "--cluster", c, "--batch",
+                        str(a.mini), "--micro-batch", str(a.micro), "--json")
+            est = next(x for x in json.loads(out)["configs"]
+                       if (x["dp"], x["wp"], x["p"], x["schedule"]) ==
+                       (dp, 1, p, sched))
             res = mpirun(tool, dp * p, art[b], "--pipeline", str(p),
                          "--gpus", "0", "--weight-budget", a.budget,
                          "--input", "input_ids=" + ids, "--iters",
-                         str(a.iters),
-                         "--json")
-            est = plans[(dp, 1, p, sched)]
+                         str(a.iters), "--json")
             rows.append({"dp": dp, "p": p, "schedule": sched,
-                         "artifact_batch": b, "measured_s":
-                         res["ms_per_mini_batch"] / 1e3,
+                         "artifact_batch": b, "disk_gbs": disk,
+                         "measured_s": res["ms_per_mini_batch"] / 1e3,
                          "estimate_s": est["time_tot_s"],
                          "estimate_storage_s": est["time_storage_s"],
                          "estimate_compute_s": est["time_compute_s"],
                          "run": res})
             r = rows[-1]
-            print("(DP %d, P %d, %s) batch %d: estimate %.3f s, measured "
-                  "%.3f s (%+.0f%%)" % (dp, p, sched, b, r["estimate_s"],
-                                        r["measured_s"], 100 *
-                                        (r["measured_s"] / r["estimate_s"] - 1)),
-                  flush=True)
+            print("(DP %d, P %d, %s) batch %d, disk %.2f GB/s: estimate "
+                  "%.3f s, measured %.3f s (%+.0f%%)" %
+                  (dp, p, sched, b, disk, r["estimate_s"], r["measured_s"],
+                   100 * (r["measured_s"] / r["estimate_s"] - 1)), flush=True)
     ranked = sorted(rows, key=lambda r: r["estimate_s"])
     print("\nconfiguration        estimate s  measured s   measured/estimate")
     for r in ranked:
