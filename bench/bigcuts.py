@@ -121,6 +121,7 @@ def main():
             sys.exit("compile of batch %d failed: %s" % (b, err[-3000:]))
         print("compiled batch %d (%.2f GB), %.0f s in all" %
               (b, os.path.getsize(art[b]) / 1e9, time.time() - t), flush=True)
+    os.sync()  # no reads measured while the artifacts are still written back
     ids = os.path.join(w, "ids.npy")
     np.save(ids, np.random.default_rng(0).integers(
         0, 50000, (a.mini, s)).astype(np.int64))
