@@ -21,6 +21,7 @@ file), then each configuration's planner estimate next to the measured time
 of a mini-batch. Results in bench/out/bigcuts-<arch>.json.
 
   bench/bigcuts.py [--bin .gpu-bin/bin] [--size gpt3-1.3b] [--precision fp16]
+  bench/bigcuts.py --table bench/results/h200/bigcuts.json   (README table)
 """
 import argparse
 import json
@@ -82,7 +83,22 @@ def cluster(path, ranks, peak_tflops, read_gbs):
     return path
 
 
+def table(report):
+    """The README's table from a report (bench/results/<gpu>/bigcuts.json)."""
+    j = json.load(open(report))
+    print("| configuration | artifact batch | disk GB/s | estimate s | "
+          "measured s | measured / estimate |")
+    print("|---|---|---|---|---|---|")
+    for r in sorted(j["rows"], key=lambda r: r["estimate_s"]):
+        print("| (DP %d, WP 1, P %d, %s) | %d | %.2f | %.2f | %.2f | %.2f |" %
+              (r["dp"], r["p"], r["schedule"], r["artifact_batch"],
+               r["disk_gbs"], r["estimate_s"], r["measured_s"],
+               r["measured_s"] / r["estimate_s"]))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--table":
+        return table(sys.argv[2])
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=".gpu-bin/bin")
     ap.add_argument("--arch", default="h200")

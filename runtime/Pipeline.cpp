@@ -61,9 +61,8 @@ std::vector<int> crossing(const Manifest &m, const Touches &t, size_t b) {
     const Tensor &x = m.tensors[r];
     if (!activation(x))
       continue;
-    const bool before =
-        x.kind == TensorKind::Input ||
-        (t.firstWrite[r] >= 0 && t.firstWrite[r] < int64_t(b));
+    const bool before = x.kind == TensorKind::Input ||
+                        (t.firstWrite[r] >= 0 && t.firstWrite[r] < int64_t(b));
     const bool after =
         x.kind == TensorKind::Output || t.lastTouch[r] >= int64_t(b);
     if (before && after)
@@ -153,9 +152,8 @@ std::vector<size_t> pipelineCuts(const Manifest &m, int stages,
       if (!cutAllowed(m, t, b))
         continue;
       const double off = std::fabs(prefix[b] - target);
-      const double key = off <= 0.1 * share
-                             ? double(crossingBytes(m, t, b)) - 1e30
-                             : off;
+      const double key =
+          off <= 0.1 * share ? double(crossingBytes(m, t, b)) - 1e30 : off;
       if (key < bestKey)
         best = b, bestKey = key;
     }
@@ -200,7 +198,8 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end) {
     Tensor &r = s.tensors[size_t(rootTensor(m, in[i]))];
     r.kind = TensorKind::Input, r.index = int(i);
   }
-  s.steps.assign(m.steps.begin() + int64_t(begin), m.steps.begin() + int64_t(end));
+  s.steps.assign(m.steps.begin() + int64_t(begin),
+                 m.steps.begin() + int64_t(end));
   for (Step &x : s.steps)
     x.after = x.after >= 0 ? x.after - int(begin) : -1;
   if (!s.steps.empty())
@@ -235,7 +234,8 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end) {
       read[size_t(w)] = true;
   for (size_t i = 0; i < s.tensors.size(); ++i)
     if (s.tensors[i].kind == TensorKind::Weight && !read[i])
-      s.tensors[i].kind = TensorKind::Intermediate, s.tensors[i].weightOffset = 0;
+      s.tensors[i].kind = TensorKind::Intermediate,
+      s.tensors[i].weightOffset = 0;
   return s;
 }
 
@@ -254,8 +254,8 @@ void packWeights(Manifest &m, const uint8_t *all,
   }
 }
 
-bool takeStage(Artifact &a, int stages, int stage,
-               std::vector<uint8_t> *packed, std::string &error) {
+bool takeStage(Artifact &a, int stages, int stage, std::vector<uint8_t> *packed,
+               std::string &error) {
   if (stage < 0 || stage >= stages) {
     error = "pipeline stage " + std::to_string(stage) + " is not one of " +
             std::to_string(stages);
@@ -271,8 +271,8 @@ bool takeStage(Artifact &a, int stages, int stage,
   const std::vector<size_t> cuts = pipelineCuts(a.manifest, stages, error);
   if (cuts.empty())
     return false;
-  a.manifest = pipelineStage(a.manifest, cuts[size_t(stage)],
-                             cuts[size_t(stage) + 1]);
+  a.manifest =
+      pipelineStage(a.manifest, cuts[size_t(stage)], cuts[size_t(stage) + 1]);
   if (packed)
     packWeights(a.manifest, a.section("weights", nullptr), *packed);
   return true;

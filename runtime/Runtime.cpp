@@ -480,7 +480,7 @@ struct ReplicaOptions {
   int entry = 0; // in a device list of `entries`
   size_t entries = 1;
   uint64_t weightBudget = 0; // > 0: streamed from `label`, a file
-  int stages = 0, stage = 0;  // a pipeline stage of the plan
+  int stages = 0, stage = 0; // a pipeline stage of the plan
 };
 
 cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
@@ -498,6 +498,13 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                 label + " has no weight codecs: compile it with "
                         "--weight-codecs to send weights encoded "
                         "(weight_codec)");
+  // A pipeline stage: its steps and I/O, its weights packed unless they
+  // stream from the file (at the section's offsets).
+  std::vector<uint8_t> stageWeights;
+  const bool staged = o.stages > 1;
+  if (staged && !takeStage(*parsed, o.stages, o.stage,
+                           o.weightBudget > 0 ? nullptr : &stageWeights, err))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT, label + ": " + err);
   // A tensor-parallel model's entry runs its rank, with its weights only.
   std::vector<uint8_t> rankWeights;
   const bool ranked = parsed->manifest.ranks > 1;
@@ -511,13 +518,6 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                           "weights from the host (weight_source "
                           "CUTS_WEIGHTS_HOST)");
   }
-  // A pipeline stage: its steps and I/O, its weights packed unless they
-  // stream from the file (at the section's offsets).
-  std::vector<uint8_t> stageWeights;
-  const bool staged = o.stages > 1;
-  if (staged && !takeStage(*parsed, o.stages, o.stage,
-                           o.weightBudget > 0 ? nullptr : &stageWeights, err))
-    return fail(CUTS_ERROR_INVALID_ARGUMENT, label + ": " + err);
   auto impl = std::make_shared<ModelImpl>();
   impl->artifact = std::move(*parsed);
   ModelImpl &m = *impl;

@@ -59,8 +59,8 @@ Estimate estimate(const Model &m, const Cluster &c, const Config &k) {
   const double v = m.valueBytes;
   const double params = v * m.numParam * m.numOp / (wp * p);
   e.commFwdBwd = k.activationResident ? params * (b / m.batchMicro)
-                 : m.inference    ? params
-                                  : 2 * v * m.numAct * m.numOp * b / (dp * p);
+                 : m.inference        ? params
+                               : 2 * v * m.numAct * m.numOp * b / (dp * p);
   e.commOpt = 8 * m.coefOptimizer * m.numParam * m.numOp / (wp * p); // 4.4
   e.commStorage = e.commFwdBwd + e.commOpt;                          // 4.5
   // 4.6-4.8. COMM_DP as printed counts one operator; a process's share of
@@ -167,7 +167,7 @@ std::optional<Cluster> parseCluster(const std::string &text,
       !positive(*j, "gpu_memory_gb", gb, error, true))
     return std::nullopt;
   for (auto [key, flag] : {std::pair{"intra_node_switched", &c.switchedFabric},
-                            std::pair{"shared_parameter_reads", &c.sharedReads}})
+                           std::pair{"shared_parameter_reads", &c.sharedReads}})
     if (j->contains(key)) {
       if (!(*j)[key].is_boolean()) {
         error = "\"" + std::string(key) + "\" must be true or false";

@@ -59,7 +59,7 @@ def pinned_copy(x):
 
 
 def check_cpu(work, onnx_path, art):
-    require(cuts.api_version() == 7, "API version")
+    require(cuts.api_version() == 8, "API version")
     m = cuts.load(art, emulate=True)
     require(m.profiles == [1, 3, 4] and m.max_batch == 4, m)
     require([t.name for t in m.inputs] == ["x", "s"], m.inputs)

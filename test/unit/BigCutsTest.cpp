@@ -102,8 +102,7 @@ TEST_CASE("BigCuts planner: cluster and model files are checked", "[bigcuts]") {
         std::make_tuple("\"nodes\": 8", "\"nodes\": 8.5",
                         "must be whole numbers"),
         std::make_tuple("\"intra_node_switched\": false",
-                        "\"intra_node_switched\": 3",
-                        "must be true or false"),
+                        "\"intra_node_switched\": 3", "must be true or false"),
         std::make_tuple("\"intra_node_switched\": false",
                         "\"shared_parameter_reads\": \"no\"",
                         "\"shared_parameter_reads\" must be true or false")}) {

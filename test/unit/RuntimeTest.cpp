@@ -2283,3 +2283,26 @@ TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
           std::string::npos);
   }
 }
+
+TEST_CASE("C API: pipeline stage options are checked before any device",
+          "[runtime][pipeline]") {
+  std::vector<uint8_t> bytes = serializeArtifact(rankContents());
+  cuts_model *m = nullptr;
+  auto refused = [&](int stages, int stage, int devices, const char *why) {
+    INFO(stages << " stages, stage " << stage << ", " << devices << " devices");
+    const int list[2] = {0, 0};
+    cuts_load_options o{};
+    o.pipeline_stages = stages, o.pipeline_stage = stage;
+    o.devices = list, o.num_devices = devices;
+    CHECK(cuts_model_load_memory(bytes.data(), bytes.size(), &o, &m) ==
+          CUTS_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(cuts_last_error()).find(why) != std::string::npos);
+    CHECK(m == nullptr);
+  };
+  refused(-1, 0, 0, "pipeline_stage 0 of pipeline_stages -1");
+  refused(0, 1, 0, "pipeline_stage 1 of pipeline_stages 0");
+  refused(2, 0, 2, "loads on one device");
+  // A tensor-parallel plan is not cut (said before its device list is).
+  refused(2, 2, 0, "pipeline stage 2 is not one of 2");
+  refused(2, 1, 0, "a tensor-parallel model is not cut");
+}

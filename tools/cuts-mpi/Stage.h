@@ -1,4 +1,5 @@
-//===- Stage.h - one pipeline stage of a model, on a GPU or the CPU -*- C++ -*-===//
+//===- Stage.h - one pipeline stage of a model, on a GPU or the CPU -*- C++
+//-*-===//
 //
 // What a rank of cuts-mpi runs: stage s of a model cut into P pipeline
 // stages (runtime/internal/cuts/rt/Pipeline.h), through the C API on a GPU
@@ -26,9 +27,9 @@ struct StageIO {
 
 /// What a rank's runs cost it, summed over its micro-batches.
 struct StageStats {
-  double runMs = 0;          // in the stage's runs (host to host)
-  double streamReadMs = 0;   // of which reading streamed weights
-  double streamedBytes = 0;  // weights read from storage
+  double runMs = 0;         // in the stage's runs (host to host)
+  double streamReadMs = 0;  // of which reading streamed weights
+  double streamedBytes = 0; // weights read from storage
 };
 
 class Stage {

@@ -137,15 +137,15 @@ readMiniBatch(const Options &o, const StageIO &first, int rank) {
       die(rank, err);
     std::vector<int64_t> tail(x.shape.begin() + (x.shape.empty() ? 0 : 1),
                               x.shape.end());
-    const bool stacks = !x.shape.empty() && x.shape[0] > 0 &&
-                        !arr->shape.empty() &&
-                        arr->shape[0] % x.shape[0] == 0 && arr->shape[0] > 0 &&
-                        std::vector<int64_t>(arr->shape.begin() + 1,
-                                             arr->shape.end()) == tail;
+    const bool stacks =
+        !x.shape.empty() && x.shape[0] > 0 && !arr->shape.empty() &&
+        arr->shape[0] % x.shape[0] == 0 && arr->shape[0] > 0 &&
+        std::vector<int64_t>(arr->shape.begin() + 1, arr->shape.end()) == tail;
     if (!stacks)
       die(rank, it->second + ": input '" + x.name + "' has shape " +
                     shapeText(arr->shape) + "; a mini-batch of " +
-                    shapeText(x.shape) + " micro-batches stacks them on axis 0");
+                    shapeText(x.shape) +
+                    " micro-batches stacks them on axis 0");
     const size_t k = size_t(arr->shape[0] / x.shape[0]);
     if (i > 0 && k != micro.size())
       die(rank, it->second + " holds " + std::to_string(k) +
@@ -208,9 +208,9 @@ struct Layout {
 /// taken from `inputs` (stage 0) or received from the stage before, run,
 /// and sent on while the next one runs (two buffers), or kept (the last
 /// stage). Returns the milliseconds spent waiting for messages.
-double runMiniBatch(const Layout &l, cuts::mpi::Stage &stage,
-                    const StageIO &io, const std::vector<Batch> &inputs,
-                    size_t k, std::vector<Batch> &kept) {
+double runMiniBatch(const Layout &l, cuts::mpi::Stage &stage, const StageIO &io,
+                    const std::vector<Batch> &inputs, size_t k,
+                    std::vector<Batch> &kept) {
   const std::vector<size_t> ms = l.micro(k);
   Batch out[2];
   std::vector<MPI_Request> sends[2];
@@ -241,8 +241,8 @@ double runMiniBatch(const Layout &l, cuts::mpi::Stage &stage,
       continue;
     for (size_t i = 0; i < result.size(); ++i) {
       sends[slot].emplace_back();
-      MPI_Isend(result[i].data(), bytesCount(result[i], l.rank),
-                MPI_BYTE, l.next(), int(i), MPI_COMM_WORLD, &sends[slot].back());
+      MPI_Isend(result[i].data(), bytesCount(result[i], l.rank), MPI_BYTE,
+                l.next(), int(i), MPI_COMM_WORLD, &sends[slot].back());
     }
   }
   const double t0 = MPI_Wtime();
@@ -253,8 +253,8 @@ double runMiniBatch(const Layout &l, cuts::mpi::Stage &stage,
 
 /// On rank 0: every micro-batch's outputs, from the last stage of the group
 /// that ran it (its own `kept` where rank 0 is one).
-std::vector<Batch> gatherOutputs(const Layout &l, const StageIO &last,
-                                 size_t k, const std::vector<Batch> &kept) {
+std::vector<Batch> gatherOutputs(const Layout &l, const StageIO &last, size_t k,
+                                 const std::vector<Batch> &kept) {
   if (l.rank != 0) {
     if (l.last())
       for (const Batch &b : kept)
@@ -396,11 +396,10 @@ int runRanks(const Options &o, Layout &l) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double msPerMini = (MPI_Wtime() - t0) * 1e3 / o.iters;
   const cuts::mpi::StageStats after = stage->stats();
-  const double mine[4] = {(after.runMs - before.runMs) / o.iters,
-                          waitMs / o.iters,
-                          (after.streamReadMs - before.streamReadMs) / o.iters,
-                          (after.streamedBytes - before.streamedBytes) /
-                              o.iters};
+  const double mine[4] = {
+      (after.runMs - before.runMs) / o.iters, waitMs / o.iters,
+      (after.streamReadMs - before.streamReadMs) / o.iters,
+      (after.streamedBytes - before.streamedBytes) / o.iters};
   std::vector<double> stats(size_t(l.size) * 4);
   MPI_Gather(mine, 4, MPI_DOUBLE, stats.data(), 4, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);

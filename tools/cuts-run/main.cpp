@@ -10,8 +10,8 @@
 #include "tools/cuts-run/C3.h"
 #include "tools/cuts-run/Collectives.h"
 #include "tools/cuts-run/Compress.h"
-#include "tools/support/Opened.h"
 #include "tools/support/Emulate.h"
+#include "tools/support/Opened.h"
 #include "tools/support/Options.h"
 #include "tools/support/TensorFile.h"
 
@@ -33,8 +33,8 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 

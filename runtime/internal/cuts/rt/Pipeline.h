@@ -42,8 +42,8 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end);
 /// reads are packed into it and their offsets moved there (else they stay
 /// where the weights section has them). False (and `error`) where it
 /// cannot be cut, or the profiles' cuts do not pass the same tensors.
-bool takeStage(Artifact &a, int stages, int stage,
-               std::vector<uint8_t> *packed, std::string &error);
+bool takeStage(Artifact &a, int stages, int stage, std::vector<uint8_t> *packed,
+               std::string &error);
 
 /// The weight tensors of `m` (from `all`, the weights section) packed into
 /// `packed` and their offsets moved there: what a plan that reads part of
