@@ -1,5 +1,4 @@
-//===- Stage.h - one pipeline stage of a model, on a GPU or the CPU -*- C++
-//-*-===//
+//===- Stage.h - a pipeline stage, on a GPU or the CPU ---------*- C++ -*-===//
 //
 // What a rank of cuts-mpi runs: stage s of a model cut into P pipeline
 // stages (runtime/internal/cuts/rt/Pipeline.h), through the C API on a GPU
