@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""BigCuts' executor against its planner on one GPU (issue 35, Figure 5.4's
+"""BigCuts' executor against its planner (issues 35 and 36; Figure 5.4's
 method): a GPT-3-sized decoder (bench/gpt_model.py) with its weights
 streamed from local disk under a budget, run by cuts-mpi in every split of
-one or two ranks into data-parallel groups (DP) and pipeline stages (P) the
-executor has, under both schedules:
+its ranks into data-parallel groups (DP) and pipeline stages (P), under
+both schedules:
 
 - AR (activation-resident): each micro-batch streams the stage's weights
   again (an artifact compiled at micro-batch / DP sequences; each group
@@ -12,15 +12,17 @@ executor has, under both schedules:
   through each chunk of weights once (an artifact compiled at mini-batch /
   DP sequences), its activations kept on the GPU.
 
-Two ranks share the one GPU and its disk, so the planner sees a node of two
-GPUs, each with half the GPU's peak and half the disk's bandwidth, measured
-by a plain sequential O_DIRECT read just before each configuration runs (a
-virtual disk's rate drifts between minutes). Printed: the storage figures
-(the streamed read rate against `cuts bench`'s sequential read of the same
-file), then each configuration's planner estimate next to the measured time
-of a mini-batch. Results in bench/out/bigcuts-<arch>.json.
+On one GPU (--gpus 0) one or two ranks share it and its disk, so the
+planner sees a node of two GPUs with half the peak each; on several
+(--gpus 0,1,2,3) a rank has a GPU, up to as many ranks. Either way the
+node's one disk is shared by the ranks: its rate is a plain sequential
+O_DIRECT read just before each configuration runs (a virtual disk's rate
+drifts between minutes). Printed: the storage figures (the streamed read
+rate against `cuts bench`'s sequential read of the same file), then each
+configuration's planner estimate next to the measured time of a
+mini-batch. Results in bench/out/bigcuts-<arch>.json.
 
-  bench/bigcuts.py [--bin .gpu-bin/bin] [--size gpt3-1.3b] [--precision fp16]
+  bench/bigcuts.py [--bin .gpu-bin/bin] [--size gpt3-1.3b] [--gpus 0,1,2,3]
   bench/bigcuts.py --table bench/results/h200/bigcuts.json   (README table)
 """
 import argparse
@@ -70,11 +72,12 @@ def read_gbs(path, block=256 << 20):
     return total / (time.time() - t) / 1e9
 
 
-def cluster(path, ranks, peak_tflops, read_gbs):
-    """The GPU as `ranks` GPUs of one node, each with its share; each rank
-    reads its own weights (cuts-mpi's do)."""
-    c = {"name": "one GPU as %d rank(s)" % ranks, "nodes": 1,
-         "gpus_per_node": ranks, "peak_tflops": peak_tflops / ranks,
+def cluster(path, ranks, shared_gpu, peak_tflops, read_gbs):
+    """A node of `ranks` GPUs (one GPU's shares where they share it), each
+    rank with its share of the node's one disk, reading its own weights
+    (cuts-mpi's do)."""
+    c = {"name": "%d rank(s)" % ranks, "nodes": 1, "gpus_per_node": ranks,
+         "peak_tflops": peak_tflops / (ranks if shared_gpu else 1),
          "intra_node_gbs": 10, "inter_node_gbs": 10,
          "storage_gbs_per_gpu": read_gbs / ranks,
          "shared_parameter_reads": False}
@@ -105,13 +108,25 @@ def main():
     ap.add_argument("--size", default="gpt3-1.3b")
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--sequence", type=int, default=128)
-    ap.add_argument("--mini", type=int, default=8)
-    ap.add_argument("--micro", type=int, default=2)
+    ap.add_argument("--gpus", default="0",
+                    help="one GPU: ranks share it, 1 or 2 of them; several: "
+                         "a rank a GPU, up to as many")
+    ap.add_argument("--mini", type=int)
+    ap.add_argument("--micro", type=int)
     ap.add_argument("--budget", default="1GiB")
     ap.add_argument("--work", default="/tmp/cuts-bigcuts")
     ap.add_argument("--iters", type=int, default=2)
     a = ap.parse_args()
     cuts, tool = os.path.join(a.bin, "cuts"), os.path.join(a.bin, "cuts-mpi")
+    gpus = len(set(a.gpus.split(",")))
+    shared = gpus == 1
+    most = 2 if shared else gpus  # ranks
+    sizes = [1 << k for k in range(most.bit_length())]  # 1, 2, 4, .. most
+    splits = [(n // p, p) for n in sizes for p in sizes if p <= n]
+    # Each DP group takes its share of every micro-batch: at least one
+    # sequence a group.
+    a.micro = a.micro or max(2, most)
+    a.mini = a.mini or 4 * a.micro
     w, s = a.work, a.sequence
     os.makedirs(w, exist_ok=True)
     onnx_path = os.path.join(w, a.size + ".onnx")
@@ -120,7 +135,8 @@ def main():
                        onnx_path, "--size", a.size, "--sequence", str(s))
         print("%s(%.0f s)" % (out, secs), flush=True)
     # An artifact per batch: AR at micro / DP, PR at mini / DP.
-    batches = sorted({1, a.micro, a.micro // 2, a.mini, a.mini // 2} - {0})
+    batches = sorted({1} | {(a.micro if sched else a.mini) // dp
+                            for dp, _ in splits for sched in (0, 1)})
     art, jobs, t = {}, {}, time.time()
     for b in batches:  # compiled side by side
         d = os.path.join(w, "b%d" % b)
@@ -152,14 +168,15 @@ def main():
            100 * storage["stream_read_gbs"] / storage["sequential_read_gbs"]),
           flush=True)
     # Each configuration: the disk's rate measured just before it, the
-    # planner's estimate with it (one rank, or two sharing the GPU), the run.
+    # planner's estimate with it, the run.
     peak = {"fp16": 989, "bf16": 989, "tf32": 494, "fp32": 67}[a.precision]
     rows = []
-    for dp, p in ((1, 1), (1, 2), (2, 1)):
+    for dp, p in splits:
         for sched in ("PR", "AR"):
             b = (a.mini if sched == "PR" else a.micro) // dp
             disk = read_gbs(art[b])
-            c = cluster(os.path.join(w, "cluster.json"), dp * p, peak, disk)
+            c = cluster(os.path.join(w, "cluster.json"), dp * p, shared, peak,
+                        disk)
             # Per sample (one sequence): the batch-1 plan's kernels.
             out, _ = sh(cuts, "plan", art[1], "--cluster", c, "--batch",
                         str(a.mini), "--micro-batch", str(a.micro), "--json")
@@ -167,7 +184,7 @@ def main():
                        if (x["dp"], x["wp"], x["p"], x["schedule"]) ==
                        (dp, 1, p, sched))
             res = mpirun(tool, dp * p, art[b], "--pipeline", str(p),
-                         "--gpus", "0", "--weight-budget", a.budget,
+                         "--gpus", a.gpus, "--weight-budget", a.budget,
                          "--input", "input_ids=" + ids, "--iters",
                          str(a.iters), "--json")
             rows.append({"dp": dp, "p": p, "schedule": sched,
@@ -194,6 +211,7 @@ def main():
     os.makedirs("bench/out", exist_ok=True)
     with open("bench/out/bigcuts-%s.json" % a.arch, "w") as f:
         json.dump({"size": a.size, "precision": a.precision, "sequence": s,
+               "gpus": a.gpus,
                    "mini": a.mini, "micro": a.micro, "budget": a.budget,
                    "storage": storage, "rows": rows}, f, indent=1)
 

@@ -129,8 +129,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <limits>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cuts::rt {
@@ -830,6 +832,8 @@ bool validateTensors(const Artifact &a, const Manifest &m, std::string &error) {
   size_t n = m.tensors.size();
   uint64_t weightsSize = 0;
   a.section("weights", &weightsSize);
+  if (a.weightsInFile.size > 0)
+    weightsSize = a.weightsInFile.size; // left in the file
   for (size_t i = 0; i < n; ++i) {
     const Tensor &t = m.tensors[i];
     std::string p = at("tensors", i);
@@ -1500,10 +1504,12 @@ bool writeArtifact(const std::string &path, const ArtifactContents &c,
 }
 
 std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
-                                      std::string &error) {
+                                      std::string &error,
+                                      const Blob &weightsInFile) {
   error.clear();
   Artifact a;
   a.bytes = std::move(bytes);
+  a.weightsInFile = weightsInFile;
   const std::vector<uint8_t> &b = a.bytes;
   size_t fileSize = b.size();
   auto fail = [&](const std::string &msg) -> std::optional<Artifact> {
@@ -1660,6 +1666,135 @@ std::optional<Artifact> readArtifact(const std::string &path,
   if (!readFileBytes(path, bytes, error))
     return std::nullopt;
   auto a = parseArtifact(std::move(bytes), error);
+  if (!a)
+    error = path + ": " + error;
+  return a;
+}
+
+namespace {
+
+constexpr uint64_t kLeaveInFile = uint64_t(64) << 20; // smaller: read whole
+
+/// `n` bytes of `fd` at `at` into `out` (appended); false on a short read.
+bool preadAll(int fd, uint64_t at, uint64_t n, std::vector<uint8_t> &out) {
+  const size_t base = out.size();
+  out.resize(base + n);
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t r =
+        pread(fd, out.data() + base + done, n - done, off_t(at + done));
+    if (r <= 0)
+      return false;
+    done += uint64_t(r);
+  }
+  return true;
+}
+
+/// The file's image without [cut, cutEnd), the weights and their padding:
+/// header, table and the rest read, the cut hashed in blocks and dropped,
+/// the checksum checked against the header's, then the table and header
+/// rewritten for the image. False where anything is not as expected (the
+/// caller reads the whole file, whose parse says what is wrong), or, with
+/// `error` set, where the checksum does not match.
+bool imageWithoutWeights(int fd, uint64_t fileSize, std::vector<uint8_t> &image,
+                         Blob &weights, std::string &error) {
+  std::vector<uint8_t> h;
+  if (fileSize < kHeaderBytes || !preadAll(fd, 0, kHeaderBytes, h) ||
+      std::memcmp(h.data(), kMagic, 8) != 0 ||
+      getU32(h, 8) != kArtifactVersion || getU64(h, 16) != fileSize)
+    return false;
+  const uint32_t count = getU32(h, 12);
+  if (count > kMaxSections ||
+      kHeaderBytes + uint64_t(count) * kEntryBytes > fileSize ||
+      !preadAll(fd, kHeaderBytes, uint64_t(count) * kEntryBytes, h))
+    return false;
+  uint64_t cut = 0, cutEnd = fileSize;
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t e = kHeaderBytes + kEntryBytes * i;
+    if (std::strncmp(reinterpret_cast<const char *>(h.data() + e), "weights",
+                     kNameBytes) == 0)
+      weights = {getU64(h, e + kNameBytes), getU64(h, e + kNameBytes + 8)};
+  }
+  cut = weights.offset;
+  if (weights.size < kLeaveInFile || cut % kSectionAlign != 0 ||
+      cut < h.size() || weights.size > fileSize - cut)
+    return false;
+  for (uint32_t i = 0; i < count; ++i) { // the next section's start
+    const uint64_t off = getU64(h, kHeaderBytes + kEntryBytes * i + kNameBytes);
+    if (off >= cut + weights.size && off < cutEnd)
+      cutEnd = off;
+  }
+  Xxh64 sum;
+  image = h;
+  if (!preadAll(fd, h.size(), cut - h.size(), image))
+    return false;
+  sum.update(image.data() + kHeaderBytes, image.size() - kHeaderBytes);
+  std::vector<uint8_t> block;
+  for (uint64_t at = cut; at < cutEnd; at += block.size()) {
+    block.clear();
+    if (!preadAll(fd, at, std::min<uint64_t>(kLeaveInFile, cutEnd - at), block))
+      return false;
+    sum.update(block.data(), block.size());
+  }
+  const size_t rest = image.size();
+  if (!preadAll(fd, cutEnd, fileSize - cutEnd, image))
+    return false;
+  sum.update(image.data() + rest, image.size() - rest);
+  if (sum.digest() != getU64(h, 24)) {
+    error = "corrupted: checksum mismatch (its weights included)";
+    return false;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t e = kHeaderBytes + kEntryBytes * i;
+    const uint64_t off = getU64(image, e + kNameBytes);
+    if (off == cut && getU64(image, e + kNameBytes + 8) == weights.size)
+      putU64(image, e + kNameBytes + 8, 0);
+    else if (off >= cutEnd)
+      putU64(image, e + kNameBytes, off - (cutEnd - cut));
+  }
+  putU64(image, 16, image.size());
+  putU64(image, 24,
+         xxh64(image.data() + kHeaderBytes, image.size() - kHeaderBytes));
+  return true;
+}
+
+} // namespace
+
+bool readImageWithoutWeights(const std::string &path,
+                             std::vector<uint8_t> &image, Blob &weights,
+                             bool &corrupt, std::string &error) {
+  corrupt = false;
+  const int fd = open(path.c_str(), O_RDONLY);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    if (fd >= 0)
+      close(fd);
+    return false;
+  }
+  error.clear();
+  weights = {};
+  const bool cut =
+      imageWithoutWeights(fd, uint64_t(st.st_size), image, weights, error);
+  close(fd);
+  if (!error.empty()) {
+    error = path + ": " + error;
+    corrupt = true;
+    return false;
+  }
+  if (cut)
+    return true;
+  weights = {};
+  return readFileBytes(path, image, error);
+}
+
+std::optional<Artifact> readArtifactWithoutWeights(const std::string &path,
+                                                   std::string &error) {
+  std::vector<uint8_t> image;
+  Blob weights;
+  bool corrupt = false;
+  if (!readImageWithoutWeights(path, image, weights, corrupt, error))
+    return std::nullopt;
+  auto a = parseArtifact(std::move(image), error, weights);
   if (!a)
     error = path + ": " + error;
   return a;

@@ -8,6 +8,8 @@
 #ifndef CUTS_RUNTIME_FILEIO_H
 #define CUTS_RUNTIME_FILEIO_H
 
+#include "cuts/Artifact.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +20,15 @@ namespace cuts::rt {
 /// reason.
 bool readFileBytes(const std::string &path, std::vector<uint8_t> &bytes,
                    std::string &error);
+
+/// Reads `path` as readFileBytes does, but a large weights section stays
+/// in the file: `image` is the file without it (hashed in passing and
+/// checked against the header's checksum), `weights` where it lies (size
+/// 0 where the whole file was read). False and `error` for a file that
+/// cannot be read, or whose checksum fails (`corrupt` then true).
+bool readImageWithoutWeights(const std::string &path,
+                             std::vector<uint8_t> &image, Blob &weights,
+                             bool &corrupt, std::string &error);
 
 } // namespace cuts::rt
 

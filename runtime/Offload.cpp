@@ -146,9 +146,14 @@ int openUncached(const std::string &path) {
 }
 
 cuts_status planStreaming(ModelImpl &m, const std::string &label) {
+  // Where the file has them: the artifact's bytes may leave them out.
   auto it = m.artifact.sections.find("weights");
-  const uint64_t at = it == m.artifact.sections.end() ? 0 : it->second.offset;
-  m.weightsEnd = it == m.artifact.sections.end() ? 0 : at + it->second.size;
+  const Blob inFile = m.artifact.weightsInFile.size > 0
+                          ? m.artifact.weightsInFile
+                      : it == m.artifact.sections.end() ? Blob{}
+                                                        : it->second;
+  const uint64_t at = inFile.offset;
+  m.weightsEnd = at + inFile.size;
   m.weightsFd = openUncached(label);
   struct stat st {};
   if (m.weightsFd < 0 || fstat(m.weightsFd, &st) != 0)

@@ -480,6 +480,7 @@ struct ReplicaOptions {
   int entry = 0; // in a device list of `entries`
   size_t entries = 1;
   uint64_t weightBudget = 0; // > 0: streamed from `label`, a file
+  Blob weightsInFile;        // `bytes` leaves them there (streamed)
   int stages = 0, stage = 0; // a pipeline stage of the plan
 };
 
@@ -487,7 +488,7 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                         int ordinal, const ReplicaOptions &o,
                         std::shared_ptr<ModelImpl> &out) {
   std::string err;
-  auto parsed = parseArtifact(std::move(bytes), err);
+  auto parsed = parseArtifact(std::move(bytes), err, o.weightsInFile);
   if (!parsed)
     return fail(CUTS_ERROR_BAD_ARTIFACT, label + ": " + err);
   if (o.codec != WeightCodec::None &&
@@ -593,7 +594,7 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
 /// shares of a batch each entry takes. Nothing stays loaded on failure.
 cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
                       const cuts_load_options *options, bool fromFile,
-                      cuts_model **out) {
+                      cuts_model **out, const Blob &weightsInFile = {}) {
   std::vector<int> devices = {options ? options->device : 0};
   if (options && options->num_devices != 0) {
     if (options->num_devices < 0 || !options->devices)
@@ -650,7 +651,7 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     o.maxBatch = options ? options->max_batch : 0;
     o.upload = i == 0 || source == CUTS_WEIGHTS_HOST;
     o.codec = codec, o.entry = int(i), o.entries = devices.size();
-    o.weightBudget = budget;
+    o.weightBudget = budget, o.weightsInFile = weightsInFile;
     o.stages = options ? options->pipeline_stages : 0;
     o.stage = options ? options->pipeline_stage : 0;
     if (cuts_status st =
@@ -1335,9 +1336,14 @@ cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
       return fail(CUTS_ERROR_INVALID_ARGUMENT, "path is NULL");
     std::vector<uint8_t> bytes;
     std::string err;
-    if (!readFileBytes(path, bytes, err))
-      return fail(CUTS_ERROR_IO, err);
-    return loadModel(std::move(bytes), path, options, true, model);
+    // Streamed weights stay in the file: memory holds the rest.
+    Blob weights;
+    bool corrupt = false;
+    const bool streamed = options && options->weight_budget > 0;
+    if (!(streamed ? readImageWithoutWeights(path, bytes, weights, corrupt, err)
+                   : readFileBytes(path, bytes, err)))
+      return fail(corrupt ? CUTS_ERROR_BAD_ARTIFACT : CUTS_ERROR_IO, err);
+    return loadModel(std::move(bytes), path, options, true, model, weights);
   });
 }
 

@@ -2306,3 +2306,54 @@ TEST_CASE("C API: pipeline stage options are checked before any device",
   refused(2, 2, 0, "pipeline stage 2 is not one of 2");
   refused(2, 1, 0, "a tensor-parallel model is not cut");
 }
+
+TEST_CASE("an artifact read without its weights: the rest in memory, the "
+          "weights hashed in passing and left in the file",
+          "[runtime][offload]") {
+  ArtifactContents c = sampleContents();
+  const int64_t floats = (int64_t(64) << 20) / 4 + 64; // past the threshold
+  c.manifest.tensors.push_back(tensor("big", {floats}, TensorKind::Weight));
+  c.manifest.tensors.back().weightOffset = 512;
+  c.weights.resize(512 + size_t(floats) * 4);
+  for (size_t i = 512; i < c.weights.size(); i += 4093)
+    c.weights[i] = uint8_t(i);
+  std::string path = tempPath("without-weights.cuts"), error;
+  REQUIRE(writeArtifact(path, c, nullptr, error));
+  auto whole = readArtifact(path, error);
+  REQUIRE(whole);
+  auto light = readArtifactWithoutWeights(path, error);
+  INFO(error);
+  REQUIRE(light);
+  CHECK(light->weightsInFile.offset == whole->sections.at("weights").offset);
+  CHECK(light->weightsInFile.size == c.weights.size());
+  CHECK(light->bytes.size() < (size_t(1) << 20));
+  uint64_t held = 1;
+  light->section("weights", &held);
+  CHECK(held == 0);
+  CHECK(light->manifest.tensors.size() == whole->manifest.tensors.size());
+  CHECK(light->manifest.tensors.back().weightOffset == 512);
+  for (size_t k = 0; k < whole->manifest.kernels.size(); ++k)
+    CHECK(light->source(int(k)) == whole->source(int(k)));
+  // One weight byte changed: the checksum says so, weights unread or not.
+  {
+    std::FILE *f = std::fopen(path.c_str(), "r+b");
+    REQUIRE(f);
+    std::fseek(f, long(light->weightsInFile.offset + 1000), SEEK_SET);
+    std::fputc(0x5a, f);
+    std::fclose(f);
+  }
+  CHECK_FALSE(readArtifactWithoutWeights(path, error));
+  CHECK(error.find("checksum mismatch") != std::string::npos);
+  cuts_model *m = nullptr;
+  cuts_load_options o{};
+  o.weight_budget = uint64_t(1) << 30;
+  CHECK(cuts_model_load(path.c_str(), &o, &m) == CUTS_ERROR_BAD_ARTIFACT);
+  CHECK(std::string(cuts_last_error()).find("checksum") != std::string::npos);
+  // Small weights are read with the rest.
+  REQUIRE(writeArtifact(path, sampleContents(), nullptr, error));
+  auto small = readArtifactWithoutWeights(path, error);
+  REQUIRE(small);
+  CHECK(small->weightsInFile.size == 0);
+  CHECK(small->section("weights", nullptr) != nullptr);
+  std::filesystem::remove(path);
+}

@@ -363,7 +363,9 @@ int runRanks(const Options &o, Layout &l) {
   if (l.rank == 0 && !o.outDir.empty() &&
       (std::filesystem::create_directories(o.outDir, ec), ec))
     die(0, o.outDir + ": cannot create (" + ec.message() + ")");
-  auto art = cuts::rt::readArtifact(o.model, err);
+  // On a GPU the runtime reads the weights; here only the plan matters.
+  auto art = o.emulate ? cuts::rt::readArtifact(o.model, err)
+                       : cuts::rt::readArtifactWithoutWeights(o.model, err);
   if (!art)
     die(l.rank, err);
   const std::vector<StageIO> io = cuts::mpi::stageIOs(*art, l.p, err);

@@ -192,7 +192,9 @@ int cmdRun(const std::vector<std::string> &args) {
     return error("", "--gpus, --weights and --weight-codec run on GPUs, not "
                      "with --emulate");
   std::string err;
-  auto art = cuts::rt::readArtifact(model, err);
+  // Streamed weights stay in the file (the runtime reads them as it runs).
+  auto art = weightBudget > 0 ? cuts::rt::readArtifactWithoutWeights(model, err)
+                              : cuts::rt::readArtifact(model, err);
   if (!art)
     return error("", err);
   // The largest plan names the I/O; with batch profiles, batched inputs

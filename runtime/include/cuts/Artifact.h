@@ -172,6 +172,10 @@ struct Artifact {
   std::vector<Manifest> rankPlans;
   std::vector<uint8_t> bytes;
   std::map<std::string, Blob> sections; // name -> range of `bytes`
+  /// Where the weights section lies in the artifact's file when `bytes`
+  /// leaves it out (readArtifactWithoutWeights; its "weights" is then
+  /// empty); size 0 where `bytes` holds it.
+  Blob weightsInFile;
 
   const uint8_t *section(const std::string &name, uint64_t *size) const;
   /// The kernel's CUDA source (empty if the artifact has none).
@@ -239,12 +243,21 @@ bool writeArtifact(const std::string &path, const ArtifactContents &c,
 /// Parses and validates: magic, version, sizes, checksum, section bounds,
 /// manifest schema, tensor ids, weight ranges, kernel blobs. On failure
 /// nullopt and `error` says what is wrong.
+/// `weightsInFile`: `bytes` is a file's image without its weights section
+/// (empty in the table), which lies there in the file.
 std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
-                                      std::string &error);
+                                      std::string &error,
+                                      const Blob &weightsInFile = {});
 
 /// Reads a file and parses it; `error` names the file.
 std::optional<Artifact> readArtifact(const std::string &path,
                                      std::string &error);
+/// The same, but a large weights section stays in the file: its bytes
+/// are read once, in blocks, for the checksum and not kept (streamed
+/// weights; Artifact::weightsInFile says where they are). Memory holds the
+/// kernels and manifests only.
+std::optional<Artifact> readArtifactWithoutWeights(const std::string &path,
+                                                   std::string &error);
 
 bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
                std::string &error);
