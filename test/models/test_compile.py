@@ -1791,6 +1791,14 @@ def check_offload(runner):
     r = runner.run("run", art, *feeds, "--weight-budget", "12Q")
     require(r.returncode != 0 and "--weight-budget needs a size" in r.stderr,
             "--weight-budget 12Q: " + r.stderr)
+    # --gpu-memory counts the activations too (said before any GPU).
+    r = runner.run("run", art, *feeds, "--gpu-memory", "4K")
+    require(r.returncode != 0 and "leaves no room for weights" in r.stderr,
+            "--gpu-memory 4K: " + r.stderr)
+    r = runner.run("bench", art, "--gpu-memory", "1G", "--weight-budget",
+                   "1G")
+    require(r.returncode != 0 and "two ways to say one thing" in r.stderr,
+            "--gpu-memory with --weight-budget: " + r.stderr)
     if not runner.gpu:
         return
     most = largest_step_weights(art)
@@ -1803,6 +1811,12 @@ def check_offload(runner):
                        "--compare", ref, "--tolerance", "1e-12")
         require(r.returncode == 0, "budget %d: %s%s" % (budget, r.stdout,
                                                         r.stderr))
+    # A total of the arena and two slots of two steps streams too.
+    arena = int(json.loads(runner.run("bench", art, "--iters", "1",
+                                      "--json").stdout)["arena_bytes"])
+    r = runner.run("run", art, *feeds, "--gpu-memory", str(arena + 4 * most),
+                   "--compare", ref, "--tolerance", "1e-12")
+    require(r.returncode == 0, "--gpu-memory: %s%s" % (r.stdout, r.stderr))
     r = runner.run("bench", art, "--weight-budget", str(2 * most), "--iters",
                    "5", "--json")
     require(r.returncode == 0, "bench with streamed weights: " + r.stderr)

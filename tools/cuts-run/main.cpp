@@ -48,11 +48,14 @@ const char *kUsage =
     "  cuts run MODEL.cuts --input NAME=FILE ... [--emulate] [--output-dir D]\n"
     "           [--compare DIR] [--tolerance T]\n"
     "           [--gpus 0,1,... [--weights host|peer|nccl]\n"
-    "           [--weight-codec none|3to1|bf16]] [--weight-budget SIZE]\n"
+    "           [--weight-codec none|3to1|bf16]]\n"
+    "           [--weight-budget SIZE | --gpu-memory SIZE]\n"
     "      runs the model once on the GPU (or, with --emulate, its kernels on\n"
     "      the CPU; --gpus: on a device list, its batch split as in bench;\n"
     "      --weight-budget: at most SIZE of weights on the GPU, the rest\n"
-    "      streamed from the artifact file as the kernels run);\n"
+    "      streamed from the artifact file as the kernels run; --gpu-memory:\n"
+    "      at most SIZE in all, the weights getting what the activations\n"
+    "      leave);\n"
     "      inputs and references are .npy or ONNX TensorProto .pb\n"
     "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
@@ -63,7 +66,7 @@ const char *kUsage =
     "      match exactly. Input files of another dtype than the input's are\n"
     "      converted where exact (float64 to float32, int32 to int64, ...)\n"
     "  cuts bench MODEL.cuts [--iters N] [--warmup W] [--graph] [--kernels]\n"
-    "           [--weight-budget SIZE]\n"
+    "           [--weight-budget SIZE | --gpu-memory SIZE]\n"
     "           [--peak-tflops F] [--bandwidth-gbs B] [--json] [--batch B]\n"
     "           [--gpus 0,1,... [--master-gpu] [--no-preload]\n"
     "           [--weights host|peer|nccl [--weight-codec none|3to1|bf16]]]\n"
@@ -147,11 +150,54 @@ int parseDeviceOption(ArgList &a, cuts::cli::DeviceBench &dev) {
   return -1;
 }
 
+/// --weight-budget SIZE, or --gpu-memory SIZE (the weights get what the
+/// largest plan's activations and state leave of it), at the current
+/// argument: 0 when it is neither, 1 when taken, -1 on error (printed).
+int parseMemoryBudget(ArgList &a, uint64_t &weightBudget, uint64_t &gpuMemory) {
+  const bool total = a.is("--gpu-memory");
+  if (!total && !a.is("--weight-budget"))
+    return 0;
+  std::string v;
+  if (!a.value(v) ||
+      !cuts::cli::parseByteSize(v, total ? gpuMemory : weightBudget)) {
+    error("", std::string(total ? "--gpu-memory" : "--weight-budget") +
+                  " needs a size, e.g. 512M or 2GiB");
+    return -1;
+  }
+  return 1;
+}
+
+/// The weight budget --gpu-memory leaves `model` (0 and `err` where it
+/// leaves none, or both options were given).
+uint64_t budgetOfGpuMemory(const std::string &model, uint64_t gpuMemory,
+                           uint64_t weightBudget, std::string &err) {
+  if (weightBudget > 0) {
+    err = "--gpu-memory and --weight-budget are two ways to say one thing";
+    return 0;
+  }
+  auto art = cuts::rt::readArtifactWithoutWeights(model, err);
+  if (!art)
+    return 0;
+  uint64_t activations = 0;
+  for (const cuts::rt::Manifest *m : art->plans()) {
+    const cuts::rt::MemoryPlan p = cuts::rt::planMemory(*m);
+    activations = std::max(activations, p.arenaBytes + p.stateBytes);
+  }
+  if (activations >= gpuMemory) {
+    err = "--gpu-memory " + std::to_string(gpuMemory) +
+          " bytes leaves no room for weights: the activations take " +
+          std::to_string(activations);
+    return 0;
+  }
+  return gpuMemory - activations;
+}
+
 int cmdRun(const std::vector<std::string> &args) {
   std::string model, outDir, compareDir;
   std::map<std::string, std::string> inputFiles;
   bool emulate = false, verbose = false;
   uint64_t weightBudget = 0;  // --weight-budget: weights streamed
+  uint64_t gpuMemory = 0;     // --gpu-memory: the same, from a total
   double tolerance = 0;       // 0: per output dtype (defaultTolerance)
   cuts::cli::DeviceBench dev; // --gpus: run on a device list
   for (ArgList a(args); a.next();) {
@@ -167,9 +213,9 @@ int cmdRun(const std::vector<std::string> &args) {
         return error("", "--input given twice for '" + v.substr(0, eq) + "'");
     } else if (a.is("--emulate")) {
       emulate = true;
-    } else if (a.is("--weight-budget")) {
-      if (!a.value(v) || !cuts::cli::parseByteSize(v, weightBudget))
-        return error("", "--weight-budget needs a size, e.g. 512M or 2GiB");
+    } else if (int r = parseMemoryBudget(a, weightBudget, gpuMemory)) {
+      if (r < 0)
+        return 1;
     } else if (a.is("--verbose")) {
       verbose = true;
     } else if (a.is("--output-dir")) {
@@ -192,6 +238,9 @@ int cmdRun(const std::vector<std::string> &args) {
     return error("", "--gpus, --weights and --weight-codec run on GPUs, not "
                      "with --emulate");
   std::string err;
+  if (gpuMemory > 0 &&
+      !(weightBudget = budgetOfGpuMemory(model, gpuMemory, weightBudget, err)))
+    return error(model, err);
   // Streamed weights stay in the file (the runtime reads them as it runs).
   auto art = weightBudget > 0 ? cuts::rt::readArtifactWithoutWeights(model, err)
                               : cuts::rt::readArtifact(model, err);
@@ -384,6 +433,7 @@ int cmdBench(const std::vector<std::string> &args) {
   double peakFlops = 0, bandwidth = 0; // given ceilings; 0: the target's
   int64_t atBatch = 0;                 // --batch; 0: the largest profile's
   uint64_t weightBudget = 0;           // --weight-budget: weights streamed
+  uint64_t gpuMemory = 0;              // --gpu-memory: the same, from a total
   cuts::cli::DeviceBench dev;          // --gpus: a device list
   bool weightsGiven = false;
   for (ArgList a(args); a.next();) {
@@ -409,10 +459,9 @@ int cmdBench(const std::vector<std::string> &args) {
       json = true;
     } else if (a.is("--graph")) {
       graph = true;
-    } else if (a.is("--weight-budget")) {
-      std::string v;
-      if (!a.value(v) || !cuts::cli::parseByteSize(v, weightBudget))
-        return error("", "--weight-budget needs a size, e.g. 512M or 2GiB");
+    } else if (int r = parseMemoryBudget(a, weightBudget, gpuMemory)) {
+      if (r < 0)
+        return 1;
     } else if (a.is("--kernels")) {
       kernels = true;
     } else if (a.is("--peak-tflops")) {
@@ -429,6 +478,9 @@ int cmdBench(const std::vector<std::string> &args) {
   }
   if (model.empty())
     return error("", "bench: no model given (cuts bench out/model.cuts)");
+  if (!dev.gpus.empty() && (weightBudget > 0 || gpuMemory > 0))
+    return error("", "--weight-budget and --gpu-memory stream weights on one "
+                     "device, not with --gpus");
   if (!dev.gpus.empty()) {
     dev.batch = atBatch, dev.warmup = warmup, dev.iters = iters;
     dev.json = json;
@@ -439,11 +491,14 @@ int cmdBench(const std::vector<std::string> &args) {
                      "--weight-codec go with --gpus");
   // At --batch, the profiles up to the one that serves it (the kernels
   // --kernels lists are that profile's).
+  std::string err;
+  if (gpuMemory > 0 &&
+      !(weightBudget = budgetOfGpuMemory(model, gpuMemory, weightBudget, err)))
+    return error(model, err);
   cuts_load_options options{};
   options.max_batch = atBatch;
   options.weight_budget = weightBudget;
   cuts::cli::Opened o;
-  std::string err;
   if (!o.open(model, &options, graph, err))
     return error(model, err);
   cuts_model *cm = o.model;
