@@ -1673,7 +1673,7 @@ std::optional<Artifact> readArtifact(const std::string &path,
 
 namespace {
 
-constexpr uint64_t kLeaveInFile = uint64_t(64) << 20; // smaller: read whole
+constexpr uint64_t kHashBlock = uint64_t(64) << 20; // weights hashed so
 
 /// `n` bytes of `fd` at `at` into `out` (appended); false on a short read.
 bool preadAll(int fd, uint64_t at, uint64_t n, std::vector<uint8_t> &out) {
@@ -1695,8 +1695,9 @@ bool preadAll(int fd, uint64_t at, uint64_t n, std::vector<uint8_t> &out) {
 /// rewritten for the image. False where anything is not as expected (the
 /// caller reads the whole file, whose parse says what is wrong), or, with
 /// `error` set, where the checksum does not match.
-bool imageWithoutWeights(int fd, uint64_t fileSize, std::vector<uint8_t> &image,
-                         Blob &weights, std::string &error) {
+bool imageWithoutWeights(int fd, uint64_t fileSize, uint64_t leaveFrom,
+                         std::vector<uint8_t> &image, Blob &weights,
+                         std::string &error) {
   std::vector<uint8_t> h;
   if (fileSize < kHeaderBytes || !preadAll(fd, 0, kHeaderBytes, h) ||
       std::memcmp(h.data(), kMagic, 8) != 0 ||
@@ -1715,13 +1716,24 @@ bool imageWithoutWeights(int fd, uint64_t fileSize, std::vector<uint8_t> &image,
       weights = {getU64(h, e + kNameBytes), getU64(h, e + kNameBytes + 8)};
   }
   cut = weights.offset;
-  if (weights.size < kLeaveInFile || cut % kSectionAlign != 0 ||
-      cut < h.size() || weights.size > fileSize - cut)
+  if (weights.size == 0 || weights.size < leaveFrom ||
+      cut % kSectionAlign != 0 || cut < h.size() || cut > fileSize ||
+      weights.size > fileSize - cut)
     return false;
   for (uint32_t i = 0; i < count; ++i) { // the next section's start
     const uint64_t off = getU64(h, kHeaderBytes + kEntryBytes * i + kNameBytes);
     if (off >= cut + weights.size && off < cutEnd)
       cutEnd = off;
+  }
+  // Any other section reaching into the cut: the whole file's parse says.
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t e = kHeaderBytes + kEntryBytes * i;
+    const uint64_t off = getU64(h, e + kNameBytes),
+                   size = getU64(h, e + kNameBytes + 8);
+    const bool isWeights = off == cut && size == weights.size;
+    if (!isWeights && size > 0 && off < cutEnd &&
+        (off >= cut || size > cut - off))
+      return false;
   }
   Xxh64 sum;
   image = h;
@@ -1731,7 +1743,7 @@ bool imageWithoutWeights(int fd, uint64_t fileSize, std::vector<uint8_t> &image,
   std::vector<uint8_t> block;
   for (uint64_t at = cut; at < cutEnd; at += block.size()) {
     block.clear();
-    if (!preadAll(fd, at, std::min<uint64_t>(kLeaveInFile, cutEnd - at), block))
+    if (!preadAll(fd, at, std::min<uint64_t>(kHashBlock, cutEnd - at), block))
       return false;
     sum.update(block.data(), block.size());
   }
@@ -1761,7 +1773,8 @@ bool imageWithoutWeights(int fd, uint64_t fileSize, std::vector<uint8_t> &image,
 
 bool readImageWithoutWeights(const std::string &path,
                              std::vector<uint8_t> &image, Blob &weights,
-                             bool &corrupt, std::string &error) {
+                             bool &corrupt, std::string &error,
+                             uint64_t leaveFrom) {
   corrupt = false;
   const int fd = open(path.c_str(), O_RDONLY);
   struct stat st {};
@@ -1773,8 +1786,8 @@ bool readImageWithoutWeights(const std::string &path,
   }
   error.clear();
   weights = {};
-  const bool cut =
-      imageWithoutWeights(fd, uint64_t(st.st_size), image, weights, error);
+  const bool cut = imageWithoutWeights(fd, uint64_t(st.st_size), leaveFrom,
+                                       image, weights, error);
   close(fd);
   if (!error.empty()) {
     error = path + ": " + error;
@@ -1788,11 +1801,12 @@ bool readImageWithoutWeights(const std::string &path,
 }
 
 std::optional<Artifact> readArtifactWithoutWeights(const std::string &path,
-                                                   std::string &error) {
+                                                   std::string &error,
+                                                   uint64_t leaveFrom) {
   std::vector<uint8_t> image;
   Blob weights;
   bool corrupt = false;
-  if (!readImageWithoutWeights(path, image, weights, corrupt, error))
+  if (!readImageWithoutWeights(path, image, weights, corrupt, error, leaveFrom))
     return std::nullopt;
   auto a = parseArtifact(std::move(image), error, weights);
   if (!a)

@@ -21,14 +21,16 @@ namespace cuts::rt {
 bool readFileBytes(const std::string &path, std::vector<uint8_t> &bytes,
                    std::string &error);
 
-/// Reads `path` as readFileBytes does, but a large weights section stays
+/// Reads `path` as readFileBytes does, but a weights section of `leaveFrom`
+/// bytes or more stays
 /// in the file: `image` is the file without it (hashed in passing and
 /// checked against the header's checksum), `weights` where it lies (size
 /// 0 where the whole file was read). False and `error` for a file that
 /// cannot be read, or whose checksum fails (`corrupt` then true).
 bool readImageWithoutWeights(const std::string &path,
                              std::vector<uint8_t> &image, Blob &weights,
-                             bool &corrupt, std::string &error);
+                             bool &corrupt, std::string &error,
+                             uint64_t leaveFrom = kLeaveWeightsFrom);
 
 } // namespace cuts::rt
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -50,6 +51,19 @@ Touches touches(const Manifest &m) {
   return t;
 }
 
+/// The step that advances state `r` once a run, if it has one: the plan's
+/// last step touching it, a kernel of that state alone (cuSync's epoch
+/// count, whose waits span the plan). -1 for a semaphore of one pair.
+int64_t advanceStep(const Manifest &m, const Touches &t, size_t r) {
+  const int64_t i = t.lastTouch[r];
+  if (i < 0 || m.steps[size_t(i)].kernel < 0)
+    return -1;
+  for (int a : m.kernels[size_t(m.steps[size_t(i)].kernel)].args)
+    if (rootTensor(m, a) != int(r))
+      return -1;
+  return i;
+}
+
 bool activation(const Tensor &t) {
   return t.kind == TensorKind::Input || t.kind == TensorKind::Output ||
          t.kind == TensorKind::Intermediate;
@@ -73,17 +87,21 @@ std::vector<int> crossing(const Manifest &m, const Touches &t, size_t b) {
 
 /// Whether a stage may end before step `b`: no step from `b` on waits for
 /// one before it (a side stream forked or joined across), no cuSync
-/// semaphore is shared across it, and no tensor crossing it is written
-/// after it (a stage never writes its inputs).
+/// semaphore is shared across it (an epoch counter may be: each stage
+/// advances its own), and no tensor crossing it is written after it (a
+/// stage never writes its inputs).
 bool cutAllowed(const Manifest &m, const Touches &t, size_t b) {
   for (size_t i = b; i < m.steps.size(); ++i)
     if (m.steps[i].after >= 0 && size_t(m.steps[i].after) < b)
       return false;
   const int64_t at = int64_t(b);
-  for (size_t r = 0; r < m.tensors.size(); ++r)
-    if (m.tensors[r].kind == TensorKind::State && t.firstTouch[r] >= 0 &&
-        t.firstTouch[r] < at && t.lastTouch[r] >= at)
+  for (size_t r = 0; r < m.tensors.size(); ++r) {
+    if (m.tensors[r].kind != TensorKind::State || t.firstTouch[r] < 0 ||
+        t.firstTouch[r] >= at || t.lastTouch[r] < at)
+      continue;
+    if (advanceStep(m, t, r) < 0)
       return false;
+  }
   for (int r : crossing(m, t, b))
     if (t.lastWrite[size_t(r)] >= at)
       return false;
@@ -145,17 +163,23 @@ std::vector<size_t> pipelineCuts(const Manifest &m, int stages,
   for (int k = 1; k < stages; ++k) {
     const double target = share * k;
     // Within a tenth of a stage of the balanced cut, the fewest bytes
-    // crossing; else the allowed cut nearest to it.
+    // crossing (then the nearest); else the allowed cut nearest to it.
     size_t best = 0;
-    double bestKey = std::numeric_limits<double>::infinity();
+    bool bestNear = false;
+    uint64_t bestBytes = 0;
+    double bestOff = 0;
     for (size_t b = cuts.back() + 1; b + size_t(stages - k) <= n; ++b) {
       if (!cutAllowed(m, t, b))
         continue;
       const double off = std::fabs(prefix[b] - target);
-      const double key =
-          off <= 0.1 * share ? double(crossingBytes(m, t, b)) - 1e30 : off;
-      if (key < bestKey)
-        best = b, bestKey = key;
+      const bool near = off <= 0.1 * share;
+      const uint64_t bytes = near ? crossingBytes(m, t, b) : 0;
+      const bool better =
+          best == 0 || (near && !bestNear) ||
+          (near == bestNear &&
+           (bytes < bestBytes || (bytes == bestBytes && off < bestOff)));
+      if (better)
+        best = b, bestNear = near, bestBytes = bytes, bestOff = off;
     }
     if (best == 0) {
       error = "no step boundary after step " + std::to_string(cuts.back()) +
@@ -171,15 +195,47 @@ std::vector<size_t> pipelineCuts(const Manifest &m, int stages,
 
 namespace {
 
-/// `ids` named uniquely (a name that repeats, or none, becomes "t<id>"),
-/// since runs bind inputs and outputs by name.
-void nameUniquely(Manifest &s, const std::vector<int> &ids) {
+/// The names the tensors `ids` cross a cut under: their own, or "t<id>"
+/// where a name repeats or is empty (runs bind by name), so that both
+/// stages beside the cut name them alike.
+std::vector<std::string> crossingNames(const Manifest &m,
+                                       const std::vector<int> &ids) {
   std::set<std::string> seen;
+  std::vector<std::string> out;
   for (int id : ids) {
-    Tensor &x = s.tensors[size_t(id)];
-    if (x.name.empty() || !seen.insert(x.name).second)
-      x.name = "t" + std::to_string(id);
-    seen.insert(x.name);
+    std::string n = m.tensors[size_t(id)].name;
+    if (n.empty() || !seen.insert(n).second)
+      n = "t" + std::to_string(id);
+    seen.insert(n);
+    out.push_back(n);
+  }
+  return out;
+}
+
+/// Each state the stage's steps touch whose advance step (cuSync's epoch
+/// count) lies outside it: that step again, at the stage's end.
+void advanceStates(const Manifest &m, size_t begin, size_t end, Manifest &s) {
+  const Touches t = touches(m);
+  auto used = [&](size_t r) { // by a kernel of the stage
+    for (size_t i = begin; i < end; ++i)
+      if (m.steps[i].kernel >= 0)
+        for (int a : m.kernels[size_t(m.steps[i].kernel)].args)
+          if (rootTensor(m, a) == int(r))
+            return true;
+    return false;
+  };
+  std::set<int64_t> advances;
+  for (size_t r = 0; r < m.tensors.size(); ++r) {
+    if (m.tensors[r].kind != TensorKind::State)
+      continue;
+    const int64_t a = advanceStep(m, t, r);
+    if (a >= 0 && (a < int64_t(begin) || a >= int64_t(end)) && used(r))
+      advances.insert(a);
+  }
+  for (int64_t a : advances) {
+    Step x = m.steps[size_t(a)];
+    x.after = -1, x.pdl = false, x.stream = 0;
+    s.steps.push_back(x);
   }
 }
 
@@ -190,6 +246,8 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end) {
   Manifest s = m;
   const std::vector<int> in = begin == 0 ? m.inputs : crossingTensors(m, begin);
   const std::vector<int> out = end == n ? m.outputs : crossingTensors(m, end);
+  const std::vector<std::string> inNames = crossingNames(m, in),
+                                 outNames = crossingNames(m, out);
   for (Tensor &x : s.tensors)
     if (x.kind == TensorKind::Input || x.kind == TensorKind::Output)
       x.kind = TensorKind::Intermediate, x.index = -1, x.batchAxis = -1;
@@ -197,6 +255,8 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end) {
   for (size_t i = 0; i < in.size(); ++i) {
     Tensor &r = s.tensors[size_t(rootTensor(m, in[i]))];
     r.kind = TensorKind::Input, r.index = int(i);
+    if (begin > 0)
+      r.name = inNames[i];
   }
   s.steps.assign(m.steps.begin() + int64_t(begin),
                  m.steps.begin() + int64_t(end));
@@ -207,26 +267,24 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end) {
   s.outputs.clear();
   for (size_t j = 0; j < out.size(); ++j) {
     const int root = rootTensor(m, out[j]);
+    int id = out[j];
     if (s.tensors[size_t(root)].kind != TensorKind::Input) {
       s.tensors[size_t(root)].kind = TensorKind::Output;
       s.tensors[size_t(root)].index = int(j);
-      s.outputs.push_back(out[j]);
-      continue;
+    } else { // passed through this stage: copied into an output of its own
+      Tensor copy = m.tensors[size_t(out[j])];
+      copy.kind = TensorKind::Output, copy.index = int(j), copy.viewOf = -1;
+      copy.batchAxis = -1;
+      s.tensors.push_back(copy);
+      Step c;
+      c.from = out[j], c.to = id = int(s.tensors.size() - 1);
+      s.steps.push_back(c);
     }
-    // Passed through this stage: copied into an output of its own.
-    Tensor copy = m.tensors[size_t(out[j])];
-    copy.kind = TensorKind::Output, copy.index = int(j), copy.viewOf = -1;
-    copy.batchAxis = -1;
-    s.tensors.push_back(copy);
-    Step c;
-    c.from = out[j], c.to = int(s.tensors.size() - 1);
-    s.steps.push_back(c);
-    s.outputs.push_back(c.to);
+    if (end < n)
+      s.tensors[size_t(rootTensor(s, id))].name = outNames[j];
+    s.outputs.push_back(id);
   }
-  if (begin > 0)
-    nameUniquely(s, s.inputs);
-  if (end < n)
-    nameUniquely(s, s.outputs);
+  advanceStates(m, begin, end, s);
   // Weights no step of the stage reads are not loaded.
   std::vector<bool> read(s.tensors.size(), false);
   for (size_t i = 0; i < s.steps.size(); ++i)
@@ -252,6 +310,32 @@ void packWeights(Manifest &m, const uint8_t *all,
               packed.begin() + int64_t(at));
     t.weightOffset = at;
   }
+}
+
+bool packWeightsFromFile(Manifest &m, const std::string &path,
+                         uint64_t sectionOffset, std::vector<uint8_t> &packed,
+                         std::string &error) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    error = path + ": cannot open to read a stage's weights";
+    return false;
+  }
+  packed.clear();
+  bool ok = true;
+  for (Tensor &t : m.tensors) {
+    if (!ok || t.kind != TensorKind::Weight)
+      continue;
+    const uint64_t at =
+        (packed.size() + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
+    packed.resize(at + t.bytes());
+    ok = fseeko(f, off_t(sectionOffset + t.weightOffset), SEEK_SET) == 0 &&
+         std::fread(packed.data() + at, 1, t.bytes(), f) == t.bytes();
+    t.weightOffset = at;
+  }
+  std::fclose(f);
+  if (!ok)
+    error = path + ": short read of a stage's weights";
+  return ok;
 }
 
 bool takeStage(Artifact &a, int stages, int stage, std::vector<uint8_t> *packed,

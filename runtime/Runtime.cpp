@@ -499,13 +499,19 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
                 label + " has no weight codecs: compile it with "
                         "--weight-codecs to send weights encoded "
                         "(weight_codec)");
-  // A pipeline stage: its steps and I/O, its weights packed unless they
-  // stream from the file (at the section's offsets).
+  // A pipeline stage: its steps and I/O, its weights packed (read from the
+  // file where the bytes leave them there) unless they stream from it.
   std::vector<uint8_t> stageWeights;
   const bool staged = o.stages > 1;
-  if (staged && !takeStage(*parsed, o.stages, o.stage,
-                           o.weightBudget > 0 ? nullptr : &stageWeights, err))
+  const bool inFile = parsed->weightsInFile.size > 0;
+  if (staged &&
+      !takeStage(*parsed, o.stages, o.stage,
+                 o.weightBudget > 0 || inFile ? nullptr : &stageWeights, err))
     return fail(CUTS_ERROR_INVALID_ARGUMENT, label + ": " + err);
+  if (staged && inFile && o.weightBudget == 0 &&
+      !packWeightsFromFile(parsed->manifest, label,
+                           parsed->weightsInFile.offset, stageWeights, err))
+    return fail(CUTS_ERROR_IO, err);
   // A tensor-parallel model's entry runs its rank, with its weights only.
   std::vector<uint8_t> rankWeights;
   const bool ranked = parsed->manifest.ranks > 1;
@@ -521,6 +527,7 @@ cuts_status loadReplica(std::vector<uint8_t> bytes, const std::string &label,
   }
   auto impl = std::make_shared<ModelImpl>();
   impl->artifact = std::move(*parsed);
+  impl->pipelineStage = staged;
   ModelImpl &m = *impl;
   const Manifest &man = m.artifact.manifest;
   // Parsing accepted only dtypes the C API has (cuts_dtype).
@@ -1339,7 +1346,10 @@ cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
     // Streamed weights stay in the file: memory holds the rest.
     Blob weights;
     bool corrupt = false;
-    const bool streamed = options && options->weight_budget > 0;
+    // Streamed weights, or a pipeline stage's share of them, are read from
+    // the file where needed: memory holds the rest.
+    const bool streamed =
+        options && (options->weight_budget > 0 || options->pipeline_stages > 1);
     if (!(streamed ? readImageWithoutWeights(path, bytes, weights, corrupt, err)
                    : readFileBytes(path, bytes, err)))
       return fail(corrupt ? CUTS_ERROR_BAD_ARTIFACT : CUTS_ERROR_IO, err);
@@ -1396,10 +1406,12 @@ cuts_status cuts_model_swap_weights(cuts_model *model, const char *path) {
       return CUTS_ERROR_INVALID_ARGUMENT;
     if (!path)
       return fail(CUTS_ERROR_INVALID_ARGUMENT, "path is NULL");
-    if (tensorParallel(*model->impl) || model->impl->weightBudget > 0)
+    if (tensorParallel(*model->impl) || model->impl->weightBudget > 0 ||
+        model->impl->pipelineStage)
       return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  "a tensor-parallel model's weights, or streamed ones, "
-                  "are not on the device to swap; load the new artifact");
+                  "a tensor-parallel model's weights, a pipeline stage's or "
+                  "streamed ones are not all on the device to swap; load "
+                  "the new artifact");
     std::lock_guard<std::mutex> lock(model->swapping);
     std::vector<uint8_t> bytes;
     std::string err;

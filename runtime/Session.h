@@ -164,6 +164,7 @@ struct ModelImpl {
   // Weights streamed from storage (weight_budget > 0): the artifact file
   // they are read from, a slot's and a staging buffer's bytes.
   uint64_t weightBudget = 0, stageBytes = 0;
+  bool pipelineStage = false; // part of the plan and its weights
   uint64_t slotBytes() const { return weightBudget / 2; } // two slots
   std::string weightsPath;
   int weightsFd = -1;      // opened at load, shared by sessions (pread)

@@ -33,6 +33,8 @@ if [ "$target" = artifact ]; then
     build/tools/cuts/cuts compile examples/models/tiny_convnet.onnx \
       --input-shape input=1x3x32x32 --arch sm_90 -o build-fuzz/seed-model >/dev/null
     { printf '\x00'; cat build-fuzz/seed-model/model.cuts; } >"$seeds.tmp/artifact"
+    # The same read without its weights (first byte 3).
+    { printf '\x03'; cat build-fuzz/seed-model/model.cuts; } >"$seeds.tmp/cut"
     # With batch profiles: manifest.<batch> sections.
     build/tools/cuts/cuts compile examples/models/tiny_convnet.onnx \
       --input-shape input=1x3x32x32 --batch 1,2 --arch sm_90 \
@@ -51,6 +53,7 @@ PY
     mv "$seeds.tmp" "$seeds"
   fi
   mkdir -p build-fuzz/corpus-artifact
+  cp test/fuzz/*.artifact build-fuzz/corpus-artifact/ # past crashes first
   exec build-fuzz/tools/fuzz/cuts-fuzz-artifact build-fuzz/corpus-artifact "$seeds" \
     -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=262144 \
     -print_final_stats=1 "$@"

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -45,12 +46,18 @@ Manifest model() {
   const int x = add(m, "x", TensorKind::Input, 64);
   m.tensors[size_t(x)].index = 0;
   m.inputs = {x};
+  // cuSync's epoch (tensor 1): its pairs read it, the plan's last step
+  // advances it.
+  const int epoch = add(m, "epoch", TensorKind::State, 1);
+  m.tensors[size_t(epoch)].dtype = "int32";
   int prev = x, y0 = -1, y3 = -1;
   for (int l = 0; l < 10; ++l) {
     const int w = add(m, "w" + std::to_string(l), TensorKind::Weight, 256);
     const bool last = l == 9, middle = l == 3;
+    // y4 shares y0's name: tensors crossing together are renamed alike
+    // on both sides of a cut.
     const int y =
-        add(m, "y" + std::to_string(l),
+        add(m, "y" + std::to_string(l == 4 ? 0 : l),
             last || middle ? TensorKind::Output : TensorKind::Intermediate, 64);
     if (last || middle)
       m.tensors[size_t(y)].index = last ? 0 : 1;
@@ -65,8 +72,8 @@ Manifest model() {
       const int sem = add(m, "sem", TensorKind::State, 4);
       m.tensors[size_t(sem)].dtype = "int32";
       const int z = add(m, "z", TensorKind::Intermediate, 64);
-      kernel(m, {prev, w, sem, z}, z);
-      kernel(m, {z, sem, y}, y, 1, int(m.steps.size() - 1));
+      kernel(m, {prev, w, sem, epoch, z}, z);
+      kernel(m, {z, sem, epoch, y}, y, 1, int(m.steps.size() - 1));
       kernel(m, {y, w, y}, y, 0, int(m.steps.size() - 1));
     } else {
       std::vector<int> args = {prev, w, y};
@@ -78,6 +85,7 @@ Manifest model() {
     y3 = middle ? y : y3;
     prev = y;
   }
+  kernel(m, {epoch}, epoch); // counts the run
   m.outputs = {prev, y3};
   return m;
 }
@@ -164,6 +172,25 @@ TEST_CASE("pipeline stages compute what the whole plan does", "[pipeline]") {
       }
       for (const Step &x : st.steps)
         CHECK(x.after < int(st.steps.size()));
+      // A stage whose pairs read the epoch advances it after them.
+      int lastRead = -1, advance = -1;
+      for (size_t i = 0; i < st.steps.size(); ++i) {
+        if (st.steps[i].kernel < 0)
+          continue;
+        const std::vector<int> &args =
+            st.kernels[size_t(st.steps[i].kernel)].args;
+        if (args == std::vector<int>{1})
+          advance = int(i);
+        else if (std::count(args.begin(), args.end(), 1))
+          lastRead = int(i);
+      }
+      CHECK((lastRead < 0 || advance > lastRead));
+      if (s > 0) { // this stage's inputs are named as the last one's outputs
+        const Manifest prevStage = pipelineStage(m, cuts[s - 1], cuts[s]);
+        for (size_t i = 0; i < st.inputs.size(); ++i)
+          CHECK(st.tensors[size_t(st.inputs[i])].name ==
+                prevStage.tensors[size_t(prevStage.outputs[i])].name);
+      }
       auto out = interpret(st, carried);
       REQUIRE(out);
       carried = *out;

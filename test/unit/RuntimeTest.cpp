@@ -2349,11 +2349,44 @@ TEST_CASE("an artifact read without its weights: the rest in memory, the "
   o.weight_budget = uint64_t(1) << 30;
   CHECK(cuts_model_load(path.c_str(), &o, &m) == CUTS_ERROR_BAD_ARTIFACT);
   CHECK(std::string(cuts_last_error()).find("checksum") != std::string::npos);
-  // Small weights are read with the rest.
+  // Small weights are read with the rest, unless asked otherwise: then
+  // the sections after them (two archs' CUBINs, the sources) move up.
   REQUIRE(writeArtifact(path, sampleContents(), nullptr, error));
   auto small = readArtifactWithoutWeights(path, error);
   REQUIRE(small);
   CHECK(small->weightsInFile.size == 0);
   CHECK(small->section("weights", nullptr) != nullptr);
+  auto cut = readArtifactWithoutWeights(path, error, 1);
+  INFO(error);
+  REQUIRE(cut);
+  CHECK(cut->weightsInFile.offset == small->sections.at("weights").offset);
+  CHECK(cut->weightsInFile.size == 512);
+  CHECK(cut->bytes.size() < small->bytes.size());
+  for (size_t k = 0; k < small->manifest.kernels.size(); ++k) {
+    CHECK(cut->source(int(k)) == small->source(int(k)));
+    for (const auto &[arch, blob] : small->manifest.kernels[k].cubins) {
+      const Blob &b = cut->manifest.kernels[k].cubins.at(arch);
+      uint64_t n = 0, m = 0;
+      const uint8_t *x = cut->section("cubin." + arch, &n);
+      const uint8_t *y = small->section("cubin." + arch, &m);
+      REQUIRE((x && y && n == m));
+      CHECK(std::memcmp(x + b.offset, y + blob.offset, blob.size) == 0);
+    }
+  }
+  // A weights section said to start past the file's end is refused, as
+  // the whole file's parse refuses it (a fuzzer's find).
+  std::vector<uint8_t> bytes = serializeArtifact(sampleContents());
+  const uint32_t count = uint32_t(bytes[12]) | uint32_t(bytes[13]) << 8;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint8_t *e = bytes.data() + 64 + 64 * i;
+    if (std::string(reinterpret_cast<char *>(e)) == "weights")
+      std::memset(e + 33, 0xf0, 7); // the offset, 256-byte aligned
+  }
+  const uint64_t sum = xxh64(bytes.data() + 64, bytes.size() - 64);
+  std::memcpy(bytes.data() + 24, &sum, 8);
+  REQUIRE(writeFile(path, bytes, error));
+  CHECK_FALSE(readArtifactWithoutWeights(path, error, 1));
+  INFO(error);
+  CHECK(error.find("outside the file") != std::string::npos);
   std::filesystem::remove(path);
 }

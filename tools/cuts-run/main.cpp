@@ -234,9 +234,10 @@ int cmdRun(const std::vector<std::string> &args) {
   if (model.empty())
     return error("", "run: no model given (cuts run out/model.cuts --input "
                      "NAME=x.npy)");
-  if (emulate && (!dev.gpus.empty() || dev.weightSource || dev.weightCodec))
-    return error("", "--gpus, --weights and --weight-codec run on GPUs, not "
-                     "with --emulate");
+  if (emulate && (!dev.gpus.empty() || dev.weightSource || dev.weightCodec ||
+                  weightBudget > 0 || gpuMemory > 0))
+    return error("", "--gpus, --weights, --weight-codec, --weight-budget and "
+                     "--gpu-memory run on GPUs, not with --emulate");
   std::string err;
   if (gpuMemory > 0 &&
       !(weightBudget = budgetOfGpuMemory(model, gpuMemory, weightBudget, err)))

@@ -1,8 +1,9 @@
 //===- fuzz_artifact.cpp - libFuzzer target: artifacts and tensor files ---===//
 //
-// What the runtime and `cuts run` parse from files: model.cuts artifacts,
-// .npy arrays and ONNX TensorProto .pb files. Any byte string must parse or
-// be rejected with a message: never crash, hang, leak or abort. The first
+// What the runtime and `cuts run` parse from files: model.cuts artifacts
+// (whole, or without their weights as a streamed load reads them), .npy
+// arrays and ONNX TensorProto .pb files. Any byte string must parse or be
+// rejected with a message: never crash, hang, leak or abort. The first
 // byte picks the parser. For artifacts the header's size and checksum are
 // rewritten to match the mutated bytes, so mutations reach the section table
 // and the manifest instead of all failing the checksum.
@@ -16,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -36,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
   std::string error;
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
   case 0: {
     std::vector<uint8_t> bytes(data + 1, data + size);
     fixHeader(bytes);
@@ -61,6 +64,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::string bytes(reinterpret_cast<const char *>(data) + 1, size - 1);
     if (!cuts::parseTensorProto(bytes, error) && error.empty())
       std::abort();
+    break;
+  }
+  case 3: { // read without its weights: as the whole file parses, or not
+    std::vector<uint8_t> bytes(data + 1, data + size);
+    fixHeader(bytes);
+    const int fd = memfd_create("artifact", 0);
+    if (fd < 0 ||
+        write(fd, bytes.data(), bytes.size()) != ssize_t(bytes.size()))
+      std::abort();
+    auto cut = cuts::rt::readArtifactWithoutWeights(
+        "/proc/self/fd/" + std::to_string(fd), error, 1);
+    close(fd);
+    if (!cut && error.empty())
+      std::abort();
+    std::string wholeError;
+    auto whole = cuts::rt::parseArtifact(std::move(bytes), wholeError);
+    if (bool(cut) != bool(whole) ||
+        (cut && cut->manifest.tensors.size() != whole->manifest.tensors.size()))
+      std::abort(); // the cut image must accept exactly what the file is
     break;
   }
   }

@@ -252,12 +252,14 @@ std::optional<Artifact> parseArtifact(std::vector<uint8_t> bytes,
 /// Reads a file and parses it; `error` names the file.
 std::optional<Artifact> readArtifact(const std::string &path,
                                      std::string &error);
-/// The same, but a large weights section stays in the file: its bytes
-/// are read once, in blocks, for the checksum and not kept (streamed
-/// weights; Artifact::weightsInFile says where they are). Memory holds the
-/// kernels and manifests only.
-std::optional<Artifact> readArtifactWithoutWeights(const std::string &path,
-                                                   std::string &error);
+/// The same, but a weights section of `leaveFrom` bytes or more stays in
+/// the file: its bytes are read once, in blocks, for the checksum and not
+/// kept (streamed weights; Artifact::weightsInFile says where they are).
+/// Memory holds the kernels and manifests only.
+constexpr uint64_t kLeaveWeightsFrom = uint64_t(64) << 20;
+std::optional<Artifact>
+readArtifactWithoutWeights(const std::string &path, std::string &error,
+                           uint64_t leaveFrom = kLeaveWeightsFrom);
 
 bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
                std::string &error);

@@ -49,6 +49,11 @@ bool takeStage(Artifact &a, int stages, int stage, std::vector<uint8_t> *packed,
 /// `packed` and their offsets moved there: what a plan that reads part of
 /// the weights (a stage, a tensor-parallel rank) puts on its device.
 void packWeights(Manifest &m, const uint8_t *all, std::vector<uint8_t> &packed);
+/// The same, each weight read from the file at `path`, whose weights
+/// section starts at `sectionOffset`; false and `error` on a short read.
+bool packWeightsFromFile(Manifest &m, const std::string &path,
+                         uint64_t sectionOffset, std::vector<uint8_t> &packed,
+                         std::string &error);
 
 } // namespace cuts::rt
 
