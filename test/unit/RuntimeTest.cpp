@@ -8,6 +8,7 @@
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/Checksum.h"
 #include "cuts/rt/Library.h"
+#include "cuts/rt/Pipeline.h"
 #include "cuts/rt/WeightCodec.h"
 
 #include <catch2/catch.hpp>
@@ -2362,6 +2363,16 @@ TEST_CASE("an artifact read without its weights: the rest in memory, the "
   CHECK(cut->weightsInFile.offset == small->sections.at("weights").offset);
   CHECK(cut->weightsInFile.size == 512);
   CHECK(cut->bytes.size() < small->bytes.size());
+  // A pipeline stage's weights packed from the file, as from memory.
+  {
+    Manifest a = cut->manifest, b = small->manifest;
+    std::vector<uint8_t> fromFile, fromMemory;
+    REQUIRE(packWeightsFromFile(a, path, cut->weightsInFile.offset, fromFile,
+                                error));
+    packWeights(b, small->section("weights", nullptr), fromMemory);
+    CHECK(fromFile == fromMemory);
+    CHECK(fromFile.size() > 256);
+  }
   for (size_t k = 0; k < small->manifest.kernels.size(); ++k) {
     CHECK(cut->source(int(k)) == small->source(int(k)));
     for (const auto &[arch, blob] : small->manifest.kernels[k].cubins) {

@@ -212,23 +212,21 @@ double runMiniBatch(const Layout &l, cuts::mpi::Stage &stage, const StageIO &io,
                     const std::vector<Batch> &inputs, size_t k,
                     std::vector<Batch> &kept) {
   const std::vector<size_t> ms = l.micro(k);
-  Batch out[2];
+  Batch out[2], received;
   std::vector<MPI_Request> sends[2];
   double waitMs = 0;
   std::string err;
   kept.resize(ms.size()); // the last stage's outputs, written in place
   for (size_t j = 0; j < ms.size(); ++j) {
-    Batch in;
     const double t0 = MPI_Wtime();
-    if (l.stage == 0) {
-      in = inputs[ms[j]];
-    } else {
+    received.resize(io.inputs.size());
+    if (l.stage > 0)
       for (size_t i = 0; i < io.inputs.size(); ++i) {
-        in.emplace_back(io.inputs[i].bytes());
-        MPI_Recv(in.back().data(), bytesCount(in.back(), l.rank), MPI_BYTE,
+        received[i].resize(io.inputs[i].bytes());
+        MPI_Recv(received[i].data(), bytesCount(received[i], l.rank), MPI_BYTE,
                  l.prev(), int(i), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       }
-    }
+    const Batch &in = l.stage == 0 ? inputs[ms[j]] : received;
     const int slot = int(j % 2);
     MPI_Waitall(int(sends[slot].size()), sends[slot].data(),
                 MPI_STATUSES_IGNORE);
