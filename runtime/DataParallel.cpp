@@ -754,6 +754,22 @@ cuts_status cuts_session_reset_movement(cuts_session *session) {
   });
 }
 
+cuts_status cuts_device_count(int *count) {
+  return guarded([&] {
+    if (!count)
+      return fail(CUTS_ERROR_INVALID_ARGUMENT, "count (the result) is NULL");
+    *count = 0;
+    std::string err;
+    const Driver *d = driver(err);
+    if (!d)
+      return fail(CUTS_ERROR_NO_DEVICE, err);
+    if (CUresult r = d->cuDeviceGetCount(count))
+      return r == CUDA_ERROR_NO_DEVICE ? CUTS_OK
+                                       : cudaFail(r, "cuDeviceGetCount");
+    return CUTS_OK;
+  });
+}
+
 cuts_status cuts_host_alloc(size_t bytes, void **ptr) {
   return guarded([&] {
     if (!ptr)

@@ -2401,3 +2401,13 @@ TEST_CASE("an artifact read without its weights: the rest in memory, the "
   CHECK(error.find("outside the file") != std::string::npos);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("C API: the device count, or why there is none", "[runtime]") {
+  CHECK(cuts_device_count(nullptr) == CUTS_ERROR_INVALID_ARGUMENT);
+  int count = -1;
+  const cuts_status st = cuts_device_count(&count);
+  CHECK((st == CUTS_OK || st == CUTS_ERROR_NO_DEVICE));
+  CHECK(count >= (st == CUTS_OK ? 1 : 0));
+  if (st != CUTS_OK)
+    CHECK(count == 0);
+}

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/cuts-mpi/Stage.h"
 
+#include "cuts/cuts.h"
 #include "tools/support/Options.h"
 #include "tools/support/TensorFile.h"
 
@@ -46,9 +47,9 @@ const char *kUsage =
     "         [--compare DIR] [--tolerance T] [--json]\n"
     "  R ranks: R/P data-parallel groups of P pipeline stages. Input files\n"
     "  stack micro-batches on axis 0; --gpus picks each node-local rank's\n"
-    "  device (round robin, default 0); --weight-budget streams each\n"
-    "  stage's weights from the artifact file; --iters times N mini-batches\n"
-    "  after --warmup (1) untimed.\n";
+    "  device (round robin; default: the node's devices); --weight-budget\n"
+    "  streams each stage's weights from the artifact file; --iters times\n"
+    "  N mini-batches after --warmup (1) untimed.\n";
 
 /// 0: parsed; else the exit code (the error printed).
 int parse(int argc, char **argv, Options &o) {
@@ -317,15 +318,20 @@ int finishOutputs(const Options &o, const StageIO &last,
   return failed;
 }
 
-/// This rank's device: --gpus indexed by its rank among the node's.
+/// This rank's device: --gpus, else the node's devices, indexed by its
+/// rank among the node's.
 int localDevice(const Options &o) {
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                       &node);
-  int local = 0;
+  int local = 0, count = 0;
   MPI_Comm_rank(node, &local);
   MPI_Comm_free(&node);
-  return o.gpus.empty() ? 0 : o.gpus[size_t(local) % o.gpus.size()];
+  if (!o.gpus.empty())
+    return o.gpus[size_t(local) % o.gpus.size()];
+  if (o.emulate || cuts_device_count(&count) != CUTS_OK || count == 0)
+    return 0; // a load on it says what is missing
+  return local % count;
 }
 
 void report(const Options &o, const Layout &l, size_t k, double msPerMini,

@@ -57,7 +57,7 @@ extern "C" {
  *    cuts_movement's streamed_bytes and stream_read_ms (callers of
  *    version 6 recompile: both structs grew).
  * 8: cuts_load_options.pipeline_stages and pipeline_stage (one stage of the
- *    plan loaded; callers of version 7 recompile). */
+ *    plan loaded; callers of version 7 recompile) and cuts_device_count. */
 #define CUTS_API_VERSION 8
 
 typedef enum cuts_status {
@@ -189,6 +189,10 @@ typedef struct cuts_load_options {
 } cuts_load_options;
 
 int cuts_api_version(void);
+/* CUDA devices on this machine: CUTS_OK and their count in *count, or
+ * CUTS_ERROR_NO_DEVICE (and 0) where there is no CUDA driver or no
+ * device. */
+cuts_status cuts_device_count(int *count);
 const char *cuts_last_error(void);
 const char *cuts_status_name(cuts_status s);
 /* Bytes of one element (CUTS_BOOL: 1), 0 for a value that is no
