@@ -1689,55 +1689,52 @@ bool preadAll(int fd, uint64_t at, uint64_t n, std::vector<uint8_t> &out) {
   return true;
 }
 
-/// The file's image without [cut, cutEnd), the weights and their padding:
-/// header, table and the rest read, the cut hashed in blocks and dropped,
-/// the checksum checked against the header's, then the table and header
-/// rewritten for the image. False where anything is not as expected (the
-/// caller reads the whole file, whose parse says what is wrong), or, with
-/// `error` set, where the checksum does not match.
-bool imageWithoutWeights(int fd, uint64_t fileSize, uint64_t leaveFrom,
-                         std::vector<uint8_t> &image, Blob &weights,
-                         std::string &error) {
-  std::vector<uint8_t> h;
-  if (fileSize < kHeaderBytes || !preadAll(fd, 0, kHeaderBytes, h) ||
-      std::memcmp(h.data(), kMagic, 8) != 0 ||
-      getU32(h, 8) != kArtifactVersion || getU64(h, 16) != fileSize)
+/// In the header and table `h`: the weights' entry and range, and where
+/// the cut [weights.offset, cutEnd) ends (the next section's start). False
+/// where the weights are small, or anything is not as expected (the caller
+/// then reads the whole file, whose parse says what is wrong).
+bool findWeightsCut(const std::vector<uint8_t> &h, uint32_t count,
+                    uint64_t fileSize, uint64_t leaveFrom, uint32_t &entry,
+                    Blob &weights, uint64_t &cutEnd) {
+  auto at = [&](uint32_t i) { return kHeaderBytes + kEntryBytes * i; };
+  entry = count;
+  for (uint32_t i = 0; i < count; ++i)
+    if (std::strncmp(reinterpret_cast<const char *>(h.data() + at(i)),
+                     "weights", kNameBytes) == 0)
+      entry = i;
+  if (entry == count)
     return false;
-  const uint32_t count = getU32(h, 12);
-  if (count > kMaxSections ||
-      kHeaderBytes + uint64_t(count) * kEntryBytes > fileSize ||
-      !preadAll(fd, kHeaderBytes, uint64_t(count) * kEntryBytes, h))
-    return false;
-  uint64_t cut = 0, cutEnd = fileSize;
-  for (uint32_t i = 0; i < count; ++i) {
-    const size_t e = kHeaderBytes + kEntryBytes * i;
-    if (std::strncmp(reinterpret_cast<const char *>(h.data() + e), "weights",
-                     kNameBytes) == 0)
-      weights = {getU64(h, e + kNameBytes), getU64(h, e + kNameBytes + 8)};
-  }
-  cut = weights.offset;
+  weights = {getU64(h, at(entry) + kNameBytes),
+             getU64(h, at(entry) + kNameBytes + 8)};
+  const uint64_t cut = weights.offset;
   if (weights.size == 0 || weights.size < leaveFrom ||
       cut % kSectionAlign != 0 || cut < h.size() || cut > fileSize ||
       weights.size > fileSize - cut)
     return false;
-  for (uint32_t i = 0; i < count; ++i) { // the next section's start
-    const uint64_t off = getU64(h, kHeaderBytes + kEntryBytes * i + kNameBytes);
+  cutEnd = fileSize;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t off = getU64(h, at(i) + kNameBytes);
     if (off >= cut + weights.size && off < cutEnd)
       cutEnd = off;
   }
-  // Any other section reaching into the cut: the whole file's parse says.
-  for (uint32_t i = 0; i < count; ++i) {
-    const size_t e = kHeaderBytes + kEntryBytes * i;
-    const uint64_t off = getU64(h, e + kNameBytes),
-                   size = getU64(h, e + kNameBytes + 8);
-    const bool isWeights = off == cut && size == weights.size;
-    if (!isWeights && size > 0 && off < cutEnd &&
+  for (uint32_t i = 0; i < count; ++i) { // none other reaches into the cut
+    const uint64_t off = getU64(h, at(i) + kNameBytes),
+                   size = getU64(h, at(i) + kNameBytes + 8);
+    if (i != entry && size > 0 && off < cutEnd &&
         (off >= cut || size > cut - off))
       return false;
   }
+  return true;
+}
+
+/// `image` (header and table) completed with the file's bytes but for
+/// [cut, cutEnd), which are hashed in passing; false on a short read, or
+/// with `error` where the checksum is not `stored`.
+bool readAroundCut(int fd, uint64_t fileSize, uint64_t cut, uint64_t cutEnd,
+                   uint64_t stored, std::vector<uint8_t> &image,
+                   std::string &error) {
   Xxh64 sum;
-  image = h;
-  if (!preadAll(fd, h.size(), cut - h.size(), image))
+  if (!preadAll(fd, image.size(), cut - image.size(), image))
     return false;
   sum.update(image.data() + kHeaderBytes, image.size() - kHeaderBytes);
   std::vector<uint8_t> block;
@@ -1751,17 +1748,44 @@ bool imageWithoutWeights(int fd, uint64_t fileSize, uint64_t leaveFrom,
   if (!preadAll(fd, cutEnd, fileSize - cutEnd, image))
     return false;
   sum.update(image.data() + rest, image.size() - rest);
-  if (sum.digest() != getU64(h, 24)) {
+  if (sum.digest() != stored) {
     error = "corrupted: checksum mismatch (its weights included)";
     return false;
   }
+  return true;
+}
+
+/// The file's image without its weights and their padding: the checksum
+/// checked on the way, then the table and header rewritten for the image.
+bool imageWithoutWeights(int fd, uint64_t fileSize, uint64_t leaveFrom,
+                         std::vector<uint8_t> &image, Blob &weights,
+                         std::string &error) {
+  std::vector<uint8_t> h;
+  if (fileSize < kHeaderBytes || !preadAll(fd, 0, kHeaderBytes, h) ||
+      std::memcmp(h.data(), kMagic, 8) != 0 ||
+      getU32(h, 8) != kArtifactVersion || getU64(h, 16) != fileSize)
+    return false;
+  const uint32_t count = getU32(h, 12);
+  uint32_t entry = 0;
+  uint64_t cutEnd = 0;
+  if (count > kMaxSections ||
+      kHeaderBytes + uint64_t(count) * kEntryBytes > fileSize ||
+      !preadAll(fd, kHeaderBytes, uint64_t(count) * kEntryBytes, h) ||
+      !findWeightsCut(h, count, fileSize, leaveFrom, entry, weights, cutEnd))
+    return false;
+  const uint64_t cut = weights.offset;
+  image = h;
+  if (!readAroundCut(fd, fileSize, cut, cutEnd, getU64(h, 24), image, error))
+    return false;
   for (uint32_t i = 0; i < count; ++i) {
     const size_t e = kHeaderBytes + kEntryBytes * i;
     const uint64_t off = getU64(image, e + kNameBytes);
-    if (off == cut && getU64(image, e + kNameBytes + 8) == weights.size)
+    if (i == entry)
       putU64(image, e + kNameBytes + 8, 0);
     else if (off >= cutEnd)
       putU64(image, e + kNameBytes, off - (cutEnd - cut));
+    else if (off > cut) // an empty section inside the cut
+      putU64(image, e + kNameBytes, cut);
   }
   putU64(image, 16, image.size());
   putU64(image, 24,
