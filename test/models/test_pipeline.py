@@ -35,8 +35,12 @@ def mpi_tool(cuts):
 
 
 def mpirun(tool, np_, *args):
+    # As root in a container: allowed, more ranks than cores, and no
+    # cross-memory attach between ranks (a container may forbid ptrace).
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
     return subprocess.run(["mpirun", "-np", str(np_), tool, *args],
                           capture_output=True, text=True, timeout=600, env=env)
 
