@@ -2,6 +2,7 @@
 #include "cuts/rt/Offload.h"
 
 #include <algorithm>
+#include <map>
 
 namespace cuts::rt {
 
@@ -66,13 +67,24 @@ std::vector<int> weightsOfStep(const Manifest &m, size_t i) {
 
 std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
                                       uint64_t sectionOffset,
-                                      std::string &error) {
+                                      std::string &error,
+                                      const std::vector<int> &resident) {
   std::vector<StreamChunk> chunks(1);
   uint64_t used = 0;
+  auto streamed = [&](size_t i) {
+    std::vector<int> w = weightsOfStep(m, i);
+    w.erase(std::remove_if(w.begin(), w.end(),
+                           [&](int t) {
+                             return std::count(resident.begin(), resident.end(),
+                                               t) > 0;
+                           }),
+            w.end());
+    return w;
+  };
   for (size_t i = 0; i < m.steps.size(); ++i) {
     std::vector<int> fresh;
     uint64_t more = 0, alone = 0;
-    for (int t : weightsOfStep(m, i)) {
+    for (int t : streamed(i)) {
       const uint64_t b = alignUp(m.tensors[size_t(t)].bytes(), kSlotAlign);
       alone += b;
       StreamChunk &c = chunks.back();
@@ -89,7 +101,7 @@ std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
       chunks.back().endStep = i;
       chunks.push_back({});
       chunks.back().firstStep = i;
-      fresh = weightsOfStep(m, i), used = alone;
+      fresh = streamed(i), used = alone;
     } else {
       used += more;
     }
@@ -102,6 +114,18 @@ std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
   return chunks;
 }
 
+std::vector<int> sharedWeights(const std::vector<StreamChunk> &chunks) {
+  std::map<int, int> readers;
+  for (const StreamChunk &c : chunks)
+    for (int t : c.tensors)
+      ++readers[t];
+  std::vector<int> out;
+  for (const auto &[t, n] : readers)
+    if (n > 1)
+      out.push_back(t);
+  return out;
+}
+
 } // namespace cuts::rt
 
 //===- Running with streamed weights
@@ -110,6 +134,7 @@ std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
 #include "Session.h"
 
 #include <chrono>
+#include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -145,6 +170,66 @@ int openUncached(const std::string &path) {
   return fd >= 0 ? fd : open(path.c_str(), O_RDONLY); // some refuse O_DIRECT
 }
 
+namespace {
+
+uint64_t residentBytes(const std::map<uint64_t, uint64_t> &keep) {
+  uint64_t n = 0;
+  for (const auto &[offset, bytes] : keep)
+    n += alignUp(bytes, kSlotAlign);
+  return n;
+}
+
+/// Every plan's chunks under the slots `keep`'s resident weights leave.
+bool chunkPlans(ModelImpl &m, const std::map<uint64_t, uint64_t> &keep,
+                uint64_t at, std::string &err) {
+  const uint64_t kept = residentBytes(keep);
+  m.slot = kept < m.weightBudget ? (m.weightBudget - kept) / 2 : 0;
+  for (PlanImpl &p : m.plans) {
+    std::vector<int> ids;
+    for (size_t t = 0; t < p.manifest().tensors.size(); ++t) {
+      const Tensor &w = p.manifest().tensors[t];
+      if (w.kind == TensorKind::Weight && keep.count(w.weightOffset))
+        ids.push_back(int(t));
+    }
+    p.chunks = streamChunks(p.manifest(), m.slot, at, err, ids);
+    if (p.chunks.empty())
+      return false;
+  }
+  return true;
+}
+
+/// `keep`'s weights read once (buffered: they are few) and put on the
+/// device, laid out as m.residentAt says.
+cuts_status loadResident(ModelImpl &m, const std::map<uint64_t, uint64_t> &keep,
+                         uint64_t at) {
+  if (keep.empty())
+    return CUTS_OK;
+  std::vector<uint8_t> host(residentBytes(keep));
+  std::FILE *f = std::fopen(m.weightsPath.c_str(), "rb");
+  bool ok = f != nullptr;
+  uint64_t to = 0;
+  for (const auto &[offset, bytes] : keep) {
+    ok = ok && fseeko(f, off_t(at + offset), SEEK_SET) == 0 &&
+         std::fread(host.data() + to, 1, bytes, f) == bytes;
+    m.residentAt[offset] = to;
+    to += alignUp(bytes, kSlotAlign);
+  }
+  if (f)
+    std::fclose(f);
+  if (!ok)
+    return fail(CUTS_ERROR_IO, "reading the weights several chunks share "
+                               "from " +
+                                   m.weightsPath);
+  if (cuts_status st = m.resident.alloc(m.d, m.ctx, host.size(),
+                                        "the weights several chunks share"))
+    return st;
+  if (CUresult r = m.d->cuMemcpyHtoD(m.resident.ptr, host.data(), host.size()))
+    return cudaFail(r, "uploading the weights several chunks share");
+  return CUTS_OK;
+}
+
+} // namespace
+
 cuts_status planStreaming(ModelImpl &m, const std::string &label) {
   // Where the file has them: the artifact's bytes may leave them out.
   auto it = m.artifact.sections.find("weights");
@@ -163,17 +248,32 @@ cuts_status planStreaming(ModelImpl &m, const std::string &label) {
     return fail(CUTS_ERROR_IO, label + " is " + std::to_string(st.st_size) +
                                    " bytes, shorter than its weights' end at " +
                                    std::to_string(m.weightsEnd));
-  for (PlanImpl &p : m.plans) {
-    std::string err;
-    p.chunks = streamChunks(p.manifest(), m.slotBytes(), at, err);
-    if (p.chunks.empty())
-      return fail(CUTS_ERROR_INVALID_ARGUMENT,
-                  label + ": weight_budget " + std::to_string(m.weightBudget) +
-                      " bytes: " + err);
+  std::map<uint64_t, uint64_t> keep; // resident: weight offset -> bytes
+  std::string err;
+  if (!chunkPlans(m, keep, at, err))
+    return fail(CUTS_ERROR_INVALID_ARGUMENT,
+                label + ": weight_budget " + std::to_string(m.weightBudget) +
+                    " bytes: " + err);
+  // Weights two chunks read stay resident while they take at most a
+  // quarter of the budget and every step still fits the smaller slots.
+  for (int round = 0; round < 3; ++round) {
+    std::map<uint64_t, uint64_t> more = keep;
+    for (const PlanImpl &p : m.plans)
+      for (int t : sharedWeights(p.chunks))
+        more[p.manifest().tensors[size_t(t)].weightOffset] =
+            p.manifest().tensors[size_t(t)].bytes();
+    if (more.size() == keep.size() || residentBytes(more) > m.weightBudget / 4)
+      break;
+    if (!chunkPlans(m, more, at, err)) {
+      chunkPlans(m, keep, at, err); // as it was
+      break;
+    }
+    keep = std::move(more);
+  }
+  for (const PlanImpl &p : m.plans)
     for (const StreamChunk &c : p.chunks)
       m.stageBytes = std::max(m.stageBytes, c.stageBytes);
-  }
-  return CUTS_OK;
+  return loadResident(m, keep, at);
 }
 
 namespace {
@@ -254,6 +354,22 @@ cuts_status loadChunk(cuts_session &s, const StreamChunk &c, int j) {
   return CUTS_OK;
 }
 
+/// Every tensor whose root is a resident weight addresses it.
+void pointAtResident(cuts_session &s) {
+  const ModelImpl &m = *s.model;
+  if (m.residentAt.empty())
+    return;
+  const PlanImpl &p = *s.plan;
+  for (size_t t = 0; t < p.root.size(); ++t) {
+    const Tensor &w = p.manifest().tensors[size_t(p.root[t])];
+    if (w.kind != TensorKind::Weight)
+      continue;
+    auto it = m.residentAt.find(w.weightOffset);
+    if (it != m.residentAt.end())
+      s.ptr[t] = m.resident.ptr + it->second;
+  }
+}
+
 /// Every tensor whose root chunk `c` holds now addresses slot `j`.
 void pointAtSlot(cuts_session &s, const StreamChunk &c, int j) {
   const PlanImpl &p = *s.plan;
@@ -282,6 +398,7 @@ cuts_status enqueueStreamed(cuts_session &s, const std::vector<CUdeviceptr> &in,
   WeightStream &w = *s.streamed;
   const PlanImpl &p = *s.plan;
   resolve(s, in, out);
+  pointAtResident(s);
   for (size_t k = 0; k < p.chunks.size(); ++k) {
     const int j = int(k % 2);
     if (cuts_status st = loadChunk(s, p.chunks[k], j))

@@ -163,9 +163,14 @@ struct ModelImpl {
   CodecRanges codecRanges;
   // Weights streamed from storage (weight_budget > 0): the artifact file
   // they are read from, a slot's and a staging buffer's bytes.
-  uint64_t weightBudget = 0, stageBytes = 0;
+  uint64_t weightBudget = 0, stageBytes = 0, slot = 0;
   bool pipelineStage = false; // part of the plan and its weights
-  uint64_t slotBytes() const { return weightBudget / 2; } // two slots
+  uint64_t slotBytes() const { return slot; } // two: what `resident` leaves
+  // Weights several chunks read (a tied embedding), on the device for good
+  // rather than read twice a run: by offset in the weights section, where
+  // each lies in `resident`.
+  std::map<uint64_t, uint64_t> residentAt;
+  DeviceBytes resident;
   std::string weightsPath;
   int weightsFd = -1;      // opened at load, shared by sessions (pread)
   uint64_t weightsEnd = 0; // where the weights section ends in the file

@@ -85,15 +85,13 @@ TEST_CASE("streamed weights: chunks cover the steps in order and hold "
             if (i + 1 < c.tensors.size())
               CHECK(c.slotOffset[i] + w.bytes() <= c.slotOffset[i + 1]);
             const uint64_t file = section + w.weightOffset;
-            CHECK(std::any_of(c.spans.begin(), c.spans.end(),
-                              [&](const FileSpan &s) {
-                                return s.fileOffset <= file &&
-                                       file + w.bytes() <=
-                                           s.fileOffset + s.bytes &&
-                                       c.stageOffset[i] ==
-                                           s.stageOffset +
-                                               (file - s.fileOffset);
-                              }));
+            CHECK(std::any_of(
+                c.spans.begin(), c.spans.end(), [&](const FileSpan &s) {
+                  return s.fileOffset <= file &&
+                         file + w.bytes() <= s.fileOffset + s.bytes &&
+                         c.stageOffset[i] ==
+                             s.stageOffset + (file - s.fileOffset);
+                }));
           }
           uint64_t staged = 0;
           for (const FileSpan &s : c.spans) {
@@ -112,4 +110,24 @@ TEST_CASE("streamed weights: chunks cover the steps in order and hold "
   CHECK(streamChunks(layered(3, 4096), 8192, 0, err).empty());
   CHECK(err.find("step 0 reads 16384 bytes of weights, more than a slot of "
                  "8192") != std::string::npos);
+}
+
+TEST_CASE("streamed weights: a weight two chunks read is found, and kept "
+          "out of every chunk once resident",
+          "[offload]") {
+  std::string err;
+  const Manifest m = layered(12, 1024); // the last layer re-reads w0 (1)
+  const uint64_t slot = 3 * 4096;       // three layers' weights a chunk
+  std::vector<StreamChunk> chunks = streamChunks(m, slot, 4096, err);
+  REQUIRE(chunks.size() > 2);
+  CHECK(sharedWeights(chunks) == std::vector<int>{1});
+  chunks = streamChunks(m, slot, 4096, err, {1});
+  REQUIRE(!chunks.empty());
+  CHECK(sharedWeights(chunks).empty());
+  for (const StreamChunk &c : chunks) {
+    CHECK(std::count(c.tensors.begin(), c.tensors.end(), 1) == 0);
+    for (size_t i = c.firstStep; i < c.endStep; ++i)
+      for (int t : weightsOfStep(m, i))
+        CHECK((t == 1 || std::count(c.tensors.begin(), c.tensors.end(), t)));
+  }
 }

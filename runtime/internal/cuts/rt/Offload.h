@@ -51,9 +51,16 @@ std::vector<int> weightsOfStep(const Manifest &m, size_t i);
 /// `m`'s steps cut into chunks whose weights fit `slotBytes`, with the
 /// weights section at `sectionOffset` in the file. Fails (empty, `error`)
 /// where one step alone reads more than a slot holds.
+/// Weights in `resident` stay on the device and are in no chunk.
 std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
                                       uint64_t sectionOffset,
-                                      std::string &error);
+                                      std::string &error,
+                                      const std::vector<int> &resident = {});
+
+/// The weights more than one chunk reads (a tied embedding: the first
+/// step's gather and the last one's product), which would be read from
+/// storage twice a run.
+std::vector<int> sharedWeights(const std::vector<StreamChunk> &chunks);
 
 } // namespace cuts::rt
 
