@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace cuts::rt {
 
@@ -114,15 +115,20 @@ std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
   return chunks;
 }
 
-std::vector<int> sharedWeights(const std::vector<StreamChunk> &chunks) {
-  std::map<int, int> readers;
-  for (const StreamChunk &c : chunks)
-    for (int t : c.tensors)
-      ++readers[t];
+std::vector<int> sharedWeights(const Manifest &m,
+                               const std::vector<StreamChunk> &chunks) {
+  std::map<uint64_t, std::set<size_t>> readers; // offset -> chunks
+  for (size_t c = 0; c < chunks.size(); ++c)
+    for (int t : chunks[c].tensors)
+      readers[m.tensors[size_t(t)].weightOffset].insert(c);
   std::vector<int> out;
-  for (const auto &[t, n] : readers)
-    if (n > 1)
+  for (int t = 0; t < int(m.tensors.size()); ++t) {
+    const Tensor &w = m.tensors[size_t(t)];
+    auto it = readers.find(w.weightOffset);
+    if (w.kind == TensorKind::Weight && it != readers.end() &&
+        it->second.size() > 1)
       out.push_back(t);
+  }
   return out;
 }
 
@@ -259,7 +265,7 @@ cuts_status planStreaming(ModelImpl &m, const std::string &label) {
   for (int round = 0; round < 3; ++round) {
     std::map<uint64_t, uint64_t> more = keep;
     for (const PlanImpl &p : m.plans)
-      for (int t : sharedWeights(p.chunks))
+      for (int t : sharedWeights(p.manifest(), p.chunks))
         more[p.manifest().tensors[size_t(t)].weightOffset] =
             p.manifest().tensors[size_t(t)].bytes();
     if (more.size() == keep.size() || residentBytes(more) > m.weightBudget / 4)

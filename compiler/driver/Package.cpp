@@ -7,6 +7,7 @@
 #include "codegen/emit/Nvrtc.h"
 #include "cuts/Dialect/Cuts/ConstEval.h"
 #include "cuts/Dialect/Cuts/CutsOps.h"
+#include "cuts/rt/Checksum.h"
 #include "perfmodel/Describe.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -287,11 +288,20 @@ int Packager::addWeight(mlir::Value v, const std::string &name,
                     "weight" + std::to_string(m.tensors.size()), what, error);
   if (t < 0)
     return -1;
+  // Bytes the artifact already holds are pointed at, not stored again.
+  const auto *p = reinterpret_cast<const uint8_t *>(data.data());
+  std::vector<rt::WeightSpan> &same =
+      storedWeights[{bytes, rt::xxh64(p, bytes)}];
+  for (const rt::WeightSpan &w : same)
+    if (bytes == 0 || std::memcmp(w.data, p, bytes) == 0) {
+      m.tensors[t].weightOffset = w.offset;
+      return t;
+    }
   rt::ArtifactContents &a = res.contents;
   const uint64_t offset = (a.weightBytes() + 255) / 256 * 256;
   m.tensors[t].weightOffset = offset;
-  a.weightSpans.push_back(
-      {offset, reinterpret_cast<const uint8_t *>(data.data()), bytes});
+  a.weightSpans.push_back({offset, p, bytes});
+  same.push_back(a.weightSpans.back());
   return t;
 }
 

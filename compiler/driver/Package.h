@@ -105,6 +105,10 @@ private:
   CompileResult &res;
   rt::Manifest &m;
   llvm::DenseMap<mlir::Value, int> tensorOf;
+  // Weights stored once: (bytes, XXH64) -> the offsets already holding
+  // such bytes (a tied embedding and its copy folded for a product).
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<rt::WeightSpan>>
+      storedWeights;
   std::map<std::string, int> uniqueOf; // kernel code -> index in `unique`
   std::vector<codegen::Kernel> unique;
   // unique index -> the CUDA and HIP sources of a kernel not from a DFG

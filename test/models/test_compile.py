@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_models as tm  # noqa: E402  (the builders and ORT helpers)
@@ -1770,6 +1770,43 @@ def largest_step_weights(art):
     return most
 
 
+def check_weight_dedupe(runner):
+    """Weight bytes are stored once: two constants of one value (as a tied
+    embedding and its copy folded for a product are) share an offset in
+    the artifact, and the model still computes (x + c) relu, times c."""
+    d = os.path.join(runner.work, "dedupe")
+    os.makedirs(d, exist_ok=True)
+    c = np.random.default_rng(7).standard_normal(256).astype(np.float32)
+    nodes = [helper.make_node("Add", ["x", "c1"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("Mul", ["r", "c2"], ["y"])]
+    g = helper.make_graph(
+        nodes, "dedupe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 256])],
+        [numpy_helper.from_array(c, "c1"),
+         numpy_helper.from_array(c.reshape(1, 256), "c2")])
+    path = os.path.join(d, "dedupe.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[
+        helper.make_opsetid("", 17)]), path)
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", d)
+    require(r.returncode == 0, "compile: " + r.stderr)
+    art = os.path.join(d, "model.cuts")
+    weights = [t for t in read_manifest(art)["tensors"]
+               if t["kind"] == "weight"]
+    require(len(weights) == 2 and
+            len({t["weightOffset"] for t in weights}) == 1,
+            "weights: %s" % weights)
+    x = np.random.default_rng(8).standard_normal((4, 256)).astype(np.float32)
+    np.save(os.path.join(d, "x.npy"), x)
+    r = runner.run("run", art, "--input", "x=" + os.path.join(d, "x.npy"),
+                   "--output-dir", d, *([] if runner.gpu else ["--emulate"]))
+    require(r.returncode == 0, "run: " + r.stderr)
+    y = np.load(os.path.join(d, "y.npy"))
+    require(np.allclose(y, np.maximum(x + c, 0) * c, atol=1e-6),
+            "outputs differ from (x + c) relu, times c")
+
+
 def check_offload(runner):
     """--weight-budget: BERT (2 layers) with at most a budget of weights on
     the GPU, the rest streamed from the artifact file chunk by chunk (two
@@ -2213,6 +2250,8 @@ def main():
         runner.check("copy-engine collectives", check_collectives, runner)
     if not a.k or "offload" in a.k:
         runner.check("weights streamed from storage", check_offload, runner)
+    if not a.k or "dedupe" in a.k:
+        runner.check("weights stored once", check_weight_dedupe, runner)
     if not a.k or "plan" in a.k:
         runner.check("BigCuts planner (cuts plan)", check_plan, runner)
     if not a.k or "c3" in a.k:

@@ -120,10 +120,10 @@ TEST_CASE("streamed weights: a weight two chunks read is found, and kept "
   const uint64_t slot = 3 * 4096;       // three layers' weights a chunk
   std::vector<StreamChunk> chunks = streamChunks(m, slot, 4096, err);
   REQUIRE(chunks.size() > 2);
-  CHECK(sharedWeights(chunks) == std::vector<int>{1});
+  CHECK(sharedWeights(m, chunks) == std::vector<int>{1});
   chunks = streamChunks(m, slot, 4096, err, {1});
   REQUIRE(!chunks.empty());
-  CHECK(sharedWeights(chunks).empty());
+  CHECK(sharedWeights(m, chunks).empty());
   for (const StreamChunk &c : chunks) {
     CHECK(std::count(c.tensors.begin(), c.tensors.end(), 1) == 0);
     for (size_t i = c.firstStep; i < c.endStep; ++i)

@@ -57,10 +57,11 @@ std::vector<StreamChunk> streamChunks(const Manifest &m, uint64_t slotBytes,
                                       std::string &error,
                                       const std::vector<int> &resident = {});
 
-/// The weights more than one chunk reads (a tied embedding: the first
-/// step's gather and the last one's product), which would be read from
-/// storage twice a run.
-std::vector<int> sharedWeights(const std::vector<StreamChunk> &chunks);
+/// The weights more than one chunk reads, by their bytes in the file (a
+/// tied embedding: the first step's gather and the last one's product,
+/// one tensor or two at one offset), which would be read twice a run.
+std::vector<int> sharedWeights(const Manifest &m,
+                               const std::vector<StreamChunk> &chunks);
 
 } // namespace cuts::rt
 
