@@ -138,6 +138,7 @@ std::vector<int> sharedWeights(const Manifest &m,
 //---------------------------------------===//
 
 #include "Session.h"
+#include "cuts/rt/Pipeline.h"
 
 #include <chrono>
 #include <cstdio>
@@ -210,16 +211,9 @@ cuts_status loadResident(ModelImpl &m, const std::map<uint64_t, uint64_t> &keep,
                          uint64_t at) {
   if (keep.empty())
     return CUTS_OK;
-  std::vector<uint8_t> host(residentBytes(keep));
+  std::vector<uint8_t> host;
   std::FILE *f = std::fopen(m.weightsPath.c_str(), "rb");
-  bool ok = f != nullptr;
-  uint64_t to = 0;
-  for (const auto &[offset, bytes] : keep) {
-    ok = ok && fseeko(f, off_t(at + offset), SEEK_SET) == 0 &&
-         std::fread(host.data() + to, 1, bytes, f) == bytes;
-    m.residentAt[offset] = to;
-    to += alignUp(bytes, kSlotAlign);
-  }
+  const bool ok = f && packSpans(keep, fileSection(f, at), host, m.residentAt);
   if (f)
     std::fclose(f);
   if (!ok)

@@ -297,45 +297,80 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end) {
   return s;
 }
 
+SectionReader fileSection(std::FILE *f, uint64_t sectionOffset) {
+  return [f, sectionOffset](uint64_t offset, uint64_t n, uint8_t *to) {
+    return fseeko(f, off_t(sectionOffset + offset), SEEK_SET) == 0 &&
+           std::fread(to, 1, n, f) == n;
+  };
+}
+
+bool packSpans(const std::map<uint64_t, uint64_t> &spans,
+               const SectionReader &read, std::vector<uint8_t> &packed,
+               std::map<uint64_t, uint64_t> &at) {
+  packed.clear();
+  for (const auto &[offset, bytes] : spans) {
+    const uint64_t to =
+        (packed.size() + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
+    packed.resize(to + bytes);
+    if (!read(offset, bytes, packed.data() + to))
+      return false;
+    at[offset] = to;
+  }
+  return true;
+}
+
+namespace {
+
+/// packWeights' body, whichever way the section is read.
+bool packTensors(Manifest &m, const SectionReader &read,
+                 std::vector<uint8_t> &packed) {
+  std::map<uint64_t, uint64_t> spans, at;
+  for (const Tensor &t : m.tensors)
+    if (t.kind == TensorKind::Weight)
+      spans[t.weightOffset] = std::max(spans[t.weightOffset], t.bytes());
+  if (!packSpans(spans, read, packed, at))
+    return false;
+  for (Tensor &t : m.tensors)
+    if (t.kind == TensorKind::Weight)
+      t.weightOffset = at[t.weightOffset];
+  return true;
+}
+
+} // namespace
+
 void packWeights(Manifest &m, const uint8_t *all,
                  std::vector<uint8_t> &packed) {
-  packed.clear();
-  for (Tensor &t : m.tensors) {
-    if (t.kind != TensorKind::Weight)
-      continue;
-    const uint64_t at =
-        (packed.size() + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
-    packed.resize(at + t.bytes());
-    std::copy(all + t.weightOffset, all + t.weightOffset + t.bytes(),
-              packed.begin() + int64_t(at));
-    t.weightOffset = at;
-  }
+  packTensors(
+      m,
+      [all](uint64_t offset, uint64_t n, uint8_t *to) {
+        std::copy(all + offset, all + offset + n, to);
+        return true;
+      },
+      packed);
 }
 
 bool packWeightsFromFile(Manifest &m, const std::string &path,
                          uint64_t sectionOffset, std::vector<uint8_t> &packed,
                          std::string &error) {
   std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    error = path + ": cannot open to read a stage's weights";
-    return false;
-  }
-  packed.clear();
-  bool ok = true;
-  for (Tensor &t : m.tensors) {
-    if (!ok || t.kind != TensorKind::Weight)
-      continue;
-    const uint64_t at =
-        (packed.size() + kWeightAlign - 1) / kWeightAlign * kWeightAlign;
-    packed.resize(at + t.bytes());
-    ok = fseeko(f, off_t(sectionOffset + t.weightOffset), SEEK_SET) == 0 &&
-         std::fread(packed.data() + at, 1, t.bytes(), f) == t.bytes();
-    t.weightOffset = at;
-  }
-  std::fclose(f);
+  const bool ok = f && packTensors(m, fileSection(f, sectionOffset), packed);
+  if (f)
+    std::fclose(f);
   if (!ok)
-    error = path + ": short read of a stage's weights";
+    error = path + ": cannot read a stage's weights";
   return ok;
+}
+
+std::vector<size_t> stageCuts(const Artifact &a, int stages,
+                              std::string &error) {
+  if (!a.profiles.empty() || a.manifest.ranks > 1) {
+    error = a.manifest.ranks > 1
+                ? "a tensor-parallel model is not cut into pipeline stages"
+                : "a model with batch profiles is not cut into pipeline "
+                  "stages (compile it for one batch)";
+    return {};
+  }
+  return pipelineCuts(a.manifest, stages, error);
 }
 
 bool takeStage(Artifact &a, int stages, int stage, std::vector<uint8_t> *packed,
@@ -345,14 +380,7 @@ bool takeStage(Artifact &a, int stages, int stage, std::vector<uint8_t> *packed,
             std::to_string(stages);
     return false;
   }
-  if (!a.profiles.empty() || a.manifest.ranks > 1) {
-    error = a.manifest.ranks > 1
-                ? "a tensor-parallel model is not cut into pipeline stages"
-                : "a model with batch profiles is not cut into pipeline "
-                  "stages (compile it for one batch)";
-    return false;
-  }
-  const std::vector<size_t> cuts = pipelineCuts(a.manifest, stages, error);
+  const std::vector<size_t> cuts = stageCuts(a, stages, error);
   if (cuts.empty())
     return false;
   a.manifest =

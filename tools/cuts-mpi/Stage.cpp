@@ -105,15 +105,7 @@ private:
 
 std::vector<StageIO> stageIOs(const rt::Artifact &a, int stages,
                               std::string &error) {
-  if (!a.profiles.empty() || a.manifest.ranks > 1) {
-    error = a.manifest.ranks > 1 ? "a tensor-parallel model is not cut into "
-                                   "pipeline stages"
-                                 : "a model with batch profiles is not cut "
-                                   "into pipeline stages (compile it for one "
-                                   "batch)";
-    return {};
-  }
-  const std::vector<size_t> cuts = rt::pipelineCuts(a.manifest, stages, error);
+  const std::vector<size_t> cuts = rt::stageCuts(a, stages, error);
   std::vector<StageIO> out;
   for (size_t s = 0; s + 1 < cuts.size(); ++s) {
     const rt::Manifest m = rt::pipelineStage(a.manifest, cuts[s], cuts[s + 1]);
@@ -123,7 +115,8 @@ std::vector<StageIO> stageIOs(const rt::Artifact &a, int stages,
 }
 
 std::unique_ptr<Stage> openStage(const std::string &path, const rt::Artifact &a,
-                                 const StageOptions &o, std::string &error) {
+                                 const StageIO &io, const StageOptions &o,
+                                 std::string &error) {
   if (o.emulate) {
     rt::Artifact staged = a;
     if (o.stages > 1 &&
@@ -131,11 +124,8 @@ std::unique_ptr<Stage> openStage(const std::string &path, const rt::Artifact &a,
       return nullptr;
     return std::make_unique<EmulatedStage>(std::move(staged));
   }
-  std::vector<StageIO> ios = stageIOs(a, o.stages, error);
-  if (ios.empty())
-    return nullptr;
   auto gpu = std::make_unique<GpuStage>();
-  if (!gpu->open(path, ios[size_t(o.stage)], o, error))
+  if (!gpu->open(path, io, o, error))
     return nullptr;
   return gpu;
 }

@@ -52,10 +52,11 @@ struct StageOptions {
 std::vector<StageIO> stageIOs(const rt::Artifact &a, int stages,
                               std::string &error);
 
-/// Stage `o.stage` of the artifact at `path` (already parsed as `a`),
-/// loaded; nullptr with `error`.
+/// Stage `o.stage` of the artifact at `path` (already parsed as `a`; its
+/// I/O `io`, one of stageIOs'), loaded; nullptr with `error`.
 std::unique_ptr<Stage> openStage(const std::string &path, const rt::Artifact &a,
-                                 const StageOptions &o, std::string &error);
+                                 const StageIO &io, const StageOptions &o,
+                                 std::string &error);
 
 } // namespace cuts::mpi
 

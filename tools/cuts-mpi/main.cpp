@@ -386,7 +386,8 @@ int runRanks(const Options &o, Layout &l) {
   cuts::mpi::StageOptions so;
   so.stages = l.p, so.stage = l.stage, so.device = localDevice(o);
   so.weightBudget = o.weightBudget, so.emulate = o.emulate;
-  auto stage = cuts::mpi::openStage(o.model, *art, so, err);
+  auto stage =
+      cuts::mpi::openStage(o.model, *art, io[size_t(l.stage)], so, err);
   if (!stage)
     die(l.rank, o.model + ": stage " + std::to_string(l.stage) + ": " + err);
   art.reset();

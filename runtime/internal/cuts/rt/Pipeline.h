@@ -14,6 +14,9 @@
 #include "cuts/Artifact.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,11 @@ std::vector<size_t> pipelineCuts(const Manifest &m, int stages,
 /// through. Weights the stage does not read become unused intermediates.
 Manifest pipelineStage(const Manifest &m, size_t begin, size_t end);
 
+/// pipelineCuts of `a`'s plan; empty (and `error`) also where it has
+/// batch profiles or tensor-parallel ranks, which are not cut.
+std::vector<size_t> stageCuts(const Artifact &a, int stages,
+                              std::string &error);
+
 /// Artifact `a` (its plan and every batch profile) reduced to stage
 /// `stage` of `stages`. Where `packed` is given, the weights the stage
 /// reads are packed into it and their offsets moved there (else they stay
@@ -45,9 +53,23 @@ Manifest pipelineStage(const Manifest &m, size_t begin, size_t end);
 bool takeStage(Artifact &a, int stages, int stage, std::vector<uint8_t> *packed,
                std::string &error);
 
+/// Reads `n` bytes of the weights section from `offset` into `to`.
+using SectionReader =
+    std::function<bool(uint64_t offset, uint64_t n, uint8_t *to)>;
+/// A reader of `f`, whose weights section starts at `sectionOffset`.
+SectionReader fileSection(std::FILE *f, uint64_t sectionOffset);
+
+/// Ranges of the weights section (offset -> bytes) read through `read` and
+/// packed back to back into `packed`, each 256-byte aligned; `at` says
+/// where each went. False where a read fails.
+bool packSpans(const std::map<uint64_t, uint64_t> &spans,
+               const SectionReader &read, std::vector<uint8_t> &packed,
+               std::map<uint64_t, uint64_t> &at);
+
 /// The weight tensors of `m` (from `all`, the weights section) packed into
-/// `packed` and their offsets moved there: what a plan that reads part of
-/// the weights (a stage, a tensor-parallel rank) puts on its device.
+/// `packed` (tensors at one offset once) and their offsets moved there:
+/// what a plan that reads part of the weights (a stage, a tensor-parallel
+/// rank) puts on its device.
 void packWeights(Manifest &m, const uint8_t *all, std::vector<uint8_t> &packed);
 /// The same, each weight read from the file at `path`, whose weights
 /// section starts at `sectionOffset`; false and `error` on a short read.
