@@ -167,19 +167,16 @@ int parseMemoryBudget(ArgList &a, uint64_t &weightBudget, uint64_t &gpuMemory) {
   return 1;
 }
 
-/// The weight budget --gpu-memory leaves `model` (0 and `err` where it
+/// The weight budget --gpu-memory leaves `art` (0 and `err` where it
 /// leaves none, or both options were given).
-uint64_t budgetOfGpuMemory(const std::string &model, uint64_t gpuMemory,
+uint64_t budgetOfGpuMemory(const cuts::rt::Artifact &art, uint64_t gpuMemory,
                            uint64_t weightBudget, std::string &err) {
   if (weightBudget > 0) {
     err = "--gpu-memory and --weight-budget are two ways to say one thing";
     return 0;
   }
-  auto art = cuts::rt::readArtifactWithoutWeights(model, err);
-  if (!art)
-    return 0;
   uint64_t activations = 0;
-  for (const cuts::rt::Manifest *m : art->plans()) {
+  for (const cuts::rt::Manifest *m : art.plans()) {
     const cuts::rt::MemoryPlan p = cuts::rt::planMemory(*m);
     activations = std::max(activations, p.arenaBytes + p.stateBytes);
   }
@@ -239,14 +236,15 @@ int cmdRun(const std::vector<std::string> &args) {
     return error("", "--gpus, --weights, --weight-codec, --weight-budget and "
                      "--gpu-memory run on GPUs, not with --emulate");
   std::string err;
-  if (gpuMemory > 0 &&
-      !(weightBudget = budgetOfGpuMemory(model, gpuMemory, weightBudget, err)))
-    return error(model, err);
   // Streamed weights stay in the file (the runtime reads them as it runs).
-  auto art = weightBudget > 0 ? cuts::rt::readArtifactWithoutWeights(model, err)
-                              : cuts::rt::readArtifact(model, err);
+  auto art = weightBudget > 0 || gpuMemory > 0
+                 ? cuts::rt::readArtifactWithoutWeights(model, err)
+                 : cuts::rt::readArtifact(model, err);
   if (!art)
     return error("", err);
+  if (gpuMemory > 0 &&
+      !(weightBudget = budgetOfGpuMemory(*art, gpuMemory, weightBudget, err)))
+    return error(model, err);
   // The largest plan names the I/O; with batch profiles, batched inputs
   // and outputs take the batch the input files carry.
   const cuts::rt::Manifest &m = *art->plans().back();
@@ -493,9 +491,13 @@ int cmdBench(const std::vector<std::string> &args) {
   // At --batch, the profiles up to the one that serves it (the kernels
   // --kernels lists are that profile's).
   std::string err;
-  if (gpuMemory > 0 &&
-      !(weightBudget = budgetOfGpuMemory(model, gpuMemory, weightBudget, err)))
-    return error(model, err);
+  if (gpuMemory > 0) {
+    auto art = cuts::rt::readArtifactWithoutWeights(model, err);
+    if (!art)
+      return error("", err);
+    if (!(weightBudget = budgetOfGpuMemory(*art, gpuMemory, weightBudget, err)))
+      return error(model, err);
+  }
   cuts_load_options options{};
   options.max_batch = atBatch;
   options.weight_budget = weightBudget;
