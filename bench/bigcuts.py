@@ -23,7 +23,7 @@ configuration's planner estimate next to the measured time of a
 mini-batch. Results in bench/out/bigcuts-<arch>.json.
 
   bench/bigcuts.py [--bin .gpu-bin/bin] [--size gpt3-1.3b] [--gpus 0,1,2,3]
-  bench/bigcuts.py --table bench/results/h200/bigcuts.json   (README table)
+  bench/bigcuts.py --table bench/out/bigcuts-h200.json   (README table)
 """
 import argparse
 import json
@@ -87,7 +87,7 @@ def cluster(path, ranks, shared_gpu, peak_tflops, read_gbs):
 
 
 def table(report):
-    """The README's table from a report (bench/results/<gpu>/bigcuts.json)."""
+    """The README's table from a run's output (bench/out/bigcuts-<arch>.json)."""
     j = json.load(open(report))
     print("| configuration | artifact batch | disk GB/s | estimate s | "
           "measured s | measured / estimate |")
