@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tensor-parallel latency (issues 38, 36): GPT-2 and BERT-base (seq 128,
-# batch 1, fp32) compiled whole and with --tensor-parallel 2 and 4, each
+# batch 1, in $PRECISION: fp16 unless set) compiled whole and with --tensor-parallel 2 and 4, each
 # rank plan run on every device list of its size (bench/device_lists.sh,
 # or a repeated device where the host has fewer), host runs (cuts bench
 # --gpus), against the whole model on one GPU, and PyTorch's tensor
@@ -14,8 +14,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
-W=${WORK:-/tmp/cuts-tp}
-OUT=bench/out/tensor-parallel-$ARCH.txt
+PRECISION=${PRECISION:-fp16}
+W=${WORK:-/tmp/cuts-tp}/$PRECISION
+OUT=bench/out/tensor-parallel-$ARCH-$PRECISION.txt
 mkdir -p bench/out "$W"
 NL=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
 export LD_LIBRARY_PATH=${NL:+$NL:}${LD_LIBRARY_PATH:-}
@@ -25,6 +26,10 @@ lists_of() { # device lists of $1 entries: distinct GPUs where there are enough
   if [ "$have" -ge "$n" ]; then seq -s, 0 $((n - 1)); fi
   python3 -c "print(','.join(['0'] * $n))"
 }
+# fp32 splits match to 1e-5; 16-bit ones round each rank's partial sum,
+# so they get the precision's default tolerance.
+tol=$([ "$PRECISION" = fp32 ] && echo "--tolerance 1e-5")
+tdtype=$([ "$PRECISION" = tf32 ] && echo fp32 || echo "$PRECISION")
 {
   nvidia-smi -L
   for m in gpt2_s128_dyn20 bert_base_s128_dyn20; do
@@ -46,7 +51,7 @@ PY
       a=$W/$m/tp$r; mkdir -p "$W/$m"
       extra=$([ $r -gt 1 ] && echo "--tensor-parallel $r")
       [ -f "$a/model.cuts" ] || "$BIN/cuts" compile "$W/in/$m/$m.onnx" \
-        --arch "$ARCH" -o "$a" $extra >"$a.log" 2>&1 || { tail -2 "$a.log"; continue; }
+        --arch "$ARCH" --precision "$PRECISION" -o "$a" $extra >"$a.log" 2>&1 || { tail -2 "$a.log"; continue; }
       if [ $r -eq 1 ]; then
         mkdir -p "$W/$m/ref"
         "$BIN/cuts" run "$a/model.cuts" $feeds --output-dir "$W/$m/ref" >/dev/null
@@ -55,7 +60,7 @@ PY
       fi
       for gpus in $(lists_of $r); do
         "$BIN/cuts" run "$a/model.cuts" --gpus "$gpus" $feeds --compare "$W/$m/ref" \
-          --tolerance 1e-5 >/dev/null 2>&1 || echo "$m tp$r on $gpus: OUTPUTS DIFFER"
+          $tol >/dev/null 2>&1 || echo "$m tp$r on $gpus: OUTPUTS DIFFER"
         echo "$m tp$r on $gpus: $("$BIN/cuts" bench "$a/model.cuts" --gpus "$gpus" --iters 50 | head -1 | sed 's/.*: //')"
       done
     done
@@ -66,14 +71,15 @@ PY
     have=$(nvidia-smi -L | grep -c "^GPU ")
     for m in gpt2 bert; do
       for c in none default; do
-        python3 bench/torch_tp.py --model $m --compile $c --iters 30
+        python3 bench/torch_tp.py --model $m --compile $c --iters 30 \
+          --dtype "$tdtype"
       done
       for n in 2 4; do
         [ "$have" -ge $n ] || continue
         for async in "" --async-tp; do
           python3 -m torch.distributed.run --nproc-per-node $n \
             bench/torch_tp.py --model $m --tp $async --compile default \
-            --iters 30 2>&1 | grep "^torch"
+            --iters 30 --dtype "$tdtype" 2>&1 | grep "^torch"
         done
       done
     done

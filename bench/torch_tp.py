@@ -4,7 +4,8 @@ bench/tensor_parallel.sh sets cuts' rank plans against (issues 38, 36).
 
 The models are GPT-2 small (pre-LN, causal, GELU tanh, 50257-word head) and
 BERT-base (post-LN, GELU erf, pooler) as exported for cuts, with random
-weights, batch 1, sequence 128, fp32 (TF32 off, as cuts' fp32 plans).
+weights, batch 1, sequence 128, in --dtype (fp32: TF32 off, as cuts' fp32
+plans).
 
   python3 bench/torch_tp.py --model gpt2 [--compile MODE]        # one GPU
   torchrun --nproc-per-node 2 bench/torch_tp.py --model gpt2 --tp [--async-tp]
@@ -146,6 +147,8 @@ def main():
                              "max-autotune-no-cudagraphs"])
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--dtype", choices=["fp32", "fp16", "bf16"],
+                    default="fp32")
     a = ap.parse_args()
     if a.async_tp and (not a.tp or a.compile == "none"):
         ap.error("--async-tp needs --tp and --compile")
@@ -159,7 +162,9 @@ def main():
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
         mesh = init_device_mesh("cuda", (world,))
     torch.manual_seed(0)
-    model = Model(a.model).cuda().eval()
+    dtype = {"fp32": torch.float32, "fp16": torch.float16,
+             "bf16": torch.bfloat16}[a.dtype]
+    model = Model(a.model).cuda().to(dtype).eval()
     if a.tp:
         parallelize(model, mesh)
         if a.async_tp:
@@ -186,12 +191,14 @@ def main():
     mode = ("async TP" if a.async_tp else "TP") + " %d" % world if a.tp \
         else "one GPU"
     row = {"model": a.model, "mode": mode, "compile": a.compile,
+           "dtype": a.dtype,
            "median_ms": statistics.median(times), "min_ms": min(times),
            "torch": torch.__version__}
     if rank == 0:
         print(json.dumps(row) if a.json else
-              "torch %s %s (%s, compile %s): median %.3f ms, min %.3f ms" %
-              (row["torch"], a.model, mode, a.compile, row["median_ms"],
+              "torch %s %s %s (%s, compile %s): median %.3f ms, min %.3f ms"
+              % (row["torch"], a.model, a.dtype, mode, a.compile,
+                 row["median_ms"],
                row["min_ms"]))
     if a.tp:
         dist.destroy_process_group()

@@ -1063,10 +1063,13 @@ bool validateSteps(const Manifest &m, std::string &error) {
         return fail(p, "collective \"" + s.collective +
                            "\": only \"all-reduce\", in a plan of 2 or "
                            "more ranks");
+      const std::string &dt = m.tensors[s.from].dtype;
       if (rootTensor(m, s.from) != rootTensor(m, s.to) ||
-          !writable(m, s.from) || m.tensors[s.from].dtype != "float32")
-        return fail(p, "an all-reduce sums a float32 tensor in place (to "
-                       "a view of from, neither an input nor a weight)");
+          !writable(m, s.from) ||
+          (dt != "float32" && dt != "float16" && dt != "bfloat16"))
+        return fail(p, "an all-reduce sums a float32, float16 or bfloat16 "
+                       "tensor in place (to a view of from, neither an "
+                       "input nor a weight)");
       if (!s.engine.empty() && s.engine != "nccl")
         return fail(p, "engine \"" + s.engine +
                            "\": only \"nccl\" (or none: the copy engines)");

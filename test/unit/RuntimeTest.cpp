@@ -2241,7 +2241,20 @@ TEST_CASE("tensor-parallel plans round-trip with their all-reduce steps, "
   c = rankContents();
   c.manifest.steps[1].to = 4; // not in place
   CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
-  CHECK(error.find("sums a float32 tensor in place") != std::string::npos);
+  CHECK(error.find("tensor in place") != std::string::npos);
+
+  c = rankContents(); // 16-bit partial sums are all-reduced too
+  for (Manifest *m : {&c.manifest, &c.rankPlans[0].manifest})
+    for (int t : {2, 3})
+      m->tensors[size_t(t)].dtype = "float16";
+  CHECK(parseArtifact(serializeArtifact(c), error));
+
+  c = rankContents(); // an integer tensor has no all-reduce
+  for (int t : {2, 3})
+    c.manifest.tensors[size_t(t)].dtype = "int64";
+  CHECK_FALSE(parseArtifact(serializeArtifact(c), error));
+  CHECK(error.find("sums a float32, float16 or bfloat16 tensor") !=
+        std::string::npos);
 
   c = rankContents();
   c.rankPlans[0].manifest.steps.erase( // rank 1 skips the all-reduce

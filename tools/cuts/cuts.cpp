@@ -809,11 +809,6 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
     if (!batches.empty() || precision.tensorParallelCheck > 0)
       return error("", "--tensor-parallel takes neither --batch nor "
                        "--tensor-parallel-check (yet)");
-    if (precision.storage != "fp32" && precision.storage != "tf32")
-      return error("",
-                   "--tensor-parallel runs fp32 and tf32 plans so far "
-                   "(its all-reduce sums float32 tensors), not --precision " +
-                       precision.storage);
     jobs.assign(size_t(ranks), 0);
   }
   for (size_t job = 0; job < jobs.size(); ++job) {

@@ -1,6 +1,7 @@
 //===- Emulate.cpp - run a whole artifact on the CPU ----------------------===//
 #include "tools/support/Emulate.h"
 
+#include "codegen/emit/Collective.h"
 #include "codegen/emit/HostCompile.h"
 #include "cuts/rt/Binding.h"
 #include "cuts/rt/Blas.h"
@@ -326,6 +327,9 @@ inputBatch(const rt::Artifact &a,
 
 namespace {
 
+/// The all-reduce's sum kernels compiled for the host, by dtype suffix.
+using SumKernels = std::map<std::string, std::unique_ptr<HostKernel>>;
+
 /// One plan's run on the host: its tensors' memory (per root, 8-byte
 /// aligned), its kernels compiled, and the next step.
 struct PlanRun {
@@ -433,33 +437,71 @@ bool PlanRun::runToCollective(bool verbose, std::string &error) {
   return true;
 }
 
-/// The ranks' all-reduce at their current step: every rank's float32
-/// tensor summed in rank order (every rank gets the same bits), in place.
-bool allReduce(std::vector<PlanRun> &ranks, std::string &error) {
+/// The sum kernel of a dtype's all-reduce (codegen/emit/Collective.h),
+/// compiled for the host once: the GPU's copy-engine path runs the same.
+const HostKernel *sumKernel(const std::string &dtype, SumKernels &sums,
+                            std::string &error) {
+  const char *suffix = dtype == "float32"    ? "f32"
+                       : dtype == "float16"  ? "f16"
+                       : dtype == "bfloat16" ? "bf16"
+                                             : nullptr;
+  if (!suffix) {
+    error = "an all-reduce of " + dtype + " (float32, float16 or bfloat16)";
+    return nullptr;
+  }
+  std::unique_ptr<HostKernel> &k = sums[suffix];
+  if (!k) {
+    const std::string t = dtype == "float32" ? "float" : "unsigned short";
+    k = compileForHost(
+        codegen::reduceChunksSource(),
+        KernelSignature{std::string("cuts_reduce_chunks_") + suffix,
+                        {{"in", "const " + t + " *__restrict__"},
+                         {"ranks", "unsigned"},
+                         {"n", "unsigned long long"},
+                         {"out", t + " *__restrict__"}}},
+        error);
+  }
+  return k.get();
+}
+
+/// The ranks' all-reduce at their current step: the ranks' tensors side by
+/// side, summed in rank order in fp32 by the sum kernel (so every rank gets
+/// the same bits, those of the GPU's copy-engine all-reduce), in place.
+bool allReduce(std::vector<PlanRun> &ranks, SumKernels &sums,
+               std::string &error) {
   for (const PlanRun &r : ranks)
     if (r.done()) {
       error = "the ranks' plans reach different collectives";
       return false;
     }
   const rt::Step &first = ranks[0].m->steps[ranks[0].next];
-  const uint64_t n = ranks[0].m->tensors[first.from].bytes() / 4;
+  const rt::Tensor &t = ranks[0].m->tensors[first.from];
+  const uint64_t bytes = t.bytes(), size = rt::dtypeBytes(t.dtype);
   for (const PlanRun &r : ranks) {
     const rt::Step &s = r.m->steps[r.next];
     if (s.collective != first.collective ||
-        r.m->tensors[s.from].bytes() != 4 * n) {
+        r.m->tensors[s.from].bytes() != bytes ||
+        r.m->tensors[s.from].dtype != t.dtype) {
       error = "the ranks' plans reach different collectives";
       return false;
     }
   }
-  std::vector<float> sum(n, 0.f);
+  const HostKernel *sum = sumKernel(t.dtype, sums, error);
+  if (!sum)
+    return false;
+  std::vector<uint8_t> in(ranks.size() * bytes), out(bytes);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    std::memcpy(in.data() + r * bytes,
+                ranks[r].pointer(ranks[r].m->steps[ranks[r].next].from), bytes);
+  if (!sum->launch({4, 1, 1}, {64, 1, 1},
+                   {KernelArg::buffer(in.data()),
+                    KernelArg::scalar(int64_t(ranks.size())),
+                    KernelArg::scalar(int64_t(bytes / size)),
+                    KernelArg::buffer(out.data())},
+                   error))
+    return false;
   for (PlanRun &r : ranks) {
-    const float *x =
-        static_cast<const float *>(r.pointer(r.m->steps[r.next].from));
-    for (uint64_t i = 0; i < n; ++i)
-      sum[i] += x[i];
-  }
-  for (PlanRun &r : ranks) {
-    std::memcpy(r.pointer(r.m->steps[r.next].from), sum.data(), 4 * n);
+    std::memcpy(r.pointer(r.m->steps[r.next].from), out.data(), bytes);
     ++r.next;
   }
   return true;
@@ -499,6 +541,7 @@ bool emulateArtifact(const rt::Artifact &a,
   for (const rt::Manifest &r : a.rankPlans)
     plans.push_back(&r);
   std::vector<PlanRun> ranks(plans.size());
+  SumKernels sums;
   for (size_t r = 0; r < plans.size(); ++r)
     if (!ranks[r].setUp(a, *plans[r], inputs, verbose, error))
       return false;
@@ -509,7 +552,7 @@ bool emulateArtifact(const rt::Artifact &a,
     if (std::all_of(ranks.begin(), ranks.end(),
                     [](const PlanRun &r) { return r.done(); }))
       break;
-    if (!allReduce(ranks, error))
+    if (!allReduce(ranks, sums, error))
       return false;
   }
   // Every rank holds the outputs; they must agree bit for bit.
