@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# ConCCL's C3 study on one GPU (issue 38): Table II's 15 scenarios with
-# all-gather and all-to-all among two ranks on the device (--gpus 0,0),
-# the slowdown tables, every configuration's % of the ideal speedup and
-# the model's pick. Output: bench/out/c3-<arch>.json and .txt.
+# ConCCL's C3 study (issues 38, 36): Table II's 15 scenarios with
+# all-gather and all-to-all among the ranks of $GPUS (default 0,0: two
+# ranks on one GPU; 0,1,...: a rank a GPU, each running the GEMM beside its
+# part of the collective), the slowdown tables, every configuration's % of
+# the ideal speedup and the model's pick. Output:
+# bench/out/c3-<arch>[-<n>gpu].json and .txt.
 #
-#   bench/c3.sh [directory of cuts, default .gpu-bin/bin] [arch] [extra cuts c3 options]
+#   GPUS=0,1 bench/c3.sh [directory of cuts, default .gpu-bin/bin] [arch] [extra cuts c3 options]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
 shift $(( $# < 2 ? $# : 2 ))
+GPUS=${GPUS:-0,0}
+n=$(tr , '\n' <<<"$GPUS" | sort -u | wc -l)
+TAG=$ARCH$([ "$n" -gt 1 ] && echo "-${n}gpu")
 mkdir -p bench/out
-"$BIN/cuts" c3 --gpus 0,0 --json "$@" > bench/out/c3-$ARCH.json || exit 1
-python3 - "$ARCH" <<'PY'
+"$BIN/cuts" c3 --gpus "$GPUS" --json "$@" > bench/out/c3-$TAG.json || exit 1
+python3 - "$TAG" <<'PY'
 import json, sys
 j = json.load(open("bench/out/c3-%s.json" % sys.argv[1]))
 out = open("bench/out/c3-%s.txt" % sys.argv[1], "w")
 def p(*a):
     print(*a); print(*a, file=out)
-p("%s, %d SMs, %d ranks, sizes x%.2f, %d iters" % (j["device"], j["sms"], j["ranks"], j["scale"], j["iters"]))
+p("%s, %d SMs, %d ranks on %d GPU(s), sizes x%.2f, %d iters" % (j["device"], j["sms"], j["ranks"], j.get("gpus", 1), j["scale"], j["iters"]))
 t = j["tables"]
 p("isolated: cb1 %.2f ms, mb1 %.2f ms; all-gather %.2f ms on SMs (%d blocks of 512 threads), %.2f ms on copy engines (%.0f GB/s read+written)" % (
     t["gemm_all_ms"]["cb1"], t["gemm_all_ms"]["mb1"], t["comm_sm_ms"], t["comm_blocks"], t["comm_ce_ms"], t["copy_engine_gbs"]))

@@ -97,6 +97,9 @@ double rooflineGemm(const C3Machine &m, const C3Scenario &s) {
 }
 
 double rooflineComm(const C3Machine &m, const C3Scenario &s) {
+  // Across GPUs the links set the pace, measured with the efficiency in it.
+  if (m.commBandwidth > 0)
+    return s.commBytes / m.commBandwidth;
   return s.commBytes / m.bandwidth / m.efficiency;
 }
 

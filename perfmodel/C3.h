@@ -63,7 +63,8 @@ struct C3Machine {
   int sms = 0;
   double peakFlops = 0, bandwidth = 0; // FLOP/s and bytes/s
   double copyEngineBandwidth = 0;      // bytes/s of a collective, measured
-  double efficiency = 0.7;             // of the peaks (§V-C)
+  double commBandwidth = 0; // the SM collective's across GPUs (0: HBM's)
+  double efficiency = 0.7;  // of the peaks (§V-C)
   int commSmsFirst = 0;
   std::vector<int> splits;
   std::vector<double> comm, gemmBeside;

@@ -53,6 +53,8 @@ Loaded load() {
   lib.bind(d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"});
   lib.bind(d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
   lib.bind(d.cuMemcpyPeerAsync, {"cuMemcpyPeerAsync"});
+  lib.bind(d.cuDeviceCanAccessPeer, {"cuDeviceCanAccessPeer"});
+  lib.bind(d.cuCtxEnablePeerAccess, {"cuCtxEnablePeerAccess"});
   lib.bind(d.cuMemHostAlloc, {"cuMemHostAlloc"});
   lib.bind(d.cuMemFreeHost, {"cuMemFreeHost"});
   lib.bind(d.cuPointerGetAttribute, {"cuPointerGetAttribute"});

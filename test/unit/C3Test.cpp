@@ -51,6 +51,10 @@ TEST_CASE("C3 predictions follow the roofline and the tables", "[c3]") {
   CHECK(rooflineGemm(m, s) == Approx(1e-3));
   CHECK(rooflineComm(m, s) == Approx(0.5e-3));
   CHECK(rooflineCopyEngine(m, s) == Approx(2e-3));
+  // Across GPUs the SM collective moves at its links' measured pace.
+  C3Machine linked = m;
+  linked.commBandwidth = 0.4e12;
+  CHECK(rooflineComm(linked, s) == Approx(5e-3));
   auto at = [&](C3Strategy st, int k) { return predictC3(m, s, {st, k}); };
   CHECK(at(C3Strategy::Base, 0) == Approx(1.5e-3));
   // A grid on every SM first: the GEMM waits, as with base.

@@ -39,6 +39,7 @@ namespace {
 
 namespace cu = rt::cuda;
 using rt::Collective;
+constexpr cu::CUresult kPeerAccessAlreadyEnabled = 704;
 
 /// Table I: M x N x K.
 struct Gemm {
@@ -75,7 +76,8 @@ const Gemm &gemmNamed(const std::string &tag) {
 }
 
 struct Options {
-  int gpu = 0, ranks = 2, iters = 5, blocks = 0; // 0: calibrated
+  std::vector<int> gpus = {0, 0}; // a rank an entry
+  int iters = 5, blocks = 0;      // 0: calibrated
   std::vector<Collective> collectives = {Collective::AllGather,
                                          Collective::AllToAll};
   std::vector<int> splits = {8, 16, 32, 64};
@@ -94,7 +96,20 @@ struct Job {
   std::function<bool(cu::CUstream)> enqueue;
 };
 
-/// An SM partition of the device (green contexts): `commSms` for the
+/// A configuration's work: each GPU's GEMM and its part of the collective,
+/// launched GEMMs first unless `commFirst`.
+struct Jobs {
+  std::vector<Job> gemm, comm;
+  bool commFirst = false;
+  std::vector<Job> launch() const {
+    std::vector<Job> all = commFirst ? comm : gemm;
+    for (const Job &j : commFirst ? gemm : comm)
+      all.push_back(j);
+    return all;
+  }
+};
+
+/// An SM partition of a GPU (green contexts): `commSms` for the
 /// collective, the rest for the GEMM, each with a stream, an event and the
 /// copy kernel loaded.
 struct Partition {
@@ -107,55 +122,61 @@ struct Partition {
   cu::CUmodule module = nullptr;
 };
 
-/// The device, its streams and buffers, the GEMMs and the collectives.
-struct Bench {
-  const cu::Driver *d = nullptr;
+/// One GPU of the study: its streams, GEMMs and operands, the SM
+/// collective's kernel and copy table (the copies into its ranks), and its
+/// green-context partitions. A device list that repeats one GPU has one.
+struct Unit {
   cu::CUdevice dev = 0;
   cu::CUcontext ctx = nullptr;
-  int sms = 0, ranks = 0;
-  cu::CUstream root = nullptr, gemmStream = nullptr, commLow = nullptr,
-               commHigh = nullptr;
-  cu::CUevent start = nullptr, stop = nullptr, gemmDone = nullptr,
-              commDone = nullptr;
+  cu::CUstream gemmStream = nullptr, commLow = nullptr, commHigh = nullptr;
+  cu::CUevent gemmDone = nullptr, commDone = nullptr;
   cu::CUmodule module = nullptr;
   cu::CUfunction copy = nullptr;
   std::unique_ptr<rt::CublasLtHandle> lt;
   std::map<std::string, std::unique_ptr<rt::CublasLtGemm>> gemms;
   cu::CUdeviceptr a = 0, b = 0, y = 0, ws = 0, items = 0;
+  uint64_t wsBytes = 0;
   Collective tableFor = Collective::AllGather; // what `items` holds
   uint64_t tableChunk = 0;
   unsigned tableCount = 0;
-  uint64_t wsBytes = 0;
+  std::vector<Partition> parts;
+};
+
+/// The GPUs, the ranks' buffers (rank r's on units[unitOf[r]]), the copy
+/// engines' communicator, and the timing stream and events (on the first).
+struct Bench {
+  const cu::Driver *d = nullptr;
+  int sms = 0, ranks = 0, blocks = 32;
+  std::vector<Unit> units;
+  std::vector<size_t> unitOf;
+  cu::CUstream root = nullptr;
+  cu::CUevent start = nullptr, stop = nullptr;
   std::vector<cu::CUdeviceptr> send, recv;
   std::unique_ptr<rt::CopyEngineComm> ce;
-  std::vector<Partition> parts;
-  int blocks = 32;
 
   ~Bench();
   bool open(const Options &o, uint64_t commBytes, std::string &err);
-  bool partition(int k, std::string &err);
-  bool runGemm(const Gemm &g, cu::CUcontext c, cu::CUstream s);
-  bool runSmComm(cu::CUfunction f, Collective c, uint64_t chunk,
+  bool openUnit(Unit &u, std::string &err);
+  bool partition(Unit &u, int k, std::string &err);
+  bool runGemm(Unit &u, const Gemm &g, cu::CUcontext c, cu::CUstream s);
+  bool runSmComm(Unit &u, cu::CUfunction f, Collective c, uint64_t chunk,
                  cu::CUstream s);
-  bool runCe(Collective c, uint64_t chunk, cu::CUstream s);
-  double time(std::vector<Job> jobs, int iters);
+  bool runCe(Collective c, uint64_t chunk);
+  int ranksPerUnit() const { return ranks / int(units.size()); }
+  double time(const std::vector<Job> &jobs, int iters);
 };
 
-Bench::~Bench() {
-  if (!d)
-    return;
-  d->cuCtxSetCurrent(ctx);
-  for (cu::CUstream s : {root, gemmStream, commLow, commHigh})
+void release(const cu::Driver *d, Unit &u) {
+  d->cuCtxSetCurrent(u.ctx);
+  for (cu::CUstream s : {u.gemmStream, u.commLow, u.commHigh})
     if (s)
       d->cuStreamSynchronize(s);
-  for (Partition &p : parts)
-    for (cu::CUstream s : p.stream)
-      if (s)
-        d->cuStreamSynchronize(s);
-  for (Partition &p : parts)
+  for (Partition &p : u.parts)
     for (int i = 0; i < 2; ++i) {
-      if (p.stream[i])
+      if (p.stream[i]) {
+        d->cuStreamSynchronize(p.stream[i]);
         d->cuStreamDestroy(p.stream[i]);
+      }
       if (p.done[i])
         d->cuEventDestroy(p.done[i]);
       if (i == 0 && p.module) {
@@ -165,101 +186,163 @@ Bench::~Bench() {
       if (p.green[i])
         d->cuGreenCtxDestroy(p.green[i]);
     }
-  d->cuCtxSetCurrent(ctx);
-  ce.reset();
-  gemms.clear();
-  lt.reset();
-  for (cu::CUdeviceptr p : {a, b, y, ws, items})
+  d->cuCtxSetCurrent(u.ctx);
+  u.gemms.clear();
+  u.lt.reset();
+  for (cu::CUdeviceptr p : {u.a, u.b, u.y, u.ws, u.items})
     if (p)
       d->cuMemFree(p);
-  for (const auto *v : {&send, &recv})
-    for (cu::CUdeviceptr p : *v)
-      d->cuMemFree(p);
-  for (cu::CUstream s : {root, gemmStream, commLow, commHigh})
+  for (cu::CUstream s : {u.gemmStream, u.commLow, u.commHigh})
     if (s)
       d->cuStreamDestroy(s);
-  for (cu::CUevent e : {start, stop, gemmDone, commDone})
+  for (cu::CUevent e : {u.gemmDone, u.commDone})
     if (e)
       d->cuEventDestroy(e);
-  if (module)
-    d->cuModuleUnload(module);
+  if (u.module)
+    d->cuModuleUnload(u.module);
 }
 
-bool Bench::open(const Options &o, uint64_t chunk, std::string &err) {
-  ranks = o.ranks, blocks = o.blocks ? o.blocks : 32;
-  if (d->cuDeviceGet(&dev, o.gpu) || d->cuDevicePrimaryCtxRetain(&ctx, dev) ||
-      d->cuCtxSetCurrent(ctx)) {
-    err = "CUDA device " + std::to_string(o.gpu) + " cannot be opened";
-    return false;
+Bench::~Bench() {
+  if (!d)
+    return;
+  if (!units.empty()) {
+    d->cuCtxSetCurrent(units[0].ctx);
+    if (root)
+      d->cuStreamSynchronize(root);
   }
-  d->cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/, dev);
+  ce.reset();
+  for (size_t r = 0; r < send.size(); ++r) {
+    d->cuCtxSetCurrent(units[unitOf[r]].ctx);
+    for (cu::CUdeviceptr p : {send[r], recv[r]})
+      if (p)
+        d->cuMemFree(p);
+  }
+  for (Unit &u : units)
+    release(d, u);
+  if (!units.empty()) {
+    d->cuCtxSetCurrent(units[0].ctx);
+    if (root)
+      d->cuStreamDestroy(root);
+    for (cu::CUevent e : {start, stop})
+      if (e)
+        d->cuEventDestroy(e);
+  }
+}
+
+/// A GPU's streams, copy kernel, GEMMs and their operands (fp16 1.06).
+bool Bench::openUnit(Unit &u, std::string &err) {
+  d->cuCtxSetCurrent(u.ctx);
   int least = 0, greatest = 0;
   d->cuCtxGetStreamPriorityRange(&least, &greatest);
   std::vector<cu::CUfunction> f;
-  if (!loadKernels(d, dev, codegen::copyChunksSource(), {"cuts_copy_chunks"},
-                   module, f, err))
+  if (!loadKernels(d, u.dev, codegen::copyChunksSource(), {"cuts_copy_chunks"},
+                   u.module, f, err))
     return false;
-  copy = f[0];
-  if (d->cuStreamCreate(&root, cu::CU_STREAM_NON_BLOCKING) ||
-      d->cuStreamCreate(&gemmStream, cu::CU_STREAM_NON_BLOCKING) ||
-      d->cuStreamCreateWithPriority(&commLow, cu::CU_STREAM_NON_BLOCKING,
+  u.copy = f[0];
+  if (d->cuStreamCreate(&u.gemmStream, cu::CU_STREAM_NON_BLOCKING) ||
+      d->cuStreamCreateWithPriority(&u.commLow, cu::CU_STREAM_NON_BLOCKING,
                                     least) ||
-      d->cuStreamCreateWithPriority(&commHigh, cu::CU_STREAM_NON_BLOCKING,
+      d->cuStreamCreateWithPriority(&u.commHigh, cu::CU_STREAM_NON_BLOCKING,
                                     greatest))
     return !(err = "creating streams failed").empty();
-  for (cu::CUevent *e : {&start, &stop, &gemmDone, &commDone})
+  for (cu::CUevent *e : {&u.gemmDone, &u.commDone})
     if (d->cuEventCreate(e, cu::CU_EVENT_DEFAULT))
       return !(err = "cuEventCreate failed").empty();
-  // The largest operands of any GEMM, filled with fp16 1.06.
   uint64_t aMax = 0, bMax = 0, yMax = 0;
   for (const Gemm &g : kGemms) {
     aMax = std::max<uint64_t>(aMax, uint64_t(g.m * g.k) * 2);
     bMax = std::max<uint64_t>(bMax, uint64_t(g.k * g.n) * 2);
     yMax = std::max<uint64_t>(yMax, uint64_t(g.m * g.n) * 2);
   }
-  lt = rt::CublasLtHandle::create(err);
-  if (!lt)
+  u.lt = rt::CublasLtHandle::create(err);
+  if (!u.lt)
     return false;
   for (const Gemm &g : kGemms) {
     rt::GemmSpec s;
     s.M = g.m, s.N = g.n, s.K = g.k, s.math = rt::LibraryMath::Fp16;
-    auto gemm = rt::CublasLtGemm::create(s, *lt, err);
+    auto gemm = rt::CublasLtGemm::create(s, *u.lt, err);
     if (!gemm)
       return false;
-    wsBytes = std::max<uint64_t>(wsBytes, gemm->workspaceBytes());
-    gemms[g.tag] = std::move(gemm);
+    u.wsBytes = std::max<uint64_t>(u.wsBytes, gemm->workspaceBytes());
+    u.gemms[g.tag] = std::move(gemm);
   }
+  if (d->cuMemAlloc(&u.a, aMax) || d->cuMemAlloc(&u.b, bMax) ||
+      d->cuMemAlloc(&u.y, yMax) ||
+      d->cuMemAlloc(&u.ws, std::max<uint64_t>(u.wsBytes, 16)) ||
+      d->cuMemAlloc(&u.items, 4096))
+    return !(err = "out of device memory for the GEMMs' operands").empty();
+  d->cuMemsetD8(u.a, 0x3c, aMax), d->cuMemsetD8(u.b, 0x3c, bMax);
+  return true;
+}
+
+bool Bench::open(const Options &o, uint64_t chunk, std::string &err) {
+  ranks = int(o.gpus.size()), blocks = o.blocks ? o.blocks : 32;
+  // One unit per distinct GPU, in the list's order.
+  for (int g : o.gpus) {
+    auto it = std::find_if(units.begin(), units.end(),
+                           [&](const Unit &u) { return u.dev == g; });
+    if (it == units.end()) {
+      Unit u;
+      if (d->cuDeviceGet(&u.dev, g) ||
+          d->cuDevicePrimaryCtxRetain(&u.ctx, u.dev)) {
+        err = "CUDA device " + std::to_string(g) + " cannot be opened";
+        return false;
+      }
+      units.push_back(std::move(u));
+      it = units.end() - 1;
+    }
+    unitOf.push_back(size_t(it - units.begin()));
+  }
+  for (Unit &u : units)
+    if (!openUnit(u, err))
+      return false;
+  // The SM collective's kernel on a GPU reads its peers' send buffers.
+  for (Unit &u : units)
+    for (const Unit &v : units) {
+      if (&u == &v)
+        continue;
+      int can = 0;
+      d->cuDeviceCanAccessPeer(&can, u.dev, v.dev);
+      d->cuCtxSetCurrent(u.ctx);
+      cu::CUresult r = can ? d->cuCtxEnablePeerAccess(v.ctx, 0) : 1;
+      if (r && r != kPeerAccessAlreadyEnabled) {
+        err = "device " + std::to_string(u.dev) + " cannot read device " +
+              std::to_string(v.dev) + "'s memory (peer access)";
+        return false;
+      }
+    }
+  d->cuCtxSetCurrent(units[0].ctx);
+  d->cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/, units[0].dev);
+  if (d->cuStreamCreate(&root, cu::CU_STREAM_NON_BLOCKING) ||
+      d->cuEventCreate(&start, cu::CU_EVENT_DEFAULT) ||
+      d->cuEventCreate(&stop, cu::CU_EVENT_DEFAULT))
+    return !(err = "creating the timing stream failed").empty();
   send.assign(size_t(ranks), 0), recv.assign(size_t(ranks), 0);
   const uint64_t sendMax =
       std::max(rt::sendBytes(Collective::AllGather, ranks, chunk),
                rt::sendBytes(Collective::AllToAll, ranks, chunk));
-  for (cu::CUdeviceptr *p : {&a, &b, &y, &ws, &items})
-    *p = 0;
-  if (d->cuMemAlloc(&a, aMax) || d->cuMemAlloc(&b, bMax) ||
-      d->cuMemAlloc(&y, yMax) ||
-      d->cuMemAlloc(&ws, std::max<uint64_t>(wsBytes, 16)) ||
-      d->cuMemAlloc(&items, 4096))
-    return !(err = "out of device memory for the GEMMs' operands").empty();
-  d->cuMemsetD8(a, 0x3c, aMax), d->cuMemsetD8(b, 0x3c, bMax);
-  for (int r = 0; r < ranks; ++r)
+  std::vector<cu::CUcontext> ctxs;
+  for (int r = 0; r < ranks; ++r) {
+    ctxs.push_back(units[unitOf[size_t(r)]].ctx);
+    d->cuCtxSetCurrent(ctxs.back());
     if (d->cuMemAlloc(&send[size_t(r)], sendMax) ||
         d->cuMemAlloc(&recv[size_t(r)], uint64_t(ranks) * chunk))
       return !(err = "out of device memory for the collective's buffers "
                      "(--scale smaller)")
                   .empty();
-  ce = std::make_unique<rt::CopyEngineComm>(
-      d, std::vector<cu::CUcontext>(size_t(ranks), ctx));
+  }
+  ce = std::make_unique<rt::CopyEngineComm>(d, ctxs);
   if (ce->init() != CUTS_OK)
     return !(err = cuts_last_error()).empty();
   return true;
 }
 
-/// A green-context split: `k` SMs (or the driver's nearest) for the
+/// A green-context split of `u`: `k` SMs (or the driver's nearest) for the
 /// collective, the rest for the GEMM.
-bool Bench::partition(int k, std::string &err) {
+bool Bench::partition(Unit &u, int k, std::string &err) {
   cu::CUdevResource all{}, group{}, rest{};
   unsigned n = 1;
-  if (d->cuDeviceGetDevResource(dev, &all, cu::CU_DEV_RESOURCE_TYPE_SM) ||
+  if (d->cuDeviceGetDevResource(u.dev, &all, cu::CU_DEV_RESOURCE_TYPE_SM) ||
       d->cuDevSmResourceSplitByCount(&group, &n, &all, &rest, 0, unsigned(k)) ||
       n != 1) {
     err = "splitting " + std::to_string(k) + " SMs off (green contexts)";
@@ -271,14 +354,14 @@ bool Bench::partition(int k, std::string &err) {
   for (int i = 0; i < 2; ++i) {
     cu::CUdevResourceDesc desc = nullptr;
     if (d->cuDevResourceGenerateDesc(&desc, res[i], 1) ||
-        d->cuGreenCtxCreate(&p.green[i], desc, dev,
+        d->cuGreenCtxCreate(&p.green[i], desc, u.dev,
                             cu::CU_GREEN_CTX_DEFAULT_STREAM) ||
         d->cuCtxFromGreenCtx(&p.ctx[i], p.green[i]) ||
         d->cuGreenCtxStreamCreate(&p.stream[i], p.green[i],
                                   cu::CU_STREAM_NON_BLOCKING, 0) ||
         d->cuCtxSetCurrent(p.ctx[i]) ||
         d->cuEventCreate(&p.done[i], cu::CU_EVENT_DEFAULT)) {
-      parts.push_back(p); // released with the rest
+      u.parts.push_back(p); // released with the rest
       err = "creating a green context of " +
             std::to_string(i ? p.gemmSms : p.commSms) + " SMs";
       return false;
@@ -286,61 +369,81 @@ bool Bench::partition(int k, std::string &err) {
   }
   std::vector<cu::CUfunction> f;
   d->cuCtxSetCurrent(p.ctx[0]);
-  const bool ok = loadKernels(d, dev, codegen::copyChunksSource(),
+  const bool ok = loadKernels(d, u.dev, codegen::copyChunksSource(),
                               {"cuts_copy_chunks"}, p.module, f, err);
   p.copy = ok ? f[0] : nullptr;
-  parts.push_back(p);
-  d->cuCtxSetCurrent(ctx);
+  u.parts.push_back(p);
+  d->cuCtxSetCurrent(u.ctx);
   return ok;
 }
 
-bool Bench::runGemm(const Gemm &g, cu::CUcontext c, cu::CUstream s) {
+bool Bench::runGemm(Unit &u, const Gemm &g, cu::CUcontext c, cu::CUstream s) {
   std::string err;
   d->cuCtxSetCurrent(c);
-  return gemms.at(g.tag)->run(*lt, s, a, b, 0, 0, y, ws, wsBytes, err);
+  return u.gemms.at(g.tag)->run(*u.lt, s, u.a, u.b, 0, 0, u.y, u.ws, u.wsBytes,
+                                err);
 }
 
-bool Bench::runSmComm(cu::CUfunction f, Collective c, uint64_t chunk,
+/// In the current context (u's, or a green one of its device).
+bool Bench::runSmComm(Unit &u, cu::CUfunction f, Collective c, uint64_t chunk,
                       cu::CUstream s) {
-  // The copy table, uploaded when the collective changes (no kernel runs
-  // then: every timed run ends synchronised), not in every timed launch.
-  if (c != tableFor || chunk != tableChunk || tableCount == 0) {
+  // The copies into u's ranks (a GPU pulls its own), uploaded when the
+  // collective changes (no kernel runs then: every timed run ends
+  // synchronised), not in every timed launch.
+  if (c != u.tableFor || chunk != u.tableChunk || u.tableCount == 0) {
     std::vector<unsigned long long> table;
     for (const rt::PeerCopy &p : rt::copyPlan(c, ranks, chunk)) {
+      if (&units[unitOf[size_t(p.dst)]] != &u)
+        continue;
       table.push_back(send[size_t(p.src)] + p.srcOffset);
       table.push_back(recv[size_t(p.dst)] + p.dstOffset);
       table.push_back(p.bytes);
     }
-    if (d->cuMemcpyHtoD(items, table.data(), table.size() * 8))
+    if (table.size() * 8 > 4096 ||
+        d->cuMemcpyHtoD(u.items, table.data(), table.size() * 8))
       return false;
-    tableFor = c, tableChunk = chunk, tableCount = unsigned(table.size() / 3);
+    u.tableFor = c, u.tableChunk = chunk,
+    u.tableCount = unsigned(table.size() / 3);
   }
-  unsigned count = tableCount;
-  void *args[] = {&items, &count};
+  unsigned count = u.tableCount;
+  void *args[] = {&u.items, &count};
   return d->cuLaunchKernel(f, unsigned(blocks), 1, 1, 512, 1, 1, 0, s, args,
                            nullptr) == cu::CUDA_SUCCESS;
 }
 
-bool Bench::runCe(Collective c, uint64_t chunk, cu::CUstream s) {
-  return ce->run(c, chunk, send, recv,
-                 std::vector<cu::CUstream>(size_t(ranks), s)) == CUTS_OK;
+/// The copy engines' collective after, and before, the work on each GPU's
+/// low-priority collective stream.
+bool Bench::runCe(Collective c, uint64_t chunk) {
+  std::vector<cu::CUstream> streams;
+  for (size_t r = 0; r < size_t(ranks); ++r)
+    streams.push_back(units[unitOf[r]].commLow);
+  return ce->run(c, chunk, send, recv, streams) == CUTS_OK;
 }
 
 /// The median over `iters` (after one warm-up) of the time from the start
-/// of the first job to the end of the last, the jobs launched in order.
-double Bench::time(std::vector<Job> jobs, int iters) {
+/// of the first job to the end of the last, the jobs launched in order
+/// (every stream waits for the start before any job is enqueued).
+double Bench::time(const std::vector<Job> &jobs, int iters) {
   std::vector<float> ms;
   for (int it = 0; it <= iters; ++it) {
-    d->cuCtxSetCurrent(ctx);
+    d->cuCtxSetCurrent(units[0].ctx);
     d->cuEventRecord(start, root);
-    for (Job &j : jobs) {
+    for (const Job &j : jobs) {
       d->cuCtxSetCurrent(j.ctx);
       d->cuStreamWaitEvent(j.stream, start, 0);
-      if (!j.enqueue(j.stream) || d->cuEventRecord(j.done, j.stream))
+    }
+    for (const Job &j : jobs) {
+      d->cuCtxSetCurrent(j.ctx);
+      if (!j.enqueue(j.stream))
         return -1;
     }
-    d->cuCtxSetCurrent(ctx);
-    for (Job &j : jobs)
+    for (const Job &j : jobs) {
+      d->cuCtxSetCurrent(j.ctx);
+      if (d->cuEventRecord(j.done, j.stream))
+        return -1;
+    }
+    d->cuCtxSetCurrent(units[0].ctx);
+    for (const Job &j : jobs)
       d->cuStreamWaitEvent(root, j.done, 0);
     d->cuEventRecord(stop, root);
     if (d->cuEventSynchronize(stop))
@@ -354,9 +457,29 @@ double Bench::time(std::vector<Job> jobs, int iters) {
   return ms[ms.size() / 2];
 }
 
-/// Bytes the collective reads and writes: every rank's chunk to every rank.
-double commBytes(int ranks, uint64_t chunk) {
-  return 2.0 * ranks * ranks * double(chunk);
+/// Bytes the collective reads and writes on one GPU: each of its ranks
+/// receives every rank's chunk.
+double commBytes(const Bench &b, uint64_t chunk) {
+  return 2.0 * b.ranks * b.ranksPerUnit() * double(chunk);
+}
+
+/// Every GPU's part of `c`, on the SMs (each GPU's low-priority stream) or
+/// on the copy engines.
+Jobs commJobs(Bench &b, bool copyEngines, Collective c, uint64_t chunk) {
+  Jobs j;
+  for (Unit &u : b.units) {
+    Job job{u.ctx, u.commLow, u.commDone, nullptr};
+    if (!copyEngines)
+      job.enqueue = [&b, &u, c, chunk](cu::CUstream st) {
+        return b.runSmComm(u, u.copy, c, chunk, st);
+      };
+    else if (&u == &b.units[0]) // one call enqueues every GPU's copies
+      job.enqueue = [&b, c, chunk](cu::CUstream) { return b.runCe(c, chunk); };
+    else
+      job.enqueue = [](cu::CUstream) { return true; };
+    j.comm.push_back(std::move(job));
+  }
+  return j;
 }
 
 /// Runs `c` once both ways on `chunk` and compares every rank's buffer
@@ -377,20 +500,28 @@ bool checkCollectives(Bench &b, Collective c, uint64_t chunk,
     std::memcpy(want[size_t(p.dst)].data() + p.dstOffset,
                 send[size_t(p.src)].data() + p.srcOffset, p.bytes);
   for (int engine = 0; engine < 2; ++engine) {
-    d->cuCtxSetCurrent(b.ctx);
     for (int r = 0; r < n; ++r) {
+      d->cuCtxSetCurrent(b.units[b.unitOf[size_t(r)]].ctx);
       d->cuMemcpyHtoD(b.send[size_t(r)], send[size_t(r)].data(),
                       send[size_t(r)].size());
       d->cuMemsetD8(b.recv[size_t(r)], 0, want[size_t(r)].size());
     }
-    const bool ok = engine == 0 ? b.runSmComm(b.copy, c, chunk, b.commLow)
-                                : b.runCe(c, chunk, b.commLow);
-    if (!ok || d->cuStreamSynchronize(b.commLow)) {
+    bool ok = true;
+    for (const Job &j : commJobs(b, engine == 1, c, chunk).comm) {
+      d->cuCtxSetCurrent(j.ctx);
+      ok = ok && j.enqueue(j.stream);
+    }
+    for (const Unit &u : b.units) {
+      d->cuCtxSetCurrent(u.ctx);
+      ok = ok && !d->cuStreamSynchronize(u.commLow);
+    }
+    if (!ok) {
       err = std::string(rt::collectiveName(c)) + " failed on the GPU";
       return false;
     }
     for (int r = 0; r < n; ++r) {
       std::vector<uint8_t> got(want[size_t(r)].size());
+      d->cuCtxSetCurrent(b.units[b.unitOf[size_t(r)]].ctx);
       d->cuMemcpyDtoH(got.data(), b.recv[size_t(r)], got.size());
       if (got != want[size_t(r)]) {
         err = std::string(rt::collectiveName(c)) +
@@ -403,57 +534,52 @@ bool checkCollectives(Bench &b, Collective c, uint64_t chunk,
   return true;
 }
 
-const Partition *partitionFor(const Bench &b, int commSms) {
-  for (const Partition &p : b.parts)
+const Partition *partitionFor(const Unit &u, int commSms) {
+  for (const Partition &p : u.parts)
     if (p.commSms == commSms)
       return &p;
   return nullptr;
 }
 
-/// The jobs of `c` for GEMM `g` beside `coll` of `chunk` (in launch order).
-std::vector<Job> jobsFor(Bench &b, const C3Config &c, const Gemm &g,
-                         Collective coll, uint64_t chunk) {
-  auto gemmOn = [&](cu::CUcontext ctx, cu::CUstream s, cu::CUevent done) {
-    return Job{ctx, s, done, [&b, gp = &g, ctx](cu::CUstream st) {
-                 return b.runGemm(*gp, ctx, st);
-               }};
-  };
-  auto smComm = [&](cu::CUcontext ctx, cu::CUstream s, cu::CUevent done,
-                    cu::CUfunction f) {
-    return Job{ctx, s, done, [&b, f, coll, chunk](cu::CUstream st) {
-                 return b.runSmComm(f, coll, chunk, st);
-               }};
-  };
-  Job ce{b.ctx, b.commLow, b.commDone, [&b, coll, chunk](cu::CUstream st) {
-           return b.runCe(coll, chunk, st);
-         }};
-  Job gemm = gemmOn(b.ctx, b.gemmStream, b.gemmDone);
-  const Partition *p = partitionFor(b, c.commSms);
-  switch (c.strategy) {
-  case C3Strategy::Base:
-    return {gemm, smComm(b.ctx, b.commLow, b.commDone, b.copy)};
-  case C3Strategy::Prioritised:
-    return {smComm(b.ctx, b.commHigh, b.commDone, b.copy), gemm};
-  case C3Strategy::Partitioned:
-    return {smComm(p->ctx[0], p->stream[0], p->done[0], p->copy),
-            gemmOn(p->ctx[1], p->stream[1], p->done[1])};
-  case C3Strategy::CopyEngine:
-    return {ce, gemm};
-  case C3Strategy::CopyEnginePartitioned:
-    return {ce, gemmOn(p->ctx[1], p->stream[1], p->done[1])};
+/// The jobs of `c` for GEMM `g` beside `coll` of `chunk`: on every GPU.
+Jobs jobsFor(Bench &b, const C3Config &c, const Gemm &g, Collective coll,
+             uint64_t chunk) {
+  const bool onCe = c.strategy == C3Strategy::CopyEngine ||
+                    c.strategy == C3Strategy::CopyEnginePartitioned;
+  Jobs j = commJobs(b, onCe, coll, chunk);
+  j.commFirst = c.strategy != C3Strategy::Base;
+  for (size_t i = 0; i < b.units.size(); ++i) {
+    Unit &u = b.units[i];
+    const Partition *p = partitionFor(u, c.commSms);
+    Job gemm{u.ctx, u.gemmStream, u.gemmDone, nullptr};
+    Job &comm = j.comm[i];
+    if (c.strategy == C3Strategy::Prioritised)
+      comm.stream = u.commHigh;
+    if (p && (c.strategy == C3Strategy::Partitioned ||
+              c.strategy == C3Strategy::CopyEnginePartitioned))
+      gemm = Job{p->ctx[1], p->stream[1], p->done[1], nullptr};
+    if (p && c.strategy == C3Strategy::Partitioned)
+      comm = Job{p->ctx[0], p->stream[0], p->done[0],
+                 [&b, &u, f = p->copy, coll, chunk](cu::CUstream st) {
+                   return b.runSmComm(u, f, coll, chunk, st);
+                 }};
+    gemm.enqueue = [&b, &u, gp = &g, ctx = gemm.ctx](cu::CUstream st) {
+      return b.runGemm(u, *gp, ctx, st);
+    };
+    j.gemm.push_back(std::move(gemm));
   }
-  return {};
+  return j;
 }
 
 /// The slowdown tables and the copy engines' rate (§V-C: measured once a
 /// GPU): cb1 and mb1 on all but k SMs, the SM collective on k, against
 /// each on the whole GPU.
-bool calibrate(Bench &b, const Options &o, uint64_t chunk, C3Machine &m,
-               nlohmann::json &out, std::string &err) {
+bool calibrate(Bench &b, const Options &o, uint64_t chunk, uint64_t maxChunk,
+               C3Machine &m, nlohmann::json &out, std::string &err) {
   const Collective ag = Collective::AllGather;
   const Gemm &cb = gemmNamed("cb1"), &mb = gemmNamed("mb1");
   const C3Config none{C3Strategy::Base, 0};
-  auto one = [&](Job j) { return b.time({std::move(j)}, o.iters); };
+  auto one = [&](const std::vector<Job> &j) { return b.time(j, o.iters); };
   // The SM collective's grid: the fewest blocks within 10 % of its best
   // time alone, as NCCL sizes its channels to the link (unless --blocks).
   nlohmann::json grid = nlohmann::json::array();
@@ -461,7 +587,7 @@ bool calibrate(Bench &b, const Options &o, uint64_t chunk, C3Machine &m,
     std::vector<std::pair<int, double>> times;
     for (int blocks = 16; blocks <= 4 * b.sms; blocks *= 2) {
       b.blocks = blocks;
-      times.push_back({blocks, one(jobsFor(b, none, cb, ag, chunk)[1])});
+      times.push_back({blocks, one(jobsFor(b, none, cb, ag, chunk).comm)});
       grid.push_back({{"blocks", blocks}, {"ms", times.back().second}});
     }
     double least = 1e30;
@@ -471,19 +597,30 @@ bool calibrate(Bench &b, const Options &o, uint64_t chunk, C3Machine &m,
       if (it->second <= 1.1 * least)
         b.blocks = it->first;
   }
-  const double cbAll = one(jobsFor(b, none, cb, ag, chunk)[0]),
-               mbAll = one(jobsFor(b, none, mb, ag, chunk)[0]),
-               commAll = one(jobsFor(b, none, cb, ag, chunk)[1]),
+  const double cbAll = one(jobsFor(b, none, cb, ag, chunk).gemm),
+               mbAll = one(jobsFor(b, none, mb, ag, chunk).gemm),
+               commAll = one(jobsFor(b, none, cb, ag, chunk).comm),
                ceAll = one(
-                   jobsFor(b, {C3Strategy::CopyEngine, 0}, cb, ag, chunk)[0]);
+                   jobsFor(b, {C3Strategy::CopyEngine, 0}, cb, ag, chunk).comm);
   if (cbAll <= 0 || mbAll <= 0 || commAll <= 0 || ceAll <= 0)
     return !(err = "timing the isolated kernels failed").empty();
-  m.copyEngineBandwidth = commBytes(b.ranks, chunk) / (ceAll * 1e-3);
+  m.copyEngineBandwidth = commBytes(b, chunk) / (ceAll * 1e-3);
+  // Across GPUs the SM collective's pace is its links', not HBM's.
+  if (b.units.size() > 1)
+    m.commBandwidth = commBytes(b, chunk) / (commAll * 1e-3);
   // The GEMM slowed by a collective beside it: mb1, the longer, with the
-  // collective started together.
-  const double ceBoth =
-      b.time(jobsFor(b, {C3Strategy::CopyEngine, 0}, mb, ag, chunk), o.iters);
-  m.gemmBesideCe = gemmSlowdownBeside(mbAll, ceAll, ceBoth);
+  // collective started together. The slowdown is C / (G + C - both): the
+  // collective is sized to about half of mb1 (as the buffers allow), as a
+  // short one leaves it the small difference of two long, noisy times.
+  const uint64_t ceChunk = std::min<uint64_t>(
+      maxChunk,
+      uint64_t(double(chunk) * std::max(1.0, 0.5 * mbAll / ceAll)) / 16 * 16);
+  const double
+      ceLong =
+          one(jobsFor(b, {C3Strategy::CopyEngine, 0}, mb, ag, ceChunk).comm),
+      ceBoth = one(
+          jobsFor(b, {C3Strategy::CopyEngine, 0}, mb, ag, ceChunk).launch());
+  m.gemmBesideCe = gemmSlowdownBeside(mbAll, ceLong, ceBoth);
   m.commSmsFirst = std::min(b.blocks, b.sms);
   out = {{"gemm_all_ms", {{"cb1", cbAll}, {"mb1", mbAll}}},
          {"comm_sm_ms", commAll},
@@ -491,14 +628,15 @@ bool calibrate(Bench &b, const Options &o, uint64_t chunk, C3Machine &m,
          {"copy_engine_gbs", m.copyEngineBandwidth / 1e9},
          {"comm_blocks", b.blocks},
          {"mb1_beside_ce", m.gemmBesideCe},
+         {"ce_calibration_ms", ceLong},
          {"comm_grid_sweep", grid},
          {"splits", nlohmann::json::array()}};
-  for (const Partition &p : b.parts) {
+  for (const Partition &p : b.units[0].parts) {
     const C3Config at{C3Strategy::Partitioned, p.commSms};
-    std::vector<Job> cbJobs = jobsFor(b, at, cb, ag, chunk),
-                     mbJobs = jobsFor(b, at, mb, ag, chunk);
-    const double cbLess = one(cbJobs[1]), mbLess = one(mbJobs[1]),
-                 commFew = one(cbJobs[0]), both = b.time(mbJobs, o.iters);
+    const Jobs cbJobs = jobsFor(b, at, cb, ag, chunk),
+               mbJobs = jobsFor(b, at, mb, ag, chunk);
+    const double cbLess = one(cbJobs.gemm), mbLess = one(mbJobs.gemm),
+                 commFew = one(cbJobs.comm), both = one(mbJobs.launch());
     if (cbLess <= 0 || mbLess <= 0 || commFew <= 0 || both <= 0)
       return !(err = "timing on green contexts failed").empty();
     m.splits.push_back(p.commSms);
@@ -521,22 +659,22 @@ nlohmann::json runScenario(Bench &b, const Options &o, const C3Machine &m,
                            std::string &err) {
   const Gemm &g = gemmNamed(pair.gemm);
   const C3Config none{C3Strategy::Base, 0};
-  std::vector<Job> base = jobsFor(b, none, g, coll, chunk);
-  const double gemm = b.time({base[0]}, o.iters),
-               comm = b.time({base[1]}, o.iters),
+  const Jobs base = jobsFor(b, none, g, coll, chunk);
+  const double gemm = b.time(base.gemm, o.iters),
+               comm = b.time(base.comm, o.iters),
                ce = b.time(
-                   {jobsFor(b, {C3Strategy::CopyEngine, 0}, g, coll, chunk)[0]},
+                   jobsFor(b, {C3Strategy::CopyEngine, 0}, g, coll, chunk).comm,
                    o.iters);
   C3Scenario sc;
   sc.gemmFlops = 2.0 * double(g.m) * double(g.n) * double(g.k);
   sc.gemmBytes = 2.0 * double(g.m * g.k + g.k * g.n + g.m * g.n);
-  sc.commBytes = commBytes(b.ranks, chunk);
+  sc.commBytes = commBytes(b, chunk);
   nlohmann::json configs = nlohmann::json::array();
   double best = 1e30;
   std::string bestName;
   std::map<std::string, double> measured;
   for (const C3Config &c : c3Configs(m)) {
-    const double t = b.time(jobsFor(b, c, g, coll, chunk), o.iters);
+    const double t = b.time(jobsFor(b, c, g, coll, chunk).launch(), o.iters);
     if (t <= 0 || gemm <= 0 || comm <= 0 || ce <= 0) {
       err = pairName(pair) + ": " + describeC3(c) + " failed on the GPU";
       return nullptr;
@@ -639,12 +777,14 @@ bool parseOptions(const std::vector<std::string> &args, Options &o) {
     if (a.is("--gpus")) {
       if (!a.value(list) || !parseOrdinals(list, ints))
         return !error("", "--gpus needs device ordinals, e.g. 0,0");
-      if (std::any_of(ints.begin(), ints.end(),
-                      [&](int x) { return x != ints[0]; }))
-        return !error("", "cuts c3 runs its ranks on one device (--gpus "
-                          "0,0,...); across devices the SM collective is "
-                          "NCCL's, which it does not drive yet");
-      o.gpu = ints[0], o.ranks = int(ints.size());
+      // Each GPU holds as many ranks as the others (0,0 or 0,1 or 0,0,1,1).
+      if (std::any_of(ints.begin(), ints.end(), [&](int x) {
+            return std::count(ints.begin(), ints.end(), x) !=
+                   std::count(ints.begin(), ints.end(), ints[0]);
+          }))
+        return !error("", "--gpus: every device must hold as many ranks as "
+                          "the others (0,0 or 0,1 or 0,0,1,1)");
+      o.gpus = ints;
     } else if (a.is("--splits")) {
       if (!a.value(list) || !parseOrdinals(list, o.splits) || o.splits.empty())
         return !error("", "--splits needs SM counts, e.g. 8,16,32");
@@ -688,7 +828,7 @@ bool parseOptions(const std::vector<std::string> &args, Options &o) {
                      [&](const Pair &p) { return pairName(p) == name; }))
       return !error("", "--scenarios: no scenario '" + name +
                             "' (Table II's, e.g. mb1_896M,cb5_1.63G)");
-  if (o.ranks < 2 || o.ranks > 8)
+  if (o.gpus.size() < 2 || o.gpus.size() > 8)
     return !error("", "cuts c3 takes 2 to 8 ranks (--gpus 0,0)");
   return true;
 }
@@ -699,8 +839,11 @@ double fitScale(const Options &o, size_t freeBytes) {
   double most = 0;
   for (const Pair &p : kPairs)
     most = std::max(most, p.gib * double(1ull << 30));
-  // Per rank: all-to-all sends `size`, and every rank receives `size`.
-  const double need = 2.0 * o.ranks * most, gemms = 6.0 * double(1ull << 30);
+  // Per rank: all-to-all sends `size`, and every rank receives `size`; a
+  // GPU holds its share of the ranks.
+  const double perGpu =
+                   double(std::count(o.gpus.begin(), o.gpus.end(), o.gpus[0])),
+               need = 2.0 * perGpu * most, gemms = 6.0 * double(1ull << 30);
   return std::min(1.0, std::max(0.0, (0.5 * double(freeBytes) - gemms) / need));
 }
 
@@ -720,29 +863,31 @@ int cmdC3(const std::vector<std::string> &args) {
   cu::CUdevice dev = 0;
   cu::CUcontext ctx = nullptr;
   size_t freeBytes = 0, total = 0;
-  if (b.d->cuDeviceGet(&dev, o.gpu) ||
+  if (b.d->cuDeviceGet(&dev, o.gpus[0]) ||
       b.d->cuDevicePrimaryCtxRetain(&ctx, dev) || b.d->cuCtxSetCurrent(ctx) ||
       b.d->cuMemGetInfo(&freeBytes, &total))
-    return error("",
-                 "CUDA device " + std::to_string(o.gpu) + " cannot be opened");
+    return error("", "CUDA device " + std::to_string(o.gpus[0]) +
+                         " cannot be opened");
   const double scale = o.scale > 0 ? o.scale : fitScale(o, freeBytes);
   double most = 0;
   for (const Pair &p : kPairs)
     most = std::max(most, p.gib * double(1ull << 30) * scale);
-  const uint64_t maxChunk = uint64_t(most / o.ranks) / 16 * 16;
+  const int ranks = int(o.gpus.size());
+  const uint64_t maxChunk = uint64_t(most / ranks) / 16 * 16;
   if (maxChunk < (1u << 20))
     return error("", "too little device memory for the collectives");
   if (!b.open(o, maxChunk, err))
     return error("", err);
-  for (int k : o.splits)
-    if (!b.partition(k, err))
-      return error("", err);
+  for (Unit &u : b.units)
+    for (int k : o.splits)
+      if (!b.partition(u, k, err))
+        return error("", err);
   for (Collective c : o.collectives)
     if (!checkCollectives(b, c, 1 << 16, err))
       return error("", err);
   // The heuristic's peaks: the descriptor of this GPU, or sm_90's.
   char name[128] = {};
-  b.d->cuDeviceGetName(name, sizeof name, b.dev);
+  b.d->cuDeviceGetName(name, sizeof name, b.units[0].dev);
   const std::string dn = name;
   auto arch = findArch(dn.find("H200") != std::string::npos   ? "h200"
                        : dn.find("H100") != std::string::npos ? "h100"
@@ -753,8 +898,8 @@ int cmdC3(const std::vector<std::string> &args) {
   C3Machine m;
   m.sms = b.sms, m.peakFlops = arch->perfPeakFp16, m.bandwidth = arch->bwGlobal;
   nlohmann::json tables;
-  const uint64_t calib = std::min<uint64_t>(maxChunk, (1ull << 30) / o.ranks);
-  if (!calibrate(b, o, calib, m, tables, err))
+  const uint64_t calib = std::min<uint64_t>(maxChunk, (1ull << 30) / ranks);
+  if (!calibrate(b, o, calib, maxChunk, m, tables, err))
     return error("", err);
   nlohmann::json rows = nlohmann::json::array();
   for (Collective c : o.collectives)
@@ -763,16 +908,17 @@ int cmdC3(const std::vector<std::string> &args) {
           std::find(o.only.begin(), o.only.end(), pairName(p)) == o.only.end())
         continue;
       const uint64_t chunk =
-          uint64_t(p.gib * double(1ull << 30) * scale / o.ranks) / 16 * 16;
+          uint64_t(p.gib * double(1ull << 30) * scale / ranks) / 16 * 16;
       nlohmann::json row = runScenario(b, o, m, p, c, chunk, err);
       if (row.is_null())
         return error("", err);
       rows.push_back(std::move(row));
     }
-  nlohmann::json j = {
-      {"device", dn},     {"sms", b.sms},      {"ranks", o.ranks},
-      {"scale", scale},   {"iters", o.iters},  {"blocks", b.blocks},
-      {"tables", tables}, {"scenarios", rows}, {"summary", summarise(rows)}};
+  nlohmann::json j = {{"device", dn},       {"sms", b.sms},
+                      {"ranks", ranks},     {"gpus", b.units.size()},
+                      {"scale", scale},     {"iters", o.iters},
+                      {"blocks", b.blocks}, {"tables", tables},
+                      {"scenarios", rows},  {"summary", summarise(rows)}};
   if (o.json)
     std::printf("%s\n", j.dump(1).c_str());
   else

@@ -103,6 +103,9 @@ struct Driver {
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext,
                                 size_t, CUstream);
+  // Kernels reading another device's memory (cuts c3's SM collective).
+  CUresult (*cuDeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+  CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned);
   CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
   CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
