@@ -356,6 +356,21 @@ cuts_status sendFromFirst(const std::vector<std::shared_ptr<ModelImpl>> &r,
   return CUTS_OK;
 }
 
+/// Lets each distinct GPU of a device list read and write the others'
+/// memory where the driver allows: without it peer copies are staged
+/// through the host (38 GB/s between two NVLinked H200s instead of ~380).
+static void enablePeerAccess(const std::vector<std::shared_ptr<ModelImpl>> &r) {
+  for (const auto &a : r)
+    for (const auto &b : r) {
+      int can = 0;
+      if (a->device == b->device || !a->d->cuDeviceCanAccessPeer ||
+          a->d->cuDeviceCanAccessPeer(&can, a->device, b->device) || !can)
+        continue;
+      a->d->cuCtxSetCurrent(a->ctx);
+      a->d->cuCtxEnablePeerAccess(b->ctx, 0); // or it already was: fine
+    }
+}
+
 /// The first entry's weights `w[0]` to the others' `w[e]`: peer copies, or
 /// an NCCL broadcast, encoded by `codec` where given; each set's ms the
 /// time it took.
@@ -670,6 +685,7 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     }
     model->replicas.push_back(std::move(replica));
   }
+  enablePeerAccess(model->replicas);
   if (needsDistribution(source, devices.size())) {
     std::vector<DeviceWeights *> w;
     for (const auto &r : model->replicas)
