@@ -85,8 +85,22 @@ CopyEngineComm::~CopyEngineComm() {
   }
 }
 
+void enablePeerAccess(const cuda::Driver *d,
+                      const std::vector<CUcontext> &ctx) {
+  CUcontext current = nullptr;
+  d->cuCtxGetCurrent(&current);
+  for (CUcontext from : ctx)
+    for (CUcontext to : ctx)
+      if (from != to) {
+        d->cuCtxSetCurrent(from);
+        d->cuCtxEnablePeerAccess(to, 0); // an error leaves copies staged
+      }
+  d->cuCtxSetCurrent(current);
+}
+
 cuts_status CopyEngineComm::init(int priority) {
   const size_t n = ctx.size();
+  enablePeerAccess(d, ctx);
   copy.assign(n, std::vector<CUstream>(n, nullptr));
   done.assign(n, std::vector<CUevent>(n, nullptr));
   ready.assign(n, nullptr);

@@ -45,6 +45,7 @@ Loaded load() {
   lib.bind(d.cuDevicePrimaryCtxRelease,
            {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"});
   lib.bind(d.cuCtxSetCurrent, {"cuCtxSetCurrent"});
+  lib.bind(d.cuCtxGetCurrent, {"cuCtxGetCurrent"});
   lib.bind(d.cuMemAlloc, {"cuMemAlloc_v2"});
   lib.bind(d.cuMemFree, {"cuMemFree_v2"});
   lib.bind(d.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"});

@@ -25,6 +25,7 @@
 #include "cuts/Artifact.h"
 #include "cuts/rt/Binding.h"
 #include "cuts/rt/Blas.h"
+#include "cuts/rt/Collectives.h"
 #include "cuts/rt/CudaDriver.h"
 #include "cuts/rt/Library.h"
 #include "cuts/rt/Nccl.h"
@@ -356,21 +357,6 @@ cuts_status sendFromFirst(const std::vector<std::shared_ptr<ModelImpl>> &r,
   return CUTS_OK;
 }
 
-/// Lets each distinct GPU of a device list read and write the others'
-/// memory where the driver allows: without it peer copies are staged
-/// through the host (38 GB/s between two NVLinked H200s instead of ~380).
-static void enablePeerAccess(const std::vector<std::shared_ptr<ModelImpl>> &r) {
-  for (const auto &a : r)
-    for (const auto &b : r) {
-      int can = 0;
-      if (a->device == b->device || !a->d->cuDeviceCanAccessPeer ||
-          a->d->cuDeviceCanAccessPeer(&can, a->device, b->device) || !can)
-        continue;
-      a->d->cuCtxSetCurrent(a->ctx);
-      a->d->cuCtxEnablePeerAccess(b->ctx, 0); // or it already was: fine
-    }
-}
-
 /// The first entry's weights `w[0]` to the others' `w[e]`: peer copies, or
 /// an NCCL broadcast, encoded by `codec` where given; each set's ms the
 /// time it took.
@@ -685,7 +671,12 @@ cuts_status loadModel(std::vector<uint8_t> bytes, const std::string &label,
     }
     model->replicas.push_back(std::move(replica));
   }
-  enablePeerAccess(model->replicas);
+  {
+    std::vector<CUcontext> contexts;
+    for (const auto &r : model->replicas)
+      contexts.push_back(r->ctx);
+    enablePeerAccess(model->replicas[0]->d, contexts);
+  }
   if (needsDistribution(source, devices.size())) {
     std::vector<DeviceWeights *> w;
     for (const auto &r : model->replicas)
