@@ -126,6 +126,7 @@ struct Partition {
 /// collective's kernel and copy table (the copies into its ranks), and its
 /// green-context partitions. A device list that repeats one GPU has one.
 struct Unit {
+  int ordinal = 0; // in the device list
   cu::CUdevice dev = 0;
   cu::CUcontext ctx = nullptr;
   cu::CUstream gemmStream = nullptr, commLow = nullptr, commHigh = nullptr;
@@ -205,6 +206,17 @@ void release(const cu::Driver *d, Unit &u) {
 Bench::~Bench() {
   if (!d)
     return;
+  // Nothing may still read a buffer (a peer's, over the links) once freed.
+  for (Unit &u : units) {
+    d->cuCtxSetCurrent(u.ctx);
+    for (cu::CUstream s : {u.gemmStream, u.commLow, u.commHigh})
+      if (s)
+        d->cuStreamSynchronize(s);
+    for (Partition &p : u.parts)
+      for (cu::CUstream s : p.stream)
+        if (s)
+          d->cuStreamSynchronize(s);
+  }
   if (!units.empty()) {
     d->cuCtxSetCurrent(units[0].ctx);
     if (root)
@@ -280,9 +292,10 @@ bool Bench::open(const Options &o, uint64_t chunk, std::string &err) {
   // One unit per distinct GPU, in the list's order.
   for (int g : o.gpus) {
     auto it = std::find_if(units.begin(), units.end(),
-                           [&](const Unit &u) { return u.dev == g; });
+                           [&](const Unit &u) { return u.ordinal == g; });
     if (it == units.end()) {
       Unit u;
+      u.ordinal = g;
       if (d->cuDeviceGet(&u.dev, g) ||
           d->cuDevicePrimaryCtxRetain(&u.ctx, u.dev)) {
         err = "CUDA device " + std::to_string(g) + " cannot be opened";
@@ -306,8 +319,8 @@ bool Bench::open(const Options &o, uint64_t chunk, std::string &err) {
       d->cuCtxSetCurrent(u.ctx);
       cu::CUresult r = can ? d->cuCtxEnablePeerAccess(v.ctx, 0) : 1;
       if (r && r != kPeerAccessAlreadyEnabled) {
-        err = "device " + std::to_string(u.dev) + " cannot read device " +
-              std::to_string(v.dev) + "'s memory (peer access)";
+        err = "device " + std::to_string(u.ordinal) + " cannot read device " +
+              std::to_string(v.ordinal) + "'s memory (peer access)";
         return false;
       }
     }
@@ -399,8 +412,10 @@ bool Bench::runSmComm(Unit &u, cu::CUfunction f, Collective c, uint64_t chunk,
       table.push_back(recv[size_t(p.dst)] + p.dstOffset);
       table.push_back(p.bytes);
     }
+    // On the kernel's stream (pageable memory: staged before it returns),
+    // so that the kernel reads it whatever stream it runs on.
     if (table.size() * 8 > 4096 ||
-        d->cuMemcpyHtoD(u.items, table.data(), table.size() * 8))
+        d->cuMemcpyHtoDAsync(u.items, table.data(), table.size() * 8, s))
       return false;
     u.tableFor = c, u.tableChunk = chunk,
     u.tableCount = unsigned(table.size() / 3);
@@ -505,6 +520,11 @@ bool checkCollectives(Bench &b, Collective c, uint64_t chunk,
       d->cuMemcpyHtoD(b.send[size_t(r)], send[size_t(r)].data(),
                       send[size_t(r)].size());
       d->cuMemsetD8(b.recv[size_t(r)], 0, want[size_t(r)].size());
+    }
+    // The uploads ran on each GPU's null stream: done before any GPU reads.
+    for (const Unit &u : b.units) {
+      d->cuCtxSetCurrent(u.ctx);
+      d->cuStreamSynchronize(nullptr);
     }
     bool ok = true;
     for (const Job &j : commJobs(b, engine == 1, c, chunk).comm) {
@@ -882,6 +902,15 @@ int cmdC3(const std::vector<std::string> &args) {
     for (int k : o.splits)
       if (!b.partition(u, k, err))
         return error("", err);
+  // A configuration names its split by the first GPU's SM counts.
+  for (const Unit &u : b.units)
+    for (size_t i = 0; i < u.parts.size(); ++i)
+      if (u.parts[i].commSms != b.units[0].parts[i].commSms)
+        return error("", "the GPUs split their SMs differently (" +
+                             std::to_string(u.parts[i].commSms) + " and " +
+                             std::to_string(b.units[0].parts[i].commSms) +
+                             " for --splits' entry " + std::to_string(i) +
+                             "): one kind of GPU only");
   for (Collective c : o.collectives)
     if (!checkCollectives(b, c, 1 << 16, err))
       return error("", err);
