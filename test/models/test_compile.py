@@ -781,6 +781,17 @@ def check_errors(runner, art, inputs, shapes):
                    *inputs)
     require(r.returncode != 0 and "nosuch" in r.stderr,
             "unknown input: " + r.stderr)
+    # --output-dir is made where missing (as cuts-mpi makes it); a file in
+    # its way is named.
+    outdir = os.path.join(os.path.dirname(art), "made", "here")
+    shutil.rmtree(os.path.dirname(outdir), ignore_errors=True)
+    r = runner.run("run", art, "--emulate", "--output-dir", outdir, *inputs)
+    require(r.returncode == 0 and any(f.endswith(".npy")
+                                      for f in os.listdir(outdir)),
+            "--output-dir not made: " + r.stderr)
+    r = runner.run("run", art, "--emulate", "--output-dir", art, *inputs)
+    require(r.returncode != 0 and "cannot create" in r.stderr,
+            "--output-dir on a file: " + r.stderr)
 
 
 def check_unmeasured_fusion(runner, path):

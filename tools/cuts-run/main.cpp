@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -235,6 +236,9 @@ int cmdRun(const std::vector<std::string> &args) {
                   weightBudget > 0 || gpuMemory > 0))
     return error("", "--gpus, --weights, --weight-codec, --weight-budget and "
                      "--gpu-memory run on GPUs, not with --emulate");
+  std::error_code ec;
+  if (!outDir.empty() && (std::filesystem::create_directories(outDir, ec), ec))
+    return error(outDir, "cannot create (" + ec.message() + ")");
   std::string err;
   // Streamed weights stay in the file (the runtime reads them as it runs).
   auto art = weightBudget > 0 || gpuMemory > 0
