@@ -18,6 +18,7 @@ BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
 W=${WORK:-/tmp/cuts-broadcast}
 source bench/device_lists.sh
+source bench/prepare.sh
 lists=$(device_lists)
 GPUS=${GPUS:-${lists:-0,0}}
 MODELS=${MODELS:-resnet50_bN_ts17 vgg16_bN_ts17 bert_base_s128_bN_dyn20}
@@ -25,11 +26,8 @@ OUT=bench/out/broadcast-$ARCH.jsonl
 mkdir -p bench/out "$W"
 touch "$OUT"
 for m in $MODELS; do
-  [ -d "$W/in/$m" ] || python3 test/models/inflate.py \
-    "test/models/exported/$m.onnx" "$W/in/$m" >/dev/null
-  [ -f "$W/$m/model.cuts" ] || "$BIN/cuts" compile "$W/in/$m/$m.onnx" \
-    --arch "$ARCH" --batch 8 --weight-codecs -o "$W/$m" \
-    >"$W/$m.log" 2>&1 || { tail -3 "$W/$m.log"; continue; }
+  compile_model "$W" "$m" "$W/$m" --arch "$ARCH" --batch 8 \
+    --weight-codecs || continue
   for g in $GPUS; do
     for cell in host:none peer:none peer:3to1 peer:bf16 nccl:none nccl:3to1 nccl:bf16; do
       src=${cell%:*} codec=${cell#*:}

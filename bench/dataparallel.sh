@@ -19,6 +19,7 @@ BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
 W=${WORK:-/tmp/cuts-dataparallel}
 source bench/device_lists.sh
+source bench/prepare.sh
 GPUS=${GPUS:-0 $(device_lists)}
 BATCHES=${BATCHES:-64 128 256 512}
 MODELS=${MODELS:-resnet50_bN_ts17 vgg16_bN_ts17 bert_base_s128_bN_dyn20}
@@ -26,11 +27,8 @@ OUT=bench/out/dataparallel-$ARCH.jsonl
 mkdir -p bench/out "$W"
 touch "$OUT"
 for m in $MODELS; do
-  [ -d "$W/in/$m" ] || python3 test/models/inflate.py \
-    "test/models/exported/$m.onnx" "$W/in/$m" >/dev/null
-  [ -f "$W/$m/model.cuts" ] || "$BIN/cuts" compile "$W/in/$m/$m.onnx" \
-    --arch "$ARCH" --precision fp16 -o "$W/$m" \
-    --batch 8,16,32,64,128,256,512 >"$W/$m.log" 2>&1 || { tail -3 "$W/$m.log"; continue; }
+  compile_model "$W" "$m" "$W/$m" --arch "$ARCH" --precision fp16 \
+    --batch 8,16,32,64,128,256,512 || continue
   for g in $GPUS; do
     for b in $BATCHES; do
       for mode in split no-preload master; do

@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 BIN=${1:-.gpu-bin/bin}
 ARCH=${2:-h200}
 W=${WORK:-/tmp/cuts-serving}
+source bench/prepare.sh
 mkdir -p bench/out "$W"
 OUT=bench/out/serving-$ARCH.txt
 {
@@ -21,10 +22,8 @@ OUT=bench/out/serving-$ARCH.txt
   for spec in "resnet50_bN_ts17:1000 4000 8000 16000" \
               "bert_base_s128_bN_dyn20:500 1500 3000 6000"; do
     m=${spec%%:*} rates=${spec#*:}
-    [ -d "$W/in/$m" ] || python3 test/models/inflate.py \
-      "test/models/exported/$m.onnx" "$W/in/$m" >/dev/null
-    "$BIN/cuts" compile "$W/in/$m/$m.onnx" --arch "$ARCH" --precision fp16 \
-      -o "$W/$m" --batch 1,8,32 >"$W/$m.log" 2>&1 || { tail -3 "$W/$m.log"; continue; }
+    compile_model "$W" "$m" "$W/$m" --arch "$ARCH" --precision fp16 \
+      --batch 1,8,32 || continue
     for b in $(seq 1 32); do
       echo "$m batch $b: $("$BIN/cuts" bench "$W/$m/model.cuts" --batch $b \
         --graph --iters 50 | sed 's/.*: median/median/')"

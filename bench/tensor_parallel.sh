@@ -17,6 +17,7 @@ ARCH=${2:-h200}
 PRECISION=${PRECISION:-fp16}
 W=${WORK:-/tmp/cuts-tp}/$PRECISION
 OUT=bench/out/tensor-parallel-$ARCH-$PRECISION.txt
+source bench/prepare.sh
 mkdir -p bench/out "$W"
 NL=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
 export LD_LIBRARY_PATH=${NL:+$NL:}${LD_LIBRARY_PATH:-}
@@ -33,8 +34,7 @@ tdtype=$([ "$PRECISION" = tf32 ] && echo fp32 || echo "$PRECISION")
 {
   nvidia-smi -L
   for m in gpt2_s128_dyn20 bert_base_s128_dyn20; do
-    [ -d "$W/in/$m" ] || python3 test/models/inflate.py \
-      "test/models/exported/$m.onnx" "$W/in/$m" >/dev/null
+    inflate_model "$W" "$m"
     feeds=$(python3 - "$W/in/$m" "$m" <<'PY'
 import numpy as np, os, sys
 d, m = sys.argv[1], sys.argv[2]
@@ -50,8 +50,8 @@ PY
     for r in 1 2 4; do
       a=$W/$m/tp$r; mkdir -p "$W/$m"
       extra=$([ $r -gt 1 ] && echo "--tensor-parallel $r")
-      [ -f "$a/model.cuts" ] || "$BIN/cuts" compile "$W/in/$m/$m.onnx" \
-        --arch "$ARCH" --precision "$PRECISION" -o "$a" $extra >"$a.log" 2>&1 || { tail -2 "$a.log"; continue; }
+      compile_model "$W" "$m" "$a" --arch "$ARCH" --precision "$PRECISION" \
+        $extra || continue
       if [ $r -eq 1 ]; then
         mkdir -p "$W/$m/ref"
         "$BIN/cuts" run "$a/model.cuts" $feeds --output-dir "$W/$m/ref" >/dev/null
