@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -880,14 +881,18 @@ int cmdC3(const std::vector<std::string> &args) {
     return error("", err);
   if (!b.d->hasGreenContexts())
     return error("", "this CUDA driver has no green contexts (CUDA 12.4+)");
-  cu::CUdevice dev = 0;
-  cu::CUcontext ctx = nullptr;
-  size_t freeBytes = 0, total = 0;
-  if (b.d->cuDeviceGet(&dev, o.gpus[0]) ||
-      b.d->cuDevicePrimaryCtxRetain(&ctx, dev) || b.d->cuCtxSetCurrent(ctx) ||
-      b.d->cuMemGetInfo(&freeBytes, &total))
-    return error("", "CUDA device " + std::to_string(o.gpus[0]) +
-                         " cannot be opened");
+  // The sizes fit the GPU with the least free memory.
+  size_t freeBytes = SIZE_MAX;
+  for (int g : o.gpus) {
+    cu::CUdevice dev = 0;
+    cu::CUcontext ctx = nullptr;
+    size_t free = 0, total = 0;
+    if (b.d->cuDeviceGet(&dev, g) || b.d->cuDevicePrimaryCtxRetain(&ctx, dev) ||
+        b.d->cuCtxSetCurrent(ctx) || b.d->cuMemGetInfo(&free, &total))
+      return error("",
+                   "CUDA device " + std::to_string(g) + " cannot be opened");
+    freeBytes = std::min(freeBytes, free);
+  }
   const double scale = o.scale > 0 ? o.scale : fitScale(o, freeBytes);
   double most = 0;
   for (const Pair &p : kPairs)
