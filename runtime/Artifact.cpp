@@ -1734,14 +1734,14 @@ bool findWeightsCut(const std::vector<uint8_t> &h, uint32_t count,
 /// [cut, cutEnd), which are hashed in passing; false on a short read, or
 /// with `error` where the checksum is not `stored`.
 bool readAroundCut(int fd, uint64_t fileSize, uint64_t cut, uint64_t cutEnd,
-                   uint64_t stored, std::vector<uint8_t> &image,
+                   uint64_t stored, bool verify, std::vector<uint8_t> &image,
                    std::string &error) {
   Xxh64 sum;
   if (!preadAll(fd, image.size(), cut - image.size(), image))
     return false;
   sum.update(image.data() + kHeaderBytes, image.size() - kHeaderBytes);
   std::vector<uint8_t> block;
-  for (uint64_t at = cut; at < cutEnd; at += block.size()) {
+  for (uint64_t at = cut; verify && at < cutEnd; at += block.size()) {
     block.clear();
     if (!preadAll(fd, at, std::min<uint64_t>(kHashBlock, cutEnd - at), block))
       return false;
@@ -1751,7 +1751,7 @@ bool readAroundCut(int fd, uint64_t fileSize, uint64_t cut, uint64_t cutEnd,
   if (!preadAll(fd, cutEnd, fileSize - cutEnd, image))
     return false;
   sum.update(image.data() + rest, image.size() - rest);
-  if (sum.digest() != stored) {
+  if (verify && sum.digest() != stored) {
     error = "corrupted: checksum mismatch (its weights included)";
     return false;
   }
@@ -1761,8 +1761,8 @@ bool readAroundCut(int fd, uint64_t fileSize, uint64_t cut, uint64_t cutEnd,
 /// The file's image without its weights and their padding: the checksum
 /// checked on the way, then the table and header rewritten for the image.
 bool imageWithoutWeights(int fd, uint64_t fileSize, uint64_t leaveFrom,
-                         std::vector<uint8_t> &image, Blob &weights,
-                         std::string &error) {
+                         bool verify, std::vector<uint8_t> &image,
+                         Blob &weights, std::string &error) {
   std::vector<uint8_t> h;
   if (fileSize < kHeaderBytes || !preadAll(fd, 0, kHeaderBytes, h) ||
       std::memcmp(h.data(), kMagic, 8) != 0 ||
@@ -1778,7 +1778,8 @@ bool imageWithoutWeights(int fd, uint64_t fileSize, uint64_t leaveFrom,
     return false;
   const uint64_t cut = weights.offset;
   image = h;
-  if (!readAroundCut(fd, fileSize, cut, cutEnd, getU64(h, 24), image, error))
+  if (!readAroundCut(fd, fileSize, cut, cutEnd, getU64(h, 24), verify, image,
+                     error))
     return false;
   for (uint32_t i = 0; i < count; ++i) {
     const size_t e = kHeaderBytes + kEntryBytes * i;
@@ -1801,7 +1802,7 @@ bool imageWithoutWeights(int fd, uint64_t fileSize, uint64_t leaveFrom,
 bool readImageWithoutWeights(const std::string &path,
                              std::vector<uint8_t> &image, Blob &weights,
                              bool &corrupt, std::string &error,
-                             uint64_t leaveFrom) {
+                             uint64_t leaveFrom, bool verify) {
   corrupt = false;
   const int fd = open(path.c_str(), O_RDONLY);
   struct stat st {};
@@ -1814,7 +1815,7 @@ bool readImageWithoutWeights(const std::string &path,
   error.clear();
   weights = {};
   const bool cut = imageWithoutWeights(fd, uint64_t(st.st_size), leaveFrom,
-                                       image, weights, error);
+                                       verify, image, weights, error);
   close(fd);
   if (!error.empty()) {
     error = path + ": " + error;
@@ -1829,11 +1830,13 @@ bool readImageWithoutWeights(const std::string &path,
 
 std::optional<Artifact> readArtifactWithoutWeights(const std::string &path,
                                                    std::string &error,
-                                                   uint64_t leaveFrom) {
+                                                   uint64_t leaveFrom,
+                                                   bool verify) {
   std::vector<uint8_t> image;
   Blob weights;
   bool corrupt = false;
-  if (!readImageWithoutWeights(path, image, weights, corrupt, error, leaveFrom))
+  if (!readImageWithoutWeights(path, image, weights, corrupt, error, leaveFrom,
+                               verify))
     return std::nullopt;
   auto a = parseArtifact(std::move(image), error, weights);
   if (!a)

@@ -26,11 +26,13 @@ bool readFileBytes(const std::string &path, std::vector<uint8_t> &bytes,
 /// in the file: `image` is the file without it (hashed in passing and
 /// checked against the header's checksum), `weights` where it lies (size
 /// 0 where the whole file was read). False and `error` for a file that
-/// cannot be read, or whose checksum fails (`corrupt` then true).
+/// cannot be read, or whose checksum fails (`corrupt` then true); with
+/// `verify` false the weights are not read and no checksum is checked.
 bool readImageWithoutWeights(const std::string &path,
                              std::vector<uint8_t> &image, Blob &weights,
                              bool &corrupt, std::string &error,
-                             uint64_t leaveFrom = kLeaveWeightsFrom);
+                             uint64_t leaveFrom = kLeaveWeightsFrom,
+                             bool verify = true);
 
 } // namespace cuts::rt
 

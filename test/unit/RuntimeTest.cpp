@@ -2358,6 +2358,12 @@ TEST_CASE("an artifact read without its weights: the rest in memory, the "
   }
   CHECK_FALSE(readArtifactWithoutWeights(path, error));
   CHECK(error.find("checksum mismatch") != std::string::npos);
+  // Unverified (to plan from the manifest only), the weights go unread.
+  auto planned =
+      readArtifactWithoutWeights(path, error, kLeaveWeightsFrom, false);
+  REQUIRE(planned);
+  CHECK(planned->manifest.tensors.size() == whole->manifest.tensors.size());
+  CHECK(planned->weightsInFile.size == c.weights.size());
   cuts_model *m = nullptr;
   cuts_load_options o{};
   o.weight_budget = uint64_t(1) << 30;

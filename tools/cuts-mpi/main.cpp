@@ -367,9 +367,12 @@ int runRanks(const Options &o, Layout &l) {
   if (l.rank == 0 && !o.outDir.empty() &&
       (std::filesystem::create_directories(o.outDir, ec), ec))
     die(0, o.outDir + ": cannot create (" + ec.message() + ")");
-  // On a GPU the runtime reads the weights; here only the plan matters.
+  // On a GPU the runtime reads (and verifies) the stage's weights at its
+  // load; here only the plan matters, so the weights are not read twice.
   auto art = o.emulate ? cuts::rt::readArtifact(o.model, err)
-                       : cuts::rt::readArtifactWithoutWeights(o.model, err);
+                       : cuts::rt::readArtifactWithoutWeights(
+                             o.model, err, cuts::rt::kLeaveWeightsFrom,
+                             /*verify=*/false);
   if (!art)
     die(l.rank, err);
   const std::vector<StageIO> io = cuts::mpi::stageIOs(*art, l.p, err);

@@ -255,11 +255,14 @@ std::optional<Artifact> readArtifact(const std::string &path,
 /// The same, but a weights section of `leaveFrom` bytes or more stays in
 /// the file: its bytes are read once, in blocks, for the checksum and not
 /// kept (streamed weights; Artifact::weightsInFile says where they are).
-/// Memory holds the kernels and manifests only.
+/// Memory holds the kernels and manifests only. verify = false reads none
+/// of those weights and checks no checksum: for a caller that only plans
+/// from the manifest and then loads through the runtime, which verifies.
 constexpr uint64_t kLeaveWeightsFrom = uint64_t(64) << 20;
 std::optional<Artifact>
 readArtifactWithoutWeights(const std::string &path, std::string &error,
-                           uint64_t leaveFrom = kLeaveWeightsFrom);
+                           uint64_t leaveFrom = kLeaveWeightsFrom,
+                           bool verify = true);
 
 bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
                std::string &error);
