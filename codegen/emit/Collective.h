@@ -15,12 +15,16 @@
 #ifndef CUTS_CODEGEN_EMIT_COLLECTIVE_H
 #define CUTS_CODEGEN_EMIT_COLLECTIVE_H
 
+#include "codegen/emit/HostCompile.h"
+
 #include <string>
 
 namespace cuts::codegen {
 
 /// The three kernels, with the conversions they need.
 std::string reduceChunksSource();
+/// cuts_reduce_chunks_<suffix>'s signature, to run it on the host.
+KernelSignature reduceChunksSignature(const std::string &suffix);
 
 /// A collective's copies done by the SMs, as NCCL's kernels do them, where
 /// the copy engines would do them otherwise (ConCCL's baseline, `cuts c3`):

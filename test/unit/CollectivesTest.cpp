@@ -104,15 +104,7 @@ TEST_CASE("reduce-scatter: the copies, then the sum kernel on the CPU, in "
     INFO(dtype);
     const bool f32 = std::string(dtype) == "f32";
     const uint64_t size = f32 ? 4 : 2, chunk = n * size;
-    const std::string t = f32 ? "float" : "unsigned short";
-    auto k = compileForHost(
-        src,
-        KernelSignature{std::string("cuts_reduce_chunks_") + dtype,
-                        {{"in", "const " + t + " *__restrict__"},
-                         {"ranks", "unsigned"},
-                         {"n", "unsigned long long"},
-                         {"out", t + " *__restrict__"}}},
-        err);
+    auto k = compileForHost(src, codegen::reduceChunksSignature(dtype), err);
     INFO(err);
     REQUIRE(k);
     // Values of the dtype, as float and as stored.
@@ -164,12 +156,7 @@ TEST_CASE("all-reduce plans: scatter, the sum kernel on the CPU, gather, "
           "[collectives]") {
   std::string err;
   auto k = compileForHost(codegen::reduceChunksSource(),
-                          KernelSignature{"cuts_reduce_chunks_f32",
-                                          {{"in", "const float *__restrict__"},
-                                           {"ranks", "unsigned"},
-                                           {"n", "unsigned long long"},
-                                           {"out", "float *__restrict__"}}},
-                          err);
+                          codegen::reduceChunksSignature("f32"), err);
   INFO(err);
   REQUIRE(k);
   std::mt19937 rng(7);

@@ -450,17 +450,9 @@ const HostKernel *sumKernel(const std::string &dtype, SumKernels &sums,
     return nullptr;
   }
   std::unique_ptr<HostKernel> &k = sums[suffix];
-  if (!k) {
-    const std::string t = dtype == "float32" ? "float" : "unsigned short";
-    k = compileForHost(
-        codegen::reduceChunksSource(),
-        KernelSignature{std::string("cuts_reduce_chunks_") + suffix,
-                        {{"in", "const " + t + " *__restrict__"},
-                         {"ranks", "unsigned"},
-                         {"n", "unsigned long long"},
-                         {"out", t + " *__restrict__"}}},
-        error);
-  }
+  if (!k)
+    k = compileForHost(codegen::reduceChunksSource(),
+                       codegen::reduceChunksSignature(suffix), error);
   return k.get();
 }
 
