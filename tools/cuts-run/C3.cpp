@@ -40,7 +40,6 @@ namespace {
 
 namespace cu = rt::cuda;
 using rt::Collective;
-constexpr cu::CUresult kPeerAccessAlreadyEnabled = 704;
 
 /// Table I: M x N x K.
 struct Gemm {
@@ -168,17 +167,12 @@ struct Bench {
   double time(const std::vector<Job> &jobs, int iters);
 };
 
+/// `u`'s resources, its streams already synchronised (~Bench).
 void release(const cu::Driver *d, Unit &u) {
-  d->cuCtxSetCurrent(u.ctx);
-  for (cu::CUstream s : {u.gemmStream, u.commLow, u.commHigh})
-    if (s)
-      d->cuStreamSynchronize(s);
   for (Partition &p : u.parts)
     for (int i = 0; i < 2; ++i) {
-      if (p.stream[i]) {
-        d->cuStreamSynchronize(p.stream[i]);
+      if (p.stream[i])
         d->cuStreamDestroy(p.stream[i]);
-      }
       if (p.done[i])
         d->cuEventDestroy(p.done[i]);
       if (i == 0 && p.module) {
@@ -311,20 +305,19 @@ bool Bench::open(const Options &o, uint64_t chunk, std::string &err) {
     if (!openUnit(u, err))
       return false;
   // The SM collective's kernel on a GPU reads its peers' send buffers.
-  for (Unit &u : units)
+  std::vector<cu::CUcontext> unitCtxs;
+  for (const Unit &u : units) {
+    unitCtxs.push_back(u.ctx);
     for (const Unit &v : units) {
-      if (&u == &v)
-        continue;
       int can = 0;
-      d->cuDeviceCanAccessPeer(&can, u.dev, v.dev);
-      d->cuCtxSetCurrent(u.ctx);
-      cu::CUresult r = can ? d->cuCtxEnablePeerAccess(v.ctx, 0) : 1;
-      if (r && r != kPeerAccessAlreadyEnabled) {
+      if (&u != &v && (d->cuDeviceCanAccessPeer(&can, u.dev, v.dev) || !can)) {
         err = "device " + std::to_string(u.ordinal) + " cannot read device " +
               std::to_string(v.ordinal) + "'s memory (peer access)";
         return false;
       }
     }
+  }
+  rt::enablePeerAccess(d, unitCtxs);
   d->cuCtxSetCurrent(units[0].ctx);
   d->cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/, units[0].dev);
   if (d->cuStreamCreate(&root, cu::CU_STREAM_NON_BLOCKING) ||
