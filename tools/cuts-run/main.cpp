@@ -240,9 +240,11 @@ int cmdRun(const std::vector<std::string> &args) {
   if (!outDir.empty() && (std::filesystem::create_directories(outDir, ec), ec))
     return error(outDir, "cannot create (" + ec.message() + ")");
   std::string err;
-  // Streamed weights stay in the file (the runtime reads them as it runs).
+  // Streamed weights stay in the file, unread here: the runtime's load
+  // verifies them and reads them as it runs.
   auto art = weightBudget > 0 || gpuMemory > 0
-                 ? cuts::rt::readArtifactWithoutWeights(model, err)
+                 ? cuts::rt::readArtifactWithoutWeights(
+                       model, err, cuts::rt::kLeaveWeightsFrom, false)
                  : cuts::rt::readArtifact(model, err);
   if (!art)
     return error("", err);
@@ -495,8 +497,9 @@ int cmdBench(const std::vector<std::string> &args) {
   // At --batch, the profiles up to the one that serves it (the kernels
   // --kernels lists are that profile's).
   std::string err;
-  if (gpuMemory > 0) {
-    auto art = cuts::rt::readArtifactWithoutWeights(model, err);
+  if (gpuMemory > 0) { // the plan only: the load verifies the weights
+    auto art = cuts::rt::readArtifactWithoutWeights(
+        model, err, cuts::rt::kLeaveWeightsFrom, false);
     if (!art)
       return error("", err);
     if (!(weightBudget = budgetOfGpuMemory(*art, gpuMemory, weightBudget, err)))
