@@ -1350,7 +1350,6 @@ cuts_status cuts_model_load(const char *path, const cuts_load_options *options,
       return fail(CUTS_ERROR_INVALID_ARGUMENT, "path is NULL");
     std::vector<uint8_t> bytes;
     std::string err;
-    // Streamed weights stay in the file: memory holds the rest.
     Blob weights;
     bool corrupt = false;
     // Streamed weights, or a pipeline stage's share of them, are read from
