@@ -377,6 +377,7 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops) {
       int reads = f.prologue ? std::max(0, f.extern_ - 1) : f.extern_;
       double elemsPerBlock = double(resultElements(a)) / blocks;
       extra.numTrans += reads * std::ceil(elemsPerBlock / T);
+      extra.elements += reads * double(resultElements(a));
       extra.nLoad += reads * elemsPerBlock / threads;
     }
     Bound b = evaluateBound(descs[anchor], c.params, arch, -1, &extra,

@@ -532,6 +532,7 @@ Bound evaluateBound(const OpDesc &d, const TileParams &p, const GpuArch &a,
     b.compThread += extra->compThread;
     b.numTrans += extra->numTrans;
     b.nLoad += extra->nLoad;
+    b.extraElements = extra->elements;
     total += extra->compTotal;
   }
 

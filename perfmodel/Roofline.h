@@ -63,6 +63,8 @@ struct Bound {
   int64_t residentBlocks = 0; // on a busy SM (residentBlocks())
   /// Lower bound of the run time in seconds: total work at PUL x peak.
   double timeLowerBound = 0;
+  /// Elements fused ops read beside the op's own operands (FusedExtra).
+  double extraElements = 0;
   double totalComp = 0; // the work timeLowerBound divides
   /// PERF_peak of the units the set runs on, FLOP/s: the FP32 SIMT peak, or
   /// the tensor cores' for a tensor-core set. PUL is a fraction of it.
@@ -373,6 +375,8 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
 struct FusedExtra {
   double compBlock = 0, compThread = 0, compTotal = 0;
   double numTrans = 0, nLoad = 0;
+  /// Elements the fused ops read from outside the group (a residual).
+  double elements = 0;
 };
 
 /// Sets COEF_bc and what follows from it (SMRatio, headroom, PUL, the time

@@ -102,7 +102,7 @@ void forEachTensorCoreParams(
       // memory, and so blocks on an SM (attention's K = 64 in one slice).
       const int64_t slices = (d.C + cin - 1) / cin;
       for (int64_t stages : {4, 3, 2}) {
-        if (!d.im2col && stages > std::max<int64_t>(2, slices))
+        if (stages > std::max<int64_t>(2, slices))
           continue;
         p.stages = stages;
         // wgmma warp-specialised first: no block barrier between slices.
@@ -184,7 +184,8 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
   // block's tiles come from L2 (at bwL2, measured): the tiles of a large
   // GEMM are re-read from L2 many times, which the thesis's NUM_trans at
   // BW_global would count as DRAM traffic (it bounded BERT's batch-32
-  // projections below the 47 % of peak they ran at on an H100).
+  // projections below the 47 % of peak they ran at on an H100). A fused
+  // epilogue's operands (a residual) cross it once too.
   const double eb = d.elementBytes;
   // An implicit GEMM's A is its input, each element read by up to FH x FW
   // rows' slices (from L2 after the first).
@@ -192,7 +193,8 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
                             ? double(d.N / (d.OH * d.OW)) * d.IH * d.IW * d.IC
                             : double(d.N) * d.C;
   const double dram =
-      (aElems + double(d.C) * d.K + double(d.N) * d.K) * eb * double(d.batch);
+      (aElems + double(d.C) * d.K + double(d.N) * d.K) * eb * double(d.batch) +
+      b.extraElements * eb;
   const double tiles = double(b.numBlocks) * double(p.Nb + p.Kb) *
                        std::ceil(double(d.C) / double(p.Cin)) * p.Cin * eb;
   const double seconds =

@@ -196,6 +196,14 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   return s;
 }
 
+// Whether k's staged operand (a residual) is copied in at the start,
+// beside the stages, rather than after the loop into the stages' memory:
+// the prefetching variant of a multistage tensor-core loop (its copies
+// then overlap the main loop, for the price of the tile's shared memory).
+bool earlyOperand(const Kernel &k, const std::optional<StagedStore> &s) {
+  return k.mma && k.prefetch && !k.mma->warpSpecialized && s && s->operand >= 0;
+}
+
 // One operand's shared tile as its copies see it: rows x cols elements of
 // a row-major global tensor (row stride `stride`) from (rowBase, colBase),
 // K along the rows or along the columns, rows `ld` apart in shared memory,
@@ -755,9 +763,11 @@ private:
   void emitDependenceWaits();
   void emitPost();
   void emitMmaExit(const std::optional<StagedStore> &staged);
-  void emitMultistagePipeline();
+  void emitMultistagePipeline(const std::optional<StagedStore> &staged);
+  void emitStagedTilePointer(dfg::Type type, int64_t offset);
   void emitSpecializedPipeline(bool staged);
-  void emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t, bool out);
+  void emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t, bool out,
+                          bool wait = true);
   void emitChannelVectors();
   // The channels of pixel column iw of the current row into x0.. (floats).
   void emitChannelVectorLoad(const std::string &ind);
@@ -2338,7 +2348,7 @@ void Emitter::emitMma() {
   if (m.warpSpecialized)
     emitSpecializedPipeline(staged.has_value());
   else
-    emitMultistagePipeline();
+    emitMultistagePipeline(staged);
   emitMmaExit(staged);
 }
 
@@ -2351,10 +2361,12 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
   std::string in = "  ";
   const dfg::Type outType =
       staged ? k.exit.buffer(staged->buffer).type : dfg::Type::F32;
-  if (staged) {
-    os << "  __syncthreads(); // every product is done with the stages\n"
-       << "  " << typeName(outType) << " *const cuts_ytile = reinterpret_cast<"
-       << typeName(outType) << " *>(cuts_smem);\n";
+  if (staged && earlyOperand(k, staged)) {
+    os << "  cuts_cp_async_wait<0>();\n"
+       << "  __syncthreads(); // the operand's tile is in\n";
+  } else if (staged) {
+    os << "  __syncthreads(); // every product is done with the stages\n";
+    emitStagedTilePointer(outType, 0);
     if (staged->operand >= 0)
       emitStagedTileCopy(*staged, k.exit.buffer(staged->operand), false);
   }
@@ -2401,7 +2413,7 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
 // its place): 16 bytes a thread, a row's copies by consecutive threads,
 // rows outside the tensor skipped.
 void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
-                                 bool out) {
+                                 bool out, bool wait) {
   const TileParams &p = top.params;
   const int64_t perRow = p.Kb / s.chunk;
   const Phase saved = ph;
@@ -2427,9 +2439,10 @@ void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
        << " + q]), in ? " << t.name << " + " << address(t, first) << " : "
        << t.name << ", in ? 16 : 0);\n"
        << "  }\n"
-       << "  cuts_cp_async_commit();\n"
-       << "  cuts_cp_async_wait<0>();\n"
-       << "  __syncthreads(); // the operand's tile is in\n";
+       << "  cuts_cp_async_commit();\n";
+    if (wait)
+      os << "  cuts_cp_async_wait<0>();\n"
+         << "  __syncthreads(); // the operand's tile is in\n";
   } else {
     os << "    if (" << inside(t, last) << ")\n"
        << "      "
@@ -2440,9 +2453,16 @@ void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
   ph = saved;
 }
 
+// cuts_ytile, the staged tile, `offset` bytes into the shared memory.
+void Emitter::emitStagedTilePointer(dfg::Type type, int64_t offset) {
+  os << "  " << typeName(type) << " *const cuts_ytile = reinterpret_cast<"
+     << typeName(type) << " *>(reinterpret_cast<unsigned char *>(cuts_smem) + "
+     << offset << ");\n";
+}
+
 // Every thread copies and computes: slice kt + ahead loads while slice kt
 // computes, a block barrier between slices.
-void Emitter::emitMultistagePipeline() {
+void Emitter::emitMultistagePipeline(const std::optional<StagedStore> &staged) {
   const TileParams &p = top.params;
   const int64_t S = p.stages, ahead = p.slicesAhead();
   os << "  // A pipeline of " << S << " stages: slice kt + " << ahead
@@ -2466,8 +2486,15 @@ void Emitter::emitMultistagePipeline() {
        << "      fetch(s, s * " << p.Cin << ");\n";
   }
   os << "    cuts_cp_async_commit();\n"
-     << "  }\n"
-     << "  int rs = 0, ws = " << ahead << "; // the stages read and written\n"
+     << "  }\n";
+  if (earlyOperand(top, staged)) {
+    // Its own group, after the prologue's: the loop's waits retire it with
+    // the first slices at the latest, which only makes them wait longer.
+    emitStagedTilePointer(top.exit.buffer(staged->buffer).type,
+                          mmaTiles(top).bytes);
+    emitStagedTileCopy(*staged, top.exit.buffer(staged->operand), false, false);
+  }
+  os << "  int rs = 0, ws = " << ahead << "; // the stages read and written\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
      << "    cuts_cp_async_wait<" << ahead - 1 << ">();\n";
   // No proxy fence for wgmma's reads of cp.async's writes: the fence
@@ -3005,11 +3032,21 @@ std::string syncEpochKernel(Target target) {
          "}\n";
 }
 
+bool prefetchesOperand(const Kernel &k) {
+  Kernel early = k;
+  early.prefetch = true;
+  return earlyOperand(early, stagedStore(k));
+}
+
 LaunchShape launchShape(const Kernel &k) {
   // The prefetching variant doubles the tiles of the looped phase: the
   // producer's where there is one (the consumer then runs one iteration).
   int64_t stages = k.prefetch ? 2 : 1;
   int64_t bytes = k.mma ? mmaTiles(k).bytes : 0;
+  if (k.mma)
+    if (std::optional<StagedStore> s = stagedStore(k); earlyOperand(k, s))
+      bytes +=
+          k.params.Nb * s->pitch * elementBytes(k.exit.buffer(s->buffer).type);
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;

@@ -62,6 +62,11 @@ std::string emitSource(const Kernel &kernel, Target target = Target::Cuda);
 /// function's limit: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)).
 LaunchShape launchShape(const Kernel &kernel);
 
+/// Whether a tensor-core kernel has a prefetching variant (Kernel::prefetch):
+/// a multistage loop whose exit stages an operand laid out as its output (a
+/// residual) through shared memory, which the variant copies in at the start.
+bool prefetchesOperand(const Kernel &kernel);
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_H

@@ -254,7 +254,9 @@ struct Kernel {
   std::vector<std::string> accumulators;
   double accumulatorInit = 0;
   /// Emit the prefetching (double-buffered) variant of the loop (§3.4.1);
-  /// tuning picks the faster of the two. With a producer, its loop's.
+  /// tuning picks the faster of the two. With a producer, its loop's. A
+  /// tensor-core loop's instead copies its residual in at the start
+  /// (prefetchesOperand).
   bool prefetch = false;
   double pul = 0;
   /// Shared-memory-level fusion (§3.3.2, Fig. 3.4(d)): a first phase that

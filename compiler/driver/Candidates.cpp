@@ -42,23 +42,27 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
       distinctTilingsFirst(e.ranked, size_t(std::max(0, opts.tuneCandidates)));
   std::set<size_t> timed(order.begin(), order.end());
   for (int l = 0; l < int(order.size()); ++l)
-    for (bool second : {false, true}) {
+    for (int variant : {0, 1, 2}) {
       std::string why;
       size_t i = order[size_t(l)];
       // A set's second variant: a SIMT loop prefetching its next slice into
       // registers; for tensor cores (which pipeline already) the tiling
       // with its pipeline run another way, unless that set is timed anyway.
+      // A tensor-core set's third: its residual prefetched at the start.
       const bool tensorCore = e.ranked[i].params.tensorCore();
-      if (second && tensorCore) {
+      if (variant == 2 && !tensorCore)
+        continue;
+      if (variant == 1 && tensorCore) {
         std::optional<size_t> alt = pipelineAlternative(e.ranked, i);
         if (!alt || !timed.insert(*alt).second)
           continue;
         i = *alt;
       }
-      const bool prefetch = second && !tensorCore;
+      const bool prefetch = tensorCore ? variant == 2 : variant == 1;
       auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why,
                            predecessorOf(e, i));
-      if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
+      if (!gk || (prefetch && gk->kernel.loopExtent <= 0) ||
+          (prefetch && tensorCore && !codegen::prefetchesOperand(gk->kernel)))
         continue;
       gk->kernel.prefetch = prefetch;
       // The prefetching variant doubles the tiles; the bound checked one.
@@ -68,7 +72,7 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
         continue;
       tune::Candidate tc = tuneCandidate(gk->kernel, arch0, nvrtc);
       tc.group = group;
-      tc.level = 2 * l + second;
+      tc.level = 3 * l + variant;
       list.push_back({std::move(*gk), std::move(tc)});
     }
 }

@@ -445,7 +445,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        {}},
   };
   uint32_t seed = 21;
-  int staged = 0;
+  int staged = 0, prefetching = 0;
   for (const MmaCase &c : cases) {
     std::vector<int64_t> a = {c.M, c.K},
                          b = c.transB ? std::vector<int64_t>{c.N, c.K}
@@ -485,16 +485,34 @@ TEST_CASE("tensor-core products match the reference on the CPU",
       CHECK(src.find("? res + ") != std::string::npos);
     // Even rows of Y: a lane's column pairs are stored 8 bytes at a time.
     CHECK(src.find("make_float2") != std::string::npos);
-    for (const std::string *text : {&std::as_const(src), &ws})
-      compilesWithNvrtc(*text, "mma_test", /*withPrelude=*/false,
-                        wgmma ? std::vector<const char *>{"sm_90a"}
-                              : std::vector<const char *>{"sm_80", "sm_90"});
+    // The prefetching variant: the residual's tile beside the stages,
+    // copied in before the loop (and after the weights' first slices).
+    std::string early;
+    CHECK(prefetchesOperand(*k) == (residual && !c.loop.warpSpecialized));
+    if (prefetchesOperand(*k)) {
+      ++prefetching;
+      Kernel e = w;
+      e.prefetch = true;
+      CHECK(runMma(e, c, seed++) <= 1e-6);
+      early = emitSource(e);
+      const size_t copy = early.find("? res + "), loop = early.find("kt = 0");
+      CHECK(copy < loop);
+      CHECK(early.find("fetchB(s, ") < copy);
+      CHECK(launchShape(e).sharedBytes > launchShape(w).sharedBytes);
+    }
+    for (const std::string *text :
+         std::vector<const std::string *>{&src, &ws, &early})
+      if (!text->empty())
+        compilesWithNvrtc(*text, "mma_test", /*withPrelude=*/false,
+                          wgmma ? std::vector<const char *>{"sm_90a"}
+                                : std::vector<const char *>{"sm_80", "sm_90"});
   }
   // fp32 rows of whole 16-byte chunks leave through a shared tile (both
   // pipelines, batched, ragged M and N), but for the 2-stage
   // warp-specialised loop, whose stages leave too little room for its
   // 128 x 48 tile: it stores its fragments directly.
   CHECK(staged == int(cases.size()) - 1);
+  CHECK(prefetching == 2);
 }
 
 TEST_CASE("tensor-core epilogues move 16-bit tensors a column pair at a time",
