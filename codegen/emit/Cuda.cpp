@@ -104,6 +104,15 @@ struct MmaTiles {
   int64_t lda = 0, ldb = 0, aElems = 0, bElems = 0, bytes = 0;
   int64_t stageBytes = 0; // the stages' tiles; the mbarriers follow
 };
+// The stages a tensor-core loop fills: a multistage loop of fewer slices
+// than stages never touches the others, so they take no shared memory (the
+// bound's tensorCoreSharedBytes counts the same).
+int64_t allocatedStages(const Kernel &k) {
+  const int64_t slices = (k.desc.C + k.params.Cin - 1) / k.params.Cin;
+  return k.mma->warpSpecialized ? k.mma->stages
+                                : std::min(k.mma->stages, slices);
+}
+
 MmaTiles mmaTiles(const Kernel &k) {
   const TileParams &p = k.params;
   const bool wgmma = k.mma->instr == MatrixInstr::Wgmma;
@@ -119,7 +128,7 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.aElems = (t.aElems + unit - 1) / unit * unit;
     t.bElems = (t.bElems + unit - 1) / unit * unit;
   }
-  t.stageBytes = t.bytes = k.mma->stages * (t.aElems + t.bElems) * eb;
+  t.stageBytes = t.bytes = allocatedStages(k) * (t.aElems + t.bElems) * eb;
   if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
     t.bytes += k.mma->stages * 16;
   return t;
@@ -2312,7 +2321,8 @@ void Emitter::emitMma() {
        << "  const int mma_row = wm * " << p.Nb / m.warpsM
        << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
-     << "  const cuts_sptr sB = sA + " << m.stages * t.aElems * eb << ";\n"
+     << "  const cuts_sptr sB = sA + " << allocatedStages(k) * t.aElems * eb
+     << ";\n"
      << "  const " << typeName(m.operand) << " *Ag = A + " << ops[0].batchOffset
      << ";\n"
      << "  const " << typeName(m.operand) << " *Bg = B + " << ops[1].batchOffset
