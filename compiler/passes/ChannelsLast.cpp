@@ -81,8 +81,8 @@ mlir::Value lastInput(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x) {
   if (!cast || !llvm::isa<mlir::BlockArgument>(cast.getInput()) ||
       !cast->hasOneUse() || tensorType(x).getDimSize(1) % unit == 0)
     return padChannels(b, loc, transposed(b, loc, x, kToLast), unit);
-  mlir::Value v = padChannels(
-      b, loc, transposed(b, loc, cast.getInput(), kToLast), unit);
+  mlir::Value v =
+      padChannels(b, loc, transposed(b, loc, cast.getInput(), kToLast), unit);
   auto t = tensorType(v);
   return b.create<CastOp>(
       loc, mlir::RankedTensorType::get(t.getShape(), cast.getTo()), v,
@@ -262,6 +262,36 @@ struct SinkTransposeThroughPool : mlir::OpRewritePattern<Pool> {
   }
 };
 
+// global_average_pool(transpose(x, [0, 3, 1, 2])) = reshape(average_pool
+// {channels_last}(x) over the whole H x W): ResNet's last conv's result is
+// averaged where it is, as channel vectors, and its N x 1 x 1 x C mean is
+// N x C x 1 x 1 in memory already.
+struct SinkTransposeThroughGlobalPool
+    : mlir::OpRewritePattern<GlobalAveragePoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult
+  matchAndRewrite(GlobalAveragePoolOp pool,
+                  mlir::PatternRewriter &rw) const override {
+    TransposeOp t = movable(pool.getX());
+    if (!t || t.getPerm() != llvm::ArrayRef<int64_t>(kToFirst))
+      return mlir::failure();
+    auto x = tensorType(t.getData());
+    auto i64s = [&](llvm::ArrayRef<int64_t> v) {
+      return rw.getDenseI64ArrayAttr(v);
+    };
+    auto mean = rw.create<AveragePoolOp>(
+        pool.getLoc(),
+        mlir::RankedTensorType::get({x.getDimSize(0), 1, 1, x.getDimSize(3)},
+                                    x.getElementType()),
+        t.getData(), i64s({x.getDimSize(1), x.getDimSize(2)}), i64s({1, 1}),
+        i64s({0, 0, 0, 0}), i64s({1, 1}), rw.getBoolAttr(false),
+        rw.getBoolAttr(false), rw.getUnitAttr());
+    rw.replaceOpWithNewOp<ReshapeOp>(pool, pool.getType(), mean,
+                                     i64s(tensorType(pool.getY()).getShape()));
+    return mlir::success();
+  }
+};
+
 struct ChannelsLastPass : impl::ChannelsLastBase<ChannelsLastPass> {
   void runOnOperation() override {
     llvm::SmallVector<ConvOp> convs;
@@ -278,7 +308,8 @@ struct ChannelsLastPass : impl::ChannelsLastBase<ChannelsLastPass> {
     mlir::RewritePatternSet patterns(&getContext());
     patterns.add<ComposeTransposes, SinkTranspose, SinkTransposeThroughConcat,
                  SinkTransposeThroughPool<MaxPoolOp>,
-                 SinkTransposeThroughPool<AveragePoolOp>>(&getContext());
+                 SinkTransposeThroughPool<AveragePoolOp>,
+                 SinkTransposeThroughGlobalPool>(&getContext());
     // Every rewrite keeps the function's meaning: a graph the patterns do
     // not settle (a bounded number of moves an op) is still a right one.
     int64_t ops = 0;

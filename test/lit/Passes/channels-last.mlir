@@ -116,6 +116,23 @@ func.func @concat(%x: tensor<1x16x4x4xf16>) -> tensor<1x32x4x4xf16> {
 
 // -----
 
+// A global average pooling of a channels-last conv (ResNet's last) runs
+// channels-last as an average pooling over the whole image, and its
+// N x 1 x 1 x C result is reshaped, not transposed.
+// CHECK-LABEL: func.func @global_pool(
+// CHECK: %[[C:[a-z0-9_]+]] = cuts.conv {{.*}}channels_last{{.*}} -> tensor<2x4x4x16xf16>
+// CHECK-NEXT: %[[M:[a-z0-9_]+]] = cuts.average_pool %[[C]] {{{.*}}channels_last{{.*}}kernel_shape = array<i64: 4, 4>{{.*}}} : (tensor<2x4x4x16xf16>) -> tensor<2x1x1x16xf16>
+// CHECK-NEXT: cuts.reshape %[[M]] {{.*}} -> tensor<2x16x1x1xf16>
+// CHECK-NOT: cuts.transpose
+func.func @global_pool(%x: tensor<2x16x4x4xf16>) -> tensor<2x16x1x1xf16> {
+  %w = cuts.constant {value = dense<1.0> : tensor<16x16x1x1xf16>} : tensor<16x16x1x1xf16>
+  %0 = cuts.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x16x4x4xf16>, tensor<16x16x1x1xf16>) -> tensor<2x16x4x4xf16>
+  %1 = cuts.global_average_pool %0 : (tensor<2x16x4x4xf16>) -> tensor<2x16x1x1xf16>
+  return %1 : tensor<2x16x1x1xf16>
+}
+
+// -----
+
 // In a function that allows tf32, fp32 convs run channels-last too: a
 // 3-channel stem is padded to 4 channels (16 bytes of fp32).
 // CHECK-LABEL: func.func @tf32(
