@@ -62,14 +62,21 @@ struct OpDesc {
   bool im2col = false;
   int64_t OH = 1, OW = 1;
   /// Whether an implicit GEMM's K slices of `cin` channels span several
-  /// window positions (fewer input channels than cin: a padded stem's 8),
-  /// each 16-byte chunk at its own; else a slice is at one (cin dividing
+  /// window positions (fewer input channels than cin: a padded stem's 4 or 8),
+  /// each copy at its own; else a slice is at one (cin dividing
   /// IC; a 1 x 1 conv's last one may be ragged).
   bool im2colChunks(int64_t cin) const { return IC % cin != 0 && FH * FW != 1; }
   /// Whether an implicit GEMM can read K slices of `cin` channels: at one
   /// window position, or in 16-byte chunks of channels at their own.
   bool im2colSlices(int64_t cin) const {
-    return !im2colChunks(cin) || IC % (16 / elementBytes) == 0;
+    return !im2colChunks(cin) || IC % copyElements() == 0;
+  }
+  /// The elements of one cp.async of a tensor-core product: 16 bytes, or 8
+  /// for an implicit GEMM whose input pixels are 8 bytes (a 16-bit stem
+  /// padded to 4 channels: half the 8-channel one's K and its re-reads),
+  /// whose rows (K = FH x FW x 4) are then whole 8-byte copies only.
+  int64_t copyElements() const {
+    return im2col && IC * elementBytes == 8 ? IC : 16 / elementBytes;
   }
   /// A depthwise conv of channels-last tensors (x N x H x W x C, w
   /// M x FH x FW x 1, y N x OH x OW x M): the same op, read and written

@@ -35,7 +35,7 @@ int64_t bRows(const OpDesc &d, const TileParams &p) {
 // sets): a row's copies divide the block's threads, and for wgmma's 8-row
 // core matrices a pass of copies covers whole ones.
 bool copiesDivide(const OpDesc &d, const TileParams &p) {
-  const int64_t perCopy = 16 / d.elementBytes, threads = p.copyThreads();
+  const int64_t perCopy = d.copyElements(), threads = p.copyThreads();
   const int64_t cprA = p.Cin / perCopy;
   const int64_t cprB = (d.transB ? p.Cin : p.Kb) / perCopy;
   return threads % cprA == 0 && threads % cprB == 0 &&
@@ -53,8 +53,9 @@ bool tensorCoreAllows(const OpDesc &d, const GpuArch &a, MatrixInstr instr) {
   // transpose 32-bit words).
   const bool tf32 =
       d.elementBytes == 4 && d.tf32 && d.transB && instr != MatrixInstr::Wgmma;
-  // Rows of K (and of N where B is K x N) in whole 16-byte copies.
-  const int64_t perCopy = 16 / d.elementBytes;
+  // Rows of K (and of N where B is K x N) in whole 16-byte copies (8-byte
+  // ones for a stem's, OpDesc::copyElements).
+  const int64_t perCopy = d.copyElements();
   if (d.kind != OpKind::MatMul || (d.elementBytes != 2 && !tf32) || d.transA ||
       a.perfPeakFp16 <= 0 || d.C % perCopy || (!d.transB && d.K % perCopy))
     return false;

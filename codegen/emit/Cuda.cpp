@@ -134,6 +134,13 @@ MmaTiles mmaTiles(const Kernel &k) {
   return t;
 }
 
+// The elements one cp.async of a tensor-core loop moves: 16 bytes, or 8
+// for a stem's 4-channel pixels (OpDesc::copyElements).
+int64_t copyElements(const Kernel &k) {
+  return k.desc.im2col ? k.desc.copyElements()
+                       : 16 / elementBytes(k.mma->operand);
+}
+
 // wgmma's swizzle of a K-major tile whose rows are C_input elements: 16 x
 // 2^swizzle bytes a row, 16-byte chunk c of row r at c ^ (r % 8 >> (3 -
 // swizzle)), as the hardware reads it (TensorCore.h).
@@ -2196,11 +2203,11 @@ void Emitter::emitIm2colSlots(const MmaOperand &o, int64_t count,
      << "  }\n";
 }
 
-// This thread's first copy of operand o (16 bytes): its row and column in
-// the tile, its global source and its shared destination. Copy i is i x
-// rows-per-pass rows further on, a compile-time offset in both.
+// This thread's first copy of operand o (16 bytes, or 8): its row and
+// column in the tile, its global source and its shared destination. Copy i
+// is i x rows-per-pass rows further on, a compile-time offset in both.
 void Emitter::emitMmaCopySlots(const MmaOperand &o) {
-  const int64_t ch = 16 / elementBytes(top.mma->operand), cpr = o.cols / ch;
+  const int64_t ch = copyElements(top), cpr = o.cols / ch;
   const int64_t eb = elementBytes(top.mma->operand);
   os << "  const int " << o.x << "_r = tid / " << cpr << ", " << o.x
      << "_e = (tid % " << cpr << ") * " << ch << ";\n";
@@ -2213,7 +2220,11 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
        << o.stride << "LL + " << o.colBase << " + " << o.x << "_e;\n";
   }
   os << "  const cuts_sptr " << o.x << "_s = " << o.shared;
-  if (o.swizzle) // chunk e / ch of row r, swizzled by r
+  if (o.swizzle && ch * eb < 16) // an 8-byte copy: half a swizzled chunk
+    os << " + " << o.x << "_r * " << o.ld * eb << " + ((" << o.x << "_e / "
+       << 16 / eb << ") ^ (" << o.x << "_r % 8 >> " << 3 - o.swizzle
+       << ")) * 16 + " << o.x << "_e % " << 16 / eb << " * " << eb << ";\n";
+  else if (o.swizzle) // chunk e / ch of row r, swizzled by r
     os << " + " << o.x << "_r * " << o.ld * eb << " + ((" << o.x << "_e / "
        << ch << ") ^ (" << o.x << "_r % 8 >> " << 3 - o.swizzle << ")) * 16;\n";
   else
@@ -2225,7 +2236,7 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
 // where the tile overhangs the tensor).
 void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
   const int64_t threads = top.mma->copyThreads();
-  const int64_t ch = 16 / elementBytes(top.mma->operand), cpr = o.cols / ch;
+  const int64_t ch = copyElements(top), cpr = o.cols / ch;
   const int64_t eb = elementBytes(top.mma->operand);
   const int64_t total = o.rows * cpr, perPass = threads / cpr;
   const int64_t count = (total + threads - 1) / threads;
@@ -2280,13 +2291,16 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
   std::string dst = o.x + std::string("_s + st * ") +
                     std::to_string(o.stageBytes) + " + i * " +
                     std::to_string(passBytes);
+  const std::string bytes = std::to_string(ch * eb);
+  const std::string copy = "cuts_cp_async" + bytes;
   if (in.empty()) {
-    os << ind << "  cuts_cp_async16(" << dst << ", " << src << ", 16);\n";
+    os << ind << "  " << copy << "(" << dst << ", " << src << ", " << bytes
+       << ");\n";
   } else {
     os << ind << "  const bool in = " << in[0]
        << (in.size() > 1 ? " && " + in[1] : std::string()) << ";\n"
-       << ind << "  cuts_cp_async16(" << dst << ", in ? " << src << " : "
-       << o.global << ", in ? 16 : 0);\n";
+       << ind << "  " << copy << "(" << dst << ", in ? " << src << " : "
+       << o.global << ", in ? " << bytes << " : 0);\n";
   }
   os << ind << "}\n";
 }

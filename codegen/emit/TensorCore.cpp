@@ -92,6 +92,13 @@ __device__ __forceinline__ void cuts_cp_async16(cuts_sptr dst, const void *src,
                :
                : "r"(dst), "l"(src), "r"(bytes));
 }
+// 8 bytes (a stem's 4-channel pixel); .ca: .cg copies only 16.
+__device__ __forceinline__ void cuts_cp_async8(cuts_sptr dst, const void *src,
+                                               int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
+               :
+               : "r"(dst), "l"(src), "r"(bytes));
+}
 __device__ __forceinline__ void cuts_cp_async_commit() {
   asm volatile("cp.async.commit_group;");
 }

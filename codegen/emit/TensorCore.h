@@ -21,6 +21,7 @@
 //   cuts_ldmatrix_x4_trans, cuts_ldmatrix_x2, cuts_ldmatrix_x2_trans
 //   cuts_cp_async16(cuts_sptr shared, const void *global, int bytes)
 //                                  16 bytes, of which `bytes` (0 or 16) read
+//   cuts_cp_async8(cuts_sptr shared, const void *global, int bytes)  8 bytes
 //   cuts_cp_async_commit(), cuts_cp_async_wait<N>()
 //
 // Half and bfloat16 values travel as their bit patterns (unsigned short),

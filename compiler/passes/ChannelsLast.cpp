@@ -23,6 +23,14 @@ int64_t copyChannels(mlir::Value v) {
   return 128 / tensorType(v).getElementTypeBitWidth();
 }
 
+// The channels a conv input's (or weight's) dimension 1 is padded to: whole
+// 16-byte copies, or one 8-byte copy where that holds them (a 16-bit RGB
+// stem's 3 channels go to 4, not 8: half the products and re-reads).
+int64_t padUnit(mlir::Value v) {
+  const int64_t bits = tensorType(v).getElementTypeBitWidth();
+  return tensorType(v).getDimSize(1) * bits <= 64 ? 64 / bits : copyChannels(v);
+}
+
 bool isDense2d(ConvOp conv) { return tensorType(conv.getX()).getRank() == 4; }
 
 // One input and one output channel a group (MobileNet's 3 x 3 convs).
@@ -72,11 +80,11 @@ mlir::Value padChannels(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
       b.getStringAttr("constant"), b.getF64FloatAttr(0));
 }
 
-// x channels-last and padded to whole 16-byte copies. A model input's cast
+// x channels-last and its channels padded (padUnit). A model input's cast
 // moves after both, so that one kernel reads the input, reorders, pads and
 // converts it.
 mlir::Value lastInput(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x) {
-  const int64_t unit = copyChannels(x);
+  const int64_t unit = padUnit(x);
   auto cast = x.getDefiningOp<CastOp>();
   if (!cast || !llvm::isa<mlir::BlockArgument>(cast.getInput()) ||
       !cast->hasOneUse() || tensorType(x).getDimSize(1) % unit == 0)
@@ -97,7 +105,7 @@ void convert(ConvOp conv) {
   llvm::SmallVector<mlir::Value> operands{
       isDepthwise(conv) ? transposed(b, loc, conv.getX(), kToLast)
                         : lastInput(b, loc, conv.getX()),
-      isDepthwise(conv) ? w : padChannels(b, loc, w, copyChannels(w))};
+      isDepthwise(conv) ? w : padChannels(b, loc, w, padUnit(conv.getW()))};
   if (conv.getB())
     operands.push_back(conv.getB());
   llvm::SmallVector<mlir::NamedAttribute> attrs(conv->getAttrs());

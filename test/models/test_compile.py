@@ -1070,7 +1070,7 @@ def check_cublas_gelu(runner):
 
 def check_cudnn_nhwc(runner):
     """resnet_stage in fp16 runs every conv channels-last, its 3-channel
-    stem padded to 8; cuDNN's calls for them are NHWC (ConvSpec's
+    stem padded to 4; cuDNN's calls for them are NHWC (ConvSpec's
     channelsLast), and emulated as such."""
     import json
     check_tuning_cache(runner, *one_input(runner, "resnet_stage"),

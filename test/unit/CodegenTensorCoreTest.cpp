@@ -892,6 +892,23 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
        1,
        16,
        mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma)},
+      // A 16-bit stem padded to 4 channels: each 8-byte copy of a slice at
+      // its own window position, K = 196 (half a swizzled chunk a copy);
+      // wgmma with slices of 64, mma.sync with slices of 16.
+      {{2, 12, 12, 4},
+       {16, 7, 7, 4},
+       2,
+       3,
+       1,
+       64,
+       mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma)},
+      {{1, 11, 11, 4},
+       {16, 7, 7, 4},
+       2,
+       3,
+       1,
+       16,
+       mmaLoop(Type::BF16, 1, 2, 1, 2, 2)},
       // 3x3 on 8 channels, 8 window positions a slice (K = 72: the second
       // slice mostly past it), bf16, mma.sync.
       {{1, 9, 9, 8},
@@ -983,8 +1000,14 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
     INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << F << "x"
            << F << " stride " << c.stride << " pad " << c.pad);
     CHECK(e.value() <= 1e-6);
+    // 8-byte pixels move in 8-byte copies, the filter's rows too.
+    const std::string src = emitSource(*k);
+    for (const char *copy : {"cuts_cp_async8(a_s", "cuts_cp_async8(b_s"})
+      CHECK((src.find(copy) != std::string::npos) == (C * d.elementBytes == 8));
+    CHECK((src.find("cuts_cp_async16(a_s") == std::string::npos) ==
+          (C * d.elementBytes == 8));
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
-    compilesWithNvrtc(emitSource(*k), "im2col_test", /*withPrelude=*/false,
+    compilesWithNvrtc(src, "im2col_test", /*withPrelude=*/false,
                       wgmma ? std::vector<const char *>{"sm_90a"}
                             : std::vector<const char *>{"sm_80", "sm_90"});
   }

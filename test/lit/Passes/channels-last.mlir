@@ -31,12 +31,12 @@ func.func @block(%x: tensor<1x16x6x6xf16>) -> tensor<1x16x6x6xf16> {
 // -----
 
 // A 3-channel stem runs channels-last with its channels and its weight's
-// padded with zeros to 8 (whole 16-byte copies); an fp32 conv stays NCHW; a
+// padded with zeros to 4 (one 8-byte copy); an fp32 conv stays NCHW; a
 // max pooling after a channels-last conv runs channels-last too.
 // CHECK-LABEL: func.func @kept(
 // CHECK: %[[T:.*]] = cuts.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
-// CHECK: %[[P:.*]] = cuts.pad %[[T]] {mode = "constant", pads = array<i64: 0, 0, 0, 0, 0, 0, 0, 5>{{.*}}} : (tensor<1x8x8x3xf16>) -> tensor<1x8x8x8xf16>
-// CHECK: cuts.conv %[[P]], {{.*}}channels_last{{.*}} : (tensor<1x8x8x8xf16>, tensor<16x3x3x8xf16>) -> tensor<1x6x6x16xf16>
+// CHECK: %[[P:.*]] = cuts.pad %[[T]] {mode = "constant", pads = array<i64: 0, 0, 0, 0, 0, 0, 0, 1>{{.*}}} : (tensor<1x8x8x3xf16>) -> tensor<1x8x8x4xf16>
+// CHECK: cuts.conv %[[P]], {{.*}}channels_last{{.*}} : (tensor<1x8x8x4xf16>, tensor<16x3x3x4xf16>) -> tensor<1x6x6x16xf16>
 // CHECK: cuts.conv {{.*}}channels_last{{.*}} -> tensor<1x6x6x16xf16>
 // CHECK-NEXT: cuts.max_pool {{.*}}channels_last{{.*}} : (tensor<1x6x6x16xf16>) -> tensor<1x3x3x16xf16>
 // CHECK-NEXT: cuts.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
@@ -58,8 +58,8 @@ func.func @kept(%x: tensor<1x3x8x8xf16>, %f: tensor<1x16x4x4xf32>) -> (tensor<1x
 // padding, so one kernel reads the input, reorders, pads and converts it.
 // CHECK-LABEL: func.func @stem(
 // CHECK: %[[T:.*]] = cuts.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x8x8xf32>) -> tensor<1x8x8x3xf32>
-// CHECK: %[[P:.*]] = cuts.pad %[[T]] {{.*}} : (tensor<1x8x8x3xf32>) -> tensor<1x8x8x8xf32>
-// CHECK: %[[C:.*]] = cuts.cast %[[P]] {to = f16} : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf16>
+// CHECK: %[[P:.*]] = cuts.pad %[[T]] {{.*}} : (tensor<1x8x8x3xf32>) -> tensor<1x8x8x4xf32>
+// CHECK: %[[C:.*]] = cuts.cast %[[P]] {to = f16} : (tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf16>
 // CHECK: cuts.conv %[[C]], {{.*}}channels_last
 func.func @stem(%x: tensor<1x3x8x8xf32>) -> tensor<1x16x6x6xf16> {
   %w = cuts.constant {value = dense<1.0> : tensor<16x3x3x3xf16>} : tensor<16x3x3x3xf16>
