@@ -2480,8 +2480,11 @@ void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
 // cuts_ytile, the staged tile, `offset` bytes into the shared memory.
 void Emitter::emitStagedTilePointer(dfg::Type type, int64_t offset) {
   os << "  " << typeName(type) << " *const cuts_ytile = reinterpret_cast<"
-     << typeName(type) << " *>(reinterpret_cast<unsigned char *>(cuts_smem) + "
-     << offset << ");\n";
+     << typeName(type) << " *>(";
+  if (offset == 0)
+    os << "cuts_smem);\n";
+  else
+    os << "reinterpret_cast<unsigned char *>(cuts_smem) + " << offset << ");\n";
 }
 
 // Every thread copies and computes: slice kt + ahead loads while slice kt
