@@ -697,6 +697,39 @@ TEST_CASE("the bound ranks tensor-core sets by their peak",
   CHECK(best.bound.pul <= 1);
 }
 
+TEST_CASE("where DRAM binds, tensor-core sets rank by the blocks an SM "
+          "holds, and a fused residual's bytes count",
+          "[perfmodel][tensorcore]") {
+  const GpuArch h200 = *findArch("h200");
+  // ResNet-50's layer-1 1x1 conv at batch 64 (64 -> 256 channels, 56 x 56):
+  // one K slice, its time the bytes it moves.
+  Window win{{1, 1}, {0, 0, 0, 0}, {1, 1}};
+  OpDesc d = describeImplicitGemm({64, 56, 56, 64}, {256, 1, 1, 64},
+                                  {64, 56, 56, 256}, win);
+  d.elementBytes = 2;
+  SearchResult r = searchParams(d, h200);
+  REQUIRE(r.kept.size() > 1);
+  const Candidate &best = r.kept.front();
+  INFO(paramsText(best.params));
+  CHECK(best.bound.gmRatio < 1);
+  int64_t most = 0;
+  for (const Candidate &c : r.kept) {
+    if (c.bound.pul == best.bound.pul)
+      most = std::max(most, c.bound.residentBlocks);
+    // No stage beyond the product's slices (two at least).
+    CHECK(c.params.stages <=
+          std::max<int64_t>(2, (d.C + c.params.Cin - 1) / c.params.Cin));
+  }
+  CHECK(best.bound.residentBlocks == most);
+  CHECK(best.bound.residentBlocks >= 3);
+  // The same set with a residual added: its bytes lengthen the bound.
+  FusedExtra residual;
+  residual.elements = double(64 * 56 * 56 * 256);
+  const Bound plain = evaluateBound(d, best.params, h200, -1, nullptr, 1);
+  const Bound fused = evaluateBound(d, best.params, h200, -1, &residual, 1);
+  CHECK(fused.timeLowerBound > 1.5 * plain.timeLowerBound);
+}
+
 TEST_CASE("mma.sync sets are bounded by its measured peak where known",
           "[perfmodel][tensorcore]") {
   GpuArch h100 = *findArch("h100");
