@@ -349,6 +349,9 @@ void forEachTensorCoreParams(const OpDesc &d, const GpuArch &arch,
 /// mma.sync, stages whole 1024-byte swizzle patterns for wgmma (the code
 /// generator's layout: CodegenTensorCoreTest holds them equal).
 int64_t tensorCoreSharedBytes(const OpDesc &d, const TileParams &p);
+/// The stages a tensor-core set fills: all of a warp-specialised loop's; a
+/// multistage loop of fewer K slices than stages never touches the others.
+int64_t filledStages(const OpDesc &d, const TileParams &p);
 /// Registers a lane of a tensor-core set needs: its accumulators, one
 /// step's fragments (mma.sync) and 32 for indices and addresses.
 int64_t tensorCoreRegisters(const TileParams &p);

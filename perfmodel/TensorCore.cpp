@@ -144,12 +144,14 @@ int64_t tensorCoreSharedBytes(const OpDesc &d, const TileParams &p) {
     a = roundUp(a, 1024 / eb);
     b = roundUp(b, 1024 / eb);
   }
-  // A warp-specialised pipeline's full and empty mbarriers, 8 bytes each;
-  // a multistage one fills no stage past its slices.
-  if (p.warpSpecialized)
-    return p.stages * ((a + b) * eb + 16);
+  // A warp-specialised pipeline's full and empty mbarriers, 8 bytes each.
+  return filledStages(d, p) * (a + b) * eb +
+         (p.warpSpecialized ? p.stages * 16 : 0);
+}
+
+int64_t filledStages(const OpDesc &d, const TileParams &p) {
   const int64_t slices = (d.C + p.Cin - 1) / p.Cin;
-  return std::min(p.stages, slices) * (a + b) * eb;
+  return p.warpSpecialized ? p.stages : std::min(p.stages, slices);
 }
 
 int64_t tensorCoreRegisters(const TileParams &p) {

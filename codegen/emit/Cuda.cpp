@@ -104,15 +104,6 @@ struct MmaTiles {
   int64_t lda = 0, ldb = 0, aElems = 0, bElems = 0, bytes = 0;
   int64_t stageBytes = 0; // the stages' tiles; the mbarriers follow
 };
-// The stages a tensor-core loop fills: a multistage loop of fewer slices
-// than stages never touches the others, so they take no shared memory (the
-// bound's tensorCoreSharedBytes counts the same).
-int64_t allocatedStages(const Kernel &k) {
-  const int64_t slices = (k.desc.C + k.params.Cin - 1) / k.params.Cin;
-  return k.mma->warpSpecialized ? k.mma->stages
-                                : std::min(k.mma->stages, slices);
-}
-
 MmaTiles mmaTiles(const Kernel &k) {
   const TileParams &p = k.params;
   const bool wgmma = k.mma->instr == MatrixInstr::Wgmma;
@@ -128,7 +119,9 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.aElems = (t.aElems + unit - 1) / unit * unit;
     t.bElems = (t.bElems + unit - 1) / unit * unit;
   }
-  t.stageBytes = t.bytes = allocatedStages(k) * (t.aElems + t.bElems) * eb;
+  // Only the stages the loop fills (the bound counts the same).
+  t.stageBytes = t.bytes =
+      filledStages(k.desc, k.params) * (t.aElems + t.bElems) * eb;
   if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
     t.bytes += k.mma->stages * 16;
   return t;
@@ -212,12 +205,17 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   return s;
 }
 
+// Whether k stages an operand a multistage loop could copy in early.
+bool prefetchable(const Kernel &k, const std::optional<StagedStore> &s) {
+  return k.mma && !k.mma->warpSpecialized && s && s->operand >= 0;
+}
+
 // Whether k's staged operand (a residual) is copied in at the start,
 // beside the stages, rather than after the loop into the stages' memory:
 // the prefetching variant of a multistage tensor-core loop (its copies
 // then overlap the main loop, for the price of the tile's shared memory).
 bool earlyOperand(const Kernel &k, const std::optional<StagedStore> &s) {
-  return k.mma && k.prefetch && !k.mma->warpSpecialized && s && s->operand >= 0;
+  return k.prefetch && prefetchable(k, s);
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -2335,8 +2333,8 @@ void Emitter::emitMma() {
        << "  const int mma_row = wm * " << p.Nb / m.warpsM
        << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
-     << "  const cuts_sptr sB = sA + " << allocatedStages(k) * t.aElems * eb
-     << ";\n"
+     << "  const cuts_sptr sB = sA + "
+     << filledStages(k.desc, k.params) * t.aElems * eb << ";\n"
      << "  const " << typeName(m.operand) << " *Ag = A + " << ops[0].batchOffset
      << ";\n"
      << "  const " << typeName(m.operand) << " *Bg = B + " << ops[1].batchOffset
@@ -3060,9 +3058,7 @@ std::string syncEpochKernel(Target target) {
 }
 
 bool prefetchesOperand(const Kernel &k) {
-  Kernel early = k;
-  early.prefetch = true;
-  return earlyOperand(early, stagedStore(k));
+  return prefetchable(k, stagedStore(k));
 }
 
 LaunchShape launchShape(const Kernel &k) {

@@ -41,39 +41,47 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
   std::vector<size_t> order =
       distinctTilingsFirst(e.ranked, size_t(std::max(0, opts.tuneCandidates)));
   std::set<size_t> timed(order.begin(), order.end());
+  // The prefetching variant doubles a SIMT loop's tiles and adds a
+  // tensor-core loop's residual tile; the bound checked neither.
+  auto add = [&](GroupKernel gk, int level) {
+    if (opts.arch.maxSharedPerBlock > 0 &&
+        codegen::launchShape(gk.kernel).sharedBytes >
+            opts.arch.maxSharedPerBlock)
+      return;
+    tune::Candidate tc = tuneCandidate(gk.kernel, arch0, nvrtc);
+    tc.group = group;
+    tc.level = level;
+    list.push_back({std::move(gk), std::move(tc)});
+  };
   for (int l = 0; l < int(order.size()); ++l)
-    for (int variant : {0, 1, 2}) {
+    for (bool second : {false, true}) {
       std::string why;
       size_t i = order[size_t(l)];
       // A set's second variant: a SIMT loop prefetching its next slice into
       // registers; for tensor cores (which pipeline already) the tiling
       // with its pipeline run another way, unless that set is timed anyway.
-      // A tensor-core set's third: its residual prefetched at the start.
       const bool tensorCore = e.ranked[i].params.tensorCore();
-      if (variant == 2 && !tensorCore)
-        continue;
-      if (variant == 1 && tensorCore) {
+      if (second && tensorCore) {
         std::optional<size_t> alt = pipelineAlternative(e.ranked, i);
         if (!alt || !timed.insert(*alt).second)
           continue;
         i = *alt;
       }
-      const bool prefetch = tensorCore ? variant == 2 : variant == 1;
+      const bool prefetch = second && !tensorCore;
       auto gk = lowerGroup(ops, e.ranked[i].params, "cuts_kernel", why,
                            predecessorOf(e, i));
-      if (!gk || (prefetch && gk->kernel.loopExtent <= 0) ||
-          (prefetch && tensorCore && !codegen::prefetchesOperand(gk->kernel)))
+      if (!gk || (prefetch && gk->kernel.loopExtent <= 0))
         continue;
       gk->kernel.prefetch = prefetch;
-      // The prefetching variant doubles the tiles; the bound checked one.
-      if (opts.arch.maxSharedPerBlock > 0 &&
-          codegen::launchShape(gk->kernel).sharedBytes >
-              opts.arch.maxSharedPerBlock)
-        continue;
-      tune::Candidate tc = tuneCandidate(gk->kernel, arch0, nvrtc);
-      tc.group = group;
-      tc.level = 3 * l + variant;
-      list.push_back({std::move(*gk), std::move(tc)});
+      // A tensor-core set's third: its residual prefetched at the start.
+      std::optional<GroupKernel> early;
+      if (!second && tensorCore && codegen::prefetchesOperand(gk->kernel)) {
+        early = *gk;
+        early->kernel.prefetch = true;
+      }
+      add(std::move(*gk), 3 * l + second);
+      if (early)
+        add(std::move(*early), 3 * l + 2);
     }
 }
 
