@@ -72,6 +72,7 @@ const std::pair<const char *, double GpuArch::*> kOptionalFields[] = {
     {"blockDispatchCycles", &GpuArch::blockDispatchCycles},
     {"perfPeakMmaSync", &GpuArch::perfPeakMmaSync},
     {"collectiveCrossoverBytes", &GpuArch::collectiveCrossoverBytes},
+    {"collectiveCopyEngineRanks", &GpuArch::collectiveCopyEngineRanks},
 };
 
 const char *const kStringFields[] = {"name", "aliases", "vendor",

@@ -71,6 +71,10 @@ struct GpuArch {
   /// to NCCL where the devices are distinct. 0 where not measured: copy
   /// engines for every size. Optional in the JSON.
   double collectiveCrossoverBytes = 0;
+  /// The most ranks for which that crossover was measured to hold; a plan
+  /// of more puts every all-reduce on NCCL (on four H200s the copy engines
+  /// trailed it at every size). 0: no limit. Optional in the JSON.
+  double collectiveCopyEngineRanks = 0;
   /// tf32 tensor-core products run at this share of the 16-bit rate (A100
   /// and H100 data sheets).
   static constexpr double kTf32PerFp16 = 0.5;

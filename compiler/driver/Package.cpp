@@ -443,9 +443,12 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
         if (s.from < 0 || s.to < 0)
           return false;
         s.collective = "all-reduce";
-        // Below the measured crossover NCCL's latency wins (ConCCL §V).
+        // Below the measured crossover NCCL's latency wins (ConCCL §V);
+        // past the rank count it was measured on, NCCL at every size.
+        const double maxRanks = opts.arch.collectiveCopyEngineRanks;
         if (double(m.tensors[size_t(s.from)].bytes()) <
-            opts.arch.collectiveCrossoverBytes)
+                opts.arch.collectiveCrossoverBytes ||
+            (maxRanks > 0 && double(ar.getRanks()) > maxRanks))
           s.engine = "nccl";
         m.steps.push_back(s);
       }

@@ -2054,6 +2054,28 @@ def check_tensor_parallel(runner):
         for o in (out, os.path.join(d, "ranks2"))]
     require(engines[0] and set(engines[0]) == {"nccl"} and
             set(engines[1]) == {"ce"}, "all-reduce engines: %s" % engines)
+    # Past the ranks the crossover was measured on (two for the H200's),
+    # NCCL at every size: a descriptor whose crossover is 1 byte keeps
+    # copy engines on 2 ranks and gives 4 NCCL.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    with open(os.path.join(root, "perfmodel", "arch", "h200.json")) as f:
+        desc = json.load(f)
+    desc["collectiveCrossoverBytes"] = 1
+    desc_path = os.path.join(d, "h200-ce.json")
+    with open(desc_path, "w") as f:
+        json.dump(desc, f)
+    by_ranks = {}
+    for ranks in (2, 4):
+        o = os.path.join(d, "ce%d" % ranks)
+        r = runner.run("compile", model, "--arch", desc_path, "-o", o,
+                       "--tensor-parallel", str(ranks))
+        require(r.returncode == 0, "--tensor-parallel %d with %s: %s" %
+                (ranks, desc_path, r.stderr))
+        by_ranks[ranks] = {x.get("engine", "ce") for x in read_manifest(
+            os.path.join(o, "model.cuts"))["steps"] if "collective" in x}
+    require(by_ranks == {2: {"ce"}, 4: {"nccl"}},
+            "engines by rank count: %s" % by_ranks)
     if runner.gpu:
         r = runner.run("run", os.path.join(out, "model.cuts"), "--gpus", "0,0",
                        *feeds, "--compare", gpu_ref, "--tolerance", "1e-5")
