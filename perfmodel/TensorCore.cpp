@@ -90,6 +90,11 @@ void forEachTensorCoreParams(
     p.Nb = rowsPerTile * wm * mi, p.Kb = 8 * wn * ni;
     if (!fits(p.Nb, d.N, rowsPerTile * wm) || !fits(p.Kb, d.K, 8 * wn * 2))
       return;
+    // Accumulators past the block's register cap would spill: a wgmma's
+    // must stay in registers.
+    auto regsFit = [&] {
+      return tensorCoreRegisters(p) <= registerCap(p.threads(), a);
+    };
     // Among sets of equal bounds the first enumerated ranks first: the
     // widest slice and the deepest pipeline, which hide the most latency.
     for (int64_t cin : {64, 32, 16}) {
@@ -109,7 +114,8 @@ void forEachTensorCoreParams(
         // wgmma warp-specialised first: no block barrier between slices.
         for (bool ws : {true, false}) {
           p.warpSpecialized = ws;
-          if (ws && (instr != MatrixInstr::Wgmma || !copiesDivide(d, p)))
+          if ((ws && (instr != MatrixInstr::Wgmma || !copiesDivide(d, p))) ||
+              !regsFit())
             continue;
           fn(p);
         }

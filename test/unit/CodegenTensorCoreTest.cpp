@@ -639,8 +639,10 @@ TEST_CASE("every tensor-core set the search enumerates is generated, with "
       forEachTensorCoreParams(d, *arch, [&](const TileParams &p) {
         ++sets;
         wgmma += p.instr == MatrixInstr::Wgmma;
-        // No stage beyond the product's K slices (two at least).
+        // No stage beyond the product's K slices (two at least), and no
+        // accumulators past the register cap (a wgmma's cannot spill).
         CHECK(p.stages <= std::max<int64_t>(2, (d.C + p.Cin - 1) / p.Cin));
+        CHECK(tensorCoreRegisters(p) <= registerCap(p.threads(), *arch));
         std::string err;
         auto k = buildMmaMatMul("k", d, p, dfg::Type::F16, {}, err);
         INFO(paramsText(p) << ": " << err);
@@ -652,6 +654,13 @@ TEST_CASE("every tensor-core set the search enumerates is generated, with "
       CHECK(sets > 0);
       // wgmma only where it exists and reads B as stored.
       CHECK((wgmma > 0) == (arch == &h100 && s.transB));
+      // The widest one-warpgroup wgmma tile, m64 x n256 twice (256
+      // accumulators a thread), would spill: never enumerated.
+      int64_t spilling = 0;
+      forEachTensorCoreParams(d, *arch, [&](const TileParams &p) {
+        spilling += p.instr == MatrixInstr::Wgmma && p.Nt == 4 && p.Kt == 64;
+      });
+      CHECK(spilling == 0);
     }
   }
   // fp32 products stay on the SIMT units, unless tf32 is allowed and B is
