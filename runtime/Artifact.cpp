@@ -316,6 +316,8 @@ Json manifestJson(const Manifest &m) {
       js["collective"] = s.collective;
     if (!s.engine.empty())
       js["engine"] = s.engine;
+    if (s.hostKernel >= 0)
+      js["hostKernel"] = s.hostKernel;
     steps.push_back(std::move(js));
   }
   j["steps"] = std::move(steps);
@@ -683,7 +685,10 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
         (js.contains("stream") &&
          !r.integer(js, p, "stream", 0, 1, s.stream)) ||
         (js.contains("after") &&
-         !r.integer(js, p, "after", -1, int(i) - 1, s.after)))
+         !r.integer(js, p, "after", -1, int(i) - 1, s.after)) ||
+        (js.contains("hostKernel") &&
+         !r.integer(js, p, "hostKernel", 0, int(m.kernels.size()) - 1,
+                    s.hostKernel)))
       return false;
     if (js.contains("pdl")) {
       const Json &v = js["pdl"];
@@ -1049,6 +1054,27 @@ bool validateSteps(const Manifest &m, std::string &error) {
     std::string p = at("steps", i);
     if (!s.engine.empty() && s.collective.empty())
       return fail(p, "an engine without a collective");
+    if (s.hostKernel >= 0) {
+      const KernelLaunch *lib = s.kernel >= 0 ? &m.kernels[s.kernel] : nullptr;
+      const KernelLaunch &alt = m.kernels[s.hostKernel];
+      if (!lib || !lib->isLibrary() || alt.isLibrary() || lib->args.empty() ||
+          std::find(alt.outputs.begin(), alt.outputs.end(), lib->args.back()) ==
+              alt.outputs.end())
+        return fail(join(p, "hostKernel"),
+                    "a library step's alternative is a generated kernel "
+                    "that writes the library call's output");
+      // The memory plan's lifetimes are the library call's: the
+      // alternative touches its tensors, and weights.
+      for (int t : alt.args)
+        if (std::find(lib->args.begin(), lib->args.end(), t) ==
+                lib->args.end() &&
+            m.tensors[rootTensor(m, t)].kind != TensorKind::Weight)
+          return fail(join(p, "hostKernel"),
+                      "the alternative touches " + tensorLabel(m, t) +
+                          ", which the library call does not");
+      for (int t : alt.outputs)
+        written[rootTensor(m, t)] = true;
+    }
     if (s.kernel >= 0) {
       if (s.from != -1 || s.to != -1)
         return fail(p, "a kernel step has from = to = -1");

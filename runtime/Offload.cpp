@@ -56,6 +56,9 @@ std::vector<int> weightsOfStep(const Manifest &m, size_t i) {
     read = m.kernels[size_t(s.kernel)].args;
   else
     read = {s.from};
+  if (s.hostKernel >= 0) // the alternative's weights too
+    for (int t : m.kernels[size_t(s.hostKernel)].args)
+      read.push_back(t);
   std::vector<int> out;
   for (int t : read) {
     const int root = rootTensor(m, t);

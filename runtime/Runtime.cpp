@@ -840,6 +840,12 @@ size_t planIndex(const cuts_session &s) {
   return size_t(s.plan - s.model->plans.data());
 }
 
+/// The kernel step `step` runs: a library step's generated alternative
+/// outside a graph capture, where the call's host work would not be hidden.
+int kernelOf(const cuts_session &s, const Step &step) {
+  return step.hostKernel >= 0 && !s.capturing ? step.hostKernel : step.kernel;
+}
+
 /// Enqueues step `i`'s work on `stream`, as a programmatic dependent of
 /// the kernel before it where `pdl`.
 cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
@@ -847,6 +853,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
   const PlanImpl &p = *s.plan;
   const Manifest &man = p.manifest();
   const Step &step = man.steps[i];
+  const int ki = kernelOf(s, step);
   if (step.kernel < 0) {
     const Tensor &to = man.tensors[step.to];
     if (CUresult r = m.d->cuMemcpyDtoDAsync(s.ptr[step.to], s.ptr[step.from],
@@ -856,8 +863,8 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
                              to.name + "\" (cuMemcpyDtoDAsync)");
     return CUTS_OK;
   }
-  const KernelLaunch &k = man.kernels[step.kernel];
-  if (const CublasLtGemm *gemm = p.gemms[step.kernel].get()) {
+  const KernelLaunch &k = man.kernels[ki];
+  if (const CublasLtGemm *gemm = p.gemms[ki].get()) {
     // A, B, [bias], [Z], Y (checked against the spec when parsed).
     const GemmSpec &spec = gemm->spec();
     size_t a = 0;
@@ -873,7 +880,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
                                        "): " + err);
     return CUTS_OK;
   }
-  if (const CudnnConv *conv = p.convs[step.kernel].get()) {
+  if (const CudnnConv *conv = p.convs[ki].get()) {
     // x, w, [bias], [z], y (checked against the spec when parsed).
     const ConvSpec &spec = conv->spec();
     size_t a = 0;
@@ -910,9 +917,9 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
                      stream,
                      &attr,
                      1};
-    r = m.d->cuLaunchKernelEx(&c, p.functions[step.kernel], args, nullptr);
+    r = m.d->cuLaunchKernelEx(&c, p.functions[ki], args, nullptr);
   } else {
-    r = m.d->cuLaunchKernel(p.functions[step.kernel], unsigned(k.grid), 1, 1,
+    r = m.d->cuLaunchKernel(p.functions[ki], unsigned(k.grid), 1, 1,
                             unsigned(k.block), 1, 1, unsigned(k.sharedBytes),
                             stream, args, nullptr);
   }
@@ -976,7 +983,9 @@ cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
   if (CUresult r = d->cuStreamBeginCapture(s.stream,
                                            CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
     return cudaFail(r, "starting a CUDA graph capture (cuStreamBeginCapture)");
+  s.capturing = true;
   cuts_status st = enqueue();
+  s.capturing = false;
   if (st != CUTS_OK)
     lastError += " (while capturing the CUDA graph)";
   CUgraph g = nullptr;
@@ -1905,7 +1914,8 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
       if (CUresult r = d->cuEventSynchronize(ev.ev[numSteps]))
         return cudaFail(r, "running the model (cuEventSynchronize)");
       for (size_t i = 0; i < numSteps; ++i) {
-        int k = man.steps[i].kernel;
+        // A step timed in a graph of its own ran its library call.
+        int k = graphs[i] ? man.steps[i].kernel : kernelOf(s, man.steps[i]);
         if (k < 0)
           continue;
         float ms = 0;

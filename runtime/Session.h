@@ -457,6 +457,9 @@ struct cuts_session {
   std::vector<std::vector<cuts::rt::CUevent>> stepEvent;
   cuts::rt::CUdeviceptr state = 0;
   bool useGraph = false;
+  // Inside capture(): library steps run their library call, not their
+  // generated alternative (Step::hostKernel).
+  bool capturing = false;
   // Per plan: its graphs by what they were captured for (the bindings, a
   // padded run's batch), the least recently used dropped past kMaxGraphs.
   struct Graph {

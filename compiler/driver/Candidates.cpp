@@ -164,11 +164,13 @@ void CandidateTable::addLibrary(llvm::ArrayRef<mlir::Operation *> ops,
 }
 
 int fastestMeasured(const std::vector<GroupCandidate> &list,
-                    const tune::Cache &cache, double &us) {
+                    const tune::Cache &cache, double &us, bool generatedOnly) {
   int best = -1;
   us = INFINITY;
   for (size_t i = 0; i < list.size(); ++i)
-    if (const tune::Cache::Entry *en = cache.find(list[i].tc.key))
+    if (generatedOnly && !list[i].tc.library.empty())
+      continue;
+    else if (const tune::Cache::Entry *en = cache.find(list[i].tc.key))
       if (en->us && *en->us < us) {
         us = *en->us;
         best = int(i);

@@ -55,10 +55,12 @@ private:
   std::map<std::vector<mlir::Operation *>, std::vector<GroupCandidate>> memo;
 };
 
-/// The index of the fastest candidate of `list` that `cache` has a time
-/// for, and that time in `us`; -1 (and `us` infinite) when none has one.
+/// The index of the fastest candidate of `list` (a generated one where
+/// `generatedOnly`) that `cache` has a time for, and that time in `us`; -1
+/// (and `us` infinite) when none has one.
 int fastestMeasured(const std::vector<GroupCandidate> &list,
-                    const tune::Cache &cache, double &us);
+                    const tune::Cache &cache, double &us,
+                    bool generatedOnly = false);
 
 } // namespace cuts::driver
 

@@ -330,22 +330,31 @@ int Packager::tensorFor(mlir::Value v, std::string &error) {
                    "\"" + name + "\" (" + opName(def) + ")", error);
 }
 
-bool Packager::addStep(rt::KernelLaunch launch,
-                       llvm::ArrayRef<mlir::Value> args,
-                       const std::vector<bool> &outputs, std::string &error) {
+int Packager::addKernel(rt::KernelLaunch launch,
+                        llvm::ArrayRef<mlir::Value> args,
+                        const std::vector<bool> &outputs, std::string &error) {
   for (size_t i = 0; i < args.size(); ++i) {
     int t = tensorFor(args[i], error);
     if (t < 0)
-      return false;
+      return -1;
     launch.args.push_back(t);
     if (outputs[i])
       launch.outputs.push_back(t);
   }
-  m.steps.push_back({int(m.kernels.size()), -1, -1});
   kernelUs.push_back(launch.pulTimeUs);
   uniqueOfKernel.push_back(-1);
   m.kernels.push_back(std::move(launch));
   res.contents.sources.push_back(""); // a generated kernel's: compileKernels
+  return int(m.kernels.size()) - 1;
+}
+
+bool Packager::addStep(rt::KernelLaunch launch,
+                       llvm::ArrayRef<mlir::Value> args,
+                       const std::vector<bool> &outputs, std::string &error) {
+  int k = addKernel(std::move(launch), args, outputs, error);
+  if (k < 0)
+    return false;
+  m.steps.push_back({k, -1, -1});
   ++res.kernels;
   return true;
 }
@@ -467,7 +476,7 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
     bool library = false;
     gk = measuredChoice(g, ops, library, measured, error);
     if (library)
-      return bool(gk);
+      return gk && addHostAlternative(g, ops, error);
     if (!gk)
       measured = 0;
   }
@@ -482,37 +491,68 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
     error = "no kernel for " + opName(g.operations.front()) + ": " + why;
     return false;
   }
-  gk->kernel.pul = g.estimate.best.bound.pul;
   res.predictedUs += g.estimate.time * 1e6;
-  gk->kernel.summary = ops + ": " + gk->kernel.summary;
+  if (addGenerated(g, *gk, ops, measured, error) < 0) {
+    error = opName(g.operations.front()) + ": " + error;
+    return false;
+  }
+  m.steps.push_back({int(m.kernels.size()) - 1, -1, -1});
+  ++res.kernels;
+  return true;
+}
+
+// A library step's generated alternative (rt::Step::hostKernel): its
+// group's fastest measured generated kernel, for runs not replayed as a
+// CUDA graph, where the call's host work would outlast its kernel.
+bool Packager::addHostAlternative(const GroupReport &g, const std::string &ops,
+                                  std::string &error) {
+  const auto &list = candidates->of(g.operations, g.estimate);
+  double us = 0;
+  int best = fastestMeasured(list, cache, us, /*generatedOnly=*/true);
+  if (best < 0)
+    return true;
+  GroupKernel gk = list[best].kernel;
+  const int k = addGenerated(g, gk, ops, us, error);
+  if (k < 0)
+    return false;
+  m.steps.back().hostKernel = k;
+  return true;
+}
+
+// Generated kernel gk of group g as a kernel of the plan (no step), its
+// code compiled once however many launches share it; its index, or -1.
+int Packager::addGenerated(const GroupReport &g, GroupKernel &gk,
+                           const std::string &ops, double measured,
+                           std::string &error) {
+  gk.kernel.pul = g.estimate.best.bound.pul;
+  gk.kernel.summary = ops + ": " + gk.kernel.summary;
   // Identical kernels (the same code up to the name) are compiled once.
   auto [it, fresh] = uniqueOf.emplace(
-      kernelCode(codegen::emitSource(gk->kernel)), int(unique.size()));
+      kernelCode(codegen::emitSource(gk.kernel)), int(unique.size()));
   if (fresh) {
-    gk->kernel.name = gk->family + "_" + std::to_string(unique.size());
-    unique.push_back(gk->kernel);
+    gk.kernel.name = gk.family + "_" + std::to_string(unique.size());
+    unique.push_back(gk.kernel);
   }
   const codegen::Kernel &k = unique[it->second];
   rt::KernelLaunch launch;
   launch.name = k.name;
-  launch.summary = gk->kernel.summary;
+  launch.summary = gk.kernel.summary;
   codegen::LaunchShape shape = codegen::launchShape(k);
   launch.grid = shape.blocks;
   launch.block = shape.threads;
   launch.sharedBytes = shape.sharedBytes;
   launch.pulTimeUs = g.estimate.time * 1e6;
-  std::tie(launch.flops, launch.bytes) = kernelWork(g.operations, gk->args);
+  std::tie(launch.flops, launch.bytes) = kernelWork(g.operations, gk.args);
   std::vector<bool> outputs;
-  for (const codegen::TensorArg &t : gk->kernel.tensors)
+  for (const codegen::TensorArg &t : gk.kernel.tensors)
     outputs.push_back(t.output);
-  if (!addStep(std::move(launch), gk->args, outputs, error)) {
-    error = opName(g.operations.front()) + ": " + error;
-    return false;
-  }
+  const int index = addKernel(std::move(launch), gk.args, outputs, error);
+  if (index < 0)
+    return -1;
   uniqueOfKernel.back() = it->second;
   if (measured > 0)
     kernelUs.back() = measured;
-  return true;
+  return index;
 }
 
 bool Packager::addOutputs(std::string &error) {

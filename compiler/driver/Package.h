@@ -87,8 +87,14 @@ private:
   int addTensor(mlir::Value v, rt::TensorKind kind, const std::string &name,
                 const std::string &what, std::string &error);
   int addWeight(mlir::Value v, const std::string &name, std::string &error);
+  int addKernel(rt::KernelLaunch launch, llvm::ArrayRef<mlir::Value> args,
+                const std::vector<bool> &outputs, std::string &error);
   bool addStep(rt::KernelLaunch launch, llvm::ArrayRef<mlir::Value> args,
                const std::vector<bool> &outputs, std::string &error);
+  int addGenerated(const GroupReport &g, GroupKernel &gk,
+                   const std::string &ops, double measured, std::string &error);
+  bool addHostAlternative(const GroupReport &g, const std::string &ops,
+                          std::string &error);
   bool addLibraryStep(const GroupReport &g, const GroupCandidate &c,
                       const std::string &ops, std::string &error);
   std::optional<GroupKernel> boundChoice(const GroupReport &g,

@@ -189,8 +189,9 @@ fileOf(const std::vector<std::pair<std::string, std::vector<uint8_t>>> &secs) {
 
 /// The sample file with its manifest JSON edited by `edit`, re-laid-out
 /// and re-sealed, so only the manifest check can reject it.
-std::vector<uint8_t> withManifest(const std::function<void(Json &)> &edit) {
-  auto secs = sectionsOf(serializeArtifact(sampleContents()));
+std::vector<uint8_t> withManifest(const std::function<void(Json &)> &edit,
+                                  const ArtifactContents *base = nullptr) {
+  auto secs = sectionsOf(serializeArtifact(base ? *base : sampleContents()));
   for (auto &[name, bytes] : secs)
     if (name == "manifest") {
       Json j = Json::parse(bytes.begin(), bytes.end());
@@ -1250,6 +1251,54 @@ TEST_CASE("artifact with a library kernel round trip", "[runtime]") {
         CHECK(j["kernels"][0]["libraryParams"].size() == kConvSpecParams);
         CHECK(j["kernels"][0]["workspaceBytes"] == 4096);
       }
+  }
+}
+
+TEST_CASE("a library step's generated alternative round-trips and is checked",
+          "[runtime]") {
+  // libraryContents(true) and a generated kernel that writes y as the
+  // library call does: the step's alternative for runs without a graph.
+  ArtifactContents c = libraryContents(true);
+  Manifest &m = c.manifest;
+  m.kernels.push_back(kernel("conv_alt", {0, 2, 3, 1, 4}, {4}));
+  c.sources.push_back("extern \"C\" __global__ void conv_alt() {}\n");
+  c.cubins.push_back({{"sm_90", fakeCubin("conv_alt", "sm_90")}});
+  m.steps[0].hostKernel = 2;
+  std::vector<uint8_t> bytes = serializeArtifact(c);
+  std::string error;
+  auto a = parseArtifact(bytes, error);
+  INFO(error);
+  REQUIRE(a.has_value());
+  CHECK(a->manifest.steps[0].hostKernel == 2);
+  CHECK(a->manifest.steps[1].hostKernel == -1);
+  CHECK(serializeArtifact(contentsOf(*a)) == bytes);
+  auto rejected = [&]() { return rejection(serializeArtifact(c)); };
+  SECTION("on a generated step") {
+    m.steps[0].hostKernel = -1;
+    m.steps[1].hostKernel = 2;
+    CHECK(rejected().find("steps[1].hostKernel") != std::string::npos);
+  }
+  SECTION("a library call as the alternative") {
+    m.kernels[2] = m.kernels[0];
+    m.kernels[2].name = "conv1";
+    c.sources[2] = "";
+    c.cubins[2] = {};
+    CHECK(rejected().find("a generated kernel that writes the library "
+                          "call's output") != std::string::npos);
+  }
+  SECTION("an alternative that writes another tensor") {
+    m.kernels[2].outputs = {5};
+    m.kernels[2].args = {4, 5};
+    CHECK(rejected().find("steps[0].hostKernel") != std::string::npos);
+  }
+  SECTION("an alternative that reads what the library call does not") {
+    m.kernels[2].args = {0, 2, 3, 5, 4}; // the output in place of z
+    CHECK(rejected().find("touches tensor 5") != std::string::npos);
+  }
+  SECTION("past the kernels") {
+    std::string e = rejection(
+        withManifest([](Json &j) { j["steps"][0]["hostKernel"] = 9; }, &c));
+    CHECK(e.find("steps[0].hostKernel") != std::string::npos);
   }
 }
 

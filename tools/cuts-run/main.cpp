@@ -46,8 +46,8 @@ using cuts::cli::error;
 
 const char *kUsage =
     "usage:\n"
-    "  cuts run MODEL.cuts --input NAME=FILE ... [--emulate] [--output-dir D]\n"
-    "           [--compare DIR] [--tolerance T]\n"
+    "  cuts run MODEL.cuts --input NAME=FILE ... [--emulate] [--graph]\n"
+    "           [--output-dir D] [--compare DIR] [--tolerance T]\n"
     "           [--gpus 0,1,... [--weights host|peer|nccl]\n"
     "           [--weight-codec none|3to1|bf16]]\n"
     "           [--weight-budget SIZE | --gpu-memory SIZE]\n"
@@ -56,7 +56,9 @@ const char *kUsage =
     "      --weight-budget: at most SIZE of weights on the GPU, the rest\n"
     "      streamed from the artifact file as the kernels run; --gpu-memory:\n"
     "      at most SIZE in all, the weights getting what the activations\n"
-    "      leave);\n"
+    "      leave; --graph: as a replayed CUDA graph, library steps running\n"
+    "      their library call, not the generated alternative a tuned plan\n"
+    "      keeps for runs without a graph);\n"
     "      inputs and references are .npy or ONNX TensorProto .pb\n"
     "      files; --compare reads DIR/NAME.npy, DIR/NAME.pb or\n"
     "      DIR/output_I.pb per output and reports the relative L2 error\n"
@@ -193,7 +195,7 @@ uint64_t budgetOfGpuMemory(const cuts::rt::Artifact &art, uint64_t gpuMemory,
 int cmdRun(const std::vector<std::string> &args) {
   std::string model, outDir, compareDir;
   std::map<std::string, std::string> inputFiles;
-  bool emulate = false, verbose = false;
+  bool emulate = false, verbose = false, graph = false;
   uint64_t weightBudget = 0;  // --weight-budget: weights streamed
   uint64_t gpuMemory = 0;     // --gpu-memory: the same, from a total
   double tolerance = 0;       // 0: per output dtype (defaultTolerance)
@@ -211,6 +213,8 @@ int cmdRun(const std::vector<std::string> &args) {
         return error("", "--input given twice for '" + v.substr(0, eq) + "'");
     } else if (a.is("--emulate")) {
       emulate = true;
+    } else if (a.is("--graph")) {
+      graph = true;
     } else if (int r = parseMemoryBudget(a, weightBudget, gpuMemory)) {
       if (r < 0)
         return 1;
@@ -299,7 +303,7 @@ int cmdRun(const std::vector<std::string> &args) {
 
   std::vector<std::vector<uint8_t>> outputs;
   if (emulate) {
-    if (!cuts::emulateArtifact(*art, inputs, outputs, err, verbose))
+    if (!cuts::emulateArtifact(*art, inputs, outputs, err, verbose, graph))
       return error(model, "emulation failed: " + err);
   } else {
     cuts_load_options options{};
@@ -309,7 +313,7 @@ int cmdRun(const std::vector<std::string> &args) {
     options.weight_codec = dev.weightCodec;
     options.weight_budget = weightBudget;
     cuts::cli::Opened o;
-    if (!o.open(model, &options, 0, err))
+    if (!o.open(model, &options, graph ? 1 : 0, err))
       return error(model, err);
     cuts_model *cm = o.model;
     cuts_session *s = o.session;

@@ -245,10 +245,16 @@ std::optional<KernelSignature> signatureOf(const rt::Manifest &m,
   return sig;
 }
 
+/// The kernel step `s` runs: a library step's generated alternative where
+/// the plan is not replayed as a graph (as the runtime runs it).
+int kernelOf(const rt::Step &s, bool graph) {
+  return s.hostKernel >= 0 && !graph ? s.hostKernel : s.kernel;
+}
+
 /// Every generated kernel the plan launches, compiled for the host in
 /// batches of kBatch: one compiler run a batch (the emulation header's
 /// machinery is compiled once a batch, not once a kernel).
-bool compileKernels(const rt::Artifact &a, const rt::Manifest &m,
+bool compileKernels(const rt::Artifact &a, const rt::Manifest &m, bool graph,
                     std::map<std::string, std::unique_ptr<HostKernel>> &out,
                     bool verbose, std::string &error) {
   constexpr size_t kBatch = 16;
@@ -275,7 +281,7 @@ bool compileKernels(const rt::Artifact &a, const rt::Manifest &m,
   for (const rt::Step &step : m.steps) {
     if (step.kernel < 0)
       continue;
-    const rt::KernelLaunch &k = m.kernels[step.kernel];
+    const rt::KernelLaunch &k = m.kernels[kernelOf(step, graph)];
     if (k.isLibrary() || !seen.insert(k.name).second)
       continue;
     HostSource h{a.source(k), {}};
@@ -334,6 +340,7 @@ using SumKernels = std::map<std::string, std::unique_ptr<HostKernel>>;
 /// aligned), its kernels compiled, and the next step.
 struct PlanRun {
   const rt::Manifest *m = nullptr;
+  bool graph = false; // library steps run their call, not their alternative
   std::vector<std::vector<uint64_t>> memory;
   std::map<std::string, std::unique_ptr<HostKernel>> compiled;
   size_t next = 0;
@@ -389,7 +396,7 @@ bool PlanRun::setUp(const rt::Artifact &a, const rt::Manifest &plan,
       break;
     }
   }
-  return compileKernels(a, plan, compiled, verbose, error);
+  return compileKernels(a, plan, graph, compiled, verbose, error);
 }
 
 bool PlanRun::runToCollective(bool verbose, std::string &error) {
@@ -404,7 +411,7 @@ bool PlanRun::runToCollective(bool verbose, std::string &error) {
         std::memcpy(pointer(step.to), pointer(step.from), bytes);
       continue;
     }
-    const rt::KernelLaunch &k = m->kernels[step.kernel];
+    const rt::KernelLaunch &k = m->kernels[kernelOf(step, graph)];
     if (k.isLibrary()) {
       if (!emulateLibrary(
               k, [&](int t) { return pointer(t); }, error)) {
@@ -504,7 +511,7 @@ bool allReduce(std::vector<PlanRun> &ranks, SumKernels &sums,
 bool emulateArtifact(const rt::Artifact &a,
                      const std::vector<std::vector<uint8_t>> &given,
                      std::vector<std::vector<uint8_t>> &outputs,
-                     std::string &error, bool verbose) {
+                     std::string &error, bool verbose, bool graph) {
   // The plan serving the inputs' batch; a batch no profile has zero-padded
   // to the plan's, and its outputs sliced, as the runtime does.
   std::vector<int64_t> batches;
@@ -534,9 +541,11 @@ bool emulateArtifact(const rt::Artifact &a,
     plans.push_back(&r);
   std::vector<PlanRun> ranks(plans.size());
   SumKernels sums;
-  for (size_t r = 0; r < plans.size(); ++r)
+  for (size_t r = 0; r < plans.size(); ++r) {
+    ranks[r].graph = graph;
     if (!ranks[r].setUp(a, *plans[r], inputs, verbose, error))
       return false;
+  }
   for (;;) {
     for (PlanRun &r : ranks)
       if (!r.runToCollective(verbose, error))

@@ -19,11 +19,14 @@ namespace cuts {
 
 /// inputs[i] holds the bytes of the model's input i (manifest.inputs
 /// order) in its dtype; outputs[i] receives output i's bytes. With
-/// `verbose`, each kernel's host compile and run time go to stderr.
+/// `verbose`, each kernel's host compile and run time go to stderr. A
+/// library step runs its generated alternative (rt::Step::hostKernel), as
+/// a run on the GPU without a CUDA graph does, unless `graph`.
 bool emulateArtifact(const rt::Artifact &a,
                      const std::vector<std::vector<uint8_t>> &inputs,
                      std::vector<std::vector<uint8_t>> &outputs,
-                     std::string &error, bool verbose = false);
+                     std::string &error, bool verbose = false,
+                     bool graph = false);
 
 /// The C type a generated kernel's parameter of a manifest dtype points to
 /// ("float" for float32, "long long" for int64, "int" for int32, "bool"

@@ -129,6 +129,11 @@ struct Step {
   /// crossover (perfmodel/arch), else "" for the copy engines; a device
   /// list that repeats a device, or has no NCCL, uses the copy engines.
   std::string engine = {};
+  /// A library step's generated alternative (an index into kernels, not
+  /// itself a step's), run where the plan is not replayed as a CUDA graph:
+  /// there a cuDNN call's host work (5-100 us) outlasts its kernel. -1:
+  /// none. Its outputs include the library call's.
+  int hostKernel = -1;
 };
 
 struct Manifest {

@@ -251,7 +251,10 @@ int cuts_model_batch_axis(const cuts_model *model, int is_output, int i);
 /* A session runs on `stream` (a CUstream / cudaStream_t) or, if NULL, on a
  * stream of its own. With use_cuda_graph, the first run for a given set of
  * buffers is captured into a CUDA graph and later runs with the same
- * buffers replay it. */
+ * buffers replay it. A run that is not replayed runs each library step
+ * that has one as its generated alternative (a cuDNN call's host work
+ * would outlast its kernel there); a replayed one runs the library call
+ * the tuner timed faster on the GPU. */
 cuts_status cuts_session_create(cuts_model *model, void *stream,
                                 int use_cuda_graph, cuts_session **session);
 void cuts_session_free(cuts_session *session);
@@ -368,7 +371,9 @@ cuts_status cuts_model_target(const cuts_model *model, const char **name,
  * median milliseconds of kernel i to kernel_ms[i]. In a session that uses
  * a CUDA graph each kernel is timed in a graph of its own (ten launches of
  * it back to back), so a library call's host-side work does not count;
- * otherwise the launches are direct and it does. */
+ * otherwise the launches are direct, and a library step that has a
+ * generated alternative runs (and times) that kernel instead, as every run
+ * without a graph does; the library kernel's entry is then 0. */
 cuts_status cuts_session_profile(cuts_session *session, int iters,
                                  float *kernel_ms);
 
