@@ -69,6 +69,7 @@ const std::pair<const char *, double GpuArch::*> kOptionalFields[] = {
     {"launchSeconds", &GpuArch::launchSeconds},
     {"bwL2", &GpuArch::bwL2},
     {"bwL2PerSM", &GpuArch::bwL2PerSM},
+    {"bwL2CpAsync", &GpuArch::bwL2CpAsync},
     {"blockDispatchCycles", &GpuArch::blockDispatchCycles},
     {"perfPeakMmaSync", &GpuArch::perfPeakMmaSync},
     {"collectiveCrossoverBytes", &GpuArch::collectiveCrossoverBytes},

@@ -55,6 +55,10 @@ struct GpuArch {
   /// measured (cuts-probe); 0 where not measured. Optional in the JSON;
   /// recorded for the model's known gap (a grid on few SMs), not used yet.
   double bwL2PerSM = 0;
+  /// Bytes/s a full-occupancy grid copies from L2 into shared memory with
+  /// cp.async, as tensor-core kernels load their tiles, measured
+  /// (cuts-probe); 0 where not measured, and then taken as bwL2. Optional.
+  double bwL2CpAsync = 0;
   /// Cycles between two blocks an SM starts when the blocks do nothing,
   /// measured (cuts-probe, the least over block sizes); 0 where not
   /// measured. Optional in the JSON. A grid of many small blocks cannot run

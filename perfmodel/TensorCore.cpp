@@ -210,7 +210,9 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
       b.extraElements * eb;
   const double tiles = double(b.numBlocks) * double(p.Nb + p.Kb) *
                        std::ceil(double(d.C) / double(p.Cin)) * p.Cin * eb;
-  const double l2Seconds = a.bwL2 > 0 ? tiles / a.bwL2 : 0.0;
+  // The tiles come in by cp.async, measured apart where the probe has it.
+  const double bwTiles = a.bwL2CpAsync > 0 ? a.bwL2CpAsync : a.bwL2;
+  const double l2Seconds = bwTiles > 0 ? tiles / bwTiles : 0.0;
   const double seconds = std::max(dram / a.bwGlobal, l2Seconds);
   b.gmRaw = b.totalComp / b.peak / seconds;
   b.gmRatio = std::min(1.0, b.gmRaw);

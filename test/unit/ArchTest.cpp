@@ -158,6 +158,7 @@ TEST_CASE("the measured-only fields are optional, positive where given",
       {"launchSeconds", &GpuArch::launchSeconds},
       {"bwL2", &GpuArch::bwL2},
       {"bwL2PerSM", &GpuArch::bwL2PerSM},
+      {"bwL2CpAsync", &GpuArch::bwL2CpAsync},
       {"perfPeakMmaSync", &GpuArch::perfPeakMmaSync}};
   for (const auto &[field, member] : fields) {
     INFO(field);

@@ -706,6 +706,30 @@ TEST_CASE("the bound ranks tensor-core sets by their peak",
   CHECK(best.bound.pul <= 1);
 }
 
+TEST_CASE("tensor-core tiles stream from L2 at the cp.async rate where it "
+          "is measured",
+          "[perfmodel][tensorcore]") {
+  // A large GEMM in 64 x 64 blocks: its tiles' L2 traffic (each operand
+  // re-read by every block of a row or column) binds the bound.
+  GpuArch a = *findArch("h200");
+  OpDesc d =
+      describeMatMul({4096, 4096}, {4096, 4096}, {4096, 4096}, false, true);
+  d.elementBytes = 2;
+  TileParams p;
+  bool found = false;
+  forEachTensorCoreParams(d, a, [&](const TileParams &q) {
+    if (!found && q.instr == MatrixInstr::Wgmma && q.Nb == 64 && q.Kb == 64)
+      p = q, found = true;
+  });
+  REQUIRE(found);
+  a.bwL2CpAsync = 0;
+  const Bound measuredLd = evaluateBound(d, p, a);
+  a.bwL2CpAsync = 2 * a.bwL2;
+  const Bound measuredAsync = evaluateBound(d, p, a);
+  REQUIRE(measuredLd.gmRaw < 0.5);
+  CHECK(measuredAsync.gmRaw == Approx(2 * measuredLd.gmRaw).epsilon(1e-9));
+}
+
 TEST_CASE("where DRAM binds, tensor-core sets rank by the blocks an SM "
           "holds, and a fused residual's bytes count",
           "[perfmodel][tensorcore]") {

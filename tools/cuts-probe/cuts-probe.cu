@@ -12,7 +12,8 @@
 //               barrier, a shared read and an FMA, a barrier), in clock64()
 //               cycles per iteration;
 //   launch      the time per kernel of a CUDA graph of empty kernels;
-//   BW_L2       a full-occupancy read of a buffer that stays in L2;
+//   BW_L2       a full-occupancy read of a buffer that stays in L2 (and
+//               the same copied to shared memory by cp.async);
 //   dispatch    the cycles between blocks an SM starts (empty blocks);
 // and reads the rest from cudaGetDeviceProperties. Standalone on purpose: it
 // needs nvcc only, so it builds on a bare GPU machine (scripts/probe_gpu.sh).
@@ -381,6 +382,49 @@ double l2ReadBandwidth(const cudaDeviceProp &prop, int blocks, int threads,
   return double(bytes) * kL2Passes / seconds;
 }
 
+constexpr int kAsyncStages = 8; // cp.async groups a thread keeps in flight
+
+/// The same passes with cp.async.cg, as the tensor-core kernels load their
+/// tiles: each thread keeps kAsyncStages 16-byte copies in flight into a
+/// shared ring, with no register in the way.
+__global__ void l2CpAsyncKernel(const float4 *in, size_t n) {
+  extern __shared__ float4 ring[];
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  int slot = 0;
+  for (int pass = 0; pass < kL2Passes; ++pass)
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+         i += stride) {
+      const unsigned dst = unsigned(__cvta_generic_to_shared(
+          ring + slot * blockDim.x + threadIdx.x));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+                   "l"(in + i));
+      asm volatile("cp.async.commit_group;");
+      asm volatile("cp.async.wait_group %0;" ::"n"(kAsyncStages - 1));
+      slot = slot + 1 == kAsyncStages ? 0 : slot + 1;
+    }
+  asm volatile("cp.async.wait_all;");
+}
+
+/// Bytes per second a full-occupancy grid copies from L2 to shared memory
+/// with cp.async (each SM's blocks as 256-thread blocks).
+double measureL2CpAsyncBandwidth(const cudaDeviceProp &prop) {
+  const size_t bytes = size_t(prop.l2CacheSize) / 4 / 16 * 16;
+  const size_t n = bytes / sizeof(float4);
+  const int threads = 256;
+  const size_t smem = size_t(kAsyncStages) * threads * sizeof(float4);
+  const int blocks = prop.multiProcessorCount *
+                     std::min(prop.maxThreadsPerMultiProcessor / threads,
+                              int(prop.sharedMemPerMultiprocessor / smem));
+  float4 *in = nullptr;
+  check(cudaMalloc(&in, bytes), "cudaMalloc");
+  check(cudaMemset(in, 0, bytes), "cudaMemset");
+  const double seconds = timedMedian(5, "l2CpAsyncKernel", [&] {
+    l2CpAsyncKernel<<<blocks, threads, smem>>>(in, n);
+  });
+  cudaFree(in);
+  return double(bytes) * kL2Passes / seconds;
+}
+
 /// Bytes per second read from L2 by a full-occupancy grid: what re-read
 /// tiles (halos, the operand every block column shares) stream at.
 double measureL2Bandwidth(const cudaDeviceProp &prop) {
@@ -509,6 +553,7 @@ int main(int argc, char **argv) {
   const double launch = measureLaunchSeconds(prop);
   const double bwL2 = measureL2Bandwidth(prop);
   const double bwL2PerSM = measureL2BandwidthPerSM(prop);
+  const double bwL2CpAsync = measureL2CpAsyncBandwidth(prop);
   // The least interval over block sizes: a floor for every block.
   std::string dispatchText;
   double dispatch = 0;
@@ -520,9 +565,10 @@ int main(int argc, char **argv) {
   std::fprintf(stderr,
                "cuts-probe: BW_global %.3g B/s, PERF_peak %.3g FLOP/s, "
                "LAT_shared %d cycles, LAT_iter %.0f cycles, launch %.3g s, "
-               "BW_L2 %.3g B/s, BW_L2 of one SM %.3g B/s, block dispatch %s "
-               "cycles (32, 128, 256, 1024 threads), mma.sync %.3g FLOP/s\n",
-               bw, fp32, lat, latIter, launch, bwL2, bwL2PerSM,
+               "BW_L2 %.3g B/s (cp.async %.3g), BW_L2 of one SM %.3g B/s, "
+               "block dispatch %s cycles (32, 128, 256, 1024 threads), "
+               "mma.sync %.3g FLOP/s\n",
+               bw, fp32, lat, latIter, launch, bwL2, bwL2CpAsync, bwL2PerSM,
                dispatchText.c_str(), mmaSync);
 
   char date[16];
@@ -570,6 +616,7 @@ int main(int argc, char **argv) {
       {"launchSeconds", num(launch)},
       {"bwL2", num(bwL2)},
       {"bwL2PerSM", num(bwL2PerSM)},
+      {"bwL2CpAsync", num(bwL2CpAsync)},
       {"blockDispatchCycles", num(dispatch)},
       {"perfPeakMmaSync", num(mmaSync)},
   };
@@ -617,6 +664,12 @@ int main(int argc, char **argv) {
       {"bwL2PerSM", measured + ": the same read by one block of " +
                         std::to_string(prop.maxThreadsPerBlock) +
                         " threads (one SM), median of 5"},
+      {"bwL2CpAsync",
+       measured + ": the same passes copied to shared memory by cp.async.cg "
+                  "16-byte copies, " +
+           std::to_string(kAsyncStages) +
+           " groups in flight a thread, 256-thread blocks filling every SM, "
+           "median of 5"},
       {"blockDispatchCycles",
        measured + ": grids of " + std::to_string(kDispatchBlocksPerSM) +
            " empty blocks per SM of 32, 128, 256 and 1024 threads, the "
