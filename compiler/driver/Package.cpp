@@ -502,17 +502,21 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
 }
 
 // A library step's generated alternative (rt::Step::hostKernel): its
-// group's fastest measured generated kernel, for runs not replayed as a
-// CUDA graph, where the call's host work would outlast its kernel.
+// group's fastest measured generated kernel (else the bound's choice), for
+// runs not replayed as a CUDA graph, where the call's host work would
+// outlast its kernel.
 bool Packager::addHostAlternative(const GroupReport &g, const std::string &ops,
                                   std::string &error) {
   const auto &list = candidates->of(g.operations, g.estimate);
   double us = 0;
   int best = fastestMeasured(list, cache, us, /*generatedOnly=*/true);
-  if (best < 0)
-    return true;
-  GroupKernel gk = list[best].kernel;
-  const int k = addGenerated(g, gk, ops, us, error);
+  std::string why;
+  std::optional<GroupKernel> gk;
+  if (best >= 0)
+    gk = list[best].kernel;
+  else if (!(gk = boundChoice(g, why)))
+    return true; // the library call serves host runs too
+  const int k = addGenerated(g, *gk, ops, best >= 0 ? us : 0, error);
   if (k < 0)
     return false;
   m.steps.back().hostKernel = k;
