@@ -640,7 +640,13 @@ int cmdBench(const std::vector<std::string> &args) {
     std::printf("  #  time(us)  bound(us)  bound/time  TFLOP/s  of peak"
                 "    GB/s  of BW  kernel\n");
     int i = 0;
-    for (const auto &k : j["kernels"])
+    for (const auto &k : j["kernels"]) {
+      // A library step's other kernel did not run (its generated
+      // alternative under a graph, its library call without one).
+      if (k["median_us"].get<double>() == 0) {
+        ++i;
+        continue;
+      }
       std::printf("%3d  %8.2f  %9.2f  %9.1f%%  %7.2f  %6.1f%%  %6.0f  %4.0f%%"
                   "  %s\n",
                   i++, k["median_us"].get<double>(),
@@ -651,6 +657,7 @@ int cmdBench(const std::vector<std::string> &args) {
                   k["bytes_per_s"].get<double>() * 1e-9,
                   100 * k["of_bandwidth"].get<double>(),
                   k["summary"].get<std::string>().c_str());
+    }
   }
   return 0;
 }
