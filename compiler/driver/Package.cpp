@@ -476,7 +476,7 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
     bool library = false;
     gk = measuredChoice(g, ops, library, measured, error);
     if (library)
-      return gk && addHostAlternative(g, ops, error);
+      return gk && addHostAlternative(g, *gk, ops, error);
     if (!gk)
       measured = 0;
   }
@@ -505,8 +505,9 @@ bool Packager::addGroup(const GroupReport &g, std::string &error) {
 // group's fastest measured generated kernel (else the bound's choice), for
 // runs not replayed as a CUDA graph, where the call's host work would
 // outlast its kernel.
-bool Packager::addHostAlternative(const GroupReport &g, const std::string &ops,
-                                  std::string &error) {
+bool Packager::addHostAlternative(const GroupReport &g,
+                                  const GroupKernel &library,
+                                  const std::string &ops, std::string &error) {
   const auto &list = candidates->of(g.operations, g.estimate);
   double us = 0;
   int best = fastestMeasured(list, cache, us, /*generatedOnly=*/true);
@@ -516,6 +517,12 @@ bool Packager::addHostAlternative(const GroupReport &g, const std::string &ops,
     gk = list[best].kernel;
   else if (!(gk = boundChoice(g, why)))
     return true; // the library call serves host runs too
+  // The memory plan is the call's: the alternative may touch nothing else
+  // but weights (the artifact checks the same).
+  for (mlir::Value v : gk->args)
+    if (!llvm::is_contained(library.args, v) &&
+        !llvm::isa_and_nonnull<ConstantOp>(v.getDefiningOp()))
+      return true;
   const int k = addGenerated(g, *gk, ops, best >= 0 ? us : 0, error);
   if (k < 0)
     return false;

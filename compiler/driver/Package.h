@@ -93,8 +93,8 @@ private:
                const std::vector<bool> &outputs, std::string &error);
   int addGenerated(const GroupReport &g, GroupKernel &gk,
                    const std::string &ops, double measured, std::string &error);
-  bool addHostAlternative(const GroupReport &g, const std::string &ops,
-                          std::string &error);
+  bool addHostAlternative(const GroupReport &g, const GroupKernel &library,
+                          const std::string &ops, std::string &error);
   bool addLibraryStep(const GroupReport &g, const GroupCandidate &c,
                       const std::string &ops, std::string &error);
   std::optional<GroupKernel> boundChoice(const GroupReport &g,
