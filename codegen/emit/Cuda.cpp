@@ -127,11 +127,8 @@ MmaTiles mmaTiles(const Kernel &k) {
   return t;
 }
 
-// The elements one cp.async of a tensor-core loop moves: 16 bytes, or 8
-// for a stem's 4-channel pixels (OpDesc::copyElements).
 int64_t copyElements(const Kernel &k) {
-  return k.desc.im2col ? k.desc.copyElements()
-                       : 16 / elementBytes(k.mma->operand);
+  return mmaCopyElements(k.desc, k.mma->operand);
 }
 
 // wgmma's swizzle of a K-major tile whose rows are C_input elements: 16 x

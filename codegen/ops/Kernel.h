@@ -170,6 +170,13 @@ inline MmaLoop mmaLoopOf(const TileParams &p, dfg::Type operand) {
   return m;
 }
 
+/// The elements one cp.async of a tensor-core loop on `operand` moves: 16
+/// bytes, or 8 for a stem's 4-channel pixels (OpDesc::copyElements; the
+/// operand's type, not d's, for a plain product).
+inline int64_t mmaCopyElements(const OpDesc &d, dfg::Type operand) {
+  return d.im2col ? d.copyElements() : 16 / elementBytes(operand);
+}
+
 /// The tensor-core parameters of loop m with C_input `cin` (mmaLoopOf's
 /// inverse).
 inline TileParams mmaParams(const MmaLoop &m, int64_t cin) {

@@ -142,10 +142,9 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
     error = "tensor-core products take fp16, bf16 or fp32 (as tf32) operands";
     return std::nullopt;
   }
-  // A copy moves 16 bytes of a row (8 of a stem's, OpDesc::copyElements):
-  // rows of A, and of B, start aligned.
-  const int64_t perCopy =
-      d.im2col ? d.copyElements() : 16 / elementBytes(operand);
+  // A copy moves 16 bytes of a row (8 of a stem's): rows of A, and of B,
+  // start aligned.
+  const int64_t perCopy = mmaCopyElements(d, operand);
   if (d.kind != OpKind::MatMul || d.transA || K % perCopy ||
       (!d.transB && N % perCopy)) {
     error = "tensor-core products take A untransposed, and K (and N where "
