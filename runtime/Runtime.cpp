@@ -840,12 +840,6 @@ size_t planIndex(const cuts_session &s) {
   return size_t(s.plan - s.model->plans.data());
 }
 
-/// The kernel step `step` runs: a library step's generated alternative
-/// outside a graph capture, where the call's host work would not be hidden.
-int kernelOf(const cuts_session &s, const Step &step) {
-  return step.hostKernel >= 0 && !s.capturing ? step.hostKernel : step.kernel;
-}
-
 /// Enqueues step `i`'s work on `stream`, as a programmatic dependent of
 /// the kernel before it where `pdl`.
 cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
@@ -853,7 +847,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
   const PlanImpl &p = *s.plan;
   const Manifest &man = p.manifest();
   const Step &step = man.steps[i];
-  const int ki = kernelOf(s, step);
+  const int ki = step.kernelRun(s.capturing);
   if (step.kernel < 0) {
     const Tensor &to = man.tensors[step.to];
     if (CUresult r = m.d->cuMemcpyDtoDAsync(s.ptr[step.to], s.ptr[step.from],
@@ -1915,7 +1909,7 @@ cuts_status cuts_session_profile(cuts_session *session, int iters,
         return cudaFail(r, "running the model (cuEventSynchronize)");
       for (size_t i = 0; i < numSteps; ++i) {
         // A step timed in a graph of its own ran its library call.
-        int k = graphs[i] ? man.steps[i].kernel : kernelOf(s, man.steps[i]);
+        int k = man.steps[i].kernelRun(graphs[i] != nullptr);
         if (k < 0)
           continue;
         float ms = 0;

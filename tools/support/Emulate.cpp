@@ -245,12 +245,6 @@ std::optional<KernelSignature> signatureOf(const rt::Manifest &m,
   return sig;
 }
 
-/// The kernel step `s` runs: a library step's generated alternative where
-/// the plan is not replayed as a graph (as the runtime runs it).
-int kernelOf(const rt::Step &s, bool graph) {
-  return s.hostKernel >= 0 && !graph ? s.hostKernel : s.kernel;
-}
-
 /// Every generated kernel the plan launches, compiled for the host in
 /// batches of kBatch: one compiler run a batch (the emulation header's
 /// machinery is compiled once a batch, not once a kernel).
@@ -281,7 +275,7 @@ bool compileKernels(const rt::Artifact &a, const rt::Manifest &m, bool graph,
   for (const rt::Step &step : m.steps) {
     if (step.kernel < 0)
       continue;
-    const rt::KernelLaunch &k = m.kernels[kernelOf(step, graph)];
+    const rt::KernelLaunch &k = m.kernels[step.kernelRun(graph)];
     if (k.isLibrary() || !seen.insert(k.name).second)
       continue;
     HostSource h{a.source(k), {}};
@@ -411,7 +405,7 @@ bool PlanRun::runToCollective(bool verbose, std::string &error) {
         std::memcpy(pointer(step.to), pointer(step.from), bytes);
       continue;
     }
-    const rt::KernelLaunch &k = m->kernels[kernelOf(step, graph)];
+    const rt::KernelLaunch &k = m->kernels[step.kernelRun(graph)];
     if (k.isLibrary()) {
       if (!emulateLibrary(
               k, [&](int t) { return pointer(t); }, error)) {

@@ -134,6 +134,12 @@ struct Step {
   /// there a cuDNN call's host work (5-100 us) outlasts its kernel. -1:
   /// none. Its outputs include the library call's.
   int hostKernel = -1;
+
+  /// The kernel the step launches, in a run replayed as a CUDA graph
+  /// (`graph`) or not; -1 for a copy.
+  int kernelRun(bool graph) const {
+    return hostKernel >= 0 && !graph ? hostKernel : kernel;
+  }
 };
 
 struct Manifest {
