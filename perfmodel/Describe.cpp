@@ -109,6 +109,15 @@ std::optional<OpDesc> describeShapes(mlir::Operation *op) {
     d.elementBytes = elementBytes(out);
     return d;
   }
+  if (auto cs = llvm::dyn_cast<ConvSumOp>(op)) {
+    d = describeConvSum(vec(tensorType(cs.getX()).getShape()),
+                        vec(tensorType(cs.getX2()).getShape()),
+                        vec(tensorType(cs.getW()).getShape()),
+                        vec(out.getShape()), vec(cs.getStrides()),
+                        vec(cs.getStrides2()));
+    d.elementBytes = elementBytes(out);
+    return d;
+  }
   if (auto ct = llvm::dyn_cast<ConvTransposeOp>(op)) {
     // A transposed convolution is a convolution over the output with each
     // output reading about ceil(F / S) inputs per axis (an approximation: the

@@ -84,6 +84,9 @@ std::string OpDesc::key() const {
     os << ",nhwc";
   if (im2col)
     os << ",im2col:" << IC << ',' << IH << ',' << IW << ',' << OH << ',' << OW;
+  if (IC2)
+    os << ",sum:" << IC2 << ',' << IH2 << ',' << IW2 << ',' << SH2 << ','
+       << SW2;
   return os.str();
 }
 
@@ -157,6 +160,20 @@ OpDesc describeImplicitGemm(const std::vector<int64_t> &x,
   d.SH = at(win.strides, 0, 1), d.SW = at(win.strides, 1, 1);
   d.PH = at(win.pads, 0, 0), d.PW = at(win.pads, 1, 0);
   d.DH = at(win.dilations, 0, 1), d.DW = at(win.dilations, 1, 1);
+  return d;
+}
+
+OpDesc describeConvSum(const std::vector<int64_t> &x,
+                       const std::vector<int64_t> &x2,
+                       const std::vector<int64_t> &w,
+                       const std::vector<int64_t> &y,
+                       const std::vector<int64_t> &strides,
+                       const std::vector<int64_t> &strides2) {
+  const std::vector<int64_t> w1{w[0], 1, 1, x[3]};
+  OpDesc d = describeImplicitGemm(x, w1, y, Window{strides, {}, {}});
+  d.IC2 = x2[3], d.IH2 = x2[1], d.IW2 = x2[2];
+  d.SH2 = at(strides2, 0, 1), d.SW2 = at(strides2, 1, 1);
+  d.C = d.IC + d.IC2;
   return d;
 }
 

@@ -61,6 +61,10 @@ struct OpDesc {
   /// input it reads zeros.
   bool im2col = false;
   int64_t OH = 1, OW = 1;
+  /// A sum of two 1 x 1 implicit GEMMs (cuts.conv_sum): K continues past
+  /// IC into IC2 channels of a second input (IH2 x IW2, read at strides
+  /// SH2, SW2), so C = IC + IC2; IC2 is 0 for one input.
+  int64_t IC2 = 0, IH2 = 1, IW2 = 1, SH2 = 1, SW2 = 1;
   /// Whether an implicit GEMM's K slices of `cin` channels span several
   /// window positions (fewer input channels than cin: a padded stem's 4 or 8),
   /// each copy at its own; else a slice is at one (cin dividing
@@ -69,6 +73,8 @@ struct OpDesc {
   /// Whether an implicit GEMM can read K slices of `cin` channels: at one
   /// window position, or in 16-byte chunks of channels at their own.
   bool im2colSlices(int64_t cin) const {
+    if (IC2) // a slice reads one input
+      return IC % cin == 0 && IC2 % cin == 0;
     return !im2colChunks(cin) || IC % copyElements() == 0;
   }
   /// The elements of one cp.async of a tensor-core product: 16 bytes, or 8
@@ -183,6 +189,14 @@ OpDesc describeConv(const std::vector<int64_t> &x,
 OpDesc describeImplicitGemm(const std::vector<int64_t> &x,
                             const std::vector<int64_t> &w,
                             const std::vector<int64_t> &y, const Window &win);
+/// y = conv(x, w[..., :C]) + conv(x2, w[..., C:]), both 1 x 1 unpadded and
+/// channels-last, x at `strides`, x2 at `strides2` (cuts.conv_sum).
+OpDesc describeConvSum(const std::vector<int64_t> &x,
+                       const std::vector<int64_t> &x2,
+                       const std::vector<int64_t> &w,
+                       const std::vector<int64_t> &y,
+                       const std::vector<int64_t> &strides,
+                       const std::vector<int64_t> &strides2);
 /// Max or average pooling of x[N, C, spatial] into y with `kernel`.
 OpDesc describePool(const std::vector<int64_t> &x,
                     const std::vector<int64_t> &y,

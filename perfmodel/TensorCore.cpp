@@ -202,8 +202,10 @@ double tensorCorePul(Bound &b, const OpDesc &d, const TileParams &p,
   const double eb = d.elementBytes;
   // An implicit GEMM's A is its input, each element read by up to FH x FW
   // rows' slices (from L2 after the first).
+  // A conv_sum's second input is 1 x 1: only the pixels its rows read.
   const double aElems = d.im2col
-                            ? double(d.N / (d.OH * d.OW)) * d.IH * d.IW * d.IC
+                            ? double(d.N / (d.OH * d.OW)) * d.IH * d.IW * d.IC +
+                                  double(d.N) * d.IC2
                             : double(d.N) * d.C;
   const double dram =
       (aElems + double(d.C) * d.K + double(d.N) * d.K) * eb * double(d.batch) +

@@ -790,6 +790,7 @@ private:
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
+  void emitConvSumSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
 
   const Kernel &top;
@@ -2196,6 +2197,29 @@ void Emitter::emitIm2colSlots(const MmaOperand &o, int64_t count,
      << ";\n"
      << "    " << o.x << "_ih[i] = row < " << d.N << " ? ih : -(1 << 20);\n"
      << "  }\n";
+  if (d.IC2)
+    emitConvSumSlots(o, count, perPass);
+}
+
+// A conv_sum's second input: each row's pixel (oh SH2, ow SW2) there, for
+// the slices past the first input's IC channels (1 x 1, never outside).
+void Emitter::emitConvSumSlots(const MmaOperand &o, int64_t count,
+                               int64_t perPass) {
+  const OpDesc &d = *o.im2col;
+  const int64_t pixels = d.OH * d.OW;
+  const bool wide =
+      (d.N / pixels) * d.IH2 * d.IW2 * d.IC2 >= (int64_t(1) << 31);
+  os << "  " << (wide ? "long long " : "int ") << o.x << "_off2[" << count
+     << "];\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << count << "; ++i) {\n"
+     << "    const int row = " << o.rowBase << " + " << o.x << "_r + i * "
+     << perPass << ", q = row % " << pixels << ";\n"
+     << "    " << o.x << "_off2[i] = ((" << (wide ? "(long long)" : "")
+     << "(row / " << pixels << ") * " << d.IH2 << " + q / " << d.OW << " * "
+     << d.SH2 << ") * " << d.IW2 << " + q % " << d.OW << " * " << d.SW2
+     << ") * " << d.IC2 << " + " << o.x << "_e;\n"
+     << "  }\n";
 }
 
 // This thread's first copy of operand o (16 bytes, or 8): its row and
@@ -2280,6 +2304,9 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
       in.push_back(o.x + std::string("_e + k0 < ") +
                    std::to_string(o.colLimit));
     src = o.global + std::string(" + ") + o.x + "_off[i] + kofs";
+    if (d.IC2) // a conv_sum's slices past IC read its second input
+      src = "(k0 < " + std::to_string(d.IC) + " ? " + src + " : " + o.global +
+            "2 + " + o.x + "_off2[i] + (k0 - " + std::to_string(d.IC) + "))";
   }
   // A pass moves whole 8-row swizzle patterns (threads / cpr rows).
   const int64_t passBytes = perPass * o.ld * eb;
@@ -2336,6 +2363,8 @@ void Emitter::emitMma() {
      << ";\n"
      << "  const " << typeName(m.operand) << " *Bg = B + " << ops[1].batchOffset
      << ";\n";
+  if (k.desc.IC2)
+    os << "  const " << typeName(m.operand) << " *Ag2 = A2;\n";
   for (const MmaOperand &o : ops)
     emitMmaCopySlots(o);
   if (!wgmma)

@@ -230,6 +230,9 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
                          : shape(d.transB ? std::vector<int64_t>{N, K}
                                           : std::vector<int64_t>{K, N}),
                 false, operand}};
+  if (d.IC2) // a conv_sum's second input, after B in the args
+    k.tensors.push_back(
+        {"A2", {M / (d.OH * d.OW), d.IH2, d.IW2, d.IC2}, false, operand});
   if (!exitAndSummary(
           k, d.im2col ? "tensor-core implicit GEMM " : "tensor-core matmul ",
           epilogue, error))

@@ -710,6 +710,34 @@ std::optional<GroupKernel> lowerImplicitGemm(ConvOp conv, Anchored &x,
                 "conv", error);
 }
 
+/// Two 1 x 1 convs summed: the implicit GEMM of their pixels whose K runs
+/// through both inputs (A, then A2), the weights concatenated in B.
+std::optional<GroupKernel> lowerConvSum(ConvSumOp cs, Anchored &x,
+                                        const TileParams &p,
+                                        const std::string &name,
+                                        std::string &error) {
+  auto t = dfgType(cs.getX());
+  if (!p.tensorCore() || !t || !tensorCoreOperand(*t, x.d)) {
+    error = opName(cs) + ": a conv_sum runs on tensor cores only, in fp16, "
+                         "bf16 or tf32";
+    return std::nullopt;
+  }
+  x.b.values["A"] = cs.getX();
+  x.b.values["A2"] = cs.getX2();
+  x.b.values["B"] = cs.getW();
+  const std::vector<int64_t> kout{x.d.N, x.d.K};
+  std::vector<EpilogueOp> epi;
+  if (cs.getB())
+    epi.push_back(
+        EpilogueOp::binary(Op::Add, x.b.add("bias", cs.getB()), {x.d.K}));
+  auto rest = epilogueOf(x.a, x.out, x.out.size() - 1, kout, x.b, error);
+  if (!rest)
+    return std::nullopt;
+  epi.insert(epi.end(), rest->begin(), rest->end());
+  return finish(codegen::buildMmaMatMul(name, x.d, p, *t, epi, error, {}), x.b,
+                "conv", error);
+}
+
 std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
                                      const TileParams &p,
                                      const std::string &name,
@@ -948,6 +976,8 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
   Anchored x = anchored(a);
   if (auto conv = llvm::dyn_cast<ConvOp>(op))
     return lowerConv(conv, x, p, name, error);
+  if (auto cs = llvm::dyn_cast<ConvSumOp>(op))
+    return lowerConvSum(cs, x, p, name, error);
   if (isMatMulOp(op))
     return lowerMatMul(op, x, p, name, error);
   if (auto mp = llvm::dyn_cast<MaxPoolOp>(op))

@@ -498,6 +498,43 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   return push(out, shape, tx.getElementType());
 }
 
+LogicalResult ConvSumOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor a,
+                                          SmallVectorImpl<Type> &out) {
+  auto tx = typeOf(a.getX()), tx2 = typeOf(a.getX2()), tw = typeOf(a.getW());
+  if (tx.getRank() != 4 || tx2.getRank() != 4 || tw.getRank() != 4 ||
+      tw.getDimSize(1) != 1 || tw.getDimSize(2) != 1)
+    return fail(loc, "ConvSum needs channels-last X and X2 of rank 4 and W "
+                     "of M x 1 x 1 x (C + C2)");
+  if (failed(sameElementType(loc, a.getX(), a.getW(), "X and W")) ||
+      failed(sameElementType(loc, a.getX2(), a.getW(), "X2 and W")) ||
+      failed(checkSpatial(loc, "strides", a.getStrides(), 2, 1)) ||
+      failed(checkSpatial(loc, "strides2", a.getStrides2(), 2, 1)))
+    return failure();
+  const int64_t m = tw.getDimSize(0);
+  if (tx.getDimSize(3) + tx2.getDimSize(3) != tw.getDimSize(3))
+    return fail(loc, "W " + shapeStr(tw.getShape()) + " expects " +
+                         Twine(tw.getDimSize(3)) + " channels, X and X2 have " +
+                         Twine(tx.getDimSize(3) + tx2.getDimSize(3)));
+  if (Value b = a.getB())
+    if (typeOf(b).getShape() != ArrayRef<int64_t>{m} ||
+        failed(sameElementType(loc, a.getX(), b, "X and B")))
+      return fail(loc, "B must have shape [" + Twine(m) + "] and X's type");
+  Shape shape{tx.getDimSize(0)};
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t o = (tx.getDimSize(d + 1) - 1) / a.getStrides()[d] + 1;
+    const int64_t o2 = (tx2.getDimSize(d + 1) - 1) / a.getStrides2()[d] + 1;
+    if (o != o2 || tx.getDimSize(0) != tx2.getDimSize(0))
+      return fail(
+          loc, "X and X2 give different outputs: " + shapeStr(tx.getShape()) +
+                   " and " + shapeStr(tx2.getShape()));
+    shape.push_back(o);
+  }
+  shape.push_back(m);
+  return push(out, shape, tx.getElementType());
+}
+
 LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor a,

@@ -1078,3 +1078,102 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
                             : std::vector<const char *>{"sm_80", "sm_90"});
   }
 }
+
+TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
+          "[codegen][tensorcore]") {
+  struct SumCase {
+    std::vector<int64_t> x, x2; // N H W C: x at stride 1, x2 at `stride2`
+    int64_t M, stride2, cin;
+    MmaLoop loop;
+    bool residual;
+  };
+  using dfg::Type;
+  const std::vector<SumCase> cases = {
+      // A projection shortcut at stride 2 (ResNet's layer 2-4 blocks):
+      // 2 images of 5 x 5 (50 rows, a ragged tile), wgmma, 2-stage.
+      {{2, 5, 5, 32},
+       {2, 10, 10, 64},
+       48,
+       2,
+       32,
+       mmaLoop(Type::F16, 1, 1, 1, 6, 2, MatrixInstr::Wgmma),
+       false},
+      // Stride 1 (layer 1), bf16, mma.sync, with a residual operand too.
+      {{1, 6, 6, 16},
+       {1, 6, 6, 32},
+       32,
+       1,
+       16,
+       mmaLoop(Type::BF16, 1, 2, 1, 2, 3),
+       true},
+      // Warp-specialised wgmma, 4 stages.
+      {{2, 4, 4, 64},
+       {2, 8, 8, 64},
+       64,
+       2,
+       64,
+       specialized(mmaLoop(Type::F16, 1, 1, 1, 8, 4, MatrixInstr::Wgmma)),
+       false},
+  };
+  uint32_t seed = 70;
+  for (const SumCase &c : cases) {
+    const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
+    const int64_t H2 = c.x2[1], W2 = c.x2[2], C2 = c.x2[3], M = c.M;
+    OpDesc d = describeConvSum(c.x, c.x2, {M, 1, 1, C + C2}, {N, H, W, M},
+                               {1, 1}, {c.stride2, c.stride2});
+    d.elementBytes = 2;
+    std::vector<EpilogueOp> epi = {
+        EpilogueOp::binary(dfg::Op::Add, "bias", {M})};
+    if (c.residual)
+      epi.push_back(EpilogueOp::binary(dfg::Op::Add, "z", {N * H * W, M}));
+    epi.push_back(EpilogueOp::unary(dfg::Op::Relu));
+    std::string err;
+    auto k = buildMmaMatMul("conv_sum_test", d, mmaParams(c.loop, c.cin),
+                            c.loop.operand, epi, err);
+    INFO(err);
+    REQUIRE(k);
+    std::mt19937 rng(seed++);
+    const Operand x = randomOperand(rng, c.loop.operand, size_t(N * H * W * C));
+    const Operand x2 =
+        randomOperand(rng, c.loop.operand, size_t(N * H2 * W2 * C2));
+    const Operand w = randomOperand(rng, c.loop.operand, size_t(M * (C + C2)));
+    std::vector<float> bias = test::randomVector(rng, M);
+    std::vector<float> z = test::randomVector(rng, N * H * W * M);
+    std::vector<float> y = test::poisoned(N * H * W * M);
+    std::map<std::string, void *> args = {{"A", x.bits()},
+                                          {"B", w.bits()},
+                                          {"A2", x2.bits()},
+                                          {"bias", bias.data()},
+                                          {"Y", y.data()}};
+    if (c.residual)
+      args["z"] = z.data();
+    REQUIRE(runOnHost(*k, args, err));
+    test::RelativeL2 e;
+    for (int64_t p = 0; p < N * H * W; ++p)
+      for (int64_t m = 0; m < M; ++m) {
+        const int64_t n = p / (H * W), oh = p / W % H, ow = p % W;
+        double v = bias[m] + (c.residual ? z[p * M + m] : 0.0);
+        for (int64_t q = 0; q < C; ++q)
+          v += double(x.v[p * C + q]) * w.v[m * (C + C2) + q];
+        const int64_t p2 = (n * H2 + oh * c.stride2) * W2 + ow * c.stride2;
+        for (int64_t q = 0; q < C2; ++q)
+          v += double(x2.v[p2 * C2 + q]) * w.v[m * (C + C2) + C + q];
+        e.add(y[p * M + m], std::max(v, 0.0));
+      }
+    INFO(N << "x" << H << "x" << W << "x" << C << " + " << H2 << "x" << W2
+           << "x" << C2 << " stride " << c.stride2);
+    CHECK(e.value() <= 1e-6);
+    const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
+    compilesWithNvrtc(emitSource(*k), "conv_sum_test", /*withPrelude=*/false,
+                      wgmma ? std::vector<const char *>{"sm_90a"}
+                            : std::vector<const char *>{"sm_80", "sm_90"});
+  }
+  // A slice may not straddle the inputs: 24 channels in slices of 16.
+  std::string err;
+  OpDesc d = describeConvSum({1, 4, 4, 24}, {1, 4, 4, 40}, {32, 1, 1, 64},
+                             {1, 4, 4, 32}, {1, 1}, {1, 1});
+  d.elementBytes = 2;
+  CHECK_FALSE(buildMmaMatMul("conv_sum_test", d,
+                             mmaParams(mmaLoop(Type::F16, 1, 2, 1, 2, 2), 16),
+                             Type::F16, {}, err));
+}

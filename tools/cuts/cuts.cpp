@@ -341,7 +341,8 @@ int parsePrecisionOption(ArgList &a, Precision &p) {
 // (cuts-split-k), stores tensor-core matmul weights transposed
 // (cuts-transpose-weights) and, where
 // `arch` has tensor cores and p.layout allows, runs 16-bit convs
-// channels-last (cuts-channels-last); on failure prints the error (the
+// channels-last (cuts-channels-last) with a block's last conv and its
+// shortcut as one (cuts-fuse-conv-sum); on failure prints the error (the
 // pass names the op) and returns false.
 bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
                     const Precision &p, const cuts::GpuArch &arch,
@@ -376,8 +377,17 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   fn.addPass(cuts::createFoldConstants());
   fn.addPass(cuts::createDeadCode());
   fn.addPass(cuts::createTransposeWeights());
-  if (p.layout == "auto" && cuts::hasMmaSync(arch))
+  if (p.layout == "auto" && cuts::hasMmaSync(arch)) {
     fn.addPass(cuts::createChannelsLast());
+    // Fused where it saves DRAM time: below the precision's balance point.
+    cuts::FuseConvSumOptions sum;
+    if (arch.bwGlobal > 0)
+      sum.balance =
+          (p.storage == "tf32" ? 0.5 : 1.0) * arch.perfPeakFp16 / arch.bwGlobal;
+    fn.addPass(cuts::createFuseConvSum(sum));
+    fn.addPass(cuts::createFoldConstants());
+    fn.addPass(cuts::createDeadCode());
+  }
   std::string diag;
   if (!runPassesOn(pm, module, diag)) {
     error(model, diag);

@@ -339,6 +339,23 @@ def Cuts_ConvOp : Cuts_Op<"conv"> {
   let results = (outs Cuts_FloatTensor:$Y);
 }
 
+def Cuts_ConvSumOp : Cuts_Op<"conv_sum"> {
+  let summary = "Two channels-last 1 x 1 convolutions summed, as one product";
+  let description = [{
+    Y = conv(X, W[..., :C]) + conv(X2, W[..., C:]) + B: X is N x H x W x C,
+    X2 N x H2 x W2 x C2, W M x 1 x 1 x (C + C2), Y N x OH x OW x M; X is
+    read at `strides`, X2 at `strides2`, neither padded. cuts-fuse-conv-sum
+    makes it from a residual block's last conv and its projection shortcut:
+    one implicit GEMM whose K runs through both inputs, so the first conv's
+    result is never stored and read back.
+  }];
+  let arguments = (ins Cuts_FloatTensor:$X, Cuts_FloatTensor:$X2,
+                       Cuts_FloatTensor:$W, Optional<Cuts_FloatTensor>:$B,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$strides2);
+  let results = (outs Cuts_FloatTensor:$Y);
+}
+
 def Cuts_ConvTransposeOp : Cuts_Op<"conv_transpose"> {
   let summary = "ONNX ConvTranspose";
   let description = [{
