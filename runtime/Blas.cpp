@@ -192,10 +192,11 @@ bool GemmSpec::operator==(const GemmSpec &o) const {
 std::vector<int64_t> encodeGemmSpec(const GemmSpec &s) {
   uint32_t bits;
   std::memcpy(&bits, &s.alpha, sizeof bits);
-  return {s.M,      s.N,      s.K,           s.batch, s.transA,
-          s.transB, s.batchA, s.batchB,      s.bias,  s.residual,
-          s.batchZ, int64_t(s.act), int64_t(bits), s.algo,
-          int64_t(s.math)};
+  return {s.M,           s.N,      s.K,
+          s.batch,       s.transA, s.transB,
+          s.batchA,      s.batchB, s.bias,
+          s.residual,    s.batchZ, int64_t(s.act),
+          int64_t(bits), s.algo,   int64_t(s.math)};
 }
 
 std::optional<GemmSpec> decodeGemmSpec(const std::vector<int64_t> &p,
@@ -317,7 +318,8 @@ CublasLtHandle::~CublasLtHandle() {
 
 std::unique_ptr<CublasLtGemm> CublasLtGemm::create(const GemmSpec &s,
                                                    CublasLtHandle &handle,
-                                                   std::string &error) {
+                                                   std::string &error,
+                                                   bool anyAlgo) {
   if (!checkGemmSpec(s, error))
     return nullptr;
   const Api *a = api(error);
@@ -388,13 +390,17 @@ std::unique_ptr<CublasLtGemm> CublasLtGemm::create(const GemmSpec &s,
   a->cublasLtMatmulPreferenceDestroy(pref);
   if (!fine)
     return nullptr;
-  if (s.algo >= returned || results[s.algo].state != CUBLAS_STATUS_SUCCESS) {
+  int algo = s.algo;
+  if (anyAlgo &&
+      (algo >= returned || results[algo].state != CUBLAS_STATUS_SUCCESS))
+    algo = 0;
+  if (algo >= returned || results[algo].state != CUBLAS_STATUS_SUCCESS) {
     error = "cuBLASLt offers " + std::to_string(returned) +
             " algorithm(s) for " + describeGemmSpec(s);
     return nullptr;
   }
-  std::memcpy(g->algo_, &results[s.algo].algo, sizeof g->algo_);
-  g->workspace_ = results[s.algo].workspaceSize;
+  std::memcpy(g->algo_, &results[algo].algo, sizeof g->algo_);
+  g->workspace_ = results[algo].workspaceSize;
   return g;
 }
 

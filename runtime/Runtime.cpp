@@ -267,7 +267,7 @@ cuts_status createLibraryCalls(ModelImpl &m, PlanImpl &p,
       if (spec && !m.lt)
         m.lt = CublasLtHandle::create(err);
       if (spec && m.lt)
-        p.gemms[k] = CublasLtGemm::create(*spec, *m.lt, err);
+        p.gemms[k] = CublasLtGemm::create(*spec, *m.lt, err, /*anyAlgo=*/true);
       if (!p.gemms[k])
         return fail(CUTS_ERROR_CUDA, label + ": kernel " + std::to_string(k) +
                                          " (\"" + kl.name + "\", " +

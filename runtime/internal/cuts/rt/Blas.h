@@ -129,9 +129,13 @@ class CublasLtGemm {
 public:
   /// Checks the spec, builds the descriptors and asks the heuristic for
   /// kMaxGemmAlgos algorithms; fails (nullptr and `error`) when it offers
-  /// fewer than spec.algo + 1.
-  static std::unique_ptr<CublasLtGemm>
-  create(const GemmSpec &spec, CublasLtHandle &handle, std::string &error);
+  /// fewer than spec.algo + 1, unless `anyAlgo`: then its first. An
+  /// artifact tuned against another cuBLASLt still loads (the same product,
+  /// maybe slower); the tuner times only the algorithm it asks for.
+  static std::unique_ptr<CublasLtGemm> create(const GemmSpec &spec,
+                                              CublasLtHandle &handle,
+                                              std::string &error,
+                                              bool anyAlgo = false);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm &) = delete;
   CublasLtGemm &operator=(const CublasLtGemm &) = delete;
