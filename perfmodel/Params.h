@@ -75,14 +75,25 @@ struct OpDesc {
   bool im2colSlices(int64_t cin) const {
     if (IC2) // a slice reads one input
       return IC % cin == 0 && IC2 % cin == 0;
-    return !im2colChunks(cin) || IC % copyElements() == 0;
+    return !im2colChunks(cin) || IC % copyElements() == 0 || pairedPixels();
+  }
+  /// 8-byte pixels (a 16-bit stem padded to 4 channels) whose 16-byte
+  /// copies are two window positions of one row: an even window width at
+  /// an even stride and begin padding over an even input width (what
+  /// cuts-channels-last arranges), so a pair starts at an even input
+  /// column and is inside the input or outside it whole.
+  bool pairedPixels() const {
+    return im2col && IC * elementBytes == 8 && FW % 2 == 0 && SW % 2 == 0 &&
+           PW % 2 == 0 && IW % 2 == 0 && DW == 1 && IC2 == 0;
   }
   /// The elements of one cp.async of a tensor-core product: 16 bytes, or 8
   /// for an implicit GEMM whose input pixels are 8 bytes (a 16-bit stem
   /// padded to 4 channels: half the 8-channel one's K and its re-reads),
   /// whose rows (K = FH x FW x 4) are then whole 8-byte copies only.
   int64_t copyElements() const {
-    return im2col && IC * elementBytes == 8 ? IC : 16 / elementBytes;
+    return im2col && IC * elementBytes == 8 && !pairedPixels()
+               ? IC
+               : 16 / elementBytes;
   }
   /// A depthwise conv of channels-last tensors (x N x H x W x C, w
   /// M x FH x FW x 1, y N x OH x OW x M): the same op, read and written

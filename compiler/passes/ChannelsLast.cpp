@@ -97,6 +97,26 @@ mlir::Value lastInput(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x) {
       cast.getToAttr());
 }
 
+// A stem whose pixels are 8 bytes (padded), read at an even stride along
+// W: a zero window column makes its width even, before the window where
+// the begin padding is odd, else after it, so that each 16-byte copy is two
+// window positions of one row starting at an even input column, never
+// straddling the input's (even) width. The output is the same. Returns the
+// new W padding (begin, end added) or none.
+std::optional<std::pair<int64_t, int64_t>> evenStemWidth(ConvOp conv,
+                                                         mlir::Value x) {
+  auto t = tensorType(x);
+  auto w = tensorType(conv.getW());
+  auto pads = conv.getPads();
+  const int64_t bits = t.getElementTypeBitWidth();
+  if (t.getDimSize(3) * bits != 64 || w.getDimSize(3) % 2 == 0 ||
+      conv.getStrides()[1] % 2 != 0 || conv.getDilations()[1] != 1 ||
+      t.getDimSize(2) % 2 != 0)
+    return std::nullopt;
+  return pads[1] % 2 ? std::make_pair(int64_t(1), int64_t(0))
+                     : std::make_pair(int64_t(0), int64_t(1));
+}
+
 void convert(ConvOp conv) {
   mlir::OpBuilder b(conv);
   mlir::Location loc = conv.getLoc();
@@ -106,9 +126,22 @@ void convert(ConvOp conv) {
       isDepthwise(conv) ? transposed(b, loc, conv.getX(), kToLast)
                         : lastInput(b, loc, conv.getX()),
       isDepthwise(conv) ? w : padChannels(b, loc, w, padUnit(conv.getW()))};
+  llvm::SmallVector<int64_t> pads(conv.getPads());
+  if (auto even =
+          isDepthwise(conv) ? std::nullopt : evenStemWidth(conv, operands[0])) {
+    operands[1] = b.create<PadOp>(
+        loc, operands[1],
+        b.getDenseI64ArrayAttr({0, 0, even->first, 0, 0, 0, even->second, 0}),
+        b.getStringAttr("constant"), b.getF64FloatAttr(0));
+    pads[1] += even->first, pads[3] += even->second;
+  }
   if (conv.getB())
     operands.push_back(conv.getB());
-  llvm::SmallVector<mlir::NamedAttribute> attrs(conv->getAttrs());
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  for (mlir::NamedAttribute a : conv->getAttrs())
+    attrs.push_back(a.getName() == "pads"
+                        ? b.getNamedAttr("pads", b.getDenseI64ArrayAttr(pads))
+                        : a);
   attrs.push_back(b.getNamedAttr("channels_last", b.getUnitAttr()));
   auto last = b.create<ConvOp>(loc, operands, attrs);
   conv.getY().replaceAllUsesWith(

@@ -1177,3 +1177,66 @@ TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
                              mmaParams(mmaLoop(Type::F16, 1, 2, 1, 2, 2), 16),
                              Type::F16, {}, err));
 }
+
+TEST_CASE("a stem of 8-byte pixels with an even window width copies pixel "
+          "pairs",
+          "[codegen][tensorcore]") {
+  using dfg::Type;
+  // cuts-channels-last's ResNet stem: 7 x 7 stride 2 pad 3 on 4 channels
+  // made 7 x 8 with a zero column first and begin padding 4 along W.
+  const int64_t N = 2, H = 12, W = 12, C = 4, M = 16, FH = 7, FW = 8;
+  const int64_t OH = (H + 3 + 3 - FH) / 2 + 1, OW = (W + 4 + 3 - FW) / 2 + 1;
+  Window win{{2, 2}, {3, 4, 3, 3}, {1, 1}};
+  uint32_t seed = 90;
+  for (MmaLoop loop : {mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma),
+                       mmaLoop(Type::BF16, 1, 2, 1, 2, 2)}) {
+    OpDesc d =
+        describeImplicitGemm({N, H, W, C}, {M, FH, FW, C}, {N, OH, OW, M}, win);
+    d.elementBytes = 2;
+    REQUIRE(d.pairedPixels());
+    REQUIRE(d.copyElements() == 8);
+    std::string err;
+    auto k =
+        buildMmaMatMul("paired_stem", d, mmaParams(loop, 32), loop.operand,
+                       {EpilogueOp::binary(dfg::Op::Add, "bias", {M})}, err);
+    INFO(err);
+    REQUIRE(k);
+    std::mt19937 rng(seed++);
+    const Operand x = randomOperand(rng, loop.operand, size_t(N * H * W * C));
+    const Operand w = randomOperand(rng, loop.operand, size_t(M * FH * FW * C));
+    std::vector<float> bias = test::randomVector(rng, M);
+    std::vector<float> y = test::poisoned(N * OH * OW * M);
+    REQUIRE(runOnHost(*k,
+                      {{"A", x.bits()},
+                       {"B", w.bits()},
+                       {"bias", bias.data()},
+                       {"Y", y.data()}},
+                      err));
+    test::RelativeL2 e;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t m = 0; m < M; ++m) {
+            double v = bias[m];
+            for (int64_t r = 0; r < FH; ++r)
+              for (int64_t s = 0; s < FW; ++s) {
+                const int64_t ih = oh * 2 - 3 + r, iw = ow * 2 - 4 + s;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  continue;
+                for (int64_t q = 0; q < C; ++q)
+                  v += double(x.v[((n * H + ih) * W + iw) * C + q]) *
+                       w.v[((m * FH + r) * FW + s) * C + q];
+              }
+            e.add(y[((n * OH + oh) * OW + ow) * M + m], v);
+          }
+    CHECK(e.value() <= 1e-6);
+    const std::string src = emitSource(*k);
+    CHECK(src.find("cuts_cp_async16(a_s") != std::string::npos);
+    for (const char *copy : {"cuts_cp_async8(a_s", "cuts_cp_async8(b_s"})
+      CHECK(src.find(copy) == std::string::npos);
+    compilesWithNvrtc(src, "paired_stem", /*withPrelude=*/false,
+                      loop.instr == MatrixInstr::Wgmma
+                          ? std::vector<const char *>{"sm_90a"}
+                          : std::vector<const char *>{"sm_80", "sm_90"});
+  }
+}

@@ -145,3 +145,16 @@ func.func @tf32(%x: tensor<1x3x8x8xf32>) -> tensor<1x16x6x6xf32> attributes {cut
   %0 = cuts.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x6x6xf32>
   return %0 : tensor<1x16x6x6xf32>
 }
+
+// -----
+
+// A 16-bit stem read at stride 2 gets an even window width: a zero column
+// before its window (its begin padding 3 is odd, now 4), so each 16-byte
+// copy is two window positions of one row; the output is the same.
+// CHECK-LABEL: func.func @stem_stride2(
+// CHECK: cuts.conv {{.*}}channels_last{{.*}}pads = array<i64: 3, 4, 3, 3>{{.*}} : (tensor<1x16x16x4xf16>, tensor<8x7x8x4xf16>) -> tensor<1x8x8x8xf16>
+func.func @stem_stride2(%x: tensor<1x3x16x16xf16>) -> tensor<1x8x8x8xf16> {
+  %w = cuts.constant {value = dense<1.0> : tensor<8x3x7x7xf16>} : tensor<8x3x7x7xf16>
+  %0 = cuts.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 3, 3, 3, 3>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf16>, tensor<8x3x7x7xf16>) -> tensor<1x8x8x8xf16>
+  return %0 : tensor<1x8x8x8xf16>
+}
