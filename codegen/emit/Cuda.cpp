@@ -2314,7 +2314,9 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
                     std::to_string(o.stageBytes) + " + i * " +
                     std::to_string(passBytes);
   const std::string bytes = std::to_string(ch * eb);
-  const std::string copy = "cuts_cp_async" + bytes;
+  // A stem's pixel pairs through L1, where the block's rows re-read them.
+  const bool l1 = o.im2col && o.im2col->pairedPixels();
+  const std::string copy = "cuts_cp_async" + bytes + (l1 ? "_ca" : "");
   if (in.empty()) {
     os << ind << "  " << copy << "(" << dst << ", " << src << ", " << bytes
        << ");\n";

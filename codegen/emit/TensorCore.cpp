@@ -92,6 +92,14 @@ __device__ __forceinline__ void cuts_cp_async16(cuts_sptr dst, const void *src,
                :
                : "r"(dst), "l"(src), "r"(bytes));
 }
+// Through L1 (.ca): a stem's pixel pairs, each read by about 12 rows of
+// the block.
+__device__ __forceinline__ void cuts_cp_async16_ca(cuts_sptr dst,
+                                                   const void *src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;"
+               :
+               : "r"(dst), "l"(src), "r"(bytes));
+}
 // 8 bytes (a stem's 4-channel pixel); .ca: .cg copies only 16.
 __device__ __forceinline__ void cuts_cp_async8(cuts_sptr dst, const void *src,
                                                int bytes) {

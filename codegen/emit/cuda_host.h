@@ -1339,6 +1339,9 @@ inline void cuts_cp_async16(cuts_sptr dst, const void *src, int bytes) {
     std::memset(dst + bytes, 0, size_t(16 - bytes));
   });
 }
+inline void cuts_cp_async16_ca(cuts_sptr dst, const void *src, int bytes) {
+  cuts_cp_async16(dst, src, bytes);
+}
 inline void cuts_cp_async8(cuts_sptr dst, const void *src, int bytes) {
   cuts_host::detail::self().copies.open.push_back([=] {
     std::memcpy(dst, src, size_t(bytes));

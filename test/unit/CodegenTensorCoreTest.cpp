@@ -1231,7 +1231,7 @@ TEST_CASE("a stem of 8-byte pixels with an even window width copies pixel "
           }
     CHECK(e.value() <= 1e-6);
     const std::string src = emitSource(*k);
-    CHECK(src.find("cuts_cp_async16(a_s") != std::string::npos);
+    CHECK(src.find("cuts_cp_async16_ca(a_s") != std::string::npos);
     for (const char *copy : {"cuts_cp_async8(a_s", "cuts_cp_async8(b_s"})
       CHECK(src.find(copy) == std::string::npos);
     compilesWithNvrtc(src, "paired_stem", /*withPrelude=*/false,
