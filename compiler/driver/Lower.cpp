@@ -683,53 +683,29 @@ bool tensorCoreOperand(dfg::Type t, const OpDesc &d) {
          (t == dfg::Type::F32 && d.tf32);
 }
 
-/// A channels-last conv: the implicit GEMM of its pixels on tensor cores,
-/// its epilogue a product's (channels innermost).
-std::optional<GroupKernel> lowerImplicitGemm(ConvOp conv, Anchored &x,
-                                             const TileParams &p,
+/// A channels-last conv (or a conv_sum, whose K runs on into `x2`): the
+/// implicit GEMM of its pixels on tensor cores, its epilogue a product's
+/// (channels innermost).
+std::optional<GroupKernel> lowerImplicitGemm(mlir::Operation *op,
+                                             mlir::Value x0, mlir::Value x2,
+                                             mlir::Value w, mlir::Value bias,
+                                             Anchored &x, const TileParams &p,
                                              const std::string &name,
                                              std::string &error) {
-  auto t = dfgType(conv.getX());
+  auto t = dfgType(x0);
   if (!p.tensorCore() || !t || !tensorCoreOperand(*t, x.d)) {
-    error = opName(conv) + ": a channels-last conv runs on tensor cores only, "
-                           "in fp16, bf16 or tf32";
+    error = opName(op) + ": a channels-last conv runs on tensor cores only, "
+                         "in fp16, bf16 or tf32";
     return std::nullopt;
   }
-  x.b.values["A"] = conv.getX();
-  x.b.values["B"] = conv.getW();
+  x.b.values["A"] = x0;
+  if (x2)
+    x.b.values["A2"] = x2;
+  x.b.values["B"] = w;
   const std::vector<int64_t> kout{x.d.N, x.d.K};
   std::vector<EpilogueOp> epi;
-  if (conv.getB())
-    epi.push_back(
-        EpilogueOp::binary(Op::Add, x.b.add("bias", conv.getB()), {x.d.K}));
-  auto rest = epilogueOf(x.a, x.out, x.out.size() - 1, kout, x.b, error);
-  if (!rest)
-    return std::nullopt;
-  epi.insert(epi.end(), rest->begin(), rest->end());
-  return finish(codegen::buildMmaMatMul(name, x.d, p, *t, epi, error, {}), x.b,
-                "conv", error);
-}
-
-/// Two 1 x 1 convs summed: the implicit GEMM of their pixels whose K runs
-/// through both inputs (A, then A2), the weights concatenated in B.
-std::optional<GroupKernel> lowerConvSum(ConvSumOp cs, Anchored &x,
-                                        const TileParams &p,
-                                        const std::string &name,
-                                        std::string &error) {
-  auto t = dfgType(cs.getX());
-  if (!p.tensorCore() || !t || !tensorCoreOperand(*t, x.d)) {
-    error = opName(cs) + ": a conv_sum runs on tensor cores only, in fp16, "
-                         "bf16 or tf32";
-    return std::nullopt;
-  }
-  x.b.values["A"] = cs.getX();
-  x.b.values["A2"] = cs.getX2();
-  x.b.values["B"] = cs.getW();
-  const std::vector<int64_t> kout{x.d.N, x.d.K};
-  std::vector<EpilogueOp> epi;
-  if (cs.getB())
-    epi.push_back(
-        EpilogueOp::binary(Op::Add, x.b.add("bias", cs.getB()), {x.d.K}));
+  if (bias)
+    epi.push_back(EpilogueOp::binary(Op::Add, x.b.add("bias", bias), {x.d.K}));
   auto rest = epilogueOf(x.a, x.out, x.out.size() - 1, kout, x.b, error);
   if (!rest)
     return std::nullopt;
@@ -743,7 +719,8 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
                                      const std::string &name,
                                      std::string &error) {
   if (conv.getChannelsLast() && conv.getGroup() == 1)
-    return lowerImplicitGemm(conv, x, p, name, error);
+    return lowerImplicitGemm(conv, conv.getX(), {}, conv.getW(), conv.getB(), x,
+                             p, name, error);
   if (shapeOf(conv.getX()).size() != 4) {
     error = "only 2-D convolutions are generated";
     return std::nullopt;
@@ -977,7 +954,8 @@ std::optional<GroupKernel> lowerAnchored(const Analysis &a, const TileParams &p,
   if (auto conv = llvm::dyn_cast<ConvOp>(op))
     return lowerConv(conv, x, p, name, error);
   if (auto cs = llvm::dyn_cast<ConvSumOp>(op))
-    return lowerConvSum(cs, x, p, name, error);
+    return lowerImplicitGemm(cs, cs.getX(), cs.getX2(), cs.getW(), cs.getB(), x,
+                             p, name, error);
   if (isMatMulOp(op))
     return lowerMatMul(op, x, p, name, error);
   if (auto mp = llvm::dyn_cast<MaxPoolOp>(op))
