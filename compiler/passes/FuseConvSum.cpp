@@ -57,9 +57,9 @@ bool fuse(AddOp add, double balance) {
     bias = b.create<AddOp>(loc, c1.getB().getType(), c1.getB(), c2.getB());
   else if (!bias)
     bias = c2.getB();
-  auto sum = b.create<ConvSumOp>(loc, add.getType(), c1.getX(), c2.getX(), w,
-                                 bias, c1.getStridesAttr(),
-                                 b.getDenseI64ArrayAttr(c2.getStrides()));
+  auto sum =
+      b.create<ConvSumOp>(loc, add.getType(), c1.getX(), c2.getX(), w, bias,
+                          c1.getStridesAttr(), c2.getStridesAttr());
   add.getC().replaceAllUsesWith(sum.getY());
   add->erase();
   c1->erase();

@@ -523,8 +523,10 @@ LogicalResult ConvSumOp::inferReturnTypes(MLIRContext *,
       return fail(loc, "B must have shape [" + Twine(m) + "] and X's type");
   Shape shape{tx.getDimSize(0)};
   for (size_t d = 0; d < 2; ++d) {
-    const int64_t o = (tx.getDimSize(d + 1) - 1) / a.getStrides()[d] + 1;
-    const int64_t o2 = (tx2.getDimSize(d + 1) - 1) / a.getStrides2()[d] + 1;
+    const int64_t o =
+        windowOut(tx.getDimSize(d + 1), 1, a.getStrides()[d], 1, 0, 0, false);
+    const int64_t o2 =
+        windowOut(tx2.getDimSize(d + 1), 1, a.getStrides2()[d], 1, 0, 0, false);
     if (o != o2 || tx.getDimSize(0) != tx2.getDimSize(0))
       return fail(
           loc, "X and X2 give different outputs: " + shapeStr(tx.getShape()) +

@@ -905,6 +905,8 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
     std::vector<int64_t> x, w;          // N H W C, M FH FW C
     int64_t stride, pad, dilation, cin; // cin: C_input
     MmaLoop loop;
+    int64_t padW = -1;   // the begin padding along W, where not `pad`
+    bool paired = false; // 16-byte copies of pixel pairs (pairedPixels)
   };
   using dfg::Type;
   const std::vector<ConvCase> cases = {
@@ -1009,17 +1011,40 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
        2,
        16,
        mmaLoop(Type::F16, 1, 2, 2, 2, 2)},
+      // cuts-channels-last's ResNet stem: 7 x 7 stride 2 pad 3 on 4
+      // channels made 7 x 8 with a zero column first and begin padding 4
+      // along W, so each 16-byte copy is two window positions; wgmma and
+      // mma.sync.
+      {{2, 12, 12, 4},
+       {16, 7, 8, 4},
+       2,
+       3,
+       1,
+       32,
+       mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma),
+       4,
+       true},
+      {{2, 12, 12, 4},
+       {16, 7, 8, 4},
+       2,
+       3,
+       1,
+       32,
+       mmaLoop(Type::BF16, 1, 2, 1, 2, 2),
+       4,
+       true},
   };
   uint32_t seed = 40;
   for (const ConvCase &c : cases) {
     const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
-    const int64_t M = c.w[0], F = c.w[1];
+    const int64_t M = c.w[0], FH = c.w[1], FW = c.w[2];
+    const int64_t padW = c.padW < 0 ? c.pad : c.padW;
     const int64_t OH =
-        (H + 2 * c.pad - c.dilation * (F - 1) - 1) / c.stride + 1;
+        (H + 2 * c.pad - c.dilation * (FH - 1) - 1) / c.stride + 1;
     const int64_t OW =
-        (W + 2 * c.pad - c.dilation * (F - 1) - 1) / c.stride + 1;
+        (W + padW + c.pad - c.dilation * (FW - 1) - 1) / c.stride + 1;
     Window win{{c.stride, c.stride},
-               {c.pad, c.pad, c.pad, c.pad},
+               {c.pad, padW, c.pad, c.pad},
                {c.dilation, c.dilation}};
     OpDesc d = describeImplicitGemm(c.x, c.w, {N, OH, OW, M}, win);
     d.elementBytes = c.loop.operand == Type::F32 ? 4 : 2;
@@ -1035,7 +1060,8 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
     k->weightB = seed % 2; // every other case copies its filter first
     std::mt19937 rng(seed++);
     const Operand x = randomOperand(rng, c.loop.operand, size_t(N * H * W * C));
-    const Operand w = randomOperand(rng, c.loop.operand, size_t(M * F * F * C));
+    const Operand w =
+        randomOperand(rng, c.loop.operand, size_t(M * FH * FW * C));
     const std::vector<float> &xv = x.v, &wv = w.v;
     std::vector<float> bias = test::randomVector(rng, M);
     std::vector<float> y = test::poisoned(N * OH * OW * M);
@@ -1051,27 +1077,31 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
         for (int64_t ow = 0; ow < OW; ++ow)
           for (int64_t m = 0; m < M; ++m) {
             double v = bias[m];
-            for (int64_t r = 0; r < F; ++r)
-              for (int64_t s = 0; s < F; ++s) {
+            for (int64_t r = 0; r < FH; ++r)
+              for (int64_t s = 0; s < FW; ++s) {
                 const int64_t ih = oh * c.stride - c.pad + r * c.dilation;
-                const int64_t iw = ow * c.stride - c.pad + s * c.dilation;
+                const int64_t iw = ow * c.stride - padW + s * c.dilation;
                 if (ih < 0 || ih >= H || iw < 0 || iw >= W)
                   continue;
                 for (int64_t q = 0; q < C; ++q)
                   v += double(xv[((n * H + ih) * W + iw) * C + q]) *
-                       wv[((m * F + r) * F + s) * C + q];
+                       wv[((m * FH + r) * FW + s) * C + q];
               }
             e.add(y[((n * OH + oh) * OW + ow) * M + m], std::max(v, 0.0));
           }
-    INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << F << "x"
-           << F << " stride " << c.stride << " pad " << c.pad);
+    INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << FH
+           << "x" << FW << " stride " << c.stride << " pad " << c.pad);
     CHECK(e.value() <= 1e-6);
-    // 8-byte pixels move in 8-byte copies, the filter's rows too.
+    // 8-byte pixels move in 8-byte copies, the filter's rows too, unless
+    // they pair up: then 16-byte copies, A's through L1.
+    CHECK(d.pairedPixels() == c.paired);
+    const bool eight = C * d.elementBytes == 8;
     const std::string src = emitSource(*k);
     for (const char *copy : {"cuts_cp_async8(a_s", "cuts_cp_async8(b_s"})
-      CHECK((src.find(copy) != std::string::npos) == (C * d.elementBytes == 8));
-    CHECK((src.find("cuts_cp_async16(a_s") == std::string::npos) ==
-          (C * d.elementBytes == 8));
+      CHECK((src.find(copy) != std::string::npos) == (eight && !c.paired));
+    CHECK((src.find("cuts_cp_async16(a_s") == std::string::npos) == eight);
+    CHECK((src.find("cuts_cp_async16_ca(a_s") != std::string::npos) ==
+          c.paired);
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     compilesWithNvrtc(src, "im2col_test", /*withPrelude=*/false,
                       wgmma ? std::vector<const char *>{"sm_90a"}
@@ -1176,67 +1206,4 @@ TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
   CHECK_FALSE(buildMmaMatMul("conv_sum_test", d,
                              mmaParams(mmaLoop(Type::F16, 1, 2, 1, 2, 2), 16),
                              Type::F16, {}, err));
-}
-
-TEST_CASE("a stem of 8-byte pixels with an even window width copies pixel "
-          "pairs",
-          "[codegen][tensorcore]") {
-  using dfg::Type;
-  // cuts-channels-last's ResNet stem: 7 x 7 stride 2 pad 3 on 4 channels
-  // made 7 x 8 with a zero column first and begin padding 4 along W.
-  const int64_t N = 2, H = 12, W = 12, C = 4, M = 16, FH = 7, FW = 8;
-  const int64_t OH = (H + 3 + 3 - FH) / 2 + 1, OW = (W + 4 + 3 - FW) / 2 + 1;
-  Window win{{2, 2}, {3, 4, 3, 3}, {1, 1}};
-  uint32_t seed = 90;
-  for (MmaLoop loop : {mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma),
-                       mmaLoop(Type::BF16, 1, 2, 1, 2, 2)}) {
-    OpDesc d =
-        describeImplicitGemm({N, H, W, C}, {M, FH, FW, C}, {N, OH, OW, M}, win);
-    d.elementBytes = 2;
-    REQUIRE(d.pairedPixels());
-    REQUIRE(d.copyElements() == 8);
-    std::string err;
-    auto k =
-        buildMmaMatMul("paired_stem", d, mmaParams(loop, 32), loop.operand,
-                       {EpilogueOp::binary(dfg::Op::Add, "bias", {M})}, err);
-    INFO(err);
-    REQUIRE(k);
-    std::mt19937 rng(seed++);
-    const Operand x = randomOperand(rng, loop.operand, size_t(N * H * W * C));
-    const Operand w = randomOperand(rng, loop.operand, size_t(M * FH * FW * C));
-    std::vector<float> bias = test::randomVector(rng, M);
-    std::vector<float> y = test::poisoned(N * OH * OW * M);
-    REQUIRE(runOnHost(*k,
-                      {{"A", x.bits()},
-                       {"B", w.bits()},
-                       {"bias", bias.data()},
-                       {"Y", y.data()}},
-                      err));
-    test::RelativeL2 e;
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow)
-          for (int64_t m = 0; m < M; ++m) {
-            double v = bias[m];
-            for (int64_t r = 0; r < FH; ++r)
-              for (int64_t s = 0; s < FW; ++s) {
-                const int64_t ih = oh * 2 - 3 + r, iw = ow * 2 - 4 + s;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
-                  continue;
-                for (int64_t q = 0; q < C; ++q)
-                  v += double(x.v[((n * H + ih) * W + iw) * C + q]) *
-                       w.v[((m * FH + r) * FW + s) * C + q];
-              }
-            e.add(y[((n * OH + oh) * OW + ow) * M + m], v);
-          }
-    CHECK(e.value() <= 1e-6);
-    const std::string src = emitSource(*k);
-    CHECK(src.find("cuts_cp_async16_ca(a_s") != std::string::npos);
-    for (const char *copy : {"cuts_cp_async8(a_s", "cuts_cp_async8(b_s"})
-      CHECK(src.find(copy) == std::string::npos);
-    compilesWithNvrtc(src, "paired_stem", /*withPrelude=*/false,
-                      loop.instr == MatrixInstr::Wgmma
-                          ? std::vector<const char *>{"sm_90a"}
-                          : std::vector<const char *>{"sm_80", "sm_90"});
-  }
 }
