@@ -58,7 +58,7 @@ Loaded load() {
   lib.bind(d.cuCtxEnablePeerAccess, {"cuCtxEnablePeerAccess"});
   lib.bind(d.cuMemHostAlloc, {"cuMemHostAlloc"});
   lib.bind(d.cuMemFreeHost, {"cuMemFreeHost"});
-  lib.bind(d.cuPointerGetAttribute, {"cuPointerGetAttribute"});
+  lib.bind(d.cuPointerGetAttributes, {"cuPointerGetAttributes"});
   lib.bind(d.cuMemsetD32Async, {"cuMemsetD32Async"});
   lib.bind(d.cuMemsetD8, {"cuMemsetD8_v2"});
   lib.bind(d.cuMemsetD8Async, {"cuMemsetD8Async"});

@@ -132,8 +132,10 @@ cuts_status openLane(cuts_session &x) {
 /// asynchronously).
 bool pinned(const Driver *d, const void *p) {
   unsigned type = 0;
-  return d->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                  CUdeviceptr(uintptr_t(p))) == CUDA_SUCCESS &&
+  int attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+  void *data[] = {&type};
+  return d->cuPointerGetAttributes(1, &attr, data,
+                                   CUdeviceptr(uintptr_t(p))) == CUDA_SUCCESS &&
          type == CU_MEMORYTYPE_HOST;
 }
 

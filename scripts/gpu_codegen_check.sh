@@ -22,18 +22,27 @@ echo "== test_compile --gpu"
 python3 test/models/test_compile.py --gpu --cuts $b/bin/cuts --work $w \
   2>&1 | tee $OUT/test_compile.txt | grep -v "^ok" | tail -15
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
+# A model's artifact is $w/NAME/out, or $w/NAME/PRECISION for the reduced-
+# precision compiles (resnet_stage's conv_sum, the stem's paired pixels).
 for m in shared_conv shared_layernorm grouped_conv half_transformer \
-  half_convnet; do
+  half_convnet resnet_stage/fp16 resnet_stage/bf16; do
+  d=$w/${m%%/*}
+  art=$w/$m/model.cuts
+  [ "$m" = "${m%%/*}" ] && art=$w/$m/out/model.cuts
   ins=""
-  for f in $w/$m/*.npy; do
+  for f in $d/*.npy; do
     n=$(basename $f .npy)
-    [ -f $w/$m/ref/$n.npy ] || ins="$ins --input $n=$f"
+    [ -f $d/ref/$n.npy ] || ins="$ins --input $n=$f"
   done
+  case $m in */fp16) tol="--tolerance 2e-3" ;; */bf16) tol="--tolerance 1e-2" ;;
+    *) tol="" ;; esac
   for tool in memcheck racecheck; do
     printf "== %s %s: " $tool $m
-    $cs --tool $tool --error-exitcode 9 $b/bin/cuts-run run $w/$m/out/model.cuts \
-      $ins --compare $w/$m/ref > $OUT/sanitize-$tool-$m.txt 2>&1
-    echo "rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/sanitize-$tool-$m.txt)"
+    log=$OUT/sanitize-$tool-${m//\//-}.txt
+    $cs --tool $tool --error-exitcode 9 $b/bin/cuts-run run $art \
+      $ins --compare $d/ref $tol > $log 2>&1
+    echo "rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $log)"
+    grep -E "Program hit|Invalid|out of bounds|hazard" $log | sort | uniq -c | head -3
   done
 done
 echo "== generated GEMMs vs cuBLAS"

@@ -109,7 +109,9 @@ struct Driver {
   CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned);
   CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
   CUresult (*cuMemFreeHost)(void *);
-  CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
+  // The plural form: an unknown pointer is no error (compute-sanitizer
+  // reports the singular's).
+  CUresult (*cuPointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*cuMemGetInfo)(size_t *, size_t *); // free, total
