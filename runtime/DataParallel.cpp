@@ -134,8 +134,8 @@ bool pinned(const Driver *d, const void *p) {
   unsigned type = 0;
   int attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
   void *data[] = {&type};
-  return d->cuPointerGetAttributes(1, &attr, data,
-                                   CUdeviceptr(uintptr_t(p))) == CUDA_SUCCESS &&
+  return d->cuPointerGetAttributes(1, &attr, data, CUdeviceptr(uintptr_t(p))) ==
+             CUDA_SUCCESS &&
          type == CU_MEMORYTYPE_HOST;
 }
 
