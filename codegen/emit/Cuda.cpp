@@ -64,7 +64,18 @@ using dfg::Op;
 // Whether k copies its weights' first slices before waiting for other
 // kernels (Kernel::weightB; a multistage tensor-core loop).
 bool prefetchesWeights(const Kernel &k) {
-  return k.mma && k.weightB && !k.mma->warpSpecialized;
+  return k.mma && k.weightB && !k.mma->warpSpecialized && !k.persistentBlocks;
+}
+
+// The tiles of k's output its blocks cover (a persistent block loops over
+// several).
+int64_t tileCount(const Kernel &k) {
+  const std::array<int64_t, 4> dims = gridExtents(k.desc);
+  const int64_t ext[4] = {k.params.Nb, k.params.Kb, k.params.Hb, k.params.Wb};
+  int64_t tiles = 1;
+  for (int d = 0; d < 4; ++d)
+    tiles *= (dims[d] + ext[d] - 1) / ext[d];
+  return tiles;
 }
 
 const char *kDimLetter = "nkhw";
@@ -104,6 +115,21 @@ struct MmaTiles {
   int64_t lda = 0, ldb = 0, aElems = 0, bElems = 0, bytes = 0;
   int64_t stageBytes = 0; // the stages' tiles; the mbarriers follow
 };
+// The stages k's loop fills: a persistent loop's slices run on into the
+// next tile, so all of them.
+int64_t stagesFilled(const Kernel &k) {
+  return k.persistentBlocks ? k.params.stages : filledStages(k.desc, k.params);
+}
+
+// Whether k keeps B in shared memory (Kernel::residentB): its persistent
+// blocks' tiles all read the same columns of one matrix.
+bool residentB(const Kernel &k) {
+  const std::array<int64_t, 4> dims = gridExtents(k.desc);
+  return k.residentB && k.persistentBlocks && k.mma &&
+         !k.mma->warpSpecialized && dims[1] <= k.params.Kb &&
+         dims[2] <= k.params.Hb && dims[3] <= k.params.Wb;
+}
+
 MmaTiles mmaTiles(const Kernel &k) {
   const TileParams &p = k.params;
   const bool wgmma = k.mma->instr == MatrixInstr::Wgmma;
@@ -120,8 +146,11 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.bElems = (t.bElems + unit - 1) / unit * unit;
   }
   // Only the stages the loop fills (the bound counts the same).
+  const int64_t slices = (k.desc.C + p.Cin - 1) / p.Cin;
   t.stageBytes = t.bytes =
-      filledStages(k.desc, k.params) * (t.aElems + t.bElems) * eb;
+      (stagesFilled(k) * t.aElems +
+       (residentB(k) ? slices : stagesFilled(k)) * t.bElems) *
+      eb;
   if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
     t.bytes += k.mma->stages * 16;
   return t;
@@ -196,8 +225,9 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   }
   const TileParams &p = k.params;
   s.pitch = p.Kb + s.chunk; // 16 bytes of padding: 8 rows, distinct banks
+  // A persistent loop's tile lies beside the stages, which stay in use.
   if (s.nAxis < 0 || s.kAxis < 0 || p.Kb % s.chunk ||
-      p.Nb * s.pitch * eb > mmaTiles(k).stageBytes)
+      (!k.persistentBlocks && p.Nb * s.pitch * eb > mmaTiles(k).stageBytes))
     return std::nullopt;
   return s;
 }
@@ -212,7 +242,13 @@ bool prefetchable(const Kernel &k, const std::optional<StagedStore> &s) {
 // the prefetching variant of a multistage tensor-core loop (its copies
 // then overlap the main loop, for the price of the tile's shared memory).
 bool earlyOperand(const Kernel &k, const std::optional<StagedStore> &s) {
-  return k.prefetch && prefetchable(k, s);
+  return k.prefetch && !k.persistentBlocks && prefetchable(k, s);
+}
+
+// Whether k's persistent loop copies its staged operand (a residual) with
+// each tile's first slice, into the tile beside the stages.
+bool persistentOperand(const Kernel &k, const std::optional<StagedStore> &s) {
+  return k.persistentBlocks && prefetchable(k, s);
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -773,12 +809,16 @@ private:
   void emitWaits();
   void emitDependenceWaits();
   void emitPost();
+  void emitTileBases(const std::string &ind, bool declare);
+  /// The buffer of B a slice reads: its stage, or its slice (residentB).
+  std::string bSlot = "rs";
+  void emitPersistentPipeline(const std::optional<StagedStore> &staged);
   void emitMmaExit(const std::optional<StagedStore> &staged);
   void emitMultistagePipeline(const std::optional<StagedStore> &staged);
   void emitStagedTilePointer(dfg::Type type, int64_t offset);
   void emitSpecializedPipeline(bool staged);
   void emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t, bool out,
-                          bool wait = true);
+                          bool wait = true, bool commit = true);
   void emitChannelVectors();
   // The channels of pixel column iw of the current row into x0.. (floats).
   void emitChannelVectorLoad(const std::string &ind);
@@ -2359,16 +2399,22 @@ void Emitter::emitMma() {
        << "  const int mma_row = wm * " << p.Nb / m.warpsM
        << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
-     << "  const cuts_sptr sB = sA + "
-     << filledStages(k.desc, k.params) * t.aElems * eb << ";\n"
-     << "  const " << typeName(m.operand) << " *Ag = A + " << ops[0].batchOffset
-     << ";\n"
-     << "  const " << typeName(m.operand) << " *Bg = B + " << ops[1].batchOffset
+     << "  const cuts_sptr sB = sA + " << stagesFilled(k) * t.aElems * eb
      << ";\n";
-  if (k.desc.IC2)
-    os << "  const " << typeName(m.operand) << " *Ag2 = A2;\n";
-  for (const MmaOperand &o : ops)
-    emitMmaCopySlots(o);
+  // The operands' matrices and this thread's copies: a persistent loop's
+  // per fetch, of the tile the fetch is for.
+  auto operandPointers = [&](const std::string &ind) {
+    os << ind << "const " << typeName(m.operand) << " *Ag = A + "
+       << ops[0].batchOffset << ";\n"
+       << ind << "const " << typeName(m.operand) << " *Bg = B + "
+       << ops[1].batchOffset << ";\n";
+    if (k.desc.IC2)
+      os << ind << "const " << typeName(m.operand) << " *Ag2 = A2;\n";
+    for (const MmaOperand &o : ops)
+      emitMmaCopySlots(o);
+  };
+  if (!k.persistentBlocks)
+    operandPointers("  ");
   if (!wgmma)
     emitLdmatrixBases();
   os << "  float acc[" << MI << "][" << NI << "][4];\n"
@@ -2387,6 +2433,23 @@ void Emitter::emitMma() {
     }
     os << "  auto fetch = [&](int st, int k0) { fetchA(st, k0); "
           "fetchB(st, k0); };\n";
+  } else if (k.persistentBlocks) {
+    os << "  auto fetch = [&](int st, int k0, long long tile) {\n"
+       << "    long long block = tile;\n";
+    emitTileBases("    ", true);
+    os << "    (void)base_w; (void)base_h; (void)base_k; (void)base_n;\n";
+    operandPointers("    ");
+    emitMmaCopies(ops[0], "    ");
+    if (residentB(k)) {
+      os << "    if (tile == blockIdx.x) { // B, once: slice k0 into its own\n"
+         << "      const int st = k0 / " << p.Cin << ";\n";
+      emitMmaCopies(ops[1], "      ");
+      os << "    }\n";
+      bSlot = "kt";
+    } else {
+      emitMmaCopies(ops[1], "    ");
+    }
+    os << "  };\n";
   } else {
     os << "  auto fetch = [&](int st, int k0) {\n";
     for (const MmaOperand &o : ops)
@@ -2395,11 +2458,80 @@ void Emitter::emitMma() {
   }
   os << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
   const std::optional<StagedStore> staged = stagedStore(k);
-  if (m.warpSpecialized)
+  if (m.warpSpecialized) {
     emitSpecializedPipeline(staged.has_value());
-  else
+  } else if (k.persistentBlocks) {
+    emitPersistentPipeline(staged);
+    return; // each tile's exit is in the loop
+  } else {
     emitMultistagePipeline(staged);
+  }
   emitMmaExit(staged);
+}
+
+// The multistage pipeline over this block's tiles' slices in turn, each
+// tile's exit after its last slice while the next tile's first slices load.
+void Emitter::emitPersistentPipeline(const std::optional<StagedStore> &staged) {
+  const TileParams &p = top.params;
+  const int64_t S = p.stages, ahead = p.slicesAhead();
+  os << "  // A pipeline of " << S << " stages through this block's tiles' "
+     << "slices: slice i + " << ahead << "\n"
+     << "  // loads while slice i computes (the next tile's while this one's "
+        "exit runs).\n"
+     << "  constexpr long long kTileCount = " << tileCount(top) << ";\n"
+     << "  long long ftile = blockIdx.x; // the tile and slice fetched next\n"
+     << "  int fkt = 0;\n"
+     << "  auto fetchNext = [&](int st) {\n"
+     << "    if (ftile < kTileCount)\n"
+     << "      fetch(st, fkt * " << p.Cin << ", ftile);\n"
+     << "    if (++fkt == kTiles)\n"
+     << "      fkt = 0, ftile += gridDim.x;\n"
+     << "  };\n"
+     << "  for (int s = 0; s < " << ahead << "; ++s) {\n"
+     << "    fetchNext(s);\n"
+     << "    cuts_cp_async_commit();\n"
+     << "  }\n"
+     << "  int rs = 0, ws = " << ahead << "; // the stages read and written\n";
+  const bool operand = persistentOperand(top, staged);
+  if (operand)
+    emitStagedTilePointer(top.exit.buffer(staged->buffer).type,
+                          mmaTiles(top).bytes);
+  os << "  for (long long tile = blockIdx.x; tile < kTileCount; "
+        "tile += gridDim.x) {\n"
+     << "  setTile(tile);\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << top.mma->mi << "; ++i)\n"
+     << "#pragma unroll\n"
+     << "    for (int j = 0; j < " << top.mma->ni << "; ++j)\n"
+     << "#pragma unroll\n"
+     << "      for (int e = 0; e < 4; ++e)\n"
+     << "        acc[i][j][e] = 0.0f;\n"
+     << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
+     << "    cuts_cp_async_wait<" << ahead - 1 << ">();\n"
+     << "    __syncthreads(); // slice i is in; slice i - " << S - ahead
+     << " is done with\n"
+     << "    fetchNext(ws);\n";
+  if (operand) {
+    // The previous tile's exit is done with the staged tile (the barrier).
+    os << "    if (kt == 0) { // the tile's residual, with this group\n";
+    emitStagedTileCopy(*staged, top.exit.buffer(staged->operand), false, false,
+                       false);
+    os << "    }\n";
+  }
+  os << "    cuts_cp_async_commit();\n";
+  if (top.mma->wgmma())
+    emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
+  else
+    emitMmaSyncSlice();
+  os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
+     << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
+     << "  }\n";
+  if (p.overlapsSlices()) {
+    os << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
+    emitWgmmaHold("  ");
+  }
+  emitMmaExit(staged);
+  os << "  }\n";
 }
 
 // The exit DFG on the lanes' accumulator fragments, its stores through the
@@ -2414,9 +2546,15 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
   if (staged && earlyOperand(k, staged)) {
     os << "  cuts_cp_async_wait<0>();\n"
        << "  __syncthreads(); // the operand's tile is in\n";
+  } else if (staged && persistentOperand(k, staged)) {
+    // Its copies joined the tile's first slice's group: kTiles - 1 later.
+    os << "  cuts_cp_async_wait<kTiles - 1>();\n"
+       << "  __syncthreads(); // the operand's tile is in\n";
   } else if (staged) {
     os << "  __syncthreads(); // every product is done with the stages\n";
-    emitStagedTilePointer(outType, 0);
+    // A persistent loop's stages hold the next tile's slices.
+    emitStagedTilePointer(outType,
+                          top.persistentBlocks ? mmaTiles(top).bytes : 0);
     if (staged->operand >= 0)
       emitStagedTileCopy(*staged, k.exit.buffer(staged->operand), false);
   }
@@ -2463,7 +2601,7 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
 // its place): 16 bytes a thread, a row's copies by consecutive threads,
 // rows outside the tensor skipped.
 void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
-                                 bool out, bool wait) {
+                                 bool out, bool wait, bool commit) {
   const TileParams &p = top.params;
   const int64_t perRow = p.Kb / s.chunk;
   const Phase saved = ph;
@@ -2488,8 +2626,9 @@ void Emitter::emitStagedTileCopy(const StagedStore &s, const dfg::Buffer &t,
        << "    cuts_cp_async16(cuts_saddr(&cuts_ytile[r * " << s.pitch
        << " + q]), in ? " << t.name << " + " << address(t, first) << " : "
        << t.name << ", in ? 16 : 0);\n"
-       << "  }\n"
-       << "  cuts_cp_async_commit();\n";
+       << "  }\n";
+    if (commit)
+      os << "  cuts_cp_async_commit();\n";
     if (wait)
       os << "  cuts_cp_async_wait<0>();\n"
          << "  __syncthreads(); // the operand's tile is in\n";
@@ -2765,7 +2904,8 @@ void Emitter::emitMmaSyncSlice() {
   const std::string bj = std::to_string((k.desc.transB ? 8 * t.ldb : 8) * eb);
   const std::string bk = std::to_string((k.desc.transB ? 1 : t.ldb) * eb);
   os << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n"
-     << "    const cuts_sptr Bt = b_ld + rs * " << t.bElems * eb << ";\n"
+     << "    const cuts_sptr Bt = b_ld + " << bSlot << " * " << t.bElems * eb
+     << ";\n"
      << "#pragma unroll\n"
      << "    for (int kk = 0; kk < " << k.params.Cin << "; kk += " << m.kStep()
      << ") {\n"
@@ -2822,7 +2962,8 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
   const std::string MI = std::to_string(m.mi);
   os << "    const cuts_sptr At = sA + rs * " << t.aElems * eb << " + wg * "
      << m.mi * 64 * row << ";\n"
-     << "    const cuts_sptr Bt = sB + rs * " << t.bElems * eb << ";\n";
+     << "    const cuts_sptr Bt = sB + " << bSlot << " * " << t.bElems * eb
+     << ";\n";
   emitWgmmaHold("    ");
   os << "    cuts_wgmma_fence();\n"
      << "#pragma unroll\n"
@@ -2979,14 +3120,29 @@ void Emitter::emitPost() {
      << "  }\n";
 }
 
+// base_w, base_h, base_k, base_n of tile `block` (which it divides away),
+// declared constant or assigned.
+void Emitter::emitTileBases(const std::string &ind, bool declare) {
+  const TileParams &p = top.params;
+  const std::array<int64_t, 4> dims = gridExtents(top.desc);
+  const int64_t blockExt[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
+  for (int d = 3; d >= 0; --d) {
+    int64_t tiles = (dims[d] + blockExt[d] - 1) / blockExt[d];
+    os << ind << (declare ? "const long long " : "") << "base_" << kDimLetter[d]
+       << " = (block % " << tiles << ") * " << blockExt[d] << ";\n"
+       << ind << "block /= " << tiles << ";\n";
+  }
+}
+
 std::string Emitter::run() {
   const TileParams &p = top.params;
   int64_t threads = p.threads();
   int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
-  const std::array<int64_t, 4> dims = gridExtents(top.desc);
-  int64_t blockExt[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
   os << "// " << top.name << ": " << top.summary << "\n// " << paramsText(p)
      << ", " << threads << " threads";
+  if (top.persistentBlocks)
+    os << ", persistent: " << launchShape(top).blocks << " blocks over "
+       << tileCount(top) << " tiles";
   if (top.pul > 0)
     os << ", PUL " << top.pul;
   if (top.producer) {
@@ -3020,11 +3176,16 @@ std::string Emitter::run() {
   os << ") {\n"
      << "  constexpr int kThreads = " << threads << ";\n";
   emitThreadCoordinates(cnt);
-  for (int d = 3; d >= 0; --d) {
-    int64_t tiles = (dims[d] + blockExt[d] - 1) / blockExt[d];
-    os << "  const long long base_" << kDimLetter[d] << " = (block % " << tiles
-       << ") * " << blockExt[d] << ";\n"
-       << "  block /= " << tiles << ";\n";
+  if (top.persistentBlocks) {
+    os << "  // The first output of tile `block` along each dimension: this\n"
+       << "  // block's tiles are blockIdx.x, then every gridDim.x-th.\n"
+       << "  long long base_w, base_h, base_k, base_n;\n"
+       << "  auto setTile = [&](long long block) {\n";
+    emitTileBases("    ", false);
+    os << "  };\n"
+       << "  setTile(block);\n";
+  } else {
+    emitTileBases("  ", true);
   }
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
   if (top.post) // see syncWaitKernel
@@ -3085,6 +3246,8 @@ std::string syncEpochKernel(Target target) {
          "}\n";
 }
 
+bool keepsB(const Kernel &k) { return residentB(k); }
+
 bool prefetchesOperand(const Kernel &k) {
   return prefetchable(k, stagedStore(k));
 }
@@ -3095,17 +3258,16 @@ LaunchShape launchShape(const Kernel &k) {
   int64_t stages = k.prefetch ? 2 : 1;
   int64_t bytes = k.mma ? mmaTiles(k).bytes : 0;
   if (k.mma)
-    if (std::optional<StagedStore> s = stagedStore(k); earlyOperand(k, s))
+    if (std::optional<StagedStore> s = stagedStore(k);
+        s && (earlyOperand(k, s) || k.persistentBlocks))
       bytes +=
           k.params.Nb * s->pitch * elementBytes(k.exit.buffer(s->buffer).type);
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;
-  const std::array<int64_t, 4> dims = gridExtents(k.desc);
-  const int64_t ext[4] = {k.params.Nb, k.params.Kb, k.params.Hb, k.params.Wb};
-  int64_t blocks = 1;
-  for (int d = 0; d < 4; ++d)
-    blocks *= (dims[d] + ext[d] - 1) / ext[d];
+  int64_t blocks = tileCount(k);
+  if (k.persistentBlocks)
+    blocks = std::min(blocks, k.persistentBlocks);
   return {blocks, k.params.threads(),
           k.mma ? bytes : floats * int64_t(sizeof(float))};
 }

@@ -67,6 +67,10 @@ LaunchShape launchShape(const Kernel &kernel);
 /// residual) through shared memory, which the variant copies in at the start.
 bool prefetchesOperand(const Kernel &kernel);
 
+/// Whether a persistent kernel keeps B resident (Kernel::residentB): set,
+/// and every tile reads the same B.
+bool keepsB(const Kernel &kernel);
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_H

@@ -265,6 +265,16 @@ struct Kernel {
   /// tensor-core loop's instead copies its residual in at the start
   /// (prefetchesOperand).
   bool prefetch = false;
+  /// A multistage tensor-core loop run by this many blocks, each looping
+  /// over the tiles blockIdx.x + i gridDim.x, its pipeline running on from
+  /// one tile's last slice into the next one's first: the next tile's
+  /// copies fly during this one's exit (a short-K GEMM's epilogue would
+  /// otherwise leave the copies idle). 0: a block a tile.
+  int64_t persistentBlocks = 0;
+  /// A persistent loop whose tiles all read the same B (a conv's weights,
+  /// the block spanning every output channel) keeps B in shared memory, a
+  /// buffer a slice, copied with the first tile only.
+  bool residentB = false;
   double pul = 0;
   /// Shared-memory-level fusion (§3.3.2, Fig. 3.4(d)): a first phase that
   /// computes, in every block, the tile that fetch `producedFetch` would read

@@ -113,6 +113,10 @@ std::optional<Dependence> dependence(const Kernel &producer,
   // A warp-specialised loop's copying warps return before the post.
   if (producer.mma && producer.mma->warpSpecialized)
     return fail("a warp-specialised producer");
+  // A persistent block's tiles are not its blockIdx: its posts and waits
+  // would need the tile loop's coordinates.
+  if (producer.persistentBlocks || consumer.persistentBlocks)
+    return fail("a persistent kernel (its blocks loop over tiles)");
   const dfg::Buffer *out = storedBuffer(producer);
   if (!out)
     return fail("the producer stores into more than one tensor");

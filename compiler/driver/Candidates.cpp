@@ -3,6 +3,7 @@
 
 #include "codegen/emit/Cuda.h"
 #include "codegen/emit/Nvrtc.h"
+#include "perfmodel/Roofline.h"
 
 #include <cmath>
 #include <optional>
@@ -79,10 +80,58 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
         early = *gk;
         early->kernel.prefetch = true;
       }
+      std::vector<GroupKernel> persistent;
+      if (!second && tensorCore)
+        for (bool keepB : {false, true})
+          if (auto v =
+                  persistentVariant(ops, *gk, e.ranked[i].params, i, e, keepB))
+            persistent.push_back(std::move(*v));
       add(std::move(*gk), 3 * l + second);
       if (early)
         add(std::move(*early), 3 * l + 2);
+      for (GroupKernel &v : persistent)
+        add(std::move(v), 3 * l + 2);
     }
+}
+
+std::optional<GroupKernel> CandidateTable::persistentVariant(
+    llvm::ArrayRef<mlir::Operation *> ops, const GroupKernel &gk, TileParams p,
+    size_t i, const GroupEstimate &e, bool residentB) const {
+  // Where a short K leaves each tile's exit as long as its loop, and the
+  // tiles are several a block: the set's persistent variant, its pipeline
+  // as deep as the shared memory beside the exit's tile allows.
+  const codegen::Kernel &k = gk.kernel;
+  const GpuArch &a = opts.arch;
+  const int64_t slices = (k.desc.C + p.Cin - 1) / p.Cin;
+  const int64_t tiles = codegen::launchShape(k).blocks;
+  if (!k.mma || k.mma->warpSpecialized || slices > kPersistentSlices ||
+      a.numSM <= 0 || a.maxSharedPerBlock <= 0 || tiles < 2 * a.numSM)
+    return std::nullopt;
+  for (int64_t stages : {4, 3, 2}) {
+    p.stages = stages;
+    std::string why;
+    auto v = lowerGroup(ops, p, "cuts_kernel", why, predecessorOf(e, i));
+    if (!v)
+      continue;
+    v->kernel.persistentBlocks = 1; // for its shared memory's size
+    v->kernel.residentB = residentB;
+    if (residentB && !codegen::keepsB(v->kernel))
+      return std::nullopt;
+    const codegen::LaunchShape one = codegen::launchShape(v->kernel);
+    if (one.sharedBytes > a.maxSharedPerBlock)
+      continue;
+    int64_t resident =
+        std::min<int64_t>(a.maxBlocksPerSM, a.maxThreadsPerSM / one.threads);
+    if (a.sharedPerSM > 0)
+      resident =
+          std::min<int64_t>(resident, a.sharedPerSM / (one.sharedBytes + 1024));
+    if (a.regsPerSM > 0)
+      resident = std::min<int64_t>(
+          resident, a.regsPerSM / (one.threads * tensorCoreRegisters(p)));
+    v->kernel.persistentBlocks = a.numSM * std::max<int64_t>(1, resident);
+    return v;
+  }
+  return std::nullopt;
 }
 
 namespace {

@@ -2,7 +2,8 @@
 //
 // The first stage of a tuned compile: for every group the partition search
 // considers, its candidates to time. Those are the best-bound parameter sets
-// (in the normal and, for looped kernels, the prefetching variant), each
+// (in the normal and, for looped kernels, the prefetching variant; for
+// short-K tensor-core loops the persistent one too), each
 // lowered once, and, where the group is one, cuDNN's fused convolution and
 // cuBLASLt's product.
 //
@@ -14,6 +15,7 @@
 #include "compiler/driver/Lower.h"
 
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace cuts::driver {
@@ -49,6 +51,15 @@ private:
                     std::vector<GroupCandidate> &list) const;
   void addLibrary(llvm::ArrayRef<mlir::Operation *> ops, int group,
                   std::vector<GroupCandidate> &list) const;
+  /// The persistent variant (codegen::Kernel::persistentBlocks) of a
+  /// multistage tensor-core set with at most kPersistentSlices slices and
+  /// tiles for two waves or more: as many blocks as fit on the GPU at once,
+  /// B kept resident where `residentB` (none where it cannot be).
+  std::optional<GroupKernel>
+  persistentVariant(llvm::ArrayRef<mlir::Operation *> ops,
+                    const GroupKernel &gk, TileParams p, size_t i,
+                    const GroupEstimate &e, bool residentB) const;
+  static constexpr int64_t kPersistentSlices = 4;
 
   const CompileOptions &opts;
   std::string arch0, nvrtc;

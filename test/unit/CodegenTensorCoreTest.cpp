@@ -414,6 +414,25 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        mmaLoop(Type::F16, 1, 1, 1, 2, 4, MatrixInstr::Wgmma),
        16,
        {}},
+      // wgmma over 4 row tiles (the last ragged), 3 slices through 3
+      // stages, and 2 slices through 4 (one slice's products in flight):
+      // a persistent block's pipeline runs on from tile to tile.
+      {200,
+       96,
+       32,
+       1,
+       true,
+       mmaLoop(Type::F16, 1, 1, 1, 4, 3, MatrixInstr::Wgmma),
+       32,
+       {EpilogueOp::binary(dfg::Op::Add, "bias", {32})}},
+      {256,
+       64,
+       32,
+       1,
+       true,
+       mmaLoop(Type::BF16, 1, 1, 1, 4, 4, MatrixInstr::Wgmma),
+       32,
+       {}},
       // Warp-specialised wgmma: ragged M and K, two m64 tiles, bias + relu.
       {100,
        80,
@@ -445,7 +464,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        {}},
   };
   uint32_t seed = 21;
-  int staged = 0, prefetching = 0;
+  int staged = 0, prefetching = 0, multiTile = 0, resident = 0;
   for (const MmaCase &c : cases) {
     std::vector<int64_t> a = {c.M, c.K},
                          b = c.transB ? std::vector<int64_t>{c.N, c.K}
@@ -472,6 +491,24 @@ TEST_CASE("tensor-core products match the reference on the CPU",
     const size_t wait = ws.find("griddepcontrol.wait");
     REQUIRE(wait != std::string::npos);
     CHECK((ws.find("fetchB(s, ") < wait) == !c.loop.warpSpecialized);
+    // Persistent: two blocks loop over the tiles, each one's pipeline
+    // running on into its next tile (ragged last tiles, staged exits).
+    std::string persistent;
+    if (!c.loop.warpSpecialized) {
+      Kernel pk = w;
+      // One block fewer than tiles: the first block takes two.
+      const int64_t tiles = launchShape(w).blocks;
+      pk.persistentBlocks = std::max<int64_t>(1, tiles - 1);
+      CHECK(runMma(pk, c, seed) <= 1e-6);
+      CHECK(launchShape(pk).blocks == pk.persistentBlocks);
+      multiTile += tiles > 1 && c.loop.instr == MatrixInstr::Wgmma;
+      // Where every tile reads all of B, it may be copied once.
+      pk.residentB = true;
+      CHECK(runMma(pk, c, seed) <= 1e-6);
+      persistent = emitSource(pk);
+      resident += persistent.find("B, once") != std::string::npos;
+      CHECK(persistent.find("tile += gridDim.x") != std::string::npos);
+    }
     std::string src = emitSource(*k);
     CHECK(src.find("fetchB") == std::string::npos);
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
@@ -501,7 +538,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
       CHECK(launchShape(e).sharedBytes > launchShape(w).sharedBytes);
     }
     for (const std::string *text :
-         std::vector<const std::string *>{&src, &ws, &early})
+         std::vector<const std::string *>{&src, &ws, &early, &persistent})
       if (!text->empty())
         compilesWithNvrtc(*text, "mma_test", /*withPrelude=*/false,
                           wgmma ? std::vector<const char *>{"sm_90a"}
@@ -513,6 +550,8 @@ TEST_CASE("tensor-core products match the reference on the CPU",
   // 128 x 48 tile: it stores its fragments directly.
   CHECK(staged == int(cases.size()) - 1);
   CHECK(prefetching == 2);
+  CHECK(multiTile >= 3);
+  CHECK(resident >= 3);
 }
 
 TEST_CASE("tensor-core epilogues move 16-bit tensors a column pair at a time",
@@ -1035,6 +1074,7 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
        true},
   };
   uint32_t seed = 40;
+  int multiTile = 0;
   for (const ConvCase &c : cases) {
     const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
     const int64_t M = c.w[0], FH = c.w[1], FW = c.w[2];
@@ -1064,34 +1104,46 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
         randomOperand(rng, c.loop.operand, size_t(M * FH * FW * C));
     const std::vector<float> &xv = x.v, &wv = w.v;
     std::vector<float> bias = test::randomVector(rng, M);
-    std::vector<float> y = test::poisoned(N * OH * OW * M);
-    REQUIRE(runOnHost(*k,
-                      {{"A", x.bits()},
-                       {"B", w.bits()},
-                       {"bias", bias.data()},
-                       {"Y", y.data()}},
-                      err));
-    test::RelativeL2 e;
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow)
-          for (int64_t m = 0; m < M; ++m) {
-            double v = bias[m];
-            for (int64_t r = 0; r < FH; ++r)
-              for (int64_t s = 0; s < FW; ++s) {
-                const int64_t ih = oh * c.stride - c.pad + r * c.dilation;
-                const int64_t iw = ow * c.stride - padW + s * c.dilation;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
-                  continue;
-                for (int64_t q = 0; q < C; ++q)
-                  v += double(xv[((n * H + ih) * W + iw) * C + q]) *
-                       wv[((m * FH + r) * FW + s) * C + q];
-              }
-            e.add(y[((n * OH + oh) * OW + ow) * M + m], std::max(v, 0.0));
-          }
+    std::vector<float> y(size_t(N * OH * OW * M));
     INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << FH
            << "x" << FW << " stride " << c.stride << " pad " << c.pad);
-    CHECK(e.value() <= 1e-6);
+    auto error = [&](const Kernel &kernel) {
+      y = test::poisoned(y.size());
+      REQUIRE(runOnHost(kernel,
+                        {{"A", x.bits()},
+                         {"B", w.bits()},
+                         {"bias", bias.data()},
+                         {"Y", y.data()}},
+                        err));
+      test::RelativeL2 e;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow)
+            for (int64_t m = 0; m < M; ++m) {
+              double v = bias[m];
+              for (int64_t r = 0; r < FH; ++r)
+                for (int64_t s = 0; s < FW; ++s) {
+                  const int64_t ih = oh * c.stride - c.pad + r * c.dilation;
+                  const int64_t iw = ow * c.stride - padW + s * c.dilation;
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                    continue;
+                  for (int64_t q = 0; q < C; ++q)
+                    v += double(xv[((n * H + ih) * W + iw) * C + q]) *
+                         wv[((m * FH + r) * FW + s) * C + q];
+                }
+              e.add(y[((n * OH + oh) * OW + ow) * M + m], std::max(v, 0.0));
+            }
+      return e.value();
+    };
+    CHECK(error(*k) <= 1e-6);
+    // Persistent, one block fewer than tiles: each fetch finds its own
+    // tile's windows (padding and ragged rows included).
+    Kernel pk = *k;
+    pk.persistentBlocks = std::max<int64_t>(1, launchShape(*k).blocks - 1);
+    CHECK(error(pk) <= 1e-6);
+    pk.residentB = true; // the filter copied once
+    CHECK(error(pk) <= 1e-6);
+    multiTile += launchShape(*k).blocks > 1;
     // 8-byte pixels move in 8-byte copies, the filter's rows too, unless
     // they pair up: then 16-byte copies, A's through L1.
     CHECK(d.pairedPixels() == c.paired);
@@ -1107,6 +1159,7 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
                       wgmma ? std::vector<const char *>{"sm_90a"}
                             : std::vector<const char *>{"sm_80", "sm_90"});
   }
+  CHECK(multiTile >= 3);
 }
 
 TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
@@ -1146,6 +1199,7 @@ TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
        false},
   };
   uint32_t seed = 70;
+  int multiTile = 0;
   for (const SumCase &c : cases) {
     const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
     const int64_t H2 = c.x2[1], W2 = c.x2[2], C2 = c.x2[3], M = c.M;
@@ -1177,27 +1231,43 @@ TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
                                           {"Y", y.data()}};
     if (c.residual)
       args["z"] = z.data();
-    REQUIRE(runOnHost(*k, args, err));
-    test::RelativeL2 e;
-    for (int64_t p = 0; p < N * H * W; ++p)
-      for (int64_t m = 0; m < M; ++m) {
-        const int64_t n = p / (H * W), oh = p / W % H, ow = p % W;
-        double v = bias[m] + (c.residual ? z[p * M + m] : 0.0);
-        for (int64_t q = 0; q < C; ++q)
-          v += double(x.v[p * C + q]) * w.v[m * (C + C2) + q];
-        const int64_t p2 = (n * H2 + oh * c.stride2) * W2 + ow * c.stride2;
-        for (int64_t q = 0; q < C2; ++q)
-          v += double(x2.v[p2 * C2 + q]) * w.v[m * (C + C2) + C + q];
-        e.add(y[p * M + m], std::max(v, 0.0));
-      }
     INFO(N << "x" << H << "x" << W << "x" << C << " + " << H2 << "x" << W2
            << "x" << C2 << " stride " << c.stride2);
-    CHECK(e.value() <= 1e-6);
+    auto error = [&](const Kernel &kernel) {
+      std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
+      REQUIRE(runOnHost(kernel, args, err));
+      test::RelativeL2 e;
+      for (int64_t p = 0; p < N * H * W; ++p)
+        for (int64_t m = 0; m < M; ++m) {
+          const int64_t n = p / (H * W), oh = p / W % H, ow = p % W;
+          double v = bias[m] + (c.residual ? z[p * M + m] : 0.0);
+          for (int64_t q = 0; q < C; ++q)
+            v += double(x.v[p * C + q]) * w.v[m * (C + C2) + q];
+          const int64_t p2 = (n * H2 + oh * c.stride2) * W2 + ow * c.stride2;
+          for (int64_t q = 0; q < C2; ++q)
+            v += double(x2.v[p2 * C2 + q]) * w.v[m * (C + C2) + C + q];
+          e.add(y[p * M + m], std::max(v, 0.0));
+        }
+      return e.value();
+    };
+    CHECK(error(*k) <= 1e-6);
+    // Persistent: each block's fetches find their tile's rows in both
+    // inputs.
+    if (!c.loop.warpSpecialized) {
+      Kernel pk = *k;
+      const int64_t tiles = launchShape(*k).blocks;
+      pk.persistentBlocks = std::max<int64_t>(1, tiles - 1);
+      CHECK(error(pk) <= 1e-6);
+      pk.residentB = true;
+      CHECK(error(pk) <= 1e-6);
+      multiTile += tiles > 1;
+    }
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     compilesWithNvrtc(emitSource(*k), "conv_sum_test", /*withPrelude=*/false,
                       wgmma ? std::vector<const char *>{"sm_90a"}
                             : std::vector<const char *>{"sm_80", "sm_90"});
   }
+  CHECK(multiTile >= 1);
   // A slice may not straddle the inputs: 24 channels in slices of 16.
   std::string err;
   OpDesc d = describeConvSum({1, 4, 4, 24}, {1, 4, 4, 40}, {32, 1, 1, 64},
