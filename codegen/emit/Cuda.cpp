@@ -813,6 +813,7 @@ private:
   /// The buffer of B a slice reads: its stage, or its slice (residentB).
   std::string bSlot = "rs";
   void emitPersistentPipeline(const std::optional<StagedStore> &staged);
+  void emitSliceLoopEnd();
   void emitMmaExit(const std::optional<StagedStore> &staged);
   void emitMultistagePipeline(const std::optional<StagedStore> &staged);
   void emitStagedTilePointer(dfg::Type type, int64_t offset);
@@ -2469,6 +2470,24 @@ void Emitter::emitMma() {
   emitMmaExit(staged);
 }
 
+// A multistage loop's slice products, its stages' rotation and the end of
+// its slice loop (then, with one slice's products in flight, their wait).
+void Emitter::emitSliceLoopEnd() {
+  const TileParams &p = top.params;
+  const int64_t S = p.stages;
+  if (top.mma->wgmma())
+    emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
+  else
+    emitMmaSyncSlice();
+  os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
+     << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
+     << "  }\n";
+  if (p.overlapsSlices()) {
+    os << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
+    emitWgmmaHold("  ");
+  }
+}
+
 // The multistage pipeline over this block's tiles' slices in turn, each
 // tile's exit after its last slice while the next tile's first slices load.
 void Emitter::emitPersistentPipeline(const std::optional<StagedStore> &staged) {
@@ -2519,17 +2538,7 @@ void Emitter::emitPersistentPipeline(const std::optional<StagedStore> &staged) {
     os << "    }\n";
   }
   os << "    cuts_cp_async_commit();\n";
-  if (top.mma->wgmma())
-    emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
-  else
-    emitMmaSyncSlice();
-  os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
-     << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
-     << "  }\n";
-  if (p.overlapsSlices()) {
-    os << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
-    emitWgmmaHold("  ");
-  }
+  emitSliceLoopEnd();
   emitMmaExit(staged);
   os << "  }\n";
 }
@@ -2698,17 +2707,7 @@ void Emitter::emitMultistagePipeline(const std::optional<StagedStore> &staged) {
      << "    if (kt + " << ahead << " < kTiles)\n"
      << "      fetch(ws, (kt + " << ahead << ") * " << p.Cin << ");\n"
      << "    cuts_cp_async_commit();\n";
-  if (top.mma->wgmma())
-    emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
-  else
-    emitMmaSyncSlice();
-  os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
-     << "    ws = ws == " << S - 1 << " ? 0 : ws + 1;\n"
-     << "  }\n";
-  if (p.overlapsSlices()) {
-    os << "  cuts_wgmma_wait<0>(); // the last slice's products\n";
-    emitWgmmaHold("  ");
-  }
+  emitSliceLoopEnd();
 }
 
 // Warpgroup 0 only copies and the others only compute; per stage, a full
