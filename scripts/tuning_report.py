@@ -34,7 +34,8 @@ def main():
                  if g["generatedUs"] is not None else None)
         ops = g["ops"] if len(g["ops"]) <= 70 else g["ops"][:67] + "..."
         table.append([ops, g["fusion"], fmt(g["boundUs"]),
-                      fmt(g["generatedUs"]),
+                      fmt(g["generatedUs"]) + (" " + g["variant"]
+                                               if g.get("variant") else ""),
                       fmt(g["libraryUs"]) + " " + g["library"],
                       "-" if ratio is None else "%.2fx" % ratio, g["chosen"]])
         if g["generatedUs"] is not None:

@@ -88,6 +88,7 @@ nlohmann::json timingsObject(const CompileResult &r) {
                       {"generatedUs", us(t.generatedUs)},
                       {"libraryUs", us(t.libraryUs)},
                       {"library", t.library},
+                      {"variant", t.variant},
                       {"chosen", t.chosenLibrary ? "library" : "generated"}});
   nlohmann::json syncs = nlohmann::json::parse(syncJson(r.syncs));
   return {{"groups", groups}, {"sync", syncs}};

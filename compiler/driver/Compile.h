@@ -93,6 +93,10 @@ struct GroupTiming {
   double boundUs = 0; // the performance model's lower bound
   double generatedUs = INFINITY, libraryUs = INFINITY;
   std::string library; // the fastest library call's ("cudnn.conv", ...)
+  /// The fastest generated kernel's loop variant: "persistent" (", B
+  /// resident"), "prefetch" (a SIMT loop's next slice, a tensor-core loop's
+  /// residual early), or "" for the plain loop.
+  std::string variant;
   bool chosenLibrary = false;
 };
 

@@ -381,6 +381,15 @@ bool Packager::addLibraryStep(const GroupReport &g, const GroupCandidate &c,
   return addStep(std::move(launch), c.kernel.args, outputs, error);
 }
 
+namespace {
+// GroupTiming::variant of a generated kernel.
+std::string variantName(const codegen::Kernel &k) {
+  if (k.persistentBlocks)
+    return codegen::keepsB(k) ? "persistent, B resident" : "persistent";
+  return k.prefetch ? "prefetch" : "";
+}
+} // namespace
+
 std::optional<GroupKernel> Packager::measuredChoice(const GroupReport &g,
                                                     const std::string &ops,
                                                     bool &library, double &us,
@@ -395,6 +404,8 @@ std::optional<GroupKernel> Packager::measuredChoice(const GroupReport &g,
   for (const GroupCandidate &c : list)
     if (const tune::Cache::Entry *en = cache.find(c.tc.key); en && en->us) {
       if (c.tc.library.empty()) {
+        if (*en->us < gt.generatedUs)
+          gt.variant = variantName(c.kernel.kernel);
         gt.generatedUs = std::min(gt.generatedUs, *en->us);
       } else if (*en->us < gt.libraryUs) {
         gt.libraryUs = *en->us;

@@ -912,6 +912,9 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
                            (g["generatedUs"] is None or
                             g["libraryUs"] <= g["generatedUs"])) for g in t),
                 "tuning.json: %s" % t)
+        require(all(g["variant"] in ("", "prefetch", "persistent",
+                                     "persistent, B resident") for g in t),
+                "tuning.json variants: %s" % t)
         here = os.path.dirname(os.path.abspath(__file__))
         rep = subprocess.run([sys.executable, os.path.join(
             here, "..", "..", "scripts", "tuning_report.py"),
