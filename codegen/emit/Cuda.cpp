@@ -63,8 +63,14 @@ using dfg::Op;
 
 // Whether k copies its weights' first slices before waiting for other
 // kernels (Kernel::weightB; a multistage tensor-core loop).
+// Whether k's blocks loop over its tiles (Kernel::persistentBlocks: a
+// multistage tensor-core loop's variant; ignored elsewhere).
+bool persistentLoop(const Kernel &k) {
+  return k.persistentBlocks > 0 && k.mma && !k.mma->warpSpecialized;
+}
+
 bool prefetchesWeights(const Kernel &k) {
-  return k.mma && k.weightB && !k.mma->warpSpecialized && !k.persistentBlocks;
+  return k.mma && k.weightB && !k.mma->warpSpecialized && !persistentLoop(k);
 }
 
 // The tiles of k's output its blocks cover (a persistent block loops over
@@ -118,16 +124,16 @@ struct MmaTiles {
 // The stages k's loop fills: a persistent loop's slices run on into the
 // next tile, so all of them.
 int64_t stagesFilled(const Kernel &k) {
-  return k.persistentBlocks ? k.params.stages : filledStages(k.desc, k.params);
+  return persistentLoop(k) ? k.params.stages : filledStages(k.desc, k.params);
 }
 
 // Whether k keeps B in shared memory (Kernel::residentB): its persistent
 // blocks' tiles all read the same columns of one matrix.
 bool residentB(const Kernel &k) {
   const std::array<int64_t, 4> dims = gridExtents(k.desc);
-  return k.residentB && k.persistentBlocks && k.mma &&
-         !k.mma->warpSpecialized && dims[1] <= k.params.Kb &&
-         dims[2] <= k.params.Hb && dims[3] <= k.params.Wb;
+  return k.residentB && persistentLoop(k) && k.mma && !k.mma->warpSpecialized &&
+         dims[1] <= k.params.Kb && dims[2] <= k.params.Hb &&
+         dims[3] <= k.params.Wb;
 }
 
 MmaTiles mmaTiles(const Kernel &k) {
@@ -227,7 +233,7 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   s.pitch = p.Kb + s.chunk; // 16 bytes of padding: 8 rows, distinct banks
   // A persistent loop's tile lies beside the stages, which stay in use.
   if (s.nAxis < 0 || s.kAxis < 0 || p.Kb % s.chunk ||
-      (!k.persistentBlocks && p.Nb * s.pitch * eb > mmaTiles(k).stageBytes))
+      (!persistentLoop(k) && p.Nb * s.pitch * eb > mmaTiles(k).stageBytes))
     return std::nullopt;
   return s;
 }
@@ -242,13 +248,13 @@ bool prefetchable(const Kernel &k, const std::optional<StagedStore> &s) {
 // the prefetching variant of a multistage tensor-core loop (its copies
 // then overlap the main loop, for the price of the tile's shared memory).
 bool earlyOperand(const Kernel &k, const std::optional<StagedStore> &s) {
-  return k.prefetch && !k.persistentBlocks && prefetchable(k, s);
+  return k.prefetch && !persistentLoop(k) && prefetchable(k, s);
 }
 
 // Whether k's persistent loop copies its staged operand (a residual) with
 // each tile's first slice, into the tile beside the stages.
 bool persistentOperand(const Kernel &k, const std::optional<StagedStore> &s) {
-  return k.persistentBlocks && prefetchable(k, s);
+  return persistentLoop(k) && prefetchable(k, s);
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -2414,7 +2420,7 @@ void Emitter::emitMma() {
     for (const MmaOperand &o : ops)
       emitMmaCopySlots(o);
   };
-  if (!k.persistentBlocks)
+  if (!persistentLoop(k))
     operandPointers("  ");
   if (!wgmma)
     emitLdmatrixBases();
@@ -2434,7 +2440,7 @@ void Emitter::emitMma() {
     }
     os << "  auto fetch = [&](int st, int k0) { fetchA(st, k0); "
           "fetchB(st, k0); };\n";
-  } else if (k.persistentBlocks) {
+  } else if (persistentLoop(k)) {
     os << "  auto fetch = [&](int st, int k0, long long tile) {\n"
        << "    long long block = tile;\n";
     emitTileBases("    ", true);
@@ -2461,7 +2467,7 @@ void Emitter::emitMma() {
   const std::optional<StagedStore> staged = stagedStore(k);
   if (m.warpSpecialized) {
     emitSpecializedPipeline(staged.has_value());
-  } else if (k.persistentBlocks) {
+  } else if (persistentLoop(k)) {
     emitPersistentPipeline(staged);
     return; // each tile's exit is in the loop
   } else {
@@ -2497,6 +2503,8 @@ void Emitter::emitPersistentPipeline(const std::optional<StagedStore> &staged) {
      << "slices: slice i + " << ahead << "\n"
      << "  // loads while slice i computes (the next tile's while this one's "
         "exit runs).\n"
+     << "  // Launched with " << launchShape(top).blocks
+     << " blocks (part of the tuning key).\n"
      << "  constexpr long long kTileCount = " << tileCount(top) << ";\n"
      << "  long long ftile = blockIdx.x; // the tile and slice fetched next\n"
      << "  int fkt = 0;\n"
@@ -2563,7 +2571,7 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
     os << "  __syncthreads(); // every product is done with the stages\n";
     // A persistent loop's stages hold the next tile's slices.
     emitStagedTilePointer(outType,
-                          top.persistentBlocks ? mmaTiles(top).bytes : 0);
+                          persistentLoop(top) ? mmaTiles(top).bytes : 0);
     if (staged->operand >= 0)
       emitStagedTileCopy(*staged, k.exit.buffer(staged->operand), false);
   }
@@ -3139,7 +3147,7 @@ std::string Emitter::run() {
   int64_t cnt[4] = {p.Nb / p.Nt, p.Kb / p.Kt, p.Hb / p.Ht, p.Wb / p.Wt};
   os << "// " << top.name << ": " << top.summary << "\n// " << paramsText(p)
      << ", " << threads << " threads";
-  if (top.persistentBlocks)
+  if (persistentLoop(top))
     os << ", persistent: " << launchShape(top).blocks << " blocks over "
        << tileCount(top) << " tiles";
   if (top.pul > 0)
@@ -3175,7 +3183,7 @@ std::string Emitter::run() {
   os << ") {\n"
      << "  constexpr int kThreads = " << threads << ";\n";
   emitThreadCoordinates(cnt);
-  if (top.persistentBlocks) {
+  if (persistentLoop(top)) {
     os << "  // The first output of tile `block` along each dimension: this\n"
        << "  // block's tiles are blockIdx.x, then every gridDim.x-th.\n"
        << "  long long base_w, base_h, base_k, base_n;\n"
@@ -3258,14 +3266,14 @@ LaunchShape launchShape(const Kernel &k) {
   int64_t bytes = k.mma ? mmaTiles(k).bytes : 0;
   if (k.mma)
     if (std::optional<StagedStore> s = stagedStore(k);
-        s && (earlyOperand(k, s) || k.persistentBlocks))
+        s && (earlyOperand(k, s) || persistentLoop(k)))
       bytes +=
           k.params.Nb * s->pitch * elementBytes(k.exit.buffer(s->buffer).type);
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;
   int64_t blocks = tileCount(k);
-  if (k.persistentBlocks)
+  if (persistentLoop(k))
     blocks = std::min(blocks, k.persistentBlocks);
   return {blocks, k.params.threads(),
           k.mma ? bytes : floats * int64_t(sizeof(float))};

@@ -508,6 +508,11 @@ TEST_CASE("tensor-core products match the reference on the CPU",
       persistent = emitSource(pk);
       resident += persistent.find("B, once") != std::string::npos;
       CHECK(persistent.find("tile += gridDim.x") != std::string::npos);
+    } else { // no persistent warp-specialised loop: a block a tile still
+      Kernel pk = w;
+      pk.persistentBlocks = 1;
+      CHECK(launchShape(pk).blocks == launchShape(w).blocks);
+      CHECK(emitSource(pk) == emitSource(w));
     }
     std::string src = emitSource(*k);
     CHECK(src.find("fetchB") == std::string::npos);
