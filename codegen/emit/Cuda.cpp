@@ -61,14 +61,14 @@ namespace {
 
 using dfg::Op;
 
-// Whether k copies its weights' first slices before waiting for other
-// kernels (Kernel::weightB; a multistage tensor-core loop).
 // Whether k's blocks loop over its tiles (Kernel::persistentBlocks: a
 // multistage tensor-core loop's variant; ignored elsewhere).
 bool persistentLoop(const Kernel &k) {
   return k.persistentBlocks > 0 && k.mma && !k.mma->warpSpecialized;
 }
 
+// Whether k copies its weights' first slices before waiting for other
+// kernels (Kernel::weightB; a multistage tensor-core loop).
 bool prefetchesWeights(const Kernel &k) {
   return k.mma && k.weightB && !k.mma->warpSpecialized && !persistentLoop(k);
 }
@@ -131,9 +131,8 @@ int64_t stagesFilled(const Kernel &k) {
 // blocks' tiles all read the same columns of one matrix.
 bool residentB(const Kernel &k) {
   const std::array<int64_t, 4> dims = gridExtents(k.desc);
-  return k.residentB && persistentLoop(k) && k.mma && !k.mma->warpSpecialized &&
-         dims[1] <= k.params.Kb && dims[2] <= k.params.Hb &&
-         dims[3] <= k.params.Wb;
+  return k.residentB && persistentLoop(k) && dims[1] <= k.params.Kb &&
+         dims[2] <= k.params.Hb && dims[3] <= k.params.Wb;
 }
 
 MmaTiles mmaTiles(const Kernel &k) {

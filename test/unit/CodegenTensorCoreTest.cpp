@@ -283,6 +283,15 @@ Operand randomOperand(std::mt19937 &rng, dfg::Type t, size_t n) {
   return o;
 }
 
+// k's persistent variant with one block fewer than tiles (the first block
+// takes two), B resident where asked.
+Kernel persistentOf(const Kernel &k, bool residentB = false) {
+  Kernel p = k;
+  p.persistentBlocks = std::max<int64_t>(1, launchShape(k).blocks - 1);
+  p.residentB = residentB;
+  return p;
+}
+
 // Runs the case's kernel on the CPU and returns its relative L2 error
 // against a double-precision product of the same 16-bit (or tf32)
 // operands.
@@ -491,21 +500,19 @@ TEST_CASE("tensor-core products match the reference on the CPU",
     const size_t wait = ws.find("griddepcontrol.wait");
     REQUIRE(wait != std::string::npos);
     CHECK((ws.find("fetchB(s, ") < wait) == !c.loop.warpSpecialized);
-    // Persistent: two blocks loop over the tiles, each one's pipeline
-    // running on into its next tile (ragged last tiles, staged exits).
+    // Persistent: blocks loop over the tiles, each one's pipeline running
+    // on into its next tile (ragged last tiles, staged exits).
     std::string persistent;
     if (!c.loop.warpSpecialized) {
-      Kernel pk = w;
-      // One block fewer than tiles: the first block takes two.
+      const Kernel pk = persistentOf(w);
       const int64_t tiles = launchShape(w).blocks;
-      pk.persistentBlocks = std::max<int64_t>(1, tiles - 1);
       CHECK(runMma(pk, c, seed) <= 1e-6);
       CHECK(launchShape(pk).blocks == pk.persistentBlocks);
       multiTile += tiles > 1 && c.loop.instr == MatrixInstr::Wgmma;
       // Where every tile reads all of B, it may be copied once.
-      pk.residentB = true;
-      CHECK(runMma(pk, c, seed) <= 1e-6);
-      persistent = emitSource(pk);
+      const Kernel rk = persistentOf(w, true);
+      CHECK(runMma(rk, c, seed) <= 1e-6);
+      persistent = emitSource(rk);
       resident += persistent.find("B, once") != std::string::npos;
       CHECK(persistent.find("tile += gridDim.x") != std::string::npos);
     } else { // no persistent warp-specialised loop: a block a tile still
@@ -1143,11 +1150,8 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
     CHECK(error(*k) <= 1e-6);
     // Persistent, one block fewer than tiles: each fetch finds its own
     // tile's windows (padding and ragged rows included).
-    Kernel pk = *k;
-    pk.persistentBlocks = std::max<int64_t>(1, launchShape(*k).blocks - 1);
-    CHECK(error(pk) <= 1e-6);
-    pk.residentB = true; // the filter copied once
-    CHECK(error(pk) <= 1e-6);
+    CHECK(error(persistentOf(*k)) <= 1e-6);
+    CHECK(error(persistentOf(*k, true)) <= 1e-6); // the filter copied once
     multiTile += launchShape(*k).blocks > 1;
     // 8-byte pixels move in 8-byte copies, the filter's rows too, unless
     // they pair up: then 16-byte copies, A's through L1.
@@ -1259,13 +1263,9 @@ TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
     // Persistent: each block's fetches find their tile's rows in both
     // inputs.
     if (!c.loop.warpSpecialized) {
-      Kernel pk = *k;
-      const int64_t tiles = launchShape(*k).blocks;
-      pk.persistentBlocks = std::max<int64_t>(1, tiles - 1);
-      CHECK(error(pk) <= 1e-6);
-      pk.residentB = true;
-      CHECK(error(pk) <= 1e-6);
-      multiTile += tiles > 1;
+      CHECK(error(persistentOf(*k)) <= 1e-6);
+      CHECK(error(persistentOf(*k, true)) <= 1e-6);
+      multiTile += launchShape(*k).blocks > 1;
     }
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     compilesWithNvrtc(emitSource(*k), "conv_sum_test", /*withPrelude=*/false,
