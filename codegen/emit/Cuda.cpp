@@ -1,6 +1,8 @@
 //===- Cuda.cpp - CUDA / HIP source from a kernel's DFGs ------------------===//
 #include "codegen/emit/Cuda.h"
+
 #include "codegen/emit/TensorCore.h"
+#include "codegen/ops/SharedFusion.h"
 
 #include <algorithm>
 #include <array>
@@ -64,7 +66,7 @@ using dfg::Op;
 // Whether k's blocks loop over its tiles (Kernel::persistentBlocks: a
 // multistage tensor-core loop's variant; ignored elsewhere).
 bool persistentLoop(const Kernel &k) {
-  return k.persistentBlocks > 0 && k.mma && !k.mma->warpSpecialized;
+  return k.persistentBlocks > 0 && k.mma && !k.mma->warpSpecialized && !k.chain;
 }
 
 // Whether k copies its weights' first slices before waiting for other
@@ -254,6 +256,29 @@ bool earlyOperand(const Kernel &k, const std::optional<StagedStore> &s) {
 // each tile's first slice, into the tile beside the stages.
 bool persistentOperand(const Kernel &k, const std::optional<StagedStore> &s) {
   return persistentLoop(k) && prefetchable(k, s);
+}
+
+// The shared memory of k's tensor-core loop and staged tiles, a chained
+// product's B excepted.
+int64_t mmaSharedBytes(const Kernel &k) {
+  int64_t bytes = mmaTiles(k).bytes;
+  if (std::optional<StagedStore> s = stagedStore(k);
+      s && (earlyOperand(k, s) || persistentLoop(k)))
+    bytes +=
+        k.params.Nb * s->pitch * elementBytes(k.exit.buffer(s->buffer).type);
+  return bytes;
+}
+
+// Where a chained product's B lies (Kernel::chain): past the producer's
+// tiles and past the chain's staged output tile, which reuses the stages'
+// memory from offset 0.
+int64_t chainOffset(const Kernel &k) {
+  int64_t bytes = mmaSharedBytes(k);
+  const Kernel &c = *k.chain;
+  if (std::optional<StagedStore> s = stagedStore(c))
+    bytes = std::max(bytes, c.params.Nb * s->pitch *
+                                elementBytes(c.exit.buffer(s->buffer).type));
+  return (bytes + 127) / 128 * 128;
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -838,6 +863,13 @@ private:
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   void emitConvSumSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
+  /// A chained product (Kernel::chain), emitted by an Emitter of the chain
+  /// into the producer's source: its B's copies, with the first slice's,
+  /// and after the producer's exit its product from the staged tile `ytile`
+  /// and its own exit.
+  void emitChainCopies(int64_t offset);
+  void emitChainProduct(int64_t offset, const std::string &ytile);
+  void emitChain(bool product);
 
   const Kernel &top;
   Target target;
@@ -2464,6 +2496,8 @@ void Emitter::emitMma() {
   }
   os << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
   const std::optional<StagedStore> staged = stagedStore(k);
+  if (k.chain)
+    emitChain(false);
   if (m.warpSpecialized) {
     emitSpecializedPipeline(staged.has_value());
   } else if (persistentLoop(k)) {
@@ -2473,6 +2507,68 @@ void Emitter::emitMma() {
     emitMultistagePipeline(staged);
   }
   emitMmaExit(staged);
+  if (k.chain)
+    emitChain(true);
+}
+
+// The chain's parts, from an Emitter of its own (its tiles, names, phase).
+void Emitter::emitChain(bool product) {
+  if (!stagedStore(top)) {
+    os << "#error \"a chained product needs its producer's output staged\"\n";
+    return;
+  }
+  Emitter sub(*top.chain, target);
+  sub.setPhase(*top.chain, "t_", "base_");
+  if (product)
+    sub.emitChainProduct(chainOffset(top), "cuts_ytile");
+  else
+    sub.emitChainCopies(chainOffset(top));
+  os << sub.os.str();
+}
+
+// The chain's B (N x K, every column and all of K) into shared memory at
+// `offset`, committed with the producer's first slice.
+void Emitter::emitChainCopies(int64_t offset) {
+  const MmaOperand b = mmaOperands(top)[1];
+  os << "  { // The chained product's B, whole, with the first slice's "
+        "copies.\n"
+     << "  const cuts_sptr sB = cuts_saddr(cuts_smem) + " << offset << ";\n"
+     << "  const " << typeName(top.mma->operand) << " *Bg = " << kChainPrefix
+     << "B;\n"
+     << "  const long long base_k = 0;\n"
+     << "  const int st = 0, k0 = 0;\n";
+  emitMmaCopySlots(b);
+  emitMmaCopies(b, "  ");
+  os << "  }\n";
+}
+
+// After the producer's exit (its tile stored from `ytile`): the chain's
+// warps multiply that tile by the resident B on mma.sync, then its exit.
+void Emitter::emitChainProduct(int64_t offset, const std::string &ytile) {
+  const TileParams &p = top.params;
+  const MmaLoop &m = *top.mma;
+  const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
+  os << "  { // The chained product: the staged tile, its A, times its B.\n"
+     << "  const cuts_sptr sA = cuts_saddr(" << ytile
+     << "), sB = cuts_saddr(cuts_smem) + " << offset << ";\n"
+     << "  const int wm = warp / " << m.warpsN << ", wn = warp % " << m.warpsN
+     << ";\n"
+     << "  const int mma_row = wm * " << p.Nb / m.warpsM
+     << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
+  emitLdmatrixBases();
+  os << "  float acc[" << MI << "][" << NI << "][4];\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << MI << "; ++i)\n"
+     << "#pragma unroll\n"
+     << "    for (int j = 0; j < " << NI << "; ++j)\n"
+     << "#pragma unroll\n"
+     << "      for (int e = 0; e < 4; ++e)\n"
+     << "        acc[i][j][e] = 0.0f;\n"
+     << "  const int rs = 0;\n";
+  bSlot = "0";
+  emitMmaSyncSlice();
+  emitMmaExit(stagedStore(top));
+  os << "  }\n";
 }
 
 // A multistage loop's slice products, its stages' rotation and the end of
@@ -3154,6 +3250,8 @@ std::string Emitter::run() {
   if (top.producer) {
     os << "\n// phase 1: " << paramsText(top.producer->params);
   }
+  if (top.chain)
+    os << "\n// chained: " << paramsText(top.chain->params);
   os << "\n// generated by cuts; do not edit\n";
   if (target == Target::Hip)
     os << "#include <hip/hip_runtime.h>\n";
@@ -3254,6 +3352,10 @@ std::string syncEpochKernel(Target target) {
 
 bool keepsB(const Kernel &k) { return residentB(k); }
 
+bool stagesOutput(const Kernel &k) {
+  return k.mma && !k.mma->warpSpecialized && stagedStore(k).has_value();
+}
+
 bool prefetchesOperand(const Kernel &k) {
   return prefetchable(k, stagedStore(k));
 }
@@ -3262,12 +3364,10 @@ LaunchShape launchShape(const Kernel &k) {
   // The prefetching variant doubles the tiles of the looped phase: the
   // producer's where there is one (the consumer then runs one iteration).
   int64_t stages = k.prefetch ? 2 : 1;
-  int64_t bytes = k.mma ? mmaTiles(k).bytes : 0;
-  if (k.mma)
-    if (std::optional<StagedStore> s = stagedStore(k);
-        s && (earlyOperand(k, s) || persistentLoop(k)))
-      bytes +=
-          k.params.Nb * s->pitch * elementBytes(k.exit.buffer(s->buffer).type);
+  int64_t bytes = k.mma ? mmaSharedBytes(k) : 0;
+  if (k.mma && k.chain)
+    bytes = chainOffset(k) +
+            mmaTiles(*k.chain).bElems * elementBytes(k.chain->mma->operand);
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;

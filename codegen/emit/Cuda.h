@@ -71,6 +71,10 @@ bool prefetchesOperand(const Kernel &kernel);
 /// and every tile reads the same B.
 bool keepsB(const Kernel &kernel);
 
+/// Whether a multistage tensor-core kernel stores its output through a
+/// staged shared tile, which a chained product (Kernel::chain) reads.
+bool stagesOutput(const Kernel &kernel);
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_H

@@ -302,6 +302,12 @@ struct Kernel {
   bool weightB = false;
   /// A channel-vector main loop (then `body` and `fetches` are empty).
   std::optional<ChannelVectorLoop> vec;
+  /// A chained product (fuseChained): an mma.sync product whose A is this
+  /// kernel's output tile, read from the staged tile after this kernel's
+  /// exit has stored it (the block spans every output column), its B
+  /// resident in shared memory from the first slice on. Its tensors (A
+  /// excepted) are among this kernel's.
+  std::shared_ptr<const Kernel> chain;
 };
 
 /// The most rounds of thread tiles a shared-memory-level producer is

@@ -1,6 +1,8 @@
 //===- SharedFusion.cpp - two tiled ops in one kernel ---------------------===//
 #include "codegen/ops/SharedFusion.h"
 
+#include <algorithm>
+
 namespace cuts::codegen {
 namespace {
 
@@ -109,6 +111,87 @@ std::optional<Kernel> fuseShared(Kernel producer, Kernel consumer,
   k.prefetch = producer.prefetch;
   k.producedFetch = fi;
   k.producer = std::make_shared<const Kernel>(std::move(producer));
+  return k;
+}
+
+std::optional<TileParams> chainParams(const TileParams &producer,
+                                      const OpDesc &d) {
+  const int64_t warps = producer.threads() / 32, rows = producer.Nb;
+  if (producer.warpSpecialized || rows % 16 || warps < 1)
+    return std::nullopt;
+  int64_t warpsM = std::min(warps, rows / 16);
+  while (warps % warpsM || rows % (16 * warpsM))
+    --warpsM;
+  MmaLoop m;
+  m.instr = MatrixInstr::MmaSync;
+  m.warpsM = warpsM, m.warpsN = warps / warpsM;
+  m.mi = rows / (16 * warpsM);
+  m.ni = (d.K + 8 * m.warpsN - 1) / (8 * m.warpsN);
+  m.ni += m.ni % 2; // ldmatrix loads B's 8-column tiles in pairs
+  m.stages = 2;     // one slice: a single stage is filled
+  return mmaParams(m, d.C);
+}
+
+std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
+                                  const std::string &input,
+                                  std::string &error) {
+  if (!producer.mma || !consumer.mma || producer.chain || consumer.chain ||
+      producer.producer || consumer.producer) {
+    error = "a chained product joins two tensor-core products, once";
+    return std::nullopt;
+  }
+  const OpDesc &P = producer.desc, &C = consumer.desc;
+  const TileParams &pp = producer.params, &cp = consumer.params;
+  if (producer.mma->warpSpecialized ||
+      consumer.mma->instr != MatrixInstr::MmaSync) {
+    error = "a chained product follows a multistage loop, on mma.sync";
+    return std::nullopt;
+  }
+  // Every consumer row reads one whole producer row: the same rows, the
+  // producer's columns its K, in one slice.
+  const std::array<int64_t, 4> grid = gridExtents(P);
+  const bool pointwise = C.im2col ? C.FH == 1 && C.FW == 1 && C.SH == 1 &&
+                                        C.SW == 1 && C.PH == 0 && C.PW == 0 &&
+                                        C.IC2 == 0
+                                  : C.batch == 1 && !consumer.mmaViews[0];
+  if (!pointwise || P.batch != 1 || C.N != P.N || C.C != P.K ||
+      grid[1] > pp.Kb || grid[2] > pp.Hb || grid[3] > pp.Wb) {
+    error = "the consumer's A must be the producer's output row by row, "
+            "the producer's block spanning all its columns";
+    return std::nullopt;
+  }
+  if (cp.Nb != pp.Nb || cp.Cin != C.C || cp.threads() != pp.threads() ||
+      cp.Kb < C.K || !C.transB) {
+    error = "the consumer must be tiled as chainParams tiles it, with B "
+            "transposed (N x K)";
+    return std::nullopt;
+  }
+  int in = -1, out = -1;
+  for (size_t i = 0; i < consumer.tensors.size(); ++i)
+    if (consumer.tensors[i].name == input && !consumer.tensors[i].output)
+      in = int(i);
+  for (size_t i = 0; i < producer.tensors.size(); ++i)
+    if (producer.tensors[i].output)
+      out = out < 0 ? int(i) : -2;
+  if (in < 0 || out < 0 ||
+      producer.tensors[size_t(out)].type != consumer.mma->operand) {
+    error = "the producer must store one output of the consumer's operand "
+            "type, which the consumer reads as '" +
+            input + "'";
+    return std::nullopt;
+  }
+  consumer.tensors.erase(consumer.tensors.begin() + in);
+  for (TensorArg &t : consumer.tensors)
+    t.name = kChainPrefix + t.name;
+  for (size_t b = 0; b < consumer.exit.allBuffers().size(); ++b)
+    consumer.exit.renameBuffer(int(b), kChainPrefix +
+                                           consumer.exit.buffer(int(b)).name);
+  Kernel k = std::move(producer);
+  for (const TensorArg &t : consumer.tensors)
+    k.tensors.push_back(t);
+  k.summary += ", chained into " + consumer.summary;
+  k.persistentBlocks = 0; // the chained product follows one tile's exit
+  k.chain = std::make_shared<const Kernel>(std::move(consumer));
   return k;
 }
 

@@ -7,6 +7,12 @@
 // the shared buffer the second would have fetched it into, and a barrier
 // separates the phases. The intermediate never touches global memory.
 //
+// Its tensor-core form, a chained product: the first product's block spans
+// every column of its output, which it stores (others read it too) through
+// its staged tile; a second product whose A is that output then takes its
+// tile from there, with no global round trip (a ResNet block's last 1 x 1
+// conv and residual, then the next block's first 1 x 1 conv).
+//
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_CODEGEN_OPS_SHAREDFUSION_H
 #define CUTS_CODEGEN_OPS_SHAREDFUSION_H
@@ -27,6 +33,26 @@ inline constexpr const char *kProducerPrefix = "pre_";
 /// chip). The producer's tensors and tiles are renamed with kProducerPrefix.
 std::optional<Kernel> fuseShared(Kernel producer, Kernel consumer,
                                  const std::string &input, std::string &error);
+
+/// The prefix of a chained product's tensors in a fused kernel.
+inline constexpr const char *kChainPrefix = "chain_";
+
+/// The mma.sync tiling of a chained product (Kernel::chain) after a block
+/// of `producer`: the producer's rows and threads, its warps split along
+/// the rows first (16 each), every one of the consumer `d`'s columns, and
+/// its whole K (the producer's columns) in one slice. Nullopt where no
+/// such tiling exists.
+std::optional<TileParams> chainParams(const TileParams &producer,
+                                      const OpDesc &d);
+
+/// Chains `consumer` (a product on tensor cores, tiled by chainParams) after
+/// `producer` (a multistage tensor-core product whose block spans every
+/// output column): the consumer reads its tensor `input` (its A, the
+/// producer's output, laid out row by row as the producer's rows) from the
+/// producer's staged output tile instead of global memory. Its tensors are
+/// renamed with kChainPrefix.
+std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
+                                  const std::string &input, std::string &error);
 
 } // namespace cuts::codegen
 

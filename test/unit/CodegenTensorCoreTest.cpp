@@ -12,6 +12,7 @@
 #include "codegen/emit/Nvrtc.h"
 #include "codegen/emit/TensorCore.h"
 #include "codegen/ops/MatMul.h"
+#include "codegen/ops/SharedFusion.h"
 #include "perfmodel/ParamSearch.h"
 
 #include <catch2/catch.hpp>
@@ -1281,4 +1282,129 @@ TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
   CHECK_FALSE(buildMmaMatMul("conv_sum_test", d,
                              mmaParams(mmaLoop(Type::F16, 1, 2, 1, 2, 2), 16),
                              Type::F16, {}, err));
+}
+
+TEST_CASE("a chained product reads its producer's staged tile on the CPU",
+          "[codegen][tensorcore]") {
+  // A ResNet block's end and the next block's start: y = relu(x w1 + b1 +
+  // z), stored, then relu(y w2 + b2), both 1 x 1 convs as implicit GEMMs,
+  // the second from the first's staged tile.
+  using dfg::Type;
+  struct ChainCase {
+    std::vector<int64_t> x; // N H W C
+    int64_t mid, out, cin;  // y's and the output's channels, C_input
+    MmaLoop loop;
+  };
+  const std::vector<ChainCase> cases = {
+      // mma.sync, 72 rows (a ragged tile of 32), 40 outputs of a 64-column
+      // chain block, 2 slices.
+      {{2, 6, 6, 32}, 64, 40, 16, mmaLoop(Type::F16, 2, 2, 1, 4, 3)},
+      // wgmma, 128 channels in between, 4 warps along the rows, bf16.
+      {{1, 9, 9, 64},
+       128,
+       64,
+       32,
+       mmaLoop(Type::BF16, 1, 1, 1, 16, 3, MatrixInstr::Wgmma)},
+  };
+  uint32_t seed = 90;
+  for (const ChainCase &c : cases) {
+    const bool bf16 = c.loop.operand == Type::BF16;
+    const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
+    const int64_t P = N * H * W, Mid = c.mid, Out = c.out;
+    const Window one{{1, 1}, {0, 0, 0, 0}, {1, 1}};
+    OpDesc d1 = describeImplicitGemm(c.x, {Mid, 1, 1, C}, {N, H, W, Mid}, one);
+    OpDesc d2 = describeImplicitGemm({N, H, W, Mid}, {Out, 1, 1, Mid},
+                                     {N, H, W, Out}, one);
+    d1.elementBytes = d2.elementBytes = 2;
+    std::string err;
+    auto first =
+        buildMmaMatMul("first", d1, mmaParams(c.loop, c.cin), c.loop.operand,
+                       {EpilogueOp::binary(dfg::Op::Add, "bias", {Mid}),
+                        EpilogueOp::binary(dfg::Op::Add, "z", {P, Mid}),
+                        EpilogueOp::unary(dfg::Op::Relu)},
+                       err);
+    INFO(err);
+    REQUIRE(first);
+    const std::optional<TileParams> p2 = chainParams(first->params, d2);
+    REQUIRE(p2);
+    auto second =
+        buildMmaMatMul("second", d2, *p2, c.loop.operand,
+                       {EpilogueOp::binary(dfg::Op::Add, "bias", {Out}),
+                        EpilogueOp::unary(dfg::Op::Relu)},
+                       err);
+    REQUIRE(second);
+    for (const char *t : {"bias", "z", "Y"})
+      REQUIRE(setTensorType(*first, t, c.loop.operand));
+    for (const char *t : {"bias", "Y"})
+      REQUIRE(setTensorType(*second, t, c.loop.operand));
+    REQUIRE(stagesOutput(*first));
+    auto k = fuseChained(*first, *second, "A", err);
+    REQUIRE(k);
+
+    std::mt19937 rng(seed++);
+    std::vector<uint16_t> x(P * C), w1(Mid * C), b1(Mid), z(P * Mid),
+        w2(Out * Mid), b2(Out);
+    std::vector<float> xv(x.size()), w1v(w1.size()), b1v(Mid), zv(z.size()),
+        w2v(w2.size()), b2v(Out);
+    random16(rng, bf16, x, xv);
+    random16(rng, bf16, w1, w1v);
+    random16(rng, bf16, b1, b1v);
+    random16(rng, bf16, z, zv);
+    random16(rng, bf16, w2, w2v);
+    random16(rng, bf16, b2, b2v);
+    auto value = [&](uint16_t h) { return bf16 ? bf16Value(h) : halfValue(h); };
+    auto run = [&](const Kernel &kernel, std::vector<uint16_t> &y,
+                   std::vector<uint16_t> &out) {
+      y.assign(P * Mid, 0x7fff), out.assign(P * Out, 0x7fff); // NaN
+      REQUIRE(runOnHost(kernel,
+                        {{"A", x.data()},
+                         {"B", w1.data()},
+                         {"bias", b1.data()},
+                         {"z", z.data()},
+                         {"Y", y.data()},
+                         {"chain_B", w2.data()},
+                         {"chain_bias", b2.data()},
+                         {"chain_Y", out.data()}},
+                        err));
+    };
+    std::vector<uint16_t> alone(P * Mid), unused;
+    REQUIRE(runOnHost(*first,
+                      {{"A", x.data()},
+                       {"B", w1.data()},
+                       {"bias", b1.data()},
+                       {"z", z.data()},
+                       {"Y", alone.data()}},
+                      err));
+    Kernel prefetching = *k, weightsFirst = *k;
+    prefetching.prefetch = true; // the residual beside the stages
+    weightsFirst.weightB = true;
+    for (const Kernel *kernel : {&*k, &prefetching, &weightsFirst}) {
+      std::vector<uint16_t> y, out;
+      run(*kernel, y, out);
+      // The producer's output is the unchained kernel's, bit for bit.
+      CHECK(y == alone);
+      RelativeL2 e;
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t m = 0; m < Out; ++m) {
+          double v = b2v[m];
+          for (int64_t q = 0; q < Mid; ++q)
+            v += double(value(y[p * Mid + q])) * w2v[m * Mid + q];
+          const float want = float(std::max(v, 0.0));
+          e.add(value(out[p * Out + m]),
+                value(bf16 ? toBf16(want) : toHalf(want)));
+        }
+      INFO(N << "x" << H << "x" << W << "x" << C << " -> " << Mid << " -> "
+             << Out << (kernel->prefetch ? " prefetch" : "")
+             << (kernel->weightB ? " weights first" : ""));
+      CHECK(e.value() <= 5e-3);
+    }
+    // A chained product never runs persistent (it follows one tile's exit).
+    Kernel persistent = *k;
+    persistent.persistentBlocks = 1;
+    CHECK(launchShape(persistent).blocks == launchShape(*k).blocks);
+    const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
+    compilesWithNvrtc(emitSource(*k), "first", /*withPrelude=*/false,
+                      wgmma ? std::vector<const char *>{"sm_90a"}
+                            : std::vector<const char *>{"sm_80", "sm_90"});
+  }
 }
