@@ -253,6 +253,64 @@ void FusionModel::searchAll(const std::vector<OpDesc> &ops, int jobs) {
 }
 
 std::optional<GroupEstimate>
+FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
+                           llvm::ArrayRef<mlir::Operation *> real,
+                           llvm::ArrayRef<OpDesc> descs, int pred, int succ) {
+  mlir::Operation *P = real[pred], *S = real[succ];
+  const OpDesc &dp = descs[pred], &ds = descs[succ];
+  llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
+  // The second reads the first's output pixel by pixel (a 1 x 1 conv) or
+  // row by row, its B N x K (a conv's or Linear layer's weight).
+  const bool pointwise =
+      !ds.im2col || (ds.FH == 1 && ds.FW == 1 && ds.SH == 1 && ds.SW == 1 &&
+                     ds.PH == 0 && ds.PW == 0 && !ds.IC2);
+  if (dp.kind != OpKind::MatMul || ds.kind != OpKind::MatMul || dp.batch != 1 ||
+      ds.batch != 1 || dp.elementBytes != 2 || ds.elementBytes != 2 ||
+      ds.N != dp.N || ds.C != dp.K || !pointwise || !ds.transB || ds.transA ||
+      !reaches(P, S, group))
+    return std::nullopt;
+  // The first product's group (S and what follows it are the chain's).
+  const size_t split = size_t(llvm::find(ops, S) - ops.begin());
+  std::optional<GroupEstimate> first = estimateKernel(ops.take_front(split));
+  if (!first || first->anchor != P)
+    return std::nullopt;
+  // After each block's exit, the chained product: its products on
+  // mma.sync and its output's stores (its A never leaves the chip), at
+  // their rooflines, added to the first product's bound (they follow it).
+  const double peak =
+      arch.perfPeakMmaSync > 0 ? arch.perfPeakMmaSync : arch.perfPeakFp16;
+  const double chained =
+      std::max(2.0 * double(ds.N) * double(ds.C) * double(ds.K) / peak,
+               double(ds.N * ds.K) * ds.elementBytes / arch.bwGlobal);
+  GroupEstimate g = *first;
+  g.fusion = "chain";
+  g.ranked.clear();
+  g.time = INFINITY;
+  // Blocks spanning every column of the first product's output, on a
+  // multistage loop, whose staged tile the chained product reads.
+  for (Candidate c : first->ranked) {
+    const TileParams &q = c.params;
+    if (!q.tensorCore() || q.warpSpecialized || q.Kb != dp.K || q.Nb % 16)
+      continue;
+    // The chain's accumulators, and its B beside the first product's tiles.
+    const int64_t cols = (ds.K + 15) / 16 * 16;
+    if (q.Nb * cols / q.threads() > kChainAccumulators ||
+        (arch.maxSharedPerBlock > 0 &&
+         tensorCoreSharedBytes(dp, q) + cols * (ds.C + 8) * ds.elementBytes >
+             arch.maxSharedPerBlock))
+      continue;
+    c.bound.timeLowerBound += chained;
+    g.ranked.push_back(c);
+  }
+  if (g.ranked.empty())
+    return std::nullopt;
+  g.kept = int64_t(g.ranked.size());
+  g.best = g.ranked.front(); // the order is unchanged by a constant
+  g.time = g.best.bound.timeLowerBound;
+  return g;
+}
+
+std::optional<GroupEstimate>
 FusionModel::estimate(llvm::ArrayRef<mlir::Operation *> ops) {
   std::optional<GroupEstimate> g = estimateKernel(ops);
   // Each kernel takes at least the launch time of a graph node, even when
@@ -306,7 +364,9 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops) {
     for (size_t i = 0; i < real.size(); ++i)
       if (descs[i].kind != OpKind::Elementwise)
         (first < 0 ? first : second) = int(i);
-    return estimateShared(ops, real, descs, first, second);
+    if (auto shared = estimateShared(ops, real, descs, first, second))
+      return shared;
+    return estimateChain(ops, real, descs, first, second);
   }
 
   llvm::SmallPtrSet<mlir::Operation *, 8> group(real.begin(), real.end());

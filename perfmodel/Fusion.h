@@ -17,6 +17,12 @@
 // input tile (halos recomputed), with the same number of threads. The
 // group's time is the sum of the two phases' lower bounds.
 //
+// A chained product: a tensor-core product whose blocks span its output's
+// columns stores that output (others read it) and hands its staged tile to
+// a second product that reads it as A. Its bound is the first product's
+// (with its register-fused ops) plus the second's products on mma.sync and
+// its output's stores at their rooflines.
+//
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_PERFMODEL_FUSION_H
 #define CUTS_PERFMODEL_FUSION_H
@@ -34,8 +40,9 @@
 namespace cuts {
 
 struct GroupEstimate {
-  // "none" (one op), "register", "shared" (shared-memory level), or "view"
-  // (no kernel).
+  // "none" (one op), "register", "shared" (shared-memory level), "chain"
+  // (a chained product: anchor, best and ranked are its first product's,
+  // the bounds the chain's), or "view" (no kernel).
   std::string fusion;
   mlir::Operation *anchor = nullptr;
   OpDesc anchorDesc;
@@ -79,6 +86,13 @@ private:
   estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
                  llvm::ArrayRef<mlir::Operation *> real,
                  llvm::ArrayRef<OpDesc> descs, int pred, int succ);
+  /// A chained product: the first product's register-fused group, its
+  /// blocks spanning its output's columns, then the second product from its
+  /// staged tile (codegen's fuseChained).
+  std::optional<GroupEstimate>
+  estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
+                llvm::ArrayRef<mlir::Operation *> real,
+                llvm::ArrayRef<OpDesc> descs, int pred, int succ);
   /// A shared-memory-level successor's sets: the best of each block its
   /// predecessor could be asked to compute (bestPerBlockKey), memoised.
   const SearchResult &searchOnChip(const OpDesc &d);

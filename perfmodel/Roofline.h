@@ -349,6 +349,11 @@ void forEachTensorCoreParams(const OpDesc &d, const GpuArch &arch,
 /// mma.sync, stages whole 1024-byte swizzle patterns for wgmma (the code
 /// generator's layout: CodegenTensorCoreTest holds them equal).
 int64_t tensorCoreSharedBytes(const OpDesc &d, const TileParams &p);
+
+/// The most accumulators a thread of a chained product holds (its block's
+/// output tile over its threads): past this its registers would spill.
+constexpr int64_t kChainAccumulators = 128;
+
 /// The stages a tensor-core set fills: all of a warp-specialised loop's; a
 /// multistage loop of fewer K slices than stages never touches the others.
 int64_t filledStages(const OpDesc &d, const TileParams &p);

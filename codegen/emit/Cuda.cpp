@@ -2706,7 +2706,10 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
   emitGraph(exit, in);
   if (m.warpSpecialized)
     os << "  }\n";
-  emitStagedTileCopy(*staged, out, true);
+  if (k.storesOutput)
+    emitStagedTileCopy(*staged, out, true);
+  else // a chained product alone reads it
+    os << "  __syncthreads(); // the tile is in\n";
 }
 
 // Between a staged tile and tensor t (the output, or the operand read in

@@ -308,6 +308,9 @@ struct Kernel {
   /// resident in shared memory from the first slice on. Its tensors (A
   /// excepted) are among this kernel's.
   std::shared_ptr<const Kernel> chain;
+  /// Whether this kernel's output leaves the chip: with a chain that alone
+  /// reads it, it stays in the staged tile.
+  bool storesOutput = true;
 };
 
 /// The most rounds of thread tiles a shared-memory-level producer is

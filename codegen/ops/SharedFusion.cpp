@@ -129,12 +129,14 @@ std::optional<TileParams> chainParams(const TileParams &producer,
   m.ni = (d.K + 8 * m.warpsN - 1) / (8 * m.warpsN);
   m.ni += m.ni % 2; // ldmatrix loads B's 8-column tiles in pairs
   m.stages = 2;     // one slice: a single stage is filled
+  if (4 * m.mi * m.ni > kChainAccumulators)
+    return std::nullopt;
   return mmaParams(m, d.C);
 }
 
 std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
-                                  const std::string &input,
-                                  std::string &error) {
+                                  const std::string &input, std::string &error,
+                                  bool storeFirst) {
   if (!producer.mma || !consumer.mma || producer.chain || consumer.chain ||
       producer.producer || consumer.producer) {
     error = "a chained product joins two tensor-core products, once";
@@ -187,6 +189,10 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
     consumer.exit.renameBuffer(int(b), kChainPrefix +
                                            consumer.exit.buffer(int(b)).name);
   Kernel k = std::move(producer);
+  if (!storeFirst) {
+    k.tensors.erase(k.tensors.begin() + out);
+    k.storesOutput = false;
+  }
   for (const TensorArg &t : consumer.tensors)
     k.tensors.push_back(t);
   k.summary += ", chained into " + consumer.summary;

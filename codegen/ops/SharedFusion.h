@@ -50,9 +50,11 @@ std::optional<TileParams> chainParams(const TileParams &producer,
 /// output column): the consumer reads its tensor `input` (its A, the
 /// producer's output, laid out row by row as the producer's rows) from the
 /// producer's staged output tile instead of global memory. Its tensors are
-/// renamed with kChainPrefix.
+/// renamed with kChainPrefix. Without `storeFirst` (the consumer is the
+/// output's only reader) the producer's output is not stored.
 std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
-                                  const std::string &input, std::string &error);
+                                  const std::string &input, std::string &error,
+                                  bool storeFirst = true);
 
 } // namespace cuts::codegen
 

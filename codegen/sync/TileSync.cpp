@@ -107,9 +107,10 @@ std::optional<Dependence> dependence(const Kernel &producer,
     why = w;
     return std::nullopt;
   };
-  if (producer.vec || consumer.vec || producer.producer || consumer.producer)
-    return fail("a channel-vector or shared-memory-fused kernel (its tile "
-                "maps are not followed yet)");
+  if (producer.vec || consumer.vec || producer.producer || consumer.producer ||
+      producer.chain || consumer.chain)
+    return fail("a channel-vector, shared-memory-fused or chained kernel (its "
+                "tile maps are not followed yet)");
   // A warp-specialised loop's copying warps return before the post.
   if (producer.mma && producer.mma->warpSpecialized)
     return fail("a warp-specialised producer");

@@ -563,6 +563,42 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   return sa;
 }
 
+/// A chained product (codegen::fuseChained): two tensor-core products, the
+/// second reading the first chain's result (which may have other readers:
+/// it is stored) as its A, and nothing else of the group.
+std::optional<SharedAnalysis>
+analyseChained(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
+  SharedAnalysis sa;
+  sa.split = secondAnchor(ops);
+  auto first = analyse(ops.take_front(sa.split), why);
+  if (!first)
+    return std::nullopt;
+  auto second = analyse(ops.drop_front(sa.split), why);
+  if (!second)
+    return std::nullopt;
+  mlir::Operation *P = first->anchor, *S = second->anchor;
+  auto product = [](mlir::Operation *op) {
+    if (auto conv = llvm::dyn_cast<ConvOp>(op))
+      return conv.getChannelsLast() && conv.getGroup() == 1;
+    return llvm::isa<ConvSumOp>(op) || isMatMulOp(op);
+  };
+  if (!P || !product(P) || !product(S)) {
+    why = "a chained product joins two tensor-core products (channels-last "
+          "convs, conv_sums, matmuls)";
+    return std::nullopt;
+  }
+  mlir::Value mid = first->last->getResult(0);
+  for (unsigned i = 0; i < S->getNumOperands(); ++i)
+    if ((S->getOperand(i) == mid) != (i == 0)) {
+      why = opName(S) + " reads the first product's result as other than "
+                        "its A";
+      return std::nullopt;
+    }
+  sa.producer = *first;
+  sa.consumer = *second;
+  return sa;
+}
+
 /// Collects the graph values of a kernel's tensors by name.
 struct Binder {
   std::map<std::string, mlir::Value> values;
@@ -1331,6 +1367,56 @@ std::optional<GroupKernel> lowerShared(llvm::ArrayRef<mlir::Operation *> ops,
   return g;
 }
 
+/// A chained product's kernel: the first product tiled by `p`, the second
+/// by codegen::chainParams.
+std::optional<GroupKernel> lowerChained(llvm::ArrayRef<mlir::Operation *> ops,
+                                        const TileParams &p,
+                                        const std::string &name,
+                                        std::string &error) {
+  auto sa = analyseChained(ops, error);
+  if (!sa)
+    return std::nullopt;
+  auto pre = lowerAnchored(sa->producer, p, name, error);
+  if (!pre)
+    return std::nullopt;
+  if (!codegen::stagesOutput(pre->kernel)) {
+    error = "a chained product's first product must store its output "
+            "through a staged tile";
+    return std::nullopt;
+  }
+  auto p2 = codegen::chainParams(p, *describeOp(sa->consumer.anchor));
+  if (!p2) {
+    error = "no mma.sync tiling chains after these parameters";
+    return std::nullopt;
+  }
+  auto post = lowerAnchored(sa->consumer, *p2, "chain", error);
+  if (!post)
+    return std::nullopt;
+  // The first result stays on chip where the second product alone reads it.
+  mlir::Value mid = sa->producer.last->getResult(0);
+  const bool shared = llvm::any_of(mid.getUsers(), [&](mlir::Operation *u) {
+    return u != sa->consumer.anchor;
+  });
+  auto k = codegen::fuseChained(pre->kernel, post->kernel, "A", error, shared);
+  if (!k)
+    return std::nullopt;
+  auto valueOf = [](const GroupKernel &g, const std::string &n) {
+    for (size_t i = 0; i < g.kernel.tensors.size(); ++i)
+      if (g.kernel.tensors[i].name == n)
+        return g.args[i];
+    return mlir::Value();
+  };
+  GroupKernel g;
+  g.family = "chain";
+  const std::string prefix = codegen::kChainPrefix;
+  for (const codegen::TensorArg &t : k->tensors)
+    g.args.push_back(t.name.compare(0, prefix.size(), prefix) == 0
+                         ? valueOf(*post, t.name.substr(prefix.size()))
+                         : valueOf(*pre, t.name));
+  g.kernel = std::move(*k);
+  return g;
+}
+
 } // namespace
 
 std::string opName(mlir::Operation *op) {
@@ -1626,6 +1712,12 @@ bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
   if (secondAnchor(ops)) {
     // Each phase as a kernel of its own, and the hand-over between them.
     auto sa = analyseShared(ops, w);
+    if (!sa) {
+      std::string chained;
+      sa = analyseChained(ops, chained);
+      if (!sa)
+        w += "; as a chained product: " + chained;
+    }
     ok = sa && canGenerate(ops.take_front(sa->split), &w) &&
          canGenerate(ops.drop_front(sa->split), &w);
   } else {
@@ -1646,13 +1738,9 @@ std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const std::string &name,
                                       std::string &error,
                                       const TileParams *predecessor) {
-  if (secondAnchor(ops)) {
-    if (!predecessor) {
-      error = "a shared-memory-level group needs its predecessor's parameters";
-      return std::nullopt;
-    }
-    return lowerShared(ops, p, *predecessor, name, error);
-  }
+  if (secondAnchor(ops))
+    return predecessor ? lowerShared(ops, p, *predecessor, name, error)
+                       : lowerChained(ops, p, name, error);
   auto a = analyse(ops, error);
   if (!a)
     return std::nullopt;

@@ -11,13 +11,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The lower bound; a shared-memory-level pair only where its best sets line
-/// up as one kernel (the model checks shapes, not tile layouts).
+/// The lower bound; a shared-memory-level pair or a chained product only
+/// where its best sets line up as one kernel (the model checks shapes, not
+/// tile layouts).
 double boundCost(llvm::ArrayRef<mlir::Operation *> ops,
                  const GroupEstimate &e) {
   std::string why;
-  if (e.predecessor && !lowerGroup(ops, e.best.params, "cuts_kernel", why,
-                                   &e.predecessorBest.params))
+  if ((e.predecessor || e.fusion == "chain") &&
+      !lowerGroup(ops, e.best.params, "cuts_kernel", why,
+                  e.predecessor ? &e.predecessorBest.params : nullptr))
     return INFINITY;
   return e.time;
 }

@@ -497,6 +497,23 @@ def make_resnet_stage(path):
                    [tm.vi("y", [2, 64, 1, 1])])
 
 
+def make_resnet_chain(path):
+    """Two bottlenecks: each one's last 1 x 1 conv, residual and ReLU feed
+    the next one's first 1 x 1 conv and its residual. Under --precision
+    fp16 / bf16 these convs are implicit GEMMs, which a chained product
+    joins: the second reads the first's output tile on chip (9 x 9 x 2
+    pixels: ragged tiles)."""
+    b = tm.Builder(31)
+    y = "x"
+    for _ in range(2):
+        a = b.node("Relu", [b.conv(y, 64, 32, 1)])
+        a = b.node("Relu", [b.conv(a, 32, 32, 3, pads=[1, 1, 1, 1])])
+        y = b.node("Relu", [b.node("Add", [b.conv(a, 32, 64, 1), y])])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 64, 9, 9])],
+                   [tm.vi("y", [2, 64, 9, 9])])
+
+
 def make_mlp(path):
     """A transformer MLP in small after a layer: three Linear layers (the
     middle one GELU-free), each reading the previous one's output in row
@@ -585,6 +602,7 @@ MODELS = {
                                          ("r", (1, 8, 64), np.float16)], []),
     "resnet_stage": (make_resnet_stage, [("x", (2, 3, 14, 14))], []),
     "mlp": (make_mlp, [("x", (80, 64))], []),
+    "resnet_chain": (make_resnet_chain, [("x", (2, 64, 9, 9))], []),
 }
 # fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
 # a cuts kernel once at its store), tighter than the default for float16.
@@ -1112,6 +1130,36 @@ def check_cublas_gelu(runner):
                        *inputs)
         require(r.returncode == 0, "cuBLASLt's GELU on the GPU: " + r.stdout
                 + r.stderr)
+
+
+def check_chained_product(runner, precision):
+    """resnet_chain with a synthetic tuning cache in which chained products
+    are fastest: the compile makes them, and their outputs (emulated, and on
+    a GPU) match the fp32 reference within the precision's tolerance."""
+    name = "resnet_chain"
+    d = os.path.join(runner.work, name)
+    path = os.path.join(runner.work, name + ".onnx")
+    args = ["--precision", precision]
+    _, cache = synthetic_cache(
+        runner, path, d, args,
+        lambda x, h: (1 if "// chained:" in x.get("source", "") else 50)
+        + h % 100 / 100.0)
+    out = os.path.join(d, "chain_" + precision)
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--emit-source", "--tuning", cache, *args)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    kernels = os.listdir(os.path.join(out, "kernels"))
+    require(any(k.startswith("chain_") and k.endswith(".cu") for k in kernels),
+            "no chained product: " + " ".join(sorted(kernels)))
+    inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
+    for where in (["--emulate"], [] if runner.gpu else None):
+        if where is None:
+            continue
+        r = runner.run("run", os.path.join(out, "model.cuts"), *where,
+                       "--compare", os.path.join(d, "ref"), "--tolerance",
+                       REDUCED_TOLERANCE[precision], *inputs)
+        require(r.returncode == 0, "outputs differ %s: %s" % (
+            where, r.stdout + r.stderr))
 
 
 def check_cudnn_nhwc(runner):
@@ -2309,6 +2357,9 @@ def main():
         runner.check("unmeasured fusion", check_unmeasured_fusion, runner,
                      os.path.join(runner.work, "shared_conv.onnx"))
         runner.check("attention fusion", check_attention_fusion, runner)
+        for p in ("fp16", "bf16"):
+            runner.check("chained product " + p, check_chained_product,
+                         runner, p)
         runner.check("split-k", check_split_k, runner)
         d = os.path.join(runner.work, "attention")
         runner.check("tuning cache (cuBLASLt)", check_tuning_cache, runner,

@@ -1398,6 +1398,18 @@ TEST_CASE("a chained product reads its producer's staged tile on the CPU",
              << (kernel->weightB ? " weights first" : ""));
       CHECK(e.value() <= 5e-3);
     }
+    // Where the chain alone reads y, y stays on chip.
+    auto onChip = fuseChained(*first, *second, "A", err, false);
+    REQUIRE(onChip);
+    std::vector<uint16_t> y, out, chained;
+    run(*k, y, chained);
+    run(*onChip, y, out);
+    CHECK(out == chained);
+    CHECK(std::all_of(y.begin(), y.end(),
+                      [](uint16_t h) { return h == 0x7fff; }));
+    const std::string param = "short *__restrict__ Y,";
+    CHECK(emitSource(*k).find(param) != std::string::npos);
+    CHECK(emitSource(*onChip).find(param) == std::string::npos);
     // A chained product never runs persistent (it follows one tile's exit).
     Kernel persistent = *k;
     persistent.persistentBlocks = 1;
