@@ -100,6 +100,8 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt; // grouped successors read channel slices
   if (ds.im2col || dp.im2col || ds.channelsLast || dp.channelsLast)
     return std::nullopt; // implicit GEMMs fetch through their windows
+  if (dp.elementBytes != 4)
+    return std::nullopt; // fp32 tiles; 16-bit ones chain (estimateChain)
 
   const SearchResult &sr = searchOnChip(ds);
   GroupEstimate g;

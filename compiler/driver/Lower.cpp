@@ -594,6 +594,12 @@ analyseChained(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
                         "its A";
       return std::nullopt;
     }
+  // fp32 tiles go to shared-memory-level fusion (the model's split too).
+  const mlir::Type t = typeOf(mid).getElementType();
+  if (!t.isF16() && !t.isBF16()) {
+    why = "a chained product passes fp16 or bf16 tiles";
+    return std::nullopt;
+  }
   sa.producer = *first;
   sa.consumer = *second;
   return sa;
