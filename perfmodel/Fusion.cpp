@@ -278,7 +278,8 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt;
   // After each block's exit, the chained product: its products on
   // mma.sync and its output's stores (its A never leaves the chip), at
-  // their rooflines, added to the first product's bound (they follow it).
+  // their rooflines. They follow the block's exit; the other blocks an SM
+  // holds run their loops meanwhile, so each adds 1 / resident of them.
   const double peak =
       arch.perfPeakMmaSync > 0 ? arch.perfPeakMmaSync : arch.perfPeakFp16;
   const double chained =
@@ -294,20 +295,29 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
     const TileParams &q = c.params;
     if (!q.tensorCore() || q.warpSpecialized || q.Kb != dp.K || q.Nb % 16)
       continue;
-    // The chain's accumulators, and its B beside the first product's tiles.
+    // The chain's accumulators, and its B and (at most) the staged tile
+    // beside the first product's tiles.
     const int64_t cols = (ds.K + 15) / 16 * 16;
+    const int64_t shared = tensorCoreSharedBytes(dp, q) +
+                           (cols + q.Nb) * (ds.C + 8) * ds.elementBytes;
     if (q.Nb * cols / q.threads() > kChainAccumulators ||
-        (arch.maxSharedPerBlock > 0 &&
-         tensorCoreSharedBytes(dp, q) + cols * (ds.C + 8) * ds.elementBytes >
-             arch.maxSharedPerBlock))
+        (arch.maxSharedPerBlock > 0 && shared > arch.maxSharedPerBlock))
       continue;
-    c.bound.timeLowerBound += chained;
+    int64_t resident = blocksPerSM(dp, q, arch);
+    if (arch.sharedPerSM > 0)
+      resident =
+          std::min<int64_t>(resident, arch.sharedPerSM / (shared + 1024));
+    c.bound.timeLowerBound += chained / double(std::max<int64_t>(1, resident));
     g.ranked.push_back(c);
   }
   if (g.ranked.empty())
     return std::nullopt;
+  std::stable_sort(g.ranked.begin(), g.ranked.end(),
+                   [](const Candidate &x, const Candidate &y) {
+                     return x.bound.timeLowerBound < y.bound.timeLowerBound;
+                   });
   g.kept = int64_t(g.ranked.size());
-  g.best = g.ranked.front(); // the order is unchanged by a constant
+  g.best = g.ranked.front();
   g.time = g.best.bound.timeLowerBound;
   return g;
 }

@@ -232,9 +232,11 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   }
   const TileParams &p = k.params;
   s.pitch = p.Kb + s.chunk; // 16 bytes of padding: 8 rows, distinct banks
-  // A persistent loop's tile lies beside the stages, which stay in use.
+  // A persistent loop's tile lies beside the stages, which stay in use; so
+  // does a chained product's where the stages are too small for it.
   if (s.nAxis < 0 || s.kAxis < 0 || p.Kb % s.chunk ||
-      (!persistentLoop(k) && p.Nb * s.pitch * eb > mmaTiles(k).stageBytes))
+      (!persistentLoop(k) && !k.chain &&
+       p.Nb * s.pitch * eb > mmaTiles(k).stageBytes))
     return std::nullopt;
   return s;
 }
@@ -258,12 +260,19 @@ bool persistentOperand(const Kernel &k, const std::optional<StagedStore> &s) {
   return persistentLoop(k) && prefetchable(k, s);
 }
 
+// Whether k's staged tile lies beside the stages rather than in them.
+bool tileBeside(const Kernel &k, const std::optional<StagedStore> &s) {
+  return s && (earlyOperand(k, s) || persistentLoop(k) ||
+               (k.chain && k.params.Nb * s->pitch *
+                                   elementBytes(k.exit.buffer(s->buffer).type) >
+                               mmaTiles(k).stageBytes));
+}
+
 // The shared memory of k's tensor-core loop and staged tiles, a chained
 // product's B excepted.
 int64_t mmaSharedBytes(const Kernel &k) {
   int64_t bytes = mmaTiles(k).bytes;
-  if (std::optional<StagedStore> s = stagedStore(k);
-      s && (earlyOperand(k, s) || persistentLoop(k)))
+  if (std::optional<StagedStore> s = stagedStore(k); tileBeside(k, s))
     bytes +=
         k.params.Nb * s->pitch * elementBytes(k.exit.buffer(s->buffer).type);
   return bytes;
@@ -2666,7 +2675,7 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
     os << "  __syncthreads(); // every product is done with the stages\n";
     // A persistent loop's stages hold the next tile's slices.
     emitStagedTilePointer(outType,
-                          persistentLoop(top) ? mmaTiles(top).bytes : 0);
+                          tileBeside(top, staged) ? mmaTiles(top).bytes : 0);
     if (staged->operand >= 0)
       emitStagedTileCopy(*staged, k.exit.buffer(staged->operand), false);
   }

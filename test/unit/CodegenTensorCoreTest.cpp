@@ -1299,6 +1299,8 @@ TEST_CASE("a chained product reads its producer's staged tile on the CPU",
       // mma.sync, 72 rows (a ragged tile of 32), 40 outputs of a 64-column
       // chain block, 2 slices.
       {{2, 6, 6, 32}, 64, 40, 16, mmaLoop(Type::F16, 2, 2, 1, 4, 3)},
+      // One slice: the staged tile outgrows the stage and lies beside it.
+      {{2, 5, 5, 16}, 64, 32, 16, mmaLoop(Type::F16, 2, 2, 1, 4, 3)},
       // wgmma, 128 channels in between, 4 warps along the rows, bf16.
       {{1, 9, 9, 64},
        128,
