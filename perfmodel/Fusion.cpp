@@ -271,9 +271,17 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
       ds.N != dp.N || ds.C != dp.K || !pointwise || !ds.transB || ds.transA ||
       !reaches(P, S, group))
     return std::nullopt;
-  // The first product's group (S and what follows it are the chain's).
+  // The first product's group (S and what follows it are the chain's),
+  // ranked with every tensor-core set whose blocks span its columns: the
+  // anchor's pruning keeps few of those.
+  std::vector<TileParams> spanning;
+  forEachTensorCoreParams(dp, arch, [&](const TileParams &q) {
+    if (q.Kb == dp.K && !q.warpSpecialized && q.Nb % 16 == 0)
+      spanning.push_back(q);
+  });
   const size_t split = size_t(llvm::find(ops, S) - ops.begin());
-  std::optional<GroupEstimate> first = estimateKernel(ops.take_front(split));
+  std::optional<GroupEstimate> first =
+      estimateKernel(ops.take_front(split), spanning);
   if (!first || first->anchor != P)
     return std::nullopt;
   // After each block's exit, the chained product: its products on
@@ -293,7 +301,10 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
   // multistage loop, whose staged tile the chained product reads.
   for (Candidate c : first->ranked) {
     const TileParams &q = c.params;
-    if (!q.tensorCore() || q.warpSpecialized || q.Kb != dp.K || q.Nb % 16)
+    if (!q.tensorCore() || q.warpSpecialized || q.Kb != dp.K || q.Nb % 16 ||
+        !std::isfinite(c.bound.timeLowerBound) ||
+        (arch.maxRegsPerThread > 0 &&
+         tensorCoreRegisters(q) > arch.maxRegsPerThread))
       continue;
     // The chain's accumulators, and its B and (at most) the staged tile
     // beside the first product's tiles.
@@ -334,7 +345,8 @@ FusionModel::estimate(llvm::ArrayRef<mlir::Operation *> ops) {
 }
 
 std::optional<GroupEstimate>
-FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops) {
+FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
+                            const std::vector<TileParams> &also) {
   llvm::SmallVector<mlir::Operation *> real;
   llvm::SmallVector<OpDesc> descs;
   for (mlir::Operation *op : ops)
@@ -432,7 +444,13 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops) {
       prologue = true;
       inPlace = inPlace && readInPlace(real[i], a);
     }
-  for (const Candidate &c : sr.kept) {
+  std::vector<Candidate> sets = sr.kept;
+  for (const TileParams &q : also)
+    if (std::none_of(sets.begin(), sets.end(), [&](const Candidate &c) {
+          return paramsText(c.params) == paramsText(q);
+        }))
+      sets.push_back({q, evaluateBound(descs[anchor], q, arch)});
+  for (const Candidate &c : sets) {
     if (prologue && c.params.tensorCore() != inPlace)
       continue;
     FusedExtra extra;

@@ -80,8 +80,10 @@ public:
 
 private:
   /// The estimate without the launch time.
+  /// `also`: sets to rank beside the anchor's kept ones (a chain's).
   std::optional<GroupEstimate>
-  estimateKernel(llvm::ArrayRef<mlir::Operation *> ops);
+  estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
+                 const std::vector<TileParams> &also = {});
   std::optional<GroupEstimate>
   estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
                  llvm::ArrayRef<mlir::Operation *> real,
