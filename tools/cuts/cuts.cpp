@@ -8,6 +8,7 @@
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/ModelLibrary.h"
 #include "compiler/driver/Profiles.h"
+#include "compiler/driver/Search.h"
 #include "compiler/driver/Validate.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/passes/Passes.h"
@@ -477,6 +478,7 @@ int cmdExplain(const std::vector<std::string> &args) {
     return 1;
   eopts.precision = precision.storage;
   eopts.canFuse = cuts::driver::canGenerateGroup; // the groups compile makes
+  eopts.cost = cuts::driver::boundCost;           // at the costs it uses
   auto func = module->lookupSymbol<mlir::func::FuncOp>("main");
   std::string err;
   auto report = cuts::explainFunction(func, *arch, eopts, err);
