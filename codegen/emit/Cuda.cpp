@@ -66,7 +66,7 @@ using dfg::Op;
 // Whether k's blocks loop over its tiles (Kernel::persistentBlocks: a
 // multistage tensor-core loop's variant; ignored elsewhere).
 bool persistentLoop(const Kernel &k) {
-  return k.persistentBlocks > 0 && k.mma && !k.mma->warpSpecialized && !k.chain;
+  return k.persistentBlocks > 0 && k.mma && !k.mma->warpSpecialized;
 }
 
 // Whether k copies its weights' first slices before waiting for other
@@ -288,6 +288,16 @@ int64_t chainOffset(const Kernel &k) {
     bytes = std::max(bytes, c.params.Nb * s->pitch *
                                 elementBytes(c.exit.buffer(s->buffer).type));
   return (bytes + 127) / 128 * 128;
+}
+
+// A persistent chain's staged output tile: past its B (the stages hold the
+// next tile's slices meanwhile). 0 where it has none.
+int64_t chainTileBytes(const Kernel &k) {
+  const Kernel &c = *k.chain;
+  const std::optional<StagedStore> s = stagedStore(c);
+  return s ? c.params.Nb * s->pitch *
+                 elementBytes(c.exit.buffer(s->buffer).type)
+           : 0;
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -851,6 +861,9 @@ private:
   void emitTileBases(const std::string &ind, bool declare);
   /// The buffer of B a slice reads: its stage, or its slice (residentB).
   std::string bSlot = "rs";
+  /// Where a persistent chain's exit stages its tile (bytes; -1: in the
+  /// stages, which it reuses).
+  int64_t stagedAt = -1;
   void emitPersistentPipeline(const std::optional<StagedStore> &staged);
   void emitSliceLoopEnd();
   void emitMmaExit(const std::optional<StagedStore> &staged);
@@ -2528,6 +2541,10 @@ void Emitter::emitChain(bool product) {
   }
   Emitter sub(*top.chain, target);
   sub.setPhase(*top.chain, "t_", "base_");
+  const int64_t bBytes =
+      mmaTiles(*top.chain).bElems * elementBytes(top.chain->mma->operand);
+  if (persistentLoop(top))
+    sub.stagedAt = chainOffset(top) + bBytes;
   if (product)
     sub.emitChainProduct(chainOffset(top), "cuts_ytile");
   else
@@ -2652,6 +2669,8 @@ void Emitter::emitPersistentPipeline(const std::optional<StagedStore> &staged) {
   os << "    cuts_cp_async_commit();\n";
   emitSliceLoopEnd();
   emitMmaExit(staged);
+  if (top.chain)
+    emitChain(true);
   os << "  }\n";
 }
 
@@ -2674,8 +2693,10 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
   } else if (staged) {
     os << "  __syncthreads(); // every product is done with the stages\n";
     // A persistent loop's stages hold the next tile's slices.
-    emitStagedTilePointer(outType,
-                          tileBeside(top, staged) ? mmaTiles(top).bytes : 0);
+    emitStagedTilePointer(outType, stagedAt >= 0 ? stagedAt
+                                   : tileBeside(top, staged)
+                                       ? mmaTiles(top).bytes
+                                       : 0);
     if (staged->operand >= 0)
       emitStagedTileCopy(*staged, k.exit.buffer(staged->operand), false);
   }
@@ -3379,7 +3400,8 @@ LaunchShape launchShape(const Kernel &k) {
   int64_t bytes = k.mma ? mmaSharedBytes(k) : 0;
   if (k.mma && k.chain)
     bytes = chainOffset(k) +
-            mmaTiles(*k.chain).bElems * elementBytes(k.chain->mma->operand);
+            mmaTiles(*k.chain).bElems * elementBytes(k.chain->mma->operand) +
+            (persistentLoop(k) ? chainTileBytes(k) : 0);
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;

@@ -305,8 +305,9 @@ struct Kernel {
   /// A chained product (fuseChained): an mma.sync product whose A is this
   /// kernel's output tile, read from the staged tile after this kernel's
   /// exit has stored it (the block spans every output column), its B
-  /// resident in shared memory from the first slice on. Its tensors (A
-  /// excepted) are among this kernel's.
+  /// resident in shared memory from the first slice on; in a persistent
+  /// loop, after each tile's exit. Its tensors (A excepted) are among this
+  /// kernel's.
   std::shared_ptr<const Kernel> chain;
   /// Whether this kernel's output leaves the chip: with a chain that alone
   /// reads it, it stays in the staged tile.

@@ -196,7 +196,6 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
   for (const TensorArg &t : consumer.tensors)
     k.tensors.push_back(t);
   k.summary += ", chained into " + consumer.summary;
-  k.persistentBlocks = 0; // the chained product follows one tile's exit
   k.chain = std::make_shared<const Kernel>(std::move(consumer));
   return k;
 }

@@ -1380,7 +1380,12 @@ TEST_CASE("a chained product reads its producer's staged tile on the CPU",
     Kernel prefetching = *k, weightsFirst = *k;
     prefetching.prefetch = true; // the residual beside the stages
     weightsFirst.weightB = true;
-    for (const Kernel *kernel : {&*k, &prefetching, &weightsFirst}) {
+    // Persistent: each tile's chain after its exit, the next tile's slices
+    // (and residual) in flight; the first product's B resident too.
+    Kernel persistent = persistentOf(*k), resident = persistentOf(*k, true);
+    REQUIRE(launchShape(*k).blocks > 1);
+    for (const Kernel *kernel :
+         {&*k, &prefetching, &weightsFirst, &persistent, &resident}) {
       std::vector<uint16_t> y, out;
       run(*kernel, y, out);
       // The producer's output is the unchained kernel's, bit for bit.
@@ -1397,7 +1402,9 @@ TEST_CASE("a chained product reads its producer's staged tile on the CPU",
         }
       INFO(N << "x" << H << "x" << W << "x" << C << " -> " << Mid << " -> "
              << Out << (kernel->prefetch ? " prefetch" : "")
-             << (kernel->weightB ? " weights first" : ""));
+             << (kernel->weightB ? " weights first" : "")
+             << (kernel->persistentBlocks ? " persistent" : "")
+             << (kernel->residentB ? ", B resident" : ""));
       CHECK(e.value() <= 5e-3);
     }
     // Where the chain alone reads y, y stays on chip.
@@ -1412,10 +1419,7 @@ TEST_CASE("a chained product reads its producer's staged tile on the CPU",
     const std::string param = "short *__restrict__ Y,";
     CHECK(emitSource(*k).find(param) != std::string::npos);
     CHECK(emitSource(*onChip).find(param) == std::string::npos);
-    // A chained product never runs persistent (it follows one tile's exit).
-    Kernel persistent = *k;
-    persistent.persistentBlocks = 1;
-    CHECK(launchShape(persistent).blocks == launchShape(*k).blocks);
+    CHECK(launchShape(persistent).blocks == launchShape(*k).blocks - 1);
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     compilesWithNvrtc(emitSource(*k), "first", /*withPrelude=*/false,
                       wgmma ? std::vector<const char *>{"sm_90a"}
