@@ -880,6 +880,8 @@ private:
   // `inFlight`: the commit groups of products left running (0 or 1).
   void emitWgmmaSlice(int64_t inFlight);
   void emitWgmmaHold(const char *indent);
+  // The tensor-core accumulators acc[mi][ni][4], zeroed.
+  void emitZeroAccumulators();
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
@@ -2477,14 +2479,8 @@ void Emitter::emitMma() {
     operandPointers("  ");
   if (!wgmma)
     emitLdmatrixBases();
-  os << "  float acc[" << MI << "][" << NI << "][4];\n"
-     << "#pragma unroll\n"
-     << "  for (int i = 0; i < " << MI << "; ++i)\n"
-     << "#pragma unroll\n"
-     << "    for (int j = 0; j < " << NI << "; ++j)\n"
-     << "#pragma unroll\n"
-     << "      for (int e = 0; e < 4; ++e)\n"
-     << "        acc[i][j][e] = 0.0f;\n";
+  os << "  float acc[" << MI << "][" << NI << "][4];\n";
+  emitZeroAccumulators();
   if (prefetchesWeights(k)) { // the operands apart: B before the waits
     for (size_t i = 0; i < ops.size(); ++i) {
       os << "  auto fetch" << (i ? "B" : "A") << " = [&](int st, int k0) {\n";
@@ -2582,15 +2578,9 @@ void Emitter::emitChainProduct(int64_t offset, const std::string &ytile) {
      << "  const int mma_row = wm * " << p.Nb / m.warpsM
      << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   emitLdmatrixBases();
-  os << "  float acc[" << MI << "][" << NI << "][4];\n"
-     << "#pragma unroll\n"
-     << "  for (int i = 0; i < " << MI << "; ++i)\n"
-     << "#pragma unroll\n"
-     << "    for (int j = 0; j < " << NI << "; ++j)\n"
-     << "#pragma unroll\n"
-     << "      for (int e = 0; e < 4; ++e)\n"
-     << "        acc[i][j][e] = 0.0f;\n"
-     << "  const int rs = 0;\n";
+  os << "  float acc[" << MI << "][" << NI << "][4];\n";
+  emitZeroAccumulators();
+  os << "  const int rs = 0;\n";
   bSlot = "0";
   emitMmaSyncSlice();
   emitMmaExit(stagedStore(top));
@@ -2646,15 +2636,9 @@ void Emitter::emitPersistentPipeline(const std::optional<StagedStore> &staged) {
                           mmaTiles(top).bytes);
   os << "  for (long long tile = blockIdx.x; tile < kTileCount; "
         "tile += gridDim.x) {\n"
-     << "  setTile(tile);\n"
-     << "#pragma unroll\n"
-     << "  for (int i = 0; i < " << top.mma->mi << "; ++i)\n"
-     << "#pragma unroll\n"
-     << "    for (int j = 0; j < " << top.mma->ni << "; ++j)\n"
-     << "#pragma unroll\n"
-     << "      for (int e = 0; e < 4; ++e)\n"
-     << "        acc[i][j][e] = 0.0f;\n"
-     << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
+     << "  setTile(tile);\n";
+  emitZeroAccumulators();
+  os << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
      << "    cuts_cp_async_wait<" << ahead - 1 << ">();\n"
      << "    __syncthreads(); // slice i is in; slice i - " << S - ahead
      << " is done with\n"
@@ -3065,6 +3049,16 @@ void Emitter::emitMmaSyncSlice() {
      << "        for (int j = 0; j < " << NI << "; ++j)\n"
      << "          " << mma << "(acc[i][j], a[i], b[j], acc[i][j]);\n"
      << "    }\n";
+}
+
+void Emitter::emitZeroAccumulators() {
+  os << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << top.mma->mi << "; ++i)\n"
+     << "#pragma unroll\n"
+     << "    for (int j = 0; j < " << top.mma->ni << "; ++j)\n"
+     << "#pragma unroll\n"
+     << "      for (int e = 0; e < 4; ++e)\n"
+     << "        acc[i][j][e] = 0.0f;\n";
 }
 
 // Keeps the compiler from moving the accumulators across an asynchronous

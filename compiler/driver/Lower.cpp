@@ -482,6 +482,27 @@ bool isMatMulOp(mlir::Operation *op) {
   return llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(op);
 }
 
+/// Two kernels' fusion `k`: each tensor's graph value from the kernel it came
+/// from, `renamed`'s tensors named with `prefix`.
+GroupKernel joined(codegen::Kernel k, const GroupKernel &plain,
+                   const GroupKernel &renamed, const std::string &prefix,
+                   const char *family) {
+  auto valueOf = [](const GroupKernel &g, const std::string &n) {
+    for (size_t i = 0; i < g.kernel.tensors.size(); ++i)
+      if (g.kernel.tensors[i].name == n)
+        return g.args[i];
+    return mlir::Value();
+  };
+  GroupKernel g;
+  g.family = family;
+  for (const codegen::TensorArg &t : k.tensors)
+    g.args.push_back(t.name.compare(0, prefix.size(), prefix) == 0
+                         ? valueOf(renamed, t.name.substr(prefix.size()))
+                         : valueOf(plain, t.name));
+  g.kernel = std::move(k);
+  return g;
+}
+
 /// A shared-memory-level group: the producer's anchored chain (ops before
 /// the second anchor) and the consumer's (the rest).
 struct SharedAnalysis {
@@ -489,8 +510,11 @@ struct SharedAnalysis {
   size_t split = 0;
 };
 
+/// Both anchored chains of a group with two anchors, where the second
+/// anchor reads the first chain's result as its tiled input (operand 0)
+/// and as nothing else.
 std::optional<SharedAnalysis>
-analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
+analyseAnchorPair(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   SharedAnalysis sa;
   sa.split = secondAnchor(ops);
   auto first = analyse(ops.take_front(sa.split), why);
@@ -500,22 +524,35 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   if (!second)
     return std::nullopt;
   if (!first->anchor) {
-    why = "a shared-memory-level group starts with its producer's anchor";
+    why = "a two-anchor group starts with its first anchor";
     return std::nullopt;
   }
-  mlir::Operation *P = first->anchor, *S = second->anchor;
+  mlir::Operation *S = second->anchor;
+  mlir::Value mid = first->last->getResult(0);
+  for (unsigned i = 0; i < S->getNumOperands(); ++i)
+    if ((S->getOperand(i) == mid) != (i == 0)) {
+      why = opName(S) + " reads the first anchor's result as other than its "
+                        "tiled input";
+      return std::nullopt;
+    }
+  sa.producer = *first;
+  sa.consumer = *second;
+  return sa;
+}
+
+std::optional<SharedAnalysis>
+analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
+  auto pair = analyseAnchorPair(ops, why);
+  if (!pair)
+    return std::nullopt;
+  const Analysis *first = &pair->producer;
+  mlir::Operation *P = first->anchor, *S = pair->consumer.anchor;
   // The intermediate lives in shared memory only: the consumer's anchor is
   // its one reader, through the input it tiles.
   mlir::Value mid = first->last->getResult(0);
   for (mlir::Operation *user : mid.getUsers())
     if (user != S) {
       why = opName(first->last) + "'s result is read outside the kernel";
-      return std::nullopt;
-    }
-  for (unsigned i = 0; i < S->getNumOperands(); ++i)
-    if ((S->getOperand(i) == mid) != (i == 0)) {
-      why = opName(S) + " reads the producer's result as other than its "
-                        "tiled input";
       return std::nullopt;
     }
   auto batched = [](mlir::Operation *op) {
@@ -558,9 +595,7 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
     why = opName(S) + ": a grouped consumer reads channel slices";
     return std::nullopt;
   }
-  sa.producer = *first;
-  sa.consumer = *second;
-  return sa;
+  return pair;
 }
 
 /// A chained product (codegen::fuseChained): two tensor-core products, the
@@ -568,41 +603,28 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
 /// it is stored) as its A, and nothing else of the group.
 std::optional<SharedAnalysis>
 analyseChained(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
-  SharedAnalysis sa;
-  sa.split = secondAnchor(ops);
-  auto first = analyse(ops.take_front(sa.split), why);
-  if (!first)
+  auto pair = analyseAnchorPair(ops, why);
+  if (!pair)
     return std::nullopt;
-  auto second = analyse(ops.drop_front(sa.split), why);
-  if (!second)
-    return std::nullopt;
-  mlir::Operation *P = first->anchor, *S = second->anchor;
+  mlir::Operation *P = pair->producer.anchor, *S = pair->consumer.anchor;
   auto product = [](mlir::Operation *op) {
     if (auto conv = llvm::dyn_cast<ConvOp>(op))
       return conv.getChannelsLast() && conv.getGroup() == 1;
     return llvm::isa<ConvSumOp>(op) || isMatMulOp(op);
   };
-  if (!P || !product(P) || !product(S)) {
+  if (!product(P) || !product(S)) {
     why = "a chained product joins two tensor-core products (channels-last "
           "convs, conv_sums, matmuls)";
     return std::nullopt;
   }
-  mlir::Value mid = first->last->getResult(0);
-  for (unsigned i = 0; i < S->getNumOperands(); ++i)
-    if ((S->getOperand(i) == mid) != (i == 0)) {
-      why = opName(S) + " reads the first product's result as other than "
-                        "its A";
-      return std::nullopt;
-    }
   // fp32 tiles go to shared-memory-level fusion (the model's split too).
-  const mlir::Type t = typeOf(mid).getElementType();
+  const mlir::Type t =
+      typeOf(pair->producer.last->getResult(0)).getElementType();
   if (!t.isF16() && !t.isBF16()) {
     why = "a chained product passes fp16 or bf16 tiles";
     return std::nullopt;
   }
-  sa.producer = *first;
-  sa.consumer = *second;
-  return sa;
+  return pair;
 }
 
 /// Collects the graph values of a kernel's tensors by name.
@@ -1355,22 +1377,7 @@ std::optional<GroupKernel> lowerShared(llvm::ArrayRef<mlir::Operation *> ops,
   auto k = codegen::fuseShared(pre->kernel, post->kernel, input, error);
   if (!k)
     return std::nullopt;
-  // Each tensor's graph value, from the phase it came from.
-  auto valueOf = [](const GroupKernel &g, const std::string &n) {
-    for (size_t i = 0; i < g.kernel.tensors.size(); ++i)
-      if (g.kernel.tensors[i].name == n)
-        return g.args[i];
-    return mlir::Value();
-  };
-  GroupKernel g;
-  g.family = "fused";
-  std::string prefix = codegen::kProducerPrefix;
-  for (const codegen::TensorArg &t : k->tensors)
-    g.args.push_back(t.name.compare(0, prefix.size(), prefix) == 0
-                         ? valueOf(*pre, t.name.substr(prefix.size()))
-                         : valueOf(*post, t.name));
-  g.kernel = std::move(*k);
-  return g;
+  return joined(std::move(*k), *post, *pre, codegen::kProducerPrefix, "fused");
 }
 
 /// A chained product's kernel: the first product tiled by `p`, the second
@@ -1406,21 +1413,7 @@ std::optional<GroupKernel> lowerChained(llvm::ArrayRef<mlir::Operation *> ops,
   auto k = codegen::fuseChained(pre->kernel, post->kernel, "A", error, shared);
   if (!k)
     return std::nullopt;
-  auto valueOf = [](const GroupKernel &g, const std::string &n) {
-    for (size_t i = 0; i < g.kernel.tensors.size(); ++i)
-      if (g.kernel.tensors[i].name == n)
-        return g.args[i];
-    return mlir::Value();
-  };
-  GroupKernel g;
-  g.family = "chain";
-  const std::string prefix = codegen::kChainPrefix;
-  for (const codegen::TensorArg &t : k->tensors)
-    g.args.push_back(t.name.compare(0, prefix.size(), prefix) == 0
-                         ? valueOf(*post, t.name.substr(prefix.size()))
-                         : valueOf(*pre, t.name));
-  g.kernel = std::move(*k);
-  return g;
+  return joined(std::move(*k), *pre, *post, codegen::kChainPrefix, "chain");
 }
 
 } // namespace

@@ -99,8 +99,8 @@ bool measureRound(const std::vector<tune::Candidate> &pending,
 
 } // namespace
 
-// A chained product is chosen only by measurement: on an H200 every one the
-// tuner timed lost to its two kernels apart (their chained part ran
+// A chained product is chosen only by measurement: on an H200 all but one
+// the tuner timed lost to their two kernels apart (their chained part ran
 // latency-bound, which the bound does not price). The model checks a
 // shared pair's shapes, not its tile layouts.
 double boundCost(llvm::ArrayRef<mlir::Operation *> ops,
