@@ -272,8 +272,9 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
       !reaches(P, S, group))
     return std::nullopt;
   // The first product's group (S and what follows it are the chain's),
-  // ranked with every tensor-core set whose blocks span its columns: the
-  // anchor's pruning keeps few of those.
+  // ranked over every tensor-core set whose blocks span its columns, on a
+  // multistage loop (the anchor's pruning keeps few of those), whose staged
+  // tile the chained product reads.
   std::vector<TileParams> spanning;
   forEachTensorCoreParams(dp, arch, [&](const TileParams &q) {
     if (q.Kb == dp.K && !q.warpSpecialized && q.Nb % 16 == 0)
@@ -281,7 +282,7 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
   });
   const size_t split = size_t(llvm::find(ops, S) - ops.begin());
   std::optional<GroupEstimate> first =
-      estimateKernel(ops.take_front(split), spanning);
+      estimateKernel(ops.take_front(split), &spanning);
   if (!first || first->anchor != P)
     return std::nullopt;
   // After each block's exit, the chained product: its products on
@@ -306,18 +307,15 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
   g.fusion = "chain";
   g.ranked.clear();
   g.time = INFINITY;
-  // Blocks spanning every column of the first product's output, on a
-  // multistage loop, whose staged tile the chained product reads.
+  // The chain's accumulators, and its B and (at most) the staged tile
+  // beside the first product's tiles, must fit.
+  const int64_t cols = (ds.K + 15) / 16 * 16;
   for (Candidate c : first->ranked) {
     const TileParams &q = c.params;
-    if (!q.tensorCore() || q.warpSpecialized || q.Kb != dp.K || q.Nb % 16 ||
-        !std::isfinite(c.bound.timeLowerBound) ||
+    if (!std::isfinite(c.bound.timeLowerBound) ||
         (arch.maxRegsPerThread > 0 &&
          tensorCoreRegisters(q) > arch.maxRegsPerThread))
       continue;
-    // The chain's accumulators, and its B and (at most) the staged tile
-    // beside the first product's tiles.
-    const int64_t cols = (ds.K + 15) / 16 * 16;
     const int64_t shared = tensorCoreSharedBytes(dp, q) +
                            (cols + q.Nb) * (ds.C + 8) * ds.elementBytes;
     if (q.Nb * cols / q.threads() > kChainAccumulators ||
@@ -351,7 +349,7 @@ FusionModel::estimate(llvm::ArrayRef<mlir::Operation *> ops) {
 
 std::optional<GroupEstimate>
 FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
-                            const std::vector<TileParams> &also) {
+                            const std::vector<TileParams> *only) {
   llvm::SmallVector<mlir::Operation *> real;
   llvm::SmallVector<OpDesc> descs;
   for (mlir::Operation *op : ops)
@@ -449,13 +447,11 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
       prologue = true;
       inPlace = inPlace && readInPlace(real[i], a);
     }
-  std::vector<Candidate> sets = sr.kept;
-  for (const TileParams &q : also)
-    if (std::none_of(sets.begin(), sets.end(), [&](const Candidate &c) {
-          return paramsText(c.params) == paramsText(q);
-        }))
-      sets.push_back({q, evaluateBound(descs[anchor], q, arch)});
-  for (const Candidate &c : sets) {
+  std::vector<Candidate> given;
+  if (only)
+    for (const TileParams &q : *only)
+      given.push_back({q, evaluateBound(descs[anchor], q, arch)});
+  for (const Candidate &c : only ? given : sr.kept) {
     if (prologue && c.params.tensorCore() != inPlace)
       continue;
     FusedExtra extra;

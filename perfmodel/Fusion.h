@@ -79,11 +79,11 @@ public:
   const GpuArch &target() const { return arch; }
 
 private:
-  /// The estimate without the launch time.
-  /// `also`: sets to rank beside the anchor's kept ones (a chain's).
+  /// The estimate without the launch time, ranking the anchor's kept sets
+  /// or, where given, `only` these (a chain's).
   std::optional<GroupEstimate>
   estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
-                 const std::vector<TileParams> &also = {});
+                 const std::vector<TileParams> *only = nullptr);
   std::optional<GroupEstimate>
   estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
                  llvm::ArrayRef<mlir::Operation *> real,
