@@ -260,12 +260,15 @@ bool persistentOperand(const Kernel &k, const std::optional<StagedStore> &s) {
   return persistentLoop(k) && prefetchable(k, s);
 }
 
+// The bytes of k's staged tile s.
+int64_t stagedTileBytes(const Kernel &k, const StagedStore &s) {
+  return k.params.Nb * s.pitch * elementBytes(k.exit.buffer(s.buffer).type);
+}
+
 // Whether k's staged tile lies beside the stages rather than in them.
 bool tileBeside(const Kernel &k, const std::optional<StagedStore> &s) {
   return s && (earlyOperand(k, s) || persistentLoop(k) ||
-               (k.chain && k.params.Nb * s->pitch *
-                                   elementBytes(k.exit.buffer(s->buffer).type) >
-                               mmaTiles(k).stageBytes));
+               (k.chain && stagedTileBytes(k, *s) > mmaTiles(k).stageBytes));
 }
 
 // The shared memory of k's tensor-core loop and staged tiles, a chained
@@ -273,31 +276,28 @@ bool tileBeside(const Kernel &k, const std::optional<StagedStore> &s) {
 int64_t mmaSharedBytes(const Kernel &k) {
   int64_t bytes = mmaTiles(k).bytes;
   if (std::optional<StagedStore> s = stagedStore(k); tileBeside(k, s))
-    bytes +=
-        k.params.Nb * s->pitch * elementBytes(k.exit.buffer(s->buffer).type);
+    bytes += stagedTileBytes(k, *s);
   return bytes;
 }
 
-// Where a chained product's B lies (Kernel::chain): past the producer's
-// tiles and past the chain's staged output tile, which reuses the stages'
-// memory from offset 0.
-int64_t chainOffset(const Kernel &k) {
-  int64_t bytes = mmaSharedBytes(k);
-  const Kernel &c = *k.chain;
-  if (std::optional<StagedStore> s = stagedStore(c))
-    bytes = std::max(bytes, c.params.Nb * s->pitch *
-                                elementBytes(c.exit.buffer(s->buffer).type));
-  return (bytes + 127) / 128 * 128;
+// A chained product's staged output tile (0 where it has none).
+int64_t chainTileBytes(const Kernel &k) {
+  const std::optional<StagedStore> s = stagedStore(*k.chain);
+  return s ? stagedTileBytes(*k.chain, *s) : 0;
 }
 
-// A persistent chain's staged output tile: past its B (the stages hold the
-// next tile's slices meanwhile). 0 where it has none.
-int64_t chainTileBytes(const Kernel &k) {
-  const Kernel &c = *k.chain;
-  const std::optional<StagedStore> s = stagedStore(c);
-  return s ? c.params.Nb * s->pitch *
-                 elementBytes(c.exit.buffer(s->buffer).type)
-           : 0;
+// A chained product's B: N x K, every column and all of K.
+int64_t chainBBytes(const Kernel &k) {
+  return mmaTiles(*k.chain).bElems * elementBytes(k.chain->mma->operand);
+}
+
+// Where a chained product's B lies (Kernel::chain): past the producer's
+// tiles and past the chain's staged tile, which reuses the stages' memory
+// from offset 0 (a persistent chain's lies past B: the stages hold the next
+// tile's slices meanwhile).
+int64_t chainOffset(const Kernel &k) {
+  const int64_t bytes = std::max(mmaSharedBytes(k), chainTileBytes(k));
+  return (bytes + 127) / 128 * 128;
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -2537,14 +2537,13 @@ void Emitter::emitChain(bool product) {
   }
   Emitter sub(*top.chain, target);
   sub.setPhase(*top.chain, "t_", "base_");
-  const int64_t bBytes =
-      mmaTiles(*top.chain).bElems * elementBytes(top.chain->mma->operand);
+  const int64_t offset = chainOffset(top);
   if (persistentLoop(top))
-    sub.stagedAt = chainOffset(top) + bBytes;
+    sub.stagedAt = offset + chainBBytes(top);
   if (product)
-    sub.emitChainProduct(chainOffset(top), "cuts_ytile");
+    sub.emitChainProduct(offset, "cuts_ytile");
   else
-    sub.emitChainCopies(chainOffset(top));
+    sub.emitChainCopies(offset);
   os << sub.os.str();
 }
 
@@ -3393,8 +3392,7 @@ LaunchShape launchShape(const Kernel &k) {
   int64_t stages = k.prefetch ? 2 : 1;
   int64_t bytes = k.mma ? mmaSharedBytes(k) : 0;
   if (k.mma && k.chain)
-    bytes = chainOffset(k) +
-            mmaTiles(*k.chain).bElems * elementBytes(k.chain->mma->operand) +
+    bytes = chainOffset(k) + chainBBytes(k) +
             (persistentLoop(k) ? chainTileBytes(k) : 0);
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
