@@ -3,6 +3,8 @@
 
 #include "perfmodel/Describe.h"
 
+#include "cuts/Dialect/Cuts/CutsOps.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <algorithm>
@@ -337,6 +339,61 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
 }
 
 std::optional<GroupEstimate>
+FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
+                            llvm::ArrayRef<mlir::Operation *> real,
+                            llvm::ArrayRef<OpDesc> descs, int pred, int succ) {
+  mlir::Operation *P = real[pred], *S = real[succ];
+  const OpDesc &dp = descs[pred], &ds = descs[succ];
+  llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
+  if (!dp.im2col || dp.IC2 || dp.elementBytes != 2 ||
+      !llvm::isa<MaxPoolOp>(S) || !ds.channelsLast || ds.IH != dp.OH ||
+      ds.IW != dp.OW || !reaches(P, S, group) || S != ops.back())
+    return std::nullopt;
+  // The conv's result stays on chip: the pooling alone reads it.
+  for (mlir::Value v : S->getOperands())
+    if (auto *def = v.getDefiningOp(); def && group.contains(def))
+      for (mlir::Operation *user : v.getUsers())
+        if (user != S)
+          return std::nullopt;
+  const size_t split = size_t(llvm::find(ops, S) - ops.begin());
+  std::optional<GroupEstimate> first = estimateKernel(ops.take_front(split));
+  if (!first || first->anchor != P)
+    return std::nullopt;
+  // Each set's blocks compute boxes of conv pixels, halos included
+  // (poolBox): its bound scaled by the rows it then computes. The conv
+  // output's stores it saves are not taken off, so the bound stays above
+  // what the kernel can reach; pooling from shared memory is a few
+  // loads a pixel.
+  GroupEstimate g = *first;
+  g.fusion = "pooled";
+  g.ranked.clear();
+  g.time = INFINITY;
+  const int64_t images = dp.N / (dp.OH * dp.OW);
+  for (Candidate c : first->ranked) {
+    const TileParams &q = c.params;
+    std::optional<PoolBox> box =
+        q.tensorCore() ? poolBox(ds, q.Nb) : std::nullopt;
+    // The staged tile (rows padded by 16 bytes) lies in the stages.
+    if (!box || !std::isfinite(c.bound.timeLowerBound) ||
+        q.Nb * (q.Kb + 8) * dp.elementBytes > tensorCoreSharedBytes(dp, q))
+      continue;
+    c.bound.timeLowerBound *=
+        double(box->gemmRows(images, q.Nb)) / double(dp.N);
+    g.ranked.push_back(c);
+  }
+  if (g.ranked.empty())
+    return std::nullopt;
+  std::stable_sort(g.ranked.begin(), g.ranked.end(),
+                   [](const Candidate &x, const Candidate &y) {
+                     return x.bound.timeLowerBound < y.bound.timeLowerBound;
+                   });
+  g.kept = int64_t(g.ranked.size());
+  g.best = g.ranked.front();
+  g.time = g.best.bound.timeLowerBound;
+  return g;
+}
+
+std::optional<GroupEstimate>
 FusionModel::estimate(llvm::ArrayRef<mlir::Operation *> ops) {
   std::optional<GroupEstimate> g = estimateKernel(ops);
   // Each kernel takes at least the launch time of a graph node, even when
@@ -393,6 +450,8 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
         (first < 0 ? first : second) = int(i);
     if (auto shared = estimateShared(ops, real, descs, first, second))
       return shared;
+    if (auto pooled = estimatePooled(ops, real, descs, first, second))
+      return pooled;
     return estimateChain(ops, real, descs, first, second);
   }
 

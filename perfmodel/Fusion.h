@@ -23,6 +23,11 @@
 // (with its register-fused ops) plus the second's products on mma.sync and
 // its output's stores at their rooflines.
 //
+// A pooled implicit GEMM: a channels-last conv whose blocks compute boxes of
+// output pixels, each holding a tile of a max pooling's windows (halos
+// recomputed), pools its staged tile; the conv's output never leaves the
+// chip. Its bound is the conv group's on the rows the boxes add up to.
+//
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_PERFMODEL_FUSION_H
 #define CUTS_PERFMODEL_FUSION_H
@@ -42,7 +47,9 @@ namespace cuts {
 struct GroupEstimate {
   // "none" (one op), "register", "shared" (shared-memory level), "chain"
   // (a chained product: anchor, best and ranked are its first product's,
-  // the bounds the chain's), or "view" (no kernel).
+  // the bounds the chain's), "pooled" (a conv's group and a pooling of its
+  // staged tile: anchor, best and ranked the conv's, the bounds the
+  // kernel's), or "view" (no kernel).
   std::string fusion;
   mlir::Operation *anchor = nullptr;
   OpDesc anchorDesc;
@@ -95,6 +102,13 @@ private:
   estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
                 llvm::ArrayRef<mlir::Operation *> real,
                 llvm::ArrayRef<OpDesc> descs, int pred, int succ);
+  /// A pooled implicit GEMM: a channels-last conv's register-fused group on
+  /// 16-bit tensor cores whose blocks compute boxes of pixels (PoolBox),
+  /// then a max pooling of its staged tile (codegen's fusePooled).
+  std::optional<GroupEstimate>
+  estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
+                 llvm::ArrayRef<mlir::Operation *> real,
+                 llvm::ArrayRef<OpDesc> descs, int pred, int succ);
   /// A shared-memory-level successor's sets: the best of each block its
   /// predecessor could be asked to compute (bestPerBlockKey), memoised.
   const SearchResult &searchOnChip(const OpDesc &d);

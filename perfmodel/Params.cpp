@@ -235,6 +235,31 @@ OpDesc describeRows(int64_t rows, int64_t length, double comp) {
   return d;
 }
 
+std::optional<PoolBox> poolBox(const OpDesc &pool, int64_t rows) {
+  if (pool.kind != OpKind::Pool || pool.DH != 1 || pool.DW != 1)
+    return std::nullopt;
+  std::optional<PoolBox> best;
+  for (int64_t th = 1; th <= pool.H; ++th) {
+    const int64_t bh = (th - 1) * pool.SH + pool.FH;
+    if (bh > rows)
+      break;
+    // The widest tile whose box fits in the rows.
+    const int64_t bwMax = rows / bh;
+    if (bwMax < pool.FW)
+      break;
+    const int64_t tw = std::min(pool.W, (bwMax - pool.FW) / pool.SW + 1);
+    PoolBox b;
+    b.tileH = th, b.tileW = tw;
+    b.boxH = bh, b.boxW = (tw - 1) * pool.SW + pool.FW;
+    b.tilesH = (pool.H + th - 1) / th, b.tilesW = (pool.W + tw - 1) / tw;
+    const int64_t tiles = b.tilesH * b.tilesW;
+    if (!best || tiles < best->tilesH * best->tilesW ||
+        (tiles == best->tilesH * best->tilesW && tw > best->tileW))
+      best = b;
+  }
+  return best;
+}
+
 TileParams smallestParams(const OpDesc &d) {
   TileParams p;
   p.Cin = d.kind == OpKind::Reduction ? d.C : 1;

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -223,6 +224,24 @@ OpDesc describeElementwise(const std::vector<int64_t> &y, int inputs);
 /// A reduction over `rows` rows of `length` elements, `comp` operations an
 /// element (softmax 5, layer normalisation 6: Describe.cpp).
 OpDesc describeRows(int64_t rows, int64_t length, double comp = 1);
+
+/// The conv output pixels a block of an implicit GEMM computes for a
+/// pooling fused after it (codegen's PooledExit): a boxH x boxW box holding
+/// the windows of a tileH x tileW tile of pooled outputs, halos included
+/// (recomputed by the neighbouring tiles' blocks too); tilesH x tilesW
+/// tiles an image.
+struct PoolBox {
+  int64_t tileH = 1, tileW = 1, boxH = 1, boxW = 1, tilesH = 1, tilesW = 1;
+  /// The implicit GEMM's rows: a block of `rows` a tile.
+  int64_t gemmRows(int64_t images, int64_t rows) const {
+    return images * tilesH * tilesW * rows;
+  }
+};
+/// The box for pooling `pool` (describePool's) in blocks of `rows` rows
+/// with the fewest tiles an image, the fewest rows in all (ties: the wider
+/// tile, whose stores run longer); nullopt where not one window fits or
+/// the pooling dilates.
+std::optional<PoolBox> poolBox(const OpDesc &pool, int64_t rows);
 
 /// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's
 /// time grows with the source: a fused ResNet-50 conv with C_input 64 and

@@ -885,6 +885,9 @@ private:
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
+  void emitPooledSlots(const MmaOperand &o, int64_t count, int64_t perPass,
+                       bool wide);
+  void emitPooledStores(const StagedStore &s, const dfg::Buffer &out);
   void emitConvSumSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
   /// A chained product (Kernel::chain), emitted by an Emitter of the chain
@@ -2283,8 +2286,12 @@ void Emitter::emitIm2colSlots(const MmaOperand &o, int64_t count,
   os << "  " << (wide ? "long long " : "int ") << o.x << "_off[" << count
      << "];\n"
      << "  int " << o.x << "_ih[" << count << "], " << o.x << "_iw[" << count
-     << "];\n"
-     << "#pragma unroll\n"
+     << "];\n";
+  if (top.pooled) {
+    emitPooledSlots(o, count, perPass, wide);
+    return;
+  }
+  os << "#pragma unroll\n"
      << "  for (int i = 0; i < " << count << "; ++i) {\n"
      << "    const int row = " << o.rowBase << " + " << o.x << "_r + i * "
      << perPass << ", q = row % " << pixels << ";\n"
@@ -2321,6 +2328,108 @@ void Emitter::emitConvSumSlots(const MmaOperand &o, int64_t count,
      << "(row / " << pixels << ") * " << d.IH2 << " + q / " << d.OW << " * "
      << d.SH2 << ") * " << d.IW2 << " + q % " << d.OW << " * " << d.SW2
      << ") * " << d.IC2 << " + " << o.x << "_e;\n"
+     << "  }\n";
+}
+
+// A pooled implicit GEMM's rows (Kernel::pooled): row r of block b is
+// pixel (r / boxW, r % boxW) of the box of b's tile, rows past the box
+// out of range.
+void Emitter::emitPooledSlots(const MmaOperand &o, int64_t count,
+                              int64_t perPass, bool wide) {
+  const OpDesc &d = *o.im2col, &pool = top.pooled->pool;
+  const PoolBox &b = top.pooled->box;
+  const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
+  os << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << count << "; ++i) {\n"
+     << "    const long long row = " << o.rowBase << " + " << o.x << "_r + i * "
+     << perPass << ";\n"
+     << "    const int r = int(row % " << rows << "), t = int(row / " << rows
+     << " % " << tiles << "), image = int(row / " << rows * tiles << ");\n"
+     << "    const int oh = t / " << b.tilesW << " * " << b.tileH * pool.SH
+     << " - " << pool.PH << " + r / " << b.boxW << ";\n"
+     << "    const int ow = t % " << b.tilesW << " * " << b.tileW * pool.SW
+     << " - " << pool.PW << " + r % " << b.boxW << ";\n"
+     << "    const int ih = oh * " << d.SH << " - " << d.PH << ";\n"
+     << "    " << o.x << "_iw[i] = ow * " << d.SW << " - " << d.PW << ";\n"
+     << "    " << o.x << "_off[i] = ((" << (wide ? "(long long)" : "")
+     << "image * " << d.IH << " + ih) * " << d.IW << " + " << o.x
+     << "_iw[i]) * " << d.IC
+     << (d.im2colChunks(top.params.Cin) ? "" : std::string(" + ") + o.x + "_e")
+     << ";\n"
+     << "    " << o.x << "_ih[i] = r < " << b.boxH * b.boxW
+     << " ? ih : -(1 << 20);\n"
+     << "  }\n";
+}
+
+// A pooled kernel's stores (Kernel::pooled): each thread takes 16 bytes of
+// channels of a pooled output at a time and reduces its window's pixels
+// inside the conv's output from the staged tile.
+void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
+  const OpDesc &pool = top.pooled->pool;
+  const PoolBox &b = top.pooled->box;
+  const TileParams &p = top.params;
+  const int64_t perRow = p.Kb / s.chunk, tiles = b.tilesH * b.tilesW;
+  const dfg::Type t = out.type;
+  std::string name;
+  for (const TensorArg &a : top.tensors)
+    if (a.output)
+      name = a.name;
+  os << "  __syncthreads(); // the tile is in\n"
+     << "  {\n"
+     << "    const int t = int(base_n / " << p.Nb << " % " << tiles
+     << "), image = int(base_n / " << p.Nb * tiles << ");\n"
+     << "    const int y0 = t / " << b.tilesW << " * " << b.tileH
+     << ", x0 = t % " << b.tilesW << " * " << b.tileW << ";\n"
+     << "    for (int c = tid; c < " << b.tileH * b.tileW * perRow
+     << "; c += kThreads) {\n"
+     << "      const int o = c / " << perRow << ", q = c % " << perRow << " * "
+     << s.chunk << ";\n"
+     << "      const int y = y0 + o / " << b.tileW << ", x = x0 + o % "
+     << b.tileW << ";\n"
+     << "      if (y >= " << pool.H << " || x >= " << pool.W
+     << " || base_k + q >= " << pool.K << ")\n"
+     << "        continue;\n"
+     << "      float m[" << s.chunk << "];\n"
+     << "#pragma unroll\n"
+     << "      for (int j = 0; j < " << s.chunk << "; ++j)\n"
+     << "        m[j] = " << num(-INFINITY) << ";\n"
+     << "#pragma unroll\n"
+     << "      for (int fy = 0; fy < " << pool.FH << "; ++fy)\n"
+     << "#pragma unroll\n"
+     << "        for (int fx = 0; fx < " << pool.FW << "; ++fx) {\n"
+     << "          const int r = o / " << b.tileW << " * " << pool.SH
+     << " + fy, col = o % " << b.tileW << " * " << pool.SW << " + fx;\n"
+     << "          if (unsigned(y0 * " << pool.SH << " - " << pool.PH
+     << " + r) >= " << pool.IH << "u || unsigned(x0 * " << pool.SW << " - "
+     << pool.PW << " + col) >= " << pool.IW << "u)\n"
+     << "            continue; // outside the conv's output\n"
+     << "          const uint4 v = *reinterpret_cast<const uint4 *>("
+     << "&cuts_ytile[(r * " << b.boxW << " + col) * " << s.pitch << " + q]);\n";
+  static const char lane[] = "xyzw";
+  std::vector<std::string> raw;
+  for (int64_t j = 0; j < s.chunk; ++j) {
+    const std::string m = "m[" + std::to_string(j) + "]";
+    const std::string x =
+        t == dfg::Type::F32 ? std::string("__uint_as_float(v.") + lane[j] + ")"
+                            : unpack16(t, "v", 4, size_t(j));
+    os << "          " << m << " = fmaxf(" << m << ", " << x << ");\n";
+    raw.push_back(t == dfg::Type::F32 ? "__float_as_uint(" + m + ")"
+                                      : narrow(t, m));
+  }
+  std::string packed = "make_uint4(";
+  if (t == dfg::Type::F32)
+    for (size_t j = 0; j < raw.size(); ++j)
+      packed += (j ? ", " : "") + raw[j];
+  packed = t == dfg::Type::F32 ? packed + ")" : pack16(raw);
+  const std::string dst = "reinterpret_cast<uint4 *>(&" + name + "[((image * " +
+                          std::to_string(pool.H) + "LL + y) * " +
+                          std::to_string(pool.W) + " + x) * " +
+                          std::to_string(pool.K) + " + base_k + q])";
+  os << "        }\n"
+     << "      "
+     << (target == Target::Cuda ? "__stwb(" + dst + ", " + packed + ");"
+                                : "*" + dst + " = " + packed + ";")
+     << "\n    }\n"
      << "  }\n";
 }
 
@@ -2396,7 +2505,7 @@ void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
   if (o.im2col) { // the window position and channels of slice k0
     const OpDesc &d = *o.im2col;
     in.clear();
-    if (!windowsInside(d))
+    if (!windowsInside(d) || top.pooled)
       in.push_back(std::string("unsigned(") + o.x + "_ih[i] + dh) < " +
                    std::to_string(d.IH) + "u && unsigned(" + o.x +
                    "_iw[i] + dw) < " + std::to_string(d.IW) + "u");
@@ -2514,6 +2623,9 @@ void Emitter::emitMma() {
   }
   os << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
   const std::optional<StagedStore> staged = stagedStore(k);
+  if (k.pooled && (persistentLoop(k) || !staged || staged->operand >= 0))
+    os << "#error \"a pooled kernel stages its own tile, one tile a "
+          "block\"\n";
   if (k.chain)
     emitChain(false);
   if (m.warpSpecialized) {
@@ -2719,7 +2831,9 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
   emitGraph(exit, in);
   if (m.warpSpecialized)
     os << "  }\n";
-  if (k.storesOutput)
+  if (k.pooled)
+    emitPooledStores(*staged, out);
+  else if (k.storesOutput)
     emitStagedTileCopy(*staged, out, true);
   else // a chained product alone reads it
     os << "  __syncthreads(); // the tile is in\n";
@@ -3380,6 +3494,11 @@ bool keepsB(const Kernel &k) { return residentB(k); }
 
 bool stagesOutput(const Kernel &k) {
   return k.mma && !k.mma->warpSpecialized && stagedStore(k).has_value();
+}
+
+bool poolsStagedTile(const Kernel &k) {
+  const std::optional<StagedStore> s = k.mma ? stagedStore(k) : std::nullopt;
+  return s && s->operand < 0 && !persistentLoop(k);
 }
 
 bool prefetchesOperand(const Kernel &k) {

@@ -75,6 +75,11 @@ bool keepsB(const Kernel &kernel);
 /// staged shared tile, which a chained product (Kernel::chain) reads.
 bool stagesOutput(const Kernel &kernel);
 
+/// Whether a tensor-core kernel's exit stages its output alone (no operand
+/// read into the tile), one tile a block: what a fused pooling
+/// (Kernel::pooled) reduces.
+bool poolsStagedTile(const Kernel &kernel);
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_H

@@ -237,6 +237,17 @@ struct TileWait {
   sync::Policy policy;
 };
 
+/// A max pooling fused after an implicit GEMM's exit (fusePooled, the
+/// tensor-core form of a conv -> pooling pair at the shared-memory level):
+/// each block computes `box`'s conv output pixels (its first boxH x boxW
+/// rows; the others read nothing and are not pooled) and pools them from
+/// its staged tile. Block b is tile (b / tilesW % tilesH, b % tilesW) of
+/// image b / (tilesH x tilesW).
+struct PooledExit {
+  OpDesc pool; // its window, output H x W and input (the conv's) IH x IW
+  PoolBox box;
+};
+
 struct Kernel {
   std::string name;
   std::string summary; // ops and parameters, for the header comment
@@ -312,6 +323,8 @@ struct Kernel {
   /// Whether this kernel's output leaves the chip: with a chain that alone
   /// reads it, it stays in the staged tile.
   bool storesOutput = true;
+  /// A pooling of the staged tile stored in place of the output.
+  std::optional<PooledExit> pooled;
 };
 
 /// The most rounds of thread tiles a shared-memory-level producer is

@@ -200,4 +200,44 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
   return k;
 }
 
+std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool,
+                                 std::string &error) {
+  const OpDesc &d = conv.desc;
+  if (!conv.mma || !d.im2col || d.IC2 || conv.chain || conv.producer ||
+      conv.persistentBlocks || conv.post || !conv.waits.empty()) {
+    error = "a pooling fuses after one implicit GEMM's exit (a conv on "
+            "tensor cores)";
+    return std::nullopt;
+  }
+  const int64_t images = d.N / (d.OH * d.OW);
+  if (pool.kind != OpKind::Pool || pool.IH != d.OH || pool.IW != d.OW ||
+      pool.K != d.K || pool.N != images) {
+    error = "the pooling does not read the conv's output";
+    return std::nullopt;
+  }
+  std::optional<PoolBox> box = poolBox(pool, conv.params.Nb);
+  if (!box) {
+    error = "no window of the pooling fits in a block of " +
+            std::to_string(conv.params.Nb) + " rows";
+    return std::nullopt;
+  }
+  int out = -1;
+  for (size_t i = 0; i < conv.tensors.size(); ++i)
+    if (conv.tensors[i].output)
+      out = out < 0 ? int(i) : -2;
+  if (out < 0) {
+    error = "the conv must store one output";
+    return std::nullopt;
+  }
+  conv.tensors[size_t(out)].shape = {images, pool.H, pool.W, pool.K};
+  conv.desc.N = box->gemmRows(images, conv.params.Nb);
+  conv.pooled = PooledExit{pool, *box};
+  conv.summary += ", max pool " + std::to_string(pool.FH) + "x" +
+                  std::to_string(pool.FW) + " stride " +
+                  std::to_string(pool.SH) + " of " + std::to_string(box->boxH) +
+                  "x" + std::to_string(box->boxW) + " pixels a block into " +
+                  std::to_string(box->tileH) + "x" + std::to_string(box->tileW);
+  return conv;
+}
+
 } // namespace cuts::codegen

@@ -11,7 +11,9 @@
 // every column of its output, which it stores (others read it too) through
 // its staged tile; a second product whose A is that output then takes its
 // tile from there, with no global round trip (a ResNet block's last 1 x 1
-// conv and residual, then the next block's first 1 x 1 conv).
+// conv and residual, then the next block's first 1 x 1 conv). A pooling
+// after an implicit GEMM pools the GEMM's staged tile instead (a ResNet
+// stem and its max pool: the stem's output never leaves the chip).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_CODEGEN_OPS_SHAREDFUSION_H
@@ -55,6 +57,15 @@ std::optional<TileParams> chainParams(const TileParams &producer,
 std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
                                   const std::string &input, std::string &error,
                                   bool storeFirst = true);
+
+/// Fuses a max pooling (`pool`, describePool's, channels-last) after
+/// `conv`, an implicit GEMM whose exit stages its output tile (stagesOutput):
+/// each block computes a PoolBox of conv pixels, halos included, and
+/// stores the pooled tile from its staged tile instead of the conv's
+/// output (Kernel::pooled), which never leaves the chip. The kernel's output
+/// becomes the pooling's, images x H x W x channels.
+std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool,
+                                 std::string &error);
 
 } // namespace cuts::codegen
 

@@ -108,9 +108,9 @@ std::optional<Dependence> dependence(const Kernel &producer,
     return std::nullopt;
   };
   if (producer.vec || consumer.vec || producer.producer || consumer.producer ||
-      producer.chain || consumer.chain)
-    return fail("a channel-vector, shared-memory-fused or chained kernel (its "
-                "tile maps are not followed yet)");
+      producer.chain || consumer.chain || producer.pooled || consumer.pooled)
+    return fail("a channel-vector, shared-memory-fused, chained or pooled "
+                "kernel (its tile maps are not followed yet)");
   // A warp-specialised loop's copying warps return before the post.
   if (producer.mma && producer.mma->warpSpecialized)
     return fail("a warp-specialised producer");

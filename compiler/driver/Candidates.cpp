@@ -104,8 +104,9 @@ std::optional<GroupKernel> CandidateTable::persistentVariant(
   const GpuArch &a = opts.arch;
   const int64_t slices = (k.desc.C + p.Cin - 1) / p.Cin;
   const int64_t tiles = codegen::launchShape(k).blocks;
-  if (!k.mma || k.mma->warpSpecialized || slices > kPersistentSlices ||
-      a.numSM <= 0 || a.maxSharedPerBlock <= 0 || tiles < 2 * a.numSM)
+  if (!k.mma || k.mma->warpSpecialized || k.pooled ||
+      slices > kPersistentSlices || a.numSM <= 0 || a.maxSharedPerBlock <= 0 ||
+      tiles < 2 * a.numSM)
     return std::nullopt;
   for (int64_t stages : {4, 3, 2}) {
     p.stages = stages;

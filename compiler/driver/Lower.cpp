@@ -627,6 +627,38 @@ analyseChained(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   return pair;
 }
 
+/// A pooled implicit GEMM (codegen::fusePooled): a channels-last conv on
+/// 16-bit tensor cores and its register-fused ops, then a max pooling of
+/// their result, which nothing else reads.
+std::optional<SharedAnalysis>
+analysePooled(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
+  auto pair = analyseAnchorPair(ops, why);
+  if (!pair)
+    return std::nullopt;
+  mlir::Operation *P = pair->producer.anchor, *S = pair->consumer.anchor;
+  auto conv = llvm::dyn_cast<ConvOp>(P);
+  if (!conv || !conv.getChannelsLast() || conv.getGroup() != 1 ||
+      !llvm::isa<MaxPoolOp>(S) || S->getNumResults() != 1 ||
+      !pair->consumer.chain.empty() || !describeOp(S)->channelsLast) {
+    why = "a pooled implicit GEMM is a channels-last conv and a max pooling "
+          "of its result alone";
+    return std::nullopt;
+  }
+  mlir::Value mid = pair->producer.last->getResult(0);
+  const mlir::Type t = typeOf(mid).getElementType();
+  if (!t.isF16() && !t.isBF16()) {
+    why = "a pooled implicit GEMM passes fp16 or bf16 tiles";
+    return std::nullopt;
+  }
+  for (mlir::Operation *user : mid.getUsers())
+    if (user != S) {
+      why = opName(pair->producer.last) + "'s result is read outside the "
+                                          "kernel";
+      return std::nullopt;
+    }
+  return pair;
+}
+
 /// Collects the graph values of a kernel's tensors by name.
 struct Binder {
   std::map<std::string, mlir::Value> values;
@@ -1416,6 +1448,34 @@ std::optional<GroupKernel> lowerChained(llvm::ArrayRef<mlir::Operation *> ops,
   return joined(std::move(*k), *pre, *post, codegen::kChainPrefix, "chain");
 }
 
+/// A pooled implicit GEMM's kernel: the conv tiled by `p`, its output the
+/// pooling's.
+std::optional<GroupKernel> lowerPooled(llvm::ArrayRef<mlir::Operation *> ops,
+                                       const TileParams &p,
+                                       const std::string &name,
+                                       std::string &error) {
+  auto sa = analysePooled(ops, error);
+  if (!sa)
+    return std::nullopt;
+  auto g = lowerAnchored(sa->producer, p, name, error);
+  if (!g)
+    return std::nullopt;
+  if (!codegen::poolsStagedTile(g->kernel)) {
+    error = "a pooled implicit GEMM stages its output tile alone";
+    return std::nullopt;
+  }
+  auto k = codegen::fusePooled(std::move(g->kernel),
+                               *describeOp(sa->consumer.anchor), error);
+  if (!k)
+    return std::nullopt;
+  for (size_t i = 0; i < k->tensors.size(); ++i)
+    if (k->tensors[i].output)
+      g->args[i] = sa->consumer.anchor->getResult(0);
+  g->kernel = std::move(*k);
+  g->family = "pooled";
+  return g;
+}
+
 } // namespace
 
 std::string opName(mlir::Operation *op) {
@@ -1712,10 +1772,13 @@ bool canGenerate(llvm::ArrayRef<mlir::Operation *> ops, std::string *why) {
     // Each phase as a kernel of its own, and the hand-over between them.
     auto sa = analyseShared(ops, w);
     if (!sa) {
-      std::string chained;
-      sa = analyseChained(ops, chained);
+      std::string pooled, chained;
+      sa = analysePooled(ops, pooled);
       if (!sa)
-        w += "; as a chained product: " + chained;
+        sa = analyseChained(ops, chained);
+      if (!sa)
+        w += "; as a pooled implicit GEMM: " + pooled +
+             "; as a chained product: " + chained;
     }
     ok = sa && canGenerate(ops.take_front(sa->split), &w) &&
          canGenerate(ops.drop_front(sa->split), &w);
@@ -1737,9 +1800,13 @@ std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
                                       const std::string &name,
                                       std::string &error,
                                       const TileParams *predecessor) {
-  if (secondAnchor(ops))
-    return predecessor ? lowerShared(ops, p, *predecessor, name, error)
-                       : lowerChained(ops, p, name, error);
+  if (secondAnchor(ops)) {
+    std::string why;
+    if (predecessor)
+      return lowerShared(ops, p, *predecessor, name, error);
+    return analysePooled(ops, why) ? lowerPooled(ops, p, name, error)
+                                   : lowerChained(ops, p, name, error);
+  }
   auto a = analyse(ops, error);
   if (!a)
     return std::nullopt;

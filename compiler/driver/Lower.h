@@ -27,7 +27,8 @@ namespace cuts::driver {
 struct GroupKernel {
   codegen::Kernel kernel;
   std::vector<mlir::Value> args; // the graph value of each kernel.tensors[i]
-  std::string family; // "conv", "matmul", "pool", "row", "ew", "fused"
+  std::string family; // "conv", "matmul", "pool", "row", "ew", "fused",
+                      // "chain", "pooled"
 };
 
 /// True when `ops` (program order, no views) can be one generated kernel:

@@ -102,14 +102,15 @@ bool measureRound(const std::vector<tune::Candidate> &pending,
 // A chained product is chosen only by measurement: on an H200 all but one
 // the tuner timed lost to their two kernels apart (their chained part ran
 // latency-bound, which the bound does not price). The model checks a
-// shared pair's shapes, not its tile layouts.
+// shared pair's and a pooled GEMM's shapes, not their tile layouts.
 double boundCost(llvm::ArrayRef<mlir::Operation *> ops,
                  const GroupEstimate &e) {
   if (e.fusion == "chain")
     return INFINITY;
   std::string why;
-  if (e.predecessor && !lowerGroup(ops, e.best.params, "cuts_kernel", why,
-                                   &e.predecessorBest.params))
+  if ((e.predecessor || e.fusion == "pooled") &&
+      !lowerGroup(ops, e.best.params, "cuts_kernel", why,
+                  e.predecessor ? &e.predecessorBest.params : nullptr))
     return INFINITY;
   return e.time;
 }

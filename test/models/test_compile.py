@@ -497,6 +497,22 @@ def make_resnet_stage(path):
                    [tm.vi("y", [2, 64, 1, 1])])
 
 
+def make_resnet_stem(path):
+    """ResNet's stem at 30 x 30: a 7x7 stride-2 conv of 3 channels, batch
+    norm and relu, then a 3x3 stride-2 max pooling with padding (under fp16
+    and bf16 one pooled implicit GEMM: the conv's blocks compute boxes of
+    its pixels, halos included, and pool them on chip), and a 1x1 conv."""
+    b = tm.Builder(47)
+    h = b.node("Relu", [b.bn(b.conv("x", 3, 16, 7, bias=False, strides=[2, 2],
+                                    pads=[3, 3, 3, 3]), 16)])
+    h = b.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1])
+    b.conv(h, 16, 16, 1)
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 3, 30, 30])],
+                   [tm.vi("y", [2, 16, 8, 8])])
+
+
 def make_resnet_chain(path):
     """Two bottlenecks: each one's last 1 x 1 conv, residual and ReLU feed
     the next one's first 1 x 1 conv and its residual. Under --precision
@@ -603,6 +619,7 @@ MODELS = {
     "resnet_stage": (make_resnet_stage, [("x", (2, 3, 14, 14))], []),
     "mlp": (make_mlp, [("x", (80, 64))], []),
     "resnet_chain": (make_resnet_chain, [("x", (2, 64, 9, 9))], []),
+    "resnet_stem": (make_resnet_stem, [("x", (2, 3, 30, 30))], []),
 }
 # fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
 # a cuts kernel once at its store), tighter than the default for float16.
@@ -1079,7 +1096,7 @@ REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
            "masked_attention", "long_rows",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
            "two_outputs", "resnet_stage", "dense_block", "dense_block8",
-           "channel_shuffle", "upsample_neck")
+           "channel_shuffle", "upsample_neck", "resnet_stem")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
 # Models whose convs or products run on tensor cores in tf32 too.
 TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "masked_attention",
@@ -1151,6 +1168,32 @@ def check_chained_product(runner, precision):
     kernels = os.listdir(os.path.join(out, "kernels"))
     require(any(k.startswith("chain_") and k.endswith(".cu") for k in kernels),
             "no chained product: " + " ".join(sorted(kernels)))
+    inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
+    for where in (["--emulate"], [] if runner.gpu else None):
+        if where is None:
+            continue
+        r = runner.run("run", os.path.join(out, "model.cuts"), *where,
+                       "--compare", os.path.join(d, "ref"), "--tolerance",
+                       REDUCED_TOLERANCE[precision], *inputs)
+        require(r.returncode == 0, "outputs differ %s: %s" % (
+            where, r.stdout + r.stderr))
+
+
+def check_pooled(runner, precision):
+    """resnet_stem compiled untuned makes its stem and max pooling one
+    pooled implicit GEMM, whose outputs (emulated, and on a GPU) match the
+    fp32 reference within the precision's tolerance."""
+    name = "resnet_stem"
+    d = os.path.join(runner.work, name)
+    out = os.path.join(d, "pooled_" + precision)
+    r = runner.run("compile", os.path.join(runner.work, name + ".onnx"),
+                   "--arch", "sm_90", "-o", out, "--emit-source",
+                   "--precision", precision)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    kernels = os.listdir(os.path.join(out, "kernels"))
+    require(any(k.startswith("pooled_") and k.endswith(".cu")
+                for k in kernels),
+            "no pooled implicit GEMM: " + " ".join(sorted(kernels)))
     inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
     for where in (["--emulate"], [] if runner.gpu else None):
         if where is None:
@@ -2359,6 +2402,8 @@ def main():
         runner.check("attention fusion", check_attention_fusion, runner)
         for p in ("fp16", "bf16"):
             runner.check("chained product " + p, check_chained_product,
+                         runner, p)
+            runner.check("pooled implicit GEMM " + p, check_pooled,
                          runner, p)
         runner.check("split-k", check_split_k, runner)
         d = os.path.join(runner.work, "attention")

@@ -1172,6 +1172,173 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
   CHECK(multiTile >= 3);
 }
 
+TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
+          "[codegen][tensorcore]") {
+  // conv + bias + relu, then a max pooling from each block's box of conv
+  // pixels (halos recomputed): the pooled output must be the unfused
+  // conv's output pooled here, value for value.
+  using dfg::Type;
+  struct PoolCase {
+    std::vector<int64_t> x, w; // N H W C, M FH FW C
+    int64_t stride, pad, padW; // the conv's
+    int64_t pk, ps, pp;        // the pooling's kernel, stride, padding
+    int64_t cin;
+    MmaLoop loop;
+    Type out; // the conv's (and the pooling's) output type
+  };
+  const std::vector<PoolCase> cases = {
+      // cuts-channels-last's ResNet stem and its 3 x 3 max pool: one box a
+      // 6 x 6 image (49 of 64 rows), its top row and left column outside.
+      {{2, 12, 12, 4},
+       {16, 7, 8, 4},
+       2,
+       3,
+       4,
+       3,
+       2,
+       1,
+       32,
+       mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma),
+       Type::F16},
+      // 3 x 3 conv, 11 x 11: 2 x 2 pooled tiles a block, 9 an image (the
+      // last ones ragged), 24 channels over two column blocks; mma.sync.
+      {{2, 11, 11, 16},
+       {24, 3, 3, 16},
+       1,
+       1,
+       1,
+       3,
+       2,
+       1,
+       16,
+       mmaLoop(Type::F16, 2, 1, 1, 2, 3),
+       Type::F16},
+      // VGG's 2 x 2 stride 2 pooling (no halo), the conv's last row and
+      // column unpooled; bf16, wgmma.
+      {{1, 9, 9, 16},
+       {32, 3, 3, 16},
+       1,
+       1,
+       1,
+       2,
+       2,
+       0,
+       16,
+       mmaLoop(Type::BF16, 1, 1, 1, 4, 3, MatrixInstr::Wgmma),
+       Type::BF16},
+      // fp32 output.
+      {{1, 10, 10, 16},
+       {16, 3, 3, 16},
+       1,
+       1,
+       1,
+       3,
+       2,
+       1,
+       16,
+       mmaLoop(Type::F16, 2, 1, 1, 2, 2),
+       Type::F32},
+  };
+  uint32_t seed = 130;
+  for (const PoolCase &c : cases) {
+    const bool bf16 = c.loop.operand == Type::BF16;
+    const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
+    const int64_t M = c.w[0], FH = c.w[1], FW = c.w[2];
+    const int64_t OH = (H + 2 * c.pad - FH) / c.stride + 1;
+    const int64_t OW = (W + c.padW + c.pad - FW) / c.stride + 1;
+    const int64_t PH = (OH + 2 * c.pp - c.pk) / c.ps + 1;
+    const int64_t PW = (OW + 2 * c.pp - c.pk) / c.ps + 1;
+    const Window win{{c.stride, c.stride}, {c.pad, c.padW, c.pad, c.pad}, {}};
+    OpDesc d = describeImplicitGemm(c.x, c.w, {N, OH, OW, M}, win);
+    d.elementBytes = 2;
+    const OpDesc pool =
+        describePool({N, M, OH, OW}, {N, M, PH, PW}, {c.pk, c.pk},
+                     {{c.ps, c.ps}, {c.pp, c.pp, c.pp, c.pp}, {}});
+    std::string err;
+    auto conv = buildMmaMatMul("pooled_test", d, mmaParams(c.loop, c.cin),
+                               c.loop.operand,
+                               {EpilogueOp::binary(dfg::Op::Add, "bias", {M}),
+                                EpilogueOp::unary(dfg::Op::Relu)},
+                               err);
+    INFO(err);
+    REQUIRE(conv);
+    REQUIRE(setTensorType(*conv, "bias", c.loop.operand));
+    if (c.out != Type::F32)
+      REQUIRE(setTensorType(*conv, "Y", c.out));
+    REQUIRE(poolsStagedTile(*conv));
+    auto k = fusePooled(*conv, pool, err);
+    REQUIRE(k);
+    REQUIRE(k->pooled);
+    INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << FH
+           << "x" << FW << ", pooled " << c.pk << "x" << c.pk << " stride "
+           << c.ps << " into " << PH << "x" << PW << " in boxes of "
+           << k->pooled->box.boxH << "x" << k->pooled->box.boxW);
+
+    std::mt19937 rng(seed++);
+    std::vector<uint16_t> x(N * H * W * C), w(M * FH * FW * C), b(M);
+    std::vector<float> xv(x.size()), wv(w.size()), bv(M);
+    random16(rng, bf16, x, xv);
+    random16(rng, bf16, w, wv);
+    random16(rng, bf16, b, bv);
+    // The outputs' values, whatever their type (NaN where unwritten).
+    auto run = [&](const Kernel &kernel, int64_t elements) {
+      const bool f32 = c.out == Type::F32;
+      std::vector<uint16_t> y16(elements, 0x7fff);
+      std::vector<float> y32(elements, NAN);
+      REQUIRE(runOnHost(kernel,
+                        {{"A", x.data()},
+                         {"B", w.data()},
+                         {"bias", b.data()},
+                         {"Y", f32 ? (void *)y32.data() : (void *)y16.data()}},
+                        err));
+      if (!f32)
+        for (int64_t i = 0; i < elements; ++i)
+          y32[i] = bf16 || c.out == Type::BF16 ? bf16Value(y16[i])
+                                               : halfValue(y16[i]);
+      return y32;
+    };
+    const std::vector<float> y = run(*conv, N * OH * OW * M);
+    const std::vector<float> pooled = run(*k, N * PH * PW * M);
+    int64_t wrong = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t py = 0; py < PH; ++py)
+        for (int64_t px = 0; px < PW; ++px)
+          for (int64_t m = 0; m < M; ++m) {
+            float want = -INFINITY;
+            for (int64_t fy = 0; fy < c.pk; ++fy)
+              for (int64_t fx = 0; fx < c.pk; ++fx) {
+                const int64_t oh = py * c.ps - c.pp + fy;
+                const int64_t ow = px * c.ps - c.pp + fx;
+                if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
+                  want = std::max(want, y[((n * OH + oh) * OW + ow) * M + m]);
+              }
+            wrong += !(pooled[((n * PH + py) * PW + px) * M + m] == want);
+          }
+    CHECK(wrong == 0);
+    CHECK(launchShape(*k).blocks ==
+          N * k->pooled->box.tilesH * k->pooled->box.tilesW *
+              ((M + k->params.Kb - 1) / k->params.Kb));
+    const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
+    compilesWithNvrtc(emitSource(*k), "pooled_test", /*withPrelude=*/false,
+                      wgmma ? std::vector<const char *>{"sm_90a"}
+                            : std::vector<const char *>{"sm_80", "sm_90"});
+  }
+  // A kernel that stages a residual, or none, pools nothing.
+  OpDesc d = describeImplicitGemm({1, 8, 8, 16}, {16, 1, 1, 16}, {1, 8, 8, 16},
+                                  {{1, 1}, {0, 0, 0, 0}, {}});
+  d.elementBytes = 2;
+  std::string err;
+  auto residual = buildMmaMatMul(
+      "residual", d, mmaParams(mmaLoop(Type::F16, 2, 1, 1, 2, 2), 16),
+      Type::F16, {EpilogueOp::binary(dfg::Op::Add, "z", {64, 16})}, err);
+  REQUIRE(residual);
+  CHECK_FALSE(poolsStagedTile(*residual));
+  const OpDesc wrongPool = describePool({1, 16, 4, 4}, {1, 16, 2, 2}, {2, 2},
+                                        {{2, 2}, {0, 0, 0, 0}, {}});
+  CHECK_FALSE(fusePooled(*residual, wrongPool, err));
+  CHECK(err.find("does not read the conv's output") != std::string::npos);
+}
+
 TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
           "[codegen][tensorcore]") {
   struct SumCase {
