@@ -355,8 +355,18 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
       for (mlir::Operation *user : v.getUsers())
         if (user != S)
           return std::nullopt;
+  // The conv's group, ranked over every tensor-core set whose staged tile
+  // (rows padded by 16 bytes) lies in its stages and whose blocks hold a
+  // pooled window: the rows a box recomputes change which sets are best.
+  std::vector<TileParams> sets;
+  forEachTensorCoreParams(dp, arch, [&](const TileParams &q) {
+    if (poolBox(ds, q.Nb) &&
+        q.Nb * (q.Kb + 8) * dp.elementBytes <= tensorCoreSharedBytes(dp, q))
+      sets.push_back(q);
+  });
   const size_t split = size_t(llvm::find(ops, S) - ops.begin());
-  std::optional<GroupEstimate> first = estimateKernel(ops.take_front(split));
+  std::optional<GroupEstimate> first =
+      estimateKernel(ops.take_front(split), &sets);
   if (!first || first->anchor != P)
     return std::nullopt;
   // Each set's blocks compute boxes of conv pixels, halos included
@@ -387,6 +397,8 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
                    [](const Candidate &x, const Candidate &y) {
                      return x.bound.timeLowerBound < y.bound.timeLowerBound;
                    });
+  g.ranked.resize(std::min(g.ranked.size(),
+                           size_t(keepCount(int64_t(g.ranked.size()), prune))));
   g.kept = int64_t(g.ranked.size());
   g.best = g.ranked.front();
   g.time = g.best.bound.timeLowerBound;

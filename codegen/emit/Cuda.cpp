@@ -2370,6 +2370,9 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
   const TileParams &p = top.params;
   const int64_t perRow = p.Kb / s.chunk, tiles = b.tilesH * b.tilesW;
   const dfg::Type t = out.type;
+  const bool f32 = t == dfg::Type::F32;
+  // Two 16-bit -infinities.
+  const std::string neg = t == dfg::Type::BF16 ? "0xff80ff80u" : "0xfc00fc00u";
   std::string name;
   for (const TensorArg &a : top.tensors)
     if (a.output)
@@ -2389,11 +2392,14 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
      << "      if (y >= " << pool.H << " || x >= " << pool.W
      << " || base_k + q >= " << pool.K << ")\n"
      << "        continue;\n"
-     << "      float m[" << s.chunk << "];\n"
-     << "#pragma unroll\n"
-     << "      for (int j = 0; j < " << s.chunk << "; ++j)\n"
-     << "        m[j] = " << num(-INFINITY) << ";\n"
-     << "#pragma unroll\n"
+     << (f32 ? "      float m[4];\n"
+             : "      uint4 m = make_uint4(" + neg + ", " + neg + ", " + neg +
+                   ", " + neg + ");\n");
+  if (f32)
+    os << "#pragma unroll\n"
+       << "      for (int j = 0; j < 4; ++j)\n"
+       << "        m[j] = " << num(-INFINITY) << ";\n";
+  os << "#pragma unroll\n"
      << "      for (int fy = 0; fy < " << pool.FH << "; ++fy)\n"
      << "#pragma unroll\n"
      << "        for (int fx = 0; fx < " << pool.FW << "; ++fx) {\n"
@@ -2406,21 +2412,34 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
      << "          const uint4 v = *reinterpret_cast<const uint4 *>("
      << "&cuts_ytile[(r * " << b.boxW << " + col) * " << s.pitch << " + q]);\n";
   static const char lane[] = "xyzw";
-  std::vector<std::string> raw;
-  for (int64_t j = 0; j < s.chunk; ++j) {
-    const std::string m = "m[" + std::to_string(j) + "]";
-    const std::string x =
-        t == dfg::Type::F32 ? std::string("__uint_as_float(v.") + lane[j] + ")"
-                            : unpack16(t, "v", 4, size_t(j));
-    os << "          " << m << " = fmaxf(" << m << ", " << x << ");\n";
-    raw.push_back(t == dfg::Type::F32 ? "__float_as_uint(" + m + ")"
-                                      : narrow(t, m));
+  std::string packed;
+  if (f32) {
+    packed = "make_uint4(";
+    for (int j = 0; j < 4; ++j) {
+      const std::string m = "m[" + std::to_string(j) + "]";
+      os << "          " << m << " = fmaxf(" << m << ", __uint_as_float(v."
+         << lane[j] << "));\n";
+      packed += (j ? ", " : "") + std::string("__float_as_uint(") + m + ")";
+    }
+    packed += ")";
+  } else {
+    // 16-bit lanes compared as they are (max.f16x2: a max is exact).
+    const std::string f = t == dfg::Type::BF16 ? "bf16x2" : "f16x2";
+    os << "#ifdef __CUDA_ARCH__\n"
+       << "          asm(\"max." << f << " %0, %0, %4;\\n\\tmax." << f
+       << " %1, %1, %5;\\n\\tmax." << f << " %2, %2, %6;\\n\\tmax." << f
+       << " %3, %3, %7;\"\n"
+       << "              : \"+r\"(m.x), \"+r\"(m.y), \"+r\"(m.z), "
+          "\"+r\"(m.w)\n"
+       << "              : \"r\"(v.x), \"r\"(v.y), \"r\"(v.z), "
+          "\"r\"(v.w));\n"
+       << "#else\n";
+    for (int j = 0; j < 4; ++j)
+      os << "          m." << lane[j] << " = cuts_max_" << f << "(m." << lane[j]
+         << ", v." << lane[j] << ");\n";
+    os << "#endif\n";
+    packed = "m";
   }
-  std::string packed = "make_uint4(";
-  if (t == dfg::Type::F32)
-    for (size_t j = 0; j < raw.size(); ++j)
-      packed += (j ? ", " : "") + raw[j];
-  packed = t == dfg::Type::F32 ? packed + ")" : pack16(raw);
   const std::string dst = "reinterpret_cast<uint4 *>(&" + name + "[((image * " +
                           std::to_string(pool.H) + "LL + y) * " +
                           std::to_string(pool.W) + " + x) * " +

@@ -1174,6 +1174,26 @@ inline float cuts_bf2f(unsigned short h) {
   return cutsHostBitCast<float>(uint32_t(h) << 16);
 }
 
+// max.f16x2 and max.bf16x2: each 16-bit lane the larger of a's and b's
+// (the other where one is NaN), its bits unchanged.
+inline unsigned cutsHostMax16x2(unsigned a, unsigned b,
+                                float (*widen)(unsigned short)) {
+  unsigned r = 0;
+  for (int lane = 0; lane < 2; ++lane) {
+    const unsigned short x = (unsigned short)(a >> (16 * lane));
+    const unsigned short y = (unsigned short)(b >> (16 * lane));
+    const float fx = widen(x), fy = widen(y);
+    r |= unsigned(fy > fx || fx != fx ? y : x) << (16 * lane);
+  }
+  return r;
+}
+inline unsigned cuts_max_f16x2(unsigned a, unsigned b) {
+  return cutsHostMax16x2(a, b, cuts_h2f);
+}
+inline unsigned cuts_max_bf16x2(unsigned a, unsigned b) {
+  return cutsHostMax16x2(a, b, cuts_bf2f);
+}
+
 // float -> tf32 (cvt.rna.tf32.f32): a 10-bit mantissa, ties away from zero.
 inline float cuts_tf32(float x) {
   uint32_t f = cutsHostBitCast<uint32_t>(x);
