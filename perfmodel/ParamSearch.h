@@ -31,6 +31,10 @@ struct PruneOptions {
   int64_t maxKeep = 4096;
 };
 
+/// The block shapes of tensor-core sets an op's kept sets span at least
+/// (searchParams), so that the tuner times as many tilings.
+constexpr int64_t kKeptTilings = 4;
+
 struct Candidate {
   TileParams params;
   Bound bound;
@@ -62,7 +66,9 @@ enum class InputFrom {
 
 /// Keeps the top T % (at least K, at most M) of the parameter sets by their
 /// bound, best first; of sets with equal bounds, the earlier enumerated.
-/// Every dropped set has a PUL no higher than every kept one. Bank
+/// Every dropped set has a PUL no higher than every kept one, but that
+/// where the kept sets are tensor-core ones of fewer than kKeptTilings
+/// block shapes, the best set of each next shape follows them. Bank
 /// conflicts are counted only for the sets that can still be kept.
 SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                           const PruneOptions &opts = {},

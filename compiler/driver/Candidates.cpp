@@ -5,6 +5,7 @@
 #include "codegen/emit/Nvrtc.h"
 #include "perfmodel/Roofline.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -86,12 +87,41 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
           if (auto v =
                   persistentVariant(ops, *gk, e.ranked[i].params, i, e, keepB))
             persistent.push_back(std::move(*v));
+      if (!second && tensorCore)
+        for (GroupKernel &v : shallowVariants(ops, e, i))
+          persistent.push_back(std::move(v));
       add(std::move(*gk), 3 * l + second);
       if (early)
         add(std::move(*early), 3 * l + 2);
       for (GroupKernel &v : persistent)
         add(std::move(v), 3 * l + 2);
     }
+}
+
+std::vector<GroupKernel>
+CandidateTable::shallowVariants(llvm::ArrayRef<mlir::Operation *> ops,
+                                const GroupEstimate &e, size_t i) const {
+  // Where DRAM binds a tensor-core set, its block with 2 and 3 stages and
+  // no producer warpgroup: less shared memory, more blocks an SM, whose
+  // exits overlap the others' copies. The bound ties them with the deep
+  // pipelines the ranking puts first; on an H200 they won ResNet-50's
+  // memory-bound 1 x 1 convs at batch 64 (128 x 128 blocks: 18.4 us against
+  // 23.2 for the deepest pipeline kept).
+  const Candidate &c = e.ranked[i];
+  std::vector<GroupKernel> out;
+  if (!(c.bound.gmRatio < c.bound.smRatio * c.bound.wbRatio) ||
+      !c.params.tensorCore())
+    return out;
+  for (int64_t stages : {2, 3}) {
+    TileParams p = c.params;
+    p.stages = stages, p.warpSpecialized = false;
+    if (p.stages == c.params.stages && !c.params.warpSpecialized)
+      continue;
+    std::string why;
+    if (auto v = lowerGroup(ops, p, "cuts_kernel", why, predecessorOf(e, i)))
+      out.push_back(std::move(*v));
+  }
+  return out;
 }
 
 std::optional<GroupKernel> CandidateTable::persistentVariant(

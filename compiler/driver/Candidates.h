@@ -60,6 +60,12 @@ private:
                     const GroupKernel &gk, TileParams p, size_t i,
                     const GroupEstimate &e, bool residentB) const;
   static constexpr int64_t kPersistentSlices = 4;
+  /// The shallow pipelines of a memory-bound tensor-core set i of e (2 and
+  /// 3 stages, no producer warpgroup) other than its own (a candidate
+  /// listed twice is measured once).
+  std::vector<GroupKernel>
+  shallowVariants(llvm::ArrayRef<mlir::Operation *> ops, const GroupEstimate &e,
+                  size_t i) const;
 
   const CompileOptions &opts;
   std::string arch0, nvrtc;

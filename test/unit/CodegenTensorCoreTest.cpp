@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -813,6 +814,46 @@ TEST_CASE("where DRAM binds, tensor-core sets rank by the blocks an SM "
   const Bound plain = evaluateBound(d, best.params, h200, -1, nullptr, 1);
   const Bound fused = evaluateBound(d, best.params, h200, -1, &residual, 1);
   CHECK(fused.timeLowerBound > 1.5 * plain.timeLowerBound);
+}
+
+TEST_CASE("the kept tensor-core sets span several block shapes",
+          "[perfmodel][tensorcore]") {
+  // ResNet-50's layer-2 512 -> 128 1 x 1 conv at batch 64: its top 1 % is
+  // nine 256 x 128 sets; the best set of each next block shape follows.
+  const GpuArch h200 = *findArch("h200");
+  OpDesc d = describeImplicitGemm({64, 28, 28, 512}, {128, 1, 1, 512},
+                                  {64, 28, 28, 128},
+                                  {{1, 1}, {0, 0, 0, 0}, {1, 1}});
+  d.elementBytes = 2;
+  SearchResult r = searchParams(d, h200);
+  const int64_t top = keepCount(r.enumerated, PruneOptions{});
+  REQUIRE(int64_t(r.kept.size()) > top);
+  auto shape = [](const TileParams &p) {
+    return std::to_string(int(p.instr)) + " " + std::to_string(p.Nb) + "x" +
+           std::to_string(p.Kb) + " " + std::to_string(p.warpsM) + "x" +
+           std::to_string(p.warpsN) + " " + std::to_string(p.Nt) + "x" +
+           std::to_string(p.Kt);
+  };
+  std::set<std::string> topShapes, shapes;
+  for (int64_t i = 0; i < int64_t(r.kept.size()); ++i) {
+    (i < top ? topShapes : shapes).insert(shape(r.kept[size_t(i)].params));
+    if (i > 0) // still best first
+      CHECK_FALSE(betterBound(r.kept[size_t(i)].bound,
+                              r.kept[size_t(i - 1)].bound));
+  }
+  CHECK(topShapes.size() < size_t(kKeptTilings));
+  for (const std::string &s : topShapes)
+    CHECK(shapes.count(s) == 0); // a shape once: its best set
+  CHECK(topShapes.size() + shapes.size() == size_t(kKeptTilings));
+  // Each added set is the best of its shape.
+  std::vector<Candidate> all;
+  forEachTensorCoreParams(d, h200, [&](const TileParams &p) {
+    all.push_back({p, evaluateBound(d, p, h200)});
+  });
+  for (int64_t i = top; i < int64_t(r.kept.size()); ++i)
+    for (const Candidate &c : all)
+      if (shape(c.params) == shape(r.kept[size_t(i)].params))
+        CHECK_FALSE(betterBound(c.bound, r.kept[size_t(i)].bound));
 }
 
 TEST_CASE("mma.sync sets are bounded by its measured peak where known",
