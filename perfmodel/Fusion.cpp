@@ -345,9 +345,12 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
   mlir::Operation *P = real[pred], *S = real[succ];
   const OpDesc &dp = descs[pred], &ds = descs[succ];
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
+  const bool average = llvm::isa<AveragePoolOp>(S);
   if (!dp.im2col || dp.IC2 || dp.elementBytes != 2 ||
-      !llvm::isa<MaxPoolOp>(S) || !ds.channelsLast || ds.IH != dp.OH ||
-      ds.IW != dp.OW || !reaches(P, S, group) || S != ops.back())
+      !(llvm::isa<MaxPoolOp>(S) || average) ||
+      (average && !poolWindowsInside(ds)) || !ds.channelsLast ||
+      ds.IH != dp.OH || ds.IW != dp.OW || !reaches(P, S, group) ||
+      S != ops.back())
     return std::nullopt;
   // The conv's result stays on chip: the pooling alone reads it.
   for (mlir::Value v : S->getOperands())

@@ -24,7 +24,7 @@
 // its output's stores at their rooflines.
 //
 // A pooled implicit GEMM: a channels-last conv whose blocks compute boxes of
-// output pixels, each holding a tile of a max pooling's windows (halos
+// output pixels, each holding a tile of a pooling's windows (halos
 // recomputed), pools its staged tile; the conv's output never leaves the
 // chip. Its bound is the conv group's on the rows the boxes add up to.
 //
@@ -104,7 +104,8 @@ private:
                 llvm::ArrayRef<OpDesc> descs, int pred, int succ);
   /// A pooled implicit GEMM: a channels-last conv's register-fused group on
   /// 16-bit tensor cores whose blocks compute boxes of pixels (PoolBox),
-  /// then a max pooling of its staged tile (codegen's fusePooled).
+  /// then a max pooling (or an unpadded average) of its staged tile
+  /// (codegen's fusePooled).
   std::optional<GroupEstimate>
   estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
                  llvm::ArrayRef<mlir::Operation *> real,

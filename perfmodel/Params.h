@@ -237,6 +237,13 @@ struct PoolBox {
     return images * tilesH * tilesW * rows;
   }
 };
+/// Whether pooling `pool`'s windows lie inside its input, unpadded (each
+/// averages FH x FW pixels whatever count_include_pad says).
+inline bool poolWindowsInside(const OpDesc &pool) {
+  return pool.PH == 0 && pool.PW == 0 &&
+         (pool.H - 1) * pool.SH + (pool.FH - 1) * pool.DH < pool.IH &&
+         (pool.W - 1) * pool.SW + (pool.FW - 1) * pool.DW < pool.IW;
+}
 /// The box for pooling `pool` (describePool's) in blocks of `rows` rows
 /// with the fewest tiles an image, the fewest rows in all (ties: the wider
 /// tile, whose stores run longer); nullopt where not one window fits or

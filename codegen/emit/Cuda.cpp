@@ -2363,16 +2363,16 @@ void Emitter::emitPooledSlots(const MmaOperand &o, int64_t count,
 
 // A pooled kernel's stores (Kernel::pooled): each thread takes 16 bytes of
 // channels of a pooled output at a time and reduces its window's pixels
-// inside the conv's output from the staged tile.
+// inside the conv's output from the staged tile: a max on the packed 16-bit
+// lanes as they are (max.f16x2: exact), else in fp32 lane by lane.
 void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
   const OpDesc &pool = top.pooled->pool;
   const PoolBox &b = top.pooled->box;
   const TileParams &p = top.params;
   const int64_t perRow = p.Kb / s.chunk, tiles = b.tilesH * b.tilesW;
   const dfg::Type t = out.type;
-  const bool f32 = t == dfg::Type::F32;
-  // Two 16-bit -infinities.
-  const std::string neg = t == dfg::Type::BF16 ? "0xff80ff80u" : "0xfc00fc00u";
+  const bool average = top.pooled->average;
+  const bool packedMax = !average && t != dfg::Type::F32;
   std::string name;
   for (const TensorArg &a : top.tensors)
     if (a.output)
@@ -2391,14 +2391,19 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
      << b.tileW << ";\n"
      << "      if (y >= " << pool.H << " || x >= " << pool.W
      << " || base_k + q >= " << pool.K << ")\n"
-     << "        continue;\n"
-     << (f32 ? "      float m[4];\n"
-             : "      uint4 m = make_uint4(" + neg + ", " + neg + ", " + neg +
-                   ", " + neg + ");\n");
-  if (f32)
-    os << "#pragma unroll\n"
-       << "      for (int j = 0; j < 4; ++j)\n"
-       << "        m[j] = " << num(-INFINITY) << ";\n";
+     << "        continue;\n";
+  if (packedMax) {
+    // Two 16-bit -infinities a word.
+    const std::string neg =
+        t == dfg::Type::BF16 ? "0xff80ff80u" : "0xfc00fc00u";
+    os << "      uint4 m = make_uint4(" << neg << ", " << neg << ", " << neg
+       << ", " << neg << ");\n";
+  } else {
+    os << "      float m[" << s.chunk << "];\n"
+       << "#pragma unroll\n"
+       << "      for (int j = 0; j < " << s.chunk << "; ++j)\n"
+       << "        m[j] = " << (average ? "0.0f" : num(-INFINITY)) << ";\n";
+  }
   os << "#pragma unroll\n"
      << "      for (int fy = 0; fy < " << pool.FH << "; ++fy)\n"
      << "#pragma unroll\n"
@@ -2412,18 +2417,8 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
      << "          const uint4 v = *reinterpret_cast<const uint4 *>("
      << "&cuts_ytile[(r * " << b.boxW << " + col) * " << s.pitch << " + q]);\n";
   static const char lane[] = "xyzw";
-  std::string packed;
-  if (f32) {
-    packed = "make_uint4(";
-    for (int j = 0; j < 4; ++j) {
-      const std::string m = "m[" + std::to_string(j) + "]";
-      os << "          " << m << " = fmaxf(" << m << ", __uint_as_float(v."
-         << lane[j] << "));\n";
-      packed += (j ? ", " : "") + std::string("__float_as_uint(") + m + ")";
-    }
-    packed += ")";
-  } else {
-    // 16-bit lanes compared as they are (max.f16x2: a max is exact).
+  std::string packed = "m";
+  if (packedMax) {
     const std::string f = t == dfg::Type::BF16 ? "bf16x2" : "f16x2";
     os << "#ifdef __CUDA_ARCH__\n"
        << "          asm(\"max." << f << " %0, %0, %4;\\n\\tmax." << f
@@ -2438,7 +2433,30 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
       os << "          m." << lane[j] << " = cuts_max_" << f << "(m." << lane[j]
          << ", v." << lane[j] << ");\n";
     os << "#endif\n";
-    packed = "m";
+  } else {
+    // An average divides by every window's FH x FW pixels (poolWindowsInside).
+    const std::string scale =
+        average ? " * " + num(1.0 / double(pool.FH * pool.FW)) : "";
+    std::vector<std::string> raw;
+    for (int64_t j = 0; j < s.chunk; ++j) {
+      const std::string m = "m[" + std::to_string(j) + "]";
+      const std::string x =
+          t == dfg::Type::F32
+              ? std::string("__uint_as_float(v.") + lane[j] + ")"
+              : unpack16(t, "v", 4, size_t(j));
+      os << "          " << m << " = "
+         << (average ? m + " + " + x : "fmaxf(" + m + ", " + x + ")") << ";\n";
+      raw.push_back(t == dfg::Type::F32 ? "__float_as_uint(" + m + scale + ")"
+                                        : narrow(t, m + scale));
+    }
+    if (t == dfg::Type::F32) {
+      packed = "make_uint4(";
+      for (size_t j = 0; j < raw.size(); ++j)
+        packed += (j ? ", " : "") + raw[j];
+      packed += ")";
+    } else {
+      packed = pack16(raw);
+    }
   }
   const std::string dst = "reinterpret_cast<uint4 *>(&" + name + "[((image * " +
                           std::to_string(pool.H) + "LL + y) * " +

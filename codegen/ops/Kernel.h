@@ -237,7 +237,7 @@ struct TileWait {
   sync::Policy policy;
 };
 
-/// A max pooling fused after an implicit GEMM's exit (fusePooled, the
+/// A pooling fused after an implicit GEMM's exit (fusePooled, the
 /// tensor-core form of a conv -> pooling pair at the shared-memory level):
 /// each block computes `box`'s conv output pixels (its first boxH x boxW
 /// rows; the others read nothing and are not pooled) and pools them from
@@ -246,6 +246,9 @@ struct TileWait {
 struct PooledExit {
   OpDesc pool; // its window, output H x W and input (the conv's) IH x IW
   PoolBox box;
+  /// An average pooling (unpadded, its windows inside the image: every one
+  /// FH x FW pixels) rather than a max.
+  bool average = false;
 };
 
 struct Kernel {

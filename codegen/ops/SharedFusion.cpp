@@ -200,7 +200,7 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
   return k;
 }
 
-std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool,
+std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool, bool average,
                                  std::string &error) {
   const OpDesc &d = conv.desc;
   if (!conv.mma || !d.im2col || d.IC2 || conv.chain || conv.producer ||
@@ -213,6 +213,11 @@ std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool,
   if (pool.kind != OpKind::Pool || pool.IH != d.OH || pool.IW != d.OW ||
       pool.K != d.K || pool.N != images) {
     error = "the pooling does not read the conv's output";
+    return std::nullopt;
+  }
+  if (average && !poolWindowsInside(pool)) {
+    error = "an average pooling fuses where its windows lie inside the "
+            "image, unpadded";
     return std::nullopt;
   }
   std::optional<PoolBox> box = poolBox(pool, conv.params.Nb);
@@ -231,12 +236,13 @@ std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool,
   }
   conv.tensors[size_t(out)].shape = {images, pool.H, pool.W, pool.K};
   conv.desc.N = box->gemmRows(images, conv.params.Nb);
-  conv.pooled = PooledExit{pool, *box};
-  conv.summary += ", max pool " + std::to_string(pool.FH) + "x" +
-                  std::to_string(pool.FW) + " stride " +
-                  std::to_string(pool.SH) + " of " + std::to_string(box->boxH) +
-                  "x" + std::to_string(box->boxW) + " pixels a block into " +
-                  std::to_string(box->tileH) + "x" + std::to_string(box->tileW);
+  conv.pooled = PooledExit{pool, *box, average};
+  conv.summary += std::string(average ? ", average" : ", max") + " pool " +
+                  std::to_string(pool.FH) + "x" + std::to_string(pool.FW) +
+                  " stride " + std::to_string(pool.SH) + " of " +
+                  std::to_string(box->boxH) + "x" + std::to_string(box->boxW) +
+                  " pixels a block into " + std::to_string(box->tileH) + "x" +
+                  std::to_string(box->tileW);
   return conv;
 }
 

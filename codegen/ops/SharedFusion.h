@@ -58,13 +58,14 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
                                   const std::string &input, std::string &error,
                                   bool storeFirst = true);
 
-/// Fuses a max pooling (`pool`, describePool's, channels-last) after
+/// Fuses a max pooling, or an `average` one whose windows lie inside the
+/// image unpadded (`pool`, describePool's, channels-last) after
 /// `conv`, an implicit GEMM whose exit stages its output tile (stagesOutput):
 /// each block computes a PoolBox of conv pixels, halos included, and
 /// stores the pooled tile from its staged tile instead of the conv's
 /// output (Kernel::pooled), which never leaves the chip. The kernel's output
 /// becomes the pooling's, images x H x W x channels.
-std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool,
+std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool, bool average,
                                  std::string &error);
 
 } // namespace cuts::codegen

@@ -81,19 +81,20 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
         early = *gk;
         early->kernel.prefetch = true;
       }
-      std::vector<GroupKernel> persistent;
-      if (!second && tensorCore)
+      // Its persistent variants and shallow pipelines.
+      std::vector<GroupKernel> variants;
+      if (!second && tensorCore) {
         for (bool keepB : {false, true})
           if (auto v =
                   persistentVariant(ops, *gk, e.ranked[i].params, i, e, keepB))
-            persistent.push_back(std::move(*v));
-      if (!second && tensorCore)
+            variants.push_back(std::move(*v));
         for (GroupKernel &v : shallowVariants(ops, e, i))
-          persistent.push_back(std::move(v));
+          variants.push_back(std::move(v));
+      }
       add(std::move(*gk), 3 * l + second);
       if (early)
         add(std::move(*early), 3 * l + 2);
-      for (GroupKernel &v : persistent)
+      for (GroupKernel &v : variants)
         add(std::move(v), 3 * l + 2);
     }
 }

@@ -628,8 +628,9 @@ analyseChained(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
 }
 
 /// A pooled implicit GEMM (codegen::fusePooled): a channels-last conv on
-/// 16-bit tensor cores and its register-fused ops, then a max pooling of
-/// their result, which nothing else reads.
+/// 16-bit tensor cores and its register-fused ops, then a max pooling (or
+/// an average one of unpadded windows inside the image) of their result,
+/// which nothing else reads.
 std::optional<SharedAnalysis>
 analysePooled(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   auto pair = analyseAnchorPair(ops, why);
@@ -637,11 +638,17 @@ analysePooled(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
     return std::nullopt;
   mlir::Operation *P = pair->producer.anchor, *S = pair->consumer.anchor;
   auto conv = llvm::dyn_cast<ConvOp>(P);
+  const bool average = llvm::isa<AveragePoolOp>(S);
   if (!conv || !conv.getChannelsLast() || conv.getGroup() != 1 ||
-      !llvm::isa<MaxPoolOp>(S) || S->getNumResults() != 1 ||
+      !(llvm::isa<MaxPoolOp>(S) || average) || S->getNumResults() != 1 ||
       !pair->consumer.chain.empty() || !describeOp(S)->channelsLast) {
-    why = "a pooled implicit GEMM is a channels-last conv and a max pooling "
-          "of its result alone";
+    why = "a pooled implicit GEMM is a channels-last conv and a max or "
+          "average pooling of its result alone";
+    return std::nullopt;
+  }
+  if (average && !poolWindowsInside(*describeOp(S))) {
+    why = "an average pooling fuses where its windows lie inside the image, "
+          "unpadded";
     return std::nullopt;
   }
   mlir::Value mid = pair->producer.last->getResult(0);
@@ -1464,8 +1471,9 @@ std::optional<GroupKernel> lowerPooled(llvm::ArrayRef<mlir::Operation *> ops,
     error = "a pooled implicit GEMM stages its output tile alone";
     return std::nullopt;
   }
-  auto k = codegen::fusePooled(std::move(g->kernel),
-                               *describeOp(sa->consumer.anchor), error);
+  mlir::Operation *S = sa->consumer.anchor;
+  auto k = codegen::fusePooled(std::move(g->kernel), *describeOp(S),
+                               llvm::isa<AveragePoolOp>(S), error);
   if (!k)
     return std::nullopt;
   for (size_t i = 0; i < k->tensors.size(); ++i)

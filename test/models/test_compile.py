@@ -501,16 +501,18 @@ def make_resnet_stem(path):
     """ResNet's stem at 30 x 30: a 7x7 stride-2 conv of 3 channels, batch
     norm and relu, then a 3x3 stride-2 max pooling with padding (under fp16
     and bf16 one pooled implicit GEMM: the conv's blocks compute boxes of
-    its pixels, halos included, and pool them on chip), and a 1x1 conv."""
+    its pixels, halos included, and pool them on chip); then DenseNet's
+    transition, a 1x1 conv and a 2x2 average pooling (another)."""
     b = tm.Builder(47)
     h = b.node("Relu", [b.bn(b.conv("x", 3, 16, 7, bias=False, strides=[2, 2],
                                     pads=[3, 3, 3, 3]), 16)])
     h = b.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2],
                pads=[1, 1, 1, 1])
-    b.conv(h, 16, 16, 1)
+    h = b.conv(h, 16, 16, 1)
+    b.node("AveragePool", [h], kernel_shape=[2, 2], strides=[2, 2])
     tm.rename_last(b, "y")
     return b.model(path, [tm.vi("x", [2, 3, 30, 30])],
-                   [tm.vi("y", [2, 16, 8, 8])])
+                   [tm.vi("y", [2, 16, 4, 4])])
 
 
 def make_resnet_chain(path):
@@ -1181,8 +1183,9 @@ def check_chained_product(runner, precision):
 
 def check_pooled(runner, precision):
     """resnet_stem compiled untuned makes its stem and max pooling one
-    pooled implicit GEMM, whose outputs (emulated, and on a GPU) match the
-    fp32 reference within the precision's tolerance."""
+    pooled implicit GEMM, and its 1x1 conv and average pooling another,
+    whose outputs (emulated, and on a GPU) match the fp32 reference within
+    the precision's tolerance."""
     name = "resnet_stem"
     d = os.path.join(runner.work, name)
     out = os.path.join(d, "pooled_" + precision)
@@ -1190,10 +1193,13 @@ def check_pooled(runner, precision):
                    "--arch", "sm_90", "-o", out, "--emit-source",
                    "--precision", precision)
     require(r.returncode == 0, "compile failed: " + r.stderr)
-    kernels = os.listdir(os.path.join(out, "kernels"))
-    require(any(k.startswith("pooled_") and k.endswith(".cu")
-                for k in kernels),
-            "no pooled implicit GEMM: " + " ".join(sorted(kernels)))
+    kernels = os.path.join(out, "kernels")
+    pooled = [open(os.path.join(kernels, k)).read().split("\n")[2]
+              for k in sorted(os.listdir(kernels))
+              if k.startswith("pooled_") and k.endswith(".cu")]
+    require(sum(", max pool 3x3" in h for h in pooled) == 1
+            and sum(", average pool 2x2" in h for h in pooled) == 1,
+            "not one max- and one average-pooled implicit GEMM: %s" % pooled)
     inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
     for where in (["--emulate"], [] if runner.gpu else None):
         if where is None:

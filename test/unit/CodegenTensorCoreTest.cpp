@@ -821,9 +821,9 @@ TEST_CASE("the kept tensor-core sets span several block shapes",
   // ResNet-50's layer-2 512 -> 128 1 x 1 conv at batch 64: its top 1 % is
   // nine 256 x 128 sets; the best set of each next block shape follows.
   const GpuArch h200 = *findArch("h200");
-  OpDesc d = describeImplicitGemm({64, 28, 28, 512}, {128, 1, 1, 512},
-                                  {64, 28, 28, 128},
-                                  {{1, 1}, {0, 0, 0, 0}, {1, 1}});
+  OpDesc d =
+      describeImplicitGemm({64, 28, 28, 512}, {128, 1, 1, 512},
+                           {64, 28, 28, 128}, {{1, 1}, {0, 0, 0, 0}, {1, 1}});
   d.elementBytes = 2;
   SearchResult r = searchParams(d, h200);
   const int64_t top = keepCount(r.enumerated, PruneOptions{});
@@ -838,8 +838,8 @@ TEST_CASE("the kept tensor-core sets span several block shapes",
   for (int64_t i = 0; i < int64_t(r.kept.size()); ++i) {
     (i < top ? topShapes : shapes).insert(shape(r.kept[size_t(i)].params));
     if (i > 0) // still best first
-      CHECK_FALSE(betterBound(r.kept[size_t(i)].bound,
-                              r.kept[size_t(i - 1)].bound));
+      CHECK_FALSE(
+          betterBound(r.kept[size_t(i)].bound, r.kept[size_t(i - 1)].bound));
   }
   CHECK(topShapes.size() < size_t(kKeptTilings));
   for (const std::string &s : topShapes)
@@ -1215,9 +1215,9 @@ TEST_CASE("channels-last convs run as implicit GEMMs on the CPU",
 
 TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
           "[codegen][tensorcore]") {
-  // conv + bias + relu, then a max pooling from each block's box of conv
-  // pixels (halos recomputed): the pooled output must be the unfused
-  // conv's output pooled here, value for value.
+  // conv + bias + relu, then a max or average pooling from each block's box
+  // of conv pixels (halos recomputed): the pooled output must be the
+  // unfused conv's output pooled here (a max value for value).
   using dfg::Type;
   struct PoolCase {
     std::vector<int64_t> x, w; // N H W C, M FH FW C
@@ -1226,6 +1226,7 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
     int64_t cin;
     MmaLoop loop;
     Type out; // the conv's (and the pooling's) output type
+    bool average = false;
   };
   const std::vector<PoolCase> cases = {
       // cuts-channels-last's ResNet stem and its 3 x 3 max pool: one box a
@@ -1279,6 +1280,44 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
        16,
        mmaLoop(Type::F16, 2, 1, 1, 2, 2),
        Type::F32},
+      // DenseNet's transition: a 1 x 1 conv and a 2 x 2 average pooling;
+      // fp16 and fp32 outputs, and a 3 x 3 stride-2 average of bf16.
+      {{2, 12, 12, 64},
+       {32, 1, 1, 64},
+       1,
+       0,
+       0,
+       2,
+       2,
+       0,
+       16,
+       mmaLoop(Type::F16, 1, 1, 1, 4, 2, MatrixInstr::Wgmma),
+       Type::F16,
+       true},
+      {{1, 8, 8, 32},
+       {16, 1, 1, 32},
+       1,
+       0,
+       0,
+       2,
+       2,
+       0,
+       16,
+       mmaLoop(Type::F16, 2, 1, 1, 2, 2),
+       Type::F32,
+       true},
+      {{1, 11, 11, 16},
+       {16, 3, 3, 16},
+       1,
+       1,
+       1,
+       3,
+       2,
+       0,
+       16,
+       mmaLoop(Type::BF16, 2, 1, 1, 2, 3),
+       Type::BF16,
+       true},
   };
   uint32_t seed = 130;
   for (const PoolCase &c : cases) {
@@ -1307,7 +1346,7 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
     if (c.out != Type::F32)
       REQUIRE(setTensorType(*conv, "Y", c.out));
     REQUIRE(poolsStagedTile(*conv));
-    auto k = fusePooled(*conv, pool, err);
+    auto k = fusePooled(*conv, pool, c.average, err);
     REQUIRE(k);
     REQUIRE(k->pooled);
     INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << FH
@@ -1340,20 +1379,31 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
     };
     const std::vector<float> y = run(*conv, N * OH * OW * M);
     const std::vector<float> pooled = run(*k, N * PH * PW * M);
+    // A max equals the unfused output's; an average is within its type's
+    // rounding of the mean of it.
+    const double tolerance = !c.average           ? 0
+                             : c.out == Type::F32 ? 1e-6
+                             : c.out == Type::F16 ? 1e-3
+                                                  : 8e-3;
     int64_t wrong = 0;
     for (int64_t n = 0; n < N; ++n)
       for (int64_t py = 0; py < PH; ++py)
         for (int64_t px = 0; px < PW; ++px)
           for (int64_t m = 0; m < M; ++m) {
-            float want = -INFINITY;
+            double want = c.average ? 0 : -INFINITY;
             for (int64_t fy = 0; fy < c.pk; ++fy)
               for (int64_t fx = 0; fx < c.pk; ++fx) {
                 const int64_t oh = py * c.ps - c.pp + fy;
                 const int64_t ow = px * c.ps - c.pp + fx;
-                if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
-                  want = std::max(want, y[((n * OH + oh) * OW + ow) * M + m]);
+                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW)
+                  continue;
+                const double v = y[((n * OH + oh) * OW + ow) * M + m];
+                want = c.average ? want + v / double(c.pk * c.pk)
+                                 : std::max(want, v);
               }
-            wrong += !(pooled[((n * PH + py) * PW + px) * M + m] == want);
+            const double got = pooled[((n * PH + py) * PW + px) * M + m];
+            wrong += !(std::abs(got - want) <=
+                       tolerance * std::max(1.0, std::abs(want)));
           }
     CHECK(wrong == 0);
     CHECK(launchShape(*k).blocks ==
@@ -1376,8 +1426,18 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
   CHECK_FALSE(poolsStagedTile(*residual));
   const OpDesc wrongPool = describePool({1, 16, 4, 4}, {1, 16, 2, 2}, {2, 2},
                                         {{2, 2}, {0, 0, 0, 0}, {}});
-  CHECK_FALSE(fusePooled(*residual, wrongPool, err));
+  CHECK_FALSE(fusePooled(*residual, wrongPool, false, err));
   CHECK(err.find("does not read the conv's output") != std::string::npos);
+  // An average over padded windows is not fused.
+  auto plain = buildMmaMatMul("plain", d,
+                              mmaParams(mmaLoop(Type::F16, 2, 1, 1, 2, 2), 16),
+                              Type::F16, {}, err);
+  REQUIRE(plain);
+  const OpDesc padded = describePool({1, 16, 8, 8}, {1, 16, 4, 4}, {3, 3},
+                                     {{2, 2}, {1, 1, 1, 1}, {}});
+  CHECK_FALSE(fusePooled(*plain, padded, true, err));
+  CHECK(err.find("unpadded") != std::string::npos);
+  CHECK(fusePooled(*plain, padded, false, err));
 }
 
 TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
