@@ -45,6 +45,22 @@ bool windowedSuccessor(OpKind k) {
   return k == OpKind::Conv || k == OpKind::DepthwiseConv || k == OpKind::Pool;
 }
 
+// g with its ranked sets best bound first, the first `keep` of them kept,
+// the best its bound; nullopt where none is ranked.
+std::optional<GroupEstimate> bestFirst(GroupEstimate g, size_t keep) {
+  if (g.ranked.empty())
+    return std::nullopt;
+  std::stable_sort(g.ranked.begin(), g.ranked.end(),
+                   [](const Candidate &x, const Candidate &y) {
+                     return x.bound.timeLowerBound < y.bound.timeLowerBound;
+                   });
+  g.ranked.resize(std::min(g.ranked.size(), keep));
+  g.kept = int64_t(g.ranked.size());
+  g.best = g.ranked.front();
+  g.time = g.best.bound.timeLowerBound;
+  return g;
+}
+
 } // namespace
 
 const SearchResult &FusionModel::searchOnChip(const OpDesc &d) {
@@ -326,16 +342,8 @@ FusionModel::estimateChain(llvm::ArrayRef<mlir::Operation *> ops,
     c.bound.timeLowerBound += chained(q);
     g.ranked.push_back(c);
   }
-  if (g.ranked.empty())
-    return std::nullopt;
-  std::stable_sort(g.ranked.begin(), g.ranked.end(),
-                   [](const Candidate &x, const Candidate &y) {
-                     return x.bound.timeLowerBound < y.bound.timeLowerBound;
-                   });
-  g.kept = int64_t(g.ranked.size());
-  g.best = g.ranked.front();
-  g.time = g.best.bound.timeLowerBound;
-  return g;
+  const size_t keep = g.ranked.size();
+  return bestFirst(std::move(g), keep);
 }
 
 std::optional<GroupEstimate>
@@ -394,18 +402,8 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
         double(box->gemmRows(images, q.Nb)) / double(dp.N);
     g.ranked.push_back(c);
   }
-  if (g.ranked.empty())
-    return std::nullopt;
-  std::stable_sort(g.ranked.begin(), g.ranked.end(),
-                   [](const Candidate &x, const Candidate &y) {
-                     return x.bound.timeLowerBound < y.bound.timeLowerBound;
-                   });
-  g.ranked.resize(std::min(g.ranked.size(),
-                           size_t(keepCount(int64_t(g.ranked.size()), prune))));
-  g.kept = int64_t(g.ranked.size());
-  g.best = g.ranked.front();
-  g.time = g.best.bound.timeLowerBound;
-  return g;
+  const size_t keep = size_t(keepCount(int64_t(g.ranked.size()), prune));
+  return bestFirst(std::move(g), keep);
 }
 
 std::optional<GroupEstimate>

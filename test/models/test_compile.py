@@ -1151,6 +1151,20 @@ def check_cublas_gelu(runner):
                 + r.stderr)
 
 
+def compare_emulated_and_gpu(runner, out, d, precision):
+    """The artifact in `out`, run on input d/x.npy emulated (and on a GPU
+    where there is one), matches d/ref within the precision's tolerance."""
+    inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
+    for where in (["--emulate"], [] if runner.gpu else None):
+        if where is None:
+            continue
+        r = runner.run("run", os.path.join(out, "model.cuts"), *where,
+                       "--compare", os.path.join(d, "ref"), "--tolerance",
+                       REDUCED_TOLERANCE[precision], *inputs)
+        require(r.returncode == 0, "outputs differ %s: %s" % (
+            where, r.stdout + r.stderr))
+
+
 def check_chained_product(runner, precision):
     """resnet_chain with a synthetic tuning cache in which chained products
     are fastest: the compile makes them, and their outputs (emulated, and on
@@ -1170,15 +1184,7 @@ def check_chained_product(runner, precision):
     kernels = os.listdir(os.path.join(out, "kernels"))
     require(any(k.startswith("chain_") and k.endswith(".cu") for k in kernels),
             "no chained product: " + " ".join(sorted(kernels)))
-    inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
-    for where in (["--emulate"], [] if runner.gpu else None):
-        if where is None:
-            continue
-        r = runner.run("run", os.path.join(out, "model.cuts"), *where,
-                       "--compare", os.path.join(d, "ref"), "--tolerance",
-                       REDUCED_TOLERANCE[precision], *inputs)
-        require(r.returncode == 0, "outputs differ %s: %s" % (
-            where, r.stdout + r.stderr))
+    compare_emulated_and_gpu(runner, out, d, precision)
 
 
 def check_pooled(runner, precision):
@@ -1200,15 +1206,7 @@ def check_pooled(runner, precision):
     require(sum(", max pool 3x3" in h for h in pooled) == 1
             and sum(", average pool 2x2" in h for h in pooled) == 1,
             "not one max- and one average-pooled implicit GEMM: %s" % pooled)
-    inputs = ["--input", "x=" + os.path.join(d, "x.npy")]
-    for where in (["--emulate"], [] if runner.gpu else None):
-        if where is None:
-            continue
-        r = runner.run("run", os.path.join(out, "model.cuts"), *where,
-                       "--compare", os.path.join(d, "ref"), "--tolerance",
-                       REDUCED_TOLERANCE[precision], *inputs)
-        require(r.returncode == 0, "outputs differ %s: %s" % (
-            where, r.stdout + r.stderr))
+    compare_emulated_and_gpu(runner, out, d, precision)
 
 
 def check_cudnn_nhwc(runner):
