@@ -888,6 +888,8 @@ private:
   void emitPooledSlots(const MmaOperand &o, int64_t count, int64_t perPass,
                        bool wide);
   void emitPooledStores(const StagedStore &s, const dfg::Buffer &out);
+  std::string emitPoolStep(dfg::Type t, bool average, int64_t chunk,
+                           int64_t pixels);
   void emitConvSumSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   void emitMmaCopies(const MmaOperand &o, const std::string &ind);
   /// A chained product (Kernel::chain), emitted by an Emitter of the chain
@@ -2361,6 +2363,51 @@ void Emitter::emitPooledSlots(const MmaOperand &o, int64_t count,
      << "  }\n";
 }
 
+// One window pixel's step of a pooled kernel's reduction of 16 bytes of
+// channels (`v`, into `m`), and the expression of the result's 16 bytes:
+// a max on packed 16-bit lanes as they are, else fp32 lane by lane (an
+// average of `pixels`).
+std::string Emitter::emitPoolStep(dfg::Type t, bool average, int64_t chunk,
+                                  int64_t pixels) {
+  static const char lane[] = "xyzw";
+  if (!average && t != dfg::Type::F32) {
+    const std::string f = t == dfg::Type::BF16 ? "bf16x2" : "f16x2";
+    os << "#ifdef __CUDA_ARCH__\n"
+       << "          asm(\"max." << f << " %0, %0, %4;\\n\\tmax." << f
+       << " %1, %1, %5;\\n\\tmax." << f << " %2, %2, %6;\\n\\tmax." << f
+       << " %3, %3, %7;\"\n"
+       << "              : \"+r\"(m.x), \"+r\"(m.y), \"+r\"(m.z), "
+          "\"+r\"(m.w)\n"
+       << "              : \"r\"(v.x), \"r\"(v.y), \"r\"(v.z), "
+          "\"r\"(v.w));\n"
+       << "#else\n";
+    for (int j = 0; j < 4; ++j)
+      os << "          m." << lane[j] << " = cuts_max_" << f << "(m." << lane[j]
+         << ", v." << lane[j] << ");\n";
+    os << "#endif\n";
+    return "m";
+  }
+  const std::string scale =
+      average ? " * " + num(1.0 / double(pixels)) : std::string();
+  std::vector<std::string> raw;
+  for (int64_t j = 0; j < chunk; ++j) {
+    const std::string m = "m[" + std::to_string(j) + "]";
+    const std::string x =
+        t == dfg::Type::F32 ? std::string("__uint_as_float(v.") + lane[j] + ")"
+                            : unpack16(t, "v", 4, size_t(j));
+    os << "          " << m << " = "
+       << (average ? m + " + " + x : "fmaxf(" + m + ", " + x + ")") << ";\n";
+    raw.push_back(t == dfg::Type::F32 ? "__float_as_uint(" + m + scale + ")"
+                                      : narrow(t, m + scale));
+  }
+  if (t != dfg::Type::F32)
+    return pack16(raw);
+  std::string packed = "make_uint4(";
+  for (size_t j = 0; j < raw.size(); ++j)
+    packed += (j ? ", " : "") + raw[j];
+  return packed + ")";
+}
+
 // A pooled kernel's stores (Kernel::pooled): each thread takes 16 bytes of
 // channels of a pooled output at a time and reduces its window's pixels
 // inside the conv's output from the staged tile: a max on the packed 16-bit
@@ -2416,48 +2463,8 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
      << "            continue; // outside the conv's output\n"
      << "          const uint4 v = *reinterpret_cast<const uint4 *>("
      << "&cuts_ytile[(r * " << b.boxW << " + col) * " << s.pitch << " + q]);\n";
-  static const char lane[] = "xyzw";
-  std::string packed = "m";
-  if (packedMax) {
-    const std::string f = t == dfg::Type::BF16 ? "bf16x2" : "f16x2";
-    os << "#ifdef __CUDA_ARCH__\n"
-       << "          asm(\"max." << f << " %0, %0, %4;\\n\\tmax." << f
-       << " %1, %1, %5;\\n\\tmax." << f << " %2, %2, %6;\\n\\tmax." << f
-       << " %3, %3, %7;\"\n"
-       << "              : \"+r\"(m.x), \"+r\"(m.y), \"+r\"(m.z), "
-          "\"+r\"(m.w)\n"
-       << "              : \"r\"(v.x), \"r\"(v.y), \"r\"(v.z), "
-          "\"r\"(v.w));\n"
-       << "#else\n";
-    for (int j = 0; j < 4; ++j)
-      os << "          m." << lane[j] << " = cuts_max_" << f << "(m." << lane[j]
-         << ", v." << lane[j] << ");\n";
-    os << "#endif\n";
-  } else {
-    // An average divides by every window's FH x FW pixels (poolWindowsInside).
-    const std::string scale =
-        average ? " * " + num(1.0 / double(pool.FH * pool.FW)) : "";
-    std::vector<std::string> raw;
-    for (int64_t j = 0; j < s.chunk; ++j) {
-      const std::string m = "m[" + std::to_string(j) + "]";
-      const std::string x =
-          t == dfg::Type::F32
-              ? std::string("__uint_as_float(v.") + lane[j] + ")"
-              : unpack16(t, "v", 4, size_t(j));
-      os << "          " << m << " = "
-         << (average ? m + " + " + x : "fmaxf(" + m + ", " + x + ")") << ";\n";
-      raw.push_back(t == dfg::Type::F32 ? "__float_as_uint(" + m + scale + ")"
-                                        : narrow(t, m + scale));
-    }
-    if (t == dfg::Type::F32) {
-      packed = "make_uint4(";
-      for (size_t j = 0; j < raw.size(); ++j)
-        packed += (j ? ", " : "") + raw[j];
-      packed += ")";
-    } else {
-      packed = pack16(raw);
-    }
-  }
+  const std::string packed =
+      emitPoolStep(t, average, s.chunk, pool.FH * pool.FW);
   const std::string dst = "reinterpret_cast<uint4 *>(&" + name + "[((image * " +
                           std::to_string(pool.H) + "LL + y) * " +
                           std::to_string(pool.W) + " + x) * " +
