@@ -45,6 +45,21 @@ bool windowedSuccessor(OpKind k) {
   return k == OpKind::Conv || k == OpKind::DepthwiseConv || k == OpKind::Pool;
 }
 
+// The operands of S computed in `group`, or -1 where another op reads one
+// too: a hand-over between two anchors stays on chip.
+int onChipOperands(mlir::Operation *S,
+                   const llvm::SmallPtrSetImpl<mlir::Operation *> &group) {
+  int n = 0;
+  for (mlir::Value v : S->getOperands())
+    if (auto *def = v.getDefiningOp(); def && group.contains(def)) {
+      ++n;
+      for (mlir::Operation *user : v.getUsers())
+        if (user != S)
+          return -1;
+    }
+  return n;
+}
+
 // g with its ranked sets best bound first, the first `keep` of them kept,
 // the best its bound; nullopt where none is ranked.
 std::optional<GroupEstimate> bestFirst(GroupEstimate g, size_t keep) {
@@ -93,16 +108,7 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
   // operand computed in the group.
   if (!reaches(P, S, group))
     return std::nullopt;
-  int fromGroup = 0;
-  for (mlir::Value v : S->getOperands())
-    if (auto *def = v.getDefiningOp(); def && group.contains(def)) {
-      ++fromGroup;
-      // The hand-over stays on chip: nothing else reads it.
-      for (mlir::Operation *user : v.getUsers())
-        if (user != S)
-          return std::nullopt;
-    }
-  if (fromGroup != 1)
+  if (onChipOperands(S, group) != 1)
     return std::nullopt;
   for (mlir::Operation *op : real)
     if (op != P && !reaches(P, op, group))
@@ -360,12 +366,8 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
       ds.IH != dp.OH || ds.IW != dp.OW || !reaches(P, S, group) ||
       S != ops.back())
     return std::nullopt;
-  // The conv's result stays on chip: the pooling alone reads it.
-  for (mlir::Value v : S->getOperands())
-    if (auto *def = v.getDefiningOp(); def && group.contains(def))
-      for (mlir::Operation *user : v.getUsers())
-        if (user != S)
-          return std::nullopt;
+  if (onChipOperands(S, group) != 1)
+    return std::nullopt; // the pooling alone reads the conv's result
   // The conv's group, ranked over every tensor-core set whose staged tile
   // (rows padded by 16 bytes) lies in its stages and whose blocks hold a
   // pooled window: the rows a box recomputes change which sets are best.
@@ -391,15 +393,11 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
   g.time = INFINITY;
   const int64_t images = dp.N / (dp.OH * dp.OW);
   for (Candidate c : first->ranked) {
-    const TileParams &q = c.params;
-    std::optional<PoolBox> box =
-        q.tensorCore() ? poolBox(ds, q.Nb) : std::nullopt;
-    // The staged tile (rows padded by 16 bytes) lies in the stages.
-    if (!box || !std::isfinite(c.bound.timeLowerBound) ||
-        q.Nb * (q.Kb + 8) * dp.elementBytes > tensorCoreSharedBytes(dp, q))
+    if (!std::isfinite(c.bound.timeLowerBound))
       continue;
+    const PoolBox box = *poolBox(ds, c.params.Nb); // `sets` have one
     c.bound.timeLowerBound *=
-        double(box->gemmRows(images, q.Nb)) / double(dp.N);
+        double(box.gemmRows(images, c.params.Nb)) / double(dp.N);
     g.ranked.push_back(c);
   }
   const size_t keep = size_t(keepCount(int64_t(g.ranked.size()), prune));

@@ -510,18 +510,18 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
   // kept too, up to kKeptTilings: on an H200 ResNet-50's memory-bound 1 x 1
   // convs ran 8-20 % faster in 128 x 128 blocks than in the 256 x 128 ones
   // that filled their kept sets.
-  auto tilings = [&] {
-    std::vector<TileParams> seen;
-    for (const Candidate &c : r.kept)
-      if (std::none_of(seen.begin(), seen.end(), [&](const TileParams &t) {
-            return sameTiling(t, c.params);
-          }))
-        seen.push_back(c.params);
-    return seen;
-  };
-  std::vector<TileParams> seen = tilings();
   if (r.kept.empty() || !r.kept.front().params.tensorCore() ||
-      int64_t(seen.size()) >= kKeptTilings || input != InputFrom::Global)
+      input != InputFrom::Global)
+    return r;
+  std::vector<TileParams> seen;
+  auto unseen = [&](const TileParams &p) {
+    return std::none_of(seen.begin(), seen.end(),
+                        [&](const TileParams &t) { return sameTiling(t, p); });
+  };
+  for (const Candidate &c : r.kept)
+    if (unseen(c.params))
+      seen.push_back(c.params);
+  if (int64_t(seen.size()) >= kKeptTilings)
     return r;
   std::vector<Candidate> more;
   forEachTensorCoreParams(d, arch, [&](const TileParams &p) {
@@ -532,16 +532,12 @@ SearchResult searchParams(const OpDesc &d, const GpuArch &arch,
                    [](const Candidate &a, const Candidate &b) {
                      return betterBound(a.bound, b.bound);
                    });
-  for (const Candidate &c : more) {
-    if (int64_t(seen.size()) >= kKeptTilings)
-      break;
-    if (std::any_of(seen.begin(), seen.end(), [&](const TileParams &t) {
-          return sameTiling(t, c.params);
-        }))
-      continue;
-    seen.push_back(c.params);
-    r.kept.push_back(c);
-  }
+  for (size_t i = 0; i < more.size() && int64_t(seen.size()) < kKeptTilings;
+       ++i)
+    if (unseen(more[i].params)) {
+      seen.push_back(more[i].params);
+      r.kept.push_back(more[i]);
+    }
   return r;
 }
 

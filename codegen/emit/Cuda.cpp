@@ -885,8 +885,7 @@ private:
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
-  void emitPooledSlots(const MmaOperand &o, int64_t count, int64_t perPass,
-                       bool wide);
+  std::string emitPooledSlot(const MmaOperand &o, int64_t perPass);
   void emitPooledStores(const StagedStore &s, const dfg::Buffer &out);
   std::string emitPoolStep(dfg::Type t, bool average, int64_t chunk,
                            int64_t pixels);
@@ -2288,25 +2287,30 @@ void Emitter::emitIm2colSlots(const MmaOperand &o, int64_t count,
   os << "  " << (wide ? "long long " : "int ") << o.x << "_off[" << count
      << "];\n"
      << "  int " << o.x << "_ih[" << count << "], " << o.x << "_iw[" << count
-     << "];\n";
+     << "];\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << count << "; ++i) {\n";
+  // Each row's image, output pixel (oh, ow) and whether it is one.
+  std::string image, oh, ow, inside;
   if (top.pooled) {
-    emitPooledSlots(o, count, perPass, wide);
-    return;
+    inside = emitPooledSlot(o, perPass);
+    image = "image", oh = "oh", ow = "ow";
+  } else {
+    os << "    const int row = " << o.rowBase << " + " << o.x << "_r + i * "
+       << perPass << ", q = row % " << pixels << ";\n";
+    image = "(row / " + std::to_string(pixels) + ")";
+    oh = "q / " + std::to_string(d.OW), ow = "q % " + std::to_string(d.OW);
+    inside = "row < " + std::to_string(d.N);
   }
-  os << "#pragma unroll\n"
-     << "  for (int i = 0; i < " << count << "; ++i) {\n"
-     << "    const int row = " << o.rowBase << " + " << o.x << "_r + i * "
-     << perPass << ", q = row % " << pixels << ";\n"
-     << "    const int ih = q / " << d.OW << " * " << d.SH << " - " << d.PH
+  os << "    const int ih = " << oh << " * " << d.SH << " - " << d.PH << ";\n"
+     << "    " << o.x << "_iw[i] = " << ow << " * " << d.SW << " - " << d.PW
      << ";\n"
-     << "    " << o.x << "_iw[i] = q % " << d.OW << " * " << d.SW << " - "
-     << d.PW << ";\n"
-     << "    " << o.x << "_off[i] = ((" << (wide ? "(long long)" : "")
-     << "(row / " << pixels << ") * " << d.IH << " + ih) * " << d.IW << " + "
-     << o.x << "_iw[i]) * " << d.IC
+     << "    " << o.x << "_off[i] = ((" << (wide ? "(long long)" : "") << image
+     << " * " << d.IH << " + ih) * " << d.IW << " + " << o.x << "_iw[i]) * "
+     << d.IC
      << (d.im2colChunks(top.params.Cin) ? "" : std::string(" + ") + o.x + "_e")
      << ";\n"
-     << "    " << o.x << "_ih[i] = row < " << d.N << " ? ih : -(1 << 20);\n"
+     << "    " << o.x << "_ih[i] = " << inside << " ? ih : -(1 << 20);\n"
      << "  }\n";
   if (d.IC2)
     emitConvSumSlots(o, count, perPass);
@@ -2333,34 +2337,22 @@ void Emitter::emitConvSumSlots(const MmaOperand &o, int64_t count,
      << "  }\n";
 }
 
-// A pooled implicit GEMM's rows (Kernel::pooled): row r of block b is
-// pixel (r / boxW, r % boxW) of the box of b's tile, rows past the box
-// out of range.
-void Emitter::emitPooledSlots(const MmaOperand &o, int64_t count,
-                              int64_t perPass, bool wide) {
-  const OpDesc &d = *o.im2col, &pool = top.pooled->pool;
+// A pooled implicit GEMM's row (Kernel::pooled) in emitIm2colSlots' loop:
+// row r of block b is pixel (oh, ow), (r / boxW, r % boxW) of the box of
+// b's tile in `image`. Returns whether the row is one of the box's.
+std::string Emitter::emitPooledSlot(const MmaOperand &o, int64_t perPass) {
+  const OpDesc &pool = top.pooled->pool;
   const PoolBox &b = top.pooled->box;
   const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
-  os << "#pragma unroll\n"
-     << "  for (int i = 0; i < " << count << "; ++i) {\n"
-     << "    const long long row = " << o.rowBase << " + " << o.x << "_r + i * "
+  os << "    const long long row = " << o.rowBase << " + " << o.x << "_r + i * "
      << perPass << ";\n"
      << "    const int r = int(row % " << rows << "), t = int(row / " << rows
      << " % " << tiles << "), image = int(row / " << rows * tiles << ");\n"
      << "    const int oh = t / " << b.tilesW << " * " << b.tileH * pool.SH
      << " - " << pool.PH << " + r / " << b.boxW << ";\n"
      << "    const int ow = t % " << b.tilesW << " * " << b.tileW * pool.SW
-     << " - " << pool.PW << " + r % " << b.boxW << ";\n"
-     << "    const int ih = oh * " << d.SH << " - " << d.PH << ";\n"
-     << "    " << o.x << "_iw[i] = ow * " << d.SW << " - " << d.PW << ";\n"
-     << "    " << o.x << "_off[i] = ((" << (wide ? "(long long)" : "")
-     << "image * " << d.IH << " + ih) * " << d.IW << " + " << o.x
-     << "_iw[i]) * " << d.IC
-     << (d.im2colChunks(top.params.Cin) ? "" : std::string(" + ") + o.x + "_e")
-     << ";\n"
-     << "    " << o.x << "_ih[i] = r < " << b.boxH * b.boxW
-     << " ? ih : -(1 << 20);\n"
-     << "  }\n";
+     << " - " << pool.PW << " + r % " << b.boxW << ";\n";
+  return "r < " + std::to_string(b.boxH * b.boxW);
 }
 
 // One window pixel's step of a pooled kernel's reduction of 16 bytes of

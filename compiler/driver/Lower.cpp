@@ -540,6 +540,18 @@ analyseAnchorPair(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   return sa;
 }
 
+/// Whether the second anchor of `pair` alone reads the first chain's
+/// result, which then never leaves the chip.
+bool handedOverOnChip(const SharedAnalysis &pair, std::string &why) {
+  mlir::Operation *last = pair.producer.last;
+  for (mlir::Operation *user : last->getResult(0).getUsers())
+    if (user != pair.consumer.anchor) {
+      why = opName(last) + "'s result is read outside the kernel";
+      return false;
+    }
+  return true;
+}
+
 std::optional<SharedAnalysis>
 analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   auto pair = analyseAnchorPair(ops, why);
@@ -549,12 +561,9 @@ analyseShared(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
   mlir::Operation *P = first->anchor, *S = pair->consumer.anchor;
   // The intermediate lives in shared memory only: the consumer's anchor is
   // its one reader, through the input it tiles.
+  if (!handedOverOnChip(*pair, why))
+    return std::nullopt;
   mlir::Value mid = first->last->getResult(0);
-  for (mlir::Operation *user : mid.getUsers())
-    if (user != S) {
-      why = opName(first->last) + "'s result is read outside the kernel";
-      return std::nullopt;
-    }
   auto batched = [](mlir::Operation *op) {
     return shapeOf(op->getOperand(1)).size() > 2;
   };
@@ -651,18 +660,14 @@ analysePooled(llvm::ArrayRef<mlir::Operation *> ops, std::string &why) {
           "unpadded";
     return std::nullopt;
   }
-  mlir::Value mid = pair->producer.last->getResult(0);
-  const mlir::Type t = typeOf(mid).getElementType();
+  const mlir::Type t =
+      typeOf(pair->producer.last->getResult(0)).getElementType();
   if (!t.isF16() && !t.isBF16()) {
     why = "a pooled implicit GEMM passes fp16 or bf16 tiles";
     return std::nullopt;
   }
-  for (mlir::Operation *user : mid.getUsers())
-    if (user != S) {
-      why = opName(pair->producer.last) + "'s result is read outside the "
-                                          "kernel";
-      return std::nullopt;
-    }
+  if (!handedOverOnChip(*pair, why))
+    return std::nullopt;
   return pair;
 }
 
@@ -1457,28 +1462,25 @@ std::optional<GroupKernel> lowerChained(llvm::ArrayRef<mlir::Operation *> ops,
 
 /// A pooled implicit GEMM's kernel: the conv tiled by `p`, its output the
 /// pooling's.
-std::optional<GroupKernel> lowerPooled(llvm::ArrayRef<mlir::Operation *> ops,
+std::optional<GroupKernel> lowerPooled(const SharedAnalysis &sa,
                                        const TileParams &p,
                                        const std::string &name,
                                        std::string &error) {
-  auto sa = analysePooled(ops, error);
-  if (!sa)
-    return std::nullopt;
-  auto g = lowerAnchored(sa->producer, p, name, error);
+  auto g = lowerAnchored(sa.producer, p, name, error);
   if (!g)
     return std::nullopt;
   if (!codegen::poolsStagedTile(g->kernel)) {
     error = "a pooled implicit GEMM stages its output tile alone";
     return std::nullopt;
   }
-  mlir::Operation *S = sa->consumer.anchor;
+  mlir::Operation *S = sa.consumer.anchor;
   auto k = codegen::fusePooled(std::move(g->kernel), *describeOp(S),
                                llvm::isa<AveragePoolOp>(S), error);
   if (!k)
     return std::nullopt;
   for (size_t i = 0; i < k->tensors.size(); ++i)
     if (k->tensors[i].output)
-      g->args[i] = sa->consumer.anchor->getResult(0);
+      g->args[i] = S->getResult(0);
   g->kernel = std::move(*k);
   g->family = "pooled";
   return g;
@@ -1812,8 +1814,9 @@ std::optional<GroupKernel> lowerGroup(llvm::ArrayRef<mlir::Operation *> ops,
     std::string why;
     if (predecessor)
       return lowerShared(ops, p, *predecessor, name, error);
-    return analysePooled(ops, why) ? lowerPooled(ops, p, name, error)
-                                   : lowerChained(ops, p, name, error);
+    if (auto pooled = analysePooled(ops, why))
+      return lowerPooled(*pooled, p, name, error);
+    return lowerChained(ops, p, name, error);
   }
   auto a = analyse(ops, error);
   if (!a)
