@@ -121,6 +121,7 @@ int64_t sharedFloats(const Kernel &k) {
 // multiple of 1024 bytes so that every stage starts a swizzle pattern.
 struct MmaTiles {
   int64_t lda = 0, ldb = 0, aElems = 0, bElems = 0, bytes = 0;
+  int64_t patchBytes = 0; // A's input patch instead of its stages
   int64_t stageBytes = 0; // the stages' tiles; the mbarriers follow
 };
 // The stages k's loop fills: a persistent loop's slices run on into the
@@ -137,6 +138,57 @@ bool residentB(const Kernel &k) {
          dims[2] <= k.params.Hb && dims[3] <= k.params.Wb;
 }
 
+// An implicit GEMM's input patch (Kernel::patchA): `rows` input rows of
+// `cols` pixels, `pitch` elements apart (the channels, 16 bytes more where
+// ldmatrix's eight rows, SW pixels apart, would share banks), a 16-bit
+// stem's pixel pairs (OpDesc::pairedPixels) unpadded. A block of plain rows
+// takes its output rows' windows' input rows, one image's and then the
+// next's (`extent` rows an output row); a pooled block its box's.
+struct Patch {
+  int64_t rows = 0, cols = 0, pitch = 0, bytes = 0;
+  int64_t chunks = 0; // 16-byte copies a patch row
+  int64_t extent = 0;
+  bool paired = false;
+};
+
+std::optional<Patch> patchOf(const Kernel &k) {
+  const OpDesc &d = k.desc;
+  const TileParams &p = k.params;
+  if (!k.mma || k.mma->warpSpecialized || !d.im2col || d.IC2 || k.chain ||
+      k.producer || persistentLoop(k) || elementBytes(k.mma->operand) != 2 ||
+      d.C % p.Cin || p.Cin % 8)
+    return std::nullopt;
+  Patch q;
+  q.paired = d.pairedPixels();
+  if (d.IC % 8 && !q.paired)
+    return std::nullopt;
+  q.extent = (d.FH - 1) * d.DH + 1;
+  const int64_t window = (d.FW - 1) * d.DW + 1;
+  if (k.pooled) {
+    const PoolBox &b = k.pooled->box;
+    q.rows = (b.boxH - 1) * d.SH + q.extent;
+    q.cols = (b.boxW - 1) * d.SW + window;
+  } else {
+    if (d.OH * d.OW < p.Nb) // a block would reach a third image
+      return std::nullopt;
+    // Output rows a block of Nb pixels touches, at most; split between two
+    // images, each part needs its own window rows.
+    const int64_t outRows = (p.Nb + d.OW - 2) / d.OW + 1;
+    q.rows =
+        (outRows - 1) * d.SH + q.extent + std::max<int64_t>(0, q.extent - d.SH);
+    q.cols = (d.OW - 1) * d.SW + window;
+  }
+  q.cols += q.paired ? q.cols % 2 : 0;
+  q.pitch = q.paired || (d.IC * 2 * d.SW / 16) % 2 ? d.IC : d.IC + 8;
+  q.chunks = q.paired ? q.cols / 2 : q.cols * d.IC / 8;
+  // wgmma's B stages after it start swizzle patterns (1024 bytes).
+  q.bytes = (q.rows * q.cols * q.pitch * 2 + 1023) / 1024 * 1024;
+  return q;
+}
+
+// Whether k reads A from its input patch.
+bool readsPatch(const Kernel &k) { return k.patchA && patchOf(k); }
+
 MmaTiles mmaTiles(const Kernel &k) {
   const TileParams &p = k.params;
   const bool wgmma = k.mma->instr == MatrixInstr::Wgmma;
@@ -152,12 +204,14 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.aElems = (t.aElems + unit - 1) / unit * unit;
     t.bElems = (t.bElems + unit - 1) / unit * unit;
   }
+  if (readsPatch(k))
+    t.aElems = 0, t.patchBytes = patchOf(k)->bytes;
   // Only the stages the loop fills (the bound counts the same).
   const int64_t slices = (k.desc.C + p.Cin - 1) / p.Cin;
   t.stageBytes = t.bytes =
-      (stagesFilled(k) * t.aElems +
-       (residentB(k) ? slices : stagesFilled(k)) * t.bElems) *
-      eb;
+      t.patchBytes + (stagesFilled(k) * t.aElems +
+                      (residentB(k) ? slices : stagesFilled(k)) * t.bElems) *
+                         eb;
   if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
     t.bytes += k.mma->stages * 16;
   return t;
@@ -234,8 +288,9 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   s.pitch = p.Kb + s.chunk; // 16 bytes of padding: 8 rows, distinct banks
   // A persistent loop's tile lies beside the stages, which stay in use; so
   // does a chained product's where the stages are too small for it.
+  // A patch kernel's shared memory grows to hold its tile (mmaSharedBytes).
   if (s.nAxis < 0 || s.kAxis < 0 || p.Kb % s.chunk ||
-      (!persistentLoop(k) && !k.chain &&
+      (!persistentLoop(k) && !k.chain && !readsPatch(k) &&
        p.Nb * s.pitch * eb > mmaTiles(k).stageBytes))
     return std::nullopt;
   return s;
@@ -277,6 +332,8 @@ int64_t mmaSharedBytes(const Kernel &k) {
   int64_t bytes = mmaTiles(k).bytes;
   if (std::optional<StagedStore> s = stagedStore(k); tileBeside(k, s))
     bytes += stagedTileBytes(k, *s);
+  else if (s && readsPatch(k))
+    bytes = std::max(bytes, stagedTileBytes(k, *s));
   return bytes;
 }
 
@@ -884,6 +941,9 @@ private:
   void emitZeroAccumulators();
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
+  void emitPatch(const MmaOperand &a);
+  void emitPatchRows(const std::string &ind, const std::string &kk);
+  void emitWgmmaPatchSlice(const std::string &fn);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   std::string emitPooledSlot(const MmaOperand &o, int64_t perPass);
   void emitPooledStores(const StagedStore &s, const dfg::Buffer &out);
@@ -2498,6 +2558,114 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
        << ";\n";
 }
 
+// Ak: where the lane's 8 elements of k-step `kk` of slice kt lie in the
+// patch, a_pix[i] bytes before its row's: channels of one window position,
+// or a stem's pixel pair.
+void Emitter::emitPatchRows(const std::string &ind, const std::string &kk) {
+  const OpDesc &d = top.desc;
+  const Patch q = *patchOf(top);
+  os << ind << "const int kx = kt * " << top.params.Cin << " + " << kk
+     << " + (lane / 16) * 8, wp = kx / " << d.IC << ";\n"
+     << ind << "const cuts_sptr Ak = sA + ((wp / " << d.FW << " * "
+     << d.DH * q.cols << " + wp % " << d.FW << " * " << d.DW << ") * "
+     << q.pitch << " + kx % " << d.IC << ") * 2;\n";
+}
+
+// An implicit GEMM's A read from its input patch (Kernel::patchA): each
+// lane's ldmatrix rows' pixels in it (a_pix, bytes; 0 past the GEMM's
+// rows, whose products no store reads) and the patch's copies (copyPatch,
+// zero outside the input), issued once with the first slice's.
+void Emitter::emitPatch(const MmaOperand &a) {
+  const OpDesc &d = *a.im2col;
+  const Patch q = *patchOf(top);
+  const MmaLoop &m = *top.mma;
+  const int64_t rows = top.params.Nb, pitchBytes = q.pitch * 2;
+  // The block row of the lane's ldmatrix row in tile i (a warp's 16 rows).
+  const std::string lane =
+      m.wgmma()
+          ? "wg * " + std::to_string(64 * m.mi) +
+                " + i * 64 + (warp % 4) * 16 + lane % 16"
+          : "wm * " + std::to_string(rows / m.warpsM) + " + i * 16 + lane % 16";
+  os << "  // A from a patch of the input: " << q.rows << " rows of " << q.cols
+     << " pixels, " << q.pitch << " elements apart.\n";
+  if (top.pooled) {
+    const OpDesc &pool = top.pooled->pool;
+    const PoolBox &b = top.pooled->box;
+    const int64_t tiles = b.tilesH * b.tilesW;
+    os << "  const int p_t = int(base_n / " << rows << " % " << tiles
+       << "), p_n0 = int(base_n / " << rows * tiles << ");\n"
+       << "  const int p_ih0 = (p_t / " << b.tilesW << " * "
+       << b.tileH * pool.SH << " - " << pool.PH << ") * " << d.SH << " - "
+       << d.PH << ";\n"
+       << "  const int p_iw0 = (p_t % " << b.tilesW << " * "
+       << b.tileW * pool.SW << " - " << pool.PW << ") * " << d.SW << " - "
+       << d.PW << ";\n"
+       << "  const int p_split = " << q.rows << ", p_need = " << q.rows << ";\n"
+       << "  int a_pix[" << m.mi << "];\n"
+       << "#pragma unroll\n"
+       << "  for (int i = 0; i < " << m.mi << "; ++i) {\n"
+       << "    const int r = " << lane << ";\n"
+       << "    a_pix[i] = r < " << b.boxH * b.boxW << " ? (r / " << b.boxW
+       << " * " << d.SH * q.cols << " + r % " << b.boxW << " * " << d.SW
+       << ") * " << pitchBytes << " : 0;\n"
+       << "  }\n";
+  } else {
+    const int64_t M = d.N;
+    os << "  const long long p_first = base_n / " << d.OW
+       << ", p_last = min(base_n + " << rows - 1 << "LL, " << M - 1 << "LL) / "
+       << d.OW << ";\n"
+       << "  const int p_n0 = int(p_first / " << d.OH
+       << "), p_ih0 = int(p_first % " << d.OH << ") * " << d.SH << " - " << d.PH
+       << ", p_iw0 = -" << d.PW << ";\n"
+       << "  // Image p_n0's rows, then (where the block reaches it) the "
+          "next's.\n"
+       << "  const bool p_two = p_last / " << d.OH << " != p_n0;\n"
+       << "  const int p_split = p_two ? " << (d.OH - 1) * d.SH << " - p_ih0 - "
+       << d.PH << " + " << q.extent << " : " << q.rows << ";\n"
+       << "  const int p_need = p_two ? p_split + int(p_last % " << d.OH
+       << ") * " << d.SH << " + " << q.extent << " : int(p_last - p_first) * "
+       << d.SH << " + " << q.extent << ";\n"
+       << "  int a_pix[" << m.mi << "];\n"
+       << "#pragma unroll\n"
+       << "  for (int i = 0; i < " << m.mi << "; ++i) {\n"
+       << "    const long long row = base_n + " << lane << ", R = row / "
+       << d.OW << ";\n"
+       << "    const int oh = int(R % " << d.OH << "), ow = int(row % " << d.OW
+       << ");\n"
+       << "    const int j = R / " << d.OH << " == p_n0 ? oh * " << d.SH
+       << " - " << d.PH << " - p_ih0 : p_split + oh * " << d.SH << ";\n"
+       << "    a_pix[i] = row < " << M << " ? (j * " << q.cols << " + ow * "
+       << d.SW << ") * " << pitchBytes << " : 0;\n"
+       << "  }\n";
+  }
+  const int64_t images =
+      top.pooled
+          ? d.N / (rows * top.pooled->box.tilesH * top.pooled->box.tilesW)
+          : d.N / (d.OH * d.OW);
+  const int64_t perPixel = q.paired ? 1 : d.IC / 8;
+  os << "  auto copyPatch = [&]() {\n"
+     << "    for (int e = tid; e < p_need * " << q.chunks
+     << "; e += kThreads) {\n"
+     << "      const int j = e / " << q.chunks << ", x = e % " << q.chunks
+     << ";\n";
+  if (q.paired)
+    os << "      const int px = x * 2, c = 0;\n";
+  else
+    os << "      const int px = x / " << perPixel << ", c = x % " << perPixel
+       << " * 8;\n";
+  os << "      const int n = p_n0 + (j >= p_split);\n"
+     << "      const int ih = j < p_split ? p_ih0 + j : j - p_split - " << d.PH
+     << ", iw = p_iw0 + px;\n"
+     << "      const bool in = n < " << images << " && unsigned(ih) < " << d.IH
+     << "u && unsigned(iw) < " << d.IW << "u;\n"
+     << "      cuts_cp_async16(sA + ((j * " << q.cols << " + px) * " << q.pitch
+     << " + c) * 2, in ? " << a.global << " + ((long long)(n * " << d.IH
+     << " + ih) * " << d.IW << " + iw) * " << d.IC << " + c : " << a.global
+     << ", in ? 16 : 0);\n"
+     << "    }\n"
+     << "  };\n";
+}
+
 // Operand o's copies of the K slice from k0 into stage st (cp.async, zero
 // where the tile overhangs the tensor).
 void Emitter::emitMmaCopies(const MmaOperand &o, const std::string &ind) {
@@ -2585,6 +2753,7 @@ void Emitter::emitMma() {
   const bool wgmma = m.instr == MatrixInstr::Wgmma;
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
   const std::vector<MmaOperand> ops = mmaOperands(k);
+  const bool patch = readsPatch(k);
   os << "  const int lane = tid % 32, warp = tid / 32;\n"
      << "  const int g = lane / 4, tq = lane % 4;\n";
   if (wgmma)
@@ -2606,8 +2775,8 @@ void Emitter::emitMma() {
        << "  const int mma_row = wm * " << p.Nb / m.warpsM
        << " + g, mma_col = wn * " << p.Kb / m.warpsN << " + tq * 2;\n";
   os << "  const cuts_sptr sA = cuts_saddr(cuts_smem);\n"
-     << "  const cuts_sptr sB = sA + " << stagesFilled(k) * t.aElems * eb
-     << ";\n";
+     << "  const cuts_sptr sB = sA + "
+     << t.patchBytes + stagesFilled(k) * t.aElems * eb << ";\n";
   // The operands' matrices and this thread's copies: a persistent loop's
   // per fetch, of the tile the fetch is for.
   auto operandPointers = [&](const std::string &ind) {
@@ -2618,7 +2787,10 @@ void Emitter::emitMma() {
     if (k.desc.IC2)
       os << ind << "const " << typeName(m.operand) << " *Ag2 = A2;\n";
     for (const MmaOperand &o : ops)
-      emitMmaCopySlots(o);
+      if (&o == &ops[0] && patch)
+        emitPatch(o);
+      else
+        emitMmaCopySlots(o);
   };
   if (!persistentLoop(k))
     operandPointers("  ");
@@ -2629,7 +2801,10 @@ void Emitter::emitMma() {
   if (prefetchesWeights(k)) { // the operands apart: B before the waits
     for (size_t i = 0; i < ops.size(); ++i) {
       os << "  auto fetch" << (i ? "B" : "A") << " = [&](int st, int k0) {\n";
-      emitMmaCopies(ops[i], "    ");
+      if (i || !patch)
+        emitMmaCopies(ops[i], "    ");
+      else
+        os << "    (void)st, (void)k0; // A is the patch\n";
       os << "  };\n";
     }
     os << "  auto fetch = [&](int st, int k0) { fetchA(st, k0); "
@@ -2654,7 +2829,8 @@ void Emitter::emitMma() {
   } else {
     os << "  auto fetch = [&](int st, int k0) {\n";
     for (const MmaOperand &o : ops)
-      emitMmaCopies(o, "    ");
+      if (&o != &ops[0] || !patch)
+        emitMmaCopies(o, "    ");
     os << "  };\n";
   }
   os << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
@@ -2740,7 +2916,7 @@ void Emitter::emitSliceLoopEnd() {
   const TileParams &p = top.params;
   const int64_t S = p.stages;
   if (top.mma->wgmma())
-    emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
+    emitWgmmaSlice(p.overlapsSlices() && !readsPatch(top) ? 1 : 0);
   else
     emitMmaSyncSlice();
   os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
@@ -2948,12 +3124,17 @@ void Emitter::emitMultistagePipeline(const std::optional<StagedStore> &staged) {
        << "      fetchB(s, s * " << p.Cin << ");\n"
        << "  }\n";
     emitDependenceWaits();
+    if (readsPatch(top))
+      os << "  copyPatch(); // with slice 0's copies\n";
     os << "  for (int s = 0; s < " << ahead << "; ++s) {\n"
        << "    if (s < kTiles)\n"
        << "      fetchA(s, s * " << p.Cin << ");\n";
   } else {
     os << "    if (s < kTiles)\n"
        << "      fetch(s, s * " << p.Cin << ");\n";
+    if (readsPatch(top))
+      os << "    if (s == 0)\n"
+         << "      copyPatch();\n";
   }
   os << "    cuts_cp_async_commit();\n"
      << "  }\n";
@@ -3143,8 +3324,9 @@ void Emitter::emitLdmatrixBases() {
   const int64_t wm = k.params.Nb / k.mma->warpsM;
   const int64_t wn = k.params.Kb / k.mma->warpsN;
   const int64_t eb = elementBytes(k.mma->operand), h = k.mma->kStep() / 2;
-  os << "  const cuts_sptr a_ld = sA + ((wm * " << wm << " + lane % 16) * "
-     << t.lda << " + (lane / 16) * " << h << ") * " << eb << ";\n";
+  if (!readsPatch(k)) // else each slice finds its rows in the patch
+    os << "  const cuts_sptr a_ld = sA + ((wm * " << wm << " + lane % 16) * "
+       << t.lda << " + (lane / 16) * " << h << ") * " << eb << ";\n";
   if (k.desc.transB)
     os << "  const cuts_sptr b_ld = sB + ((wn * " << wn
        << " + lane % 8 + (lane / 16) * 8) * " << t.ldb
@@ -3171,18 +3353,29 @@ void Emitter::emitMmaSyncSlice() {
   // B's step between 8-column tiles j and between the k-steps.
   const std::string bj = std::to_string((k.desc.transB ? 8 * t.ldb : 8) * eb);
   const std::string bk = std::to_string((k.desc.transB ? 1 : t.ldb) * eb);
-  os << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n"
-     << "    const cuts_sptr Bt = b_ld + " << bSlot << " * " << t.bElems * eb
+  const bool patch = readsPatch(k);
+  if (!patch)
+    os << "    const cuts_sptr At = a_ld + rs * " << t.aElems * eb << ";\n";
+  os << "    const cuts_sptr Bt = b_ld + " << bSlot << " * " << t.bElems * eb
      << ";\n"
      << "#pragma unroll\n"
      << "    for (int kk = 0; kk < " << k.params.Cin << "; kk += " << m.kStep()
      << ") {\n"
-     << "      unsigned a[" << MI << "][4], b[" << NI << "][2], r[4];\n"
-     << "#pragma unroll\n"
-     << "      for (int i = 0; i < " << MI << "; ++i)\n"
-     << "        cuts_ldmatrix_x4(a[i], At + i * " << 16 * t.lda * eb
-     << " + kk * " << eb << ");\n"
-     << "#pragma unroll\n"
+     << "      unsigned a[" << MI << "][4], b[" << NI << "][2], r[4];\n";
+  if (patch) {
+    // The lane's 8 elements of k: channels of one window position, or a
+    // stem's pixel pair.
+    emitPatchRows("      ", "kk");
+    os << "#pragma unroll\n"
+       << "      for (int i = 0; i < " << MI << "; ++i)\n"
+       << "        cuts_ldmatrix_x4(a[i], Ak + a_pix[i]);\n";
+  } else {
+    os << "#pragma unroll\n"
+       << "      for (int i = 0; i < " << MI << "; ++i)\n"
+       << "        cuts_ldmatrix_x4(a[i], At + i * " << 16 * t.lda * eb
+       << " + kk * " << eb << ");\n";
+  }
+  os << "#pragma unroll\n"
      << "      for (int j = 0; j < " << NI << "; j += 2) {\n"
      << "        cuts_ldmatrix_x4" << (k.desc.transB ? "" : "_trans")
      << "(r, Bt + j * " << bj << " + kk * " << bk << ");\n"
@@ -3238,6 +3431,10 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
   const std::string fn = "cuts_wgmma_m64n" + std::to_string(8 * m.ni) + "k16_" +
                          (m.operand == dfg::Type::BF16 ? "bf16" : "f16");
   const std::string MI = std::to_string(m.mi);
+  if (readsPatch(k)) {
+    emitWgmmaPatchSlice(fn);
+    return;
+  }
   os << "    const cuts_sptr At = sA + rs * " << t.aElems * eb << " + wg * "
      << m.mi * 64 * row << ";\n"
      << "    const cuts_sptr Bt = sB + " << bSlot << " * " << t.bElems * eb
@@ -3255,6 +3452,43 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
      << "    }\n"
      << "    cuts_wgmma_commit();\n"
      << "    cuts_wgmma_wait<" << inFlight << ">();\n";
+  emitWgmmaHold("    ");
+}
+
+// A wgmma slice whose A comes from the input patch (Kernel::patchA): each
+// warp's fragments of every k-step by ldmatrix, one fence for them, then
+// the products from registers, all waited for before the next slice's
+// ldmatrix may reuse the registers (the compiler does not see wgmma read
+// them after issue).
+void Emitter::emitWgmmaPatchSlice(const std::string &fn) {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
+  const int64_t eb = elementBytes(m.operand), row = k.params.Cin * eb;
+  const int64_t steps = k.params.Cin / 16;
+  const std::string MI = std::to_string(m.mi), S = std::to_string(steps);
+  os << "    const cuts_sptr Bt = sB + " << bSlot << " * "
+     << mmaTiles(k).bElems * eb << ";\n"
+     << "    unsigned a[" << S << "][" << MI << "][4];\n"
+     << "#pragma unroll\n"
+     << "    for (int s = 0; s < " << S << "; ++s) {\n";
+  emitPatchRows("      ", "s * 16");
+  os << "#pragma unroll\n"
+     << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "        cuts_ldmatrix_x4(a[s][i], Ak + a_pix[i]);\n"
+     << "    }\n";
+  emitWgmmaHold("    ");
+  os << "    cuts_wgmma_fence();\n"
+     << "#pragma unroll\n"
+     << "    for (int s = 0; s < " << S << "; ++s) {\n"
+     << "      const cuts_gdesc db = cuts_wgmma_desc(Bt + s * " << 16 * eb
+     << ", " << 8 * row << ", " << mmaSwizzle(k) << ");\n"
+     << "#pragma unroll\n"
+     << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "        " << std::string("cuts_wgmma_rs_") + fn.substr(11)
+     << "(&acc[i][0][0], a[s][i], db);\n"
+     << "    }\n"
+     << "    cuts_wgmma_commit();\n"
+     << "    cuts_wgmma_wait<0>();\n";
   emitWgmmaHold("    ");
 }
 
@@ -3445,8 +3679,8 @@ std::string Emitter::run() {
     os << syncPrelude(target);
   if (top.mma && top.mma->instr == MatrixInstr::Wgmma)
     os << wgmmaPrelude()
-       << wgmmaFunction(int(8 * top.mma->ni),
-                        top.mma->operand == dfg::Type::BF16);
+       << (readsPatch(top) ? wgmmaRegisterFunction : wgmmaFunction)(
+              int(8 * top.mma->ni), top.mma->operand == dfg::Type::BF16);
   os << "\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
      << top.name << "(";
@@ -3539,6 +3773,12 @@ bool poolsStagedTile(const Kernel &k) {
 
 bool prefetchesOperand(const Kernel &k) {
   return prefetchable(k, stagedStore(k));
+}
+
+bool patchable(const Kernel &k, int64_t limit) {
+  Kernel with = k;
+  with.patchA = true;
+  return patchOf(with) && launchShape(with).sharedBytes <= limit;
 }
 
 LaunchShape launchShape(const Kernel &k) {

@@ -80,6 +80,12 @@ bool stagesOutput(const Kernel &kernel);
 /// (Kernel::pooled) reduces.
 bool poolsStagedTile(const Kernel &kernel);
 
+/// Whether an implicit GEMM can read A from a patch of its input
+/// (Kernel::patchA): mma.sync, one slice a block at a time, 16-byte chunks
+/// of a pixel (or of a stem's pixel pair) at each window position, a block
+/// in at most two images, the patch within the shared memory `limit`.
+bool patchable(const Kernel &kernel, int64_t limit);
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_H

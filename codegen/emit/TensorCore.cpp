@@ -211,4 +211,37 @@ std::string wgmmaFunction(int n, bool bf16) {
          "}\n";
 }
 
+std::string wgmmaRegisterFunction(int n, bool bf16) {
+  const std::string type = bf16 ? "bf16" : "f16", N = std::to_string(n);
+  std::string regs, outs;
+  for (int i = 0; i < n / 2; ++i) {
+    regs += (i ? ", %" : "%") + std::to_string(i);
+    outs += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
+  }
+  auto at = [&](int i) { return "%" + std::to_string(n / 2 + i); };
+  return "// D[64 x " + N + "] += A[64 x 16] B[16 x " + N +
+         "], A in registers (mma.sync's\n// fragment a warp), B K-major in "
+         "shared memory.\n"
+         "__device__ __forceinline__ void cuts_wgmma_rs_m64n" +
+         N + "k16_" + type +
+         "(float *d, const unsigned *a,\n"
+         "                                                   cuts_gdesc b) {\n"
+         "#ifdef __CUDA_ARCH__\n"
+         "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " +
+         at(5) + ", 0;\\nwgmma.mma_async.sync.aligned.m64n" + N + "k16.f32." +
+         type + "." + type + " {" + regs + "}, {" + at(0) + ", " + at(1) +
+         ", " + at(2) + ", " + at(3) + "}, " + at(4) +
+         ", p, 1, 1, 0;\\n}\\n\"\n"
+         "               : " +
+         outs +
+         "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), "
+         "\"r\"(a[3]), \"l\"(b), \"r\"(1));\n"
+         "#else\n"
+         "  cuts_wgmma_rs_host(d, a, b, " +
+         N + ", " + (bf16 ? "true" : "false") +
+         ");\n"
+         "#endif\n"
+         "}\n";
+}
+
 } // namespace cuts::codegen

@@ -65,6 +65,12 @@ const char *wgmmaPrelude();
 /// On the host it calls cuda_host.h's cuts_wgmma_host.
 std::string wgmmaFunction(int n, bool bf16);
 
+/// cuts_wgmma_rs_m64n<n>k16_<f16|bf16>(float *d, const unsigned *a,
+/// cuts_gdesc b): the same product with A from registers, each warp's 16
+/// rows as an mma.sync m16n8k16 A fragment (ldmatrix x4's four words). On
+/// the host it calls cuda_host.h's cuts_wgmma_rs_host.
+std::string wgmmaRegisterFunction(int n, bool bf16);
+
 } // namespace cuts::codegen
 
 #endif // CUTS_CODEGEN_EMIT_TENSORCORE_H

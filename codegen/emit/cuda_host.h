@@ -81,6 +81,7 @@
 #error "cuda_host.h needs C++17 (inline variables, if constexpr)"
 #endif
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -1459,16 +1460,20 @@ inline cuts_gdesc cuts_wgmma_desc(cuts_sptr a, unsigned sbo, unsigned swizzle) {
 // column 8 j + 2 t + e % 2. A K-major operand's rows are 16 x 2^swizzle
 // bytes (swizzle 1, 2, 3: 32, 64, 128), 8-row groups sbo apart; the GPU
 // swaps 16-byte chunks by address bits 7-9 (their low `swizzle` bits).
+inline double cuts_wgmma_at(const cuts_gdesc &m, unsigned r, unsigned k,
+                            bool bf16) {
+  const uintptr_t rowBytes = uintptr_t(16) << m.swizzle;
+  uintptr_t addr = reinterpret_cast<uintptr_t>(m.start) + (r / 8) * m.sbo +
+                   (r % 8) * rowBytes + k * 2;
+  addr ^= ((addr >> 7) & ((uintptr_t(1) << m.swizzle) - 1)) << 4;
+  unsigned short v;
+  std::memcpy(&v, reinterpret_cast<const void *>(addr), 2);
+  return double(bf16 ? cuts_bf2f(v) : cuts_h2f(v));
+}
 inline void cuts_wgmma_product(float *d, cuts_gdesc a, cuts_gdesc b, int n,
                                bool bf16, unsigned tid) {
   auto at = [bf16](const cuts_gdesc &m, unsigned r, unsigned k) {
-    const uintptr_t rowBytes = uintptr_t(16) << m.swizzle;
-    uintptr_t addr = reinterpret_cast<uintptr_t>(m.start) + (r / 8) * m.sbo +
-                     (r % 8) * rowBytes + k * 2;
-    addr ^= ((addr >> 7) & ((uintptr_t(1) << m.swizzle) - 1)) << 4;
-    unsigned short v;
-    std::memcpy(&v, reinterpret_cast<const void *>(addr), 2);
-    return double(bf16 ? cuts_bf2f(v) : cuts_h2f(v));
+    return cuts_wgmma_at(m, r, k, bf16);
   };
   unsigned w = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
   for (int i = 0; i < n / 2; ++i) {
@@ -1496,6 +1501,37 @@ inline void cuts_wgmma_host(float *d, cuts_gdesc a, cuts_gdesc b, int n,
       threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   cuts_host::detail::self().wgmma.open.push_back(
       [=] { cuts_wgmma_product(d, a, b, n, bf16, tid); });
+}
+
+// The same with A in registers: thread 4 g + t of warp w holds A[16 w + g
+// (+ 8)][2 t (+ 1) (+ 8)] in a[0..3] as mma.sync's A fragment. Its row's
+// 16 values are gathered from lanes 4 g .. 4 g + 3 now (the registers are
+// read at issue); B is read at the wait, as for shared A.
+inline void cuts_wgmma_rs_host(float *d, const unsigned *a, cuts_gdesc b, int n,
+                               bool bf16) {
+  unsigned tid =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned g = tid % 32 / 4;
+  std::array<float, 32> rows{}; // A[g][0..15], then A[g + 8][0..15]
+  for (unsigned t = 0; t < 4; ++t)
+    for (unsigned r = 0; r < 4; ++r) {
+      const unsigned w = __shfl_sync(0xffffffffu, a[r], int(4 * g + t));
+      const unsigned base = (r % 2) * 16 + (r / 2) * 8 + 2 * t;
+      for (unsigned h = 0; h < 2; ++h) {
+        const unsigned short v = (unsigned short)(w >> (16 * h));
+        rows[base + h] = bf16 ? cuts_bf2f(v) : cuts_h2f(v);
+      }
+    }
+  cuts_host::detail::self().wgmma.open.push_back([=] {
+    const unsigned t = tid % 4;
+    for (int i = 0; i < n / 2; ++i) {
+      const unsigned half = i % 4 / 2, col = 8 * (i / 4) + 2 * t + i % 2;
+      double sum = d[i];
+      for (unsigned k = 0; k < 16; ++k)
+        sum += double(rows[16 * half + k]) * cuts_wgmma_at(b, col, k, bf16);
+      d[i] = float(sum);
+    }
+  });
 }
 
 #endif // CUTS_CODEGEN_EMIT_CUDA_HOST_H

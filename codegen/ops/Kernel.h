@@ -328,6 +328,11 @@ struct Kernel {
   bool storesOutput = true;
   /// A pooling of the staged tile stored in place of the output.
   std::optional<PooledExit> pooled;
+  /// An implicit GEMM on mma.sync reading A from a patch of its input in
+  /// shared memory (the input rows its block's windows cover, copied once)
+  /// rather than im2col slices: each input pixel crosses L2 about once a
+  /// block instead of once for each window position that reads it.
+  bool patchA = false;
 };
 
 /// The most rounds of thread tiles a shared-memory-level producer is

@@ -90,6 +90,8 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
             variants.push_back(std::move(*v));
         for (GroupKernel &v : shallowVariants(ops, e, i))
           variants.push_back(std::move(v));
+        for (GroupKernel &v : patchVariants(ops, e, i))
+          variants.push_back(std::move(v));
       }
       add(std::move(*gk), 3 * l + second);
       if (early)
@@ -121,6 +123,54 @@ CandidateTable::shallowVariants(llvm::ArrayRef<mlir::Operation *> ops,
     std::string why;
     if (auto v = lowerGroup(ops, p, "cuts_kernel", why, predecessorOf(e, i)))
       out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+std::vector<GroupKernel>
+CandidateTable::patchVariants(llvm::ArrayRef<mlir::Operation *> ops,
+                              const GroupEstimate &e, size_t i) const {
+  // A conv's im2col slices re-read each input pixel from L2 once for every
+  // window position over it (9 times in a 3 x 3 conv, 14 in the stem); the
+  // patch reads it about once a block. On wgmma the block as it is (its
+  // products then take A from registers), and on mma.sync with its threads
+  // as warps of at most 64 x 64 outputs, fewest shared reads first.
+  std::vector<GroupKernel> out;
+  const TileParams set = e.ranked[i].params;
+  if (!set.tensorCore() || opts.arch.maxSharedPerBlock <= 0)
+    return out;
+  auto add = [&](const TileParams &p) {
+    std::string why;
+    auto v = lowerGroup(ops, p, "cuts_kernel", why, predecessorOf(e, i));
+    if (!v || v->kernel.desc.FH * v->kernel.desc.FW == 1 ||
+        !codegen::patchable(v->kernel, opts.arch.maxSharedPerBlock))
+      return;
+    v->kernel.patchA = true;
+    out.push_back(std::move(*v));
+  };
+  TileParams p = set;
+  p.warpSpecialized = false;
+  if (p.instr == MatrixInstr::Wgmma)
+    add(p);
+  const int64_t warps =
+      (set.instr == MatrixInstr::Wgmma ? 4 * set.warpsM
+                                       : set.warpsM * set.warpsN);
+  int64_t best = 0;
+  for (int64_t wm = 1; wm <= warps; ++wm) {
+    const int64_t wn = warps / wm;
+    if (warps % wm || p.Nb % (16 * wm) || p.Kb % (16 * wn) || p.Nb / wm > 64 ||
+        p.Kb / wn > 64)
+      continue;
+    const int64_t reads = wn * p.Nb + wm * p.Kb; // rows and columns loaded
+    if (best && reads >= best)
+      continue;
+    best = reads;
+    p.warpsM = wm, p.warpsN = wn;
+  }
+  if (best) {
+    p.instr = MatrixInstr::MmaSync;
+    p.Nt = 2 * (p.Nb / p.warpsM / 16), p.Kt = 2 * (p.Kb / p.warpsN / 8);
+    add(p);
   }
   return out;
 }

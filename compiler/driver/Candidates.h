@@ -67,6 +67,13 @@ private:
   shallowVariants(llvm::ArrayRef<mlir::Operation *> ops, const GroupEstimate &e,
                   size_t i) const;
 
+  /// The patch variants (codegen::Kernel::patchA) of set i of e, a conv
+  /// with a window: A read from the input patch, on wgmma (a wgmma set's
+  /// block) and on mma.sync.
+  std::vector<GroupKernel> patchVariants(llvm::ArrayRef<mlir::Operation *> ops,
+                                         const GroupEstimate &e,
+                                         size_t i) const;
+
   const CompileOptions &opts;
   std::string arch0, nvrtc;
   std::map<std::vector<mlir::Operation *>, std::vector<GroupCandidate>> memo;

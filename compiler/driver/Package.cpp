@@ -386,6 +386,8 @@ namespace {
 std::string variantName(const codegen::Kernel &k) {
   if (k.persistentBlocks)
     return codegen::keepsB(k) ? "persistent, B resident" : "persistent";
+  if (k.patchA)
+    return k.prefetch ? "patch, prefetch" : "patch";
   return k.prefetch ? "prefetch" : "";
 }
 } // namespace
