@@ -260,6 +260,28 @@ std::optional<PoolBox> poolBox(const OpDesc &pool, int64_t rows) {
   return best;
 }
 
+PoolBox convBox(const OpDesc &conv, int64_t rows) {
+  PoolBox best;
+  int64_t bestTiles = 0, bestPixels = 0;
+  for (int64_t h = 1; h <= std::min(conv.OH, rows); ++h) {
+    // The same tiles in the smallest box: ragged tiles spread evenly.
+    const int64_t tilesH = (conv.OH + h - 1) / h;
+    const int64_t bh = (conv.OH + tilesH - 1) / tilesH;
+    const int64_t tilesW = (conv.OW + rows / bh - 1) / (rows / bh);
+    const int64_t bw = (conv.OW + tilesW - 1) / tilesW;
+    const int64_t tiles = tilesH * tilesW;
+    const int64_t pixels = ((bh - 1) * conv.SH + (conv.FH - 1) * conv.DH + 1) *
+                           ((bw - 1) * conv.SW + (conv.FW - 1) * conv.DW + 1);
+    if (bestTiles &&
+        (tiles > bestTiles || (tiles == bestTiles && pixels >= bestPixels)))
+      continue;
+    bestTiles = tiles, bestPixels = pixels;
+    best.tileH = best.boxH = bh, best.tileW = best.boxW = bw;
+    best.tilesH = tilesH, best.tilesW = tilesW;
+  }
+  return best;
+}
+
 TileParams smallestParams(const OpDesc &d) {
   TileParams p;
   p.Cin = d.kind == OpKind::Reduction ? d.C : 1;

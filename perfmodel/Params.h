@@ -249,6 +249,11 @@ inline bool poolWindowsInside(const OpDesc &pool) {
 /// tile, whose stores run longer); nullopt where not one window fits or
 /// the pooling dilates.
 std::optional<PoolBox> poolBox(const OpDesc &pool, int64_t rows);
+/// The box of conv `conv`'s output pixels (an implicit GEMM's, no pooling:
+/// tile = box) in blocks of `rows` rows with the fewest tiles an image,
+/// then the fewest input pixels under its windows (the patch a block
+/// reads; ties: the wider box).
+PoolBox convBox(const OpDesc &conv, int64_t rows);
 
 /// The most FMAs a thread's body is emitted with straight, unrolled. NVRTC's
 /// time grows with the source: a fused ResNet-50 conv with C_input 64 and

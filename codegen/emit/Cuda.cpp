@@ -138,46 +138,31 @@ bool residentB(const Kernel &k) {
          dims[2] <= k.params.Hb && dims[3] <= k.params.Wb;
 }
 
-// An implicit GEMM's input patch (Kernel::patchA): `rows` input rows of
-// `cols` pixels, `pitch` elements apart (the channels, 16 bytes more where
-// ldmatrix's eight rows, SW pixels apart, would share banks), a 16-bit
-// stem's pixel pairs (OpDesc::pairedPixels) unpadded. A block of plain rows
-// takes its output rows' windows' input rows, one image's and then the
-// next's (`extent` rows an output row); a pooled block its box's.
+// A pooled implicit GEMM's input patch (Kernel::patchA): the `rows` x
+// `cols` input pixels under its box's windows, `pitch` elements apart (the
+// channels, 16 bytes more where ldmatrix's eight rows, SW pixels apart,
+// would share banks), a 16-bit stem's pixel pairs (OpDesc::pairedPixels)
+// unpadded.
 struct Patch {
   int64_t rows = 0, cols = 0, pitch = 0, bytes = 0;
   int64_t chunks = 0; // 16-byte copies a patch row
-  int64_t extent = 0;
   bool paired = false;
 };
 
 std::optional<Patch> patchOf(const Kernel &k) {
   const OpDesc &d = k.desc;
   const TileParams &p = k.params;
-  if (!k.mma || k.mma->warpSpecialized || !d.im2col || d.IC2 || k.chain ||
+  if (!k.mma || k.mma->warpSpecialized || !k.pooled || d.IC2 || k.chain ||
       k.producer || persistentLoop(k) || elementBytes(k.mma->operand) != 2 ||
-      d.C % p.Cin || p.Cin % 8)
+      d.C % 16 || p.Cin % 8)
     return std::nullopt;
   Patch q;
   q.paired = d.pairedPixels();
   if (d.IC % 8 && !q.paired)
     return std::nullopt;
-  q.extent = (d.FH - 1) * d.DH + 1;
-  const int64_t window = (d.FW - 1) * d.DW + 1;
-  if (k.pooled) {
-    const PoolBox &b = k.pooled->box;
-    q.rows = (b.boxH - 1) * d.SH + q.extent;
-    q.cols = (b.boxW - 1) * d.SW + window;
-  } else {
-    if (d.OH * d.OW < p.Nb) // a block would reach a third image
-      return std::nullopt;
-    // Output rows a block of Nb pixels touches, at most; split between two
-    // images, each part needs its own window rows.
-    const int64_t outRows = (p.Nb + d.OW - 2) / d.OW + 1;
-    q.rows =
-        (outRows - 1) * d.SH + q.extent + std::max<int64_t>(0, q.extent - d.SH);
-    q.cols = (d.OW - 1) * d.SW + window;
-  }
+  const PoolBox &b = k.pooled->box;
+  q.rows = (b.boxH - 1) * d.SH + (d.FH - 1) * d.DH + 1;
+  q.cols = (b.boxW - 1) * d.SW + (d.FW - 1) * d.DW + 1;
   q.cols += q.paired ? q.cols % 2 : 0;
   q.pitch = q.paired || (d.IC * 2 * d.SW / 16) % 2 ? d.IC : d.IC + 8;
   q.chunks = q.paired ? q.cols / 2 : q.cols * d.IC / 8;
@@ -2422,6 +2407,10 @@ std::string Emitter::emitPooledSlot(const MmaOperand &o, int64_t perPass) {
 std::string Emitter::emitPoolStep(dfg::Type t, bool average, int64_t chunk,
                                   int64_t pixels) {
   static const char lane[] = "xyzw";
+  if (!average && pixels == 1) { // a box of plain conv outputs: a copy
+    os << "          m = v;\n";
+    return "m";
+  }
   if (!average && t != dfg::Type::F32) {
     const std::string f = t == dfg::Type::BF16 ? "bf16x2" : "f16x2";
     os << "#ifdef __CUDA_ARCH__\n"
@@ -2472,6 +2461,7 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
   const dfg::Type t = out.type;
   const bool average = top.pooled->average;
   const bool packedMax = !average && t != dfg::Type::F32;
+  const bool copy = !average && pool.FH * pool.FW == 1; // emitPoolStep
   std::string name;
   for (const TensorArg &a : top.tensors)
     if (a.output)
@@ -2491,7 +2481,9 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
      << "      if (y >= " << pool.H << " || x >= " << pool.W
      << " || base_k + q >= " << pool.K << ")\n"
      << "        continue;\n";
-  if (packedMax) {
+  if (copy) {
+    os << "      uint4 m;\n";
+  } else if (packedMax) {
     // Two 16-bit -infinities a word.
     const std::string neg =
         t == dfg::Type::BF16 ? "0xff80ff80u" : "0xfc00fc00u";
@@ -2571,15 +2563,16 @@ void Emitter::emitPatchRows(const std::string &ind, const std::string &kk) {
      << q.pitch << " + kx % " << d.IC << ") * 2;\n";
 }
 
-// An implicit GEMM's A read from its input patch (Kernel::patchA): each
-// lane's ldmatrix rows' pixels in it (a_pix, bytes; 0 past the GEMM's
-// rows, whose products no store reads) and the patch's copies (copyPatch,
-// zero outside the input), issued once with the first slice's.
+// A pooled implicit GEMM's A read from its input patch (Kernel::patchA):
+// each lane's ldmatrix rows' pixels in it (a_pix, bytes; 0 past the box,
+// whose rows are not pooled) and the patch's copies (copyPatch, zero
+// outside the input), issued once with the first slice's.
 void Emitter::emitPatch(const MmaOperand &a) {
-  const OpDesc &d = *a.im2col;
+  const OpDesc &d = *a.im2col, &pool = top.pooled->pool;
+  const PoolBox &b = top.pooled->box;
   const Patch q = *patchOf(top);
   const MmaLoop &m = *top.mma;
-  const int64_t rows = top.params.Nb, pitchBytes = q.pitch * 2;
+  const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
   // The block row of the lane's ldmatrix row in tile i (a warp's 16 rows).
   const std::string lane =
       m.wgmma()
@@ -2587,79 +2580,36 @@ void Emitter::emitPatch(const MmaOperand &a) {
                 " + i * 64 + (warp % 4) * 16 + lane % 16"
           : "wm * " + std::to_string(rows / m.warpsM) + " + i * 16 + lane % 16";
   os << "  // A from a patch of the input: " << q.rows << " rows of " << q.cols
-     << " pixels, " << q.pitch << " elements apart.\n";
-  if (top.pooled) {
-    const OpDesc &pool = top.pooled->pool;
-    const PoolBox &b = top.pooled->box;
-    const int64_t tiles = b.tilesH * b.tilesW;
-    os << "  const int p_t = int(base_n / " << rows << " % " << tiles
-       << "), p_n0 = int(base_n / " << rows * tiles << ");\n"
-       << "  const int p_ih0 = (p_t / " << b.tilesW << " * "
-       << b.tileH * pool.SH << " - " << pool.PH << ") * " << d.SH << " - "
-       << d.PH << ";\n"
-       << "  const int p_iw0 = (p_t % " << b.tilesW << " * "
-       << b.tileW * pool.SW << " - " << pool.PW << ") * " << d.SW << " - "
-       << d.PW << ";\n"
-       << "  const int p_split = " << q.rows << ", p_need = " << q.rows << ";\n"
-       << "  int a_pix[" << m.mi << "];\n"
-       << "#pragma unroll\n"
-       << "  for (int i = 0; i < " << m.mi << "; ++i) {\n"
-       << "    const int r = " << lane << ";\n"
-       << "    a_pix[i] = r < " << b.boxH * b.boxW << " ? (r / " << b.boxW
-       << " * " << d.SH * q.cols << " + r % " << b.boxW << " * " << d.SW
-       << ") * " << pitchBytes << " : 0;\n"
-       << "  }\n";
-  } else {
-    const int64_t M = d.N;
-    os << "  const long long p_first = base_n / " << d.OW
-       << ", p_last = min(base_n + " << rows - 1 << "LL, " << M - 1 << "LL) / "
-       << d.OW << ";\n"
-       << "  const int p_n0 = int(p_first / " << d.OH
-       << "), p_ih0 = int(p_first % " << d.OH << ") * " << d.SH << " - " << d.PH
-       << ", p_iw0 = -" << d.PW << ";\n"
-       << "  // Image p_n0's rows, then (where the block reaches it) the "
-          "next's.\n"
-       << "  const bool p_two = p_last / " << d.OH << " != p_n0;\n"
-       << "  const int p_split = p_two ? " << (d.OH - 1) * d.SH << " - p_ih0 - "
-       << d.PH << " + " << q.extent << " : " << q.rows << ";\n"
-       << "  const int p_need = p_two ? p_split + int(p_last % " << d.OH
-       << ") * " << d.SH << " + " << q.extent << " : int(p_last - p_first) * "
-       << d.SH << " + " << q.extent << ";\n"
-       << "  int a_pix[" << m.mi << "];\n"
-       << "#pragma unroll\n"
-       << "  for (int i = 0; i < " << m.mi << "; ++i) {\n"
-       << "    const long long row = base_n + " << lane << ", R = row / "
-       << d.OW << ";\n"
-       << "    const int oh = int(R % " << d.OH << "), ow = int(row % " << d.OW
-       << ");\n"
-       << "    const int j = R / " << d.OH << " == p_n0 ? oh * " << d.SH
-       << " - " << d.PH << " - p_ih0 : p_split + oh * " << d.SH << ";\n"
-       << "    a_pix[i] = row < " << M << " ? (j * " << q.cols << " + ow * "
-       << d.SW << ") * " << pitchBytes << " : 0;\n"
-       << "  }\n";
-  }
-  const int64_t images =
-      top.pooled
-          ? d.N / (rows * top.pooled->box.tilesH * top.pooled->box.tilesW)
-          : d.N / (d.OH * d.OW);
-  const int64_t perPixel = q.paired ? 1 : d.IC / 8;
-  os << "  auto copyPatch = [&]() {\n"
-     << "    for (int e = tid; e < p_need * " << q.chunks
+     << " pixels, " << q.pitch << " elements apart, from (p_ih0, p_iw0).\n"
+     << "  const int p_t = int(base_n / " << rows << " % " << tiles
+     << "), p_n = int(base_n / " << rows * tiles << ");\n"
+     << "  const int p_ih0 = (p_t / " << b.tilesW << " * " << b.tileH * pool.SH
+     << " - " << pool.PH << ") * " << d.SH << " - " << d.PH << ";\n"
+     << "  const int p_iw0 = (p_t % " << b.tilesW << " * " << b.tileW * pool.SW
+     << " - " << pool.PW << ") * " << d.SW << " - " << d.PW << ";\n"
+     << "  int a_pix[" << m.mi << "];\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << m.mi << "; ++i) {\n"
+     << "    const int r = " << lane << ";\n"
+     << "    a_pix[i] = r < " << b.boxH * b.boxW << " ? (r / " << b.boxW
+     << " * " << d.SH * q.cols << " + r % " << b.boxW << " * " << d.SW << ") * "
+     << q.pitch * 2 << " : 0;\n"
+     << "  }\n"
+     << "  auto copyPatch = [&]() {\n"
+     << "    for (int e = tid; e < " << q.rows * q.chunks
      << "; e += kThreads) {\n"
      << "      const int j = e / " << q.chunks << ", x = e % " << q.chunks
      << ";\n";
   if (q.paired)
     os << "      const int px = x * 2, c = 0;\n";
   else
-    os << "      const int px = x / " << perPixel << ", c = x % " << perPixel
+    os << "      const int px = x / " << d.IC / 8 << ", c = x % " << d.IC / 8
        << " * 8;\n";
-  os << "      const int n = p_n0 + (j >= p_split);\n"
-     << "      const int ih = j < p_split ? p_ih0 + j : j - p_split - " << d.PH
-     << ", iw = p_iw0 + px;\n"
-     << "      const bool in = n < " << images << " && unsigned(ih) < " << d.IH
+  os << "      const int ih = p_ih0 + j, iw = p_iw0 + px;\n"
+     << "      const bool in = unsigned(ih) < " << d.IH
      << "u && unsigned(iw) < " << d.IW << "u;\n"
      << "      cuts_cp_async16(sA + ((j * " << q.cols << " + px) * " << q.pitch
-     << " + c) * 2, in ? " << a.global << " + ((long long)(n * " << d.IH
+     << " + c) * 2, in ? " << a.global << " + ((long long)(p_n * " << d.IH
      << " + ih) * " << d.IW << " + iw) * " << d.IC << " + c : " << a.global
      << ", in ? 16 : 0);\n"
      << "    }\n"
@@ -3363,8 +3313,10 @@ void Emitter::emitMmaSyncSlice() {
      << ") {\n"
      << "      unsigned a[" << MI << "][4], b[" << NI << "][2], r[4];\n";
   if (patch) {
-    // The lane's 8 elements of k: channels of one window position, or a
-    // stem's pixel pair.
+    if (k.desc.C % k.params.Cin) // the last slice's k-steps past K
+      os << "      if (kt * " << k.params.Cin << " + kk >= " << k.desc.C
+         << ")\n"
+         << "        break;\n";
     emitPatchRows("      ", "kk");
     os << "#pragma unroll\n"
        << "      for (int i = 0; i < " << MI << "; ++i)\n"
@@ -3468,9 +3420,18 @@ void Emitter::emitWgmmaPatchSlice(const std::string &fn) {
   const std::string MI = std::to_string(m.mi), S = std::to_string(steps);
   os << "    const cuts_sptr Bt = sB + " << bSlot << " * "
      << mmaTiles(k).bElems * eb << ";\n"
-     << "    unsigned a[" << S << "][" << MI << "][4];\n"
-     << "#pragma unroll\n"
-     << "    for (int s = 0; s < " << S << "; ++s) {\n";
+     << "    unsigned a[" << S << "][" << MI << "][4];\n";
+  // The last slice's k-steps past K issue nothing (B is zero there, and A
+  // would be other pixels).
+  const std::string past =
+      k.desc.C % k.params.Cin
+          ? "      if (kt * " + std::to_string(k.params.Cin) +
+                " + s * 16 >= " + std::to_string(k.desc.C) +
+                ")\n        break;\n"
+          : "";
+  os << "#pragma unroll\n"
+     << "    for (int s = 0; s < " << S << "; ++s) {\n"
+     << past;
   emitPatchRows("      ", "s * 16");
   os << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
@@ -3480,8 +3441,8 @@ void Emitter::emitWgmmaPatchSlice(const std::string &fn) {
   os << "    cuts_wgmma_fence();\n"
      << "#pragma unroll\n"
      << "    for (int s = 0; s < " << S << "; ++s) {\n"
-     << "      const cuts_gdesc db = cuts_wgmma_desc(Bt + s * " << 16 * eb
-     << ", " << 8 * row << ", " << mmaSwizzle(k) << ");\n"
+     << past << "      const cuts_gdesc db = cuts_wgmma_desc(Bt + s * "
+     << 16 * eb << ", " << 8 * row << ", " << mmaSwizzle(k) << ");\n"
      << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
      << "        " << std::string("cuts_wgmma_rs_") + fn.substr(11)

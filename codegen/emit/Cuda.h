@@ -80,10 +80,11 @@ bool stagesOutput(const Kernel &kernel);
 /// (Kernel::pooled) reduces.
 bool poolsStagedTile(const Kernel &kernel);
 
-/// Whether an implicit GEMM can read A from a patch of its input
-/// (Kernel::patchA): mma.sync, one slice a block at a time, 16-byte chunks
-/// of a pixel (or of a stem's pixel pair) at each window position, a block
-/// in at most two images, the patch within the shared memory `limit`.
+/// Whether a pooled implicit GEMM (Kernel::pooled; boxes of a plain conv's
+/// pixels too) can read A from a patch of its input (Kernel::patchA): 16-bit
+/// operands in 16-byte chunks of a pixel's channels (or of a stem's pixel
+/// pair) at each window position, no producer warpgroup, the patch and the
+/// stages within the shared memory `limit`.
 bool patchable(const Kernel &kernel, int64_t limit);
 
 } // namespace cuts::codegen

@@ -328,10 +328,11 @@ struct Kernel {
   bool storesOutput = true;
   /// A pooling of the staged tile stored in place of the output.
   std::optional<PooledExit> pooled;
-  /// An implicit GEMM on mma.sync reading A from a patch of its input in
-  /// shared memory (the input rows its block's windows cover, copied once)
-  /// rather than im2col slices: each input pixel crosses L2 about once a
-  /// block instead of once for each window position that reads it.
+  /// A pooled implicit GEMM reading A from a patch of its input in shared
+  /// memory (the pixels under its box's windows, copied once) rather than
+  /// im2col slices: each input pixel crosses L2 once a block instead of
+  /// once for each window position over it. With wgmma, A's fragments go
+  /// from the patch to registers (ldmatrix), the products read them there.
   bool patchA = false;
 };
 

@@ -220,7 +220,11 @@ std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool, bool average,
             "image, unpadded";
     return std::nullopt;
   }
-  std::optional<PoolBox> box = poolBox(pool, conv.params.Nb);
+  // Without pooling (1 x 1 windows), the boxes of the conv's own pixels
+  // whose windows cover the fewest input pixels.
+  const bool none = pool.FH * pool.FW == 1 && pool.SH * pool.SW == 1;
+  std::optional<PoolBox> box =
+      none ? convBox(d, conv.params.Nb) : poolBox(pool, conv.params.Nb);
   if (!box) {
     error = "no window of the pooling fits in a block of " +
             std::to_string(conv.params.Nb) + " rows";
@@ -237,6 +241,11 @@ std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool, bool average,
   conv.tensors[size_t(out)].shape = {images, pool.H, pool.W, pool.K};
   conv.desc.N = box->gemmRows(images, conv.params.Nb);
   conv.pooled = PooledExit{pool, *box, average};
+  if (none) {
+    conv.summary += ", in boxes of " + std::to_string(box->boxH) + "x" +
+                    std::to_string(box->boxW) + " pixels";
+    return conv;
+  }
   conv.summary += std::string(average ? ", average" : ", max") + " pool " +
                   std::to_string(pool.FH) + "x" + std::to_string(pool.FW) +
                   " stride " + std::to_string(pool.SH) + " of " +

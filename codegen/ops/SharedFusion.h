@@ -64,7 +64,9 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
 /// each block computes a PoolBox of conv pixels, halos included, and
 /// stores the pooled tile from its staged tile instead of the conv's
 /// output (Kernel::pooled), which never leaves the chip. The kernel's output
-/// becomes the pooling's, images x H x W x channels.
+/// becomes the pooling's, images x H x W x channels. A pooling of 1 x 1
+/// windows at stride 1 pools nothing: the conv's own pixels in boxes
+/// (convBox), which a patch (Kernel::patchA) needs.
 std::optional<Kernel> fusePooled(Kernel conv, const OpDesc &pool, bool average,
                                  std::string &error);
 

@@ -67,12 +67,12 @@ private:
   shallowVariants(llvm::ArrayRef<mlir::Operation *> ops, const GroupEstimate &e,
                   size_t i) const;
 
-  /// The patch variants (codegen::Kernel::patchA) of set i of e, a conv
-  /// with a window: A read from the input patch, on wgmma (a wgmma set's
-  /// block) and on mma.sync.
-  std::vector<GroupKernel> patchVariants(llvm::ArrayRef<mlir::Operation *> ops,
-                                         const GroupEstimate &e,
-                                         size_t i) const;
+  /// The patch variant (codegen::Kernel::patchA) of tensor-core set i of
+  /// e, a conv whose input pixels are narrower than a 16-byte copy: its
+  /// blocks boxes of (pooled) pixels reading A from the input patch.
+  std::optional<GroupKernel> patchVariant(llvm::ArrayRef<mlir::Operation *> ops,
+                                          const GroupEstimate &e,
+                                          size_t i) const;
 
   const CompileOptions &opts;
   std::string arch0, nvrtc;

@@ -387,7 +387,7 @@ std::string variantName(const codegen::Kernel &k) {
   if (k.persistentBlocks)
     return codegen::keepsB(k) ? "persistent, B resident" : "persistent";
   if (k.patchA)
-    return k.prefetch ? "patch, prefetch" : "patch";
+    return "patch";
   return k.prefetch ? "prefetch" : "";
 }
 } // namespace

@@ -950,7 +950,8 @@ def check_tuning_cache(runner, name, path, inputs, refdir,
                             g["libraryUs"] <= g["generatedUs"])) for g in t),
                 "tuning.json: %s" % t)
         require(all(g["variant"] in ("", "prefetch", "persistent",
-                                     "persistent, B resident") for g in t),
+                                     "persistent, B resident", "patch")
+                    for g in t),
                 "tuning.json variants: %s" % t)
         here = os.path.dirname(os.path.abspath(__file__))
         rep = subprocess.run([sys.executable, os.path.join(
@@ -1191,7 +1192,8 @@ def check_pooled(runner, precision):
     """resnet_stem compiled untuned makes its stem and max pooling one
     pooled implicit GEMM, and its 1x1 conv and average pooling another,
     whose outputs (emulated, and on a GPU) match the fp32 reference within
-    the precision's tolerance."""
+    the precision's tolerance; tuned with patch variants fastest, the stem
+    reads its input patch and matches too."""
     name = "resnet_stem"
     d = os.path.join(runner.work, name)
     out = os.path.join(d, "pooled_" + precision)
@@ -1206,6 +1208,23 @@ def check_pooled(runner, precision):
     require(sum(", max pool 3x3" in h for h in pooled) == 1
             and sum(", average pool 2x2" in h for h in pooled) == 1,
             "not one max- and one average-pooled implicit GEMM: %s" % pooled)
+    compare_emulated_and_gpu(runner, out, d, precision)
+    # Tuned with patches fastest: the stem (4-channel pixels) reads A from
+    # its input patch, and still matches.
+    import json
+    path = os.path.join(runner.work, name + ".onnx")
+    args = ["--precision", precision]
+    _, cache = synthetic_cache(
+        runner, path, os.path.join(d, "patch_" + precision), args,
+        lambda x, h: (1 if "copyPatch();" in x.get("source", "") else 50)
+        + h % 100 / 100.0)
+    out = os.path.join(d, "patched_" + precision)
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--emit-source", "--tuning", cache, *args)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    t = json.load(open(os.path.join(out, "tuning.json")))["groups"]
+    require([g["variant"] for g in t].count("patch") == 1,
+            "not one patch kernel: %s" % [(g["ops"], g["variant"]) for g in t])
     compare_emulated_and_gpu(runner, out, d, precision)
 
 

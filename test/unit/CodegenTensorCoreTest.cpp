@@ -1255,6 +1255,30 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
        32,
        mmaLoop(Type::F16, 2, 1, 1, 2, 3),
        Type::F16},
+      // C_input 64 over K = 224: the last slice half past K (a patch
+      // issues none of its k-steps there); wgmma and mma.sync.
+      {{2, 12, 12, 4},
+       {16, 7, 8, 4},
+       2,
+       3,
+       4,
+       3,
+       2,
+       1,
+       64,
+       mmaLoop(Type::F16, 1, 1, 1, 2, 2, MatrixInstr::Wgmma),
+       Type::F16},
+      {{2, 12, 12, 4},
+       {16, 7, 8, 4},
+       2,
+       3,
+       4,
+       3,
+       2,
+       1,
+       64,
+       mmaLoop(Type::BF16, 2, 1, 1, 2, 2),
+       Type::BF16},
       // 3 x 3 conv, 11 x 11: 2 x 2 pooled tiles a block, 9 an image (the
       // last ones ragged), 24 channels over two column blocks; mma.sync.
       {{2, 11, 11, 16},
@@ -1290,6 +1314,41 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
        3,
        2,
        1,
+       16,
+       mmaLoop(Type::F16, 2, 1, 1, 2, 2),
+       Type::F32},
+      // A pooling of 1 x 1 windows: the plain conv's output in boxes of
+      // its pixels (a patch variant's blocks); fp16, bf16 on wgmma, fp32.
+      {{2, 11, 11, 16},
+       {24, 3, 3, 16},
+       1,
+       1,
+       1,
+       1,
+       1,
+       0,
+       16,
+       mmaLoop(Type::F16, 2, 1, 1, 2, 3),
+       Type::F16},
+      {{1, 13, 13, 32},
+       {32, 3, 3, 32},
+       2,
+       1,
+       1,
+       1,
+       1,
+       0,
+       32,
+       mmaLoop(Type::BF16, 1, 1, 1, 4, 2, MatrixInstr::Wgmma),
+       Type::BF16},
+      {{1, 9, 9, 16},
+       {16, 3, 3, 16},
+       1,
+       1,
+       1,
+       1,
+       1,
+       0,
        16,
        mmaLoop(Type::F16, 2, 1, 1, 2, 2),
        Type::F32},
@@ -1431,10 +1490,12 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
       Kernel patched = *k;
       patched.patchA = true;
       const std::vector<float> fromPatch = run(patched, N * PH * PW * M);
+      const std::string src = emitSource(patched);
+      CHECK(src.find("copyPatch();") != std::string::npos);
+      CHECK((src.find("cuts_wgmma_rs_") != std::string::npos) == wgmma);
       CHECK(std::memcmp(fromPatch.data(), pooled.data(),
                         pooled.size() * sizeof(float)) == 0);
-      compilesWithNvrtc(emitSource(patched), "pooled_test",
-                        /*withPrelude=*/false,
+      compilesWithNvrtc(src, "pooled_test", /*withPrelude=*/false,
                         wgmma ? std::vector<const char *>{"sm_90a"}
                               : std::vector<const char *>{"sm_80", "sm_90"});
       ++patches;
@@ -1445,6 +1506,35 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
                             : std::vector<const char *>{"sm_80", "sm_90"});
   }
   CHECK(patches == int(cases.size()));
+  {
+    // A plain conv reads its slices (it has no boxes), and a producer
+    // warpgroup copies slices, not a patch.
+    OpDesc d = describeImplicitGemm({1, 8, 8, 16}, {16, 3, 3, 16},
+                                    {1, 8, 8, 16}, {{1, 1}, {1, 1, 1, 1}, {}});
+    d.elementBytes = 2;
+    std::string err;
+    const OpDesc none = describePool({1, 16, 8, 8}, {1, 16, 8, 8}, {1, 1},
+                                     {{1, 1}, {0, 0, 0, 0}, {}});
+    auto plain = buildMmaMatMul(
+        "plain", d,
+        mmaParams(mmaLoop(Type::F16, 1, 1, 1, 2, 2, MatrixInstr::Wgmma), 16),
+        Type::F16, {}, err);
+    REQUIRE(plain);
+    CHECK_FALSE(patchable(*plain, 1 << 20));
+    auto boxed = fusePooled(*plain, none, false, err);
+    REQUIRE(boxed);
+    CHECK(patchable(*boxed, 1 << 20));
+    CHECK_FALSE(patchable(*boxed, 1024)); // past the shared memory given
+    auto ws =
+        buildMmaMatMul("specialized", d,
+                       mmaParams(specialized(mmaLoop(Type::F16, 1, 1, 1, 2, 2,
+                                                     MatrixInstr::Wgmma)),
+                                 16),
+                       Type::F16, {}, err);
+    REQUIRE(ws);
+    auto wsBoxed = fusePooled(*ws, none, false, err);
+    CHECK((!wsBoxed || !patchable(*wsBoxed, 1 << 20)));
+  }
   // A kernel that stages a residual, or none, pools nothing.
   OpDesc d = describeImplicitGemm({1, 8, 8, 16}, {16, 1, 1, 16}, {1, 8, 8, 16},
                                   {{1, 1}, {0, 0, 0, 0}, {}});
@@ -1469,153 +1559,6 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
   CHECK_FALSE(fusePooled(*plain, padded, true, err));
   CHECK(err.find("unpadded") != std::string::npos);
   CHECK(fusePooled(*plain, padded, false, err));
-}
-
-TEST_CASE("an implicit GEMM reads A from its input patch on the CPU",
-          "[codegen][tensorcore]") {
-  // The patch holds the input rows a block's windows cover (two images'
-  // where the block reaches the next); each lane's ldmatrix rows are its
-  // pixels there. The products are the im2col kernel's, in its order, so
-  // the outputs must match it bit for bit.
-  using dfg::Type;
-  struct PatchCase {
-    std::vector<int64_t> x, w; // N H W C, M FH FW C
-    int64_t stride, pad, padW, cin;
-    MmaLoop loop;
-    bool weightsFirst;
-  };
-  const std::vector<PatchCase> cases = {
-      // 3 x 3 pad 1 on 7 x 9: 63 pixels an image in 32-row blocks, so
-      // blocks straddle images and the last is ragged; 24 channels out in
-      // two column blocks.
-      {{3, 7, 9, 16},
-       {24, 3, 3, 16},
-       1,
-       1,
-       1,
-       16,
-       mmaLoop(Type::F16, 2, 1, 1, 2, 3),
-       false},
-      // Stride 2 (ResNet's layer 2-4 first 3 x 3), bf16, the filter's first
-      // slices copied before the patch, a C_input of half the channels.
-      {{2, 11, 11, 32},
-       {32, 3, 3, 32},
-       2,
-       1,
-       1,
-       16,
-       mmaLoop(Type::BF16, 1, 2, 2, 2, 2),
-       true},
-      // The ResNet stem's pixel pairs (7 x 8, begin padding 4 along W).
-      {{2, 12, 12, 4},
-       {16, 7, 8, 4},
-       2,
-       3,
-       4,
-       32,
-       mmaLoop(Type::F16, 2, 1, 1, 2, 3),
-       false},
-      // wgmma, its A fragments from the patch in registers: 3 x 3 over
-      // 9 x 9 images in 64-row blocks (straddling), bf16 at stride 2 with
-      // 4 stages (no slice left in flight), and the stem's pixel pairs.
-      {{3, 9, 9, 16},
-       {24, 3, 3, 16},
-       1,
-       1,
-       1,
-       16,
-       mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma),
-       true},
-      {{2, 17, 17, 32},
-       {32, 3, 3, 32},
-       2,
-       1,
-       1,
-       32,
-       mmaLoop(Type::BF16, 1, 1, 1, 4, 4, MatrixInstr::Wgmma),
-       false},
-      {{2, 16, 16, 4},
-       {16, 7, 8, 4},
-       2,
-       3,
-       4,
-       32,
-       mmaLoop(Type::F16, 1, 1, 1, 2, 3, MatrixInstr::Wgmma),
-       false},
-      // 1 x 1 unpadded, 64 rows a block over 8 x 8 images (one image each).
-      {{2, 8, 8, 16},
-       {16, 1, 1, 16},
-       1,
-       0,
-       0,
-       16,
-       mmaLoop(Type::F16, 4, 1, 1, 2, 2),
-       false},
-  };
-  uint32_t seed = 170;
-  for (const PatchCase &c : cases) {
-    const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
-    const int64_t M = c.w[0], FH = c.w[1], FW = c.w[2];
-    const int64_t OH = (H + 2 * c.pad - FH) / c.stride + 1;
-    const int64_t OW = (W + c.padW + c.pad - FW) / c.stride + 1;
-    const Window win{{c.stride, c.stride}, {c.pad, c.padW, c.pad, c.pad}, {}};
-    OpDesc d = describeImplicitGemm(c.x, c.w, {N, OH, OW, M}, win);
-    d.elementBytes = 2;
-    std::string err;
-    auto k = buildMmaMatMul("patch_test", d, mmaParams(c.loop, c.cin),
-                            c.loop.operand,
-                            {EpilogueOp::binary(dfg::Op::Add, "bias", {M}),
-                             EpilogueOp::unary(dfg::Op::Relu)},
-                            err);
-    INFO(err);
-    REQUIRE(k);
-    k->weightB = c.weightsFirst;
-    INFO(N << "x" << H << "x" << W << "x" << C << " by " << M << "x" << FH
-           << "x" << FW << " stride " << c.stride);
-    REQUIRE(patchable(*k, 1 << 20));
-    CHECK_FALSE(patchable(*k, 1024)); // past the shared memory given
-    Kernel patched = *k;
-    patched.patchA = true;
-    std::mt19937 rng(seed++);
-    const Operand x = randomOperand(rng, c.loop.operand, size_t(N * H * W * C));
-    const Operand w =
-        randomOperand(rng, c.loop.operand, size_t(M * FH * FW * C));
-    std::vector<float> bias = test::randomVector(rng, M);
-    auto run = [&](const Kernel &kernel) {
-      std::vector<float> y = test::poisoned(size_t(N * OH * OW * M));
-      REQUIRE(runOnHost(kernel,
-                        {{"A", x.bits()},
-                         {"B", w.bits()},
-                         {"bias", bias.data()},
-                         {"Y", y.data()}},
-                        err));
-      return y;
-    };
-    const std::vector<float> want = run(*k), got = run(patched);
-    CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) ==
-          0);
-    const std::string src = emitSource(patched);
-    CHECK(src.find("copyPatch();") != std::string::npos);
-    CHECK(src.find("(a_s") == std::string::npos); // no im2col slices
-    const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
-    CHECK((src.find("cuts_wgmma_rs_") != std::string::npos) == wgmma);
-    compilesWithNvrtc(src, "patch_test", /*withPrelude=*/false,
-                      wgmma ? std::vector<const char *>{"sm_90a"}
-                            : std::vector<const char *>{"sm_80", "sm_90"});
-  }
-  // A producer warpgroup's copies are slices, which a patch is not.
-  OpDesc d = describeImplicitGemm({1, 8, 8, 16}, {16, 3, 3, 16}, {1, 8, 8, 16},
-                                  {{1, 1}, {1, 1, 1, 1}, {}});
-  d.elementBytes = 2;
-  std::string err;
-  auto ws =
-      buildMmaMatMul("specialized", d,
-                     mmaParams(specialized(mmaLoop(Type::F16, 1, 1, 1, 2, 2,
-                                                   MatrixInstr::Wgmma)),
-                               16),
-                     Type::F16, {}, err);
-  REQUIRE(ws);
-  CHECK_FALSE(patchable(*ws, 1 << 20));
 }
 
 TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
