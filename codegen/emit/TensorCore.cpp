@@ -1,6 +1,8 @@
 //===- TensorCore.cpp - reduced precision and tensor cores ----------------===//
 #include "codegen/emit/TensorCore.h"
 
+#include <utility>
+
 namespace cuts::codegen {
 
 const char *tensorCorePrelude() {
@@ -177,15 +179,24 @@ __device__ __forceinline__ void cuts_fence_proxy_async() {
 )CUDA";
 }
 
-std::string wgmmaFunction(int n, bool bf16) {
-  const std::string type = bf16 ? "bf16" : "f16";
-  const std::string name =
-      "cuts_wgmma_m64n" + std::to_string(n) + "k16_" + type;
+namespace {
+// A wgmma m64nNk16's accumulators as asm operands: their placeholders
+// (%0 .. %(n/2 - 1)) and their read-write constraints on d[].
+std::pair<std::string, std::string> wgmmaAccumulators(int n) {
   std::string regs, outs;
   for (int i = 0; i < n / 2; ++i) {
     regs += (i ? ", %" : "%") + std::to_string(i);
     outs += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
   }
+  return {regs, outs};
+}
+} // namespace
+
+std::string wgmmaFunction(int n, bool bf16) {
+  const std::string type = bf16 ? "bf16" : "f16";
+  const std::string name =
+      "cuts_wgmma_m64n" + std::to_string(n) + "k16_" + type;
+  const auto [regs, outs] = wgmmaAccumulators(n);
   const std::string a = std::to_string(n / 2), b = std::to_string(n / 2 + 1),
                     scale = std::to_string(n / 2 + 2);
   return "// D[64 x " + std::to_string(n) + "] += A[64 x 16] B[16 x " +
@@ -213,11 +224,7 @@ std::string wgmmaFunction(int n, bool bf16) {
 
 std::string wgmmaRegisterFunction(int n, bool bf16) {
   const std::string type = bf16 ? "bf16" : "f16", N = std::to_string(n);
-  std::string regs, outs;
-  for (int i = 0; i < n / 2; ++i) {
-    regs += (i ? ", %" : "%") + std::to_string(i);
-    outs += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
-  }
+  const auto [regs, outs] = wgmmaAccumulators(n);
   auto at = [&](int i) { return "%" + std::to_string(n / 2 + i); };
   return "// D[64 x " + N + "] += A[64 x 16] B[16 x " + N +
          "], A in registers (mma.sync's\n// fragment a warp), B K-major in "

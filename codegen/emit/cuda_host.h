@@ -1470,20 +1470,29 @@ inline double cuts_wgmma_at(const cuts_gdesc &m, unsigned r, unsigned k,
   std::memcpy(&v, reinterpret_cast<const void *>(addr), 2);
   return double(bf16 ? cuts_bf2f(v) : cuts_h2f(v));
 }
-inline void cuts_wgmma_product(float *d, cuts_gdesc a, cuts_gdesc b, int n,
-                               bool bf16, unsigned tid) {
-  auto at = [bf16](const cuts_gdesc &m, unsigned r, unsigned k) {
-    return cuts_wgmma_at(m, r, k, bf16);
-  };
-  unsigned w = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
+// The sums into this thread's d from A's value at (its row half, k):
+// half 0 is row 16 w + g, half 1 row 16 w + g + 8.
+template <class AValue>
+inline void cuts_wgmma_sums(float *d, const AValue &a, cuts_gdesc b, int n,
+                            bool bf16, unsigned tid) {
+  const unsigned t = tid % 4;
   for (int i = 0; i < n / 2; ++i) {
-    unsigned row = 16 * w + g + 8 * (i % 4 / 2),
-             col = 8 * (i / 4) + 2 * t + i % 2;
+    const unsigned half = i % 4 / 2, col = 8 * (i / 4) + 2 * t + i % 2;
     double sum = d[i];
     for (unsigned k = 0; k < 16; ++k)
-      sum += at(a, row, k) * at(b, col, k);
+      sum += a(half, k) * cuts_wgmma_at(b, col, k, bf16);
     d[i] = float(sum);
   }
+}
+inline void cuts_wgmma_product(float *d, cuts_gdesc a, cuts_gdesc b, int n,
+                               bool bf16, unsigned tid) {
+  const unsigned row = 16 * (tid / 32 % 4) + tid % 32 / 4;
+  cuts_wgmma_sums(
+      d,
+      [&](unsigned half, unsigned k) {
+        return cuts_wgmma_at(a, row + 8 * half, k, bf16);
+      },
+      b, n, bf16, tid);
 }
 
 // A product runs at the wait that retires its commit group: the latest the
@@ -1523,14 +1532,10 @@ inline void cuts_wgmma_rs_host(float *d, const unsigned *a, cuts_gdesc b, int n,
       }
     }
   cuts_host::detail::self().wgmma.open.push_back([=] {
-    const unsigned t = tid % 4;
-    for (int i = 0; i < n / 2; ++i) {
-      const unsigned half = i % 4 / 2, col = 8 * (i / 4) + 2 * t + i % 2;
-      double sum = d[i];
-      for (unsigned k = 0; k < 16; ++k)
-        sum += double(rows[16 * half + k]) * cuts_wgmma_at(b, col, k, bf16);
-      d[i] = float(sum);
-    }
+    cuts_wgmma_sums(
+        d,
+        [&](unsigned half, unsigned k) { return double(rows[16 * half + k]); },
+        b, n, bf16, tid);
   });
 }
 

@@ -111,9 +111,6 @@ std::optional<Dependence> dependence(const Kernel &producer,
       producer.chain || consumer.chain || producer.pooled || consumer.pooled)
     return fail("a channel-vector, shared-memory-fused, chained or pooled "
                 "kernel (its tile maps are not followed yet)");
-  // A patch reads whole input rows, more than the im2col slices' windows.
-  if (consumer.patchA)
-    return fail("a consumer reading A from its input patch");
   // A warp-specialised loop's copying warps return before the post.
   if (producer.mma && producer.mma->warpSpecialized)
     return fail("a warp-specialised producer");

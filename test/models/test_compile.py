@@ -1166,22 +1166,31 @@ def compare_emulated_and_gpu(runner, out, d, precision):
             where, r.stdout + r.stderr))
 
 
+def compile_favouring(runner, name, precision, marker, tag):
+    """Test model `name` compiled in `precision` from a synthetic tuning
+    cache in which candidates whose source holds `marker` are fastest, into
+    work/name/tag_precision (its candidates beside it); returns that."""
+    d = os.path.join(runner.work, name)
+    path = os.path.join(runner.work, name + ".onnx")
+    args = ["--precision", precision]
+    _, cache = synthetic_cache(
+        runner, path, os.path.join(d, tag + "_cache_" + precision), args,
+        lambda x, h: (1 if marker in x.get("source", "") else 50)
+        + h % 100 / 100.0)
+    out = os.path.join(d, tag + "_" + precision)
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--emit-source", "--tuning", cache, *args)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    return out
+
+
 def check_chained_product(runner, precision):
     """resnet_chain with a synthetic tuning cache in which chained products
     are fastest: the compile makes them, and their outputs (emulated, and on
     a GPU) match the fp32 reference within the precision's tolerance."""
     name = "resnet_chain"
     d = os.path.join(runner.work, name)
-    path = os.path.join(runner.work, name + ".onnx")
-    args = ["--precision", precision]
-    _, cache = synthetic_cache(
-        runner, path, d, args,
-        lambda x, h: (1 if "// chained:" in x.get("source", "") else 50)
-        + h % 100 / 100.0)
-    out = os.path.join(d, "chain_" + precision)
-    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
-                   "--emit-source", "--tuning", cache, *args)
-    require(r.returncode == 0, "compile failed: " + r.stderr)
+    out = compile_favouring(runner, name, precision, "// chained:", "chain")
     kernels = os.listdir(os.path.join(out, "kernels"))
     require(any(k.startswith("chain_") and k.endswith(".cu") for k in kernels),
             "no chained product: " + " ".join(sorted(kernels)))
@@ -1212,16 +1221,7 @@ def check_pooled(runner, precision):
     # Tuned with patches fastest: the stem (4-channel pixels) reads A from
     # its input patch, and still matches.
     import json
-    path = os.path.join(runner.work, name + ".onnx")
-    args = ["--precision", precision]
-    _, cache = synthetic_cache(
-        runner, path, os.path.join(d, "patch_" + precision), args,
-        lambda x, h: (1 if "copyPatch();" in x.get("source", "") else 50)
-        + h % 100 / 100.0)
-    out = os.path.join(d, "patched_" + precision)
-    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
-                   "--emit-source", "--tuning", cache, *args)
-    require(r.returncode == 0, "compile failed: " + r.stderr)
+    out = compile_favouring(runner, name, precision, "copyPatch();", "patched")
     t = json.load(open(os.path.join(out, "tuning.json")))["groups"]
     require([g["variant"] for g in t].count("patch") == 1,
             "not one patch kernel: %s" % [(g["ops"], g["variant"]) for g in t])
