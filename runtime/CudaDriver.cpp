@@ -96,6 +96,17 @@ Loaded load() {
   lib.bind(d.cuGraphLaunch, {"cuGraphLaunch"}, /*optional=*/true);
   lib.bind(d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, /*optional=*/true);
   lib.bind(d.cuGraphDestroy, {"cuGraphDestroy"}, /*optional=*/true);
+  lib.bind(d.cuGraphGetNodes, {"cuGraphGetNodes"}, true);
+  lib.bind(d.cuGraphNodeGetType, {"cuGraphNodeGetType"}, true);
+  lib.bind(d.cuGraphNodeGetDependencies, {"cuGraphNodeGetDependencies_v2"},
+           true);
+  lib.bind(d.cuGraphNodeGetDependentNodes, {"cuGraphNodeGetDependentNodes_v2"},
+           true);
+  lib.bind(d.cuGraphAddDependencies, {"cuGraphAddDependencies_v2"}, true);
+  lib.bind(d.cuGraphRemoveDependencies, {"cuGraphRemoveDependencies_v2"}, true);
+  lib.bind(d.cuGraphKernelNodeGetParams, {"cuGraphKernelNodeGetParams_v2"},
+           true);
+  lib.bind(d.cuGraphMemsetNodeGetParams, {"cuGraphMemsetNodeGetParams"}, true);
   lib.bind(d.cuLaunchKernelEx, {"cuLaunchKernelEx"}, /*optional=*/true);
   lib.bind(d.cuDeviceGetDevResource, {"cuDeviceGetDevResource"}, true);
   lib.bind(d.cuDevSmResourceSplitByCount, {"cuDevSmResourceSplitByCount"},

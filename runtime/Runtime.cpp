@@ -27,6 +27,7 @@
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/Collectives.h"
 #include "cuts/rt/CudaDriver.h"
+#include "cuts/rt/GraphMemsets.h"
 #include "cuts/rt/Library.h"
 #include "cuts/rt/Nccl.h"
 #include "cuts/rt/Pipeline.h"
@@ -41,6 +42,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -991,6 +993,18 @@ cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
     return st != CUTS_OK
                ? st
                : cudaFail(r, "capturing the CUDA graph (cuStreamEndCapture)");
+  }
+  // Library memsets off the chain (GraphMemsets.h): the plan's generated
+  // kernels never touch the workspace.
+  std::set<CUfunction> ours;
+  for (CUfunction f : s.plan->functions)
+    if (f)
+      ours.insert(f);
+  std::string moveError;
+  if (moveWorkspaceMemsets(*d, g, s.workspace, s.workspaceBytes, ours,
+                           moveError) < 0) {
+    d->cuGraphDestroy(g);
+    return fail(CUTS_ERROR_CUDA, moveError);
   }
   r = d->cuGraphInstantiateWithFlags(&exec, g, 0);
   d->cuGraphDestroy(g);

@@ -25,6 +25,34 @@ using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
 using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
+using CUgraphNode = struct CUgraphNode_st *;
+using CUkernel = struct CUkern_st *;
+
+/// A captured graph's nodes, read back to move library memsets
+/// (GraphMemsets.cpp): cuda.h's kernel node parameters (v2), memset node
+/// parameters and the node types used.
+struct CUDA_KERNEL_NODE_PARAMS {
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+};
+struct CUDA_MEMSET_NODE_PARAMS {
+  unsigned long long dst;
+  size_t pitch;
+  unsigned value, elementSize;
+  size_t width, height;
+};
+/// An edge's kind (zeroed: the downstream node waits for all of the
+/// upstream one; a programmatic dependent's edge is not).
+struct CUgraphEdgeData {
+  unsigned char from_port, to_port, type, reserved[5];
+};
+constexpr int CU_GRAPH_NODE_TYPE_KERNEL = 0;
+constexpr int CU_GRAPH_NODE_TYPE_MEMSET = 2;
 
 /// cuLaunchKernelEx's configuration (the driver's layout: an attribute is
 /// an id padded to 8 bytes and a 64-byte value union).
@@ -147,6 +175,24 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
+  // Optional (CUDA 12.3, the _v2 forms with edge data): a captured graph
+  // read and its edges moved before it is instantiated.
+  CUresult (*cuGraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+  CUresult (*cuGraphNodeGetType)(CUgraphNode, int *);
+  CUresult (*cuGraphNodeGetDependencies)(CUgraphNode, CUgraphNode *,
+                                         CUgraphEdgeData *, size_t *);
+  CUresult (*cuGraphNodeGetDependentNodes)(CUgraphNode, CUgraphNode *,
+                                           CUgraphEdgeData *, size_t *);
+  CUresult (*cuGraphAddDependencies)(CUgraph, const CUgraphNode *,
+                                     const CUgraphNode *,
+                                     const CUgraphEdgeData *, size_t);
+  CUresult (*cuGraphRemoveDependencies)(CUgraph, const CUgraphNode *,
+                                        const CUgraphNode *,
+                                        const CUgraphEdgeData *, size_t);
+  CUresult (*cuGraphKernelNodeGetParams)(CUgraphNode,
+                                         CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*cuGraphMemsetNodeGetParams)(CUgraphNode,
+                                         CUDA_MEMSET_NODE_PARAMS *);
 
   // Optional (CUDA 12.4): green contexts, SM partitions of a device.
   CUresult (*cuDeviceGetDevResource)(CUdevice, CUdevResource *, int);
@@ -165,6 +211,12 @@ struct Driver {
     return cuDeviceGetDevResource && cuDevSmResourceSplitByCount &&
            cuDevResourceGenerateDesc && cuGreenCtxCreate && cuGreenCtxDestroy &&
            cuCtxFromGreenCtx && cuGreenCtxStreamCreate;
+  }
+  bool hasGraphEdits() const {
+    return cuGraphGetNodes && cuGraphNodeGetType &&
+           cuGraphNodeGetDependencies && cuGraphNodeGetDependentNodes &&
+           cuGraphAddDependencies && cuGraphRemoveDependencies &&
+           cuGraphKernelNodeGetParams && cuGraphMemsetNodeGetParams;
   }
   bool hasGraphs() const {
     return cuStreamBeginCapture && cuStreamEndCapture &&
