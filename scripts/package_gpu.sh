@@ -4,7 +4,8 @@
 # it out as an installed tree in .gpu-bin/ (bin/cuts, bin/cuts-run,
 # bin/cuts-kernel-check, bin/cuts-tensor-core-check, bin/cuts-sync-bench,
 # bin/cuts-server, bin/cuts-mpi (libmpi shared),
-# lib/libcuts_runtime.a, include/cuts/), small enough to carry to the device.
+# lib/libcuts_runtime.a, include/cuts/, and lib/libcuts_trace.so with the
+# CUPTI it loads), small enough to carry to the device.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-static -G Ninja -DCUTS_STATIC_LLVM=ON -DCUTS_BUILD_TESTS=OFF >/dev/null
@@ -21,5 +22,14 @@ cp build-static/tools/cuts/cuts build-static/tools/cuts-run/cuts-run \
 strip .gpu-bin/bin/*
 cp build-static/runtime/libcuts_runtime.a .gpu-bin/lib/
 cp runtime/include/cuts/*.h .gpu-bin/include/cuts/
+# The CUPTI tracer (scripts/gpu_trace.sh) and the CUPTI it loads.
+cupti=$(ls /usr/local/cuda/lib64/libcupti.so.* /usr/local/cuda/lib/libcupti.so.* \
+  /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.* 2>/dev/null | head -1 || true)
+if [ -n "$cupti" ]; then
+  g++ -O2 -shared -fPIC -std=c++17 scripts/cupti_trace.cpp \
+    -I/usr/local/cuda/include "$cupti" -Wl,-rpath,'$ORIGIN' \
+    -o .gpu-bin/lib/libcuts_trace.so
+  cp -L "$cupti" .gpu-bin/lib/
+fi
 mkdir -p .gpu-bin/include/nlohmann
 du -sh .gpu-bin
