@@ -529,8 +529,14 @@ cu::CUresult Bench::time(const Candidate &c, Launchable &l,
       r = timeGraph(c, l, sets, 3, probe, captured);
     if (r == cu::CUDA_SUCCESS && captured && !probe.ms.empty())
       first = *std::min_element(probe.ms.begin(), probe.ms.end());
-    else if (r == cu::CUDA_SUCCESS)
-      r = timeOne(c, l, sets[0], first);
+    // The least of two launches: the GPU counts the host's time between
+    // the first event and the launch, and 12 of 3737 candidates (NVRTC
+    // workers on every core) took one 4 ms scheduler tick more, too slow.
+    float again = 0;
+    if (r == cu::CUDA_SUCCESS && !captured &&
+        (r = timeOne(c, l, sets[0], first)) == cu::CUDA_SUCCESS &&
+        (r = timeOne(c, l, sets[0], again)) == cu::CUDA_SUCCESS)
+      first = std::min(first, again);
   }
   if (r != cu::CUDA_SUCCESS)
     return r;
