@@ -530,7 +530,7 @@ cu::CUresult Bench::time(const Candidate &c, Launchable &l,
     if (r == cu::CUDA_SUCCESS && captured && !probe.ms.empty())
       first = *std::min_element(probe.ms.begin(), probe.ms.end());
     // The least of two launches: the GPU counts the host's time between
-    // the first event and the launch, and 12 of 3737 candidates (NVRTC
+    // the first event and the launch, and 5 of 3737 candidates (NVRTC
     // workers on every core) took one 4 ms scheduler tick more, too slow.
     float again = 0;
     if (r == cu::CUDA_SUCCESS && !captured &&
