@@ -191,12 +191,15 @@ MmaTiles mmaTiles(const Kernel &k) {
   }
   if (readsPatch(k))
     t.aElems = 0, t.patchBytes = patchOf(k)->bytes;
-  // Only the stages the loop fills (the bound counts the same).
+  // Only the stages the loop fills (the bound counts the same); a resident
+  // B, or a wgmma patch kernel's (emitPatchPipeline), a stage a slice.
   const int64_t slices = (k.desc.C + p.Cin - 1) / p.Cin;
+  const bool wholeB = residentB(k) || (wgmma && readsPatch(k));
   t.stageBytes = t.bytes =
-      t.patchBytes + (stagesFilled(k) * t.aElems +
-                      (residentB(k) ? slices : stagesFilled(k)) * t.bElems) *
-                         eb;
+      t.patchBytes +
+      (stagesFilled(k) * t.aElems + (wholeB ? slices : stagesFilled(k)) *
+                                        t.bElems) *
+          eb;
   if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
     t.bytes += k.mma->stages * 16;
   return t;
@@ -929,6 +932,7 @@ private:
   void emitPatch(const MmaOperand &a);
   void emitPatchRows(const std::string &ind, const std::string &kk);
   void emitWgmmaPatchSlice(const std::string &fn);
+  void emitPatchPipeline();
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   std::string emitPooledSlot(const MmaOperand &o, int64_t perPass);
   void emitPooledStores(const StagedStore &s, const dfg::Buffer &out);
@@ -2495,18 +2499,27 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
        << "      for (int j = 0; j < " << s.chunk << "; ++j)\n"
        << "        m[j] = " << (average ? "0.0f" : num(-INFINITY)) << ";\n";
   }
+  // Every window pixel is read, one outside the conv's output (always
+  // inside the staged box) then replaced by the reduction's identity: with
+  // the reads unconditional, nvcc issues a window's loads together rather
+  // than each after the last one's max (the stem's pooling, H200 SASS).
+  const char *outside = average || copy ? "0u"
+                        : t == dfg::Type::BF16 ? "0xff80ff80u"
+                        : t == dfg::Type::F16  ? "0xfc00fc00u"
+                                               : "0xff800000u";
   os << "#pragma unroll\n"
      << "      for (int fy = 0; fy < " << pool.FH << "; ++fy)\n"
      << "#pragma unroll\n"
      << "        for (int fx = 0; fx < " << pool.FW << "; ++fx) {\n"
      << "          const int r = o / " << b.tileW << " * " << pool.SH
      << " + fy, col = o % " << b.tileW << " * " << pool.SW << " + fx;\n"
+     << "          uint4 v = *reinterpret_cast<const uint4 *>("
+     << "&cuts_ytile[(r * " << b.boxW << " + col) * " << s.pitch << " + q]);\n"
      << "          if (unsigned(y0 * " << pool.SH << " - " << pool.PH
      << " + r) >= " << pool.IH << "u || unsigned(x0 * " << pool.SW << " - "
      << pool.PW << " + col) >= " << pool.IW << "u)\n"
-     << "            continue; // outside the conv's output\n"
-     << "          const uint4 v = *reinterpret_cast<const uint4 *>("
-     << "&cuts_ytile[(r * " << b.boxW << " + col) * " << s.pitch << " + q]);\n";
+     << "            v = make_uint4(" << outside << ", " << outside << ", "
+     << outside << ", " << outside << "); // outside the conv's output\n";
   const std::string packed =
       emitPoolStep(t, average, s.chunk, pool.FH * pool.FW);
   const std::string dst = "reinterpret_cast<uint4 *>(&" + name + "[((image * " +
@@ -2795,6 +2808,8 @@ void Emitter::emitMma() {
   } else if (persistentLoop(k)) {
     emitPersistentPipeline(staged);
     return; // each tile's exit is in the loop
+  } else if (wgmma && patch) {
+    emitPatchPipeline();
   } else {
     emitMultistagePipeline(staged);
   }
@@ -3451,6 +3466,65 @@ void Emitter::emitWgmmaPatchSlice(const std::string &fn) {
      << "    cuts_wgmma_commit();\n"
      << "    cuts_wgmma_wait<0>();\n";
   emitWgmmaHold("    ");
+}
+
+// A wgmma implicit GEMM reading A from its input patch (Kernel::patchA):
+// the patch and all of B (a stage a slice) copied at once, one barrier,
+// then every 16-deep k-step with no other: its A fragments go by ldmatrix
+// into one of two register sets while the step before's products run
+// (waiting for all but one group frees the set two steps back). A slice
+// barrier and a wait for each slice's products left the tensor cores a
+// third busy in ResNet-50's pooled stem (H200, Nsight Compute).
+void Emitter::emitPatchPipeline() {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
+  const int64_t eb = elementBytes(m.operand), row = k.params.Cin * eb;
+  const int64_t steps = k.params.Cin / 16;
+  const std::string MI = std::to_string(m.mi), S = std::to_string(steps);
+  const std::string fetchB = prefetchesWeights(k) ? "fetchB" : "fetch";
+  os << "  // All of B, slice s in stage s, and the patch; then every k-step.\n"
+     << "  for (int s = 0; s < kTiles; ++s)\n"
+     << "    " << fetchB << "(s, s * " << k.params.Cin << ");\n";
+  if (prefetchesWeights(k))
+    emitDependenceWaits();
+  os << "  copyPatch();\n"
+     << "  cuts_cp_async_commit();\n"
+     << "  cuts_cp_async_wait<0>();\n"
+     << "  __syncthreads();\n"
+     << "  unsigned a[2][" << MI << "][4];\n"
+     << "#pragma unroll\n"
+     << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
+     << "    const cuts_sptr Bt = sB + kt * " << mmaTiles(k).bElems * eb
+     << ";\n"
+     << "#pragma unroll\n"
+     << "    for (int s = 0; s < " << S << "; ++s) {\n";
+  // The last slice's k-steps past K issue nothing (B is zero there, and A
+  // would be other pixels).
+  if (k.desc.C % k.params.Cin)
+    os << "      if (kt * " << k.params.Cin << " + s * 16 >= " << k.desc.C
+       << ")\n"
+       << "        break;\n";
+  os << "      const int buf = (kt * " << S << " + s) % 2;\n";
+  emitPatchRows("      ", "s * 16");
+  os << "#pragma unroll\n"
+     << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "        cuts_ldmatrix_x4(a[buf][i], Ak + a_pix[i]);\n";
+  emitWgmmaHold("      ");
+  os << "      cuts_wgmma_fence();\n"
+     << "      const cuts_gdesc db = cuts_wgmma_desc(Bt + s * " << 16 * eb
+     << ", " << 8 * row << ", " << mmaSwizzle(k) << ");\n"
+     << "#pragma unroll\n"
+     << "      for (int i = 0; i < " << MI << "; ++i)\n"
+     << "        cuts_wgmma_rs_m64n" << 8 * m.ni << "k16_"
+     << (m.operand == dfg::Type::BF16 ? "bf16" : "f16")
+     << "(&acc[i][0][0], a[buf][i], db);\n"
+     << "      cuts_wgmma_commit();\n"
+     << "      cuts_wgmma_wait<1>();\n";
+  emitWgmmaHold("      ");
+  os << "    }\n"
+     << "  }\n"
+     << "  cuts_wgmma_wait<0>(); // the last step's products\n";
+  emitWgmmaHold("  ");
 }
 
 // The semaphore helpers of cuSync's waits and posts.

@@ -1493,6 +1493,10 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
       const std::string src = emitSource(patched);
       CHECK(src.find("copyPatch();") != std::string::npos);
       CHECK((src.find("cuts_wgmma_rs_") != std::string::npos) == wgmma);
+      // On wgmma, all of B with the patch and no barrier between k-steps
+      // (emitPatchPipeline).
+      CHECK((src.find("All of B, slice s in stage s") != std::string::npos) ==
+            wgmma);
       CHECK(std::memcmp(fromPatch.data(), pooled.data(),
                         pooled.size() * sizeof(float)) == 0);
       compilesWithNvrtc(src, "pooled_test", /*withPrelude=*/false,
