@@ -138,6 +138,14 @@ bool residentB(const Kernel &k) {
          dims[2] <= k.params.Hb && dims[3] <= k.params.Wb;
 }
 
+// Whether k's persistent blocks can loop over patched tiles: on wgmma
+// (emitPersistentPatchPipeline), every tile reading the same B.
+bool persistentPatch(const Kernel &k) {
+  const std::array<int64_t, 4> dims = gridExtents(k.desc);
+  return persistentLoop(k) && k.mma->wgmma() && dims[1] <= k.params.Kb &&
+         dims[2] <= k.params.Hb && dims[3] <= k.params.Wb;
+}
+
 // A pooled implicit GEMM's input patch (Kernel::patchA): the `rows` x
 // `cols` input pixels under its box's windows, `pitch` elements apart (the
 // channels, 16 bytes more where ldmatrix's eight rows, SW pixels apart,
@@ -153,8 +161,8 @@ std::optional<Patch> patchOf(const Kernel &k) {
   const OpDesc &d = k.desc;
   const TileParams &p = k.params;
   if (!k.mma || k.mma->warpSpecialized || !k.pooled || d.IC2 || k.chain ||
-      k.producer || persistentLoop(k) || elementBytes(k.mma->operand) != 2 ||
-      d.C % 16 || p.Cin % 8)
+      k.producer || (persistentLoop(k) && !persistentPatch(k)) ||
+      elementBytes(k.mma->operand) != 2 || d.C % 16 || p.Cin % 8)
     return std::nullopt;
   Patch q;
   q.paired = d.pairedPixels();
@@ -189,17 +197,17 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.aElems = (t.aElems + unit - 1) / unit * unit;
     t.bElems = (t.bElems + unit - 1) / unit * unit;
   }
-  if (readsPatch(k))
-    t.aElems = 0, t.patchBytes = patchOf(k)->bytes;
+  if (readsPatch(k)) // a persistent block's next tile's patch beside
+    t.aElems = 0,
+    t.patchBytes = patchOf(k)->bytes * (persistentLoop(k) ? 2 : 1);
   // Only the stages the loop fills (the bound counts the same); a resident
   // B, or a wgmma patch kernel's (emitPatchPipeline), a stage a slice.
   const int64_t slices = (k.desc.C + p.Cin - 1) / p.Cin;
   const bool wholeB = residentB(k) || (wgmma && readsPatch(k));
   t.stageBytes = t.bytes =
-      t.patchBytes +
-      (stagesFilled(k) * t.aElems + (wholeB ? slices : stagesFilled(k)) *
-                                        t.bElems) *
-          eb;
+      t.patchBytes + (stagesFilled(k) * t.aElems +
+                      (wholeB ? slices : stagesFilled(k)) * t.bElems) *
+                         eb;
   if (k.mma->warpSpecialized) // each stage's full and empty mbarriers
     t.bytes += k.mma->stages * 16;
   return t;
@@ -930,9 +938,12 @@ private:
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitPatch(const MmaOperand &a);
-  void emitPatchRows(const std::string &ind, const std::string &kk);
+  void emitPatchRows(const std::string &ind, const std::string &kk,
+                     const std::string &patch = "sA");
   void emitWgmmaPatchSlice(const std::string &fn);
   void emitPatchPipeline();
+  void emitPersistentPatchPipeline(const std::optional<StagedStore> &staged);
+  void emitPatchSteps(const std::string &patch);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
   std::string emitPooledSlot(const MmaOperand &o, int64_t perPass);
   void emitPooledStores(const StagedStore &s, const dfg::Buffer &out);
@@ -2503,7 +2514,7 @@ void Emitter::emitPooledStores(const StagedStore &s, const dfg::Buffer &out) {
   // inside the staged box) then replaced by the reduction's identity: with
   // the reads unconditional, nvcc issues a window's loads together rather
   // than each after the last one's max (the stem's pooling, H200 SASS).
-  const char *outside = average || copy ? "0u"
+  const char *outside = average || copy        ? "0u"
                         : t == dfg::Type::BF16 ? "0xff80ff80u"
                         : t == dfg::Type::F16  ? "0xfc00fc00u"
                                                : "0xff800000u";
@@ -2566,12 +2577,13 @@ void Emitter::emitMmaCopySlots(const MmaOperand &o) {
 // Ak: where the lane's 8 elements of k-step `kk` of slice kt lie in the
 // patch, a_pix[i] bytes before its row's: channels of one window position,
 // or a stem's pixel pair.
-void Emitter::emitPatchRows(const std::string &ind, const std::string &kk) {
+void Emitter::emitPatchRows(const std::string &ind, const std::string &kk,
+                            const std::string &patch) {
   const OpDesc &d = top.desc;
   const Patch q = *patchOf(top);
   os << ind << "const int kx = kt * " << top.params.Cin << " + " << kk
      << " + (lane / 16) * 8, wp = kx / " << d.IC << ";\n"
-     << ind << "const cuts_sptr Ak = sA + ((wp / " << d.FW << " * "
+     << ind << "const cuts_sptr Ak = " << patch << " + ((wp / " << d.FW << " * "
      << d.DH * q.cols << " + wp % " << d.FW << " * " << d.DW << ") * "
      << q.pitch << " + kx % " << d.IC << ") * 2;\n";
 }
@@ -2592,15 +2604,7 @@ void Emitter::emitPatch(const MmaOperand &a) {
           ? "wg * " + std::to_string(64 * m.mi) +
                 " + i * 64 + (warp % 4) * 16 + lane % 16"
           : "wm * " + std::to_string(rows / m.warpsM) + " + i * 16 + lane % 16";
-  os << "  // A from a patch of the input: " << q.rows << " rows of " << q.cols
-     << " pixels, " << q.pitch << " elements apart, from (p_ih0, p_iw0).\n"
-     << "  const int p_t = int(base_n / " << rows << " % " << tiles
-     << "), p_n = int(base_n / " << rows * tiles << ");\n"
-     << "  const int p_ih0 = (p_t / " << b.tilesW << " * " << b.tileH * pool.SH
-     << " - " << pool.PH << ") * " << d.SH << " - " << d.PH << ";\n"
-     << "  const int p_iw0 = (p_t % " << b.tilesW << " * " << b.tileW * pool.SW
-     << " - " << pool.PW << ") * " << d.SW << " - " << d.PW << ";\n"
-     << "  int a_pix[" << m.mi << "];\n"
+  os << "  int a_pix[" << m.mi << "];\n"
      << "#pragma unroll\n"
      << "  for (int i = 0; i < " << m.mi << "; ++i) {\n"
      << "    const int r = " << lane << ";\n"
@@ -2608,7 +2612,19 @@ void Emitter::emitPatch(const MmaOperand &a) {
      << " * " << d.SH * q.cols << " + r % " << b.boxW << " * " << d.SW << ") * "
      << q.pitch * 2 << " : 0;\n"
      << "  }\n"
-     << "  auto copyPatch = [&]() {\n"
+     << "  // The patch of the tile from row bn (its base_n) into dst: "
+     << q.rows << " rows\n"
+     << "  // of " << q.cols << " pixels, " << q.pitch
+     << " elements apart, from (p_ih0, p_iw0).\n"
+     << "  auto copyPatch = [&](cuts_sptr dst, long long bn) {\n"
+     << "    const int p_t = int(bn / " << rows << " % " << tiles
+     << "), p_n = int(bn / " << rows * tiles << ");\n"
+     << "    const int p_ih0 = (p_t / " << b.tilesW << " * "
+     << b.tileH * pool.SH << " - " << pool.PH << ") * " << d.SH << " - " << d.PH
+     << ";\n"
+     << "    const int p_iw0 = (p_t % " << b.tilesW << " * "
+     << b.tileW * pool.SW << " - " << pool.PW << ") * " << d.SW << " - " << d.PW
+     << ";\n"
      << "    for (int e = tid; e < " << q.rows * q.chunks
      << "; e += kThreads) {\n"
      << "      const int j = e / " << q.chunks << ", x = e % " << q.chunks
@@ -2621,7 +2637,7 @@ void Emitter::emitPatch(const MmaOperand &a) {
   os << "      const int ih = p_ih0 + j, iw = p_iw0 + px;\n"
      << "      const bool in = unsigned(ih) < " << d.IH
      << "u && unsigned(iw) < " << d.IW << "u;\n"
-     << "      cuts_cp_async16(sA + ((j * " << q.cols << " + px) * " << q.pitch
+     << "      cuts_cp_async16(dst + ((j * " << q.cols << " + px) * " << q.pitch
      << " + c) * 2, in ? " << a.global << " + ((long long)(p_n * " << d.IH
      << " + ih) * " << d.IW << " + iw) * " << d.IC << " + c : " << a.global
      << ", in ? 16 : 0);\n"
@@ -2755,7 +2771,7 @@ void Emitter::emitMma() {
       else
         emitMmaCopySlots(o);
   };
-  if (!persistentLoop(k))
+  if (!persistentLoop(k) || patch) // a patch's tiles share the pointers
     operandPointers("  ");
   if (!wgmma)
     emitLdmatrixBases();
@@ -2772,7 +2788,7 @@ void Emitter::emitMma() {
     }
     os << "  auto fetch = [&](int st, int k0) { fetchA(st, k0); "
           "fetchB(st, k0); };\n";
-  } else if (persistentLoop(k)) {
+  } else if (persistentLoop(k) && !patch) {
     os << "  auto fetch = [&](int st, int k0, long long tile) {\n"
        << "    long long block = tile;\n";
     emitTileBases("    ", true);
@@ -2798,16 +2814,20 @@ void Emitter::emitMma() {
   }
   os << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
   const std::optional<StagedStore> staged = stagedStore(k);
-  if (k.pooled && (persistentLoop(k) || !staged || staged->operand >= 0))
+  if (k.pooled &&
+      ((persistentLoop(k) && !patch) || !staged || staged->operand >= 0))
     os << "#error \"a pooled kernel stages its own tile, one tile a "
           "block\"\n";
   if (k.chain)
     emitChain(false);
   if (m.warpSpecialized) {
     emitSpecializedPipeline(staged.has_value());
+  } else if (persistentLoop(k) && patch) {
+    emitPersistentPatchPipeline(staged);
+    return; // each tile's exit is in the loop
   } else if (persistentLoop(k)) {
     emitPersistentPipeline(staged);
-    return; // each tile's exit is in the loop
+    return;
   } else if (wgmma && patch) {
     emitPatchPipeline();
   } else {
@@ -3090,7 +3110,7 @@ void Emitter::emitMultistagePipeline(const std::optional<StagedStore> &staged) {
        << "  }\n";
     emitDependenceWaits();
     if (readsPatch(top))
-      os << "  copyPatch(); // with slice 0's copies\n";
+      os << "  copyPatch(sA, base_n); // with slice 0's copies\n";
     os << "  for (int s = 0; s < " << ahead << "; ++s) {\n"
        << "    if (s < kTiles)\n"
        << "      fetchA(s, s * " << p.Cin << ");\n";
@@ -3099,7 +3119,7 @@ void Emitter::emitMultistagePipeline(const std::optional<StagedStore> &staged) {
        << "      fetch(s, s * " << p.Cin << ");\n";
     if (readsPatch(top))
       os << "    if (s == 0)\n"
-         << "      copyPatch();\n";
+         << "      copyPatch(sA, base_n);\n";
   }
   os << "    cuts_cp_async_commit();\n"
      << "  }\n";
@@ -3470,28 +3490,68 @@ void Emitter::emitWgmmaPatchSlice(const std::string &fn) {
 
 // A wgmma implicit GEMM reading A from its input patch (Kernel::patchA):
 // the patch and all of B (a stage a slice) copied at once, one barrier,
-// then every 16-deep k-step with no other: its A fragments go by ldmatrix
-// into one of two register sets while the step before's products run
-// (waiting for all but one group frees the set two steps back). A slice
-// barrier and a wait for each slice's products left the tensor cores a
-// third busy in ResNet-50's pooled stem (H200, Nsight Compute).
+// then every k-step with no other (emitPatchSteps).
 void Emitter::emitPatchPipeline() {
   const Kernel &k = top;
-  const MmaLoop &m = *k.mma;
-  const int64_t eb = elementBytes(m.operand), row = k.params.Cin * eb;
-  const int64_t steps = k.params.Cin / 16;
-  const std::string MI = std::to_string(m.mi), S = std::to_string(steps);
   const std::string fetchB = prefetchesWeights(k) ? "fetchB" : "fetch";
   os << "  // All of B, slice s in stage s, and the patch; then every k-step.\n"
      << "  for (int s = 0; s < kTiles; ++s)\n"
      << "    " << fetchB << "(s, s * " << k.params.Cin << ");\n";
   if (prefetchesWeights(k))
     emitDependenceWaits();
-  os << "  copyPatch();\n"
+  os << "  copyPatch(sA, base_n);\n"
      << "  cuts_cp_async_commit();\n"
      << "  cuts_cp_async_wait<0>();\n"
-     << "  __syncthreads();\n"
-     << "  unsigned a[2][" << MI << "][4];\n"
+     << "  __syncthreads();\n";
+  emitPatchSteps("sA");
+}
+
+// The persistent form of emitPatchPipeline: B copied once, and each tile's
+// patch read from one of two buffers while the block's next tile's patch
+// loads into the other, so that a tile's copies wait on no one.
+void Emitter::emitPersistentPatchPipeline(
+    const std::optional<StagedStore> &staged) {
+  const Kernel &k = top;
+  const int64_t patch = patchOf(k)->bytes;
+  os << "  // Launched with " << launchShape(k).blocks << " blocks over "
+     << tileCount(k) << " tiles (part of the tuning key).\n"
+     << "  constexpr long long kTileCount = " << tileCount(k) << ";\n"
+     << "  for (int s = 0; s < kTiles; ++s) // all of B, slice s in stage s\n"
+     << "    fetch(s, s * " << k.params.Cin << ");\n"
+     << "  copyPatch(sA, base_n);\n"
+     << "  cuts_cp_async_commit();\n"
+     << "  int pb = 0; // the patch buffer this tile reads\n"
+     << "  for (long long tile = blockIdx.x; tile < kTileCount; "
+        "tile += gridDim.x) {\n"
+     << "  setTile(tile);\n";
+  emitZeroAccumulators();
+  os << "  cuts_cp_async_wait<0>();\n"
+     << "  __syncthreads(); // the tile's patch is in; the last exit is done\n"
+     << "  if (tile + gridDim.x < kTileCount) {\n"
+     << "    setTile(tile + gridDim.x);\n"
+     << "    copyPatch(sA + (pb ^ 1) * " << patch << ", base_n);\n"
+     << "    setTile(tile);\n"
+     << "  }\n"
+     << "  cuts_cp_async_commit();\n";
+  emitPatchSteps("sA + pb * " + std::to_string(patch));
+  emitMmaExit(staged);
+  os << "  pb ^= 1;\n"
+     << "  }\n";
+}
+
+// Every 16-deep k-step of a wgmma patch kernel, its B resident and A read
+// from `patch`: a step's A fragments go by ldmatrix into one of two
+// register sets while the step before's products run (waiting for all but
+// one group frees the set two steps back). A barrier a slice and a wait
+// for each slice's products left the tensor cores a third busy in
+// ResNet-50's pooled stem (H200, Nsight Compute).
+void Emitter::emitPatchSteps(const std::string &patch) {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
+  const int64_t eb = elementBytes(m.operand), row = k.params.Cin * eb;
+  const int64_t steps = k.params.Cin / 16;
+  const std::string MI = std::to_string(m.mi), S = std::to_string(steps);
+  os << "  unsigned a[2][" << MI << "][4];\n"
      << "#pragma unroll\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
      << "    const cuts_sptr Bt = sB + kt * " << mmaTiles(k).bElems * eb
@@ -3505,7 +3565,7 @@ void Emitter::emitPatchPipeline() {
        << ")\n"
        << "        break;\n";
   os << "      const int buf = (kt * " << S << " + s) % 2;\n";
-  emitPatchRows("      ", "s * 16");
+  emitPatchRows("      ", "s * 16", patch);
   os << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
      << "        cuts_ldmatrix_x4(a[buf][i], Ak + a_pix[i]);\n";
@@ -3717,8 +3777,10 @@ std::string Emitter::run() {
        << (readsPatch(top) ? wgmmaRegisterFunction : wgmmaFunction)(
               int(8 * top.mma->ni), top.mma->operand == dfg::Type::BF16);
   os << "\n"
-     << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
-     << top.name << "(";
+     << "extern \"C\" __global__ void __launch_bounds__(" << threads;
+  if (persistentLoop(top) && top.blocksPerSM > 1)
+    os << ", " << top.blocksPerSM;
+  os << ")\n" << top.name << "(";
   const auto params = kernelParams(top);
   for (size_t i = 0; i < params.size(); ++i)
     os << (i ? ", " : "") << params[i].second << " " << params[i].first;

@@ -285,6 +285,10 @@ struct Kernel {
   /// copies fly during this one's exit (a short-K GEMM's epilogue would
   /// otherwise leave the copies idle). 0: a block a tile.
   int64_t persistentBlocks = 0;
+  /// The blocks an SM that count assumes (> 1: the launch bounds' minimum,
+  /// so that ptxas keeps the registers to it rather than leaving the
+  /// blocks past one an SM to a second wave).
+  int64_t blocksPerSM = 0;
   /// A persistent loop whose tiles all read the same B (a conv's weights,
   /// the block spanning every output channel) keeps B in shared memory, a
   /// buffer a slice, copied with the first tile only.

@@ -91,8 +91,11 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
             variants.push_back(std::move(*v));
         for (GroupKernel &v : shallowVariants(ops, e, i))
           variants.push_back(std::move(v));
-        if (auto v = patchVariant(ops, e, i))
+        if (auto v = patchVariant(ops, e, i)) {
+          if (auto pv = persistentPatchVariant(*v))
+            variants.push_back(std::move(*pv));
           variants.push_back(std::move(*v));
+        }
       }
       add(std::move(*gk), 3 * l + second);
       if (early)
@@ -168,6 +171,23 @@ CandidateTable::patchVariant(llvm::ArrayRef<mlir::Operation *> ops,
   return v;
 }
 
+namespace {
+// The blocks of a kernel launched as `one` block that fit on an SM
+// together, at least 1.
+int64_t residentBlocks(const GpuArch &a, const codegen::LaunchShape &one,
+                       const TileParams &p) {
+  int64_t resident =
+      std::min<int64_t>(a.maxBlocksPerSM, a.maxThreadsPerSM / one.threads);
+  if (a.sharedPerSM > 0)
+    resident =
+        std::min<int64_t>(resident, a.sharedPerSM / (one.sharedBytes + 1024));
+  if (a.regsPerSM > 0)
+    resident = std::min<int64_t>(
+        resident, a.regsPerSM / (one.threads * tensorCoreRegisters(p)));
+  return std::max<int64_t>(1, resident);
+}
+} // namespace
+
 std::optional<GroupKernel> CandidateTable::persistentVariant(
     llvm::ArrayRef<mlir::Operation *> ops, const GroupKernel &gk, TileParams p,
     size_t i, const GroupEstimate &e, bool residentB) const {
@@ -195,18 +215,28 @@ std::optional<GroupKernel> CandidateTable::persistentVariant(
     const codegen::LaunchShape one = codegen::launchShape(v->kernel);
     if (one.sharedBytes > a.maxSharedPerBlock)
       continue;
-    int64_t resident =
-        std::min<int64_t>(a.maxBlocksPerSM, a.maxThreadsPerSM / one.threads);
-    if (a.sharedPerSM > 0)
-      resident =
-          std::min<int64_t>(resident, a.sharedPerSM / (one.sharedBytes + 1024));
-    if (a.regsPerSM > 0)
-      resident = std::min<int64_t>(
-          resident, a.regsPerSM / (one.threads * tensorCoreRegisters(p)));
-    v->kernel.persistentBlocks = a.numSM * std::max<int64_t>(1, resident);
+    v->kernel.blocksPerSM = residentBlocks(a, one, p);
+    v->kernel.persistentBlocks = a.numSM * v->kernel.blocksPerSM;
     return v;
   }
   return std::nullopt;
+}
+
+std::optional<GroupKernel>
+CandidateTable::persistentPatchVariant(const GroupKernel &v) const {
+  // Patched blocks each copy all of B and wait for their patch before their
+  // first product; persistent ones copy B once and load the next tile's
+  // patch while this one computes (wgmma only: emitPersistentPatchPipeline).
+  GroupKernel p = v;
+  p.kernel.persistentBlocks = 1; // for its shared memory's size
+  const codegen::LaunchShape one = codegen::launchShape(p.kernel);
+  if (opts.arch.numSM <= 0 ||
+      !codegen::patchable(p.kernel, opts.arch.maxSharedPerBlock) ||
+      codegen::launchShape(v.kernel).blocks < 2 * opts.arch.numSM)
+    return std::nullopt;
+  p.kernel.blocksPerSM = residentBlocks(opts.arch, one, p.kernel.params);
+  p.kernel.persistentBlocks = opts.arch.numSM * p.kernel.blocksPerSM;
+  return p;
 }
 
 namespace {

@@ -73,6 +73,8 @@ private:
   std::optional<GroupKernel> patchVariant(llvm::ArrayRef<mlir::Operation *> ops,
                                           const GroupEstimate &e,
                                           size_t i) const;
+  /// Patch variant v's persistent form, where its tiles share B.
+  std::optional<GroupKernel> persistentPatchVariant(const GroupKernel &v) const;
 
   const CompileOptions &opts;
   std::string arch0, nvrtc;

@@ -1392,7 +1392,7 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
        true},
   };
   uint32_t seed = 130;
-  int patches = 0;
+  int patches = 0, persistentPatches = 0;
   for (const PoolCase &c : cases) {
     const bool bf16 = c.loop.operand == Type::BF16;
     const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
@@ -1491,7 +1491,7 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
       patched.patchA = true;
       const std::vector<float> fromPatch = run(patched, N * PH * PW * M);
       const std::string src = emitSource(patched);
-      CHECK(src.find("copyPatch();") != std::string::npos);
+      CHECK(src.find("copyPatch(sA, base_n)") != std::string::npos);
       CHECK((src.find("cuts_wgmma_rs_") != std::string::npos) == wgmma);
       // On wgmma, all of B with the patch and no barrier between k-steps
       // (emitPatchPipeline).
@@ -1503,6 +1503,27 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
                         wgmma ? std::vector<const char *>{"sm_90a"}
                               : std::vector<const char *>{"sm_80", "sm_90"});
       ++patches;
+      // On wgmma, persistent: fewer blocks than tiles, each looping over
+      // its tiles with the next one's patch in the other buffer.
+      const int64_t tiles = launchShape(*k).blocks;
+      Kernel persistent = patched;
+      persistent.persistentBlocks = std::max<int64_t>(1, tiles / 2);
+      CHECK(patchable(persistent, 1 << 20) == wgmma);
+      if (wgmma && tiles >= 2) {
+        ++persistentPatches;
+        REQUIRE(launchShape(persistent).blocks == tiles / 2);
+        const std::vector<float> looped = run(persistent, N * PH * PW * M);
+        CHECK(std::memcmp(looped.data(), pooled.data(),
+                          pooled.size() * sizeof(float)) == 0);
+        persistent.blocksPerSM = 2; // the launch bounds' minimum
+        const std::string psrc = emitSource(persistent);
+        CHECK(psrc.find("copyPatch(sA + (pb ^ 1)") != std::string::npos);
+        CHECK(psrc.find("__launch_bounds__(" +
+                        std::to_string(persistent.params.threads()) + ", 2)") !=
+              std::string::npos);
+        compilesWithNvrtc(psrc, "pooled_test", /*withPrelude=*/false,
+                          {"sm_90a"});
+      }
     }
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
     compilesWithNvrtc(emitSource(*k), "pooled_test", /*withPrelude=*/false,
@@ -1510,6 +1531,7 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
                             : std::vector<const char *>{"sm_80", "sm_90"});
   }
   CHECK(patches == int(cases.size()));
+  CHECK(persistentPatches >= 2);
   {
     // A plain conv reads its slices (it has no boxes), and a producer
     // warpgroup copies slices, not a patch.
