@@ -341,7 +341,10 @@ int64_t chainTileBytes(const Kernel &k) {
 
 // A chained product's B: N x K, every column and all of K.
 int64_t chainBBytes(const Kernel &k) {
-  return mmaTiles(*k.chain).bElems * elementBytes(k.chain->mma->operand);
+  const Kernel &c = *k.chain;
+  const int64_t slices =
+      c.mma->wgmma() ? (c.desc.C + c.params.Cin - 1) / c.params.Cin : 1;
+  return slices * mmaTiles(c).bElems * elementBytes(c.mma->operand);
 }
 
 // Where a chained product's B lies (Kernel::chain): past the producer's
@@ -350,7 +353,8 @@ int64_t chainBBytes(const Kernel &k) {
 // tile's slices meanwhile).
 int64_t chainOffset(const Kernel &k) {
   const int64_t bytes = std::max(mmaSharedBytes(k), chainTileBytes(k));
-  return (bytes + 127) / 128 * 128;
+  const int64_t align = k.chain->mma->wgmma() ? 1024 : 128; // a swizzle pattern
+  return (bytes + align - 1) / align * align;
 }
 
 // One operand's shared tile as its copies see it: rows x cols elements of
@@ -942,6 +946,8 @@ private:
                      const std::string &patch = "sA");
   void emitWgmmaPatchSlice(const std::string &fn);
   void emitPatchPipeline();
+  void emitWgmmaChainProduct(int64_t offset, const std::string &ytile,
+                             int64_t pitch);
   void emitPersistentPatchPipeline(const std::optional<StagedStore> &staged);
   void emitPatchSteps(const std::string &patch);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
@@ -2849,7 +2855,9 @@ void Emitter::emitChain(bool product) {
   const int64_t offset = chainOffset(top);
   if (persistentLoop(top))
     sub.stagedAt = offset + chainBBytes(top);
-  if (product)
+  if (product && top.chain->mma->wgmma())
+    sub.emitWgmmaChainProduct(offset, "cuts_ytile", stagedStore(top)->pitch);
+  else if (product)
     sub.emitChainProduct(offset, "cuts_ytile");
   else
     sub.emitChainCopies(offset);
@@ -2865,10 +2873,70 @@ void Emitter::emitChainCopies(int64_t offset) {
      << "  const cuts_sptr sB = cuts_saddr(cuts_smem) + " << offset << ";\n"
      << "  const " << typeName(top.mma->operand) << " *Bg = " << kChainPrefix
      << "B;\n"
-     << "  const long long base_k = 0;\n"
-     << "  const int st = 0, k0 = 0;\n";
+     << "  const long long base_k = 0;\n";
   emitMmaCopySlots(b);
-  emitMmaCopies(b, "  ");
+  if (top.mma->wgmma()) { // K-major slices of C_input, swizzled, one a stage
+    os << "#pragma unroll\n"
+       << "  for (int st = 0; st < "
+       << (top.desc.C + top.params.Cin - 1) / top.params.Cin << "; ++st) {\n"
+       << "    const int k0 = st * " << top.params.Cin << ";\n";
+    emitMmaCopies(b, "    ");
+    os << "  }\n";
+  } else {
+    os << "  const int st = 0, k0 = 0;\n";
+    emitMmaCopies(b, "  ");
+  }
+  os << "  }\n";
+}
+
+// The chained product on wgmma: per 16-deep step, each warp's A fragments
+// from the staged tile (`pitch` elements a row) by ldmatrix into one of
+// two register sets while the step before's products run, times the
+// resident B's slices; then its exit. Its warpgroups and row tiles are
+// the producer's, whose accumulators are done with by then.
+void Emitter::emitWgmmaChainProduct(int64_t offset, const std::string &ytile,
+                                    int64_t pitch) {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
+  const int64_t eb = elementBytes(m.operand), cin = k.params.Cin;
+  const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni),
+                    S = std::to_string(cin / 16);
+  os << "  { // The chained product: the staged tile, its A, times its B.\n"
+     << "  const cuts_sptr sA = cuts_saddr(" << ytile
+     << "), sB = cuts_saddr(cuts_smem) + " << offset << ";\n"
+     << "  const int mma_row = wg * " << 64 * m.mi
+     << " + (warp % 4) * 16 + g, mma_col = tq * 2;\n"
+     << "  cuts_sptr a_row[" << MI << "]; // the lane's ldmatrix row\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << MI << "; ++i)\n"
+     << "    a_row[i] = sA + (wg * " << 64 * m.mi
+     << " + i * 64 + (warp % 4) * 16 + lane % 16) * " << pitch * eb
+     << " + (lane / 16) * 16;\n"
+     << "  float acc[" << MI << "][" << NI << "][4];\n";
+  emitZeroAccumulators();
+  os << "  unsigned a[2][" << MI << "][4];\n"
+     << "#pragma unroll\n"
+     << "  for (int q = 0; q < " << k.desc.C / 16 << "; ++q) {\n"
+     << "#pragma unroll\n"
+     << "    for (int i = 0; i < " << MI << "; ++i)\n"
+     << "      cuts_ldmatrix_x4(a[q % 2][i], a_row[i] + q * 32);\n";
+  emitWgmmaHold("    ");
+  os << "    cuts_wgmma_fence();\n"
+     << "    const cuts_gdesc db = cuts_wgmma_desc(sB + q / " << S << " * "
+     << mmaTiles(k).bElems * eb << " + q % " << S << " * 32, " << 8 * cin * eb
+     << ", " << mmaSwizzle(k) << ");\n"
+     << "#pragma unroll\n"
+     << "    for (int i = 0; i < " << MI << "; ++i)\n"
+     << "      cuts_wgmma_rs_m64n" << 8 * m.ni << "k16_"
+     << (m.operand == dfg::Type::BF16 ? "bf16" : "f16")
+     << "(&acc[i][0][0], a[q % 2][i], db);\n"
+     << "    cuts_wgmma_commit();\n"
+     << "    cuts_wgmma_wait<1>(); // step q - 1's set is free\n";
+  emitWgmmaHold("    ");
+  os << "  }\n"
+     << "  cuts_wgmma_wait<0>();\n";
+  emitWgmmaHold("  ");
+  emitMmaExit(stagedStore(top));
   os << "  }\n";
 }
 
@@ -3776,6 +3844,9 @@ std::string Emitter::run() {
     os << wgmmaPrelude()
        << (readsPatch(top) ? wgmmaRegisterFunction : wgmmaFunction)(
               int(8 * top.mma->ni), top.mma->operand == dfg::Type::BF16);
+  if (top.chain && top.chain->mma->wgmma()) // its A from registers
+    os << wgmmaRegisterFunction(int(8 * top.chain->mma->ni),
+                                top.chain->mma->operand == dfg::Type::BF16);
   os << "\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << threads;
   if (persistentLoop(top) && top.blocksPerSM > 1)

@@ -116,6 +116,19 @@ std::optional<Kernel> fuseShared(Kernel producer, Kernel consumer,
 
 std::optional<TileParams> chainParams(const TileParams &producer,
                                       const OpDesc &d) {
+  if (producer.instr == MatrixInstr::Wgmma) {
+    // The producer's warpgroups and row tiles; B's K in swizzled slices.
+    MmaLoop m;
+    m.instr = MatrixInstr::Wgmma;
+    m.warpsM = producer.warpsM, m.warpsN = 1, m.mi = producer.Nt / 2;
+    m.ni = (d.K + 7) / 8;
+    m.stages = 2;
+    const int64_t cin = d.C % 64 == 0 ? 64 : d.C % 32 == 0 ? 32 : 16;
+    if (producer.warpSpecialized || d.C % 16 || 8 * m.ni > 256 ||
+        4 * m.mi * m.ni > kChainAccumulators)
+      return std::nullopt;
+    return mmaParams(m, cin);
+  }
   const int64_t warps = producer.threads() / 32, rows = producer.Nb;
   if (producer.warpSpecialized || rows % 16 || warps < 1)
     return std::nullopt;
@@ -144,9 +157,11 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
   }
   const OpDesc &P = producer.desc, &C = consumer.desc;
   const TileParams &pp = producer.params, &cp = consumer.params;
+  const bool wgmma = consumer.mma->wgmma();
   if (producer.mma->warpSpecialized ||
-      consumer.mma->instr != MatrixInstr::MmaSync) {
-    error = "a chained product follows a multistage loop, on mma.sync";
+      (wgmma && producer.mma->instr != MatrixInstr::Wgmma)) {
+    error = "a chained product follows a multistage loop, on wgmma after "
+            "wgmma, else on mma.sync";
     return std::nullopt;
   }
   // Every consumer row reads one whole producer row: the same rows, the
@@ -162,8 +177,8 @@ std::optional<Kernel> fuseChained(Kernel producer, Kernel consumer,
             "the producer's block spanning all its columns";
     return std::nullopt;
   }
-  if (cp.Nb != pp.Nb || cp.Cin != C.C || cp.threads() != pp.threads() ||
-      cp.Kb < C.K || !C.transB) {
+  if (cp.Nb != pp.Nb || (wgmma ? C.C % cp.Cin : cp.Cin != C.C) ||
+      cp.threads() != pp.threads() || cp.Kb < C.K || !C.transB) {
     error = "the consumer must be tiled as chainParams tiles it, with B "
             "transposed (N x K)";
     return std::nullopt;

@@ -1716,12 +1716,20 @@ TEST_CASE("a chained product reads its producer's staged tile on the CPU",
       {{2, 6, 6, 32}, 64, 40, 16, mmaLoop(Type::F16, 2, 2, 1, 4, 3)},
       // One slice: the staged tile outgrows the stage and lies beside it.
       {{2, 5, 5, 16}, 64, 32, 16, mmaLoop(Type::F16, 2, 2, 1, 4, 3)},
-      // wgmma, 128 channels in between, 4 warps along the rows, bf16.
+      // wgmma, 128 channels in between, 4 warps along the rows, bf16; the
+      // chain on wgmma too, its B in two 64-deep slices.
       {{1, 9, 9, 64},
        128,
        64,
        32,
        mmaLoop(Type::BF16, 1, 1, 1, 16, 3, MatrixInstr::Wgmma)},
+      // ResNet-50's layer-1 chain: 256 channels in between (the chain's B
+      // in four slices), a ragged last tile, fp16.
+      {{1, 9, 9, 64},
+       256,
+       64,
+       32,
+       mmaLoop(Type::F16, 1, 1, 1, 32, 3, MatrixInstr::Wgmma)},
   };
   uint32_t seed = 90;
   for (const ChainCase &c : cases) {
@@ -1836,6 +1844,10 @@ TEST_CASE("a chained product reads its producer's staged tile on the CPU",
     CHECK(emitSource(*onChip).find(param) == std::string::npos);
     CHECK(launchShape(persistent).blocks == launchShape(*k).blocks - 1);
     const bool wgmma = c.loop.instr == MatrixInstr::Wgmma;
+    // After a wgmma producer the chain is on wgmma, A from registers.
+    CHECK(k->chain->mma->wgmma() == wgmma);
+    CHECK((emitSource(*k).find("cuts_wgmma_rs_m64n") != std::string::npos) ==
+          wgmma);
     compilesWithNvrtc(emitSource(*k), "first", /*withPrelude=*/false,
                       wgmma ? std::vector<const char *>{"sm_90a"}
                             : std::vector<const char *>{"sm_80", "sm_90"});
