@@ -107,6 +107,8 @@ Loaded load() {
   lib.bind(d.cuGraphKernelNodeGetParams, {"cuGraphKernelNodeGetParams_v2"},
            true);
   lib.bind(d.cuGraphMemsetNodeGetParams, {"cuGraphMemsetNodeGetParams"}, true);
+  lib.bind(d.cuGraphMemsetNodeSetParams, {"cuGraphMemsetNodeSetParams"}, true);
+  lib.bind(d.cuGraphDestroyNode, {"cuGraphDestroyNode"}, true);
   lib.bind(d.cuLaunchKernelEx, {"cuLaunchKernelEx"}, /*optional=*/true);
   lib.bind(d.cuDeviceGetDevResource, {"cuDeviceGetDevResource"}, true);
   lib.bind(d.cuDevSmResourceSplitByCount, {"cuDevSmResourceSplitByCount"},

@@ -842,6 +842,16 @@ size_t planIndex(const cuts_session &s) {
   return size_t(s.plan - s.model->plans.data());
 }
 
+/// The workspace library step i uses: its own region while a graph is
+/// captured (where the session has them), else the shared one.
+std::pair<CUdeviceptr, uint64_t> workspaceOf(const cuts_session &s, size_t i) {
+  if (s.capturing && s.graphWorkspace) {
+    const auto [offset, bytes] = s.stepWorkspace[planIndex(s)][i];
+    return {bytes ? s.graphWorkspace + offset : 0, bytes};
+  }
+  return {s.workspace, s.workspaceBytes};
+}
+
 /// Enqueues step `i`'s work on `stream`, as a programmatic dependent of
 /// the kernel before it where `pdl`.
 cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
@@ -869,8 +879,8 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
     CUdeviceptr z = spec.residual ? s.ptr[k.args[a++]] : 0;
     CUdeviceptr y = s.ptr[k.args[a]];
     std::string err;
-    if (!gemm->run(*m.lt, stream, A, B, bias, z, y, s.workspace,
-                   s.workspaceBytes, err))
+    const auto [ws, wsBytes] = workspaceOf(s, i);
+    if (!gemm->run(*m.lt, stream, A, B, bias, z, y, ws, wsBytes, err))
       return fail(CUTS_ERROR_CUDA, "step " + std::to_string(i) + ": kernel \"" +
                                        k.name + "\" (" + k.library +
                                        "): " + err);
@@ -885,8 +895,8 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
     CUdeviceptr z = spec.residual ? s.ptr[k.args[a++]] : 0;
     CUdeviceptr y = s.ptr[k.args[a]];
     std::string err;
-    if (!conv->run(*s.cudnn, stream, x, w, bias, z, y, s.workspace,
-                   s.workspaceBytes, err))
+    const auto [ws, wsBytes] = workspaceOf(s, i);
+    if (!conv->run(*s.cudnn, stream, x, w, bias, z, y, ws, wsBytes, err))
       return fail(CUTS_ERROR_CUDA, "step " + std::to_string(i) + ": kernel \"" +
                                        k.name + "\" (" + k.library +
                                        "): " + err);
@@ -994,14 +1004,17 @@ cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
                ? st
                : cudaFail(r, "capturing the CUDA graph (cuStreamEndCapture)");
   }
-  // Library memsets off the chain (GraphMemsets.h): the plan's generated
-  // kernels never touch the workspace.
+  // Library memsets off the chain (GraphMemsets.h): those of a step's own
+  // region to the start, others beside the generated kernels before them
+  // (which never touch a workspace).
   std::set<CUfunction> ours;
   for (CUfunction f : s.plan->functions)
     if (f)
       ours.insert(f);
   std::string moveError;
-  if (moveWorkspaceMemsets(*d, g, s.workspace, s.workspaceBytes, ours,
+  if (hoistWorkspaceMemsets(*d, g, s.graphWorkspace, s.graphWorkspaceBytes,
+                            moveError) < 0 ||
+      moveWorkspaceMemsets(*d, g, s.workspace, s.workspaceBytes, ours,
                            moveError) < 0) {
     d->cuGraphDestroy(g);
     return fail(CUTS_ERROR_CUDA, moveError);
@@ -1233,9 +1246,54 @@ cuts_status runAt(cuts_session &s, int64_t batch, const std::vector<void *> &in,
   });
 }
 
-/// The session's cuDNN handle on its stream, and one workspace as large as
-/// the largest any library kernel needs (the tuner's figure or cuDNN's
-/// answer now, whichever is more).
+/// A graph workspace past this is not worth its memory: the library calls
+/// share one workspace and their memsets stay near them (moveWorkspaceMemsets).
+constexpr uint64_t kMaxGraphWorkspace = uint64_t(256) << 20;
+
+/// Each step's region of the graph workspace (offset, bytes), a library
+/// step's `need` of its kernel 256-byte aligned; the total in `bytes`.
+std::vector<std::pair<uint64_t, uint64_t>>
+stepRegions(const Manifest &man, const std::vector<uint64_t> &need,
+            uint64_t &bytes) {
+  std::vector<std::pair<uint64_t, uint64_t>> out(man.steps.size(), {0, 0});
+  bytes = 0;
+  for (size_t i = 0; i < man.steps.size(); ++i) {
+    const int k = man.steps[i].kernelRun(true);
+    if (k < 0 || need[size_t(k)] == 0)
+      continue;
+    out[i] = {bytes, need[size_t(k)]};
+    bytes += (need[size_t(k)] + 255) / 256 * 256;
+  }
+  return out;
+}
+
+/// The bytes of workspace each library kernel of plan p needs (the tuner's
+/// figure or the library's answer now, whichever is more; 0 for others).
+std::optional<std::vector<uint64_t>> workspaceNeeds(cuts_session &s,
+                                                    const PlanImpl &p) {
+  const Manifest &man = p.manifest();
+  std::vector<uint64_t> need(man.kernels.size(), 0);
+  std::string err;
+  for (size_t k = 0; k < man.kernels.size(); ++k) {
+    if (p.gemms[k])
+      need[k] = std::max(uint64_t(p.gemms[k]->workspaceBytes()),
+                         man.kernels[k].workspaceBytes);
+    if (!p.convs[k])
+      continue;
+    auto bytes = p.convs[k]->workspaceBytes(*s.cudnn, err);
+    if (!bytes) {
+      fail(CUTS_ERROR_CUDA, "kernel " + std::to_string(k) + " (\"" +
+                                man.kernels[k].name + "\"): " + err);
+      return std::nullopt;
+    }
+    need[k] = std::max(uint64_t(*bytes), man.kernels[k].workspaceBytes);
+  }
+  return need;
+}
+
+/// The session's cuDNN handle on its stream, one workspace as large as the
+/// largest any library kernel needs, and where the session captures graphs
+/// a region for each library step (Session.h).
 cuts_status createLibraryState(cuts_session &s) {
   const ModelImpl &m = *s.model;
   std::string err;
@@ -1245,21 +1303,24 @@ cuts_status createLibraryState(cuts_session &s) {
       return fail(CUTS_ERROR_CUDA,
                   "creating the session's cuDNN handle: " + err);
   }
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, regions = 0;
   for (const PlanImpl &p : m.plans) {
-    const Manifest &man = p.manifest();
-    for (size_t k = 0; k < man.kernels.size(); ++k) {
-      if (p.gemms[k])
-        bytes = std::max({bytes, uint64_t(p.gemms[k]->workspaceBytes()),
-                          man.kernels[k].workspaceBytes});
-      if (!p.convs[k])
-        continue;
-      auto need = p.convs[k]->workspaceBytes(*s.cudnn, err);
-      if (!need)
-        return fail(CUTS_ERROR_CUDA, "kernel " + std::to_string(k) + " (\"" +
-                                         man.kernels[k].name + "\"): " + err);
-      bytes = std::max({bytes, uint64_t(*need), man.kernels[k].workspaceBytes});
+    auto need = workspaceNeeds(s, p);
+    if (!need)
+      return CUTS_ERROR_CUDA;
+    for (uint64_t b : *need)
+      bytes = std::max(bytes, b);
+    uint64_t planBytes = 0;
+    s.stepWorkspace.push_back(stepRegions(p.manifest(), *need, planBytes));
+    regions = std::max(regions, planBytes);
+  }
+  if (s.useGraph && regions > 0 && regions <= kMaxGraphWorkspace) {
+    if (CUresult r = m.d->cuMemAlloc(&s.graphWorkspace, regions)) {
+      s.graphWorkspace = 0;
+      return cudaFail(r, "allocating the " + std::to_string(regions) +
+                             "-byte graph workspace (cuMemAlloc)");
     }
+    s.graphWorkspaceBytes = regions;
   }
   if (bytes > 0) {
     if (CUresult r = m.d->cuMemAlloc(&s.workspace, bytes)) {

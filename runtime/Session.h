@@ -487,6 +487,14 @@ struct cuts_session {
   std::unique_ptr<cuts::rt::CudnnHandle> cudnn;
   cuts::rt::CUdeviceptr workspace = 0;
   uint64_t workspaceBytes = 0;
+  // Graph capture: each library step of each plan its own region of
+  // graphWorkspace (stepWorkspace[plan][step]: offset and bytes; bytes 0
+  // where the step calls no library), so that a memset of it may run at
+  // the graph's start (hoistWorkspaceMemsets). None (0) where the regions
+  // together would pass kMaxGraphWorkspace: the shared one serves.
+  cuts::rt::CUdeviceptr graphWorkspace = 0;
+  uint64_t graphWorkspaceBytes = 0;
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> stepWorkspace;
   // Tensor parallel: the copy engines over the ranks (the first entry's),
   // this rank's all-reduce scratch, and an event that joins its streams
   // to another's.
@@ -520,6 +528,8 @@ struct cuts_session {
     cudnn.reset(); // before its stream goes
     if (workspace)
       d->cuMemFree(workspace);
+    if (graphWorkspace)
+      d->cuMemFree(graphWorkspace);
     for (const std::vector<cuts::rt::CUdeviceptr> *bufs :
          {&bufIn, &bufOut, &userIn, &userOut, &wholeIn, &wholeOut})
       for (cuts::rt::CUdeviceptr p : *bufs)

@@ -58,7 +58,8 @@ namespace {
 struct FakeGraph {
   std::vector<int> types;                   // CU_GRAPH_NODE_TYPE_*
   std::vector<CUfunction> funcs;            // kernels
-  std::vector<CUdeviceptr> dsts;            // memsets, 4 bytes each
+  std::vector<CUdeviceptr> dsts;            // memsets
+  std::vector<size_t> widths;               // their bytes (empty: 4 each)
   std::map<std::pair<int, int>, int> edges; // (from, to): edge type
 } fake;
 
@@ -137,7 +138,23 @@ CUresult kernelParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS *p) {
 CUresult memsetParams(CUgraphNode n, CUDA_MEMSET_NODE_PARAMS *p) {
   *p = {};
   p->dst = fake.dsts[id(n)];
-  p->elementSize = 4, p->width = 1, p->height = 1;
+  p->elementSize = 1, p->width = fake.widths.empty() ? 4 : fake.widths[id(n)];
+  p->height = 1;
+  return 0;
+}
+CUresult setMemsetParams(CUgraphNode n, const CUDA_MEMSET_NODE_PARAMS *p) {
+  fake.dsts[id(n)] = p->dst;
+  fake.widths.resize(fake.dsts.size(), 4);
+  fake.widths[id(n)] = p->width * p->elementSize * (p->height ? p->height : 1);
+  return 0;
+}
+// A destroyed node loses its edges and becomes a no-op (type -1).
+CUresult destroyNode(CUgraphNode n) {
+  for (auto e = fake.edges.begin(); e != fake.edges.end();)
+    e = e->first.first == id(n) || e->first.second == id(n)
+            ? fake.edges.erase(e)
+            : std::next(e);
+  fake.types[id(n)] = -1;
   return 0;
 }
 
@@ -151,6 +168,14 @@ Driver fakeDriver() {
   d.cuGraphRemoveDependencies = removeDeps;
   d.cuGraphKernelNodeGetParams = kernelParams;
   d.cuGraphMemsetNodeGetParams = memsetParams;
+  return d;
+}
+
+// With the functions that merge hoisted memsets.
+Driver mergingDriver() {
+  Driver d = fakeDriver();
+  d.cuGraphMemsetNodeSetParams = setMemsetParams;
+  d.cuGraphDestroyNode = destroyNode;
   return d;
 }
 
@@ -200,4 +225,73 @@ TEST_CASE("workspace memsets of a captured chain move beside the generated "
   CHECK(error.find("cuGraphRemoveDependencies") != std::string::npos);
   CHECK(edgeSet().count({0, 1}));
   CHECK(edgeSet().count({0, 2}));
+}
+
+TEST_CASE("workspace memsets of calls with regions of their own run at the "
+          "graph's start",
+          "[runtime][graph]") {
+  CUfunction ours = reinterpret_cast<CUfunction>(0x100),
+             library = reinterpret_cast<CUfunction>(0x200);
+  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
+  const CUdeviceptr ws = 0x20000;
+  // memset, library, ours, memset, library, ours, memset (one past the
+  // graph workspace: the shared one's), library
+  fake.types = {S, K, K, S, K, K, S, K};
+  fake.funcs = {nullptr, library, ours,    nullptr,
+                library, ours,    nullptr, library};
+  fake.dsts = {ws + 60, 0, 0, ws, 0, 0, ws + 64, 0};
+  auto reset = [] {
+    fake.edges.clear();
+    for (int i = 0; i + 1 < int(fake.types.size()); ++i)
+      fake.edges[{i, i + 1}] = i == 1 ? 1 : 0;
+  };
+  reset();
+  Driver d = fakeDriver();
+  std::string error;
+  REQUIRE(hoistWorkspaceMemsets(d, nullptr, ws, 64, error) == 2);
+  const std::set<std::pair<int, int>> expected = {
+      {0, 1}, {3, 1},         // both memsets before the start
+      {1, 2}, {2, 4}, {4, 5}, // the chain without the second memset
+      {5, 6}, {6, 7}};        // the shared workspace's memset stays
+  CHECK(edgeSet() == expected);
+  CHECK(fake.edges.at({1, 2}) == 1); // still programmatic
+  // Hoisted ones are roots already: nothing moves; no graph edits, none.
+  CHECK(hoistWorkspaceMemsets(d, nullptr, ws, 64, error) == 2);
+  CHECK(edgeSet() == expected);
+  CHECK(hoistWorkspaceMemsets(Driver{}, nullptr, ws, 64, error) == 0);
+  CHECK(hoistWorkspaceMemsets(d, nullptr, ws, 0, error) == 0);
+  // A failing driver call is an error, and what was done keeps an order in
+  // which each memset precedes its call.
+  reset();
+  d.cuGraphAddDependencies = [](CUgraph, const CUgraphNode *,
+                                const CUgraphNode *, const CUgraphEdgeData *,
+                                size_t) -> CUresult { return 700; };
+  CHECK(hoistWorkspaceMemsets(d, nullptr, ws, 64, error) == -1);
+  CHECK(error.find("cuGraphAddDependencies") != std::string::npos);
+  CHECK(edgeSet().count({3, 4}));
+}
+
+TEST_CASE("hoisted memsets of one value become one over their span",
+          "[runtime][graph]") {
+  CUfunction library = reinterpret_cast<CUfunction>(0x200);
+  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
+  const CUdeviceptr ws = 0x30000;
+  // memset, library, memset, library, memset, library
+  fake.types = {S, K, S, K, S, K};
+  fake.funcs = {nullptr, library, nullptr, library, nullptr, library};
+  fake.dsts = {ws + 512, 0, ws, 0, ws + 1024, 0};
+  fake.widths.clear();
+  fake.edges.clear();
+  for (int i = 0; i + 1 < 6; ++i)
+    fake.edges[{i, i + 1}] = 0;
+  std::string error;
+  REQUIRE(hoistWorkspaceMemsets(mergingDriver(), nullptr, ws, 2048, error) ==
+          3);
+  // The first covers all three spans; the others are gone.
+  CHECK(fake.dsts[0] == ws);
+  CHECK(fake.widths[0] == 1028);
+  CHECK(fake.types[2] == -1);
+  CHECK(fake.types[4] == -1);
+  const std::set<std::pair<int, int>> expected = {{0, 1}, {1, 3}, {3, 5}};
+  CHECK(edgeSet() == expected);
 }

@@ -193,6 +193,9 @@ struct Driver {
                                          CUDA_KERNEL_NODE_PARAMS *);
   CUresult (*cuGraphMemsetNodeGetParams)(CUgraphNode,
                                          CUDA_MEMSET_NODE_PARAMS *);
+  CUresult (*cuGraphMemsetNodeSetParams)(CUgraphNode,
+                                         const CUDA_MEMSET_NODE_PARAMS *);
+  CUresult (*cuGraphDestroyNode)(CUgraphNode);
 
   // Optional (CUDA 12.4): green contexts, SM partitions of a device.
   CUresult (*cuDeviceGetDevResource)(CUdevice, CUdevResource *, int);

@@ -6,7 +6,8 @@
 // call's kernel, and its two edges held that kernel back 2-6 us on an H200.
 // Only library calls use the session's workspace, so the memset may run as
 // soon as the last library node before it is done, beside the generated
-// kernels in between.
+// kernels in between; where each call has a region of its own, at the
+// graph's start.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CUTS_RUNTIME_GRAPHMEMSETS_H
@@ -48,6 +49,22 @@ int moveWorkspaceMemsets(const cuda::Driver &d, cuda::CUgraph graph,
                          cuda::CUdeviceptr workspace, size_t workspaceBytes,
                          const std::set<cuda::CUfunction> &ours,
                          std::string &error);
+
+/// Where every library call has a workspace region of its own (a session's
+/// graph workspace, `workspace`..+`workspaceBytes`), nothing but the call
+/// after a memset of it touches those bytes, so the memset may run first of
+/// all: each such memset loses its edges and precedes every node that
+/// waited on nothing but such memsets (the graph's start). Its user then
+/// waits for its kernel alone: on an H200 a node joining the memset's
+/// branch started 1.5-3 us late, one after a memset on the chain 4-6 us.
+/// Memsets of one value within 1 MiB then become one over their span (the
+/// bytes between are other calls' scratch). Returns the memsets hoisted, or
+/// -1 with `error` where the driver failed (edges are removed from a memset
+/// only once it precedes the start, then from its users, and a merged one
+/// covers the others before they go: every order on the way is valid).
+int hoistWorkspaceMemsets(const cuda::Driver &d, cuda::CUgraph graph,
+                          cuda::CUdeviceptr workspace, size_t workspaceBytes,
+                          std::string &error);
 
 } // namespace cuts::rt
 
