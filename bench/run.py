@@ -919,6 +919,11 @@ def run_cuts(ctx, cell, arch):
                 cmd += ["--tuning", os.path.join(out, "tuning-cache.json")]
         if "--precision" in usage:
             cmd += ["--precision", cell["precision"]]
+        # 16-bit cells take and return 16-bit tensors, as the peers are given
+        # their inputs in the cell's precision and the floor counts them.
+        io16 = cell["precision"] in ("fp16", "bf16") and "--io-precision" in usage
+        if io16:
+            cmd += ["--io-precision", cell["precision"]]
         t = time.perf_counter()
         compile_out = run_checked(cmd, 900)
         compile_s = time.perf_counter() - t
@@ -927,9 +932,8 @@ def run_cuts(ctx, cell, arch):
         _, args = SUITE[cell["model"]].build(cell["batch"])
         feeds = {}
         for n, a in zip(SUITE[cell["model"]].input_names, args):
-            # --precision keeps the model's fp32 inputs and outputs (the
-            # casts fused into the first and last kernels), so the fp32
-            # reference and its inputs serve every precision.
+            # The fp32 reference serves every precision; with --io-precision
+            # cuts gets the same inputs rounded, as the peers do.
             feeds[n] = a.numpy()
         sess = ort.InferenceSession(model["path"], providers=["CPUExecutionProvider"])
         refdir = os.path.join(work, "ref")
@@ -939,8 +943,7 @@ def run_cuts(ctx, cell, arch):
             np.save(os.path.join(refdir, meta.name + ".npy"), val)
         inputs = []
         for n, arr in feeds.items():
-            np.save(os.path.join(work, n + ".npy"), arr)
-            inputs += ["--input", f"{n}={os.path.join(work, n + '.npy')}"]
+            inputs += ["--input", f"{n}={save_input(work, n, arr, cell['precision'] if io16 else None)}"]
         # A reduced-precision cell may differ from fp32 by up to twice
         # PyTorch's own error in that precision: random-weight CNNs amplify
         # rounding (fp16 MobileNetV2 and Inception-v3 ran 1.7e-2 and
@@ -970,6 +973,30 @@ def run_cuts(ctx, cell, arch):
                 "compile": compile_out.strip()[-1500:]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def save_input(work, name, arr, io16):
+    """arr as cuts run reads it: .npy, or where `io16` names a 16-bit
+    precision and arr is floating, rounded to it (bf16 as an ONNX
+    TensorProto: .npy has no bfloat16). Returns the file's path."""
+    import numpy as np
+    if io16 and arr.dtype.kind == "f":
+        if io16 == "fp16":
+            arr = arr.astype(np.float16)
+        else:
+            from onnx import TensorProto, helper
+            bits = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32)
+            # Round to nearest even, as a cast to bfloat16 does.
+            bf = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+            path = os.path.join(work, name + ".pb")
+            t = helper.make_tensor(name, TensorProto.BFLOAT16, list(arr.shape),
+                                   bf.tobytes(), raw=True)
+            with open(path, "wb") as f:
+                f.write(t.SerializeToString())
+            return path
+    path = os.path.join(work, name + ".npy")
+    np.save(path, arr)
+    return path
 
 
 # cuts run --compare's default tolerance of a reduced precision (tf32

@@ -78,7 +78,10 @@ std::string signature(const std::string &code, const std::string &arch,
 std::string librarySignature(const std::string &library,
                              const std::vector<int64_t> &params,
                              const std::string &arch) {
-  std::string s = library + "/" + arch + "/";
+  // "ws1": timed with each call's workspace its own and its memsets at the
+  // graph's start, as a model's graph runs it (Measure.cpp); times from
+  // before, its memsets in the chain, are not reused.
+  std::string s = library + "/" + arch + "/ws1/";
   for (size_t i = 0; i < params.size(); ++i)
     s += (i ? "," : "") + std::to_string(params[i]);
   return s;

@@ -11,6 +11,7 @@
 #include "codegen/emit/Nvrtc.h"
 #include "cuts/rt/Blas.h"
 #include "cuts/rt/CudaDriver.h"
+#include "cuts/rt/GraphMemsets.h"
 #include "cuts/rt/Library.h"
 
 #ifdef CUTS_HAVE_NVTX
@@ -261,12 +262,18 @@ public:
 private:
   bool prepareLibrary(const Candidate &c, Launchable &l, std::string &why);
   cu::CUresult launch(const Candidate &c, Launchable &l,
-                      std::vector<cu::CUdeviceptr> &args);
+                      std::vector<cu::CUdeviceptr> &args,
+                      cu::CUdeviceptr workspace = 0);
   cu::CUresult timeOne(const Candidate &c, Launchable &l,
                        std::vector<cu::CUdeviceptr> &args, float &ms);
   cu::CUresult timeGraph(const Candidate &c, Launchable &l,
                          std::vector<std::vector<cu::CUdeviceptr>> &sets,
                          int iters, Timing &t, bool &captured);
+  /// At least `bytes` of launches' own workspaces in `regions`.
+  bool ensureRegions(size_t bytes);
+  /// Past this a graph's launches share the workspace (their memsets then
+  /// stay in the chain): a model's session makes the same choice at 256 MiB.
+  static constexpr size_t kMaxGraphRegionBytes = size_t(64) << 20;
 
   const MeasureOptions &opts;
   const cu::Driver *d = nullptr;
@@ -275,6 +282,9 @@ private:
   cu::CUevent e0 = nullptr, e1 = nullptr;
   cu::CUdeviceptr slab = 0, workspaceBuf = 0;
   size_t slabBytes = 0, workspaceBytes = 0;
+  // A graph's launches' own workspaces (timeGraph), grown as needed.
+  cu::CUdeviceptr regions = 0;
+  size_t regionBytes = 0;
   std::unique_ptr<rt::CudnnHandle> cudnn;
   std::unique_ptr<rt::CublasLtHandle> lt;
 };
@@ -305,6 +315,8 @@ Bench::~Bench() {
     d->cuMemFree(slab);
   if (workspaceBuf)
     d->cuMemFree(workspaceBuf);
+  if (regions)
+    d->cuMemFree(regions);
   cudnn.reset();
   lt.reset();
   if (e0)
@@ -423,21 +435,39 @@ bool Bench::argumentSets(const Candidate &c,
   return true;
 }
 
+bool Bench::ensureRegions(size_t bytes) {
+  if (bytes <= regionBytes)
+    return true;
+  if (regions)
+    d->cuMemFree(regions);
+  regionBytes = 0;
+  if (d->cuMemAlloc(&regions, bytes) != cu::CUDA_SUCCESS) {
+    regions = 0;
+    return false;
+  }
+  regionBytes = bytes;
+  return true;
+}
+
 cu::CUresult Bench::launch(const Candidate &c, Launchable &l,
-                           std::vector<cu::CUdeviceptr> &a) {
+                           std::vector<cu::CUdeviceptr> &a,
+                           cu::CUdeviceptr workspace) {
   std::string why;
+  // A workspace of its own is l.workspace bytes; the shared one, all of it.
+  const cu::CUdeviceptr ws = workspace ? workspace : workspaceBuf;
+  const size_t wsBytes = workspace ? l.workspace : workspaceBytes;
   if (l.gemm) {
     const rt::GemmSpec &sp = l.gemm->spec();
     bool ran = l.gemm->run(*lt, stream, a[0], a[1], sp.bias ? a[2] : 0,
-                           sp.residual ? a[2 + sp.bias] : 0, a.back(),
-                           workspaceBuf, workspaceBytes, why);
+                           sp.residual ? a[2 + sp.bias] : 0, a.back(), ws,
+                           wsBytes, why);
     return ran ? cu::CUDA_SUCCESS : cu::CUresult(999);
   }
   if (l.conv) {
     const rt::ConvSpec &sp = l.conv->spec();
     bool ran = l.conv->run(*cudnn, stream, a[0], a[1], sp.bias ? a[2] : 0,
-                           sp.residual ? a[2 + sp.bias] : 0, a.back(),
-                           workspaceBuf, workspaceBytes, why);
+                           sp.residual ? a[2 + sp.bias] : 0, a.back(), ws,
+                           wsBytes, why);
     return ran ? cu::CUDA_SUCCESS : cu::CUresult(999);
   }
   std::vector<void *> params;
@@ -463,13 +493,20 @@ cu::CUresult Bench::timeOne(const Candidate &c, Launchable &l,
 
 // Replayed as a CUDA graph of `iters` launches, the time is the GPU's
 // alone, as in a model run under a graph: a library call's host work
-// (cuDNN's is tens of microseconds) and launch gaps do not count.
-// `captured` false: the driver could not capture, nothing was timed.
+// (cuDNN's is tens of microseconds) and launch gaps do not count, and as
+// there each call has a workspace of its own and its memsets run at the
+// graph's start (rt::hoistWorkspaceMemsets; in the chain they added 2-6 us
+// a conv on an H200). `captured` false: the driver could not capture,
+// nothing was timed.
 cu::CUresult Bench::timeGraph(const Candidate &c, Launchable &l,
                               std::vector<std::vector<cu::CUdeviceptr>> &sets,
                               int iters, Timing &t, bool &captured) {
   cu::CUgraph graph = nullptr;
   cu::CUgraphExec exec = nullptr;
+  const size_t own = (l.workspace + 255) / 256 * 256;
+  const bool regioned = !c.library.empty() && own > 0 &&
+                        own * size_t(iters) <= kMaxGraphRegionBytes &&
+                        ensureRegions(own * size_t(iters));
   captured = d->hasGraphs() &&
              d->cuStreamBeginCapture(stream,
                                      cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ==
@@ -477,10 +514,15 @@ cu::CUresult Bench::timeGraph(const Candidate &c, Launchable &l,
   if (captured) {
     cu::CUresult lr = cu::CUDA_SUCCESS;
     for (int it = 0; it < iters && lr == cu::CUDA_SUCCESS; ++it)
-      lr = launch(c, l, sets[size_t(it) % sets.size()]);
+      lr = launch(c, l, sets[size_t(it) % sets.size()],
+                  regioned ? regions + own * size_t(it) : 0);
+    std::string why;
     captured =
         d->cuStreamEndCapture(stream, &graph) == cu::CUDA_SUCCESS &&
         lr == cu::CUDA_SUCCESS &&
+        (!regioned || rt::hoistWorkspaceMemsets(*d, graph, regions,
+                                                own * size_t(iters), why) >=
+                          0) &&
         d->cuGraphInstantiateWithFlags(&exec, graph, 0) == cu::CUDA_SUCCESS;
   }
   cu::CUresult r = cu::CUDA_SUCCESS;

@@ -46,8 +46,9 @@ struct Candidate {
   int level = 0;
 };
 
-/// The cache key of a library call: its parameters on one arch (not the
-/// library's version, which a machine without the library cannot know).
+/// The cache key of a library call: its parameters on one arch and how it
+/// was timed (not the library's version, which a machine without the
+/// library cannot know).
 std::string librarySignature(const std::string &library,
                              const std::vector<int64_t> &params,
                              const std::string &arch);
