@@ -1219,12 +1219,18 @@ def check_pooled(runner, precision):
             "not one max- and one average-pooled implicit GEMM: %s" % pooled)
     compare_emulated_and_gpu(runner, out, d, precision)
     # Tuned with patches fastest: the stem (4-channel pixels) reads A from
-    # its input patch, and still matches.
+    # its input patch (one block a tile, or persistent blocks looping over
+    # them), and still matches.
     import json
-    out = compile_favouring(runner, name, precision, "copyPatch();", "patched")
+    out = compile_favouring(runner, name, precision, "copyPatch(", "patched")
     t = json.load(open(os.path.join(out, "tuning.json")))["groups"]
-    require([g["variant"] for g in t].count("patch") == 1,
-            "not one patch kernel: %s" % [(g["ops"], g["variant"]) for g in t])
+    kernels = os.path.join(out, "kernels")
+    patched = [k for k in sorted(os.listdir(kernels)) if k.endswith(".cu")
+               and "copyPatch(" in open(os.path.join(kernels, k)).read()]
+    require(len(patched) == 1 and
+            sum(g["variant"] in ("patch", "persistent") for g in t) == 1,
+            "not one patch kernel: %s %s"
+            % (patched, [(g["ops"], g["variant"]) for g in t]))
     compare_emulated_and_gpu(runner, out, d, precision)
 
 
