@@ -948,6 +948,8 @@ private:
   void emitPatchPipeline();
   void emitWgmmaChainProduct(int64_t offset, const std::string &ytile,
                              int64_t pitch);
+  void emitRegisterStep(const std::string &ind, const std::string &set,
+                        const std::string &b, int64_t sbo);
   void emitPersistentPatchPipeline(const std::optional<StagedStore> &staged);
   void emitPatchSteps(const std::string &patch);
   void emitIm2colSlots(const MmaOperand &o, int64_t count, int64_t perPass);
@@ -2889,6 +2891,27 @@ void Emitter::emitChainCopies(int64_t offset) {
   os << "  }\n";
 }
 
+// One k-step on wgmma from registers (A fragments just loaded into set
+// `set`): the fence for them, B's descriptor at `b` (rows `sbo` bytes
+// apart in 8-row groups), the mi products, and the wait that leaves this
+// step's running and frees the set the step before read.
+void Emitter::emitRegisterStep(const std::string &ind, const std::string &set,
+                               const std::string &b, int64_t sbo) {
+  const MmaLoop &m = *top.mma;
+  emitWgmmaHold(ind.c_str());
+  os << ind << "cuts_wgmma_fence();\n"
+     << ind << "const cuts_gdesc db = cuts_wgmma_desc(" << b << ", " << sbo
+     << ", " << mmaSwizzle(top) << ");\n"
+     << "#pragma unroll\n"
+     << ind << "for (int i = 0; i < " << m.mi << "; ++i)\n"
+     << ind << "  cuts_wgmma_rs_m64n" << 8 * m.ni << "k16_"
+     << (m.operand == dfg::Type::BF16 ? "bf16" : "f16") << "(&acc[i][0][0], a["
+     << set << "][i], db);\n"
+     << ind << "cuts_wgmma_commit();\n"
+     << ind << "cuts_wgmma_wait<1>(); // the step before's set is free\n";
+  emitWgmmaHold(ind.c_str());
+}
+
 // The chained product on wgmma: per 16-deep step, each warp's A fragments
 // from the staged tile (`pitch` elements a row) by ldmatrix into one of
 // two register sets while the step before's products run, times the
@@ -2920,19 +2943,11 @@ void Emitter::emitWgmmaChainProduct(int64_t offset, const std::string &ytile,
      << "#pragma unroll\n"
      << "    for (int i = 0; i < " << MI << "; ++i)\n"
      << "      cuts_ldmatrix_x4(a[q % 2][i], a_row[i] + q * 32);\n";
-  emitWgmmaHold("    ");
-  os << "    cuts_wgmma_fence();\n"
-     << "    const cuts_gdesc db = cuts_wgmma_desc(sB + q / " << S << " * "
-     << mmaTiles(k).bElems * eb << " + q % " << S << " * 32, " << 8 * cin * eb
-     << ", " << mmaSwizzle(k) << ");\n"
-     << "#pragma unroll\n"
-     << "    for (int i = 0; i < " << MI << "; ++i)\n"
-     << "      cuts_wgmma_rs_m64n" << 8 * m.ni << "k16_"
-     << (m.operand == dfg::Type::BF16 ? "bf16" : "f16")
-     << "(&acc[i][0][0], a[q % 2][i], db);\n"
-     << "    cuts_wgmma_commit();\n"
-     << "    cuts_wgmma_wait<1>(); // step q - 1's set is free\n";
-  emitWgmmaHold("    ");
+  emitRegisterStep("    ", "q % 2",
+                   "sB + q / " + S + " * " +
+                       std::to_string(mmaTiles(k).bElems * eb) + " + q % " + S +
+                       " * 32",
+                   8 * cin * eb);
   os << "  }\n"
      << "  cuts_wgmma_wait<0>();\n";
   emitWgmmaHold("  ");
@@ -3637,18 +3652,8 @@ void Emitter::emitPatchSteps(const std::string &patch) {
   os << "#pragma unroll\n"
      << "      for (int i = 0; i < " << MI << "; ++i)\n"
      << "        cuts_ldmatrix_x4(a[buf][i], Ak + a_pix[i]);\n";
-  emitWgmmaHold("      ");
-  os << "      cuts_wgmma_fence();\n"
-     << "      const cuts_gdesc db = cuts_wgmma_desc(Bt + s * " << 16 * eb
-     << ", " << 8 * row << ", " << mmaSwizzle(k) << ");\n"
-     << "#pragma unroll\n"
-     << "      for (int i = 0; i < " << MI << "; ++i)\n"
-     << "        cuts_wgmma_rs_m64n" << 8 * m.ni << "k16_"
-     << (m.operand == dfg::Type::BF16 ? "bf16" : "f16")
-     << "(&acc[i][0][0], a[buf][i], db);\n"
-     << "      cuts_wgmma_commit();\n"
-     << "      cuts_wgmma_wait<1>();\n";
-  emitWgmmaHold("      ");
+  emitRegisterStep("      ", "buf", "Bt + s * " + std::to_string(16 * eb),
+                   8 * row);
   os << "    }\n"
      << "  }\n"
      << "  cuts_wgmma_wait<0>(); // the last step's products\n";
