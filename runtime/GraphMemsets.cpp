@@ -241,12 +241,15 @@ int hoistWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
     // Each step keeps a valid order: its users wait for its dependencies
     // (full edges: a library kernel is no programmatic dependent), it
     // loses those, it precedes the start, and its users lose it.
+    // The records follow the edges: a user that is a hoisted memset too
+    // (two back to back) later moves the edges it has then.
     for (int u : g[m].users)
       for (int p : g[m].deps)
         if (!contains(g[size_t(u)].deps, p)) {
           if (!edge(p, u, nullptr, true))
             return -1;
           g[size_t(u)].deps.push_back(p);
+          g[size_t(u)].depEdges.push_back(CUgraphEdgeData{});
         }
     for (size_t e = 0; e < g[m].deps.size(); ++e)
       if (!edge(g[m].deps[e], int(m), &g[m].depEdges[e], false))
@@ -254,10 +257,17 @@ int hoistWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
     for (int s : start)
       if (!contains(g[m].users, s) && !edge(int(m), s, nullptr, true))
         return -1;
-    for (size_t e = 0; e < g[m].users.size(); ++e)
-      if (!contains(start, g[m].users[e]) &&
-          !edge(int(m), g[m].users[e], &userEdges[m][e], false))
+    for (size_t e = 0; e < g[m].users.size(); ++e) {
+      MemsetGraphNode &u = g[size_t(g[m].users[e])];
+      if (contains(start, g[m].users[e]))
+        continue;
+      if (!edge(int(m), g[m].users[e], &userEdges[m][e], false))
         return -1;
+      const size_t at = size_t(std::find(u.deps.begin(), u.deps.end(), int(m)) -
+                               u.deps.begin());
+      u.deps.erase(u.deps.begin() + long(at));
+      u.depEdges.erase(u.depEdges.begin() + long(at));
+    }
     ++count;
   }
   std::vector<CUgraphNode> memsets;

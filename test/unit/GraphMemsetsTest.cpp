@@ -295,3 +295,26 @@ TEST_CASE("hoisted memsets of one value become one over their span",
   const std::set<std::pair<int, int>> expected = {{0, 1}, {1, 3}, {3, 5}};
   CHECK(edgeSet() == expected);
 }
+
+TEST_CASE("memsets back to back before a call are hoisted together",
+          "[runtime][graph]") {
+  CUfunction ours = reinterpret_cast<CUfunction>(0x100),
+             library = reinterpret_cast<CUfunction>(0x200);
+  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
+  const CUdeviceptr ws = 0x40000;
+  // ours, memset, memset, library, ours
+  fake.types = {K, S, S, K, K};
+  fake.funcs = {ours, nullptr, nullptr, library, ours};
+  fake.dsts = {0, ws, ws + 256, 0, 0};
+  fake.widths.clear();
+  fake.edges.clear();
+  for (int i = 0; i + 1 < 5; ++i)
+    fake.edges[{i, i + 1}] = 0;
+  std::string error;
+  REQUIRE(hoistWorkspaceMemsets(fakeDriver(), nullptr, ws, 512, error) == 2);
+  INFO(error);
+  // Both precede the start (node 0); the call waits for node 0 alone.
+  const std::set<std::pair<int, int>> expected = {
+      {1, 0}, {2, 0}, {0, 3}, {3, 4}};
+  CHECK(edgeSet() == expected);
+}
