@@ -986,8 +986,11 @@ def save_input(work, name, arr, io16):
         else:
             from onnx import TensorProto, helper
             bits = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32)
-            # Round to nearest even, as a cast to bfloat16 does.
-            bf = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+            # Round to nearest even, as a cast to bfloat16 does (in 64 bits:
+            # no wrap past 0xFFFFFFFF); a NaN stays a NaN.
+            wide = bits.astype(np.uint64)
+            bf = ((wide + 0x7FFF + ((wide >> 16) & 1)) >> 16).astype(np.uint16)
+            bf[np.isnan(arr)] = 0x7FC0
             path = os.path.join(work, name + ".pb")
             t = helper.make_tensor(name, TensorProto.BFLOAT16, list(arr.shape),
                                    bf.tobytes(), raw=True)

@@ -155,6 +155,20 @@ int moveWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
 
 namespace {
 
+// The nodes in an order where each comes after its dependencies (the
+// driver's node order is not documented to be one).
+std::vector<size_t> topologicalOrder(const std::vector<MemsetGraphNode> &g) {
+  std::vector<size_t> order, waiting(g.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    if ((waiting[i] = g[i].deps.size()) == 0)
+      order.push_back(i);
+  for (size_t k = 0; k < order.size(); ++k)
+    for (int u : g[order[k]].users)
+      if (--waiting[size_t(u)] == 0)
+        order.push_back(size_t(u));
+  return order;
+}
+
 // Hoisted memsets of one value and element size within kMergeBytes become
 // the first one over their whole span (the bytes between are other calls'
 // scratch, whose contents no call relies on), the others destroyed: the
@@ -207,6 +221,23 @@ int hoistWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
   auto hoisted = [&](int i) {
     return g[size_t(i)].kind == MemsetGraphNode::WorkspaceMemset;
   };
+  // Each region is a call's own and memset at most once, or a hoisted
+  // memset could undo what a kernel after an earlier one of it did: where
+  // two overlap, none moves.
+  std::vector<std::pair<CUdeviceptr, CUdeviceptr>> ranges;
+  for (size_t m = 0; m < n; ++m)
+    if (hoisted(int(m))) {
+      CUDA_MEMSET_NODE_PARAMS p{};
+      if (CUresult r = d.cuGraphMemsetNodeGetParams(nodes[m], &p))
+        return error = failed("cuGraphMemsetNodeGetParams", r), -1;
+      const size_t rows = p.height ? p.height : 1;
+      ranges.push_back(
+          {p.dst, p.dst + (rows - 1) * p.pitch + p.width * p.elementSize});
+    }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      return 0;
   // Whether node i waits on anything once the memsets are out: a hoisted
   // memset's users inherit its dependencies.
   std::vector<int> waits(n, -1);
@@ -235,7 +266,7 @@ int hoistWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
     return r == CUDA_SUCCESS;
   };
   int count = 0;
-  for (size_t m = 0; m < n; ++m) {
+  for (size_t m : topologicalOrder(g)) {
     if (!hoisted(int(m)))
       continue;
     // Each step keeps a valid order: its users wait for its dependencies
@@ -254,6 +285,7 @@ int hoistWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
     for (size_t e = 0; e < g[m].deps.size(); ++e)
       if (!edge(g[m].deps[e], int(m), &g[m].depEdges[e], false))
         return -1;
+    g[m].deps.clear(), g[m].depEdges.clear();
     for (int s : start)
       if (!contains(g[m].users, s) && !edge(int(m), s, nullptr, true))
         return -1;

@@ -842,10 +842,26 @@ size_t planIndex(const cuts_session &s) {
   return size_t(s.plan - s.model->plans.data());
 }
 
+/// The graph workspace, allocated at the first capture of a run (sessions
+/// that never capture one, tensor-parallel replicas and streamed weights,
+/// never hold it).
+cuts_status ensureGraphWorkspace(cuts_session &s) {
+  if (s.graphWorkspace || s.graphWorkspaceBytes == 0)
+    return CUTS_OK;
+  if (CUresult r =
+          s.model->d->cuMemAlloc(&s.graphWorkspace, s.graphWorkspaceBytes)) {
+    s.graphWorkspace = 0;
+    return cudaFail(r, "allocating the " +
+                           std::to_string(s.graphWorkspaceBytes) +
+                           "-byte graph workspace (cuMemAlloc)");
+  }
+  return CUTS_OK;
+}
+
 /// The workspace library step i uses: its own region while a graph is
 /// captured (where the session has them), else the shared one.
 std::pair<CUdeviceptr, uint64_t> workspaceOf(const cuts_session &s, size_t i) {
-  if (s.capturing && s.graphWorkspace) {
+  if (s.capturing && s.ownRegions) {
     const auto [offset, bytes] = s.stepWorkspace[planIndex(s)][i];
     return {bytes ? s.graphWorkspace + offset : 0, bytes};
   }
@@ -982,16 +998,24 @@ bool countsState(const PlanImpl &p, size_t i) {
 
 /// Captures what `enqueue` puts on the session's stream as an instantiated
 /// graph in `exec`.
+/// `ownRegions`: the capture is of a plan's run, each step once, so its
+/// library steps may use their own workspace regions (a profile's graph
+/// repeats a step and must not).
 template <typename Enqueue>
-cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
+cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec,
+                    bool ownRegions = false) {
   const Driver *d = s.model->d;
+  if (ownRegions)
+    if (cuts_status st = ensureGraphWorkspace(s))
+      return st;
+  ownRegions = ownRegions && s.graphWorkspace;
   // Thread-local mode: other threads' sessions keep running meanwhile.
   if (CUresult r = d->cuStreamBeginCapture(s.stream,
                                            CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
     return cudaFail(r, "starting a CUDA graph capture (cuStreamBeginCapture)");
-  s.capturing = true;
+  s.capturing = true, s.ownRegions = ownRegions;
   cuts_status st = enqueue();
-  s.capturing = false;
+  s.capturing = false, s.ownRegions = false;
   if (st != CUTS_OK)
     lastError += " (while capturing the CUDA graph)";
   CUgraph g = nullptr;
@@ -1012,8 +1036,9 @@ cuts_status capture(cuts_session &s, Enqueue enqueue, CUgraphExec &exec) {
     if (f)
       ours.insert(f);
   std::string moveError;
-  if (hoistWorkspaceMemsets(*d, g, s.graphWorkspace, s.graphWorkspaceBytes,
-                            moveError) < 0 ||
+  if ((ownRegions &&
+       hoistWorkspaceMemsets(*d, g, s.graphWorkspace, s.graphWorkspaceBytes,
+                             moveError) < 0) ||
       moveWorkspaceMemsets(*d, g, s.workspace, s.workspaceBytes, ours,
                            moveError) < 0) {
     d->cuGraphDestroy(g);
@@ -1058,7 +1083,7 @@ cuts_status runGraphed(cuts_session &s, std::vector<CUdeviceptr> key,
       plan.erase(lru);
     }
     CUgraphExec exec = nullptr;
-    if (cuts_status st = capture(s, enqueue, exec))
+    if (cuts_status st = capture(s, enqueue, exec, /*ownRegions=*/true))
       return st;
     plan.push_back({std::move(key), exec, 0});
     it = plan.end() - 1;
@@ -1314,14 +1339,9 @@ cuts_status createLibraryState(cuts_session &s) {
     s.stepWorkspace.push_back(stepRegions(p.manifest(), *need, planBytes));
     regions = std::max(regions, planBytes);
   }
-  if (s.useGraph && regions > 0 && regions <= kMaxGraphWorkspace) {
-    if (CUresult r = m.d->cuMemAlloc(&s.graphWorkspace, regions)) {
-      s.graphWorkspace = 0;
-      return cudaFail(r, "allocating the " + std::to_string(regions) +
-                             "-byte graph workspace (cuMemAlloc)");
-    }
+  // Allocated at the first capture that uses it (ensureGraphWorkspace).
+  if (s.useGraph && regions <= kMaxGraphWorkspace)
     s.graphWorkspaceBytes = regions;
-  }
   if (bytes > 0) {
     if (CUresult r = m.d->cuMemAlloc(&s.workspace, bytes)) {
       s.workspace = 0;

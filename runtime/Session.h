@@ -487,13 +487,15 @@ struct cuts_session {
   std::unique_ptr<cuts::rt::CudnnHandle> cudnn;
   cuts::rt::CUdeviceptr workspace = 0;
   uint64_t workspaceBytes = 0;
-  // Graph capture: each library step of each plan its own region of
-  // graphWorkspace (stepWorkspace[plan][step]: offset and bytes; bytes 0
-  // where the step calls no library), so that a memset of it may run at
-  // the graph's start (hoistWorkspaceMemsets). None (0) where the regions
-  // together would pass kMaxGraphWorkspace: the shared one serves.
+  // Graph capture of a run: each library step of each plan its own region
+  // of graphWorkspace (stepWorkspace[plan][step]: offset and bytes; bytes
+  // 0 where the step calls no library), so that a memset of it may run at
+  // the graph's start (hoistWorkspaceMemsets). Its bytes are 0 where the
+  // regions together would pass kMaxGraphWorkspace: the shared one serves.
+  // ownRegions: the capture in progress uses them.
   cuts::rt::CUdeviceptr graphWorkspace = 0;
   uint64_t graphWorkspaceBytes = 0;
+  bool ownRegions = false;
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> stepWorkspace;
   // Tensor parallel: the copy engines over the ranks (the first entry's),
   // this rank's all-reduce scratch, and an event that joins its streams

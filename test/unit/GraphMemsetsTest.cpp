@@ -318,3 +318,36 @@ TEST_CASE("memsets back to back before a call are hoisted together",
       {1, 0}, {2, 0}, {0, 3}, {3, 4}};
   CHECK(edgeSet() == expected);
 }
+
+TEST_CASE("memsets are hoisted in dependency order, and none where two "
+          "overlap",
+          "[runtime][graph]") {
+  CUfunction ours = reinterpret_cast<CUfunction>(0x100),
+             library = reinterpret_cast<CUfunction>(0x200);
+  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
+  const CUdeviceptr ws = 0x50000;
+  // The chain 0 -> 3 -> 2 -> 1 -> 4: ours, two memsets back to back (the
+  // later one at the lower index), library, ours.
+  fake.types = {K, K, S, S, K};
+  fake.funcs = {ours, library, nullptr, nullptr, ours};
+  fake.dsts = {0, 0, ws + 256, ws, 0};
+  fake.widths.clear();
+  auto reset = [] {
+    fake.edges.clear();
+    for (auto [from, to] : {std::pair{0, 3}, {3, 2}, {2, 1}, {1, 4}})
+      fake.edges[{from, to}] = 0;
+  };
+  reset();
+  std::string error;
+  REQUIRE(hoistWorkspaceMemsets(fakeDriver(), nullptr, ws, 512, error) == 2);
+  INFO(error);
+  const std::set<std::pair<int, int>> expected = {
+      {3, 0}, {2, 0}, {0, 1}, {1, 4}};
+  CHECK(edgeSet() == expected);
+  // The same bytes memset twice (a call that counts twice): nothing moves.
+  reset();
+  fake.dsts = {0, 0, ws + 2, ws, 0};
+  const auto before = edgeSet();
+  CHECK(hoistWorkspaceMemsets(fakeDriver(), nullptr, ws, 512, error) == 0);
+  CHECK(edgeSet() == before);
+}
