@@ -130,6 +130,11 @@ int64_t stagesFilled(const Kernel &k) {
   return persistentLoop(k) ? k.params.stages : filledStages(k.desc, k.params);
 }
 
+// The C_input slices of k's reduction (kTiles in its source).
+int64_t sliceCount(const Kernel &k) {
+  return (k.desc.C + k.params.Cin - 1) / k.params.Cin;
+}
+
 // Whether k keeps B in shared memory (Kernel::residentB): its persistent
 // blocks' tiles all read the same columns of one matrix.
 bool residentB(const Kernel &k) {
@@ -202,7 +207,7 @@ MmaTiles mmaTiles(const Kernel &k) {
     t.patchBytes = patchOf(k)->bytes * (persistentLoop(k) ? 2 : 1);
   // Only the stages the loop fills (the bound counts the same); a resident
   // B, or a wgmma patch kernel's (emitPatchPipeline), a stage a slice.
-  const int64_t slices = (k.desc.C + p.Cin - 1) / p.Cin;
+  const int64_t slices = sliceCount(k);
   const bool wholeB = residentB(k) || (wgmma && readsPatch(k));
   t.stageBytes = t.bytes =
       t.patchBytes + (stagesFilled(k) * t.aElems +
@@ -342,8 +347,7 @@ int64_t chainTileBytes(const Kernel &k) {
 // A chained product's B: N x K, every column and all of K.
 int64_t chainBBytes(const Kernel &k) {
   const Kernel &c = *k.chain;
-  const int64_t slices =
-      c.mma->wgmma() ? (c.desc.C + c.params.Cin - 1) / c.params.Cin : 1;
+  const int64_t slices = c.mma->wgmma() ? sliceCount(c) : 1;
   return slices * mmaTiles(c).bElems * elementBytes(c.mma->operand);
 }
 
@@ -944,7 +948,6 @@ private:
   void emitPatch(const MmaOperand &a);
   void emitPatchRows(const std::string &ind, const std::string &kk,
                      const std::string &patch = "sA");
-  void emitWgmmaPatchSlice(const std::string &fn);
   void emitPatchPipeline();
   void emitWgmmaChainProduct(int64_t offset, const std::string &ytile,
                              int64_t pitch);
@@ -2820,7 +2823,7 @@ void Emitter::emitMma() {
         emitMmaCopies(o, "    ");
     os << "  };\n";
   }
-  os << "  constexpr int kTiles = " << (k.desc.C + p.Cin - 1) / p.Cin << ";\n";
+  os << "  constexpr int kTiles = " << sliceCount(k) << ";\n";
   const std::optional<StagedStore> staged = stagedStore(k);
   if (k.pooled &&
       ((persistentLoop(k) && !patch) || !staged || staged->operand >= 0))
@@ -2879,8 +2882,7 @@ void Emitter::emitChainCopies(int64_t offset) {
   emitMmaCopySlots(b);
   if (top.mma->wgmma()) { // K-major slices of C_input, swizzled, one a stage
     os << "#pragma unroll\n"
-       << "  for (int st = 0; st < "
-       << (top.desc.C + top.params.Cin - 1) / top.params.Cin << "; ++st) {\n"
+       << "  for (int st = 0; st < " << sliceCount(top) << "; ++st) {\n"
        << "    const int k0 = st * " << top.params.Cin << ";\n";
     emitMmaCopies(b, "    ");
     os << "  }\n";
@@ -2984,7 +2986,7 @@ void Emitter::emitSliceLoopEnd() {
   const TileParams &p = top.params;
   const int64_t S = p.stages;
   if (top.mma->wgmma())
-    emitWgmmaSlice(p.overlapsSlices() && !readsPatch(top) ? 1 : 0);
+    emitWgmmaSlice(p.overlapsSlices() ? 1 : 0);
   else
     emitMmaSyncSlice();
   os << "    rs = rs == " << S - 1 << " ? 0 : rs + 1;\n"
@@ -3501,8 +3503,8 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
   const std::string fn = "cuts_wgmma_m64n" + std::to_string(8 * m.ni) + "k16_" +
                          (m.operand == dfg::Type::BF16 ? "bf16" : "f16");
   const std::string MI = std::to_string(m.mi);
-  if (readsPatch(k)) {
-    emitWgmmaPatchSlice(fn);
+  if (readsPatch(k)) { // its A is no stage: emitPatchSteps
+    os << "#error \"a wgmma patch kernel has no slices of A\"\n";
     return;
   }
   os << "    const cuts_sptr At = sA + rs * " << t.aElems * eb << " + wg * "
@@ -3522,52 +3524,6 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
      << "    }\n"
      << "    cuts_wgmma_commit();\n"
      << "    cuts_wgmma_wait<" << inFlight << ">();\n";
-  emitWgmmaHold("    ");
-}
-
-// A wgmma slice whose A comes from the input patch (Kernel::patchA): each
-// warp's fragments of every k-step by ldmatrix, one fence for them, then
-// the products from registers, all waited for before the next slice's
-// ldmatrix may reuse the registers (the compiler does not see wgmma read
-// them after issue).
-void Emitter::emitWgmmaPatchSlice(const std::string &fn) {
-  const Kernel &k = top;
-  const MmaLoop &m = *k.mma;
-  const int64_t eb = elementBytes(m.operand), row = k.params.Cin * eb;
-  const int64_t steps = k.params.Cin / 16;
-  const std::string MI = std::to_string(m.mi), S = std::to_string(steps);
-  os << "    const cuts_sptr Bt = sB + " << bSlot << " * "
-     << mmaTiles(k).bElems * eb << ";\n"
-     << "    unsigned a[" << S << "][" << MI << "][4];\n";
-  // The last slice's k-steps past K issue nothing (B is zero there, and A
-  // would be other pixels).
-  const std::string past =
-      k.desc.C % k.params.Cin
-          ? "      if (kt * " + std::to_string(k.params.Cin) +
-                " + s * 16 >= " + std::to_string(k.desc.C) +
-                ")\n        break;\n"
-          : "";
-  os << "#pragma unroll\n"
-     << "    for (int s = 0; s < " << S << "; ++s) {\n"
-     << past;
-  emitPatchRows("      ", "s * 16");
-  os << "#pragma unroll\n"
-     << "      for (int i = 0; i < " << MI << "; ++i)\n"
-     << "        cuts_ldmatrix_x4(a[s][i], Ak + a_pix[i]);\n"
-     << "    }\n";
-  emitWgmmaHold("    ");
-  os << "    cuts_wgmma_fence();\n"
-     << "#pragma unroll\n"
-     << "    for (int s = 0; s < " << S << "; ++s) {\n"
-     << past << "      const cuts_gdesc db = cuts_wgmma_desc(Bt + s * "
-     << 16 * eb << ", " << 8 * row << ", " << mmaSwizzle(k) << ");\n"
-     << "#pragma unroll\n"
-     << "      for (int i = 0; i < " << MI << "; ++i)\n"
-     << "        " << std::string("cuts_wgmma_rs_") + fn.substr(11)
-     << "(&acc[i][0][0], a[s][i], db);\n"
-     << "    }\n"
-     << "    cuts_wgmma_commit();\n"
-     << "    cuts_wgmma_wait<0>();\n";
   emitWgmmaHold("    ");
 }
 
