@@ -64,10 +64,18 @@ bool edges(const Driver &d, CUgraphNode node,
   return true;
 }
 
-// Each node's kind: our kernels by function, memsets by their destination.
+// One past the last byte memset p sets.
+CUdeviceptr memsetEnd(const CUDA_MEMSET_NODE_PARAMS &p) {
+  const size_t rows = p.height ? p.height : 1;
+  return p.dst + (rows - 1) * p.pitch + p.width * p.elementSize;
+}
+
+// Each node's kind: our kernels by function, memsets by their destination
+// (a workspace memset's parameters kept in `out`).
 bool kindOf(const Driver &d, CUgraphNode node, CUdeviceptr workspace,
             size_t workspaceBytes, const std::set<CUfunction> &ours,
-            MemsetGraphNode::Kind &kind, std::string &error) {
+            MemsetGraphNode &out, std::string &error) {
+  MemsetGraphNode::Kind &kind = out.kind;
   int type = -1;
   if (CUresult r = d.cuGraphNodeGetType(node, &type))
     return error = failed("cuGraphNodeGetType", r), false;
@@ -82,10 +90,8 @@ bool kindOf(const Driver &d, CUgraphNode node, CUdeviceptr workspace,
     CUDA_MEMSET_NODE_PARAMS p{};
     if (CUresult r = d.cuGraphMemsetNodeGetParams(node, &p))
       return error = failed("cuGraphMemsetNodeGetParams", r), false;
-    const size_t rows = p.height ? p.height : 1;
-    const size_t bytes = (rows - 1) * p.pitch + p.width * p.elementSize;
-    if (p.dst >= workspace && p.dst + bytes <= workspace + workspaceBytes)
-      kind = MemsetGraphNode::WorkspaceMemset;
+    if (p.dst >= workspace && memsetEnd(p) <= workspace + workspaceBytes)
+      kind = MemsetGraphNode::WorkspaceMemset, out.memset = p;
   }
   return true;
 }
@@ -109,8 +115,7 @@ bool readGraph(const Driver &d, CUgraph graph, CUdeviceptr workspace,
   g.assign(n, MemsetGraphNode{});
   userEdges.assign(n, {});
   for (size_t i = 0; i < n; ++i)
-    if (!kindOf(d, nodes[i], workspace, workspaceBytes, ours, g[i].kind,
-                error) ||
+    if (!kindOf(d, nodes[i], workspace, workspaceBytes, ours, g[i], error) ||
         !edges(d, nodes[i], index, false, g[i].deps, g[i].depEdges, error) ||
         !edges(d, nodes[i], index, true, g[i].users, userEdges[i], error))
       return false;
@@ -175,21 +180,19 @@ std::vector<size_t> topologicalOrder(const std::vector<MemsetGraphNode> &g) {
 // graph's start ran them one after another, 2.6 us apart on an H200.
 constexpr size_t kMergeBytes = size_t(1) << 20;
 bool mergeMemsets(const Driver &d, const std::vector<CUgraphNode> &memsets,
+                  const std::vector<CUDA_MEMSET_NODE_PARAMS> &p,
                   std::string &error) {
   if (memsets.size() < 2 || !d.cuGraphMemsetNodeSetParams ||
       !d.cuGraphDestroyNode)
     return true;
-  std::vector<CUDA_MEMSET_NODE_PARAMS> p(memsets.size());
   CUdeviceptr lo = ~CUdeviceptr(0), hi = 0;
   for (size_t i = 0; i < memsets.size(); ++i) {
-    if (CUresult r = d.cuGraphMemsetNodeGetParams(memsets[i], &p[i]))
-      return error = failed("cuGraphMemsetNodeGetParams", r), false;
     const size_t rows = p[i].height ? p[i].height : 1;
     if (p[i].value != p[0].value || p[i].elementSize != p[0].elementSize ||
         (rows > 1 && p[i].pitch != p[i].width * p[i].elementSize))
       return true; // not one run of one value
     lo = std::min(lo, p[i].dst);
-    hi = std::max(hi, p[i].dst + rows * p[i].width * p[i].elementSize);
+    hi = std::max(hi, memsetEnd(p[i]));
   }
   const unsigned es = p[0].elementSize;
   if (hi - lo > kMergeBytes || lo % es || (hi - lo) % es)
@@ -226,14 +229,8 @@ int hoistWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
   // two overlap, none moves.
   std::vector<std::pair<CUdeviceptr, CUdeviceptr>> ranges;
   for (size_t m = 0; m < n; ++m)
-    if (hoisted(int(m))) {
-      CUDA_MEMSET_NODE_PARAMS p{};
-      if (CUresult r = d.cuGraphMemsetNodeGetParams(nodes[m], &p))
-        return error = failed("cuGraphMemsetNodeGetParams", r), -1;
-      const size_t rows = p.height ? p.height : 1;
-      ranges.push_back(
-          {p.dst, p.dst + (rows - 1) * p.pitch + p.width * p.elementSize});
-    }
+    if (hoisted(int(m)))
+      ranges.push_back({g[m].memset.dst, memsetEnd(g[m].memset)});
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second)
@@ -303,10 +300,11 @@ int hoistWorkspaceMemsets(const Driver &d, CUgraph graph, CUdeviceptr workspace,
     ++count;
   }
   std::vector<CUgraphNode> memsets;
+  std::vector<CUDA_MEMSET_NODE_PARAMS> params;
   for (size_t m = 0; m < n; ++m)
     if (hoisted(int(m)))
-      memsets.push_back(nodes[m]);
-  return mergeMemsets(d, memsets, error) ? count : -1;
+      memsets.push_back(nodes[m]), params.push_back(g[m].memset);
+  return mergeMemsets(d, memsets, params, error) ? count : -1;
 }
 
 } // namespace cuts::rt

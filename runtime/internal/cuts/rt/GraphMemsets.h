@@ -30,6 +30,7 @@ struct MemsetGraphNode {
   } kind = Other;
   std::vector<int> deps, users;
   std::vector<cuda::CUgraphEdgeData> depEdges; // per dependency
+  cuda::CUDA_MEMSET_NODE_PARAMS memset{};      // a WorkspaceMemset's
 };
 
 /// Where memset node `m` may wait instead of its one dependency: the nearest
