@@ -269,8 +269,9 @@ private:
   cu::CUresult timeGraph(const Candidate &c, Launchable &l,
                          std::vector<std::vector<cu::CUdeviceptr>> &sets,
                          int iters, Timing &t, bool &captured);
-  /// At least `bytes` of launches' own workspaces in `regions`.
-  bool ensureRegions(size_t bytes);
+  /// `buf` (of `bytes`) replaced by one of `need` bytes where it is smaller;
+  /// false, with nothing held, where the device has no such memory.
+  bool grow(cu::CUdeviceptr &buf, size_t &bytes, size_t need);
   /// Past this a graph's launches share the workspace (their memsets then
   /// stay in the chain): a model's session makes the same choice at 256 MiB.
   static constexpr size_t kMaxGraphRegionBytes = size_t(64) << 20;
@@ -366,16 +367,9 @@ bool Bench::prepare(const Candidate &c, const std::optional<NvrtcResult> &cubin,
       note = c.library + ": " + why.substr(0, 300);
       return false;
     }
-    if (l.workspace > workspaceBytes) {
-      if (workspaceBuf)
-        d->cuMemFree(workspaceBuf);
-      workspaceBuf = 0;
-      workspaceBytes = 0;
-      if (d->cuMemAlloc(&workspaceBuf, l.workspace) != cu::CUDA_SUCCESS) {
-        note = "no device memory for the workspace";
-        return false;
-      }
-      workspaceBytes = l.workspace;
+    if (!grow(workspaceBuf, workspaceBytes, l.workspace)) {
+      note = "no device memory for the workspace";
+      return false;
     }
     return true;
   }
@@ -411,16 +405,11 @@ bool Bench::argumentSets(const Candidate &c,
     --copies;
   size_t need = size_t(setBytes * copies);
   if (need > slabBytes) {
-    if (slab)
-      d->cuMemFree(slab);
-    slab = 0;
-    slabBytes = 0;
-    if (d->cuMemAlloc(&slab, need) != cu::CUDA_SUCCESS) {
+    if (!grow(slab, slabBytes, need)) {
       error = "out of device memory for tuning buffers (" +
               std::to_string(need >> 20) + " MiB)";
       return false;
     }
-    slabBytes = need;
     // 0.5f everywhere: finite inputs for every op.
     d->cuMemsetD32Async(slab, 0x3f000000u, need / 4, stream);
   }
@@ -435,17 +424,17 @@ bool Bench::argumentSets(const Candidate &c,
   return true;
 }
 
-bool Bench::ensureRegions(size_t bytes) {
-  if (bytes <= regionBytes)
+bool Bench::grow(cu::CUdeviceptr &buf, size_t &bytes, size_t need) {
+  if (need <= bytes)
     return true;
-  if (regions)
-    d->cuMemFree(regions);
-  regionBytes = 0;
-  if (d->cuMemAlloc(&regions, bytes) != cu::CUDA_SUCCESS) {
-    regions = 0;
+  if (buf)
+    d->cuMemFree(buf);
+  buf = 0, bytes = 0;
+  if (d->cuMemAlloc(&buf, need) != cu::CUDA_SUCCESS) {
+    buf = 0;
     return false;
   }
-  regionBytes = bytes;
+  bytes = need;
   return true;
 }
 
@@ -506,7 +495,7 @@ cu::CUresult Bench::timeGraph(const Candidate &c, Launchable &l,
   const size_t own = (l.workspace + 255) / 256 * 256;
   const bool regioned = !c.library.empty() && own > 0 &&
                         own * size_t(iters) <= kMaxGraphRegionBytes &&
-                        ensureRegions(own * size_t(iters));
+                        grow(regions, regionBytes, own * size_t(iters));
   captured = d->hasGraphs() &&
              d->cuStreamBeginCapture(stream,
                                      cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ==
@@ -520,9 +509,8 @@ cu::CUresult Bench::timeGraph(const Candidate &c, Launchable &l,
     captured =
         d->cuStreamEndCapture(stream, &graph) == cu::CUDA_SUCCESS &&
         lr == cu::CUDA_SUCCESS &&
-        (!regioned || rt::hoistWorkspaceMemsets(*d, graph, regions,
-                                                own * size_t(iters), why) >=
-                          0) &&
+        (!regioned || rt::hoistWorkspaceMemsets(
+                          *d, graph, regions, own * size_t(iters), why) >= 0) &&
         d->cuGraphInstantiateWithFlags(&exec, graph, 0) == cu::CUDA_SUCCESS;
   }
   cu::CUresult r = cu::CUDA_SUCCESS;
