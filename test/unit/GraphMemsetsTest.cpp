@@ -179,27 +179,51 @@ Driver mergingDriver() {
   return d;
 }
 
+const CUfunction ours = reinterpret_cast<CUfunction>(0x100),
+                 library = reinterpret_cast<CUfunction>(0x200);
+
+// The fake graph's nodes: node i a kernel of funcs[i], or where that is
+// null a 4-byte memset at dsts[i]; no edges yet.
+void setNodes(std::vector<CUfunction> funcs, std::vector<CUdeviceptr> dsts) {
+  fake.types.clear();
+  for (CUfunction f : funcs)
+    fake.types.push_back(f ? CU_GRAPH_NODE_TYPE_KERNEL
+                           : CU_GRAPH_NODE_TYPE_MEMSET);
+  fake.funcs = std::move(funcs);
+  fake.dsts = std::move(dsts);
+  fake.widths.clear();
+  fake.edges.clear();
+}
+
+// The edges from..to, each full but the one from `programmatic`.
+void setEdges(const std::vector<std::pair<int, int>> &edges,
+              int programmatic = -1) {
+  fake.edges.clear();
+  for (auto [from, to] : edges)
+    fake.edges[{from, to}] = from == programmatic ? 1 : 0;
+}
+
+// The edges of a chain of the fake graph's nodes in index order.
+std::vector<std::pair<int, int>> chain() {
+  std::vector<std::pair<int, int>> out;
+  for (int i = 0; i + 1 < int(fake.funcs.size()); ++i)
+    out.push_back({i, i + 1});
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("workspace memsets of a captured chain move beside the generated "
           "kernels before them",
           "[runtime][graph]") {
-  CUfunction ours = reinterpret_cast<CUfunction>(0x100),
-             library = reinterpret_cast<CUfunction>(0x200);
-  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
   const CUdeviceptr ws = 0x10000;
   // ours, memset, library, ours, ours, memset, library, ours, memset (one
   // past the workspace), library
-  fake.types = {K, S, K, K, K, S, K, K, S, K};
-  fake.funcs = {ours,    nullptr, library, ours,    ours,
-                nullptr, library, ours,    nullptr, library};
-  fake.dsts = {0, ws, 0, 0, 0, ws + 60, 0, 0, ws + 64, 0};
+  setNodes({ours, nullptr, library, ours, ours, nullptr, library, ours, nullptr,
+            library},
+           {0, ws, 0, 0, 0, ws + 60, 0, 0, ws + 64, 0});
   // The generated kernels 3 -> 4 are a programmatic dependent pair.
-  auto reset = [] {
-    fake.edges.clear();
-    for (int i = 0; i + 1 < int(fake.types.size()); ++i)
-      fake.edges[{i, i + 1}] = i == 3 ? 1 : 0;
-  };
+  auto reset = [] { setEdges(chain(), 3); };
   reset();
   Driver d = fakeDriver();
   std::string error;
@@ -230,21 +254,12 @@ TEST_CASE("workspace memsets of a captured chain move beside the generated "
 TEST_CASE("workspace memsets of calls with regions of their own run at the "
           "graph's start",
           "[runtime][graph]") {
-  CUfunction ours = reinterpret_cast<CUfunction>(0x100),
-             library = reinterpret_cast<CUfunction>(0x200);
-  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
   const CUdeviceptr ws = 0x20000;
   // memset, library, ours, memset, library, ours, memset (one past the
   // graph workspace: the shared one's), library
-  fake.types = {S, K, K, S, K, K, S, K};
-  fake.funcs = {nullptr, library, ours,    nullptr,
-                library, ours,    nullptr, library};
-  fake.dsts = {ws + 60, 0, 0, ws, 0, 0, ws + 64, 0};
-  auto reset = [] {
-    fake.edges.clear();
-    for (int i = 0; i + 1 < int(fake.types.size()); ++i)
-      fake.edges[{i, i + 1}] = i == 1 ? 1 : 0;
-  };
+  setNodes({nullptr, library, ours, nullptr, library, ours, nullptr, library},
+           {ws + 60, 0, 0, ws, 0, 0, ws + 64, 0});
+  auto reset = [] { setEdges(chain(), 1); };
   reset();
   Driver d = fakeDriver();
   std::string error;
@@ -273,17 +288,11 @@ TEST_CASE("workspace memsets of calls with regions of their own run at the "
 
 TEST_CASE("hoisted memsets of one value become one over their span",
           "[runtime][graph]") {
-  CUfunction library = reinterpret_cast<CUfunction>(0x200);
-  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
   const CUdeviceptr ws = 0x30000;
   // memset, library, memset, library, memset, library
-  fake.types = {S, K, S, K, S, K};
-  fake.funcs = {nullptr, library, nullptr, library, nullptr, library};
-  fake.dsts = {ws + 512, 0, ws, 0, ws + 1024, 0};
-  fake.widths.clear();
-  fake.edges.clear();
-  for (int i = 0; i + 1 < 6; ++i)
-    fake.edges[{i, i + 1}] = 0;
+  setNodes({nullptr, library, nullptr, library, nullptr, library},
+           {ws + 512, 0, ws, 0, ws + 1024, 0});
+  setEdges(chain());
   std::string error;
   REQUIRE(hoistWorkspaceMemsets(mergingDriver(), nullptr, ws, 2048, error) ==
           3);
@@ -298,18 +307,10 @@ TEST_CASE("hoisted memsets of one value become one over their span",
 
 TEST_CASE("memsets back to back before a call are hoisted together",
           "[runtime][graph]") {
-  CUfunction ours = reinterpret_cast<CUfunction>(0x100),
-             library = reinterpret_cast<CUfunction>(0x200);
-  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
   const CUdeviceptr ws = 0x40000;
   // ours, memset, memset, library, ours
-  fake.types = {K, S, S, K, K};
-  fake.funcs = {ours, nullptr, nullptr, library, ours};
-  fake.dsts = {0, ws, ws + 256, 0, 0};
-  fake.widths.clear();
-  fake.edges.clear();
-  for (int i = 0; i + 1 < 5; ++i)
-    fake.edges[{i, i + 1}] = 0;
+  setNodes({ours, nullptr, nullptr, library, ours}, {0, ws, ws + 256, 0, 0});
+  setEdges(chain());
   std::string error;
   REQUIRE(hoistWorkspaceMemsets(fakeDriver(), nullptr, ws, 512, error) == 2);
   INFO(error);
@@ -322,21 +323,11 @@ TEST_CASE("memsets back to back before a call are hoisted together",
 TEST_CASE("memsets are hoisted in dependency order, and none where two "
           "overlap",
           "[runtime][graph]") {
-  CUfunction ours = reinterpret_cast<CUfunction>(0x100),
-             library = reinterpret_cast<CUfunction>(0x200);
-  const int K = CU_GRAPH_NODE_TYPE_KERNEL, S = CU_GRAPH_NODE_TYPE_MEMSET;
   const CUdeviceptr ws = 0x50000;
   // The chain 0 -> 3 -> 2 -> 1 -> 4: ours, two memsets back to back (the
   // later one at the lower index), library, ours.
-  fake.types = {K, K, S, S, K};
-  fake.funcs = {ours, library, nullptr, nullptr, ours};
-  fake.dsts = {0, 0, ws + 256, ws, 0};
-  fake.widths.clear();
-  auto reset = [] {
-    fake.edges.clear();
-    for (auto [from, to] : {std::pair{0, 3}, {3, 2}, {2, 1}, {1, 4}})
-      fake.edges[{from, to}] = 0;
-  };
+  setNodes({ours, library, nullptr, nullptr, ours}, {0, 0, ws + 256, ws, 0});
+  auto reset = [] { setEdges({{0, 3}, {3, 2}, {2, 1}, {1, 4}}); };
   reset();
   std::string error;
   REQUIRE(hoistWorkspaceMemsets(fakeDriver(), nullptr, ws, 512, error) == 2);
