@@ -41,7 +41,59 @@ std::vector<int64_t> nchw(mlir::Value v, bool channelsLast) {
 
 bool isViewOp(mlir::Operation *op) { return op->hasTrait<OpTrait::View>(); }
 
+std::optional<PlanarInput> planarInput(mlir::Operation *op) {
+  auto conv = llvm::dyn_cast_or_null<ConvOp>(op);
+  if (!conv || !conv.getChannelsLast() || conv.getGroup() != 1)
+    return std::nullopt;
+  std::optional<OpDesc> d = describeOp(conv);
+  auto x = tensorType(conv.getX());
+  if (!d || !d->pairedPixels() || d->FW % 8 || 16 % d->FW || !x ||
+      x.getElementTypeBitWidth() != 16)
+    return std::nullopt;
+  PlanarInput p;
+  bool padded = false, cast = false;
+  mlir::Value v = conv.getX();
+  for (;;) {
+    mlir::Operation *def = v.getDefiningOp();
+    if (!def || !def->hasOneUse())
+      return std::nullopt;
+    p.ops.insert(p.ops.begin(), def);
+    if (auto t = llvm::dyn_cast<TransposeOp>(def)) {
+      p.nchw = t.getData();
+      break;
+    }
+    if (auto pad = llvm::dyn_cast<PadOp>(def)) {
+      auto pads = pad.getPads();
+      const bool channelsAtEnd =
+          pads.size() == 8 &&
+          llvm::all_of(pads.drop_back(), [](int64_t q) { return q == 0; });
+      if (padded || !channelsAtEnd || pad.getMode() != "constant" ||
+          pad.getValue().convertToDouble() != 0)
+        return std::nullopt;
+      padded = true;
+      v = pad.getData();
+    } else if (auto c = llvm::dyn_cast<CastOp>(def)) {
+      if (cast || !tensorType(c.getInput()).getElementType().isF32())
+        return std::nullopt;
+      cast = true;
+      v = c.getInput();
+    } else {
+      return std::nullopt;
+    }
+  }
+  auto t = llvm::cast<TransposeOp>(p.ops.front());
+  auto in = tensorType(p.nchw);
+  const int64_t toLast[] = {0, 2, 3, 1};
+  if (!in || in.getRank() != 4 || t.getPerm() != llvm::ArrayRef(toLast) ||
+      (!cast && in.getElementType() != x.getElementType()) ||
+      in.getDimSize(1) > x.getDimSize(3))
+    return std::nullopt;
+  return p;
+}
+
 bool readInPlace(mlir::Operation *op, mlir::Operation *user) {
+  if (auto p = planarInput(user))
+    return llvm::is_contained(p->ops, op);
   auto t = llvm::dyn_cast<TransposeOp>(op);
   if (!t || !user || !llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(user) ||
       !t->hasOneUse() || *t->getUsers().begin() != user)

@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 
@@ -26,10 +27,24 @@ std::optional<OpDesc> describeOp(mlir::Operation *op);
 
 /// Whether a tensor-core product `user` reads transpose `op`'s result in
 /// place (codegen's MmaView): the transpose keeps the innermost axis
-/// innermost and feeds only user's A or B. No kernel runs it: a group of
-/// such transposes and their product is priced as the product alone, on
-/// tensor cores only.
+/// innermost and feeds only user's A or B; or `op` is of a stem conv's
+/// planar input chain (planarInput). No kernel runs it: a group of such
+/// ops and their product is priced as the product alone, on tensor cores
+/// only.
 bool readInPlace(mlir::Operation *op, mlir::Operation *user);
+
+/// A stem conv's input read planar (OpDesc::planarC, codegen's planar
+/// patch): a channels-last conv whose input is an NCHW tensor transposed to
+/// NHWC, its channels padded with zeros at the end, and cast (an fp32 model
+/// input) to the conv's 16-bit type (ChannelsLast's lastInput), each op
+/// feeding only the next; the conv's pixels 8-byte pairs
+/// (OpDesc::pairedPixels) and its window 8 or 16 wide. `ops` holds
+/// the chain in graph order.
+struct PlanarInput {
+  mlir::Value nchw;
+  llvm::SmallVector<mlir::Operation *, 3> ops;
+};
+std::optional<PlanarInput> planarInput(mlir::Operation *conv);
 
 /// Full-size tensor operands of op that come from outside `inside` (what a
 /// register-level fused op reads from global memory besides its

@@ -102,6 +102,7 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
                             llvm::ArrayRef<OpDesc> descs, int pred, int succ) {
   mlir::Operation *P = real[pred], *S = real[succ];
   const OpDesc &dp = descs[pred], &ds = descs[succ];
+
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
   // A chain: S reads P's result (through register-fused elementwise ops and
   // views), every other op of the group follows P, and S has no other
@@ -517,12 +518,19 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
       prologue = true;
       inPlace = inPlace && readInPlace(real[i], a);
     }
+  // A stem's planar input is read through a pooled kernel's patch on wgmma,
+  // no warpgroup a producer (estimatePooled passes its sets).
+  const bool planar = prologue && inPlace && planarInput(a).has_value();
+  if (planar && !only)
+    return std::nullopt;
   std::vector<Candidate> given;
   if (only)
     for (const TileParams &q : *only)
       given.push_back({q, evaluateBound(descs[anchor], q, arch)});
   for (const Candidate &c : only ? given : sr.kept) {
-    if (prologue && c.params.tensorCore() != inPlace)
+    if ((prologue && c.params.tensorCore() != inPlace) ||
+        (planar &&
+         (c.params.instr != MatrixInstr::Wgmma || c.params.warpSpecialized)))
       continue;
     FusedExtra extra;
     double blocks =

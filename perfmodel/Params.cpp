@@ -87,6 +87,8 @@ std::string OpDesc::key() const {
   if (IC2)
     os << ",sum:" << IC2 << ',' << IH2 << ',' << IW2 << ',' << SH2 << ','
        << SW2;
+  if (planarC)
+    os << ",planar:" << planarC;
   return os.str();
 }
 

@@ -66,6 +66,13 @@ struct OpDesc {
   /// IC into IC2 channels of a second input (IH2 x IW2, read at strides
   /// SH2, SW2), so C = IC + IC2; IC2 is 0 for one input.
   int64_t IC2 = 0, IH2 = 1, IW2 = 1, SH2 = 1, SW2 = 1;
+  /// A stem conv reading its input planar, in place: the NCHW tensor that
+  /// a transpose to channels-last and a zero channel pad (and a cast) made
+  /// its input, of planarC channels (the rest of IC zeros). Its implicit
+  /// GEMM's K runs over (channel, r, s) instead, planarK() long; B stays
+  /// the FH x FW x IC weight. 0: the input is channels-last.
+  int64_t planarC = 0;
+  int64_t planarK() const { return planarC * FH * FW; }
   /// Whether an implicit GEMM's K slices of `cin` channels span several
   /// window positions (fewer input channels than cin: a padded stem's 4 or 8),
   /// each copy at its own; else a slice is at one (cin dividing

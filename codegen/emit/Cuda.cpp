@@ -130,9 +130,12 @@ int64_t stagesFilled(const Kernel &k) {
   return persistentLoop(k) ? k.params.stages : filledStages(k.desc, k.params);
 }
 
+// The reduction's length: C, or a planar input's (channel, r, s).
+int64_t gemmK(const OpDesc &d) { return d.planarC ? d.planarK() : d.C; }
+
 // The C_input slices of k's reduction (kTiles in its source).
 int64_t sliceCount(const Kernel &k) {
-  return (k.desc.C + k.params.Cin - 1) / k.params.Cin;
+  return (gemmK(k.desc) + k.params.Cin - 1) / k.params.Cin;
 }
 
 // Whether k keeps B in shared memory (Kernel::residentB): its persistent
@@ -156,18 +159,82 @@ bool persistentPatch(const Kernel &k) {
 // channels, 16 bytes more where ldmatrix's eight rows, SW pixels apart,
 // would share banks), a 16-bit stem's pixel pairs (OpDesc::pairedPixels)
 // unpadded.
+// A planar input's patch (OpDesc::planarC) is `planes` channel planes of
+// `rows` x `pitch` pixels of `elementBytes` each (the input's type), copied
+// in runs of `run` pixels (16 bytes where they tile the input's rows, else
+// pixel pairs) from the run holding the tile's first column: its columns
+// start `shift` pixels in (even, set per tile). Each fragment register is
+// a pixel pair of one plane (emitPlanarFragments).
 struct Patch {
   int64_t rows = 0, cols = 0, pitch = 0, bytes = 0;
-  int64_t chunks = 0; // 16-byte copies a patch row
+  int64_t chunks = 0; // 16-byte copies a patch row (a planar patch's runs)
   bool paired = false;
+  int64_t planes = 0, elementBytes = 2, run = 0;
 };
+
+// The shared-memory wavefronts of a planar patch's fragment loads for one
+// k-step (emitPlanarFragments) at row pitch `pitch` (elements of `eb`
+// bytes): per load, lanes (g, tq) read pixel pair tq of their rows' window
+// origins; 8-byte loads go a half-warp at a time.
+int64_t planarWavefronts(const Kernel &k, int64_t pitch, int64_t eb) {
+  const OpDesc &d = k.desc;
+  const PoolBox &b = k.pooled->box;
+  const MmaLoop &m = *k.mma;
+  int64_t total = 0;
+  for (int64_t warp = 0; warp < 4 * m.warpsM; ++warp)
+    for (int64_t i = 0; i < m.mi; ++i)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t half = 0; half < (eb == 4 ? 2 : 1); ++half) {
+          std::map<int64_t, std::set<int64_t>> banks; // bank -> words
+          for (int64_t lane = 16 * half; lane < (eb == 4 ? 16 * half + 16 : 32);
+               ++lane) {
+            const int64_t r = warp / 4 * 64 * m.mi + i * 64 + warp % 4 * 16 +
+                              lane / 4 + 8 * h;
+            const int64_t pix =
+                r < b.boxH * b.boxW
+                    ? r / b.boxW * d.SH * pitch + r % b.boxW * d.SW
+                    : 0;
+            const int64_t byte = (pix + lane % 4 * 2) * eb;
+            for (int64_t w = byte / 4; w < (byte + 2 * eb) / 4; ++w)
+              banks[w % 32].insert(w);
+          }
+          size_t most = 0;
+          for (const auto &bw : banks)
+            most = std::max(most, bw.second.size());
+          total += int64_t(most);
+        }
+  return total;
+}
+
+std::optional<Patch> planarPatch(const Kernel &k, Patch q) {
+  const OpDesc &d = k.desc;
+  // Window widths of 8 or 16: a k-step's pixel pairs then lie in rows the
+  // step alone fixes (emitPlanarFragments).
+  if (!k.mma->wgmma() || !d.pairedPixels() || d.FW % 8 || 16 % d.FW)
+    return std::nullopt;
+  q.planes = d.planarC;
+  q.elementBytes = elementBytes(k.tensors[0].type);
+  q.run = d.IW % (16 / q.elementBytes) ? 2 : 16 / q.elementBytes;
+  q.cols += q.cols % 2;
+  q.chunks = (q.cols + q.run - 2 + q.run - 1) / q.run;
+  // The pitch (whole runs) whose fragment loads wait least on banks.
+  int64_t best = -1;
+  for (int64_t chunks = q.chunks; chunks < q.chunks + 32 / q.run; ++chunks) {
+    const int64_t cost = planarWavefronts(k, chunks * q.run, q.elementBytes);
+    if (best < 0 || cost < best)
+      best = cost, q.pitch = chunks * q.run;
+  }
+  q.bytes = (q.planes * q.rows * q.pitch * q.elementBytes + 1023) / 1024 * 1024;
+  return q;
+}
 
 std::optional<Patch> patchOf(const Kernel &k) {
   const OpDesc &d = k.desc;
   const TileParams &p = k.params;
   if (!k.mma || k.mma->warpSpecialized || !k.pooled || d.IC2 || k.chain ||
       k.producer || (persistentLoop(k) && !persistentPatch(k)) ||
-      elementBytes(k.mma->operand) != 2 || d.C % 16 || p.Cin % 8)
+      elementBytes(k.mma->operand) != 2 ||
+      (!d.planarC && (d.C % 16 || p.Cin % 8)))
     return std::nullopt;
   Patch q;
   q.paired = d.pairedPixels();
@@ -176,6 +243,8 @@ std::optional<Patch> patchOf(const Kernel &k) {
   const PoolBox &b = k.pooled->box;
   q.rows = (b.boxH - 1) * d.SH + (d.FH - 1) * d.DH + 1;
   q.cols = (b.boxW - 1) * d.SW + (d.FW - 1) * d.DW + 1;
+  if (d.planarC)
+    return planarPatch(k, q);
   q.cols += q.paired ? q.cols % 2 : 0;
   q.pitch = q.paired || (d.IC * 2 * d.SW / 16) % 2 ? d.IC : d.IC + 8;
   q.chunks = q.paired ? q.cols / 2 : q.cols * d.IC / 8;
@@ -946,6 +1015,9 @@ private:
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitPatch(const MmaOperand &a);
+  void emitPlanarPatch(const MmaOperand &a, const Patch &q);
+  void emitPlanarB();
+  void emitPlanarFragments(const std::string &ind, const std::string &patch);
   void emitPatchRows(const std::string &ind, const std::string &kk,
                      const std::string &patch = "sA");
   void emitPatchPipeline();
@@ -2609,6 +2681,10 @@ void Emitter::emitPatch(const MmaOperand &a) {
   const Patch q = *patchOf(top);
   const MmaLoop &m = *top.mma;
   const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
+  if (q.planes) {
+    emitPlanarPatch(a, q);
+    return;
+  }
   // The block row of the lane's ldmatrix row in tile i (a warp's 16 rows).
   const std::string lane =
       m.wgmma()
@@ -2654,6 +2730,95 @@ void Emitter::emitPatch(const MmaOperand &a) {
      << ", in ? 16 : 0);\n"
      << "    }\n"
      << "  };\n";
+}
+
+// A planar input's patch (OpDesc::planarC): each lane's fragment rows'
+// pixels in it, its column pair included (a_pix[i][h] for rows g + 8h of
+// tile i, bytes; 0 past the box), the copies (copyPatch) of each plane's
+// rows in runs (zeros outside the input: a run is inside it or outside it
+// whole), and the shift of a tile's first column in its run (patchShift).
+void Emitter::emitPlanarPatch(const MmaOperand &a, const Patch &q) {
+  const OpDesc &d = *a.im2col, &pool = top.pooled->pool;
+  const PoolBox &b = top.pooled->box;
+  const MmaLoop &m = *top.mma;
+  const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
+  const int64_t bytes = q.run * q.elementBytes;
+  os << "  int a_pix[" << m.mi << "][2];\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << m.mi << "; ++i)\n"
+     << "#pragma unroll\n"
+     << "    for (int h = 0; h < 2; ++h) {\n"
+     << "      const int r = wg * " << 64 * m.mi
+     << " + i * 64 + (warp % 4) * 16 + g + 8 * h;\n"
+     << "      a_pix[i][h] = ((r < " << b.boxH * b.boxW << " ? r / " << b.boxW
+     << " * " << d.SH * q.pitch << " + r % " << b.boxW << " * " << d.SW
+     << " : 0) + tq * 2) * " << q.elementBytes << ";\n"
+     << "    }\n"
+     << "  // The tile from row bn (its base_n): its first input pixel.\n"
+     << "  auto patchOrigin = [&](long long bn, int &n, int &ih0, int &iw0) {\n"
+     << "    const int t = int(bn / " << rows << " % " << tiles << ");\n"
+     << "    n = int(bn / " << rows * tiles << ");\n"
+     << "    ih0 = (t / " << b.tilesW << " * " << b.tileH * pool.SH << " - "
+     << pool.PH << ") * " << d.SH << " - " << d.PH << ";\n"
+     << "    iw0 = (t % " << b.tilesW << " * " << b.tileW * pool.SW << " - "
+     << pool.PW << ") * " << d.SW << " - " << d.PW << ";\n"
+     << "  };\n"
+     << "  auto patchShift = [&](long long bn) {\n"
+     << "    int n, ih0, iw0;\n"
+     << "    patchOrigin(bn, n, ih0, iw0);\n"
+     << "    return (iw0 & " << q.run - 1 << ") * " << q.elementBytes << ";\n"
+     << "  };\n"
+     << "  // The planar patch into dst: " << q.planes << " planes of "
+     << q.rows << " rows of " << q.chunks << " runs of " << q.run
+     << " pixels.\n"
+     << "  auto copyPatch = [&](cuts_sptr dst, long long bn) {\n"
+     << "    int p_n, p_ih0, p_iw0;\n"
+     << "    patchOrigin(bn, p_n, p_ih0, p_iw0);\n"
+     << "    p_iw0 &= ~" << q.run - 1 << ";\n"
+     << "    for (int e = tid; e < " << q.planes * q.rows * q.chunks
+     << "; e += kThreads) {\n"
+     << "      const int c = e / " << q.rows * q.chunks << ", j = e / "
+     << q.chunks << " % " << q.rows << ", px = e % " << q.chunks << " * "
+     << q.run << ";\n"
+     << "      const int ih = p_ih0 + j, iw = p_iw0 + px;\n"
+     << "      const bool in = unsigned(ih) < " << d.IH
+     << "u && unsigned(iw) < " << d.IW << "u;\n"
+     << "      cuts_cp_async" << bytes << (bytes == 16 ? "_ca" : "")
+     << "(dst + ((c * " << q.rows << " + j) * " << q.pitch << " + px) * "
+     << q.elementBytes << ", in ? " << a.global << " + ((long long)(p_n * "
+     << d.planarC << " + c) * " << d.IH << " + ih) * " << d.IW
+     << " + iw : " << a.global << ", in ? " << bytes << " : 0);\n"
+     << "    }\n"
+     << "  };\n";
+}
+
+// B of a planar input's kernel, whole: K in (channel, r, s) order, slice s
+// (C_input columns) in stage s, swizzled as wgmma reads it, gathered from
+// the FH x FW x IC weight rows (zeros past planarK); then the fence that
+// orders these stores before wgmma's reads.
+void Emitter::emitPlanarB() {
+  const Kernel &k = top;
+  const OpDesc &d = k.desc;
+  const TileParams &p = k.params;
+  const int64_t window = d.FH * d.FW, eb = elementBytes(k.mma->operand);
+  os << "  // All of B in (channel, r, s) order, slice s in stage s.\n"
+     << "  for (int e = tid; e < kTiles * " << p.Kb * p.Cin
+     << "; e += kThreads) {\n"
+     << "    const int st = e / " << p.Kb * p.Cin << ", n = e / " << p.Cin
+     << " % " << p.Kb << ", kk = e % " << p.Cin << ", kx = st * " << p.Cin
+     << " + kk;\n"
+     << "    const bool in = kx < " << d.planarK() << " && base_k + n < " << d.K
+     << ";\n"
+     << "    const unsigned short v = in ? ((const unsigned short "
+        "*)Bg)[(base_k "
+        "+ n) * "
+     << d.C << "LL + kx % " << window << " * " << d.IC << " + kx / " << window
+     << "] : 0;\n"
+     << "    cuts_sts_b16(sB + st * " << mmaTiles(k).bElems * eb << " + n * "
+     << p.Cin * eb << " + ((kk / 8) ^ (n % 8 >> " << 3 - mmaSwizzle(k)
+     << ")) * 16 + kk % 8 * 2, v);\n"
+     << "  }\n"
+     << "  cuts_fence_proxy_async(); // before wgmma reads them\n";
 }
 
 // Operand o's copies of the K slice from k0 into stage st (cp.async, zero
@@ -2770,8 +2935,10 @@ void Emitter::emitMma() {
   // The operands' matrices and this thread's copies: a persistent loop's
   // per fetch, of the tile the fetch is for.
   auto operandPointers = [&](const std::string &ind) {
-    os << ind << "const " << typeName(m.operand) << " *Ag = A + "
-       << ops[0].batchOffset << ";\n"
+    // A planar input's type is the model input's (OpDesc::planarC).
+    const dfg::Type at = k.desc.planarC ? k.tensors[0].type : m.operand;
+    os << ind << "const " << typeName(at) << " *Ag = A + " << ops[0].batchOffset
+       << ";\n"
        << ind << "const " << typeName(m.operand) << " *Bg = B + "
        << ops[1].batchOffset << ";\n";
     if (k.desc.IC2)
@@ -3533,9 +3700,13 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
 void Emitter::emitPatchPipeline() {
   const Kernel &k = top;
   const std::string fetchB = prefetchesWeights(k) ? "fetchB" : "fetch";
-  os << "  // All of B, slice s in stage s, and the patch; then every k-step.\n"
-     << "  for (int s = 0; s < kTiles; ++s)\n"
-     << "    " << fetchB << "(s, s * " << k.params.Cin << ");\n";
+  if (k.desc.planarC)
+    emitPlanarB();
+  else
+    os << "  // All of B, slice s in stage s, and the patch; then every "
+          "k-step.\n"
+       << "  for (int s = 0; s < kTiles; ++s)\n"
+       << "    " << fetchB << "(s, s * " << k.params.Cin << ");\n";
   if (prefetchesWeights(k))
     emitDependenceWaits();
   os << "  copyPatch(sA, base_n);\n"
@@ -3554,10 +3725,13 @@ void Emitter::emitPersistentPatchPipeline(
   const int64_t patch = patchOf(k)->bytes;
   os << "  // Launched with " << launchShape(k).blocks << " blocks over "
      << tileCount(k) << " tiles (part of the tuning key).\n"
-     << "  constexpr long long kTileCount = " << tileCount(k) << ";\n"
-     << "  for (int s = 0; s < kTiles; ++s) // all of B, slice s in stage s\n"
-     << "    fetch(s, s * " << k.params.Cin << ");\n"
-     << "  copyPatch(sA, base_n);\n"
+     << "  constexpr long long kTileCount = " << tileCount(k) << ";\n";
+  if (k.desc.planarC)
+    emitPlanarB();
+  else
+    os << "  for (int s = 0; s < kTiles; ++s) // all of B, slice s in stage s\n"
+       << "    fetch(s, s * " << k.params.Cin << ");\n";
+  os << "  copyPatch(sA, base_n);\n"
      << "  cuts_cp_async_commit();\n"
      << "  int pb = 0; // the patch buffer this tile reads\n"
      << "  for (long long tile = blockIdx.x; tile < kTileCount; "
@@ -3590,8 +3764,10 @@ void Emitter::emitPatchSteps(const std::string &patch) {
   const int64_t eb = elementBytes(m.operand), row = k.params.Cin * eb;
   const int64_t steps = k.params.Cin / 16;
   const std::string MI = std::to_string(m.mi), S = std::to_string(steps);
-  os << "  unsigned a[2][" << MI << "][4];\n"
-     << "#pragma unroll\n"
+  os << "  unsigned a[2][" << MI << "][4];\n";
+  if (k.desc.planarC)
+    os << "  const cuts_sptr pp = " << patch << " + patchShift(base_n);\n";
+  os << "#pragma unroll\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
      << "    const cuts_sptr Bt = sB + kt * " << mmaTiles(k).bElems * eb
      << ";\n"
@@ -3599,21 +3775,59 @@ void Emitter::emitPatchSteps(const std::string &patch) {
      << "    for (int s = 0; s < " << S << "; ++s) {\n";
   // The last slice's k-steps past K issue nothing (B is zero there, and A
   // would be other pixels).
-  if (k.desc.C % k.params.Cin)
-    os << "      if (kt * " << k.params.Cin << " + s * 16 >= " << k.desc.C
+  if (gemmK(k.desc) % k.params.Cin)
+    os << "      if (kt * " << k.params.Cin << " + s * 16 >= " << gemmK(k.desc)
        << ")\n"
        << "        break;\n";
   os << "      const int buf = (kt * " << S << " + s) % 2;\n";
-  emitPatchRows("      ", "s * 16", patch);
-  os << "#pragma unroll\n"
-     << "      for (int i = 0; i < " << MI << "; ++i)\n"
-     << "        cuts_ldmatrix_x4(a[buf][i], Ak + a_pix[i]);\n";
+  if (k.desc.planarC) {
+    emitPlanarFragments("      ", "pp");
+  } else {
+    emitPatchRows("      ", "s * 16", patch);
+    os << "#pragma unroll\n"
+       << "      for (int i = 0; i < " << MI << "; ++i)\n"
+       << "        cuts_ldmatrix_x4(a[buf][i], Ak + a_pix[i]);\n";
+  }
   emitRegisterStep("      ", "buf", "Bt + s * " + std::to_string(16 * eb),
                    8 * row);
   os << "    }\n"
      << "  }\n"
      << "  cuts_wgmma_wait<0>(); // the last step's products\n";
   emitWgmmaHold("  ");
+}
+
+// A k-step's A fragments from a planar patch: register pairs hold columns
+// kx + 2 tq (kx = step + 8 x), pixels s and s + 1 of window row r of
+// channel c (kx = (c FH + r) FW + s). FW is 8 or 16, so x and the step fix
+// (c, r) and tq moves along the row only (a_pix holds it): every offset
+// here is a constant once the steps are unrolled. Columns past planarK
+// read row 0 (B is zero there). `patch` is the tile's patch, its shift
+// included.
+void Emitter::emitPlanarFragments(const std::string &ind,
+                                  const std::string &patch) {
+  const Kernel &k = top;
+  const OpDesc &d = k.desc;
+  const Patch q = *patchOf(k);
+  const std::string load = q.elementBytes == 2 ? "cuts_lds_b32"
+                           : k.mma->operand == dfg::Type::BF16
+                               ? "cuts_lds_f32x2_bf16x2"
+                               : "cuts_lds_f32x2_f16x2";
+  os << ind << "cuts_sptr Ak[2];\n"
+     << "#pragma unroll\n"
+     << ind << "for (int x = 0; x < 2; ++x) {\n"
+     << ind << "  const int kx = kt * " << k.params.Cin
+     << " + s * 16 + x * 8, w = kx / " << d.FW << " < " << d.planarC * d.FH
+     << " ? kx / " << d.FW << " : 0;\n"
+     << ind << "  Ak[x] = " << patch << " + ((w / " << d.FH << " * " << q.rows
+     << " + w % " << d.FH << " * " << d.DH << ") * " << q.pitch << " + kx % "
+     << d.FW << ") * " << q.elementBytes << ";\n"
+     << ind << "}\n"
+     << "#pragma unroll\n"
+     << ind << "for (int i = 0; i < " << k.mma->mi << "; ++i)\n"
+     << "#pragma unroll\n"
+     << ind << "  for (int r = 0; r < 4; ++r)\n"
+     << ind << "    a[buf][i][r] = " << load
+     << "(Ak[r / 2] + a_pix[i][r % 2]);\n";
 }
 
 // The semaphore helpers of cuSync's waits and posts.

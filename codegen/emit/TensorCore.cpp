@@ -109,6 +109,41 @@ __device__ __forceinline__ void cuts_cp_async8(cuts_sptr dst, const void *src,
                :
                : "r"(dst), "l"(src), "r"(bytes));
 }
+// 4 bytes (a planar fp16 patch's pixel pair); .ca: .cg copies only 16.
+__device__ __forceinline__ void cuts_cp_async4(cuts_sptr dst, const void *src,
+                                               int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+               :
+               : "r"(dst), "l"(src), "r"(bytes));
+}
+// A fragment register from a planar patch: two 16-bit elements, or two
+// fp32 ones rounded to the products' type (the model input's cast).
+__device__ __forceinline__ unsigned cuts_lds_b32(cuts_sptr p) {
+  unsigned r;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(p));
+  return r;
+}
+__device__ __forceinline__ unsigned cuts_lds_f32x2_f16x2(cuts_sptr p) {
+  float lo, hi;
+  unsigned r;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+               : "=f"(lo), "=f"(hi)
+               : "r"(p));
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ unsigned cuts_lds_f32x2_bf16x2(cuts_sptr p) {
+  float lo, hi;
+  unsigned r;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+               : "=f"(lo), "=f"(hi)
+               : "r"(p));
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ void cuts_sts_b16(cuts_sptr p, unsigned short v) {
+  asm volatile("st.shared.b16 [%0], %1;" : : "r"(p), "h"(v) : "memory");
+}
 __device__ __forceinline__ void cuts_cp_async_commit() {
   asm volatile("cp.async.commit_group;");
 }

@@ -1369,6 +1369,30 @@ inline void cuts_cp_async8(cuts_sptr dst, const void *src, int bytes) {
     std::memset(dst + bytes, 0, size_t(8 - bytes));
   });
 }
+inline void cuts_cp_async4(cuts_sptr dst, const void *src, int bytes) {
+  cuts_host::detail::self().copies.open.push_back([=] {
+    std::memcpy(dst, src, size_t(bytes));
+    std::memset(dst + bytes, 0, size_t(4 - bytes));
+  });
+}
+inline unsigned cuts_lds_b32(cuts_sptr p) {
+  unsigned r;
+  std::memcpy(&r, p, 4);
+  return r;
+}
+inline unsigned cuts_lds_f32x2_f16x2(cuts_sptr p) {
+  float x[2];
+  std::memcpy(x, p, 8);
+  return cuts_f2h(x[0]) | unsigned(cuts_f2h(x[1])) << 16;
+}
+inline unsigned cuts_lds_f32x2_bf16x2(cuts_sptr p) {
+  float x[2];
+  std::memcpy(x, p, 8);
+  return cuts_f2bf(x[0]) | unsigned(cuts_f2bf(x[1])) << 16;
+}
+inline void cuts_sts_b16(cuts_sptr p, unsigned short v) {
+  std::memcpy(p, &v, 2);
+}
 inline void cuts_cp_async_commit() {
   cuts_host::detail::self().copies.commit();
 }

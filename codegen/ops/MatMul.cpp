@@ -220,8 +220,15 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
     return std::nullopt;
   }
   k.mmaViews = views;
+  if (d.planarC && (!d.im2col || !d.pairedPixels() || d.FW % 8 || 16 % d.FW ||
+                    d.planarC > d.IC)) {
+    error = "a planar input is a stem's: 8-byte pixel pairs "
+            "(OpDesc::pairedPixels), a window 8 or 16 wide";
+    return std::nullopt;
+  }
   const std::vector<int64_t> a =
-      d.im2col   ? std::vector<int64_t>{M / (d.OH * d.OW), d.IH, d.IW, d.IC}
+      d.planarC ? std::vector<int64_t>{M / (d.OH * d.OW), d.planarC, d.IH, d.IW}
+      : d.im2col ? std::vector<int64_t>{M / (d.OH * d.OW), d.IH, d.IW, d.IC}
       : views[0] ? views[0]->shape
                  : shape({M, K});
   k.tensors = {{"A", a, false, operand},

@@ -47,6 +47,9 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
   // The prefetching variant doubles a SIMT loop's tiles and adds a
   // tensor-core loop's residual tile; the bound checked neither.
   auto add = [&](GroupKernel gk, int level) {
+    // A planar input is read through a patch alone (lowerPooled's).
+    if (gk.kernel.desc.planarC && !gk.kernel.patchA)
+      return;
     if (opts.arch.maxSharedPerBlock > 0 &&
         codegen::launchShape(gk.kernel).sharedBytes >
             opts.arch.maxSharedPerBlock)

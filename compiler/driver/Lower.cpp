@@ -17,6 +17,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cfloat>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -345,9 +346,10 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
                                 std::string &why) {
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
   Analysis a;
-  // Leading transposes the first other op, a product, reads in place.
+  // Leading transposes the first other op, a product, reads in place (a
+  // stem conv's planar input chain: its pad and cast too).
   size_t lead = 0;
-  while (lead < ops.size() && llvm::isa<TransposeOp>(ops[lead]))
+  while (lead < ops.size() && llvm::isa<TransposeOp, PadOp, CastOp>(ops[lead]))
     ++lead;
   if (lead > 0 && lead < ops.size() &&
       std::all_of(ops.begin(), ops.begin() + lead, [&](mlir::Operation *t) {
@@ -826,6 +828,23 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
                                      const TileParams &p,
                                      const std::string &name,
                                      std::string &error) {
+  if (conv.getChannelsLast() && conv.getGroup() == 1 && !x.a.inPlace.empty()) {
+    // The group holds the stem's planar input chain (analyse's in-place
+    // ops): A is the NCHW tensor it starts from.
+    const std::optional<PlanarInput> in = planarInput(conv);
+    if (!in || in->ops.size() != x.a.inPlace.size()) {
+      error = opName(conv) + ": ops before a conv are its planar input only";
+      return std::nullopt;
+    }
+    x.d.planarC = shapeOf(in->nchw)[1];
+    auto g = lowerImplicitGemm(conv, conv.getX(), {}, conv.getW(), conv.getB(),
+                               x, p, name, error);
+    if (g) {
+      g->args[0] = in->nchw; // A, the kernel's first tensor
+      codegen::setTensorType(g->kernel, "A", *dfgType(in->nchw));
+    }
+    return g;
+  }
   if (conv.getChannelsLast() && conv.getGroup() == 1)
     return lowerImplicitGemm(conv, conv.getX(), {}, conv.getW(), conv.getB(), x,
                              p, name, error);
@@ -1481,6 +1500,13 @@ std::optional<GroupKernel> lowerPooled(const SharedAnalysis &sa,
   for (size_t i = 0; i < k->tensors.size(); ++i)
     if (k->tensors[i].output)
       g->args[i] = S->getResult(0);
+  // A planar input is read through the patch alone.
+  k->patchA = k->desc.planarC > 0;
+  if (k->patchA &&
+      !codegen::patchable(*k, std::numeric_limits<int64_t>::max())) {
+    error = "a planar input's conv reads it from a patch, on wgmma";
+    return std::nullopt;
+  }
   g->kernel = std::move(*k);
   g->family = "pooled";
   return g;

@@ -515,6 +515,21 @@ def make_resnet_stem(path):
                    [tm.vi("y", [2, 16, 4, 4])])
 
 
+def make_planar_stem(path):
+    """ResNet's stem with 32 channels (wide enough for wgmma's columns):
+    a 7x7 stride-2 conv of 3 channels, batch norm, relu and a 3x3 stride-2
+    max pooling, whose 16-bit kernel may read the model's NCHW input in
+    place (the planar patch)."""
+    b = tm.Builder(53)
+    h = b.node("Relu", [b.bn(b.conv("x", 3, 32, 7, bias=False, strides=[2, 2],
+                                    pads=[3, 3, 3, 3]), 32)])
+    b.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2],
+           pads=[1, 1, 1, 1])
+    tm.rename_last(b, "y")
+    return b.model(path, [tm.vi("x", [2, 3, 36, 36])],
+                   [tm.vi("y", [2, 32, 9, 9])])
+
+
 def make_resnet_chain(path):
     """Two bottlenecks: each one's last 1 x 1 conv, residual and ReLU feed
     the next one's first 1 x 1 conv and its residual. Under --precision
@@ -622,6 +637,7 @@ MODELS = {
     "mlp": (make_mlp, [("x", (80, 64))], []),
     "resnet_chain": (make_resnet_chain, [("x", (2, 64, 9, 9))], []),
     "resnet_stem": (make_resnet_stem, [("x", (2, 3, 30, 30))], []),
+    "planar_stem": (make_planar_stem, [("x", (2, 3, 36, 36))], []),
 }
 # fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
 # a cuts kernel once at its store), tighter than the default for float16.
@@ -1099,7 +1115,7 @@ REDUCED = ("conv_bn_relu", "mobilenet_block", "rows", "attention",
            "masked_attention", "long_rows",
            "gelu_tanh", "embedding", "shared_conv", "shared_layernorm",
            "two_outputs", "resnet_stage", "dense_block", "dense_block8",
-           "channel_shuffle", "upsample_neck", "resnet_stem")
+           "channel_shuffle", "upsample_neck", "resnet_stem", "planar_stem")
 REDUCED_TOLERANCE = {"fp16": "2e-3", "bf16": "1e-2", "tf32": "2e-3"}
 # Models whose convs or products run on tensor cores in tf32 too.
 TF32 = ("conv_bn_relu", "mobilenet_block", "attention", "masked_attention",
@@ -1232,6 +1248,53 @@ def check_pooled(runner, precision):
             "not one patch kernel: %s %s"
             % (patched, [(g["ops"], g["variant"]) for g in t]))
     compare_emulated_and_gpu(runner, out, d, precision)
+
+
+def check_planar(runner, precision, io):
+    """planar_stem with a synthetic tuning cache in which planar patch
+    kernels are fastest: its stem reads the model's NCHW input in place
+    (the transpose, the channel pad and, for an fp32 input, the cast in its
+    kernel, no conversion kernel before it), and matches the fp32 reference
+    emulated and on a GPU; with `io`, from an input in the precision
+    (--io-precision)."""
+    import json
+    name = "planar_stem"
+    d = os.path.join(runner.work, name)
+    path = os.path.join(runner.work, name + ".onnx")
+    args = ["--precision", precision]
+    tag = "planar_" + precision
+    x = os.path.join(d, "x.npy")
+    if io:
+        args += ["--io-precision", precision]
+        tag += "_io"
+        x = os.path.join(d, "x_" + precision + ".npy")
+        np.save(x, np.load(os.path.join(d, "x.npy")).astype(np.float16))
+    _, cache = synthetic_cache(
+        runner, path, os.path.join(d, tag + "_cache"), args,
+        lambda c, h: (1 if "The planar patch" in c.get("source", "") else 50)
+        + h % 100 / 100.0)
+    out = os.path.join(d, tag)
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--emit-source", "--tuning", cache, *args)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    groups = json.load(open(os.path.join(out, "tuning.json")))["groups"]
+    stem = [g["ops"] for g in groups if "conv(" in g["ops"]]
+    require(len(stem) == 1 and "transpose(" in stem[0]
+            and "max_pool(" in stem[0],
+            "the input's transpose is not in the stem's kernel: %s"
+            % [g["ops"] for g in groups])
+    kernels = os.path.join(out, "kernels")
+    planar = [k for k in sorted(os.listdir(kernels)) if k.endswith(".cu")
+              and "The planar patch" in open(os.path.join(kernels, k)).read()]
+    require(len(planar) == 1, "not one planar patch kernel: %s" % planar)
+    for where in (["--emulate"], [] if runner.gpu else None):
+        if where is None:
+            continue
+        r = runner.run("run", os.path.join(out, "model.cuts"), *where,
+                       "--compare", os.path.join(d, "ref"), "--tolerance",
+                       REDUCED_TOLERANCE[precision], "--input", "x=" + x)
+        require(r.returncode == 0, "outputs differ %s: %s" % (
+            where, r.stdout + r.stderr))
 
 
 def check_cudnn_nhwc(runner):
@@ -2434,6 +2497,9 @@ def main():
                          runner, p)
             runner.check("pooled implicit GEMM " + p, check_pooled,
                          runner, p)
+            for io in (False, True) if p == "fp16" else (False,):
+                runner.check("planar stem %s%s" % (p, " io" if io else ""),
+                             check_planar, runner, p, io)
         runner.check("split-k", check_split_k, runner)
         d = os.path.join(runner.work, "attention")
         runner.check("tuning cache (cuBLASLt)", check_tuning_cache, runner,

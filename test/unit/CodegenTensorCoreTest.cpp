@@ -1587,6 +1587,139 @@ TEST_CASE("a pooled implicit GEMM pools its staged tile on the CPU",
   CHECK(fusePooled(*plain, padded, false, err));
 }
 
+TEST_CASE("a stem reads its planar input through the patch on the CPU",
+          "[codegen][tensorcore]") {
+  // The pooled stem of cuts-channels-last (7 x 8 window, 4 channels) with
+  // its NCHW input of 3 channels read in place (OpDesc::planarC): K over
+  // (channel, r, s), A from planes of the patch, B gathered. It must match
+  // the channels-last kernel on the transposed, padded (and, for an fp32
+  // input, rounded) input within its output's rounding: the products' order
+  // differs. fp16 and bf16, 16-bit and fp32 inputs, one block a tile and
+  // persistent.
+  using dfg::Type;
+  // Widths of 20 and 24: the patch's rows copied in pixel pairs, or in
+  // 16-byte runs (8 fp16 or 4 fp32 pixels) that tile the input's rows.
+  struct PlanarCase {
+    Type operand, input;
+    int64_t cin, mi, W;
+  };
+  const std::vector<PlanarCase> cases = {{Type::F16, Type::F16, 32, 2, 20},
+                                         {Type::F16, Type::F16, 32, 1, 24},
+                                         {Type::BF16, Type::BF16, 64, 1, 20},
+                                         {Type::F16, Type::F32, 32, 1, 20},
+                                         {Type::BF16, Type::F32, 16, 2, 24}};
+  const int64_t N = 2, H = 20, C = 3, IC = 4, M = 16, FH = 7, FW = 8;
+  const Window win{{2, 2}, {3, 4, 3, 3}, {}};
+  uint32_t seed = 170;
+  for (const PlanarCase &c : cases) {
+    const int64_t W = c.W;
+    const int64_t OH = (H + 6 - FH) / 2 + 1, OW = (W + 7 - FW) / 2 + 1;
+    const int64_t PH = (OH + 2 - 3) / 2 + 1, PW = (OW + 2 - 3) / 2 + 1;
+    const bool bf16 = c.operand == Type::BF16;
+    INFO((bf16 ? "bf16" : "fp16")
+         << " products of " << (c.input == Type::F32 ? "fp32" : "16-bit")
+         << " input " << W << " wide, C_input " << c.cin);
+    OpDesc d = describeImplicitGemm({N, H, W, IC}, {M, FH, FW, IC},
+                                    {N, OH, OW, M}, win);
+    d.elementBytes = 2;
+    OpDesc planar = d;
+    planar.planarC = C;
+    const OpDesc pool = describePool({N, M, OH, OW}, {N, M, PH, PW}, {3, 3},
+                                     {{2, 2}, {1, 1, 1, 1}, {}});
+    const MmaLoop loop =
+        mmaLoop(c.operand, 1, 1, c.mi, 2, 2, MatrixInstr::Wgmma);
+    auto make = [&](const OpDesc &desc) {
+      std::string err;
+      auto conv =
+          buildMmaMatMul("planar_test", desc, mmaParams(loop, c.cin), c.operand,
+                         {EpilogueOp::binary(dfg::Op::Add, "bias", {M}),
+                          EpilogueOp::unary(dfg::Op::Relu)},
+                         err);
+      INFO(err);
+      REQUIRE(conv);
+      REQUIRE(setTensorType(*conv, "bias", c.operand));
+      REQUIRE(setTensorType(*conv, "Y", c.operand));
+      if (desc.planarC)
+        REQUIRE(setTensorType(*conv, "A", c.input));
+      auto k = fusePooled(*conv, pool, false, err);
+      REQUIRE(k);
+      k->patchA = true;
+      REQUIRE(patchable(*k, 1 << 20));
+      return *k;
+    };
+    const Kernel plain = make(d), patched = make(planar);
+    std::mt19937 rng(seed++);
+    std::vector<uint16_t> x16(N * C * H * W), w(M * FH * FW * IC), b(M);
+    std::vector<float> xv(x16.size()), wv(w.size()), bv(M);
+    random16(rng, bf16, x16, xv);
+    random16(rng, bf16, w, wv);
+    random16(rng, bf16, b, bv);
+    // An fp32 input off the 16-bit grid, which the kernel rounds.
+    std::vector<float> x32(xv);
+    for (size_t i = 0; i < x32.size(); ++i) {
+      x32[i] *= 1.0f + 1e-3f * float(i % 7);
+      x16[i] = bf16 ? toBf16(x32[i]) : toHalf(x32[i]);
+    }
+    std::vector<uint16_t> last(N * H * W * IC, 0); // NHWC, channel 3 zero
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t i = 0; i < H * W; ++i)
+          last[(n * H * W + i) * IC + ch] = x16[(n * C + ch) * H * W + i];
+    void *planarIn = c.input == Type::F32 ? (void *)x32.data() : x16.data();
+    auto run = [&](const Kernel &kernel, void *a) {
+      std::vector<uint16_t> y(N * PH * PW * M, 0x7fff);
+      std::string err;
+      REQUIRE(runOnHost(
+          kernel,
+          {{"A", a}, {"B", w.data()}, {"bias", b.data()}, {"Y", y.data()}},
+          err));
+      std::vector<float> v(y.size());
+      for (size_t i = 0; i < y.size(); ++i)
+        v[i] = bf16 ? bf16Value(y[i]) : halfValue(y[i]);
+      return v;
+    };
+    const std::vector<float> want = run(plain, last.data());
+    const double tolerance = bf16 ? 1.6e-2 : 2e-3;
+    auto wrongOf = [&](const std::vector<float> &got) {
+      int64_t wrong = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        wrong += !(std::abs(got[i] - want[i]) <=
+                   tolerance * std::max(1.0f, std::abs(want[i])));
+      return wrong;
+    };
+    CHECK(wrongOf(run(patched, planarIn)) == 0);
+    const std::string src = emitSource(patched);
+    CHECK(src.find("The planar patch") != std::string::npos);
+    CHECK(src.find("in (channel, r, s) order") != std::string::npos);
+    compilesWithNvrtc(src, "planar_test", /*withPrelude=*/false, {"sm_90a"});
+    // Persistent: the next tile's planes load while this one computes.
+    Kernel persistent = patched;
+    persistent.persistentBlocks =
+        std::max<int64_t>(1, launchShape(patched).blocks / 2);
+    REQUIRE(patchable(persistent, 1 << 20));
+    CHECK(wrongOf(run(persistent, planarIn)) == 0);
+    compilesWithNvrtc(emitSource(persistent), "planar_test",
+                      /*withPrelude=*/false, {"sm_90a"});
+  }
+  // mma.sync has no planar patch.
+  const int64_t W = 20, OH = 10, OW = 10, PH = 5, PW = 5;
+  OpDesc d =
+      describeImplicitGemm({N, H, W, IC}, {M, FH, FW, IC}, {N, OH, OW, M}, win);
+  d.elementBytes = 2;
+  d.planarC = C;
+  std::string err;
+  auto conv = buildMmaMatMul("planar_test", d,
+                             mmaParams(mmaLoop(Type::F16, 2, 1, 1, 2, 3), 32),
+                             Type::F16, {}, err);
+  REQUIRE(conv);
+  auto k = fusePooled(*conv,
+                      describePool({N, M, OH, OW}, {N, M, PH, PW}, {3, 3},
+                                   {{2, 2}, {1, 1, 1, 1}, {}}),
+                      false, err);
+  REQUIRE(k);
+  CHECK_FALSE(patchable(*k, 1 << 20));
+}
+
 TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
           "[codegen][tensorcore]") {
   struct SumCase {
