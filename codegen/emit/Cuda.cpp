@@ -2794,31 +2794,55 @@ void Emitter::emitPlanarPatch(const MmaOperand &a, const Patch &q) {
 
 // B of a planar input's kernel, whole: K in (channel, r, s) order, slice s
 // (C_input columns) in stage s, swizzled as wgmma reads it, gathered from
-// the FH x FW x IC weight rows (zeros past planarK); then the fence that
-// orders these stores before wgmma's reads.
+// the FH x FW x IC weight rows (zeros past planarK): each thread's window
+// positions' IC channels in one 8-byte load, all loads issued before any
+// store (one by one, they left the stem's blocks waiting on L2 at the
+// start); then the fence that orders the stores before wgmma's reads.
 void Emitter::emitPlanarB() {
   const Kernel &k = top;
   const OpDesc &d = k.desc;
   const TileParams &p = k.params;
   const int64_t window = d.FH * d.FW, eb = elementBytes(k.mma->operand);
+  const int64_t pairs = p.Kb * window, threads = k.mma->threads();
+  const int64_t loads = (pairs + threads - 1) / threads;
+  const int64_t pad = sliceCount(k) * p.Cin - d.planarK();
+  auto at = [&](const std::string &ind, const std::string &n) {
+    os << ind << "const int st = kx / " << p.Cin << ", kk = kx % " << p.Cin
+       << ";\n"
+       << ind << "const cuts_sptr to = sB + st * " << mmaTiles(k).bElems * eb
+       << " + " << n << " * " << p.Cin * eb << " + ((kk / 8) ^ (" << n
+       << " % 8 >> " << 3 - mmaSwizzle(k) << ")) * 16 + kk % 8 * 2;\n";
+  };
   os << "  // All of B in (channel, r, s) order, slice s in stage s.\n"
-     << "  for (int e = tid; e < kTiles * " << p.Kb * p.Cin
-     << "; e += kThreads) {\n"
-     << "    const int st = e / " << p.Kb * p.Cin << ", n = e / " << p.Cin
-     << " % " << p.Kb << ", kk = e % " << p.Cin << ", kx = st * " << p.Cin
-     << " + kk;\n"
-     << "    const bool in = kx < " << d.planarK() << " && base_k + n < " << d.K
-     << ";\n"
-     << "    const unsigned short v = in ? ((const unsigned short "
-        "*)Bg)[(base_k "
-        "+ n) * "
-     << d.C << "LL + kx % " << window << " * " << d.IC << " + kx / " << window
-     << "] : 0;\n"
-     << "    cuts_sts_b16(sB + st * " << mmaTiles(k).bElems * eb << " + n * "
-     << p.Cin * eb << " + ((kk / 8) ^ (n % 8 >> " << 3 - mmaSwizzle(k)
-     << ")) * 16 + kk % 8 * 2, v);\n"
+     << "  unsigned long long bw[" << loads << "];\n"
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << loads << "; ++i) {\n"
+     << "    const int e = tid + i * kThreads, n = e / " << window << ";\n"
+     << "    bw[i] = e < " << pairs << " && base_k + n < " << d.K
+     << " ? *(const unsigned long long *)(Bg + (base_k + n) * " << d.C
+     << "LL + e % " << window << " * " << d.IC << ") : 0ull;\n"
      << "  }\n"
-     << "  cuts_fence_proxy_async(); // before wgmma reads them\n";
+     << "#pragma unroll\n"
+     << "  for (int i = 0; i < " << loads << "; ++i) {\n"
+     << "    const int e = tid + i * kThreads, n = e / " << window << ";\n"
+     << "    if (e >= " << pairs << ")\n"
+     << "      break;\n"
+     << "#pragma unroll\n"
+     << "    for (int c = 0; c < " << d.planarC << "; ++c) {\n"
+     << "      const int kx = c * " << window << " + e % " << window << ";\n";
+  at("      ", "n");
+  os << "      cuts_sts_b16(to, (unsigned short)(bw[i] >> 16 * c));\n"
+     << "    }\n"
+     << "  }\n";
+  if (pad > 0) {
+    os << "  for (int e = tid; e < " << p.Kb * pad << "; e += kThreads) {\n"
+       << "    const int n = e / " << pad << ", kx = " << d.planarK()
+       << " + e % " << pad << ";\n";
+    at("    ", "n");
+    os << "    cuts_sts_b16(to, 0);\n"
+       << "  }\n";
+  }
+  os << "  cuts_fence_proxy_async(); // before wgmma reads them\n";
 }
 
 // Operand o's copies of the K slice from k0 into stage st (cp.async, zero
@@ -3726,14 +3750,17 @@ void Emitter::emitPersistentPatchPipeline(
   os << "  // Launched with " << launchShape(k).blocks << " blocks over "
      << tileCount(k) << " tiles (part of the tuning key).\n"
      << "  constexpr long long kTileCount = " << tileCount(k) << ";\n";
-  if (k.desc.planarC)
+  if (k.desc.planarC) { // the first patch's copies run during B's gather
+    os << "  copyPatch(sA, base_n);\n"
+       << "  cuts_cp_async_commit();\n";
     emitPlanarB();
-  else
+  } else {
     os << "  for (int s = 0; s < kTiles; ++s) // all of B, slice s in stage s\n"
-       << "    fetch(s, s * " << k.params.Cin << ");\n";
-  os << "  copyPatch(sA, base_n);\n"
-     << "  cuts_cp_async_commit();\n"
-     << "  int pb = 0; // the patch buffer this tile reads\n"
+       << "    fetch(s, s * " << k.params.Cin << ");\n"
+       << "  copyPatch(sA, base_n);\n"
+       << "  cuts_cp_async_commit();\n";
+  }
+  os << "  int pb = 0; // the patch buffer this tile reads\n"
      << "  for (long long tile = blockIdx.x; tile < kTileCount; "
         "tile += gridDim.x) {\n"
      << "  setTile(tile);\n";
