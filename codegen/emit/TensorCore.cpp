@@ -123,24 +123,19 @@ __device__ __forceinline__ unsigned cuts_lds_b32(cuts_sptr p) {
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(p));
   return r;
 }
-__device__ __forceinline__ unsigned cuts_lds_f32x2_f16x2(cuts_sptr p) {
-  float lo, hi;
-  unsigned r;
-  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
-               : "=f"(lo), "=f"(hi)
-               : "r"(p));
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-__device__ __forceinline__ unsigned cuts_lds_f32x2_bf16x2(cuts_sptr p) {
-  float lo, hi;
-  unsigned r;
-  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
-               : "=f"(lo), "=f"(hi)
-               : "r"(p));
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
+#define CUTS_LDS_F32X2(NAME, TYPE)                                             \
+  __device__ __forceinline__ unsigned NAME(cuts_sptr p) {                      \
+    float lo, hi;                                                              \
+    unsigned r;                                                                \
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"                            \
+                 : "=f"(lo), "=f"(hi)                                          \
+                 : "r"(p));                                                    \
+    asm("cvt.rn." TYPE "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));     \
+    return r;                                                                  \
+  }
+CUTS_LDS_F32X2(cuts_lds_f32x2_f16x2, "f16")
+CUTS_LDS_F32X2(cuts_lds_f32x2_bf16x2, "bf16")
+#undef CUTS_LDS_F32X2
 __device__ __forceinline__ void cuts_sts_b16(cuts_sptr p, unsigned short v) {
   asm volatile("st.shared.b16 [%0], %1;" : : "r"(p), "h"(v) : "memory");
 }
