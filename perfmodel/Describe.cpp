@@ -47,8 +47,7 @@ std::optional<PlanarInput> planarInput(mlir::Operation *op) {
     return std::nullopt;
   std::optional<OpDesc> d = describeOp(conv);
   auto x = tensorType(conv.getX());
-  if (!d || !d->pairedPixels() || d->FW % 8 || 16 % d->FW || !x ||
-      x.getElementTypeBitWidth() != 16)
+  if (!d || !d->planarWindow() || !x || x.getElementTypeBitWidth() != 16)
     return std::nullopt;
   PlanarInput p;
   bool padded = false, cast = false;

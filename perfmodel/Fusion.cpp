@@ -102,7 +102,6 @@ FusionModel::estimateShared(llvm::ArrayRef<mlir::Operation *> ops,
                             llvm::ArrayRef<OpDesc> descs, int pred, int succ) {
   mlir::Operation *P = real[pred], *S = real[succ];
   const OpDesc &dp = descs[pred], &ds = descs[succ];
-
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
   // A chain: S reads P's result (through register-fused elementwise ops and
   // views), every other op of the group follows P, and S has no other
@@ -519,7 +518,8 @@ FusionModel::estimateKernel(llvm::ArrayRef<mlir::Operation *> ops,
       inPlace = inPlace && readInPlace(real[i], a);
     }
   // A stem's planar input is read through a pooled kernel's patch on wgmma,
-  // no warpgroup a producer (estimatePooled passes its sets).
+  // no warpgroup a producer: only the pooled and chained estimates pass
+  // sets, and a chain's planar kernels are never built (lowerChained).
   const bool planar = prologue && inPlace && planarInput(a).has_value();
   if (planar && !only)
     return std::nullopt;

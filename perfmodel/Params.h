@@ -73,6 +73,11 @@ struct OpDesc {
   /// the FH x FW x IC weight. 0: the input is channels-last.
   int64_t planarC = 0;
   int64_t planarK() const { return planarC * FH * FW; }
+  /// Whether a planar input suits this conv: 8-byte pixel pairs and a
+  /// window 8 or 16 wide (a k-step's pixel pairs then lie in rows it fixes).
+  bool planarWindow() const {
+    return pairedPixels() && FW % 8 == 0 && 16 % FW == 0;
+  }
   /// Whether an implicit GEMM's K slices of `cin` channels span several
   /// window positions (fewer input channels than cin: a padded stem's 4 or 8),
   /// each copy at its own; else a slice is at one (cin dividing

@@ -159,12 +159,9 @@ bool persistentPatch(const Kernel &k) {
 // channels, 16 bytes more where ldmatrix's eight rows, SW pixels apart,
 // would share banks), a 16-bit stem's pixel pairs (OpDesc::pairedPixels)
 // unpadded.
-// A planar input's patch (OpDesc::planarC) is `planes` channel planes of
-// `rows` x `pitch` pixels of `elementBytes` each (the input's type), copied
-// in runs of `run` pixels (16 bytes where they tile the input's rows, else
-// pixel pairs) from the run holding the tile's first column: its columns
-// start `shift` pixels in (even, set per tile). Each fragment register is
-// a pixel pair of one plane (emitPlanarFragments).
+// A planar input's patch (OpDesc::planarC): `planes` planes of `rows` x
+// `pitch` pixels of the input's type, copied in runs of `run` pixels (16
+// bytes where they tile the input's rows, else pixel pairs).
 struct Patch {
   int64_t rows = 0, cols = 0, pitch = 0, bytes = 0;
   int64_t chunks = 0; // 16-byte copies a patch row (a planar patch's runs)
@@ -208,14 +205,11 @@ int64_t planarWavefronts(const Kernel &k, int64_t pitch, int64_t eb) {
 
 std::optional<Patch> planarPatch(const Kernel &k, Patch q) {
   const OpDesc &d = k.desc;
-  // Window widths of 8 or 16: a k-step's pixel pairs then lie in rows the
-  // step alone fixes (emitPlanarFragments).
-  if (!k.mma->wgmma() || !d.pairedPixels() || d.FW % 8 || 16 % d.FW)
+  if (!k.mma->wgmma() || !d.planarWindow())
     return std::nullopt;
   q.planes = d.planarC;
   q.elementBytes = elementBytes(k.tensors[0].type);
   q.run = d.IW % (16 / q.elementBytes) ? 2 : 16 / q.elementBytes;
-  q.cols += q.cols % 2;
   q.chunks = (q.cols + q.run - 2 + q.run - 1) / q.run;
   // The pitch (whole runs) whose fragment loads wait least on banks.
   int64_t best = -1;
@@ -2793,11 +2787,9 @@ void Emitter::emitPlanarPatch(const MmaOperand &a, const Patch &q) {
 }
 
 // B of a planar input's kernel, whole: K in (channel, r, s) order, slice s
-// (C_input columns) in stage s, swizzled as wgmma reads it, gathered from
-// the FH x FW x IC weight rows (zeros past planarK): each thread's window
-// positions' IC channels in one 8-byte load, all loads issued before any
-// store (one by one, they left the stem's blocks waiting on L2 at the
-// start); then the fence that orders the stores before wgmma's reads.
+// in stage s, swizzled as wgmma reads it, gathered from the FH x FW x IC
+// weight (zeros past planarK). A thread's 8-byte loads go out in batches
+// before their stores: one by one, they left the stem waiting on L2.
 void Emitter::emitPlanarB() {
   const Kernel &k = top;
   const OpDesc &d = k.desc;
@@ -2805,40 +2797,45 @@ void Emitter::emitPlanarB() {
   const int64_t window = d.FH * d.FW, eb = elementBytes(k.mma->operand);
   const int64_t pairs = p.Kb * window, threads = k.mma->threads();
   const int64_t loads = (pairs + threads - 1) / threads;
+  const int64_t batch = std::min<int64_t>(loads, 16); // registers it holds
   const int64_t pad = sliceCount(k) * p.Cin - d.planarK();
-  auto at = [&](const std::string &ind, const std::string &n) {
+  auto slot = [&](const std::string &ind) {
     os << ind << "const int st = kx / " << p.Cin << ", kk = kx % " << p.Cin
        << ";\n"
        << ind << "const cuts_sptr to = sB + st * " << mmaTiles(k).bElems * eb
-       << " + " << n << " * " << p.Cin * eb << " + ((kk / 8) ^ (" << n
-       << " % 8 >> " << 3 - mmaSwizzle(k) << ")) * 16 + kk % 8 * 2;\n";
+       << " + n * " << p.Cin * eb << " + ((kk / 8) ^ (n % 8 >> "
+       << 3 - mmaSwizzle(k) << ")) * 16 + kk % 8 * 2;\n";
   };
   os << "  // All of B in (channel, r, s) order, slice s in stage s.\n"
-     << "  unsigned long long bw[" << loads << "];\n"
+     << "  for (int b = 0; b < " << loads << "; b += " << batch << ") {\n"
+     << "  unsigned long long bw[" << batch << "];\n"
      << "#pragma unroll\n"
-     << "  for (int i = 0; i < " << loads << "; ++i) {\n"
-     << "    const int e = tid + i * kThreads, n = e / " << window << ";\n"
+     << "  for (int i = 0; i < " << batch << "; ++i) {\n"
+     << "    const int e = tid + (b + i) * kThreads, n = e / " << window
+     << ";\n"
      << "    bw[i] = e < " << pairs << " && base_k + n < " << d.K
      << " ? *(const unsigned long long *)(Bg + (base_k + n) * " << d.C
      << "LL + e % " << window << " * " << d.IC << ") : 0ull;\n"
      << "  }\n"
      << "#pragma unroll\n"
-     << "  for (int i = 0; i < " << loads << "; ++i) {\n"
-     << "    const int e = tid + i * kThreads, n = e / " << window << ";\n"
+     << "  for (int i = 0; i < " << batch << "; ++i) {\n"
+     << "    const int e = tid + (b + i) * kThreads, n = e / " << window
+     << ";\n"
      << "    if (e >= " << pairs << ")\n"
      << "      break;\n"
      << "#pragma unroll\n"
      << "    for (int c = 0; c < " << d.planarC << "; ++c) {\n"
      << "      const int kx = c * " << window << " + e % " << window << ";\n";
-  at("      ", "n");
+  slot("      ");
   os << "      cuts_sts_b16(to, (unsigned short)(bw[i] >> 16 * c));\n"
      << "    }\n"
+     << "  }\n"
      << "  }\n";
   if (pad > 0) {
     os << "  for (int e = tid; e < " << p.Kb * pad << "; e += kThreads) {\n"
        << "    const int n = e / " << pad << ", kx = " << d.planarK()
        << " + e % " << pad << ";\n";
-    at("    ", "n");
+    slot("    ");
     os << "    cuts_sts_b16(to, 0);\n"
        << "  }\n";
   }
@@ -2933,6 +2930,8 @@ void Emitter::emitMma() {
   const std::string MI = std::to_string(m.mi), NI = std::to_string(m.ni);
   const std::vector<MmaOperand> ops = mmaOperands(k);
   const bool patch = readsPatch(k);
+  if (k.desc.planarC && !patch) // slices would read NCHW as channels-last
+    os << "#error \"a planar input is read through a patch alone\"\n";
   os << "  const int lane = tid % 32, warp = tid / 32;\n"
      << "  const int g = lane / 4, tq = lane % 4;\n";
   if (wgmma)
@@ -2960,9 +2959,9 @@ void Emitter::emitMma() {
   // per fetch, of the tile the fetch is for.
   auto operandPointers = [&](const std::string &ind) {
     // A planar input's type is the model input's (OpDesc::planarC).
-    const dfg::Type at = k.desc.planarC ? k.tensors[0].type : m.operand;
-    os << ind << "const " << typeName(at) << " *Ag = A + " << ops[0].batchOffset
-       << ";\n"
+    const dfg::Type aType = k.desc.planarC ? k.tensors[0].type : m.operand;
+    os << ind << "const " << typeName(aType) << " *Ag = A + "
+       << ops[0].batchOffset << ";\n"
        << ind << "const " << typeName(m.operand) << " *Bg = B + "
        << ops[1].batchOffset << ";\n";
     if (k.desc.IC2)
@@ -3724,6 +3723,12 @@ void Emitter::emitWgmmaSlice(int64_t inFlight) {
 void Emitter::emitPatchPipeline() {
   const Kernel &k = top;
   const std::string fetchB = prefetchesWeights(k) ? "fetchB" : "fetch";
+  // A planar B's gather runs during the patch's copies where no
+  // dependence wait comes between them.
+  const bool patchFirst = k.desc.planarC && !prefetchesWeights(k);
+  if (patchFirst)
+    os << "  copyPatch(sA, base_n);\n"
+       << "  cuts_cp_async_commit();\n";
   if (k.desc.planarC)
     emitPlanarB();
   else
@@ -3733,9 +3738,10 @@ void Emitter::emitPatchPipeline() {
        << "    " << fetchB << "(s, s * " << k.params.Cin << ");\n";
   if (prefetchesWeights(k))
     emitDependenceWaits();
-  os << "  copyPatch(sA, base_n);\n"
-     << "  cuts_cp_async_commit();\n"
-     << "  cuts_cp_async_wait<0>();\n"
+  if (!patchFirst)
+    os << "  copyPatch(sA, base_n);\n"
+       << "  cuts_cp_async_commit();\n";
+  os << "  cuts_cp_async_wait<0>();\n"
      << "  __syncthreads();\n";
   emitPatchSteps("sA");
 }

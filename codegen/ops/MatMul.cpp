@@ -220,8 +220,7 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
     return std::nullopt;
   }
   k.mmaViews = views;
-  if (d.planarC && (!d.im2col || !d.pairedPixels() || d.FW % 8 || 16 % d.FW ||
-                    d.planarC > d.IC)) {
+  if (d.planarC && (!d.im2col || !d.planarWindow() || d.planarC > d.IC)) {
     error = "a planar input is a stem's: 8-byte pixel pairs "
             "(OpDesc::pairedPixels), a window 8 or 16 wide";
     return std::nullopt;

@@ -1598,27 +1598,33 @@ TEST_CASE("a stem reads its planar input through the patch on the CPU",
   // persistent.
   using dfg::Type;
   // Widths of 20 and 24: the patch's rows copied in pixel pairs, or in
-  // 16-byte runs (8 fp16 or 4 fp32 pixels) that tile the input's rows.
+  // 16-byte runs (8 fp16 or 4 fp32 pixels) that tile the input's rows. 48
+  // channels in three column blocks; a 7 x 16 window (B's gather then takes
+  // two batches of loads).
   struct PlanarCase {
     Type operand, input;
-    int64_t cin, mi, W;
+    int64_t cin, mi, ni, W, M = 16, FW = 8;
   };
-  const std::vector<PlanarCase> cases = {{Type::F16, Type::F16, 32, 2, 20},
-                                         {Type::F16, Type::F16, 32, 1, 24},
-                                         {Type::BF16, Type::BF16, 64, 1, 20},
-                                         {Type::F16, Type::F32, 32, 1, 20},
-                                         {Type::BF16, Type::F32, 16, 2, 24}};
-  const int64_t N = 2, H = 20, C = 3, IC = 4, M = 16, FH = 7, FW = 8;
-  const Window win{{2, 2}, {3, 4, 3, 3}, {}};
+  const std::vector<PlanarCase> cases = {
+      {Type::F16, Type::F16, 32, 2, 2, 20},
+      {Type::F16, Type::F16, 32, 1, 2, 24},
+      {Type::BF16, Type::BF16, 64, 1, 2, 20},
+      {Type::F16, Type::F32, 32, 1, 2, 20},
+      {Type::BF16, Type::F32, 16, 2, 2, 24},
+      {Type::F16, Type::F16, 32, 1, 2, 24, 48},
+      {Type::F16, Type::F32, 64, 1, 4, 24, 32, 16}};
+  const int64_t N = 2, H = 20, C = 3, IC = 4, FH = 7;
   uint32_t seed = 170;
   for (const PlanarCase &c : cases) {
-    const int64_t W = c.W;
-    const int64_t OH = (H + 6 - FH) / 2 + 1, OW = (W + 7 - FW) / 2 + 1;
+    const int64_t W = c.W, M = c.M, FW = c.FW;
+    const Window win{{2, 2}, {3, FW / 2, 3, FW / 2 - 1}, {}};
+    const int64_t OH = (H + 6 - FH) / 2 + 1, OW = (W + FW - 1 - FW) / 2 + 1;
     const int64_t PH = (OH + 2 - 3) / 2 + 1, PW = (OW + 2 - 3) / 2 + 1;
     const bool bf16 = c.operand == Type::BF16;
     INFO((bf16 ? "bf16" : "fp16")
          << " products of " << (c.input == Type::F32 ? "fp32" : "16-bit")
-         << " input " << W << " wide, C_input " << c.cin);
+         << " input " << W << " wide, " << M << " channels, window 7 x " << FW
+         << ", C_input " << c.cin);
     OpDesc d = describeImplicitGemm({N, H, W, IC}, {M, FH, FW, IC},
                                     {N, OH, OW, M}, win);
     d.elementBytes = 2;
@@ -1627,7 +1633,7 @@ TEST_CASE("a stem reads its planar input through the patch on the CPU",
     const OpDesc pool = describePool({N, M, OH, OW}, {N, M, PH, PW}, {3, 3},
                                      {{2, 2}, {1, 1, 1, 1}, {}});
     const MmaLoop loop =
-        mmaLoop(c.operand, 1, 1, c.mi, 2, 2, MatrixInstr::Wgmma);
+        mmaLoop(c.operand, 1, 1, c.mi, c.ni, 2, MatrixInstr::Wgmma);
     auto make = [&](const OpDesc &desc) {
       std::string err;
       auto conv =
@@ -1692,17 +1698,23 @@ TEST_CASE("a stem reads its planar input through the patch on the CPU",
     CHECK(src.find("The planar patch") != std::string::npos);
     CHECK(src.find("in (channel, r, s) order") != std::string::npos);
     compilesWithNvrtc(src, "planar_test", /*withPrelude=*/false, {"sm_90a"});
-    // Persistent: the next tile's planes load while this one computes.
+    // Persistent (where its tiles share B): the next tile's planes load
+    // while this one computes.
     Kernel persistent = patched;
     persistent.persistentBlocks =
         std::max<int64_t>(1, launchShape(patched).blocks / 2);
+    if (M > patched.params.Kb) {
+      CHECK_FALSE(patchable(persistent, 1 << 20));
+      continue;
+    }
     REQUIRE(patchable(persistent, 1 << 20));
     CHECK(wrongOf(run(persistent, planarIn)) == 0);
     compilesWithNvrtc(emitSource(persistent), "planar_test",
                       /*withPrelude=*/false, {"sm_90a"});
   }
   // mma.sync has no planar patch.
-  const int64_t W = 20, OH = 10, OW = 10, PH = 5, PW = 5;
+  const int64_t W = 20, OH = 10, OW = 10, PH = 5, PW = 5, M = 16, FW = 8;
+  const Window win{{2, 2}, {3, 4, 3, 3}, {}};
   OpDesc d =
       describeImplicitGemm({N, H, W, IC}, {M, FH, FW, IC}, {N, OH, OW, M}, win);
   d.elementBytes = 2;
@@ -1718,6 +1730,10 @@ TEST_CASE("a stem reads its planar input through the patch on the CPU",
                       false, err);
   REQUIRE(k);
   CHECK_FALSE(patchable(*k, 1 << 20));
+  // Without a patch its slices would read NCHW as channels-last: the
+  // source refuses to compile.
+  CHECK(emitSource(*k).find("#error \"a planar input is read through a "
+                            "patch alone\"") != std::string::npos);
 }
 
 TEST_CASE("a conv_sum's K runs through both inputs on the CPU",
