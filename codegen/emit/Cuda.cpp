@@ -1009,6 +1009,7 @@ private:
   void emitThreadCoordinates(const int64_t cnt[4]);
   void emitMmaCopySlots(const MmaOperand &o);
   void emitPatch(const MmaOperand &a);
+  void emitPatchOrigin(const std::string &ind);
   void emitPlanarPatch(const MmaOperand &a, const Patch &q);
   void emitPlanarB();
   void emitPlanarFragments(const std::string &ind, const std::string &patch);
@@ -2665,16 +2666,32 @@ void Emitter::emitPatchRows(const std::string &ind, const std::string &kk,
      << q.pitch << " + kx % " << d.IC << ") * 2;\n";
 }
 
+// The first input pixel (p_ih0, p_iw0) and image p_n of the patch of the
+// tile from row bn (its base_n), where a copyPatch or patchShift begins.
+void Emitter::emitPatchOrigin(const std::string &ind) {
+  const OpDesc &d = top.desc, &pool = top.pooled->pool;
+  const PoolBox &b = top.pooled->box;
+  const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
+  os << ind << "const int p_t = int(bn / " << rows << " % " << tiles
+     << "), p_n = int(bn / " << rows * tiles << ");\n"
+     << ind << "const int p_ih0 = (p_t / " << b.tilesW << " * "
+     << b.tileH * pool.SH << " - " << pool.PH << ") * " << d.SH << " - " << d.PH
+     << ";\n"
+     << ind << "const int p_iw0 = (p_t % " << b.tilesW << " * "
+     << b.tileW * pool.SW << " - " << pool.PW << ") * " << d.SW << " - " << d.PW
+     << ";\n";
+}
+
 // A pooled implicit GEMM's A read from its input patch (Kernel::patchA):
 // each lane's ldmatrix rows' pixels in it (a_pix, bytes; 0 past the box,
 // whose rows are not pooled) and the patch's copies (copyPatch, zero
 // outside the input), issued once with the first slice's.
 void Emitter::emitPatch(const MmaOperand &a) {
-  const OpDesc &d = *a.im2col, &pool = top.pooled->pool;
+  const OpDesc &d = *a.im2col;
   const PoolBox &b = top.pooled->box;
   const Patch q = *patchOf(top);
   const MmaLoop &m = *top.mma;
-  const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
+  const int64_t rows = top.params.Nb;
   if (q.planes) {
     emitPlanarPatch(a, q);
     return;
@@ -2697,16 +2714,9 @@ void Emitter::emitPatch(const MmaOperand &a) {
      << q.rows << " rows\n"
      << "  // of " << q.cols << " pixels, " << q.pitch
      << " elements apart, from (p_ih0, p_iw0).\n"
-     << "  auto copyPatch = [&](cuts_sptr dst, long long bn) {\n"
-     << "    const int p_t = int(bn / " << rows << " % " << tiles
-     << "), p_n = int(bn / " << rows * tiles << ");\n"
-     << "    const int p_ih0 = (p_t / " << b.tilesW << " * "
-     << b.tileH * pool.SH << " - " << pool.PH << ") * " << d.SH << " - " << d.PH
-     << ";\n"
-     << "    const int p_iw0 = (p_t % " << b.tilesW << " * "
-     << b.tileW * pool.SW << " - " << pool.PW << ") * " << d.SW << " - " << d.PW
-     << ";\n"
-     << "    for (int e = tid; e < " << q.rows * q.chunks
+     << "  auto copyPatch = [&](cuts_sptr dst, long long bn) {\n";
+  emitPatchOrigin("    ");
+  os << "    for (int e = tid; e < " << q.rows * q.chunks
      << "; e += kThreads) {\n"
      << "      const int j = e / " << q.chunks << ", x = e % " << q.chunks
      << ";\n";
@@ -2732,10 +2742,9 @@ void Emitter::emitPatch(const MmaOperand &a) {
 // rows in runs (zeros outside the input: a run is inside it or outside it
 // whole), and the shift of a tile's first column in its run (patchShift).
 void Emitter::emitPlanarPatch(const MmaOperand &a, const Patch &q) {
-  const OpDesc &d = *a.im2col, &pool = top.pooled->pool;
+  const OpDesc &d = *a.im2col;
   const PoolBox &b = top.pooled->box;
   const MmaLoop &m = *top.mma;
-  const int64_t rows = top.params.Nb, tiles = b.tilesH * b.tilesW;
   const int64_t bytes = q.run * q.elementBytes;
   os << "  int a_pix[" << m.mi << "][2];\n"
      << "#pragma unroll\n"
@@ -2748,33 +2757,23 @@ void Emitter::emitPlanarPatch(const MmaOperand &a, const Patch &q) {
      << " * " << d.SH * q.pitch << " + r % " << b.boxW << " * " << d.SW
      << " : 0) + tq * 2) * " << q.elementBytes << ";\n"
      << "    }\n"
-     << "  // The tile from row bn (its base_n): its first input pixel.\n"
-     << "  auto patchOrigin = [&](long long bn, int &n, int &ih0, int &iw0) {\n"
-     << "    const int t = int(bn / " << rows << " % " << tiles << ");\n"
-     << "    n = int(bn / " << rows * tiles << ");\n"
-     << "    ih0 = (t / " << b.tilesW << " * " << b.tileH * pool.SH << " - "
-     << pool.PH << ") * " << d.SH << " - " << d.PH << ";\n"
-     << "    iw0 = (t % " << b.tilesW << " * " << b.tileW * pool.SW << " - "
-     << pool.PW << ") * " << d.SW << " - " << d.PW << ";\n"
-     << "  };\n"
-     << "  auto patchShift = [&](long long bn) {\n"
-     << "    int n, ih0, iw0;\n"
-     << "    patchOrigin(bn, n, ih0, iw0);\n"
-     << "    return (iw0 & " << q.run - 1 << ") * " << q.elementBytes << ";\n"
+     << "  auto patchShift = [&](long long bn) {\n";
+  emitPatchOrigin("    ");
+  os << "    (void)p_n, (void)p_ih0;\n"
+     << "    return (p_iw0 & " << q.run - 1 << ") * " << q.elementBytes << ";\n"
      << "  };\n"
      << "  // The planar patch into dst: " << q.planes << " planes of "
      << q.rows << " rows of " << q.chunks << " runs of " << q.run
      << " pixels.\n"
-     << "  auto copyPatch = [&](cuts_sptr dst, long long bn) {\n"
-     << "    int p_n, p_ih0, p_iw0;\n"
-     << "    patchOrigin(bn, p_n, p_ih0, p_iw0);\n"
-     << "    p_iw0 &= ~" << q.run - 1 << ";\n"
+     << "  auto copyPatch = [&](cuts_sptr dst, long long bn) {\n";
+  emitPatchOrigin("    ");
+  os << "    const int p_c0 = p_iw0 & ~" << q.run - 1 << ";\n"
      << "    for (int e = tid; e < " << q.planes * q.rows * q.chunks
      << "; e += kThreads) {\n"
      << "      const int c = e / " << q.rows * q.chunks << ", j = e / "
      << q.chunks << " % " << q.rows << ", px = e % " << q.chunks << " * "
      << q.run << ";\n"
-     << "      const int ih = p_ih0 + j, iw = p_iw0 + px;\n"
+     << "      const int ih = p_ih0 + j, iw = p_c0 + px;\n"
      << "      const bool in = unsigned(ih) < " << d.IH
      << "u && unsigned(iw) < " << d.IW << "u;\n"
      << "      cuts_cp_async" << bytes << (bytes == 16 ? "_ca" : "")
