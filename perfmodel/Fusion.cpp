@@ -60,6 +60,25 @@ int onChipOperands(mlir::Operation *S,
   return n;
 }
 
+// Whether an op of `ops` after the anchor reads a tensor from outside the
+// group as large as the anchor's result (a residual): the code generator
+// stages it with the output tile, which a pooled kernel then cannot pool.
+bool readsResidual(llvm::ArrayRef<mlir::Operation *> ops,
+                   mlir::Operation *anchor,
+                   const llvm::SmallPtrSetImpl<mlir::Operation *> &group) {
+  auto after = llvm::find(ops, anchor);
+  for (mlir::Operation *op :
+       llvm::make_range(after + (after != ops.end()), ops.end()))
+    for (mlir::Value v : op->getOperands()) {
+      mlir::Operation *def = v.getDefiningOp();
+      auto t = llvm::dyn_cast<mlir::ShapedType>(v.getType());
+      if ((!def || !group.contains(def)) && t && t.hasStaticShape() &&
+          t.getNumElements() == resultElements(anchor))
+        return true;
+    }
+  return false;
+}
+
 // g with its ranked sets best bound first, the first `keep` of them kept,
 // the best its bound; nullopt where none is ranked.
 std::optional<GroupEstimate> bestFirst(GroupEstimate g, size_t keep) {
@@ -368,6 +387,9 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
     return std::nullopt;
   if (onChipOperands(S, group) != 1)
     return std::nullopt; // the pooling alone reads the conv's result
+  const size_t split = size_t(llvm::find(ops, S) - ops.begin());
+  if (readsResidual(ops.take_front(split), P, group))
+    return std::nullopt;
   // The conv's group, ranked over every tensor-core set whose staged tile
   // (rows padded by 16 bytes) lies in its stages and whose blocks hold a
   // pooled window: the rows a box recomputes change which sets are best.
@@ -377,7 +399,6 @@ FusionModel::estimatePooled(llvm::ArrayRef<mlir::Operation *> ops,
         q.Nb * (q.Kb + 8) * dp.elementBytes <= tensorCoreSharedBytes(dp, q))
       sets.push_back(q);
   });
-  const size_t split = size_t(llvm::find(ops, S) - ops.begin());
   std::optional<GroupEstimate> first =
       estimateKernel(ops.take_front(split), &sets);
   if (!first || first->anchor != P)

@@ -48,6 +48,9 @@ private:
 double MeasuredCost::operator()(llvm::ArrayRef<mlir::Operation *> ops,
                                 const GroupEstimate &e) {
   const auto &list = candidates.of(ops, e);
+  // No candidate, and the bound's set does not lower either: no kernel.
+  if (list.empty() && !std::isfinite(boundCost(ops, e)))
+    return INFINITY;
   bool any = false;
   for (const GroupCandidate &c : list) {
     if (cache.find(c.tc.key))

@@ -1463,6 +1463,28 @@ def inflated(name, d):
     return os.path.join(d, name + ".onnx")
 
 
+def check_unmeasured_tuning(runner):
+    """Exported ResNet-50 at batch 1, compiled in fp16 from an empty tuning
+    cache (a tuned compile's path, nothing measured: a GPU-less rebuild, or
+    a tuning budget spent): every group the search picks has a kernel. Its
+    last conv, residual add and ReLU once became a pooled implicit GEMM
+    with the global average pooling, whose staged tile cannot be pooled
+    with a residual, and the compile failed with no kernel for it."""
+    d = os.path.join(runner.work, "unmeasured_r50")
+    path = inflated("resnet50_b1_ts17", d)
+    cache = os.path.join(d, "empty.json")
+    with open(cache, "w") as f:
+        json.dump({"entries": {}, "format": 1}, f)
+    out = os.path.join(d, "out")
+    r = runner.run("compile", path, "--arch", "h200", "--precision", "fp16",
+                   "-o", out, "--tuning", cache)
+    require(r.returncode == 0, "compile failed: " + r.stderr)
+    groups = json.load(open(os.path.join(out, "tuning.json")))["groups"]
+    pooled = [g["ops"] for g in groups if g.get("fusion") == "pooled"]
+    require(not any("add(" in g for g in pooled),
+            "a pooled group with a residual: %s" % pooled)
+
+
 def read_manifest(art):
     """The artifact's manifest (its JSON section)."""
     import json
@@ -2563,6 +2585,9 @@ def main():
         runner.check("precision errors", check_precision_errors, runner)
     if not a.k or "bert" in a.k:
         runner.check("exported BERT (2 layers)", check_exported_bert, runner)
+    if not a.k or "unmeasured" in a.k:
+        runner.check("exported ResNet-50 from an empty tuning cache",
+                     check_unmeasured_tuning, runner)
     if first:
         (art, inputs), shapes = first
         runner.check("bad artifacts and inputs", check_errors, runner, art,
