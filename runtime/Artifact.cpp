@@ -108,7 +108,8 @@
 //                          run's work forks from and joins its stream
 //     pdl          bool    (optional, false) a generated kernel launched as
 //                          a programmatic dependent of the step before it,
-//                          a generated kernel on the same stream
+//                          a kernel (generated or a library call) on the
+//                          same stream
 //
 // A kernel or copy never writes an input or a weight (the caller's inputs
 // stay intact and weights are shared by every session of a model).
@@ -1015,11 +1016,11 @@ bool validateStreams(const Manifest &m, std::string &error) {
       return fail(join(p, "after"),
                   "step " + std::to_string(s.after) + " is on the same stream");
     if (s.pdl) {
-      if (i == 0 || !generated(s) || !generated(m.steps[i - 1]) ||
+      if (i == 0 || !generated(s) || m.steps[i - 1].kernel < 0 ||
           m.steps[i - 1].stream != s.stream || s.after >= 0)
         return fail(join(p, "pdl"),
-                    "a programmatic launch follows a generated kernel on its "
-                    "stream and waits for no other step");
+                    "a programmatic launch follows a kernel on its stream "
+                    "and waits for no other step");
     }
     if (s.stream == 0) {
       joined = joined || (lastSide >= 0 && s.after == lastSide);

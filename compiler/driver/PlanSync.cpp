@@ -52,12 +52,18 @@ bool Packager::generatedStep(const rt::Step &s) const {
          !rawSources.count(uniqueOfKernel[size_t(s.kernel)]);
 }
 
+// A generated kernel after another or after a library call (cuBLASLt and
+// cuDNN end in kernels, whose completion griddepcontrol.wait awaits), not
+// after a copy or cuSync's wait and epoch kernels.
 void Packager::markProgrammaticLaunches() {
   for (size_t i = 1; i < m.steps.size(); ++i) {
     rt::Step &s = m.steps[i];
-    s.pdl = generatedStep(s) && generatedStep(m.steps[i - 1]) &&
-            m.steps[i - 1].stream == s.stream && s.after < 0 &&
-            !noPdl.count(s.kernel);
+    const rt::Step &before = m.steps[i - 1];
+    const bool launched =
+        generatedStep(before) ||
+        (before.kernel >= 0 && m.kernels[size_t(before.kernel)].isLibrary());
+    s.pdl = generatedStep(s) && launched && before.stream == s.stream &&
+            s.after < 0 && !noPdl.count(s.kernel);
   }
 }
 

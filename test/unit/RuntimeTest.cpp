@@ -1420,6 +1420,21 @@ TEST_CASE("library specs carry their math; older ones decode as fp32",
   CHECK(error.find("activation 3") != std::string::npos);
 }
 
+TEST_CASE("a programmatic launch may follow a library call", "[runtime]") {
+  // griddepcontrol.wait awaits the library's last kernel like any other.
+  ArtifactContents c = libraryContents(true);
+  c.manifest.steps[1].pdl = true;
+  std::string error;
+  auto a = parseArtifact(serializeArtifact(c), error);
+  INFO(error);
+  REQUIRE(a);
+  CHECK(a->manifest.steps[1].pdl);
+  // Not after a copy: there is no kernel whose completion it awaits.
+  c.manifest.steps.insert(c.manifest.steps.begin() + 1, Step{-1, 4, 5});
+  CHECK(rejection(serializeArtifact(c)).find("programmatic") !=
+        std::string::npos);
+}
+
 TEST_CASE("library kernel validation", "[runtime]") {
   ArtifactContents c = libraryContents(true);
   KernelLaunch &k = c.manifest.kernels[0];
