@@ -110,6 +110,13 @@
 //                          a programmatic dependent of the step before it,
 //                          a kernel (generated or a library call) on the
 //                          same stream
+//     overPdl      bool    (optional, false) a cuSync consumer (a side
+//                          step after its wait kernel, the step before
+//                          that its producer on stream 0, the next step
+//                          joining) that runs over PDL where the GPU has
+//                          it: right after its producer on stream 0, as its
+//                          programmatic dependent, the wait kernel skipped;
+//                          elsewhere as written
 //
 // A kernel or copy never writes an input or a weight (the caller's inputs
 // stay intact and weights are shared by every session of a model).
@@ -313,6 +320,8 @@ Json manifestJson(const Manifest &m) {
     }
     if (s.pdl)
       js["pdl"] = true;
+    if (s.overPdl)
+      js["overPdl"] = true;
     if (!s.collective.empty())
       js["collective"] = s.collective;
     if (!s.engine.empty())
@@ -697,6 +706,12 @@ bool readManifest(const Json &j, Manifest &m, std::string &error) {
         return false;
       s.pdl = v.get<bool>();
     }
+    if (js.contains("overPdl")) {
+      const Json &v = js["overPdl"];
+      if (!r.expect(v, join(p, "overPdl"), v.is_boolean(), "a boolean"))
+        return false;
+      s.overPdl = v.get<bool>();
+    }
     if (js.contains("collective") && !r.str(js, p, "collective", s.collective))
       return false;
     if (js.contains("engine") && !r.str(js, p, "engine", s.engine))
@@ -1021,6 +1036,18 @@ bool validateStreams(const Manifest &m, std::string &error) {
         return fail(join(p, "pdl"),
                     "a programmatic launch follows a kernel on its stream "
                     "and waits for no other step");
+    }
+    if (s.overPdl) {
+      // The side run is [wait kernel, consumer] and the next step joins it.
+      const Step *hold = i >= 2 ? &m.steps[i - 1] : nullptr;
+      if (!hold || s.stream != 1 || !generated(s) || s.after >= 0 ||
+          hold->stream != 1 || hold->kernel < 0 || !generated(m.steps[i - 2]) ||
+          m.steps[i - 2].stream != 0 || i + 1 >= m.steps.size() ||
+          m.steps[i + 1].after != int(i))
+        return fail(join(p, "overPdl"),
+                    "a consumer over PDL is a side run's second step, after "
+                    "its wait kernel, its producer on stream 0 just before "
+                    "and the next step joining it");
     }
     if (s.stream == 0) {
       joined = joined || (lastSide >= 0 && s.after == lastSide);

@@ -869,7 +869,7 @@ std::pair<CUdeviceptr, uint64_t> workspaceOf(const cuts_session &s, size_t i) {
 }
 
 /// Enqueues step `i`'s work on `stream`, as a programmatic dependent of
-/// the kernel before it where `pdl`.
+/// the kernel before it where `pdl` (and the device launches them).
 cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
   const ModelImpl &m = *s.model;
   const PlanImpl &p = *s.plan;
@@ -925,7 +925,7 @@ cuts_status enqueueStep(cuts_session &s, size_t i, CUstream stream, bool pdl) {
   }
   void **args = k.args.empty() ? nullptr : s.argPointers.data();
   CUresult r = CUDA_SUCCESS;
-  if (pdl && step.pdl && m.pdl) {
+  if (pdl && m.pdl) {
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value = 1;
@@ -957,14 +957,24 @@ cuts_status runStep(cuts_session &s, size_t i, bool pdl) {
   const ModelImpl &m = *s.model;
   const PlanImpl &p = *s.plan;
   const std::vector<CUevent> &events = s.stepEvent[planIndex(s)];
-  const Step &step = p.manifest().steps[i];
-  CUstream stream = step.stream ? s.side : s.stream;
+  const std::vector<Step> &steps = p.manifest().steps;
+  const Step &step = steps[i];
+  // A consumer over PDL runs right after its producer on the session's
+  // stream, as its programmatic dependent (or, after host copies, plainly
+  // after it); its wait kernel, the step before, is then skipped.
+  if (i + 1 < steps.size() && steps[i + 1].overPdl) {
+    s.skippedHold = pdl && m.pdl ? i : SIZE_MAX;
+    if (s.skippedHold == i)
+      return CUTS_OK;
+  }
+  const bool overPdl = step.overPdl && i > 0 && s.skippedHold == i - 1;
+  CUstream stream = step.stream && !overPdl ? s.side : s.stream;
   if (step.after >= 0)
     if (CUresult r = m.d->cuStreamWaitEvent(stream, events[step.after], 0))
       return cudaFail(r, "step " + std::to_string(i) + ": waiting for step " +
                              std::to_string(step.after) +
                              " (cuStreamWaitEvent)");
-  if (cuts_status st = enqueueStep(s, i, stream, pdl))
+  if (cuts_status st = enqueueStep(s, i, stream, pdl && (step.pdl || overPdl)))
     return st;
   if (p.recorded[i])
     if (CUresult r = m.d->cuEventRecord(events[i], stream))

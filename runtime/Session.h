@@ -455,6 +455,8 @@ struct cuts_session {
   // in.
   cuts::rt::CUstream side = nullptr;
   std::vector<std::vector<cuts::rt::CUevent>> stepEvent;
+  // The wait kernel step runStep skipped last: its consumer runs over PDL.
+  size_t skippedHold = SIZE_MAX;
   cuts::rt::CUdeviceptr state = 0;
   bool useGraph = false;
   // Inside capture(): library steps run their library call, not their

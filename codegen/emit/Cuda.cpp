@@ -3969,16 +3969,29 @@ void Emitter::emitWaits() {
 
 // Before anything another kernel writes is read: the previous kernel's
 // completion (PDL) and this block's producer tiles (cuSync). No early
-// griddepcontrol.launch_dependents: a dependent launched at the start of our
-// blocks packed its blocks onto the SMs ours left free (18-65% slower at
-// batch 1 on an H200); at our blocks' exit it gains 3-7%.
+// griddepcontrol.launch_dependents in general: a dependent launched at the
+// start of our blocks packed its blocks onto the SMs ours left free (18-65%
+// slower at batch 1 on an H200); at our blocks' exit it gains 3-7%.
+//
+// A cuSync pair may run over PDL (rt::Step::overPdl): the consumer, the
+// producer's programmatic dependent, launches once every producer block has
+// passed its own griddepcontrol.wait, so all kernels before the producer
+// are done, and no consumer block can take an SM before a producer block
+// (what the wait kernel ensures on two streams). The consumer then waits
+// for its producer tiles alone; on two streams, after the wait kernel, its
+// griddepcontrol.wait would return at once anyway.
 void Emitter::emitDependenceWaits() {
-  if (target == Target::Cuda)
+  if (target == Target::Cuda && top.waits.empty())
     os << "  // Programmatic dependent launch (sm_90): nothing the previous "
           "kernel\n"
        << "  // writes is read before it has finished.\n"
        << "#if __CUDA_ARCH__ >= 900\n"
        << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+       << "#endif\n";
+  if (target == Target::Cuda && top.post)
+    os << "#if __CUDA_ARCH__ >= 900\n"
+       << "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: "
+          "\"memory\");\n"
        << "#endif\n";
   emitWaits();
 }

@@ -248,7 +248,8 @@ std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
 
 SyncEstimate estimate(const Dependence &d, const Policy &p,
                       const KernelTiming &producer,
-                      const KernelTiming &consumer, int64_t sms) {
+                      const KernelTiming &consumer, int64_t sms,
+                      double overheadUs) {
   const int64_t bp = d.producer.blocks(), bc = d.consumer.blocks();
   const int64_t slotsP = sms * std::max<int64_t>(producer.perSM, 1);
   const int64_t slotsC = sms * std::max<int64_t>(consumer.perSM, 1);
@@ -276,7 +277,7 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
   e.streamUs = producer.us + consumer.us;
   e.earlyTiles = ready;
   e.syncUs = producer.us + double((bc - ready + slotsC - 1) / slotsC) * waveC +
-             kSyncOverheadUs;
+             overheadUs;
   return e;
 }
 

@@ -64,6 +64,11 @@ struct KernelTiming {
 /// kernel and the streams' fork and join (about 7 us on an H200, the
 /// difference at 64 rows of cuts-sync-bench, where no wave is saved).
 constexpr double kSyncOverheadUs = 7.0;
+/// Over PDL (one stream, the consumer the producer's programmatic
+/// dependent: no wait kernel, fork or join) the epoch's increment and the
+/// semaphores' traffic: 0.5-2.7 us at 1 row of cuts-sync-bench's fp16 MLPs
+/// on an H200, against 3-5 us on two streams.
+constexpr double kSyncOverPdlOverheadUs = 1.5;
 
 /// The model's estimate for a pair (the paper's wave quantisation, §I):
 /// in stream order the consumer's waves start after the producer's last;
@@ -78,7 +83,8 @@ struct SyncEstimate {
 
 SyncEstimate estimate(const Dependence &d, const Policy &p,
                       const KernelTiming &producer,
-                      const KernelTiming &consumer, int64_t sms);
+                      const KernelTiming &consumer, int64_t sms,
+                      double overheadUs = kSyncOverheadUs);
 
 } // namespace cuts::codegen::sync
 

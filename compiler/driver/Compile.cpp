@@ -59,6 +59,7 @@ std::string syncJson(const std::vector<SyncDecision> &all) {
          {"consumer", d.consumer},
          {"chosen", d.chosen},
          {"policy", d.policy},
+         {"overPdl", d.overPdl},
          {"why", d.why},
          {"streamUs", d.streamUs},
          {"syncUs", d.syncUs},

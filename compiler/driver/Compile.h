@@ -64,13 +64,14 @@ struct CompileOptions {
 struct SyncDecision {
   std::string producer, consumer; // the kernels' names before the pair
   bool chosen = false;
-  std::string policy; // the best policy estimated ("" if none applies)
-  std::string why;    // why not chosen
+  std::string policy;   // the best policy estimated ("" if none applies)
+  bool overPdl = false; // the pair runs over PDL (rt::Step::overPdl)
+  std::string why;      // why not chosen
   double streamUs = 0, syncUs = 0; // the model's estimate
   int64_t earlyTiles = 0;
   /// The tuner's times (compile --tune, or its cache), when it timed the
   /// pair: in stream order, as a programmatic dependent (0: not timed) and
-  /// under `policy`, the fastest policy then.
+  /// under `policy` (over PDL where overPdl), the fastest way then.
   bool measured = false;
   std::string key; // the tuning cache's name for the pair (tune::pairKey)
   double measuredStreamUs = 0, measuredPdlUs = 0, measuredSyncUs = 0;

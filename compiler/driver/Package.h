@@ -60,12 +60,14 @@ private:
     codegen::sync::Policy policy; // the model's best
     codegen::sync::SyncEstimate estimate;
     std::vector<codegen::sync::Policy> policies; // every one that applies
+    bool overPdl = false; // run over PDL (rt::Step::overPdl)
   };
   std::optional<SyncPair> syncCandidate(size_t step, SyncDecision &d);
   /// The pair as the tuner times it (every policy's two kernels).
   tune::PairCandidate pairCandidate(const SyncPair &p) const;
   /// Whether the pair is made: the tuner's times where the cache has them,
-  /// else the model's estimate; fills d (and p.policy with the winner).
+  /// else the model's estimate; fills d (and p.policy and p.overPdl with
+  /// the winner).
   bool decide(SyncPair &p, SyncDecision &d);
   /// The producer's post and consumer's wait kernels under one policy.
   std::pair<codegen::Kernel, codegen::Kernel>

@@ -18,6 +18,7 @@
 #include "perfmodel/Roofline.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace cuts::driver {
 namespace {
@@ -43,6 +44,12 @@ bool readsOnlyThrough(const codegen::Kernel &k, int t, int f) {
         return false;
     }
   return true;
+}
+
+// Whether the GPU launches programmatic dependents (PDL: sm_90 and later).
+bool hasPdl(const GpuArch &arch) {
+  const std::string &a = arch.computeArch;
+  return a.rfind("sm_", 0) == 0 && std::atoi(a.c_str() + 3) >= 90;
 }
 
 } // namespace
@@ -136,15 +143,19 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
         kernelUs[size_t(launch)],
         std::max<int64_t>(1, blocksPerSM(k.desc, k.params, opts.arch))};
   };
+  // Untimed, a pair runs over PDL wherever the GPU has it.
+  const bool overPdl = hasPdl(opts.arch);
   std::optional<SyncPair> best;
   for (const codegen::sync::Policy &p : codegen::sync::policies(*dep)) {
-    auto e = codegen::sync::estimate(*dep, p, timing(kp, sp.kernel),
-                                     timing(kc, sc.kernel), opts.arch.numSM);
+    auto e = codegen::sync::estimate(
+        *dep, p, timing(kp, sp.kernel), timing(kc, sc.kernel), opts.arch.numSM,
+        overPdl ? codegen::sync::kSyncOverPdlOverheadUs
+                : codegen::sync::kSyncOverheadUs);
     if (!best || e.gain() > best->estimate.gain())
-      best = SyncPair{i, fetch, *dep, p, e, {}};
+      best = SyncPair{i, fetch, *dep, p, e, {}, overPdl};
     best->policies.push_back(p);
   }
-  d.policy = best->policy.name;
+  d.policy = best->policy.name, d.overPdl = overPdl;
   d.streamUs = best->estimate.streamUs, d.syncUs = best->estimate.syncUs;
   d.earlyTiles = best->estimate.earlyTiles;
   return best;
@@ -223,9 +234,12 @@ bool Packager::decide(SyncPair &p, SyncDecision &d) {
   auto stream = timed("stream");
   const codegen::sync::Policy *fastest = nullptr;
   double syncUs = 0;
+  bool overPdl = false;
   for (const codegen::sync::Policy &policy : p.policies)
-    if (auto us = timed(policy.name); us && (!fastest || *us < syncUs))
-      fastest = &policy, syncUs = *us;
+    for (bool pdl : {false, true})
+      if (auto us = timed(policy.name + (pdl ? "/pdl" : ""));
+          us && (!fastest || *us < syncUs))
+        fastest = &policy, syncUs = *us, overPdl = pdl;
   if (stream && fastest) {
     // The tuner's word: a policy is kept only where it beats stream order
     // and PDL, by more than the replays' spread.
@@ -233,7 +247,7 @@ bool Packager::decide(SyncPair &p, SyncDecision &d) {
     d.measured = true;
     d.measuredStreamUs = *stream, d.measuredPdlUs = pdl.value_or(0);
     d.measuredSyncUs = syncUs, d.policy = fastest->name;
-    p.policy = *fastest;
+    p.policy = *fastest, p.overPdl = d.overPdl = overPdl;
     const double best = std::min(*stream, pdl.value_or(*stream));
     if (pdl && *pdl > *stream * (1 + kMinMeasuredGain))
       noPdl.insert(m.steps[p.step + 1].kernel);
@@ -356,7 +370,7 @@ bool Packager::addSyncPairs(std::string &error) {
     pushMain(m.steps[p.step]);
     steps.push_back({hold, -1, -1, 1, fork});
     steps.push_back(m.steps[p.step + 1]);
-    steps.back().stream = 1;
+    steps.back().stream = 1, steps.back().overPdl = p.overPdl;
     join = int(steps.size() - 1);
     next = p.step + 2;
   }

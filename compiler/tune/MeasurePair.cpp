@@ -8,7 +8,9 @@
 // into one CUDA graph; the ways are replayed in turn, round by round, so
 // clock and thermal drift fall on all of them alike. The synchronised ways
 // run as the runtime runs them: the consumer on a side stream of the
-// lowest priority forked before the producer, the epoch kernel last.
+// lowest priority forked before the producer, or over PDL (where the GPU
+// has it) the consumer the producer's programmatic dependent on its
+// stream; the epoch kernel last.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/tune/Tuner.h"
@@ -344,6 +346,18 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
           return r ? r : launch(epoch, main, {epochWord});
         },
         true);
+    if (pdl) // over PDL: one stream, no wait kernel, fork or join
+      ways.emplace_back(
+          s.policy + "/pdl",
+          [&, this, i](size_t k) {
+            auto pp = pa[k], cc = ca[k];
+            pp.insert(pp.end(), {sems, started});
+            cc.insert(cc.end(), {sems, epochWord});
+            cu::CUresult r = launch(posts[i], main, pp);
+            r = r ? r : launch(waits[i], main, cc, true);
+            return r ? r : launch(epoch, main, {epochWord});
+          },
+          true);
   }
   std::vector<cu::CUdeviceptr> outputs;
   for (size_t a = 0; a < ca[0].size(); ++a)

@@ -1501,7 +1501,8 @@ def read_manifest(art):
 def check_sync_modes(runner, path, d):
     """By default each generated kernel after another is a programmatic
     dependent (PDL); --no-sync leaves stream order alone; --sync-all adds a
-    side stream, the semaphores and the epoch."""
+    side stream, the semaphores and the epoch, each consumer over PDL (sm_90
+    has it), and runs on the GPU as stream order does."""
     modes = {}
     for flag in ("", "--no-sync", "--sync-all"):
         out = os.path.join(d, "mode" + flag.replace("-", "_"))
@@ -1520,6 +1521,15 @@ def check_sync_modes(runner, path, d):
     names = [m["kernels"][s["kernel"]]["name"] for s in m["steps"]]
     require(names[-1] == "cuts_sync_epoch" and "cuts_sync_wait" in names,
             "the epoch and wait kernels: %s" % names)
+    waits = [i for i, n in enumerate(names) if n == "cuts_sync_wait"]
+    require(all(m["steps"][i + 1].get("overPdl") for i in waits),
+            "consumers not over PDL: %s" % m["steps"])
+    if runner.gpu:
+        r = runner.run("run", os.path.join(d, "mode__sync_all", "model.cuts"),
+                       "--compare", os.path.join(d, "ref"),
+                       *save_npy_feeds(d, feeds(MODELS["mlp"][1], 7)))
+        require(r.returncode == 0, "synchronised run over PDL: " + r.stdout +
+                r.stderr)
 
 
 def check_sync_tuned(runner, path, d):
@@ -1550,11 +1560,14 @@ def check_sync_tuned(runner, path, d):
             "untimed pairs: %s" % report)
     pair = report[0]
 
-    def times(stream, pdl, policy):
+    def times(stream, pdl, policy, over_pdl=None):
         k = pair["key"] + "/pair/"
-        return {k + "stream": {"us": stream, "note": ""},
-                k + "pdl": {"us": pdl, "note": ""},
-                k + pair["policy"]: {"us": policy, "note": ""}}
+        t = {k + "stream": {"us": stream, "note": ""},
+             k + "pdl": {"us": pdl, "note": ""},
+             k + pair["policy"]: {"us": policy, "note": ""}}
+        if over_pdl is not None:
+            t[k + pair["policy"] + "/pdl"] = {"us": over_pdl, "note": ""}
+        return t
 
     out, report, m = compile_with(times(100.0, 100.0, 50.0))
     require(report[0]["chosen"] and report[0]["measured"]["syncUs"] == 50.0,
@@ -1570,6 +1583,22 @@ def check_sync_tuned(runner, path, d):
     require("made %s -> %s" % (pair["producer"], pair["consumer"]) in out and
             "measured 100.0 us in stream order" in out, out)
     require(any(s.get("stream") == 1 for s in m["steps"]), "no side stream")
+    require(not report[0]["overPdl"] and
+            not any(s.get("overPdl") for s in m["steps"]),
+            "two streams measured, over PDL not: %s" % m["steps"])
+    if runner.gpu:  # the pair on two streams
+        r = runner.run("run", os.path.join(d, "tuned-sync", "model.cuts"),
+                       "--compare", os.path.join(d, "ref"),
+                       *save_npy_feeds(d, feeds(MODELS["mlp"][1], 7)))
+        require(r.returncode == 0, "a pair on two streams: " + r.stdout +
+                r.stderr)
+    # Over PDL measured fastest: the consumer runs so.
+    out, report, m = compile_with(times(100.0, 100.0, 50.0, 40.0))
+    require(report[0]["chosen"] and report[0]["overPdl"] and
+            report[0]["measured"]["syncUs"] == 40.0 and
+            "over PDL" in out and
+            any(s.get("overPdl") for s in m["steps"]),
+            "a pair measured fastest over PDL runs so: %s" % report[0])
     out, report, m = compile_with(times(100.0, 150.0, 120.0))
     require(not report[0]["chosen"] and
             report[0]["why"] == "the tuner measured no gain",
@@ -2081,7 +2110,8 @@ def check_offload(runner):
     """--weight-budget: BERT (2 layers) with at most a budget of weights on
     the GPU, the rest streamed from the artifact file chunk by chunk (two
     slots); its outputs are the resident run's, bit for bit, with a budget
-    of a few chunks and with one chunk a step; bench reports the bytes
+    of a few chunks and with one chunk a step, and so are those of its
+    cuSync pairs (--sync-all, over PDL) streamed; bench reports the bytes
     streamed a run, their read rate and a plain sequential read's. A budget
     below the largest step's weights, or one that is not a size, is a
     clear error."""
@@ -2118,6 +2148,18 @@ def check_offload(runner):
                        "--compare", ref, "--tolerance", "1e-12")
         require(r.returncode == 0, "budget %d: %s%s" % (budget, r.stdout,
                                                         r.stderr))
+    # cuSync pairs (over PDL) whose steps chunks may start at.
+    synced = os.path.join(d, "sync")
+    r = runner.run("compile", os.path.join(d, "bert_small_s128_dyn20.onnx"),
+                   "--arch", "sm_90", "-o", synced, "--sync-all")
+    require(r.returncode == 0 and "cuSync: 0 of" not in r.stdout,
+            "compile --sync-all: " + r.stdout + r.stderr)
+    for budget in (2 * most, 8 * most):
+        r = runner.run("run", os.path.join(synced, "model.cuts"), *feeds,
+                       "--weight-budget", str(budget), "--compare", ref,
+                       "--tolerance", "1e-12")
+        require(r.returncode == 0, "synchronised, budget %d: %s%s"
+                % (budget, r.stdout, r.stderr))
     # A total of the arena and two slots of two steps streams too.
     arena = int(json.loads(runner.run("bench", art, "--iters", "1",
                                       "--json").stdout)["arena_bytes"])

@@ -854,6 +854,31 @@ TEST_CASE("side-stream steps and state tensors", "[runtime]") {
   reject([](Json &j) { j["steps"][2]["pdl"] = true; }, "programmatic"); // joins
   reject([](Json &j) { j["steps"][0]["pdl"] = true; }, "programmatic");
   reject([](Json &j) { j["steps"][1]["pdl"] = 1; }, "a boolean");
+  // Over PDL: the side run's second step (after its wait kernel), the
+  // producer just before it, the next step joining.
+  auto overPdl = [](Json &j) {
+    j["steps"][1]["stream"] = 1, j["steps"][1]["after"] = 0;
+    j["steps"][2]["stream"] = 1, j["steps"][2]["overPdl"] = true;
+    j["steps"][3]["after"] = 2;
+  };
+  auto o = parseArtifact(withManifest(overPdl), error);
+  INFO(error);
+  REQUIRE(o);
+  CHECK(o->manifest.steps[2].overPdl);
+  CHECK(parseArtifact(serializeArtifact(contentsOf(*o)), error)
+            ->manifest.steps[2]
+            .overPdl);
+  auto rejectOverPdl = [&](std::function<void(Json &)> edit) {
+    std::string e = rejection(withManifest([&](Json &j) {
+      overPdl(j);
+      edit(j);
+    }));
+    INFO(e);
+    CHECK(e.find("overPdl") != std::string::npos);
+  };
+  rejectOverPdl([](Json &j) { j["steps"][1]["overPdl"] = true; }); // a hold
+  rejectOverPdl([](Json &j) { j["steps"][3]["after"] = -1; });     // no join
+  rejectOverPdl([](Json &j) { j["steps"][2]["overPdl"] = "yes"; });
   reject(
       [](Json &j) {
         j["tensors"][6]["kind"] = "state";

@@ -417,6 +417,15 @@ TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
   for (const Policy &policy : policies(*d)) {
     INFO(policy.name);
     auto [sp, sc, hp, hc] = synchronised(*p, *c, *d, policy, 0);
+    // Either may run over PDL: the producer lets its dependent launch once
+    // past its own griddepcontrol.wait; the consumer waits for its tiles
+    // alone (its launch came after everything before the producer).
+    const std::string ps = emitSource(sp), cs = emitSource(sc);
+    const size_t trigger = ps.find("griddepcontrol.launch_dependents");
+    REQUIRE(trigger != std::string::npos);
+    CHECK(ps.find("griddepcontrol.wait") < trigger);
+    CHECK(cs.find("griddepcontrol.wait") == std::string::npos);
+    CHECK(cs.find("griddepcontrol.launch_dependents") == std::string::npos);
     std::vector<unsigned> sems(size_t(policy.semaphores(d->producer)), 0);
     unsigned started = 0, epoch = 0;
     std::vector<uint16_t> mid(y1.size(), 0xffff); // NaN until stored

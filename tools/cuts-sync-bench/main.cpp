@@ -5,8 +5,11 @@
 // generated with the parameters the model ranks first (with --tilings N,
 // each pair of the first N block shapes of each), run back to back on
 // one stream (StreamSync), as programmatic dependents (PDL) and with each
-// policy the analysis proposes (producer and consumer on two streams, the
-// consumer's tiles waiting for the producer tiles they read). Each variant
+// policy the analysis proposes (the consumer's tiles waiting for the
+// producer tiles they read), producer and consumer on two streams with the
+// wait kernel, and over PDL: on one stream, the consumer a programmatic
+// dependent that the producer's blocks launch once each has started. Each
+// variant
 // is one CUDA graph replayed; its output must equal StreamSync's bit for
 // bit, with the intermediate poisoned (NaN) before every checked run. Each
 // policy also runs eagerly with its consumer enqueued first (no deadlock).
@@ -292,17 +295,41 @@ uint16_t toHalf(float f) {
   return uint16_t(h);
 }
 
-// One line of the table: times in us (stream, pdl, TileSync, RowSync; NaN
-// where a policy does not apply), gains against `streamUs` in %.
+// The ways a pair runs: stream order, PDL, each policy on two streams
+// (the wait kernel), each policy over PDL (one stream).
+constexpr int kWays = 6;
+const char *const kWayNames[kWays] = {"stream",  "pdl",          "TileSync",
+                                      "RowSync", "TileSync/pdl", "RowSync/pdl"};
+
+int wayOf(const std::string &name) {
+  for (int i = 0; i < kWays; ++i)
+    if (name == kWayNames[i])
+      return i;
+  return -1;
+}
+
+// The fastest synchronised way (2..5), or INFINITY where none applies.
+double fastestSynced(const double times[kWays]) {
+  double t = INFINITY;
+  for (int i = 2; i < kWays; ++i)
+    if (!std::isnan(times[i]))
+      t = std::min(t, times[i]);
+  return t;
+}
+
+// One line of the table: times in us (NaN where a policy does not apply),
+// gains against stream order in %.
 void printRow(int64_t rows, const std::string &tiles, double waves,
-              const double times[4], double cublasUs, double streamUs,
-              double syncedUs, double predicted, bool same) {
-  std::printf(
-      "%6lld %17s %6.2f %10.1f %9.1f %9.1f %9.1f %9.1f %6.1f%% "
-      "%6.1f%% %8.1f%% %4s\n",
-      (long long)rows, tiles.c_str(), waves, times[0], times[1], times[2],
-      times[3], cublasUs, 100.0 * (streamUs - times[1]) / streamUs,
-      100.0 * (streamUs - syncedUs) / streamUs, predicted, same ? "yes" : "NO");
+              const double times[kWays], double cublasUs, double predicted,
+              bool same) {
+  const double stream = times[0];
+  std::printf("%6lld %17s %6.2f %9.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f "
+              "%6.1f%% %6.1f%% %8.1f%% %4s\n",
+              (long long)rows, tiles.c_str(), waves, times[0], times[1],
+              times[2], times[3], times[4], times[5], cublasUs,
+              100.0 * (stream - times[1]) / stream,
+              100.0 * (stream - fastestSynced(times)) / stream, predicted,
+              same ? "yes" : "NO");
   std::fflush(stdout);
 }
 
@@ -392,9 +419,10 @@ int main(int argc, char **argv) {
                 (long long)F, (long long)H,
                 fp16 ? "fp16 on tensor cores (fp32 output)" : "fp32");
   // Gains against stream order: PDL's, the best policy's, the model's.
-  std::printf("%6s %17s %6s %10s %9s %9s %9s %9s %7s %7s %9s %4s\n", "rows",
-              "tiles p/c", "waves", "stream us", "pdl us", "tile us", "row us",
-              "cublas us", "pdl", "sync", "predicted", "same");
+  std::printf("%6s %17s %6s %9s %8s %8s %8s %8s %8s %9s %7s %7s %9s %4s\n",
+              "rows", "tiles p/c", "waves", "stream us", "pdl us", "tile us",
+              "row us", "tile/pdl", "row/pdl", "cublas us", "pdl", "sync",
+              "predicted", "same");
   std::mt19937 rng(0);
   for (int64_t M : rows) {
     const Chain ch = conv ? convs(M, channels, side) : mlp(M, H, F, fp16);
@@ -512,8 +540,9 @@ int main(int argc, char **argv) {
       cuGraphExecDestroy(g);
     }
     std::vector<float> ref(size_t(ch.y2)), got(size_t(ch.y2));
-    // Each way's fastest pair: stream, pdl, TileSync, RowSync.
-    double best[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+    // Each way's fastest pair.
+    double best[kWays];
+    std::fill(best, best + kWays, INFINITY);
     bool same = true;
     for (const Pair &pr : pairs) {
       const Kernel &p = *pr.p, &c = *pr.c;
@@ -565,10 +594,19 @@ int main(int argc, char **argv) {
               CHECK_CU(cuStreamWaitEvent(sa, join, 0));
               launch(next, sa, {&b.epoch});
             }));
+        // Over PDL: one stream, the consumer launched once every producer
+        // block has started (no wait kernel, no fork or join).
+        graphs.emplace_back(
+            pr.policies[v].name + "/pdl", capture([&] {
+              launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems, &started});
+              launchDependent(lw, sa, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});
+              launch(next, sa, {&b.epoch});
+            }));
       }
       // Check (intermediate and output poisoned first) against the pair's
       // stream order, and time each.
-      double times[4] = {NAN, NAN, NAN, NAN}, alone[2] = {0, 0};
+      double times[kWays], alone[2] = {0, 0};
+      std::fill(times, times + kWays, NAN);
       for (size_t v = 0; v < graphs.size(); ++v) {
         zeroSemaphores();
         const bool reference = v == 0;
@@ -599,10 +637,7 @@ int main(int argc, char **argv) {
         if (name == "producer" || name == "consumer")
           alone[name == "producer" ? 0 : 1] = us;
         else
-          times[name == "stream"     ? 0
-                : name == "pdl"      ? 1
-                : name == "TileSync" ? 2
-                                     : 3] = us;
+          times[wayOf(name)] = us;
       }
       // Consumer first, eagerly: its wait kernel and tiles (waves of them,
       // each to spin) enqueued 2 ms before the producer. The hold keeps
@@ -624,12 +659,9 @@ int main(int argc, char **argv) {
                        tiles.c_str());
         }
       }
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < kWays; ++i)
         if (!std::isnan(times[i]))
           best[i] = std::min(best[i], times[i]);
-      const double synced =
-          std::min(std::isnan(times[2]) ? INFINITY : times[2],
-                   std::isnan(times[3]) ? INFINITY : times[3]);
       // The model's best policy, from the kernels' times alone.
       double predicted = -INFINITY;
       for (const sync::Policy &pol : pr.policies) {
@@ -637,8 +669,7 @@ int main(int argc, char **argv) {
             pr.dep, pol, {alone[0], perSM(lp)}, {alone[1], perSM(lc)}, sms);
         predicted = std::max(predicted, e.gain() / e.streamUs);
       }
-      printRow(M, tiles, w, times, cublasUs, times[0], synced,
-               100.0 * predicted, same);
+      printRow(M, tiles, w, times, cublasUs, 100.0 * predicted, same);
       for (auto &g : graphs)
         cuGraphExecDestroy(g.second);
       for (const Loaded &l : loaded)
@@ -646,8 +677,7 @@ int main(int argc, char **argv) {
       cuModuleUnload(lp.module), cuModuleUnload(lc.module);
     }
     if (pairs.size() > 1) // as a tuner timing every pair would choose
-      printRow(M, "best", NAN, best, cublasUs, best[0],
-               std::min(best[2], best[3]), NAN, same);
+      printRow(M, "best", NAN, best, cublasUs, NAN, same);
     for (CUdeviceptr ptr : {b.x, b.w1, b.y1, b.w2, b.y2, b.sems, b.epoch})
       cuMemFree(ptr);
     if (!same)

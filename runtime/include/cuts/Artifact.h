@@ -122,6 +122,13 @@ struct Step {
   int stream = 0;
   int after = -1;
   bool pdl = false;
+  /// A cuSync consumer that runs over PDL where the GPU has it: on stream
+  /// 0 right after its producer (the step two before), launched as its
+  /// programmatic dependent, which the producer's blocks let launch once
+  /// each has started; its wait kernel (the step before) is skipped.
+  /// Elsewhere, or where a run launches no programmatic dependents, it runs
+  /// on the side stream as written.
+  bool overPdl = false;
   /// A tensor-parallel plan's collective instead of a copy: "all-reduce",
   /// the ranks' sum of `from` in place (`to` is a view of it).
   std::string collective = {};
