@@ -11,6 +11,7 @@
 #ifndef CUTS_PERFMODEL_ARCH_H
 #define CUTS_PERFMODEL_ARCH_H
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,6 +93,11 @@ struct GpuArch {
   /// TRANS_global in elements of `elementBytes`.
   int transGlobalElements(int elementBytes) const {
     return transGlobalBytes / elementBytes;
+  }
+  /// Whether it launches programmatic dependents (PDL: sm_90 and later).
+  bool hasPdl() const {
+    return computeArch.rfind("sm_", 0) == 0 &&
+           std::atoi(computeArch.c_str() + 3) >= 90;
   }
 };
 

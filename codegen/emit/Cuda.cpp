@@ -3968,10 +3968,11 @@ void Emitter::emitWaits() {
 }
 
 // Before anything another kernel writes is read: the previous kernel's
-// completion (PDL) and this block's producer tiles (cuSync). No early
-// griddepcontrol.launch_dependents in general: a dependent launched at the
-// start of our blocks packed its blocks onto the SMs ours left free (18-65%
-// slower at batch 1 on an H200); at our blocks' exit it gains 3-7%.
+// completion (PDL) and this block's producer tiles (cuSync). A dependent
+// launched at the start of our blocks packed its blocks onto the SMs ours
+// left free (18-65% slower at batch 1 on an H200); so the trigger is early
+// only where both grids fit the SMs side by side
+// (Kernel::launchesDependentEarly), else at our blocks' exit.
 //
 // A cuSync pair may run over PDL (rt::Step::overPdl): the consumer, the
 // producer's programmatic dependent, launches once every producer block has
@@ -3988,7 +3989,7 @@ void Emitter::emitDependenceWaits() {
        << "#if __CUDA_ARCH__ >= 900\n"
        << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
        << "#endif\n";
-  if (target == Target::Cuda && top.post)
+  if (target == Target::Cuda && (top.post || top.launchesDependentEarly))
     os << "#if __CUDA_ARCH__ >= 900\n"
        << "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: "
           "\"memory\");\n"

@@ -301,6 +301,11 @@ struct Kernel {
   /// producer's tensors (its output excepted) are among this kernel's.
   std::shared_ptr<const Kernel> producer;
   int producedFetch = -1;
+  /// PDL: each block lets the next kernel, its programmatic dependent,
+  /// launch once past its own griddepcontrol.wait, not at its exit: where
+  /// both grids fit the SMs side by side (the driver's rule), the
+  /// dependent's blocks wait on SMs this kernel leaves idle.
+  bool launchesDependentEarly = false;
   /// Tile synchronisation with the kernels before and after (cuSync).
   std::optional<TilePost> post;
   std::vector<TileWait> waits;

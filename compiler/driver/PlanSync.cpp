@@ -18,7 +18,6 @@
 #include "perfmodel/Roofline.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace cuts::driver {
 namespace {
@@ -46,12 +45,6 @@ bool readsOnlyThrough(const codegen::Kernel &k, int t, int f) {
   return true;
 }
 
-// Whether the GPU launches programmatic dependents (PDL: sm_90 and later).
-bool hasPdl(const GpuArch &arch) {
-  const std::string &a = arch.computeArch;
-  return a.rfind("sm_", 0) == 0 && std::atoi(a.c_str() + 3) >= 90;
-}
-
 } // namespace
 
 bool Packager::generatedStep(const rt::Step &s) const {
@@ -71,6 +64,28 @@ void Packager::markProgrammaticLaunches() {
         (before.kernel >= 0 && m.kernels[size_t(before.kernel)].isLibrary());
     s.pdl = generatedStep(s) && launched && before.stream == s.stream &&
             s.after < 0 && !noPdl.count(s.kernel);
+  }
+  // Where a kernel's blocks and its dependent's fit the SMs side by side,
+  // the dependent launches once each of the kernel's blocks is past its own
+  // griddepcontrol.wait: its blocks wait on idle SMs, none packed onto SMs
+  // that a later wave of either would need. On an H200 at batch 1 (fp16,
+  // tuned) that made ResNet-50 4.6 % faster than stream order, against 3.3 %
+  // with dependents launched at the blocks' exit; MobileNetV2 10.4 against
+  // 7.4 %.
+  for (size_t i = 0; i + 1 < m.steps.size(); ++i) {
+    const rt::Step &s = m.steps[i], &next = m.steps[i + 1];
+    if (!next.pdl || !generatedStep(s) ||
+        m.kernels[size_t(s.kernel)].grid + m.kernels[size_t(next.kernel)].grid >
+            opts.arch.numSM)
+      continue;
+    const int u = uniqueOfKernel[size_t(s.kernel)];
+    if (unique[size_t(u)].post || unique[size_t(u)].launchesDependentEarly)
+      continue;
+    codegen::Kernel k = unique[size_t(u)];
+    k.launchesDependentEarly = true;
+    uniqueOfKernel[size_t(s.kernel)] = addUnique(k, "_early");
+    m.kernels[size_t(s.kernel)].name =
+        unique[size_t(uniqueOfKernel[size_t(s.kernel)])].name;
   }
 }
 
@@ -144,7 +159,7 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
         std::max<int64_t>(1, blocksPerSM(k.desc, k.params, opts.arch))};
   };
   // Untimed, a pair runs over PDL wherever the GPU has it.
-  const bool overPdl = hasPdl(opts.arch);
+  const bool overPdl = opts.arch.hasPdl();
   std::optional<SyncPair> best;
   for (const codegen::sync::Policy &p : codegen::sync::policies(*dep)) {
     auto e = codegen::sync::estimate(

@@ -1498,9 +1498,36 @@ def read_manifest(art):
     raise AssertionError("no manifest in " + art)
 
 
+def check_early_launches(runner, path, d):
+    """Each kernel that lets its dependent launch at its start (not its
+    blocks' exit) is followed by a programmatic dependent, and the two grids
+    fit an H100's 132 SMs side by side; --no-sync launches none early."""
+    early = 0
+    for flag in ("", "--no-sync"):
+        out = os.path.join(d, "early" + flag.replace("-", "_"))
+        r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                       "--emit-source", *([flag] if flag else []))
+        require(r.returncode == 0, "compile %s: %s" % (flag, r.stderr))
+        m = read_manifest(os.path.join(out, "model.cuts"))
+        for i, s in enumerate(m["steps"][:-1]):
+            k = m["kernels"][s["kernel"]] if s["kernel"] >= 0 else None
+            if k is None or k.get("library"):
+                continue
+            with open(os.path.join(out, "kernels", k["name"] + ".cu")) as f:
+                if "griddepcontrol.launch_dependents" not in f.read():
+                    continue
+            early += 1
+            nxt = m["steps"][i + 1]
+            require(not flag and nxt.get("pdl") and
+                    k["grid"] + m["kernels"][nxt["kernel"]]["grid"] <= 132,
+                    "%s launches its dependent early: %s" % (flag, k["name"]))
+    require(early > 0, "no early launch")
+
+
 def check_sync_modes(runner, path, d):
     """By default each generated kernel after another is a programmatic
-    dependent (PDL); --no-sync leaves stream order alone; --sync-all adds a
+    dependent (PDL), launched early where both grids fit the SMs side by
+    side; --no-sync leaves stream order alone; --sync-all adds a
     side stream, the semaphores and the epoch, each consumer over PDL (sm_90
     has it), and runs on the GPU as stream order does."""
     modes = {}
@@ -1512,6 +1539,8 @@ def check_sync_modes(runner, path, d):
         modes[flag] = read_manifest(os.path.join(out, "model.cuts"))
     steps = {f: m["steps"] for f, m in modes.items()}
     require(any(s.get("pdl") for s in steps[""]), "no PDL step by default")
+    check_early_launches(runner, os.path.join(runner.work,
+                                              "mobilenet_block.onnx"), d)
     require(not any(s.get("pdl") or s.get("stream") for s in
                     steps["--no-sync"]), "--no-sync kept PDL or streams")
     m = modes["--sync-all"]
