@@ -641,7 +641,36 @@ std::string batchSource(const std::vector<KernelSource> &sources,
 
 } // namespace
 
+void Packager::dropUnusedKernels() {
+  std::set<std::string> used;
+  for (const rt::KernelLaunch &k : m.kernels)
+    if (!k.isLibrary())
+      used.insert(k.name);
+  std::vector<int> to(unique.size(), -1);
+  std::vector<codegen::Kernel> kept;
+  std::map<int, std::pair<std::string, std::string>> raw;
+  for (size_t i = 0; i < unique.size(); ++i) {
+    if (!used.count(unique[i].name))
+      continue;
+    to[i] = int(kept.size());
+    if (auto r = rawSources.find(int(i)); r != rawSources.end())
+      raw[to[i]] = r->second;
+    kept.push_back(std::move(unique[i]));
+  }
+  unique = std::move(kept), rawSources = std::move(raw);
+  for (int &u : uniqueOfKernel)
+    u = u >= 0 ? to[size_t(u)] : u;
+  for (auto it = uniqueOf.begin(); it != uniqueOf.end();)
+    if (to[size_t(it->second)] < 0) {
+      it = uniqueOf.erase(it);
+    } else {
+      it->second = to[size_t(it->second)];
+      ++it;
+    }
+}
+
 bool Packager::compileKernels(std::string &error) {
+  dropUnusedKernels();
   const std::string toolkit = nvrtcVersion();
   const std::vector<std::string> &archs = opts.archs;
   res.sources.resize(unique.size());

@@ -47,6 +47,8 @@ public:
   void markProgrammaticLaunches();
   /// CUDA and HIP sources, and NVRTC for every distinct kernel and arch
   /// (CUBINs a tuned compile shipped are taken from `cache`).
+  /// Compiles every kernel a launch uses: those that a variant replaced
+  /// (a cuSync pair's, an early launch's) are dropped first.
   bool compileKernels(std::string &error);
   /// The CUBINs compiled, by their source's signature on each arch: what a
   /// compile with a cache records there.
@@ -73,6 +75,7 @@ private:
   std::pair<codegen::Kernel, codegen::Kernel>
   pairKernels(const SyncPair &p, const codegen::sync::Policy &policy) const;
   bool addSyncPairs(std::string &error);
+  void dropUnusedKernels();
   /// Whether step s runs a kernel made from a DFG (not a copy, a library
   /// call or cuSync's wait and epoch kernels).
   bool generatedStep(const rt::Step &s) const;
