@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cuSync's microbenchmark on a GPU host: the GPT-3 and LLaMA MLP GEMM chains
 # (fp32 SIMT and fp16 on tensor cores) and the ResNet-38 / VGG-19 conv
-# chains, each against stream order and PDL (and the MLPs against cuBLAS
-# back to back; tools/cuts-sync-bench), then
+# chains, each against stream order and PDL, each policy on two streams and
+# over PDL (and the MLPs against cuBLAS back to back, the fp16 ones over 3
+# tilings of each GEMM; tools/cuts-sync-bench), then
 # compute-sanitizer's racecheck, synccheck and memcheck on a synchronised
 # conv chain and tensor-core chain. Output in bench/out/sync-<gpu>.txt.
 #
@@ -18,8 +19,11 @@ OUT=bench/out/sync-$ARCH.txt
   for m in gpt3 llama; do
     timeout 300 "$BIN" --arch "$ARCH" --model $m \
       --rows 1,64,128,256,512,1024,2048 2>/dev/null
-    timeout 300 "$BIN" --arch "$ARCH" --model $m --fp16 \
-      --rows 64,128,256,512,1024,2048 2>/dev/null
+    timeout 300 "$BIN" --arch "$ARCH" --model $m --fp16 --rows 1,64,128 \
+      2>/dev/null
+    # Every pair of the first 3 block shapes: a line "best" per row size.
+    timeout 300 "$BIN" --arch "$ARCH" --model $m --fp16 --tilings 3 \
+      --rows 256,512,1024,2048 2>/dev/null
   done
   for m in conv64 conv128 conv256 conv512; do
     timeout 120 "$BIN" --arch "$ARCH" --model $m --rows 1,2,4,8,16 2>/dev/null
