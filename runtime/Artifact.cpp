@@ -1038,16 +1038,32 @@ bool validateStreams(const Manifest &m, std::string &error) {
                     "and waits for no other step");
     }
     if (s.overPdl) {
-      // The side run is [wait kernel, consumer] and the next step joins it.
+      // The side run is [wait kernel, consumer], the producer just before
+      // it and the next step joining it. The wait kernel, which the runtime
+      // may skip, writes nothing and nothing waits for it.
       const Step *hold = i >= 2 ? &m.steps[i - 1] : nullptr;
+      const Step *producer = i >= 2 ? &m.steps[i - 2] : nullptr;
+      auto reads = [&](const Step &x, const Step &y) { // y reads x's output
+        for (int o : m.kernels[size_t(x.kernel)].outputs)
+          for (int a : m.kernels[size_t(y.kernel)].args)
+            if (rootTensor(m, a) == rootTensor(m, o))
+              return true;
+        return false;
+      };
+      bool awaited = false;
+      for (const Step &x : m.steps)
+        awaited = awaited || x.after == int(i) - 1;
       if (!hold || s.stream != 1 || !generated(s) || s.after >= 0 ||
-          hold->stream != 1 || hold->kernel < 0 || !generated(m.steps[i - 2]) ||
-          m.steps[i - 2].stream != 0 || i + 1 >= m.steps.size() ||
+          hold->stream != 1 || hold->kernel < 0 ||
+          !m.kernels[size_t(hold->kernel)].outputs.empty() || awaited ||
+          !generated(*producer) || producer->stream != 0 ||
+          !reads(*producer, s) || i + 1 >= m.steps.size() ||
           m.steps[i + 1].after != int(i))
         return fail(join(p, "overPdl"),
                     "a consumer over PDL is a side run's second step, after "
-                    "its wait kernel, its producer on stream 0 just before "
-                    "and the next step joining it");
+                    "its wait kernel (which writes nothing and nothing waits "
+                    "for), reading its producer's output on stream 0 just "
+                    "before, and the next step joins it");
     }
     if (s.stream == 0) {
       joined = joined || (lastSide >= 0 && s.after == lastSide);

@@ -3979,8 +3979,9 @@ void Emitter::emitWaits() {
 // passed its own griddepcontrol.wait, so all kernels before the producer
 // are done, and no consumer block can take an SM before a producer block
 // (what the wait kernel ensures on two streams). The consumer then waits
-// for its producer tiles alone; on two streams, after the wait kernel, its
-// griddepcontrol.wait would return at once anyway.
+// for its producer tiles alone, and for the producer's end only as it
+// exits; on two streams, after the wait kernel, griddepcontrol.wait
+// returns at once.
 void Emitter::emitDependenceWaits() {
   if (target == Target::Cuda && top.waits.empty())
     os << "  // Programmatic dependent launch (sm_90): nothing the previous "
@@ -4120,6 +4121,13 @@ std::string Emitter::run() {
     emitPhase("  ", threads, false, true);
   }
   emitPost();
+  if (target == Target::Cuda && !top.waits.empty())
+    // Over PDL the consumer is done only once its producer is: a kernel
+    // after it then never meets a producer tile no consumer tile waited
+    // for, nor a producer still reading what it overwrites.
+    os << "#if __CUDA_ARCH__ >= 900\n"
+       << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+       << "#endif\n";
   os << "}\n";
   return os.str();
 }

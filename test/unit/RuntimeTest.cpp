@@ -854,31 +854,38 @@ TEST_CASE("side-stream steps and state tensors", "[runtime]") {
   reject([](Json &j) { j["steps"][2]["pdl"] = true; }, "programmatic"); // joins
   reject([](Json &j) { j["steps"][0]["pdl"] = true; }, "programmatic");
   reject([](Json &j) { j["steps"][1]["pdl"] = 1; }, "a boolean");
-  // Over PDL: the side run's second step (after its wait kernel), the
-  // producer just before it, the next step joining.
-  auto overPdl = [](Json &j) {
-    j["steps"][1]["stream"] = 1, j["steps"][1]["after"] = 0;
-    j["steps"][2]["stream"] = 1, j["steps"][2]["overPdl"] = true;
-    j["steps"][3]["after"] = 2;
-  };
-  auto o = parseArtifact(withManifest(overPdl), error);
+  // Over PDL: the side run's second step, after its wait kernel (which
+  // writes nothing and nothing waits for), reading its producer's output
+  // just before it, the next step joining.
+  ArtifactContents over = sampleContents();
+  {
+    Manifest &m = over.manifest;
+    m.kernels.push_back(kernel("hold", {}, {}));
+    over.sources.push_back("extern \"C\" __global__ void hold() {}\n");
+    over.cubins.push_back({{"sm_80", fakeCubin("hold", "sm_80")},
+                           {"sm_90", fakeCubin("hold", "sm_90")}});
+    Step hold{3, -1, -1, 1, 0}, relu{1, -1, -1, 1, -1}, scale{2, -1, -1, 0, 2};
+    relu.overPdl = true;
+    m.steps = {m.steps[0], hold, relu, scale, m.steps[3]};
+  }
+  auto o = parseArtifact(serializeArtifact(over), error);
   INFO(error);
   REQUIRE(o);
   CHECK(o->manifest.steps[2].overPdl);
-  CHECK(parseArtifact(serializeArtifact(contentsOf(*o)), error)
-            ->manifest.steps[2]
-            .overPdl);
-  auto rejectOverPdl = [&](std::function<void(Json &)> edit) {
-    std::string e = rejection(withManifest([&](Json &j) {
-      overPdl(j);
-      edit(j);
-    }));
+  auto rejectOverPdl = [&](std::function<void(Manifest &)> edit) {
+    ArtifactContents bad = over;
+    edit(bad.manifest);
+    std::string e = rejection(serializeArtifact(bad));
     INFO(e);
     CHECK(e.find("overPdl") != std::string::npos);
   };
-  rejectOverPdl([](Json &j) { j["steps"][1]["overPdl"] = true; }); // a hold
-  rejectOverPdl([](Json &j) { j["steps"][3]["after"] = -1; });     // no join
-  rejectOverPdl([](Json &j) { j["steps"][2]["overPdl"] = "yes"; });
+  rejectOverPdl([](Manifest &m) { m.steps[1].overPdl = true; });
+  rejectOverPdl([](Manifest &m) { // a wait kernel that writes
+    m.kernels[3].args = m.kernels[3].outputs = {8};
+  });
+  rejectOverPdl([](Manifest &m) { // not its producer's output
+    m.steps[0].kernel = 3, m.steps[1].kernel = 0;
+  });
   reject(
       [](Json &j) {
         j["tensors"][6]["kind"] = "state";
