@@ -666,7 +666,8 @@ int main(int argc, char **argv) {
       double predicted = -INFINITY;
       for (const sync::Policy &pol : pr.policies) {
         sync::SyncEstimate e = sync::estimate(
-            pr.dep, pol, {alone[0], perSM(lp)}, {alone[1], perSM(lc)}, sms);
+            pr.dep, pol, {alone[0], perSM(lp)}, {alone[1], perSM(lc)}, sms,
+            sync::kSyncOverPdlOverheadUs); // as the compiler on sm_90
         predicted = std::max(predicted, e.gain() / e.streamUs);
       }
       printRow(M, tiles, w, times, cublasUs, 100.0 * predicted, same);
