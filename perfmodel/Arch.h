@@ -18,6 +18,12 @@
 
 namespace cuts {
 
+/// XY of an NVIDIA architecture "sm_XY" (its suffix "a" or "f" ignored); 0
+/// for any other ("gfx942").
+inline int smVersion(const std::string &arch) {
+  return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
+}
+
 struct GpuArch {
   std::string name;                 // "H100-SXM"
   std::vector<std::string> aliases; // "h100", "sm_90", ...
@@ -95,10 +101,7 @@ struct GpuArch {
     return transGlobalBytes / elementBytes;
   }
   /// Whether it launches programmatic dependents (PDL: sm_90 and later).
-  bool hasPdl() const {
-    return computeArch.rfind("sm_", 0) == 0 &&
-           std::atoi(computeArch.c_str() + 3) >= 90;
-  }
+  bool hasPdl() const { return smVersion(computeArch) >= 90; }
 };
 
 /// The built-in descriptors (V100, RTX 2080, A100-SXM, H100-SXM, H200,

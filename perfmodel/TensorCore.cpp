@@ -7,10 +7,6 @@
 namespace cuts {
 namespace {
 
-int smVersion(const std::string &arch) {
-  return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
-}
-
 // Whether every architecture a's kernels are compiled for passes `has`.
 template <typename Has> bool everyTarget(const GpuArch &a, Has has) {
   if (a.vendor != "nvidia" || !has(smVersion(a.computeArch)))

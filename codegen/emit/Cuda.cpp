@@ -3967,6 +3967,14 @@ void Emitter::emitWaits() {
   }
 }
 
+// PTX's griddepcontrol.`op` ("wait", "launch_dependents"), on sm_90 and
+// later; elsewhere nothing.
+std::string griddepcontrol(const char *op) {
+  return std::string(
+             "#if __CUDA_ARCH__ >= 900\n  asm volatile(\"griddepcontrol.") +
+         op + ";\" ::: \"memory\");\n#endif\n";
+}
+
 // Before anything another kernel writes is read: the previous kernel's
 // completion (PDL) and this block's producer tiles (cuSync). A dependent
 // launched at the start of our blocks packed its blocks onto the SMs ours
@@ -3987,14 +3995,9 @@ void Emitter::emitDependenceWaits() {
     os << "  // Programmatic dependent launch (sm_90): nothing the previous "
           "kernel\n"
        << "  // writes is read before it has finished.\n"
-       << "#if __CUDA_ARCH__ >= 900\n"
-       << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-       << "#endif\n";
+       << griddepcontrol("wait");
   if (target == Target::Cuda && (top.post || top.launchesDependentEarly))
-    os << "#if __CUDA_ARCH__ >= 900\n"
-       << "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: "
-          "\"memory\");\n"
-       << "#endif\n";
+    os << griddepcontrol("launch_dependents");
   emitWaits();
 }
 
@@ -4125,9 +4128,7 @@ std::string Emitter::run() {
     // Over PDL the consumer is done only once its producer is: a kernel
     // after it then never meets a producer tile no consumer tile waited
     // for, nor a producer still reading what it overwrites.
-    os << "#if __CUDA_ARCH__ >= 900\n"
-       << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-       << "#endif\n";
+    os << griddepcontrol("wait");
   os << "}\n";
   return os.str();
 }

@@ -1,9 +1,12 @@
 //===- Nvrtc.cpp - Compile CUDA source with NVRTC, read ptxas's report ----===//
 #include "codegen/emit/Nvrtc.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #ifdef CUTS_HAVE_NVRTC
 #include <nvrtc.h>
@@ -240,5 +243,25 @@ std::optional<NvrtcResult> compileWithNvrtc(const std::string &,
 }
 
 #endif // CUTS_HAVE_NVRTC
+
+std::vector<std::optional<NvrtcResult>>
+compileAllWithNvrtc(const std::vector<const std::string *> &sources,
+                    const std::string &arch, int jobs,
+                    std::vector<std::string> &errors) {
+  std::vector<std::optional<NvrtcResult>> out(sources.size());
+  errors.assign(sources.size(), "");
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  const size_t threads =
+      std::min<size_t>(size_t(std::max(jobs, 1)), sources.size());
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < sources.size();)
+        out[i] = compileWithNvrtc(*sources[i], arch, errors[i]);
+    });
+  for (std::thread &t : pool)
+    t.join();
+  return out;
+}
 
 } // namespace cuts

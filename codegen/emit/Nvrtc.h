@@ -57,6 +57,14 @@ std::optional<NvrtcResult> compileWithNvrtc(const std::string &source,
                                             std::string &error,
                                             const NvrtcOptions &options = {});
 
+/// Each of `sources` compiled for `arch` as compileWithNvrtc does, on up to
+/// `jobs` threads (NVRTC is thread-safe); `errors` gets each one's error.
+/// cuSync's pair timing and cuts-sync-bench compile their kernels so.
+std::vector<std::optional<NvrtcResult>>
+compileAllWithNvrtc(const std::vector<const std::string *> &sources,
+                    const std::string &arch, int jobs,
+                    std::vector<std::string> &errors);
+
 /// The per-entry reports in a ptxas -v log (what compileWithNvrtc fills
 /// NvrtcResult::kernels with).
 std::vector<KernelResources> parsePtxasReport(const std::string &log);

@@ -79,7 +79,7 @@ void Packager::markProgrammaticLaunches() {
             opts.arch.numSM)
       continue;
     const int u = uniqueOfKernel[size_t(s.kernel)];
-    if (unique[size_t(u)].post || unique[size_t(u)].launchesDependentEarly)
+    if (unique[size_t(u)].post) // a cuSync producer lets its consumer launch
       continue;
     codegen::Kernel k = unique[size_t(u)];
     k.launchesDependentEarly = true;
@@ -252,7 +252,7 @@ bool Packager::decide(SyncPair &p, SyncDecision &d) {
   bool overPdl = false;
   for (const codegen::sync::Policy &policy : p.policies)
     for (bool pdl : {false, true})
-      if (auto us = timed(policy.name + (pdl ? "/pdl" : ""));
+      if (auto us = timed(pdl ? tune::overPdlWay(policy.name) : policy.name);
           us && (!fastest || *us < syncUs))
         fastest = &policy, syncUs = *us, overPdl = pdl;
   if (stream && fastest) {

@@ -19,11 +19,9 @@
 #include "cuts/rt/CudaDriver.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <future>
 #include <thread>
 
 namespace cuts::tune {
@@ -220,29 +218,6 @@ cu::CUresult PairBench::replay(Way &w, bool timed) {
 
 } // namespace
 
-namespace {
-
-/// Each source of the pair compiled, on up to `jobs` threads.
-std::vector<std::optional<NvrtcResult>>
-compileAll(const std::vector<const std::string *> &sources,
-           const std::string &arch, int jobs,
-           std::vector<std::string> &errors) {
-  std::vector<std::optional<NvrtcResult>> out(sources.size());
-  errors.assign(sources.size(), "");
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < jobs; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < sources.size();)
-        out[i] = compileWithNvrtc(*sources[i], arch, errors[i]);
-    });
-  for (std::thread &t : pool)
-    t.join();
-  return out;
-}
-
-} // namespace
-
 bool PairBench::time(const PairCandidate &p, const std::string &arch,
                      Cache &cache, std::string &error) {
   release();
@@ -254,7 +229,7 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
   std::vector<std::string> errors;
   int jobs = int(std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
                                     sources.size()));
-  auto cubins = compileAll(sources, arch, jobs, errors);
+  auto cubins = compileAllWithNvrtc(sources, arch, jobs, errors);
   Candidate holdC, epochC;
   holdC.name = "cuts_sync_wait", epochC.name = "cuts_sync_epoch";
   Function P, C, hold, epoch;
@@ -348,7 +323,7 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
         true);
     if (pdl) // over PDL: one stream, no wait kernel, fork or join
       ways.emplace_back(
-          s.policy + "/pdl",
+          overPdlWay(s.policy),
           [&, this, i](size_t k) {
             auto pp = pa[k], cc = ca[k];
             pp.insert(pp.end(), {sems, started});

@@ -117,9 +117,9 @@ struct MeasureOptions {
   /// An executable that serves `--nvrtc-worker` (NvrtcWorker.h): each NVRTC
   /// thread compiles in a child process of it. "": in this process.
   std::string nvrtcWorker;
-  int warmup = 2;        // launches before timing
-  int maxIters = 20;     // timed launches (fewer for slow kernels)
-  double targetMs = 20;  // timed milliseconds to aim for per candidate
+  int warmup = 2;       // launches before timing
+  int maxIters = 20;    // timed launches (fewer for slow kernels)
+  double targetMs = 20; // timed milliseconds to aim for per candidate
   ProgressMode progress = ProgressMode::Off; // on stderr (Progress.h)
   /// A candidate whose first timed launch is this many times its group's
   /// fastest median so far is recorded with that one launch: it cannot
@@ -163,10 +163,15 @@ struct PairCandidate {
   std::string hold, epoch; // the sources of cuts_sync_wait, cuts_sync_epoch
 };
 
-/// Where the cache keeps a pair's time run one way: "stream", "pdl" or a
-/// policy's name.
+/// Where the cache keeps a pair's time run one way: "stream", "pdl", a
+/// policy's name or overPdlWay(its name).
 inline std::string pairKey(const std::string &key, const std::string &way) {
   return key + "/pair/" + way;
+}
+
+/// The way a policy runs over PDL (one stream, rt::Step::overPdl).
+inline std::string overPdlWay(const std::string &policy) {
+  return policy + "/pdl";
 }
 
 /// Times every pair whose times the cache lacks on GPU 0, each way

@@ -44,7 +44,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -82,20 +81,13 @@ void compileAll(std::vector<std::string> sources) {
       std::remove_if(sources.begin(), sources.end(),
                      [](const std::string &s) { return cubins.count(s) > 0; }),
       sources.end());
-  std::vector<std::optional<NvrtcResult>> out(sources.size());
-  std::vector<std::string> errors(sources.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < sources.size(); i = next++)
-      out[i] = compileWithNvrtc(sources[i], "sm_90", errors[i]);
-  };
-  std::vector<std::thread> pool;
-  const size_t n = std::min<size_t>(
-      sources.size(), std::max(1u, std::thread::hardware_concurrency()));
-  for (size_t t = 0; t < n; ++t)
-    pool.emplace_back(work);
-  for (std::thread &t : pool)
-    t.join();
+  std::vector<const std::string *> todo;
+  for (const std::string &s : sources)
+    todo.push_back(&s);
+  std::vector<std::string> errors;
+  auto out = compileAllWithNvrtc(
+      todo, "sm_90", int(std::max(1u, std::thread::hardware_concurrency())),
+      errors);
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!out[i]) {
       std::fprintf(stderr, "cuts-sync-bench: error: NVRTC: %s\n",
