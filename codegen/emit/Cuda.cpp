@@ -39,6 +39,10 @@ std::string paramType(const TensorArg &t) {
          " *__restrict__";
 }
 
+namespace {
+bool splitsK(const Kernel &k);
+} // namespace
+
 std::vector<std::pair<std::string, std::string>> kernelParams(const Kernel &k) {
   std::vector<std::pair<std::string, std::string>> ps;
   for (size_t i = 0; i < k.tensors.size(); ++i) {
@@ -47,6 +51,10 @@ std::vector<std::pair<std::string, std::string>> kernelParams(const Kernel &k) {
                     k.waitsFor(int(i)) ? std::string("const ") +
                                              typeName(k.tensors[i].type) + " *"
                                        : paramType(k.tensors[i]));
+  }
+  if (splitsK(k)) {
+    ps.emplace_back("cuts_partials", "float *__restrict__");
+    ps.emplace_back("cuts_arrived", "unsigned *__restrict__");
   }
   if (k.post) {
     ps.emplace_back("cuts_posted", "unsigned *__restrict__");
@@ -68,6 +76,13 @@ using dfg::Op;
 bool persistentLoop(const Kernel &k) {
   return k.persistentBlocks > 0 && k.mma && !k.mma->warpSpecialized;
 }
+
+// The C_input slices of k's reduction (kTiles in its source, a part's
+// with split-K).
+int64_t gemmSlices(const Kernel &k);
+
+// Whether k's blocks each sum a part of K (Kernel::splitK, where it can).
+bool splitsK(const Kernel &k) { return k.splitK > 1 && canSplitK(k, k.splitK); }
 
 // Whether k copies its weights' first slices before waiting for other
 // kernels (Kernel::weightB; a multistage tensor-core loop).
@@ -133,9 +148,12 @@ int64_t stagesFilled(const Kernel &k) {
 // The reduction's length: C, or a planar input's (channel, r, s).
 int64_t gemmK(const OpDesc &d) { return d.planarC ? d.planarK() : d.C; }
 
-// The C_input slices of k's reduction (kTiles in its source).
-int64_t sliceCount(const Kernel &k) {
+int64_t gemmSlices(const Kernel &k) {
   return (gemmK(k.desc) + k.params.Cin - 1) / k.params.Cin;
+}
+
+int64_t sliceCount(const Kernel &k) {
+  return gemmSlices(k) / (splitsK(k) ? k.splitK : 1);
 }
 
 // Whether k keeps B in shared memory (Kernel::residentB): its persistent
@@ -991,6 +1009,7 @@ private:
   void emitPersistentPipeline(const std::optional<StagedStore> &staged);
   void emitSliceLoopEnd();
   void emitMmaExit(const std::optional<StagedStore> &staged);
+  void emitSplitKSum(bool staged);
   void emitMultistagePipeline(const std::optional<StagedStore> &staged);
   void emitStagedTilePointer(dfg::Type type, int64_t offset);
   void emitSpecializedPipeline(bool staged);
@@ -2980,6 +2999,8 @@ void Emitter::emitMma() {
   if (prefetchesWeights(k)) { // the operands apart: B before the waits
     for (size_t i = 0; i < ops.size(); ++i) {
       os << "  auto fetch" << (i ? "B" : "A") << " = [&](int st, int k0) {\n";
+      if (splitsK(k))
+        os << "    k0 += cuts_k_begin;\n";
       if (i || !patch)
         emitMmaCopies(ops[i], "    ");
       else
@@ -3007,6 +3028,8 @@ void Emitter::emitMma() {
     os << "  };\n";
   } else {
     os << "  auto fetch = [&](int st, int k0) {\n";
+    if (splitsK(k))
+      os << "    k0 += cuts_k_begin;\n";
     for (const MmaOperand &o : ops)
       if (&o != &ops[0] || !patch)
         emitMmaCopies(o, "    ");
@@ -3033,6 +3056,8 @@ void Emitter::emitMma() {
   } else {
     emitMultistagePipeline(staged);
   }
+  if (splitsK(k))
+    emitSplitKSum(staged.has_value());
   emitMmaExit(staged);
   if (k.chain)
     emitChain(true);
@@ -3310,6 +3335,79 @@ void Emitter::emitMmaExit(const std::optional<StagedStore> &staged) {
     os << "  __syncthreads(); // the tile is in\n";
 }
 
+// Split-K (Kernel::splitK): the block's partial sums out, its arrival
+// counted; the tile's last block to arrive sums every part in part order
+// into its accumulators (so the sums do not depend on the order of arrival)
+// and goes on to the exit, the others return. The partials are written with
+// plain stores and read through L2 (__ldcg) after the count.
+void Emitter::emitSplitKSum(bool staged) {
+  const Kernel &k = top;
+  const MmaLoop &m = *k.mma;
+  const TileParams &p = k.params;
+  const std::string tileFloats = std::to_string(p.Nb * p.Kb);
+  const bool holds = m.warpSpecialized; // only the consumers hold acc
+  // A lane's fragment, a column pair at a time (8 bytes: mma_col and Kb are
+  // even). Unrolled: an accumulator indexed at run time would put acc, the
+  // main loop's too, in local memory.
+  auto each = [&](const std::string &ind, const std::string &body) {
+    os << ind << "#pragma unroll\n"
+       << ind << "for (int a = 0; a < " << m.mi << "; ++a)\n"
+       << ind << "#pragma unroll\n"
+       << ind << "  for (int b = 0; b < " << m.ni << "; ++b)\n"
+       << ind << "#pragma unroll\n"
+       << ind << "    for (int h = 0; h < 2; ++h) {\n"
+       << ind << "      const long long at = (long long)(mma_row + "
+       << m.rowStep() << " * a + 8 * h) * " << p.Kb << " + mma_col + 8 * b;\n"
+       << body << ind << "    }\n";
+  };
+  const std::string part = "cuts_partials + ((long long)";
+  const std::string tileAt =
+      " * " + std::to_string(tileCount(k)) + " + cuts_tile) * " + tileFloats;
+  os << "  // Split-K: this part's sums out; the tile's last block adds them.\n"
+     << "  const long long cuts_tile = blockIdx.x % " << tileCount(k) << ";\n"
+     << (holds ? "  if (tid >= 128) {\n" : "  {\n")
+     << "    float *const mine = " << part << "cuts_part" << tileAt << ";\n";
+  each("    ", "          *(float2 *)(mine + at) =\n"
+               "              make_float2(acc[a][b][2 * h], acc[a][b][2 * h + "
+               "1]);\n");
+  // One thread fences and counts, as a cooperative grid sync does: the
+  // fence is cumulative over the block's stores the barrier ordered before
+  // it, and one fence a block rather than one a thread shortens the chain
+  // the last block waits through.
+  os << "  }\n"
+     << "  __syncthreads();\n"
+     << "  __shared__ unsigned cuts_last;\n"
+     << "  if (tid == kThreads - 1) {\n"
+     << "    __threadfence(); // the block's partials, then its count\n"
+     << "    const unsigned arrived = atomicAdd(cuts_arrived + cuts_tile, "
+        "1u);\n"
+     << "    cuts_last = arrived == " << k.splitK - 1 << ";\n"
+     << "    if (cuts_last) // every part is in: the next run counts from 0\n"
+     << "      cuts_arrived[cuts_tile] = 0u;\n"
+     << "    __threadfence(); // the other parts' partials after the count\n"
+     << "  }\n"
+     << "  __syncthreads();\n"
+     << "  if (!cuts_last)\n"
+     << "    return;\n";
+  if (m.warpSpecialized && !staged)
+    os << "  if (tid < 128) // the producer warpgroup: no fragments to store\n"
+       << "    return;\n";
+  // Part by part, its own included (as stored), each part's loads issued
+  // together: the sums in part order.
+  os << (holds ? "  if (tid >= 128) {\n" : "  {\n") << "#pragma unroll\n"
+     << "    for (int q = 0; q < " << k.splitK << "; ++q) {\n"
+     << "      const float *const part = " << part << "q" << tileAt << ";\n";
+  each("      ",
+       "            const float2 v = __ldcg((const float2 *)(part + "
+       "at));\n"
+       "            acc[a][b][2 * h] = q ? acc[a][b][2 * h] + v.x : "
+       "v.x;\n"
+       "            acc[a][b][2 * h + 1] = q ? acc[a][b][2 * h + 1] + "
+       "v.y : v.y;\n");
+  os << "    }\n"
+     << "  }\n";
+}
+
 // Between a staged tile and tensor t (the output, or the operand read in
 // its place): 16 bytes a thread, a row's copies by consecutive threads,
 // rows outside the tensor skipped.
@@ -3445,7 +3543,7 @@ void Emitter::emitSpecializedPipeline(bool staged) {
      << "      fetch(st, kt * " << p.Cin << ");\n"
      << "      cuts_cp_async_mbar_arrive(" << full << "st);\n"
      << "    }\n"
-     << (staged ? "" : "    return;\n") << "  } else {\n"
+     << (staged || splitsK(top) ? "" : "    return;\n") << "  } else {\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
      << "    const int rs = kt % " << S << ";\n"
      << "    cuts_mbar_wait(" << full << "rs, (kt / " << S << ") & 1);\n"
@@ -4043,6 +4141,9 @@ std::string Emitter::run() {
   if (persistentLoop(top))
     os << ", persistent: " << launchShape(top).blocks << " blocks over "
        << tileCount(top) << " tiles";
+  if (splitsK(top))
+    os << ", split-K: " << top.splitK << " parts of " << sliceCount(top)
+       << " slices";
   if (top.pul > 0)
     os << ", PUL " << top.pul;
   if (top.producer) {
@@ -4094,6 +4195,11 @@ std::string Emitter::run() {
   } else {
     emitTileBases("  ", true);
   }
+  if (splitsK(top))
+    os << "  // Split-K: the block sums part `block` of K's slices.\n"
+       << "  const int cuts_part = int(block);\n"
+       << "  const int cuts_k_begin = cuts_part * "
+       << sliceCount(top) * top.params.Cin << ";\n";
   os << "  (void)t_w; (void)t_h; (void)t_k; (void)t_n;\n";
   if (top.post) // see syncWaitKernel
     os << "  // cuSync: the producer has started.\n"
@@ -4179,6 +4285,21 @@ bool patchable(const Kernel &k, int64_t limit) {
   return patchOf(with) && launchShape(with).sharedBytes <= limit;
 }
 
+bool canSplitK(const Kernel &k, int64_t parts) {
+  if (!k.mma || parts < 2 || persistentLoop(k) || k.patchA || k.pooled ||
+      k.chain || k.producer || k.post || !k.waits.empty() || k.desc.im2col ||
+      k.desc.planarC)
+    return false;
+  const int64_t slices = gemmSlices(k);
+  return slices % parts == 0 && slices / parts >= 2;
+}
+
+SplitKWorkspace splitKWorkspace(const Kernel &k) {
+  if (!splitsK(k))
+    return {};
+  return {k.splitK * tileCount(k) * k.params.Nb * k.params.Kb, tileCount(k)};
+}
+
 LaunchShape launchShape(const Kernel &k) {
   // The prefetching variant doubles the tiles of the looped phase: the
   // producer's where there is one (the consumer then runs one iteration).
@@ -4190,7 +4311,7 @@ LaunchShape launchShape(const Kernel &k) {
   int64_t floats = k.producer
                        ? sharedFloats(k) + sharedFloats(*k.producer) * stages
                        : sharedFloats(k) * stages;
-  int64_t blocks = tileCount(k);
+  int64_t blocks = tileCount(k) * (splitsK(k) ? k.splitK : 1);
   if (persistentLoop(k))
     blocks = std::min(blocks, k.persistentBlocks);
   return {blocks, k.params.threads(),

@@ -31,9 +31,24 @@ std::string paramType(const TensorArg &t);
 /// (TilePost: its policy's semaphores, and the count of runs started),
 /// "cuts_ready0".. (one per TileWait) and, with waits, "cuts_epoch" (the
 /// runs finished: in run r, from 0, a semaphore is ready at (r + 1) x its
-/// posts).
+/// posts). A split-K kernel (Kernel::splitK) has "cuts_partials" and
+/// "cuts_arrived" after its tensors (SplitKWorkspace) and no semaphores.
 std::vector<std::pair<std::string, std::string>>
 kernelParams(const Kernel &kernel);
+
+/// What a split-K kernel needs besides its tensors: fp32 words for the
+/// parts' partial sums (any contents) and a counter a tile, zero before its
+/// first run (the kernel leaves them zero). Both 0 where K is whole.
+struct SplitKWorkspace {
+  int64_t partialFloats = 0, counters = 0;
+};
+SplitKWorkspace splitKWorkspace(const Kernel &kernel);
+
+/// Whether `kernel` can split K in `parts` (Kernel::splitK): a plain
+/// multistage or warp-specialised tensor-core product (no persistent loop,
+/// patch, pooling, chain or cuSync), its slices a multiple of `parts`, each
+/// part at least two slices.
+bool canSplitK(const Kernel &kernel, int64_t parts);
 
 /// cuSync's wait kernel, cuts_sync_wait(started, cuts_epoch), one thread:
 /// launched on the consumer's stream before the consumer, it returns once

@@ -285,6 +285,16 @@ struct Kernel {
   /// copies fly during this one's exit (a short-K GEMM's epilogue would
   /// otherwise leave the copies idle). 0: a block a tile.
   int64_t persistentBlocks = 0;
+  /// Split-K: a plain multistage tensor-core product whose tiles are too few
+  /// to fill the GPU, its K slices in this many parts, a block each (grid
+  /// tiles x splitK; block b sums part b / tiles of tile b % tiles). Each
+  /// block writes its partial sums to `cuts_partials` (fp32, a tile's
+  /// Nb x Kb a part) and counts itself in `cuts_arrived` (a word a tile,
+  /// zero before a run and after it); the tile's last block to arrive sums
+  /// the parts in part order, the same sums whichever arrives last, and runs
+  /// the epilogue. One kernel, where the graph's split (cuts-split-k) adds a
+  /// second for the sum. 0 or 1: K whole.
+  int64_t splitK = 0;
   /// The blocks an SM that count assumes (> 1: the launch bounds' minimum,
   /// so that ptxas keeps the registers to it rather than leaving the
   /// blocks past one an SM to a second wave).

@@ -118,6 +118,9 @@ std::optional<Dependence> dependence(const Kernel &producer,
   // would need the tile loop's coordinates.
   if (producer.persistentBlocks || consumer.persistentBlocks)
     return fail("a persistent kernel (its blocks loop over tiles)");
+  // A split-K tile is done by whichever of its blocks arrives last.
+  if (producer.splitK > 1 || consumer.splitK > 1)
+    return fail("a split-K kernel (its tiles' blocks sum each other's parts)");
   const dfg::Buffer *out = storedBuffer(producer);
   if (!out)
     return fail("the producer stores into more than one tensor");

@@ -94,6 +94,8 @@ void CandidateTable::addGenerated(llvm::ArrayRef<mlir::Operation *> ops,
             variants.push_back(std::move(*v));
         for (GroupKernel &v : shallowVariants(ops, e, i))
           variants.push_back(std::move(v));
+        for (GroupKernel &v : splitKVariants(*gk))
+          variants.push_back(std::move(v));
         if (auto v = patchVariant(ops, e, i)) {
           if (auto pv = persistentPatchVariant(*v))
             variants.push_back(std::move(*pv));
@@ -223,6 +225,35 @@ std::optional<GroupKernel> CandidateTable::persistentVariant(
     return v;
   }
   return std::nullopt;
+}
+
+std::vector<GroupKernel>
+CandidateTable::splitKVariants(const GroupKernel &gk) const {
+  // Where a product's tiles fill half the GPU's resident blocks or less
+  // (BERT's and GPT-2's 768-wide products at batch 1: 24-96 tiles, each
+  // block reading a long K alone), its K in parts, a block each: the most
+  // parts whose blocks still fit at once, and about half as many.
+  const GpuArch &a = opts.arch;
+  std::vector<GroupKernel> out;
+  const codegen::LaunchShape one = codegen::launchShape(gk.kernel);
+  if (a.numSM <= 0 || !gk.kernel.mma ||
+      one.sharedBytes + 16 > a.maxSharedPerBlock)
+    return out;
+  const int64_t fit =
+      a.numSM * residentBlocks(a, one, gk.kernel.params) / one.blocks;
+  int64_t last = 0;
+  for (int64_t parts = std::min<int64_t>(fit, kMaxSplitK); parts >= 2;
+       --parts) {
+    if (!codegen::canSplitK(gk.kernel, parts) || (last && 2 * parts > last + 1))
+      continue;
+    GroupKernel v = gk;
+    v.kernel.splitK = parts;
+    out.push_back(std::move(v));
+    if (last)
+      break;
+    last = parts;
+  }
+  return out;
 }
 
 std::optional<GroupKernel>

@@ -3,7 +3,8 @@
 // The first stage of a tuned compile: for every group the partition search
 // considers, its candidates to time. Those are the best-bound parameter sets
 // (in the normal and, for looped kernels, the prefetching variant; for
-// short-K tensor-core loops the persistent one too), each
+// short-K tensor-core loops the persistent one too, for products over few
+// tiles split-K ones), each
 // lowered once, and, where the group is one, cuDNN's fused convolution and
 // cuBLASLt's product.
 //
@@ -73,6 +74,10 @@ private:
   std::optional<GroupKernel> patchVariant(llvm::ArrayRef<mlir::Operation *> ops,
                                           const GroupEstimate &e,
                                           size_t i) const;
+  /// The split-K variants (codegen::Kernel::splitK) of a tensor-core set
+  /// whose tiles fill at most half the blocks the GPU holds at once.
+  std::vector<GroupKernel> splitKVariants(const GroupKernel &gk) const;
+  static constexpr int64_t kMaxSplitK = 16;
   /// Patch variant v's persistent form, where its tiles share B.
   std::optional<GroupKernel> persistentPatchVariant(const GroupKernel &v) const;
 

@@ -1541,6 +1541,17 @@ tune::Candidate tuneCandidate(const codegen::Kernel &k, const std::string &arch,
     c.argBytes.push_back(bytes);
     c.argOutput.push_back(t.output);
   }
+  // Split-K's workspace (codegen::kernelParams): partials, then counters.
+  const codegen::SplitKWorkspace w = codegen::splitKWorkspace(k);
+  if (w.counters > 0) {
+    c.argZeroed.assign(c.argBytes.size(), false);
+    c.argBytes.push_back(uint64_t(w.partialFloats) * 4);
+    c.argOutput.push_back(true);
+    c.argZeroed.push_back(false);
+    c.argBytes.push_back(uint64_t(w.counters) * 4);
+    c.argOutput.push_back(true);
+    c.argZeroed.push_back(true);
+  }
   return c;
 }
 

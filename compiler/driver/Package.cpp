@@ -388,6 +388,8 @@ std::string variantName(const codegen::Kernel &k) {
     return codegen::keepsB(k) ? "persistent, B resident" : "persistent";
   if (k.patchA)
     return "patch";
+  if (codegen::splitKWorkspace(k).counters > 0)
+    return "split-K " + std::to_string(k.splitK);
   return k.prefetch ? "prefetch" : "";
 }
 } // namespace
@@ -531,7 +533,9 @@ bool Packager::addHostAlternative(const GroupReport &g,
   else if (!(gk = boundChoice(g, why)))
     return true; // the library call serves host runs too
   // The memory plan is the call's: the alternative may touch nothing else
-  // but weights (the artifact checks the same).
+  // but weights (the artifact checks the same), so no split-K workspace.
+  if (gk->kernel.splitK > 1)
+    gk->kernel.splitK = 0, best = -1;
   for (mlir::Value v : gk->args)
     if (!llvm::is_contained(library.args, v) &&
         !llvm::isa_and_nonnull<ConstantOp>(v.getDefiningOp()))
@@ -573,10 +577,32 @@ int Packager::addGenerated(const GroupReport &g, GroupKernel &gk,
   const int index = addKernel(std::move(launch), gk.args, outputs, error);
   if (index < 0)
     return -1;
+  addSplitKWorkspace(size_t(index), k);
   uniqueOfKernel.back() = it->second;
   if (measured > 0)
     kernelUs.back() = measured;
   return index;
+}
+
+void Packager::addSplitKWorkspace(size_t kernel, const codegen::Kernel &k) {
+  const codegen::SplitKWorkspace w = codegen::splitKWorkspace(k);
+  if (w.counters == 0)
+    return;
+  // The partials live only while the kernel runs; the counters are state
+  // (zero in a fresh session), which the kernel leaves zero.
+  rt::KernelLaunch &launch = m.kernels[kernel];
+  rt::Tensor t;
+  t.name = launch.name + "_partials" + std::to_string(kernel);
+  t.shape = {w.partialFloats};
+  t.dtype = "float32";
+  t.kind = rt::TensorKind::Intermediate;
+  m.tensors.push_back(t);
+  launch.args.push_back(int(m.tensors.size() - 1));
+  launch.outputs.push_back(int(m.tensors.size() - 1));
+  const int arrived = addStateTensor(
+      launch.name + "_arrived" + std::to_string(kernel), w.counters);
+  launch.args.push_back(arrived);
+  launch.outputs.push_back(arrived);
 }
 
 bool Packager::addOutputs(std::string &error) {

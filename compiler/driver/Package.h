@@ -85,6 +85,9 @@ private:
   int addHelperLaunch(int u, std::vector<int> args, std::vector<int> outputs,
                       std::string summary);
   int addStateTensor(const std::string &name, int64_t words);
+  /// A split-K kernel's partials and counters (codegen::SplitKWorkspace)
+  /// after kernel `kernel`'s tensors, as its source takes them.
+  void addSplitKWorkspace(size_t kernel, const codegen::Kernel &k);
   int addRawKernel(const std::string &name, const std::string &cuda,
                    const std::string &hip);
   int addUnique(codegen::Kernel k, const std::string &suffix);

@@ -157,6 +157,9 @@ std::string candidatesToJson(const std::vector<Candidate> &cs,
     std::vector<int> outs;
     for (bool o : c.argOutput)
       outs.push_back(o);
+    std::vector<int> zeroed;
+    for (bool z : c.argZeroed)
+      zeroed.push_back(z);
     list.push_back({{"key", c.key},
                     {"name", c.name},
                     {"source", c.source},
@@ -165,6 +168,7 @@ std::string candidatesToJson(const std::vector<Candidate> &cs,
                     {"sharedBytes", c.sharedBytes},
                     {"argBytes", c.argBytes},
                     {"argOutput", outs},
+                    {"argZeroed", zeroed},
                     {"library", c.library},
                     {"libraryParams", c.libraryParams},
                     {"group", c.group},
@@ -190,12 +194,15 @@ bool candidatesFromJson(const std::string &text, std::vector<Candidate> &cs,
       c.argBytes = x.at("argBytes").get<std::vector<uint64_t>>();
       for (int o : x.at("argOutput").get<std::vector<int>>())
         c.argOutput.push_back(o != 0);
+      for (int z : x.value("argZeroed", std::vector<int>{}))
+        c.argZeroed.push_back(z != 0);
       c.library = x.value("library", "");
       c.libraryParams = x.value("libraryParams", std::vector<int64_t>{});
       c.group = x.value("group", -1);
       c.level = x.value("level", 0);
-      if (c.argOutput.size() != c.argBytes.size() || c.grid < 1 ||
-          c.block < 1 || c.sharedBytes < 0) {
+      if (c.argOutput.size() != c.argBytes.size() ||
+          (!c.argZeroed.empty() && c.argZeroed.size() != c.argBytes.size()) ||
+          c.grid < 1 || c.block < 1 || c.sharedBytes < 0) {
         error = "candidate " + c.name + " is malformed";
         return false;
       }

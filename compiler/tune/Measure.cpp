@@ -416,9 +416,13 @@ bool Bench::argumentSets(const Candidate &c,
   sets.assign(size_t(copies), {});
   for (int k = 0; k < copies; ++k) {
     uint64_t off = uint64_t(k) * setBytes;
-    for (uint64_t b : c.argBytes) {
+    for (size_t a = 0; a < c.argBytes.size(); ++a) {
       sets[size_t(k)].push_back(slab + off);
-      off += (b + 255) / 256 * 256;
+      // State a kernel counts in starts at zero (a previous candidate's
+      // outputs lie there); the kernel leaves it zero for its next launch.
+      if (a < c.argZeroed.size() && c.argZeroed[a])
+        d->cuMemsetD32Async(slab + off, 0, c.argBytes[a] / 4, stream);
+      off += (c.argBytes[a] + 255) / 256 * 256;
     }
   }
   return true;

@@ -33,6 +33,9 @@ struct Candidate {
   int64_t grid = 1, block = 1, sharedBytes = 0;
   std::vector<uint64_t> argBytes;
   std::vector<bool> argOutput;
+  /// Args zeroed before the kernel is timed, as a session's state is (a
+  /// split-K kernel's counters, which it leaves zero); empty: none.
+  std::vector<bool> argZeroed;
   /// A vendor-library alternative instead of a generated kernel (no
   /// source): "cudnn.conv" with an encoded rt::ConvSpec.
   std::string library;

@@ -1453,6 +1453,70 @@ def check_split_k(runner):
                     % groups)
 
 
+def check_split_k_kernel(runner, name, extra, library=False):
+    """A synthetic tuning cache in which split-K kernels are the fastest:
+    the product's blocks each sum a part of K and the last of a tile's adds
+    the parts (Kernel::splitK). Emulated and on a GPU (blocks of a tile
+    arriving in any order) the outputs match ONNX Runtime; the partials and
+    counters are in the manifest, the counters as session state. With
+    `library`, cuBLASLt is faster still: its call's generated alternative
+    for host runs, which may touch only the call's tensors, is the split-K
+    kernel's unsplit form."""
+    path = os.path.join(runner.work, name + ".onnx")
+    d = os.path.join(runner.work, name)
+    if not os.path.isdir(os.path.join(d, "ref")):  # run alone (-k split)
+        MODELS[name][0](path)
+        compile_and_emulate(runner, name, path, MODELS[name][2],
+                            MODELS[name][1], False)
+    w = os.path.join(runner.work, name + "_splitk" + "".join(extra) +
+                     ("_library" if library else ""))
+    os.makedirs(w, exist_ok=True)
+
+    def us(x, h):
+        if x.get("library") == "cublaslt.gemm" and library:
+            return 0.5
+        return (1 if "split-K:" in x.get("source", "") else 50) + \
+            h % 100 / 100.0
+    c, cache = synthetic_cache(runner, path, w, list(extra), us)
+    require(any("split-K:" in x.get("source", "") for x in c),
+            "no split-K candidates")
+    out = os.path.join(w, "out")
+    r = runner.run("compile", path, "--arch", "sm_90", "-o", out,
+                   "--tuning", cache, "--emit-source", *extra)
+    require(r.returncode == 0, "compile: " + r.stderr)
+    srcs = [open(os.path.join(out, "kernels", k)).read()
+            for k in os.listdir(os.path.join(out, "kernels"))
+            if k.endswith(".cu")]
+    m = read_manifest(os.path.join(out, "model.cuts"))
+    if library:
+        require(any(k.get("library") for k in m["kernels"]),
+                "no library call chosen")
+        require(not any("split-K:" in s for s in srcs) and
+                not any("_arrived" in t["name"] for t in m["tensors"]),
+                "a library call's host alternative splits K")
+        srcs = []
+    require(library or any("split-K:" in s for s in srcs),
+            "no split-K kernel chosen")
+    kinds = {t["name"].rsplit("_", 1)[-1].rstrip("0123456789"): t["kind"]
+             for t in m["tensors"] if "_partials" in t["name"] or
+             "_arrived" in t["name"]}
+    require(library or kinds == {"partials": "intermediate",
+                                 "arrived": "state"},
+            "split-K workspace: %s" % kinds)
+    inputs = save_npy_feeds(d, feeds(MODELS[name][1], 7))
+    tol = (["--tolerance", HALF_TOLERANCE[name]] if name in HALF_TOLERANCE
+           else [])
+    art = os.path.join(out, "model.cuts")
+    for mode in [("--emulate",)] + ([()] if runner.gpu else []):
+        r = runner.run("run", art, *mode, "--compare",
+                       os.path.join(d, "ref"), *tol, *inputs)
+        require(r.returncode == 0, "split-K run %s: %s" % (mode, r.stdout +
+                                                             r.stderr))
+    if runner.gpu:
+        r = runner.run("bench", art, "--iters", "20", "--graph")
+        require(r.returncode == 0, "bench --graph: " + r.stderr)
+
+
 def inflated(name, d):
     """test/models/exported/NAME.onnx with its weights inflated into d
     (inflate.py); the model's path there."""
@@ -2631,6 +2695,15 @@ def main():
                      runner)
         runner.check("tuning cache (cuDNN tf32)", check_tf32, runner)
         runner.check("fp16 for sm_90 and sm_80", check_targets, runner)
+    if not a.k or "split" in a.k:
+        # Its product whole, and as cuts-split-k's batched parts.
+        for mode in ("off", "auto"):
+            runner.check("split-K kernel, --split-k " + mode,
+                         check_split_k_kernel, runner, "half_split_k",
+                         ("--split-k", mode))
+        runner.check("split-K kernel behind a library call",
+                     check_split_k_kernel, runner, "half_split_k",
+                     ("--split-k", "off"), True)
     if not a.k or "sync" in a.k:
         runner.check("cuSync pairs (--sync-all)", check_sync, runner)
     if not a.k or "batch" in a.k:

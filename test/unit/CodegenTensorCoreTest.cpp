@@ -306,16 +306,26 @@ double runMma(const Kernel &k, const MmaCase &c, uint32_t seed) {
   std::vector<float> bias = test::randomVector(rng, N);
   std::vector<float> res = test::randomVector(rng, B * M * N);
   std::vector<float> y = test::poisoned(B * M * N);
+  // Split-K's workspace: partials of any contents, counters from zero.
+  const SplitKWorkspace ws = splitKWorkspace(k);
+  std::vector<float> partials =
+      test::poisoned(std::max<int64_t>(1, ws.partialFloats));
+  std::vector<unsigned> arrived(size_t(std::max<int64_t>(1, ws.counters)), 0u);
   std::string err;
   bool ran = runOnHost(k,
                        {{"A", a.bits()},
                         {"B", b.bits()},
                         {"bias", bias.data()},
                         {"res", res.data()},
-                        {"Y", y.data()}},
+                        {"Y", y.data()},
+                        {"cuts_partials", partials.data()},
+                        {"cuts_arrived", arrived.data()}},
                        err);
   INFO(err);
   REQUIRE(ran);
+  // Every tile's last part reset its counter for the next run.
+  CHECK(std::count(arrived.begin(), arrived.end(), 0u) ==
+        std::ptrdiff_t(arrived.size()));
   test::RelativeL2 e;
   for (int64_t q = 0; q < B; ++q)
     for (int64_t i = 0; i < M; ++i)
@@ -566,6 +576,87 @@ TEST_CASE("tensor-core products match the reference on the CPU",
   CHECK(prefetching == 2);
   CHECK(multiTile >= 3);
   CHECK(resident >= 3);
+}
+
+TEST_CASE("split-K products sum their parts in the last block on the CPU",
+          "[codegen][tensorcore]") {
+  using dfg::Type;
+  const std::vector<EpilogueOp> biasRelu = {
+      EpilogueOp::binary(dfg::Op::Add, "bias", {48}),
+      EpilogueOp::unary(dfg::Op::Relu)};
+  std::vector<MmaCase> cases = {
+      // mma.sync, ragged M, 4 slices, bias + relu.
+      {40, 128, 48, 1, false, mmaLoop(Type::F16, 2, 2, 1, 2, 3), 32, biasRelu},
+      // wgmma, ragged M and K (the last part's last slice overhangs K).
+      {100, 184, 48, 1, true,
+       mmaLoop(Type::F16, 1, 1, 2, 6, 3, MatrixInstr::Wgmma), 32, biasRelu},
+      // Warp-specialised, staged exit.
+      {100, 192, 48, 1, true,
+       specialized(mmaLoop(Type::F16, 1, 1, 2, 6, 3, MatrixInstr::Wgmma)), 32,
+       biasRelu},
+      // Warp-specialised, 2 stages: its fragments stored directly (the
+      // producer warpgroup returns after the count), a residual.
+      {128,
+       192,
+       40,
+       1,
+       true,
+       specialized(mmaLoop(Type::BF16, 2, 1, 1, 6, 2, MatrixInstr::Wgmma)),
+       32,
+       {EpilogueOp::binary(dfg::Op::Add, "res", {128, 40})}},
+      // Batched (attention's shape), tf32.
+      {32, 128, 32, 2, true, mmaLoop(Type::F32, 1, 2, 2, 2, 2), 32, {}},
+  };
+  uint32_t seed = 5;
+  int split = 0;
+  for (const MmaCase &c : cases) {
+    std::vector<int64_t> a = {c.M, c.K},
+                         b = c.transB ? std::vector<int64_t>{c.N, c.K}
+                                      : std::vector<int64_t>{c.K, c.N};
+    std::vector<int64_t> y = {c.M, c.N};
+    if (c.batch > 1)
+      for (auto *s : {&a, &b, &y})
+        s->insert(s->begin(), c.batch);
+    OpDesc d = describeMatMul(a, b, y, false, c.transB);
+    std::string err;
+    auto k = codegen::buildMmaMatMul("mma_split", d, mmaParams(c.loop, c.bk),
+                                     c.loop.operand, c.epilogue, err);
+    INFO(err);
+    REQUIRE(k);
+    k->weightB = true;
+    INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch);
+    const int64_t slices = (c.K + c.bk - 1) / c.bk;
+    CHECK_FALSE(canSplitK(*k, slices)); // a part needs two slices
+    for (int64_t parts : {2, 3}) {
+      INFO(parts << " parts");
+      if (slices % parts) {
+        CHECK_FALSE(canSplitK(*k, parts));
+        continue;
+      }
+      Kernel sk = *k;
+      sk.splitK = parts;
+      REQUIRE(canSplitK(sk, parts));
+      CHECK(runMma(sk, c, seed++) <= 1e-6);
+      CHECK(launchShape(sk).blocks == parts * launchShape(*k).blocks);
+      const SplitKWorkspace w = splitKWorkspace(sk);
+      CHECK(w.counters == launchShape(*k).blocks);
+      CHECK(w.partialFloats ==
+            parts * w.counters * sk.params.Nb * sk.params.Kb);
+      const std::string src = emitSource(sk);
+      CHECK(src.find("split-K: " + std::to_string(parts)) != std::string::npos);
+      compilesWithNvrtc(src, "mma_split", /*withPrelude=*/false,
+                        c.loop.instr == MatrixInstr::Wgmma
+                            ? std::vector<const char *>{"sm_90a"}
+                            : std::vector<const char *>{"sm_80", "sm_90"});
+      ++split;
+    }
+    // Not split: the kernel's own source, no workspace.
+    Kernel one = *k;
+    one.splitK = 1;
+    CHECK(emitSource(one) == emitSource(*k));
+    CHECK(splitKWorkspace(one).counters == 0);
+  }
+  CHECK(split >= 7);
 }
 
 TEST_CASE("tensor-core epilogues move 16-bit tensors a column pair at a time",

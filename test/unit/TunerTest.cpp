@@ -67,6 +67,17 @@ TEST_CASE("candidate files keep each candidate's group and level", "[tuner]") {
   CHECK(in[1].level == 5);
   CHECK(in[1].library == "cudnn.conv");
   CHECK(in[1].libraryParams == std::vector<int64_t>{1, 2, 3});
+  CHECK(in[0].argZeroed.empty());
+  // A split-K kernel's counters are zeroed before it is timed.
+  out[0].argBytes = {16, 8, 4};
+  out[0].argOutput = {true, true, true};
+  out[0].argZeroed = {false, false, true};
+  in.clear();
+  REQUIRE(candidatesFromJson(candidatesToJson(out, "sm_90"), in, arch, error));
+  CHECK(in[0].argZeroed == std::vector<bool>{false, false, true});
+  out[0].argZeroed = {true};
+  CHECK_FALSE(
+      candidatesFromJson(candidatesToJson(out, "sm_90"), in, arch, error));
   // Files written before groups and levels existed read as one level.
   std::vector<Candidate> old;
   REQUIRE(candidatesFromJson(
