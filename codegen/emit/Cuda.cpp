@@ -59,6 +59,8 @@ std::vector<std::pair<std::string, std::string>> kernelParams(const Kernel &k) {
   if (k.post) {
     ps.emplace_back("cuts_posted", "unsigned *__restrict__");
     ps.emplace_back("cuts_started", "unsigned *__restrict__");
+    if (k.post->order)
+      ps.emplace_back("cuts_next", "unsigned *__restrict__");
   }
   for (size_t i = 0; i < k.waits.size(); ++i)
     ps.emplace_back("cuts_ready" + std::to_string(i), "const unsigned *");
@@ -2421,6 +2423,21 @@ void Emitter::emitThreadCoordinates(const int64_t cnt[4]) {
     os << ";\n";
     below *= cnt[d];
   }
+  if (top.post && top.post->order) {
+    // T: blocks take their tiles in the order they start, so the consumer's
+    // first tiles' producer tiles run first whatever order the GPU
+    // dispatches blocks in. atomicInc wraps to 0 after the last slot, ready
+    // for the next run.
+    os << "  // cuSync (T): the k-th block to start runs slot k, tile "
+       << top.post->order->text(top.post->grid) << " (fastest first).\n"
+       << "  __shared__ unsigned cuts_slot;\n"
+       << "  if (tid == 0)\n"
+       << "    cuts_slot = atomicInc(cuts_next, " << top.post->grid.blocks() - 1
+       << "u);\n"
+       << "  __syncthreads();\n"
+       << "  long long block = cuts_slot;\n";
+    return;
+  }
   os << "  long long block = blockIdx.x;\n";
 }
 
@@ -4124,7 +4141,9 @@ void Emitter::emitTileBases(const std::string &ind, bool declare) {
   const TileParams &p = top.params;
   const std::array<int64_t, 4> dims = gridExtents(top.desc);
   const int64_t blockExt[4] = {p.Nb, p.Kb, p.Hb, p.Wb};
-  for (int d = 3; d >= 0; --d) {
+  const sync::TileOrder order =
+      top.post && top.post->order ? *top.post->order : sync::TileOrder{};
+  for (int d : order.fastest) {
     int64_t tiles = (dims[d] + blockExt[d] - 1) / blockExt[d];
     os << ind << (declare ? "const long long " : "") << "base_" << kDimLetter[d]
        << " = (block % " << tiles << ") * " << blockExt[d] << ";\n"

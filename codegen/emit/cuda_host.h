@@ -34,6 +34,7 @@
 //    __shfl_up_sync, __shfl_down_sync, __shfl_xor_sync (values up to 8
 //    bytes), __ballot_sync, __any_sync, __all_sync, atomicAdd/Sub/Exch/Min/
 //    Max/CAS (integers; atomicAdd and atomicExch also float, atomicAdd double),
+//    atomicInc (unsigned),
 //    __ldg, __ldcg, __stwb, clock64 (nanoseconds, not cycles), __nanosleep
 //    (see the spin timeout below), printf.
 //  - min/max, <math.h> (expf, erff, tanhf, sqrtf, fminf, ...), rsqrtf, the
@@ -330,6 +331,11 @@ inline float atomicExch(float *p, float v) {
   float old;
   __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
   return old;
+}
+// CUDA's wrapping increment: old >= v ? 0 : old + 1.
+inline unsigned atomicInc(unsigned *p, unsigned v) {
+  return cutsHostAtomicUpdate(
+      p, [v](unsigned old) { return old >= v ? 0u : old + 1u; });
 }
 template <class T> inline CutsHostAtomicInt<T> atomicMin(T *p, T v) {
   return cutsHostAtomicUpdate(p, [v](T old) { return v < old ? v : old; });

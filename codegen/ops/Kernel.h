@@ -227,6 +227,9 @@ struct PositionLoop {
 struct TilePost {
   sync::TileGrid grid;
   sync::Policy policy;
+  /// T: the order its tiles run in where not blockIdx's (a slot counter
+  /// "cuts_next" hands each starting block its tile).
+  std::optional<sync::TileOrder> order;
 };
 
 /// A consumer's wait, before its first fetch, for the producer tiles of

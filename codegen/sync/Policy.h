@@ -65,6 +65,22 @@ struct Policy {
   int64_t semaphore(const TileGrid &g, const std::array<int64_t, 4> &c) const;
 };
 
+/// The order a producer runs its tiles in (the paper's custom tile order,
+/// T): its grid dimensions from the fastest-varying on. {W, H, K, N} is
+/// blockIdx order. The k-th of its blocks to start takes slot k (an atomic
+/// counter), the slot's tile in this order.
+struct TileOrder {
+  std::array<int, 4> fastest{3, 2, 1, 0};
+  /// The slot of tile `c`, and the tile of a slot.
+  int64_t position(const TileGrid &g, const std::array<int64_t, 4> &c) const;
+  std::array<int64_t, 4> coords(const TileGrid &g, int64_t slot) const;
+  /// Whether g's blocks run in blockIdx order under it (dimensions of one
+  /// tile do not count).
+  bool natural(const TileGrid &g) const;
+  /// "K,W,H,N": the dimensions of g with more than one tile, fastest first.
+  std::string text(const TileGrid &g) const;
+};
+
 /// One wait of a consumer tile: semaphore `semaphore` has counted `posts`
 /// this run.
 struct Wait {

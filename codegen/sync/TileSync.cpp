@@ -21,6 +21,36 @@ int64_t TileGrid::linear(const std::array<int64_t, 4> &c) const {
   return b;
 }
 
+int64_t TileOrder::position(const TileGrid &g,
+                            const std::array<int64_t, 4> &c) const {
+  int64_t s = 0;
+  for (int i = 3; i >= 0; --i)
+    s = s * g.tiles[fastest[i]] + c[fastest[i]];
+  return s;
+}
+
+std::array<int64_t, 4> TileOrder::coords(const TileGrid &g,
+                                         int64_t slot) const {
+  std::array<int64_t, 4> c{};
+  for (int i = 0; i < 4; ++i) {
+    c[fastest[i]] = slot % g.tiles[fastest[i]];
+    slot /= g.tiles[fastest[i]];
+  }
+  return c;
+}
+
+bool TileOrder::natural(const TileGrid &g) const {
+  return text(g) == TileOrder{}.text(g);
+}
+
+std::string TileOrder::text(const TileGrid &g) const {
+  std::string s;
+  for (int d : fastest)
+    if (g.tiles[d] > 1)
+      s += std::string(s.empty() ? "" : ",") + "NKHW"[d];
+  return s;
+}
+
 TileGrid tileGrid(const Kernel &k) {
   const TileParams &p = k.params;
   const std::array<int64_t, 4> dims = gridExtents(k.desc);
@@ -252,7 +282,7 @@ std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
 SyncEstimate estimate(const Dependence &d, const Policy &p,
                       const KernelTiming &producer,
                       const KernelTiming &consumer, int64_t sms,
-                      double overheadUs) {
+                      double overheadUs, const TileOrder &order) {
   const int64_t bp = d.producer.blocks(), bc = d.consumer.blocks();
   const int64_t slotsP = sms * std::max<int64_t>(producer.perSM, 1);
   const int64_t slotsC = sms * std::max<int64_t>(consumer.perSM, 1);
@@ -264,7 +294,8 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
   const int64_t done = (wavesP - 1) * slotsP;
   const int64_t idle = (wavesP * slotsP - bp) * slotsC / slotsP;
   // The consumer's first tiles whose semaphores are then complete: the
-  // last producer tile of each one's box (merged dimensions whole).
+  // last producer tile of each one's box (merged dimensions whole), the
+  // latest in any order (a slot grows with each coordinate).
   int64_t ready = 0;
   for (; ready < bc && ready < idle; ++ready) {
     Box b = d.box(d.consumer.coords(ready));
@@ -273,7 +304,7 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
     for (int dim = 0; dim < 4; ++dim)
       if (p.merged[dim])
         b.hi[dim] = d.producer.tiles[dim] - 1;
-    if (d.producer.linear(b.hi) >= done)
+    if (order.position(d.producer, b.hi) >= done)
       break;
   }
   SyncEstimate e;
@@ -282,6 +313,21 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
   e.syncUs = producer.us + double((bc - ready + slotsC - 1) / slotsC) * waveC +
              overheadUs;
   return e;
+}
+
+TileOrder bestOrder(const Dependence &d, const Policy &p,
+                    const KernelTiming &producer, const KernelTiming &consumer,
+                    int64_t sms) {
+  TileOrder best;
+  double fastest = estimate(d, p, producer, consumer, sms, 0, best).syncUs;
+  TileOrder o;
+  std::sort(o.fastest.begin(), o.fastest.end());
+  do {
+    const double us = estimate(d, p, producer, consumer, sms, 0, o).syncUs;
+    if (us < fastest && !o.natural(d.producer))
+      best = o, fastest = us;
+  } while (std::next_permutation(o.fastest.begin(), o.fastest.end()));
+  return best;
 }
 
 } // namespace cuts::codegen::sync

@@ -81,10 +81,22 @@ struct SyncEstimate {
   double gain() const { return streamUs - syncUs; }
 };
 
+/// With the producer's tiles in `order` (T), the tiles done when its last
+/// wave starts are the order's first.
 SyncEstimate estimate(const Dependence &d, const Policy &p,
                       const KernelTiming &producer,
                       const KernelTiming &consumer, int64_t sms,
-                      double overheadUs = kSyncOverheadUs);
+                      double overheadUs = kSyncOverheadUs,
+                      const TileOrder &order = {});
+
+/// T, chosen by the model: of the orders of the producer's grid
+/// dimensions, the one whose estimate is fastest (the early consumer tiles
+/// save a wave); blockIdx order unless another is strictly faster (none is
+/// where the producer runs in one wave: nothing of it is done before its
+/// last).
+TileOrder bestOrder(const Dependence &d, const Policy &p,
+                    const KernelTiming &producer, const KernelTiming &consumer,
+                    int64_t sms);
 
 } // namespace cuts::codegen::sync
 

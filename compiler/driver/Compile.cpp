@@ -59,6 +59,7 @@ std::string syncJson(const std::vector<SyncDecision> &all) {
          {"consumer", d.consumer},
          {"chosen", d.chosen},
          {"policy", d.policy},
+         {"order", d.order},
          {"overPdl", d.overPdl},
          {"why", d.why},
          {"streamUs", d.streamUs},

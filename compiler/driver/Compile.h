@@ -64,9 +64,12 @@ struct CompileOptions {
 struct SyncDecision {
   std::string producer, consumer; // the kernels' names before the pair
   bool chosen = false;
-  std::string policy;   // the best policy estimated ("" if none applies)
-  bool overPdl = false; // the pair runs over PDL (rt::Step::overPdl)
-  std::string why;      // why not chosen
+  std::string policy; // the best policy estimated ("" if none applies)
+  /// T: the producer's custom tile order under it, its dimensions of more
+  /// than one tile fastest first ("K,W,H"); "" for blockIdx order.
+  std::string order;
+  bool overPdl = false;            // the pair runs over PDL (rt::Step::overPdl)
+  std::string why;                 // why not chosen
   double streamUs = 0, syncUs = 0; // the model's estimate
   int64_t earlyTiles = 0;
   /// The tuner's times (compile --tune, or its cache), when it timed the

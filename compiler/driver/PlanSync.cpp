@@ -89,6 +89,14 @@ void Packager::markProgrammaticLaunches() {
   }
 }
 
+namespace {
+/// SyncDecision::order: T's order, "" for blockIdx order.
+std::string customOrder(const codegen::sync::TileOrder &o,
+                        const codegen::sync::TileGrid &g) {
+  return o.natural(g) ? "" : o.text(g);
+}
+} // namespace
+
 int Packager::addStateTensor(const std::string &name, int64_t words) {
   rt::Tensor t;
   t.name = name;
@@ -161,16 +169,24 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
   // Untimed, a pair runs over PDL wherever the GPU has it.
   const bool overPdl = opts.arch.hasPdl();
   std::optional<SyncPair> best;
+  std::map<std::string, codegen::sync::TileOrder> orders;
   for (const codegen::sync::Policy &p : codegen::sync::policies(*dep)) {
-    auto e = codegen::sync::estimate(
-        *dep, p, timing(kp, sp.kernel), timing(kc, sc.kernel), opts.arch.numSM,
-        overPdl ? codegen::sync::kSyncOverPdlOverheadUs
-                : codegen::sync::kSyncOverheadUs);
+    const auto tp = timing(kp, sp.kernel), tc = timing(kc, sc.kernel);
+    const codegen::sync::TileOrder order =
+        codegen::sync::bestOrder(*dep, p, tp, tc, opts.arch.numSM);
+    orders[p.name] = order;
+    auto e =
+        codegen::sync::estimate(*dep, p, tp, tc, opts.arch.numSM,
+                                overPdl ? codegen::sync::kSyncOverPdlOverheadUs
+                                        : codegen::sync::kSyncOverheadUs,
+                                order);
     if (!best || e.gain() > best->estimate.gain())
-      best = SyncPair{i, fetch, *dep, p, e, {}, overPdl};
+      best = SyncPair{i, fetch, *dep, p, e, {}, {}, overPdl};
     best->policies.push_back(p);
   }
+  best->orders = std::move(orders);
   d.policy = best->policy.name, d.overPdl = overPdl;
+  d.order = customOrder(best->orders[best->policy.name], dep->producer);
   d.streamUs = best->estimate.streamUs, d.syncUs = best->estimate.syncUs;
   d.earlyTiles = best->estimate.earlyTiles;
   return best;
@@ -182,7 +198,10 @@ Packager::pairKernels(const SyncPair &p,
   codegen::Kernel post = unique[size_t(uniqueOfKernel[m.steps[p.step].kernel])];
   codegen::Kernel wait =
       unique[size_t(uniqueOfKernel[m.steps[p.step + 1].kernel])];
-  post.post = codegen::TilePost{p.dependence.producer, policy};
+  post.post = codegen::TilePost{p.dependence.producer, policy, std::nullopt};
+  auto order = p.orders.find(policy.name);
+  if (order != p.orders.end() && !order->second.natural(p.dependence.producer))
+    post.post->order = order->second;
   wait.waits = {codegen::TileWait{
       codegen::sync::tiledFetch(wait, p.fetch)->tensor, p.dependence, policy}};
   return {post, wait};
@@ -221,7 +240,8 @@ tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
     auto [post, wait] = pairKernels(p, policy);
     c.policies.push_back({policy.name, tuneCandidate(post, arch, toolkit),
                           tuneCandidate(wait, arch, toolkit),
-                          policy.semaphores(p.dependence.producer)});
+                          policy.semaphores(p.dependence.producer),
+                          post.post->order.has_value()});
   }
   c.hold = codegen::syncWaitKernel();
   c.epoch = codegen::syncEpochKernel();
@@ -262,6 +282,7 @@ bool Packager::decide(SyncPair &p, SyncDecision &d) {
     d.measured = true;
     d.measuredStreamUs = *stream, d.measuredPdlUs = pdl.value_or(0);
     d.measuredSyncUs = syncUs, d.policy = fastest->name;
+    d.order = customOrder(p.orders[fastest->name], p.dependence.producer);
     p.policy = *fastest, p.overPdl = d.overPdl = overPdl;
     const double best = std::min(*stream, pdl.value_or(*stream));
     if (pdl && *pdl > *stream * (1 + kMinMeasuredGain))
@@ -317,6 +338,11 @@ int Packager::synchronise(const SyncPair &p, size_t n, int epoch, int wait) {
   lc.name = unique[size_t(uniqueOfKernel[size_t(kc)])].name;
   lp.args.insert(lp.args.end(), {sems, started});
   lp.outputs.insert(lp.outputs.end(), {sems, started});
+  if (post.post->order) { // T's slot counter
+    const int next = addStateTensor(tag + "_next", 1);
+    lp.args.push_back(next);
+    lp.outputs.push_back(next);
+  }
   lc.args.insert(lc.args.end(), {sems, epoch});
   lp.summary += "; cuSync producer (" + p.policy.name + ")";
   lc.summary += "; cuSync consumer (" + p.policy.name + ")";

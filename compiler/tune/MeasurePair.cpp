@@ -256,14 +256,15 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
       (2 * uint64_t(std::max(l2, 0)) + setBytes - 1) / setBytes, 1, 8));
   while (copies > 1 && setBytes * copies > (uint64_t(4) << 30))
     --copies;
-  stateWords = 2;
+  // The semaphores, then T's slot counter, cuts_started and the epoch.
+  stateWords = 3;
   for (const PairCandidate::Synchronised &s : p.policies)
-    stateWords = std::max<size_t>(stateWords, size_t(s.semaphores) + 2);
+    stateWords = std::max<size_t>(stateWords, size_t(s.semaphores) + 3);
   if (cu::CUresult r = d->cuMemAlloc(&slab, setBytes * copies + stateWords * 4))
     return fail(r, "cuMemAlloc", error);
   state = slab + setBytes * copies;
-  const cu::CUdeviceptr sems = state, started = state + 4 * (stateWords - 2),
-                        epochWord = started + 4;
+  const cu::CUdeviceptr sems = state, next = state + 4 * (stateWords - 3),
+                        started = next + 4, epochWord = started + 4;
   std::vector<std::vector<cu::CUdeviceptr>> pa(copies), ca(copies);
   for (size_t k = 0; k < copies; ++k) {
     cu::CUdeviceptr at = slab + k * setBytes;
@@ -310,6 +311,8 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
         [&, this, i](size_t k) {
           auto pp = pa[k], cc = ca[k];
           pp.insert(pp.end(), {sems, started});
+          if (p.policies[i].ordered)
+            pp.push_back(next);
           cc.insert(cc.end(), {sems, epochWord});
           cu::CUresult r = d->cuEventRecord(fork, main);
           r = r ? r : d->cuStreamWaitEvent(side, fork, 0);
@@ -327,6 +330,8 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
           [&, this, i](size_t k) {
             auto pp = pa[k], cc = ca[k];
             pp.insert(pp.end(), {sems, started});
+            if (p.policies[i].ordered)
+              pp.push_back(next);
             cc.insert(cc.end(), {sems, epochWord});
             cu::CUresult r = launch(posts[i], main, pp);
             r = r ? r : launch(waits[i], main, cc, true);

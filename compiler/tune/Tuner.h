@@ -161,6 +161,7 @@ struct PairCandidate {
     std::string policy;
     Candidate post, wait;
     int64_t semaphores = 0; // words
+    bool ordered = false;   // the post takes T's slot counter, cuts_next
   };
   std::vector<Synchronised> policies;
   std::string hold, epoch; // the sources of cuts_sync_wait, cuts_sync_epoch

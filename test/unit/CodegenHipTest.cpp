@@ -90,8 +90,13 @@ TEST_CASE("HIP emission compiles with hipcc for gfx90a", "[.hip]") {
   INFO(why);
   REQUIRE(dep);
   const sync::Policy policy = sync::policies(*dep).back();
-  post->post = TilePost{dep->producer, policy};
+  post->post = TilePost{dep->producer, policy, std::nullopt};
   wait->waits = {TileWait{sync::tiledFetch(*wait, 0)->tensor, *dep, policy}};
+  // The producer's tiles in a custom order (T): atomicInc's slot counter.
+  auto ordered = std::make_optional<Kernel>(*post);
+  ordered->name = "hip_sync_post_ordered";
+  ordered->post->order = sync::TileOrder{{1, 3, 2, 0}};
+  add(std::move(ordered));
   add(std::move(post));
   add(std::move(wait));
   char dir[] = "/tmp/cuts-hip-XXXXXX";

@@ -253,10 +253,12 @@ struct Synchronised {
   std::unique_ptr<HostKernel> hp, hc;
 };
 Synchronised synchronised(const Kernel &p, const Kernel &c, const Dependence &d,
-                          const Policy &policy, int fetch) {
+                          const Policy &policy, int fetch,
+                          std::optional<TileOrder> order = std::nullopt) {
   Synchronised s{p, c, nullptr, nullptr};
-  s.p.name = "p_" + policy.name, s.c.name = "c_" + policy.name;
-  s.p.post = TilePost{d.producer, policy};
+  s.p.name = "p_" + policy.name + (order ? "_ordered" : "");
+  s.c.name = "c_" + policy.name;
+  s.p.post = TilePost{d.producer, policy, order};
   s.c.waits = {TileWait{tiledFetch(c, fetch)->tensor, d, policy}};
   std::string err;
   s.hp = compileOnHost(s.p, err);
@@ -304,58 +306,73 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
   // is stored shows in the output, which must equal the stream-ordered one bit
   // for bit; the epoch kernel counts the run, and a second run reuses the
   // semaphores (epoch 1).
+  // With T, the producer's blocks take their tiles from a slot counter in
+  // another order (channel tiles fastest), which wraps back to 0 each run.
   auto [p, c, ref, d] = convPair(7);
   std::string err;
-  for (const Policy &policy : policies(*d)) {
-    INFO(policy.name);
-    auto [sp, sc, hp, hc] = synchronised(*p, *c, *d, policy, 0);
-    // The semaphores, then the producer's count of runs started (its own
-    // buffer; here the word after them), which the wait kernel (run before
-    // the consumer, as on the GPU) waits for.
-    const size_t n = size_t(policy.semaphores(d->producer));
-    std::vector<unsigned> sems(n + 1, 0);
-    KernelSignature ws{
-        "cuts_sync_wait",
-        {{"started", "const unsigned *"}, {"cuts_epoch", "const unsigned *"}}};
-    auto hw = compileForHost(syncWaitKernel(), ws, err);
-    REQUIRE(hw);
-    auto he = compileForHost(
-        syncEpochKernel(),
-        KernelSignature{"cuts_sync_epoch", {{"cuts_epoch", "unsigned *"}}},
-        err);
-    REQUIRE(he);
-    unsigned epoch = 0;
-    for (int r = 0; r < 2; ++r) {
-      REQUIRE(epoch == unsigned(r));
-      Chain run = ref;
-      run.y1 = test::poisoned(run.y1.size());
-      run.y2 = test::poisoned(run.y2.size());
-      auto pb = run.producer(), cb = run.consumer();
-      pb["cuts_posted"] = sems.data(), cb["cuts_ready0"] = sems.data();
-      pb["cuts_started"] = &sems[n];
-      pb["cuts_epoch"] = cb["cuts_epoch"] = &epoch;
-      std::string cerr;
-      bool consumed = false;
-      std::thread consumer([&] {
-        consumed =
-            hw->launch({1, 1, 1}, {1, 1, 1},
-                       {KernelArg::buffer(&sems[n]), KernelArg::buffer(&epoch)},
-                       cerr) &&
-            launchOnHost(*hc, sc, cb, cerr);
-      });
-      bool produced = launchOnHost(*hp, sp, pb, err);
-      consumer.join();
-      INFO(err << cerr << " epoch " << epoch);
-      CHECK(produced);
-      CHECK(consumed);
-      CHECK(std::memcmp(run.y2.data(), ref.y2.data(), ref.y2.size() * 4) == 0);
-      for (size_t i = 0; i < n; ++i)
-        CHECK(sems[i] == (epoch + 1) * policy.postsPerSemaphore(d->producer));
-      CHECK(sems[n] == epoch + 1);
-      REQUIRE(
-          he->launch({1, 1, 1}, {1, 1, 1}, {KernelArg::buffer(&epoch)}, err));
+  REQUIRE(d->producer.tiles[1] == 2);
+  const TileOrder channelsFirst{{1, 3, 2, 0}};
+  REQUIRE_FALSE(channelsFirst.natural(d->producer));
+  for (const Policy &policy : policies(*d))
+    for (std::optional<TileOrder> order :
+         {std::optional<TileOrder>(),
+          std::optional<TileOrder>(channelsFirst)}) {
+      INFO(policy.name << (order ? " ordered" : ""));
+      auto [sp, sc, hp, hc] = synchronised(*p, *c, *d, policy, 0, order);
+      CHECK((emitSource(sp).find("atomicInc(cuts_next") != std::string::npos) ==
+            order.has_value());
+      unsigned next = 0;
+      // The semaphores, then the producer's count of runs started (its own
+      // buffer; here the word after them), which the wait kernel (run before
+      // the consumer, as on the GPU) waits for.
+      const size_t n = size_t(policy.semaphores(d->producer));
+      std::vector<unsigned> sems(n + 1, 0);
+      KernelSignature ws{"cuts_sync_wait",
+                         {{"started", "const unsigned *"},
+                          {"cuts_epoch", "const unsigned *"}}};
+      auto hw = compileForHost(syncWaitKernel(), ws, err);
+      REQUIRE(hw);
+      auto he = compileForHost(
+          syncEpochKernel(),
+          KernelSignature{"cuts_sync_epoch", {{"cuts_epoch", "unsigned *"}}},
+          err);
+      REQUIRE(he);
+      unsigned epoch = 0;
+      for (int r = 0; r < 2; ++r) {
+        REQUIRE(epoch == unsigned(r));
+        Chain run = ref;
+        run.y1 = test::poisoned(run.y1.size());
+        run.y2 = test::poisoned(run.y2.size());
+        auto pb = run.producer(), cb = run.consumer();
+        pb["cuts_posted"] = sems.data(), cb["cuts_ready0"] = sems.data();
+        pb["cuts_started"] = &sems[n];
+        pb["cuts_epoch"] = cb["cuts_epoch"] = &epoch;
+        if (order)
+          pb["cuts_next"] = &next;
+        std::string cerr;
+        bool consumed = false;
+        std::thread consumer([&] {
+          consumed = hw->launch({1, 1, 1}, {1, 1, 1},
+                                {KernelArg::buffer(&sems[n]),
+                                 KernelArg::buffer(&epoch)},
+                                cerr) &&
+                     launchOnHost(*hc, sc, cb, cerr);
+        });
+        bool produced = launchOnHost(*hp, sp, pb, err);
+        consumer.join();
+        INFO(err << cerr << " epoch " << epoch);
+        CHECK(produced);
+        CHECK(consumed);
+        CHECK(std::memcmp(run.y2.data(), ref.y2.data(), ref.y2.size() * 4) ==
+              0);
+        for (size_t i = 0; i < n; ++i)
+          CHECK(sems[i] == (epoch + 1) * policy.postsPerSemaphore(d->producer));
+        CHECK(sems[n] == epoch + 1);
+        CHECK(next == 0);
+        REQUIRE(
+            he->launch({1, 1, 1}, {1, 1, 1}, {KernelArg::buffer(&epoch)}, err));
+      }
     }
-  }
 
   // No post: the consumer's first wait never ends, and says so.
   Kernel sc = *c;
@@ -536,6 +553,57 @@ TEST_CASE("sync: the emitted waits are the semaphores of the producer tiles "
     }
   }
   unsetenv("CUTS_HOST_SPIN_TIMEOUT_MS");
+}
+
+TEST_CASE("sync: T orders a producer's tiles as its consumer needs them",
+          "[sync]") {
+  // Slots and tiles: an order is a permutation of the grid.
+  TileGrid g;
+  g.tiles = {2, 3, 1, 4};
+  const TileOrder order{{1, 3, 0, 2}};
+  std::set<int64_t> seen;
+  for (int64_t s = 0; s < g.blocks(); ++s) {
+    CHECK(order.position(g, order.coords(g, s)) == s);
+    seen.insert(g.linear(order.coords(g, s)));
+  }
+  CHECK(int64_t(seen.size()) == g.blocks());
+  CHECK(order.text(g) == "K,W,N");
+  CHECK(TileOrder{}.natural(g));
+  CHECK_FALSE(TileOrder{{1, 3, 2, 0}}.natural(g));
+  CHECK(TileOrder{{3, 1, 2, 0}}.natural(g)); // H has one tile
+  CHECK(TileOrder{{3, 2, 1, 0}}.text(g) == "W,K,N");
+  // The conv chain: the producer's 16 tiles (2 channel tiles of 4 x 2
+  // pixel tiles) on 6 SMs, 12 done when its last wave starts (2 slots
+  // idle). In blockIdx order channels are the slowest: the 12 are channel
+  // tile 0's and half of tile 1's, and the consumer's first tile, whose
+  // halo spans rows the second half holds, is not ready. Channel tiles
+  // fastest, the first 12 are both channel tiles of 6 pixel tiles: two
+  // consumer tiles fill the idle slots, and the other 6 take one wave, not
+  // two. On a GEMM chain blockIdx order already runs a consumer row's
+  // producer tiles first: no order is better.
+  auto [p, c, ref, d] = convPair(3);
+  REQUIRE(d->producer.blocks() == 16);
+  REQUIRE(d->consumer.blocks() == 8);
+  const Policy tile = policies(*d)[0];
+  const KernelTiming tp{100, 1}, tc{100, 1};
+  const int64_t sms = 6;
+  const SyncEstimate natural = estimate(*d, tile, tp, tc, sms, 0);
+  const TileOrder best = bestOrder(*d, tile, tp, tc, sms);
+  const SyncEstimate ordered = estimate(*d, tile, tp, tc, sms, 0, best);
+  INFO(best.text(d->producer));
+  CHECK(natural.earlyTiles == 0);
+  CHECK(natural.syncUs == Approx(200));
+  CHECK(ordered.earlyTiles == 2);
+  CHECK(ordered.syncUs == Approx(150));
+  CHECK(best.text(d->producer).substr(0, 1) == "K"); // channel tiles first
+  auto [gp, gc] = gemmPair();
+  std::string why;
+  auto gd = dependence(gp, gc, 0, why);
+  REQUIRE(gd);
+  for (const Policy &policy : policies(*gd))
+    CHECK(bestOrder(*gd, policy, {300, 1}, {200, 1}, 5).natural(gd->producer));
+  // One producer wave: nothing is done before the last, no order helps.
+  CHECK(bestOrder(*d, tile, tp, tc, 64).natural(d->producer));
 }
 
 TEST_CASE("sync: the model's gain is the consumer tiles that fit the "

@@ -443,7 +443,7 @@ int main(int argc, char **argv) {
         sources.push_back(emitSource(p)), sources.push_back(emitSource(c));
         for (const sync::Policy &pol : pr.policies) {
           Kernel sp = p, sc = c;
-          sp.post = TilePost{dep->producer, pol};
+          sp.post = TilePost{dep->producer, pol, std::nullopt};
           sc.waits = {TileWait{sync::tiledFetch(c, 0)->tensor, *dep, pol}};
           sources.push_back(emitSource(sp)), sources.push_back(emitSource(sc));
           pr.synced.emplace_back(std::move(sp), std::move(sc));

@@ -613,12 +613,13 @@ void printSync(const cuts::driver::CompileResult &r) {
     if (!d.chosen && !d.measured)
       continue;
     char line[384];
-    int n =
-        std::snprintf(line, sizeof line,
-                      "    %s %s -> %s (%s%s): %.1f us -> %.1f us predicted",
-                      d.chosen ? "made" : "kept apart", d.producer.c_str(),
-                      d.consumer.c_str(), d.policy.c_str(),
-                      d.overPdl ? " over PDL" : "", d.streamUs, d.syncUs);
+    int n = std::snprintf(
+        line, sizeof line,
+        "    %s %s -> %s (%s%s%s%s): %.1f us -> %.1f us predicted",
+        d.chosen ? "made" : "kept apart", d.producer.c_str(),
+        d.consumer.c_str(), d.policy.c_str(), d.overPdl ? " over PDL" : "",
+        d.order.empty() ? "" : ", tiles ", d.order.c_str(), d.streamUs,
+        d.syncUs);
     if (d.measured && n > 0 && size_t(n) < sizeof line)
       std::snprintf(line + n, sizeof line - size_t(n),
                     "; measured %.1f us in stream order, %.1f us with PDL, "
