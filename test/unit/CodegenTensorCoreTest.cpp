@@ -285,6 +285,24 @@ Operand randomOperand(std::mt19937 &rng, dfg::Type t, size_t n) {
   return o;
 }
 
+// The case's kernel (its matrices batched where c.batch > 1).
+std::optional<Kernel> buildCase(const MmaCase &c, const std::string &name) {
+  std::vector<int64_t> a = {c.M, c.K}, b = c.transB
+                                               ? std::vector<int64_t>{c.N, c.K}
+                                               : std::vector<int64_t>{c.K, c.N};
+  std::vector<int64_t> y = {c.M, c.N};
+  if (c.batch > 1)
+    for (auto *s : {&a, &b, &y})
+      s->insert(s->begin(), c.batch);
+  OpDesc d = describeMatMul(a, b, y, false, c.transB);
+  std::string err;
+  auto k = codegen::buildMmaMatMul(name, d, mmaParams(c.loop, c.bk),
+                                   c.loop.operand, c.epilogue, err);
+  INFO(err);
+  REQUIRE(k);
+  return k;
+}
+
 // k's persistent variant with one block fewer than tiles (the first block
 // takes two), B resident where asked.
 Kernel persistentOf(const Kernel &k, bool residentB = false) {
@@ -487,19 +505,7 @@ TEST_CASE("tensor-core products match the reference on the CPU",
   uint32_t seed = 21;
   int staged = 0, prefetching = 0, multiTile = 0, resident = 0;
   for (const MmaCase &c : cases) {
-    std::vector<int64_t> a = {c.M, c.K},
-                         b = c.transB ? std::vector<int64_t>{c.N, c.K}
-                                      : std::vector<int64_t>{c.K, c.N};
-    std::vector<int64_t> y = {c.M, c.N};
-    if (c.batch > 1)
-      for (auto *s : {&a, &b, &y})
-        s->insert(s->begin(), c.batch);
-    OpDesc d = describeMatMul(a, b, y, false, c.transB);
-    std::string err;
-    auto k = codegen::buildMmaMatMul("mma_test", d, mmaParams(c.loop, c.bk),
-                                     c.loop.operand, c.epilogue, err);
-    INFO(err);
-    REQUIRE(k);
+    std::optional<Kernel> k = buildCase(c, "mma_test");
     INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch
              << (c.transB ? " B^T" : "") << " " << int(c.loop.operand));
     CHECK(runMma(*k, c, seed) <= 1e-6);
@@ -610,19 +616,7 @@ TEST_CASE("split-K products sum their parts in the last block on the CPU",
   uint32_t seed = 5;
   int split = 0;
   for (const MmaCase &c : cases) {
-    std::vector<int64_t> a = {c.M, c.K},
-                         b = c.transB ? std::vector<int64_t>{c.N, c.K}
-                                      : std::vector<int64_t>{c.K, c.N};
-    std::vector<int64_t> y = {c.M, c.N};
-    if (c.batch > 1)
-      for (auto *s : {&a, &b, &y})
-        s->insert(s->begin(), c.batch);
-    OpDesc d = describeMatMul(a, b, y, false, c.transB);
-    std::string err;
-    auto k = codegen::buildMmaMatMul("mma_split", d, mmaParams(c.loop, c.bk),
-                                     c.loop.operand, c.epilogue, err);
-    INFO(err);
-    REQUIRE(k);
+    std::optional<Kernel> k = buildCase(c, "mma_split");
     k->weightB = true;
     INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch);
     const int64_t slices = (c.K + c.bk - 1) / c.bk;
