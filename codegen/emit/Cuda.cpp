@@ -4305,9 +4305,11 @@ bool patchable(const Kernel &k, int64_t limit) {
 }
 
 bool canSplitK(const Kernel &k, int64_t parts) {
+  // A prefetched residual's copies would still be in flight when the
+  // blocks that are not last return.
   if (!k.mma || parts < 2 || persistentLoop(k) || k.patchA || k.pooled ||
       k.chain || k.producer || k.post || !k.waits.empty() || k.desc.im2col ||
-      k.desc.planarC)
+      k.desc.planarC || k.prefetch)
     return false;
   const int64_t slices = gemmSlices(k);
   return slices % parts == 0 && slices / parts >= 2;

@@ -46,8 +46,8 @@ SplitKWorkspace splitKWorkspace(const Kernel &kernel);
 
 /// Whether `kernel` can split K in `parts` (Kernel::splitK): a plain
 /// multistage or warp-specialised tensor-core product (no persistent loop,
-/// patch, pooling, chain or cuSync), its slices a multiple of `parts`, each
-/// part at least two slices.
+/// patch, pooling, chain, prefetched residual or cuSync), its slices a
+/// multiple of `parts`, each part at least two slices.
 bool canSplitK(const Kernel &kernel, int64_t parts);
 
 /// cuSync's wait kernel, cuts_sync_wait(started, cuts_epoch), one thread:

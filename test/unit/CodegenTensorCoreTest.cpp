@@ -621,6 +621,9 @@ TEST_CASE("split-K products sum their parts in the last block on the CPU",
     INFO(c.M << "x" << c.K << "x" << c.N << " batch " << c.batch);
     const int64_t slices = (c.K + c.bk - 1) / c.bk;
     CHECK_FALSE(canSplitK(*k, slices)); // a part needs two slices
+    Kernel early = *k; // its residual's copies in flight at a part's return
+    early.prefetch = true;
+    CHECK_FALSE(canSplitK(early, 2));
     for (int64_t parts : {2, 3}) {
       INFO(parts << " parts");
       if (slices % parts) {
