@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -908,6 +909,17 @@ int cmdCompile(const std::vector<std::string> &args, const char *argv0) {
   auto writeStart = std::chrono::steady_clock::now();
   if (!cuts::rt::writeArtifact(artifact, contents, &artifactBytes, err))
     return error(artifact, err);
+  // Read back as the runtime will (its weights left in the file): an
+  // artifact the runtime would refuse is the compiler's bug, reported now
+  // rather than at the first load.
+  if (!cuts::rt::readArtifactWithoutWeights(artifact, err,
+                                            cuts::rt::kLeaveWeightsFrom,
+                                            /*verify=*/false)) {
+    std::remove(artifact.c_str());
+    return error(artifact, "the compiler wrote an artifact the runtime "
+                           "refuses (a compiler bug): " +
+                               err);
+  }
   const double writeSeconds = cuts::driver::secondsSince(writeStart);
   // The header and library bind the largest profile's shapes.
   const cuts::rt::Manifest &m = contents.profiles.empty()
