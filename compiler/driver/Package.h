@@ -62,8 +62,9 @@ private:
     codegen::sync::Policy policy; // the model's best
     codegen::sync::SyncEstimate estimate;
     std::vector<codegen::sync::Policy> policies; // every one that applies
-    /// T: each policy's producer tile order (the model's), by name.
-    std::map<std::string, codegen::sync::TileOrder> orders;
+    /// T: each policy's producer tile order (the model's), by name; none
+    /// for blockIdx order.
+    std::map<std::string, std::optional<codegen::sync::TileOrder>> orders;
     bool overPdl = false; // run over PDL (rt::Step::overPdl)
   };
   std::optional<SyncPair> syncCandidate(size_t step, SyncDecision &d);

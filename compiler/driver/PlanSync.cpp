@@ -91,9 +91,9 @@ void Packager::markProgrammaticLaunches() {
 
 namespace {
 /// SyncDecision::order: T's order, "" for blockIdx order.
-std::string customOrder(const codegen::sync::TileOrder &o,
-                        const codegen::sync::TileGrid &g) {
-  return o.natural(g) ? "" : o.text(g);
+std::string orderText(const std::optional<codegen::sync::TileOrder> &o,
+                      const codegen::sync::TileGrid &g) {
+  return o ? o->text(g) : "";
 }
 } // namespace
 
@@ -169,12 +169,13 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
   // Untimed, a pair runs over PDL wherever the GPU has it.
   const bool overPdl = opts.arch.hasPdl();
   std::optional<SyncPair> best;
-  std::map<std::string, codegen::sync::TileOrder> orders;
+  std::map<std::string, std::optional<codegen::sync::TileOrder>> orders;
   for (const codegen::sync::Policy &p : codegen::sync::policies(*dep)) {
     const auto tp = timing(kp, sp.kernel), tc = timing(kc, sc.kernel);
     const codegen::sync::TileOrder order =
         codegen::sync::bestOrder(*dep, p, tp, tc, opts.arch.numSM);
-    orders[p.name] = order;
+    if (!order.natural(dep->producer))
+      orders[p.name] = order;
     auto e =
         codegen::sync::estimate(*dep, p, tp, tc, opts.arch.numSM,
                                 overPdl ? codegen::sync::kSyncOverPdlOverheadUs
@@ -186,7 +187,7 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
   }
   best->orders = std::move(orders);
   d.policy = best->policy.name, d.overPdl = overPdl;
-  d.order = customOrder(best->orders[best->policy.name], dep->producer);
+  d.order = orderText(best->orders[best->policy.name], dep->producer);
   d.streamUs = best->estimate.streamUs, d.syncUs = best->estimate.syncUs;
   d.earlyTiles = best->estimate.earlyTiles;
   return best;
@@ -198,10 +199,10 @@ Packager::pairKernels(const SyncPair &p,
   codegen::Kernel post = unique[size_t(uniqueOfKernel[m.steps[p.step].kernel])];
   codegen::Kernel wait =
       unique[size_t(uniqueOfKernel[m.steps[p.step + 1].kernel])];
-  post.post = codegen::TilePost{p.dependence.producer, policy, std::nullopt};
   auto order = p.orders.find(policy.name);
-  if (order != p.orders.end() && !order->second.natural(p.dependence.producer))
-    post.post->order = order->second;
+  post.post =
+      codegen::TilePost{p.dependence.producer, policy,
+                        order != p.orders.end() ? order->second : std::nullopt};
   wait.waits = {codegen::TileWait{
       codegen::sync::tiledFetch(wait, p.fetch)->tensor, p.dependence, policy}};
   return {post, wait};
@@ -282,7 +283,7 @@ bool Packager::decide(SyncPair &p, SyncDecision &d) {
     d.measured = true;
     d.measuredStreamUs = *stream, d.measuredPdlUs = pdl.value_or(0);
     d.measuredSyncUs = syncUs, d.policy = fastest->name;
-    d.order = customOrder(p.orders[fastest->name], p.dependence.producer);
+    d.order = orderText(p.orders[fastest->name], p.dependence.producer);
     p.policy = *fastest, p.overPdl = d.overPdl = overPdl;
     const double best = std::min(*stream, pdl.value_or(*stream));
     if (pdl && *pdl > *stream * (1 + kMinMeasuredGain))

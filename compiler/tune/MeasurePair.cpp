@@ -306,14 +306,23 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
                                        .substr(0, 300)});
       continue;
     }
+    // The post's and the wait's arguments: the set's, then their state.
+    auto postArgs = [&, i](size_t k) {
+      auto pp = pa[k];
+      pp.insert(pp.end(), {sems, started});
+      if (p.policies[i].ordered) // T's slot counter
+        pp.push_back(next);
+      return pp;
+    };
+    auto waitArgs = [&](size_t k) {
+      auto cc = ca[k];
+      cc.insert(cc.end(), {sems, epochWord});
+      return cc;
+    };
     ways.emplace_back(
         s.policy,
-        [&, this, i](size_t k) {
-          auto pp = pa[k], cc = ca[k];
-          pp.insert(pp.end(), {sems, started});
-          if (p.policies[i].ordered)
-            pp.push_back(next);
-          cc.insert(cc.end(), {sems, epochWord});
+        [&, this, i, postArgs, waitArgs](size_t k) {
+          const auto pp = postArgs(k), cc = waitArgs(k);
           cu::CUresult r = d->cuEventRecord(fork, main);
           r = r ? r : d->cuStreamWaitEvent(side, fork, 0);
           r = r ? r : launch(posts[i], main, pp);
@@ -327,12 +336,8 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
     if (pdl) // over PDL: one stream, no wait kernel, fork or join
       ways.emplace_back(
           overPdlWay(s.policy),
-          [&, this, i](size_t k) {
-            auto pp = pa[k], cc = ca[k];
-            pp.insert(pp.end(), {sems, started});
-            if (p.policies[i].ordered)
-              pp.push_back(next);
-            cc.insert(cc.end(), {sems, epochWord});
+          [&, this, i, postArgs, waitArgs](size_t k) {
+            const auto pp = postArgs(k), cc = waitArgs(k);
             cu::CUresult r = launch(posts[i], main, pp);
             r = r ? r : launch(waits[i], main, cc, true);
             return r ? r : launch(epoch, main, {epochWord});
