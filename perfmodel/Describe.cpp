@@ -93,14 +93,30 @@ std::optional<PlanarInput> planarInput(mlir::Operation *op) {
 bool readInPlace(mlir::Operation *op, mlir::Operation *user) {
   if (auto p = planarInput(user))
     return llvm::is_contained(p->ops, op);
-  auto t = llvm::dyn_cast<TransposeOp>(op);
-  if (!t || !user || !llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(user) ||
-      !t->hasOneUse() || *t->getUsers().begin() != user)
+  if (!user || !llvm::isa<MatMulOp, MatMulAddOp, GemmOp>(user))
     return false;
-  auto perm = t.getPerm();
-  return perm.size() >= 2 && perm.back() == int64_t(perm.size() - 1) &&
-         (user->getOperand(0) == t.getResult() ||
-          user->getOperand(1) == t.getResult());
+  for (;;) {
+    if (!op->hasOneUse())
+      return false;
+    if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
+      auto perm = t.getPerm();
+      if (perm.size() < 2 || perm.back() != int64_t(perm.size() - 1))
+        return false;
+    } else if (auto s = llvm::dyn_cast<SliceOp>(op)) {
+      const size_t last = s.getSteps().size() - 1;
+      if (llvm::any_of(s.getSteps(), [](int64_t x) { return x != 1; }) ||
+          s.getStarts()[last] != 0 ||
+          s.getEnds()[last] != tensorType(s.getData()).getShape()[last])
+        return false;
+    } else {
+      return false;
+    }
+    mlir::Operation *next = *op->getUsers().begin();
+    if (next == user)
+      return user->getOperand(0) == op->getResult(0) ||
+             user->getOperand(1) == op->getResult(0);
+    op = next;
+  }
 }
 
 int externalInputs(mlir::Operation *op,

@@ -25,9 +25,10 @@ bool isViewOp(mlir::Operation *op);
 /// describers of Params.h, from the op's shapes and attributes).
 std::optional<OpDesc> describeOp(mlir::Operation *op);
 
-/// Whether a tensor-core product `user` reads transpose `op`'s result in
-/// place (codegen's MmaView): the transpose keeps the innermost axis
-/// innermost and feeds only user's A or B; or `op` is of a stem conv's
+/// Whether a tensor-core product `user` reads `op`'s result in place
+/// (codegen's MmaView): op is a transpose that keeps the innermost axis
+/// innermost or a slice that keeps it whole (unit steps), and it feeds only
+/// user's A or B, directly or through more such ops; or `op` is of a stem conv's
 /// planar input chain (planarInput). No kernel runs it: a group of such
 /// ops and their product is priced as the product alone, on tensor cores
 /// only.

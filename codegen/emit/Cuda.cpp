@@ -503,6 +503,8 @@ std::vector<MmaOperand> mmaOperands(const Kernel &k) {
                std::to_string(v->batchStrides[j]) + "LL";
         idx = "(" + idx + " / " + std::to_string(v->batchExtents[j]) + ")";
       }
+      if (v->offset)
+        off += (off.empty() ? "" : " + ") + std::to_string(v->offset) + "LL";
       ops[i]->batchOffset = off.empty() ? "0" : off;
     }
   return {a, b};

@@ -149,14 +149,15 @@ struct MmaLoop {
   int64_t copyThreads() const { return warpSpecialized ? 128 : threads(); }
 };
 
-/// A tensor-core operand read in place from `shape` (a transpose of it that
-/// keeps the innermost axis innermost): product b of the batch sits at
-/// sum_i (b's index along batchExtents[i]) x batchStrides[i], row r at
-/// r x rowStride, columns contiguous.
+/// A tensor-core operand read in place from `shape` (slices and transposes
+/// of it that keep the innermost axis whole and innermost): product b of the
+/// batch sits at offset + sum_i (b's index along batchExtents[i]) x
+/// batchStrides[i], row r at r x rowStride, columns contiguous.
 struct MmaView {
   std::vector<int64_t> shape;
   std::vector<int64_t> batchExtents, batchStrides; // outermost first
   int64_t rowStride = 0;
+  int64_t offset = 0;
 };
 
 /// The loop of tensor-core parameters p (p.tensorCore()) on operands of

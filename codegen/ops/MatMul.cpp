@@ -206,7 +206,7 @@ buildMmaMatMul(const std::string &name, const OpDesc &d, const TileParams &p,
   // batch stride are whole copies.
   for (const auto &v : views)
     if (v) {
-      bool aligned = v->rowStride % perCopy == 0;
+      bool aligned = v->rowStride % perCopy == 0 && v->offset % perCopy == 0;
       for (int64_t st : v->batchStrides)
         aligned = aligned && st % perCopy == 0;
       if (!aligned) {

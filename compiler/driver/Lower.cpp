@@ -346,10 +346,11 @@ std::optional<Analysis> analyse(llvm::ArrayRef<mlir::Operation *> ops,
                                 std::string &why) {
   llvm::SmallPtrSet<mlir::Operation *, 8> group(ops.begin(), ops.end());
   Analysis a;
-  // Leading transposes the first other op, a product, reads in place (a
-  // stem conv's planar input chain: its pad and cast too).
+  // Leading slices and transposes the first other op, a product, reads in
+  // place (a stem conv's planar input chain: its pad and cast too).
   size_t lead = 0;
-  while (lead < ops.size() && llvm::isa<TransposeOp, PadOp, CastOp>(ops[lead]))
+  while (lead < ops.size() &&
+         llvm::isa<TransposeOp, SliceOp, PadOp, CastOp>(ops[lead]))
     ++lead;
   if (lead > 0 && lead < ops.size() &&
       std::all_of(ops.begin(), ops.begin() + lead, [&](mlir::Operation *t) {
@@ -873,20 +874,43 @@ std::optional<GroupKernel> lowerConv(ConvOp conv, Anchored &x,
                 error);
 }
 
-/// The view a tensor-core kernel reads transpose t's result through, from
-/// t's input: the result's batch axes and rows at the input's strides.
-codegen::MmaView inPlaceView(TransposeOp t) {
-  codegen::MmaView v;
-  v.shape = shapeOf(t.getData());
-  const std::vector<int64_t> strides = codegen::denseStrides(v.shape);
-  auto perm = t.getPerm();
-  const size_t r = perm.size();
-  for (size_t i = 0; i + 2 < r; ++i) {
-    v.batchExtents.push_back(v.shape[perm[i]]);
-    v.batchStrides.push_back(strides[perm[i]]);
+/// The view a tensor-core kernel reads `operand` through, and the tensor it
+/// reads: the input of the slices and transposes of `inPlace` that compute
+/// operand, at its strides from the slices' offset. Nullopt where no op of
+/// inPlace computes operand.
+std::optional<std::pair<codegen::MmaView, mlir::Value>>
+inPlaceView(mlir::Value operand, llvm::ArrayRef<mlir::Operation *> inPlace) {
+  llvm::SmallVector<mlir::Operation *> chain; // operand's first
+  mlir::Value base = operand;
+  for (mlir::Operation *def = base.getDefiningOp();
+       def && llvm::is_contained(inPlace, def); def = base.getDefiningOp()) {
+    chain.push_back(def);
+    base = def->getOperand(0);
   }
-  v.rowStride = strides[perm[r - 2]];
-  return v;
+  if (chain.empty())
+    return std::nullopt;
+  codegen::MmaView v;
+  v.shape = shapeOf(base);
+  std::vector<int64_t> shape = v.shape,
+                       strides = codegen::denseStrides(v.shape);
+  for (mlir::Operation *op : llvm::reverse(chain)) {
+    if (auto s = llvm::dyn_cast<SliceOp>(op)) {
+      for (size_t d = 0; d < shape.size(); ++d)
+        v.offset += s.getStarts()[d] * strides[d];
+      shape = shapeOf(s.getResult());
+      continue;
+    }
+    auto perm = llvm::cast<TransposeOp>(op).getPerm();
+    std::vector<int64_t> sh, st;
+    for (int64_t axis : perm)
+      sh.push_back(shape[axis]), st.push_back(strides[axis]);
+    shape = sh, strides = st;
+  }
+  const size_t r = shape.size();
+  v.batchExtents.assign(shape.begin(), shape.end() - 2);
+  v.batchStrides.assign(strides.begin(), strides.end() - 2);
+  v.rowStride = strides[r - 2];
+  return std::make_pair(v, base);
 }
 
 std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
@@ -920,16 +944,15 @@ std::optional<GroupKernel> lowerMatMul(mlir::Operation *op, Anchored &x,
   x.b.values["B"] = B;
   // Operands the kernel reads in place, from the transposes' inputs.
   std::array<std::optional<codegen::MmaView>, 2> views;
-  for (mlir::Operation *t : x.a.inPlace)
-    for (int i = 0; i < 2; ++i)
-      if (op->getOperand(i) == t->getResult(0)) {
-        if (as.size() != bs.size()) {
-          error = opName(op) + ": an operand read in place needs both batched";
-          return std::nullopt;
-        }
-        views[i] = inPlaceView(llvm::cast<TransposeOp>(t));
-        x.b.values[i ? "B" : "A"] = t->getOperand(0);
+  for (int i = 0; i < 2; ++i)
+    if (auto v = inPlaceView(op->getOperand(i), x.a.inPlace)) {
+      if (as.size() != bs.size()) {
+        error = opName(op) + ": an operand read in place needs both batched";
+        return std::nullopt;
       }
+      views[i] = v->first;
+      x.b.values[i ? "B" : "A"] = v->second;
+    }
   if ((views[0] || views[1]) && !p.tensorCore()) {
     error = "transposed operands are read in place by tensor-core kernels "
             "only";

@@ -85,6 +85,20 @@ def SplitK : Pass<"cuts-split-k", "mlir::func::FuncOp"> {
   ];
 }
 
+def SliceHeads : Pass<"cuts-slice-heads", "mlir::func::FuncOp"> {
+  let summary = "Split into heads before slicing, so that products read the slices in place";
+  let description = [{
+    reshape(slice(x)), where the slice cuts one axis (unit step) and the
+    reshape splits that axis into factors whose inner ones divide the
+    slice's start and the axis (GPT-2's fused Q|K|V product sliced into Q,
+    K and V, each split into heads), becomes slice(reshape(x)) on the outer
+    factor. The slice then feeds the transpose a tensor-core product reads
+    in place, and is read in place with it rather than copied by a kernel.
+    It runs after cuts-tensor-parallel and cuts-split-products, which find
+    a fused product by the slices of its result.
+  }];
+}
+
 def SplitReductions : Pass<"cuts-split-reductions", "mlir::func::FuncOp"> {
   let summary = "Reduce rows longer than max-row in two steps";
   let description = [{

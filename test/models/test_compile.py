@@ -438,6 +438,35 @@ def make_half_transformer(path):
                    [tm.vi("y", [2, 5, 32], f)])
 
 
+def make_half_gpt_attention(path):
+    """GPT-2's attention in fp16: one product for Q, K and V, split and
+    cut into 4 heads of 16, K transposed for the scores, the heads merged
+    back and projected. The scores' and P x V products read Q, K and V in
+    place from the fused product (cuts-simplify-data-movement, MmaView's
+    offset): no slice kernel."""
+    b = tm.Builder(27)
+    f16 = np.float16
+    h = b.node("MatMul", ["x", b.w([64, 192], dtype=f16)])
+    h = b.node("Add", [h, b.w([192], dtype=f16)])
+    q, k, v = b.node("Split", [h, b.const(np.array([64, 64, 64], np.int64))],
+                     nout=3, axis=2)
+    heads = b.const(np.array([1, 32, 4, 16], np.int64))
+    q, k, v = (b.node("Reshape", [t, heads]) for t in (q, k, v))
+    q = b.node("Transpose", [q], perm=[0, 2, 1, 3])
+    k = b.node("Transpose", [k], perm=[0, 2, 3, 1])
+    v = b.node("Transpose", [v], perm=[0, 2, 1, 3])
+    s = b.node("MatMul", [q, k])
+    s = b.node("Mul", [s, b.const(np.array(0.25, f16))])
+    s = b.node("Softmax", [s], axis=-1)
+    o = b.node("Transpose", [b.node("MatMul", [s, v])], perm=[0, 2, 1, 3])
+    o = b.node("Reshape", [o, b.const(np.array([1, 32, 64], np.int64))])
+    b.node("MatMul", [o, b.w([64, 64], dtype=f16)])
+    tm.rename_last(b, "y")
+    f = TensorProto.FLOAT16
+    return b.model(path, [tm.vi("x", [1, 32, 64], f)],
+                   [tm.vi("y", [1, 32, 64], f)])
+
+
 def make_half_split_k(path):
     """An fp16 linear layer over few rows with a long K (BERT's second MLP
     product at batch 1, scaled down): 8 x 64 results, K = 1024, which
@@ -631,6 +660,8 @@ MODELS = {
                          [("x", (2, 5, 32), np.float16)], []),
     "half_convnet": (make_half_convnet, [("x", (1, 4, 12, 12), np.float16)],
                      []),
+    "half_gpt_attention": (make_half_gpt_attention,
+                           [("x", (1, 32, 64), np.float16)], []),
     "half_split_k": (make_half_split_k, [("x", (1, 8, 1024), np.float16),
                                          ("r", (1, 8, 64), np.float16)], []),
     "resnet_stage": (make_resnet_stage, [("x", (2, 3, 14, 14))], []),
@@ -642,7 +673,7 @@ MODELS = {
 # fp16 models: compared within 2e-3 (ORT rounds every op's result to fp16,
 # a cuts kernel once at its store), tighter than the default for float16.
 HALF_TOLERANCE = {"half_transformer": "2e-3", "half_convnet": "2e-3",
-                  "half_split_k": "2e-3"}
+                  "half_split_k": "2e-3", "half_gpt_attention": "2e-3"}
 # Models the compile must make a shared-memory-level fused kernel of (with a
 # synthetic tuning cache that favours one: favour_shared).
 SHARED = ("shared_conv", "shared_layernorm")
@@ -1432,6 +1463,21 @@ def check_attention_fusion(runner):
                      ["cuts.matmul", "cuts.transpose"]):
             require(want in groups, "%s: no kernel %s in %s" %
                     (precision, want, groups))
+
+
+def check_qkv_in_place(runner, path):
+    """The scores' product reads Q and K, the P x V product V, in place
+    from the fused Q|K|V product: their slices join the products' kernels
+    and none is a kernel of its own."""
+    r = runner.run("explain", path, "--arch", "sm_90", "--json")
+    require(r.returncode == 0, "explain: " + r.stderr)
+    groups = [[o["op"] for o in g["ops"]]
+              for g in json.loads(r.stdout)["groups"]]
+    slices = [g for g in groups if "cuts.slice" in g]
+    require(len(slices) == 2 and
+            all("cuts.matmul" in g for g in slices) and
+            sum(g.count("cuts.slice") for g in slices) == 3,
+            "Q, K and V not read in place: %s" % groups)
 
 
 def check_split_k(runner):
@@ -2640,6 +2686,9 @@ def main():
         if runner.check("compile+emulate " + name, go):
             if first is None:
                 first = (result["art"], shapes)
+            if name == "half_gpt_attention":
+                runner.check("QKV read in place", check_qkv_in_place, runner,
+                             path)
             if name == "embedding":
                 runner.check("integer inputs", check_integer_inputs, runner,
                              result["art"][0])

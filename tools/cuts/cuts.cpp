@@ -340,7 +340,8 @@ int parsePrecisionOption(ArgList &a, Precision &p) {
 // Converts the module's tensors to p (cuts-convert-precision), splits
 // products for their slices where the parts fill the GPU
 // (cuts-split-products) and along K where they fill too little of it
-// (cuts-split-k), stores tensor-core matmul weights transposed
+// (cuts-split-k), splits sliced Q|K|V into heads before slicing
+// (cuts-slice-heads), stores tensor-core matmul weights transposed
 // (cuts-transpose-weights) and, where
 // `arch` has tensor cores and p.layout allows, runs 16-bit convs
 // channels-last (cuts-channels-last) with a block's last conv and its
@@ -376,6 +377,7 @@ bool applyPrecision(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   cuts::SplitKOptions splitK;
   splitK.numSM = p.splitK == "auto" ? int64_t(arch.numSM) : 0;
   fn.addPass(cuts::createSplitK(splitK));
+  fn.addPass(cuts::createSliceHeads());
   fn.addPass(cuts::createFoldConstants());
   fn.addPass(cuts::createDeadCode());
   fn.addPass(cuts::createTransposeWeights());
