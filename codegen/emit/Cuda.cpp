@@ -4012,10 +4012,12 @@ std::string semaphoreExpr(const sync::Policy &p, const sync::TileGrid &g,
                           const std::array<std::string, 4> &c) {
   std::string s;
   for (int d = 0; d < 4; ++d)
-    if (!p.merged[d] && g.tiles[d] > 1)
-      s = s.empty()
-              ? c[d]
-              : "(" + s + ") * " + std::to_string(g.tiles[d]) + " + " + c[d];
+    if (!p.merged[d] && g.tiles[d] > 1) {
+      const int64_t n = p.stride[d] ? p.stride[d] : g.tiles[d];
+      const std::string x =
+          p.stride[d] ? "(" + c[d] + ") % " + std::to_string(n) : c[d];
+      s = s.empty() ? x : "(" + s + ") * " + std::to_string(n) + " + " + x;
+    }
   return s.empty() ? "0" : s;
 }
 
@@ -4040,10 +4042,9 @@ void Emitter::emitWaits() {
       const std::string ext = std::to_string(g.extent[d]);
       const std::string last = std::to_string(g.tiles[d] - 1);
       coord[d] = v;
-      count += (count.empty() ? "" : " * ") + ("n_" + v);
       if (r.all) {
         os << "    const long long lo_" << v << " = 0, n_" << v << " = "
-           << g.tiles[d] << ";\n";
+           << (w.policy.stride[d] ? w.policy.stride[d] : g.tiles[d]) << ";\n";
         continue;
       }
       // Global positions [s, s + span) of the producer's axis, clipped to
@@ -4064,7 +4065,21 @@ void Emitter::emitWaits() {
          << " ? (" << e << " - 1) / " << ext << " : " << last << ";\n"
          << "    const long long n_" << v << " = " << a << " < " << e
          << " ? hi_" << v << " - lo_" << v << " + 1 : 0;\n";
+      if (const int64_t st = w.policy.stride[d]) {
+        // StridedSync: the range's residues, all of them where it wraps.
+        const std::string S = std::to_string(st);
+        os << "    const bool w_" << v << " = n_" << v << " >= " << S
+           << " || lo_" << v << " % " << S << " + n_" << v << " > " << S
+           << ";\n"
+           << "    const long long lo_" << v << "s = w_" << v << " ? 0 : lo_"
+           << v << " % " << S << ", n_" << v << "s = n_" << v
+           << " == 0 ? 0 : w_" << v << " ? " << S << " : n_" << v << ";\n";
+        coord[d] = v + "s";
+      }
     }
+    for (const std::string &c : coord)
+      if (!c.empty())
+        count += (count.empty() ? "" : " * ") + ("n_" + c);
     // Thread t waits for the box's semaphores t, t + kThreads, ...
     os << "    for (long long i = tid; i < " << (count.empty() ? "1" : count)
        << "; i += kThreads) {\n";
@@ -4128,9 +4143,23 @@ void Emitter::emitPost() {
                std::to_string(g.extent[d]);
   os << "  // cuSync (" << top.post->policy.name
      << "): the tile's stores reach global memory before its semaphore\n"
-     << "  // counts it.\n"
-     << "  __syncthreads();\n"
-     << "  if (tid == 0) {\n"
+     << "  // counts it.\n";
+  // A warp-specialised loop's producer warpgroup returned after its copies
+  // (unless it stages the tile or sums split-K parts): the consumers meet at
+  // a named barrier of their own (the host's barrier counts the threads
+  // still running).
+  const bool consumersOnly =
+      top.mma && top.mma->warpSpecialized && !stagedStore(top) && !splitsK(top);
+  if (consumersOnly)
+    os << "#if defined(__CUDA_ARCH__)\n"
+       << "  asm volatile(\"bar.sync 1, " << top.params.threads() - 128
+       << ";\" ::: \"memory\");\n"
+       << "#else\n"
+       << "  __syncthreads();\n"
+       << "#endif\n";
+  else
+    os << "  __syncthreads();\n";
+  os << "  if (tid == " << (consumersOnly ? 128 : 0) << ") {\n"
      << "    __threadfence();\n"
      << "    atomicAdd(&cuts_posted["
      << semaphoreExpr(top.post->policy, g, coord) << "], 1u);\n"

@@ -53,16 +53,24 @@ struct Dependence {
   Box box(const std::array<int64_t, 4> &c) const;
 };
 
-/// Producer grid dimensions merged into one semaphore each.
+/// Producer grid dimensions merged into one semaphore each (RowSync), or
+/// merged modulo a stride of tiles (StridedSync: the tiles s apart along a
+/// dimension share a semaphore, as Q, K and V of one head do in a fused
+/// Q|K|V product's columns).
 struct Policy {
-  std::string name; // "TileSync", "RowSync"
+  std::string name; // "TileSync", "RowSync", "StridedSync"
   std::array<bool, 4> merged{false, false, false, false};
+  std::array<int64_t, 4> stride{0, 0, 0, 0}; // tiles; 0: none
 
   /// Semaphores over the producer's grid, and the posts each gets a run.
   int64_t semaphores(const TileGrid &g) const;
   int64_t postsPerSemaphore(const TileGrid &g) const;
   /// The semaphore producer tile `c` posts to.
   int64_t semaphore(const TileGrid &g, const std::array<int64_t, 4> &c) const;
+  /// The coordinates of the semaphores box b's tiles post to: 0 along a
+  /// merged dimension, residues along a strided one (all of them where b's
+  /// range wraps).
+  Box waited(Box b) const;
 };
 
 /// The order a producer runs its tiles in (the paper's custom tile order,

@@ -2,6 +2,8 @@
 #include "codegen/sync/TileSync.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <numeric>
 
 namespace cuts::codegen::sync {
 
@@ -61,19 +63,75 @@ TileGrid tileGrid(const Kernel &k) {
   return g;
 }
 
+namespace {
+
+/// Tensor-core operand `operand` (0: A, 1: B) of k as a fetch of its
+/// tensor: the block's product (grid H) along its one batch axis of more
+/// than one product, its rows and columns, each an axis of the tensor at
+/// its stride, from the view's offset (MmaView: a slice of the tensor).
+std::optional<Fetch> mmaFetch(const Kernel &k, int operand) {
+  const OpDesc &d = k.desc;
+  const TileParams &p = k.params;
+  const int64_t M = d.N, K = d.C, N = d.K;
+  // A is M x K; B is N x K (transB) or K x N. The K loop reads its axis.
+  struct Axis {
+    int64_t extent, tile;
+    int outDim;
+  };
+  const Axis loop{K, p.Cin, dfg::NoDim};
+  Axis rows = loop, cols = loop;
+  if (operand == 0)
+    rows = {M, p.Nb, dfg::DimN};
+  else if (d.transB)
+    rows = {N, p.Kb, dfg::DimK};
+  else
+    cols = {N, p.Kb, dfg::DimK};
+  const std::vector<int64_t> &shape = k.tensors[size_t(operand)].shape;
+  const std::vector<int64_t> strides = denseStrides(shape);
+  MmaView v;
+  if (const auto &view = k.mmaViews[size_t(operand)]) {
+    v = *view;
+  } else {
+    v.rowStride = cols.extent;
+    if (d.batch > 1)
+      v.batchExtents = {d.batch}, v.batchStrides = {rows.extent * cols.extent};
+  }
+  Fetch f;
+  f.tensor = operand;
+  // The tensor axis of `stride`, and the view's offset along it.
+  auto add = [&](int64_t stride, int64_t tile, int outDim, bool fromLoop) {
+    for (size_t a = 0; a < shape.size(); ++a)
+      if (strides[a] == stride && shape[a] > 1) {
+        const int64_t at = v.offset / stride % shape[a];
+        f.dims.push_back(
+            fetchDim(tile, outDim, 1, at, fromLoop, shape[a], stride, 0));
+        return true;
+      }
+    return false;
+  };
+  int batched = 0;
+  for (size_t j = 0; j < v.batchExtents.size(); ++j)
+    if (v.batchExtents[j] > 1 &&
+        (++batched > 1 || !add(v.batchStrides[j], 1, dfg::DimH, false)))
+      return std::nullopt; // the product's digits along several axes
+  if ((rows.extent > 1 &&
+       !add(v.rowStride, rows.tile, rows.outDim, rows.outDim == dfg::NoDim)) ||
+      (cols.extent > 1 &&
+       !add(1, cols.tile, cols.outDim, cols.outDim == dfg::NoDim)))
+    return std::nullopt;
+  return f;
+}
+
+} // namespace
+
 std::optional<Fetch> tiledFetch(const Kernel &k, int fetch) {
   if (!k.mma)
     return fetch >= 0 && fetch < int(k.fetches.size())
                ? std::optional<Fetch>(k.fetches[size_t(fetch)])
                : std::nullopt;
-  if (fetch != 0 || k.desc.im2col || k.mmaViews[0] || k.desc.batch > 1)
+  if ((fetch != 0 && fetch != 1) || k.desc.im2col)
     return std::nullopt;
-  const int64_t M = k.desc.N, K = k.desc.C;
-  Fetch f;
-  f.tensor = 0;
-  f.dims = {fetchDim(k.params.Nb, dfg::DimN, 1, 0, false, M, K, 0),
-            fetchDim(k.params.Cin, dfg::NoDim, 1, 0, true, K, 1, 0)};
-  return f;
+  return mmaFetch(k, fetch);
 }
 
 bool Box::empty() const {
@@ -128,6 +186,50 @@ int axisOf(const FetchDim &f, const std::vector<int64_t> &shape) {
   return -1;
 }
 
+// Fetch f of a tensor of `shape` as a fetch of the same memory in `target`
+// shape, each of whose axes is a run of shape's axes (a reshape that splits
+// axes: GPT-2's Q|K|V columns read as heads). Along a run, the positions
+// its outer axis reads, each with every position of the inner ones: what
+// is read, or more. Nullopt where the runs do not line up.
+std::optional<Fetch> reshaped(const Fetch &f, const std::vector<int64_t> &shape,
+                              const std::vector<int64_t> &target) {
+  std::vector<const FetchDim *> of(shape.size(), nullptr);
+  for (const FetchDim &fd : f.dims) {
+    const int a = axisOf(fd, shape);
+    if (a < 0)
+      return std::nullopt;
+    of[size_t(a)] = &fd;
+  }
+  const std::vector<int64_t> inner = denseStrides(shape),
+                             innerT = denseStrides(target);
+  Fetch out = f;
+  out.dims.clear();
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 1)
+      continue;
+    // The run: axes whose step lies in [innerT, innerT x target), the
+    // outer first (steps fall along the axes).
+    int outer = -1;
+    int64_t n = 1;
+    bool aligned = false;
+    for (size_t a = 0; a < shape.size(); ++a)
+      if (shape[a] > 1 && inner[a] >= innerT[i] &&
+          inner[a] < innerT[i] * target[i]) {
+        outer = outer < 0 ? int(a) : outer;
+        n *= shape[a];
+        aligned = aligned || inner[a] == innerT[i];
+      }
+    if (outer < 0 || n != target[i] || !aligned || !of[size_t(outer)])
+      return std::nullopt;
+    FetchDim m = *of[size_t(outer)];
+    const int64_t runs = inner[size_t(outer)] / innerT[i];
+    m.extent *= runs, m.scale *= runs, m.offset *= runs;
+    m.globalExtent = target[i], m.globalStride = innerT[i];
+    out.dims.push_back(m);
+  }
+  return out;
+}
+
 } // namespace
 
 std::optional<Dependence> dependence(const Kernel &producer,
@@ -141,9 +243,6 @@ std::optional<Dependence> dependence(const Kernel &producer,
       producer.chain || consumer.chain || producer.pooled || consumer.pooled)
     return fail("a channel-vector, shared-memory-fused, chained or pooled "
                 "kernel (its tile maps are not followed yet)");
-  // A warp-specialised loop's copying warps return before the post.
-  if (producer.mma && producer.mma->warpSpecialized)
-    return fail("a warp-specialised producer");
   // A persistent block's tiles are not its blockIdx: its posts and waits
   // would need the tile loop's coordinates.
   if (producer.persistentBlocks || consumer.persistentBlocks)
@@ -158,13 +257,16 @@ std::optional<Dependence> dependence(const Kernel &producer,
   if (!tiled)
     return fail("the consumer reads the tensor in no tiles this analysis "
                 "follows (an implicit GEMM's windows, a view, a batch)");
-  const Fetch &f = *tiled;
-  if (f.tensor < 0 || f.mask)
+  if (tiled->tensor < 0 || tiled->mask)
     return fail("the fetch reads no tensor's values");
-  const TensorArg &t = consumer.tensors[f.tensor];
-  if (t.shape != out->extents)
+  const TensorArg &t = consumer.tensors[tiled->tensor];
+  const std::optional<Fetch> merged =
+      t.shape == out->extents ? tiled : reshaped(*tiled, t.shape, out->extents);
+  if (!merged)
     return fail("the consumer reads '" + t.name +
-                "' in another shape than the producer stores it");
+                "' in another shape than the producer stores it, not a "
+                "split of its axes whose inner ones it reads whole");
+  const Fetch &f = *merged;
 
   Dependence d;
   d.producer = tileGrid(producer);
@@ -183,9 +285,9 @@ std::optional<Dependence> dependence(const Kernel &producer,
     axisOfDim[m.outDim] = int(a);
   }
   // Consumer: the fetch dimension of each of the tensor's axes.
-  std::vector<const FetchDim *> fetchOfAxis(t.shape.size(), nullptr);
+  std::vector<const FetchDim *> fetchOfAxis(out->extents.size(), nullptr);
   for (const FetchDim &fd : f.dims) {
-    int a = axisOf(fd, t.shape);
+    int a = axisOf(fd, out->extents);
     if (a >= 0)
       fetchOfAxis[a] = &fd;
   }
@@ -200,7 +302,7 @@ std::optional<Dependence> dependence(const Kernel &producer,
     const FetchDim *fd = fetchOfAxis[a];
     if (!fd)
       return fail("the fetch does not read axis " + std::to_string(a));
-    r.globalExtent = t.shape[a];
+    r.globalExtent = out->extents[a];
     if (fd->fromLoop || fd->groupK > 0)
       continue; // the reduction loop reads the whole axis (a group: at most)
     r.all = false;
@@ -217,14 +319,14 @@ std::optional<Dependence> dependence(const Kernel &producer,
 int64_t Policy::semaphores(const TileGrid &g) const {
   int64_t n = 1;
   for (int d = 0; d < 4; ++d)
-    n *= merged[d] ? 1 : g.tiles[d];
+    n *= merged[d] ? 1 : stride[d] ? stride[d] : g.tiles[d];
   return n;
 }
 
 int64_t Policy::postsPerSemaphore(const TileGrid &g) const {
   int64_t n = 1;
   for (int d = 0; d < 4; ++d)
-    n *= merged[d] ? g.tiles[d] : 1;
+    n *= merged[d] ? g.tiles[d] : stride[d] ? g.tiles[d] / stride[d] : 1;
   return n;
 }
 
@@ -233,31 +335,81 @@ int64_t Policy::semaphore(const TileGrid &g,
   int64_t s = 0;
   for (int d = 0; d < 4; ++d)
     if (!merged[d])
-      s = s * g.tiles[d] + c[d];
+      s = stride[d] ? s * stride[d] + c[d] % stride[d] : s * g.tiles[d] + c[d];
   return s;
 }
 
-std::vector<Policy> policies(const Dependence &d) {
+Box Policy::waited(Box b) const {
+  for (int d = 0; d < 4; ++d)
+    if (merged[d]) {
+      b.lo[d] = b.hi[d] = 0;
+    } else if (int64_t s = stride[d]) {
+      const bool wraps =
+          b.hi[d] - b.lo[d] + 1 >= s || b.lo[d] % s > b.hi[d] % s;
+      b.lo[d] = wraps ? 0 : b.lo[d] % s;
+      b.hi[d] = wraps ? s - 1 : b.hi[d] % s;
+    }
+  return b;
+}
+
+namespace {
+
+/// The stride, in tiles of producer dimension pd, between the positions
+/// the dependences read along it (Q's columns and K's of one head in a
+/// fused Q|K|V product): each reads one range that follows the same
+/// consumer dimension, at offsets a multiple of the stride apart that
+/// divides the dimension's tiles. 0 if none.
+int64_t strideOf(const std::vector<Dependence> &deps, int pd) {
+  const DimRead &r0 = deps[0].read[pd];
+  const TileGrid &g = deps[0].producer;
+  int64_t gap = 0;
+  for (const Dependence &d : deps) {
+    const DimRead &r = d.read[pd];
+    if (r.all || r.consumerDim != r0.consumerDim || r.mul != r0.mul ||
+        r.span != r0.span)
+      return 0;
+    gap = std::gcd(gap, std::abs(r.add - r0.add));
+  }
+  if (gap == 0 || gap % g.extent[pd])
+    return 0;
+  const int64_t s = gap / g.extent[pd];
+  return s < g.tiles[pd] && g.tiles[pd] % s == 0 ? s : 0;
+}
+
+} // namespace
+
+std::vector<Policy> policies(const std::vector<Dependence> &deps) {
   std::vector<Policy> out{{"TileSync", {false, false, false, false}}};
   // RowSync: the dimensions every consumer tile reads whole (a GEMM
   // chain's columns: the consumer's A tile is a whole row of the producer).
   Policy row{"RowSync", {false, false, false, false}};
-  bool any = false;
+  Policy strided{"StridedSync", {false, false, false, false}};
+  const TileGrid &g = deps[0].producer;
+  bool any = false, anyStride = false;
   for (int pd = 0; pd < 4; ++pd) {
-    if (d.producer.tiles[pd] < 2)
+    if (g.tiles[pd] < 2)
       continue;
     bool whole = true;
-    for (int64_t b = 0; b < d.consumer.blocks() && whole; ++b) {
-      Box x = d.box(d.consumer.coords(b));
-      whole =
-          x.empty() || (x.lo[pd] == 0 && x.hi[pd] == d.producer.tiles[pd] - 1);
-    }
-    row.merged[pd] = whole;
+    for (const Dependence &d : deps)
+      for (int64_t b = 0; b < d.consumer.blocks() && whole; ++b) {
+        Box x = d.box(d.consumer.coords(b));
+        whole = x.empty() || (x.lo[pd] == 0 && x.hi[pd] == g.tiles[pd] - 1);
+      }
+    row.merged[pd] = strided.merged[pd] = whole;
     any = any || whole;
+    if (deps.size() > 1 && !whole)
+      strided.stride[pd] = strideOf(deps, pd);
+    anyStride = anyStride || strided.stride[pd];
   }
   if (any)
     out.push_back(row);
+  if (anyStride)
+    out.push_back(strided);
   return out;
+}
+
+std::vector<Policy> policies(const Dependence &d) {
+  return policies(std::vector<Dependence>{d});
 }
 
 std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
@@ -266,9 +418,7 @@ std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
   Box b = d.box(c);
   if (b.empty())
     return out;
-  for (int dim = 0; dim < 4; ++dim)
-    if (p.merged[dim])
-      b.lo[dim] = b.hi[dim] = 0;
+  b = p.waited(b);
   const int64_t posts = p.postsPerSemaphore(d.producer);
   std::array<int64_t, 4> x{};
   for (x[0] = b.lo[0]; x[0] <= b.hi[0]; ++x[0])
@@ -279,10 +429,38 @@ std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
   return out;
 }
 
-SyncEstimate estimate(const Dependence &d, const Policy &p,
+namespace {
+
+/// The producer tile a consumer tile's waits under p complete with, the
+/// latest in `order` of those they count; -1 if it waits for none.
+int64_t lastWaited(const std::vector<Dependence> &deps, const Policy &p,
+                   const TileOrder &order, int64_t block) {
+  const TileGrid &g = deps[0].producer;
+  int64_t last = -1;
+  for (const Dependence &d : deps) {
+    Box b = d.box(d.consumer.coords(block));
+    if (b.empty())
+      continue;
+    b = p.waited(b);
+    // A semaphore's last tile: merged dimensions' last, a strided one's
+    // last tile of the residue (a slot grows with each coordinate).
+    for (int dim = 0; dim < 4; ++dim)
+      if (p.merged[dim])
+        b.hi[dim] = g.tiles[dim] - 1;
+      else if (p.stride[dim])
+        b.hi[dim] += g.tiles[dim] - p.stride[dim];
+    last = std::max(last, order.position(g, b.hi));
+  }
+  return last;
+}
+
+} // namespace
+
+SyncEstimate estimate(const std::vector<Dependence> &deps, const Policy &p,
                       const KernelTiming &producer,
                       const KernelTiming &consumer, int64_t sms,
                       double overheadUs, const TileOrder &order) {
+  const Dependence &d = deps[0];
   const int64_t bp = d.producer.blocks(), bc = d.consumer.blocks();
   const int64_t slotsP = sms * std::max<int64_t>(producer.perSM, 1);
   const int64_t slotsC = sms * std::max<int64_t>(consumer.perSM, 1);
@@ -293,20 +471,11 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
   // slots in consumer blocks.
   const int64_t done = (wavesP - 1) * slotsP;
   const int64_t idle = (wavesP * slotsP - bp) * slotsC / slotsP;
-  // The consumer's first tiles whose semaphores are then complete: the
-  // last producer tile of each one's box (merged dimensions whole), the
-  // latest in any order (a slot grows with each coordinate).
+  // The consumer's first tiles whose semaphores are then complete.
   int64_t ready = 0;
-  for (; ready < bc && ready < idle; ++ready) {
-    Box b = d.box(d.consumer.coords(ready));
-    if (b.empty())
-      continue;
-    for (int dim = 0; dim < 4; ++dim)
-      if (p.merged[dim])
-        b.hi[dim] = d.producer.tiles[dim] - 1;
-    if (order.position(d.producer, b.hi) >= done)
+  for (; ready < bc && ready < idle; ++ready)
+    if (lastWaited(deps, p, order, ready) >= done)
       break;
-  }
   SyncEstimate e;
   e.streamUs = producer.us + consumer.us;
   e.earlyTiles = ready;
@@ -315,19 +484,34 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
   return e;
 }
 
-TileOrder bestOrder(const Dependence &d, const Policy &p,
+SyncEstimate estimate(const Dependence &d, const Policy &p,
+                      const KernelTiming &producer,
+                      const KernelTiming &consumer, int64_t sms,
+                      double overheadUs, const TileOrder &order) {
+  return estimate(std::vector<Dependence>{d}, p, producer, consumer, sms,
+                  overheadUs, order);
+}
+
+TileOrder bestOrder(const std::vector<Dependence> &deps, const Policy &p,
                     const KernelTiming &producer, const KernelTiming &consumer,
                     int64_t sms) {
+  const TileGrid &g = deps[0].producer;
   TileOrder best;
-  double fastest = estimate(d, p, producer, consumer, sms, 0, best).syncUs;
+  double fastest = estimate(deps, p, producer, consumer, sms, 0, best).syncUs;
   TileOrder o;
   std::sort(o.fastest.begin(), o.fastest.end());
   do {
-    const double us = estimate(d, p, producer, consumer, sms, 0, o).syncUs;
-    if (us < fastest && !o.natural(d.producer))
+    const double us = estimate(deps, p, producer, consumer, sms, 0, o).syncUs;
+    if (us < fastest && !o.natural(g))
       best = o, fastest = us;
   } while (std::next_permutation(o.fastest.begin(), o.fastest.end()));
   return best;
+}
+
+TileOrder bestOrder(const Dependence &d, const Policy &p,
+                    const KernelTiming &producer, const KernelTiming &consumer,
+                    int64_t sms) {
+  return bestOrder(std::vector<Dependence>{d}, p, producer, consumer, sms);
 }
 
 } // namespace cuts::codegen::sync

@@ -10,7 +10,9 @@
 //
 // A policy maps producer tiles to semaphores (§III-E): TileSync gives each
 // tile its own, RowSync merges the producer grid dimensions a consumer tile
-// reads whole into one semaphore that counts their tiles. A conv's halo
+// reads whole into one semaphore that counts their tiles, StridedSync
+// merges the tiles a stride apart (a fused Q|K|V product's head's Q, K and
+// V, which attention's scores read through two fetches). A conv's halo
 // makes a consumer tile wait for a box of producer tiles (the paper's
 // Conv2DTileSync) with no policy of its own.
 //
@@ -33,9 +35,11 @@ namespace cuts::codegen::sync {
 TileGrid tileGrid(const Kernel &k);
 
 /// k's fetch `fetch` of a tensor in tiles: Kernel::fetches[fetch], or for a
-/// tensor-core product (no fetches) fetch 0, its A operand: the block's
-/// rows, every column in the K loop. Nullopt for a tensor-core A read in
-/// another way (an implicit GEMM's windows, a view, a batch of products).
+/// tensor-core product (no fetches) fetch 0 or 1, its A or B operand: the
+/// block's rows of A (columns of B), every position of the K loop, the
+/// block's product of a batch, read in place through a view where it has
+/// one. Nullopt for an implicit GEMM's windows, and for a batch whose
+/// products step along several axes of a view.
 std::optional<Fetch> tiledFetch(const Kernel &k, int fetch);
 
 /// The dependence through consumer fetch `fetch`, which reads the tensor
@@ -49,6 +53,11 @@ std::optional<Dependence> dependence(const Kernel &producer,
 /// The policies worth trying for d: TileSync, and RowSync where a consumer
 /// tile reads some producer dimension of several tiles whole.
 std::vector<Policy> policies(const Dependence &d);
+/// For a consumer that reads the producer's output through several
+/// fetches (the scores' product reads Q and K of a fused Q|K|V product),
+/// one dependence each: also StridedSync where their reads along a
+/// producer dimension are a whole number of tiles apart.
+std::vector<Policy> policies(const std::vector<Dependence> &deps);
 
 /// The waits of consumer block `c` under policy p, semaphores ascending.
 std::vector<Wait> waitsOf(const Dependence &d, const Policy &p,
@@ -88,6 +97,13 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
                       const KernelTiming &consumer, int64_t sms,
                       double overheadUs = kSyncOverheadUs,
                       const TileOrder &order = {});
+/// A consumer tile of several dependences starts once all its waits are
+/// complete.
+SyncEstimate estimate(const std::vector<Dependence> &deps, const Policy &p,
+                      const KernelTiming &producer,
+                      const KernelTiming &consumer, int64_t sms,
+                      double overheadUs = kSyncOverheadUs,
+                      const TileOrder &order = {});
 
 /// T, chosen by the model: of the orders of the producer's grid
 /// dimensions, the one whose estimate is fastest (the early consumer tiles
@@ -95,6 +111,9 @@ SyncEstimate estimate(const Dependence &d, const Policy &p,
 /// where the producer runs in one wave: nothing of it is done before its
 /// last).
 TileOrder bestOrder(const Dependence &d, const Policy &p,
+                    const KernelTiming &producer, const KernelTiming &consumer,
+                    int64_t sms);
+TileOrder bestOrder(const std::vector<Dependence> &deps, const Policy &p,
                     const KernelTiming &producer, const KernelTiming &consumer,
                     int64_t sms);
 

@@ -57,8 +57,15 @@ public:
 private:
   struct SyncPair {
     size_t step; // the producer's; the consumer's is the next
-    int fetch;   // the consumer's fetch of the producer's output
-    codegen::sync::Dependence dependence;
+    /// The consumer's arguments that are the producer's output or views of
+    /// it (two where it reads Q and K of one fused product), the fetch of
+    /// each and a dependence each.
+    std::vector<size_t> args;
+    std::vector<int> fetches;
+    std::vector<codegen::sync::Dependence> dependences;
+    const codegen::sync::TileGrid &producer() const {
+      return dependences.front().producer;
+    }
     codegen::sync::Policy policy; // the model's best
     codegen::sync::SyncEstimate estimate;
     std::vector<codegen::sync::Policy> policies; // every one that applies

@@ -138,28 +138,50 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
   const codegen::Kernel &kp = unique[uniqueOfKernel[sp.kernel]];
   const codegen::Kernel &kc = unique[uniqueOfKernel[sc.kernel]];
   d.producer = lp.name, d.consumer = lc.name;
-  if (lp.outputs.size() != 1 ||
-      std::count(lc.args.begin(), lc.args.end(), lp.outputs[0]) != 1) {
-    d.why = "the consumer does not read the producer's one output once";
+  // The memory a tensor is (a view's, its base's).
+  auto memory = [&](int t) {
+    while (m.tensors[size_t(t)].viewOf >= 0)
+      t = m.tensors[size_t(t)].viewOf;
+    return t;
+  };
+  auto reads = [&](size_t a) {
+    return lp.outputs.size() == 1 &&
+           memory(lc.args[a]) == memory(lp.outputs[0]);
+  };
+  std::vector<size_t> args;
+  for (size_t a = 0; a < lc.args.size(); ++a)
+    if (reads(a))
+      args.push_back(a);
+  if (args.empty()) {
+    d.why = "the consumer does not read the producer's one output";
     return std::nullopt;
   }
-  const int t = lp.outputs[0];
-  int fetch = -1, tensor = -1;
-  for (int f = 0; f < std::max<int>(1, int(kc.fetches.size())); ++f) {
-    auto tf = codegen::sync::tiledFetch(kc, f);
-    if (tf && tf->tensor >= 0 && !tf->mask && lc.args[size_t(tf->tensor)] == t)
-      fetch = f, tensor = tf->tensor;
-  }
-  if (fetch < 0 || !readsOnlyThrough(kc, tensor, fetch)) {
-    d.why = "the consumer reads the producer's output outside its tiled "
-            "fetch";
-    return std::nullopt;
-  }
-  std::string why;
-  auto dep = codegen::sync::dependence(kp, kc, fetch, why);
-  if (!dep) {
-    d.why = why;
-    return std::nullopt;
+  // Each argument that is the output, or a view of it, is a tensor the
+  // consumer reads only through a tiled fetch (a product's A and B may
+  // both be: Q and K of a fused Q|K|V product).
+  std::vector<int> fetches;
+  std::vector<codegen::sync::Dependence> deps;
+  for (size_t a : args) {
+    int fetch = -1;
+    for (int f = 0; f < std::max<int>(kc.mma ? 2 : 1, int(kc.fetches.size()));
+         ++f) {
+      auto tf = codegen::sync::tiledFetch(kc, f);
+      if (tf && tf->tensor == int(a) && !tf->mask)
+        fetch = f;
+    }
+    if (fetch < 0 || !readsOnlyThrough(kc, int(a), fetch)) {
+      d.why = "the consumer reads the producer's output outside its tiled "
+              "fetch";
+      return std::nullopt;
+    }
+    std::string why;
+    auto dep = codegen::sync::dependence(kp, kc, fetch, why);
+    if (!dep) {
+      d.why = why;
+      return std::nullopt;
+    }
+    fetches.push_back(fetch);
+    deps.push_back(*dep);
   }
   auto timing = [&](const codegen::Kernel &k, int launch) {
     return codegen::sync::KernelTiming{
@@ -170,24 +192,24 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
   const bool overPdl = opts.arch.hasPdl();
   std::optional<SyncPair> best;
   std::map<std::string, std::optional<codegen::sync::TileOrder>> orders;
-  for (const codegen::sync::Policy &p : codegen::sync::policies(*dep)) {
+  for (const codegen::sync::Policy &p : codegen::sync::policies(deps)) {
     const auto tp = timing(kp, sp.kernel), tc = timing(kc, sc.kernel);
     const codegen::sync::TileOrder order =
-        codegen::sync::bestOrder(*dep, p, tp, tc, opts.arch.numSM);
-    if (!order.natural(dep->producer))
+        codegen::sync::bestOrder(deps, p, tp, tc, opts.arch.numSM);
+    if (!order.natural(deps[0].producer))
       orders[p.name] = order;
     auto e =
-        codegen::sync::estimate(*dep, p, tp, tc, opts.arch.numSM,
+        codegen::sync::estimate(deps, p, tp, tc, opts.arch.numSM,
                                 overPdl ? codegen::sync::kSyncOverPdlOverheadUs
                                         : codegen::sync::kSyncOverheadUs,
                                 order);
     if (!best || e.gain() > best->estimate.gain())
-      best = SyncPair{i, fetch, *dep, p, e, {}, {}, overPdl};
+      best = SyncPair{i, args, fetches, deps, p, e, {}, {}, overPdl};
     best->policies.push_back(p);
   }
   best->orders = std::move(orders);
   d.policy = best->policy.name, d.overPdl = overPdl;
-  d.order = orderText(best->orders[best->policy.name], dep->producer);
+  d.order = orderText(best->orders[best->policy.name], deps[0].producer);
   d.streamUs = best->estimate.streamUs, d.syncUs = best->estimate.syncUs;
   d.earlyTiles = best->estimate.earlyTiles;
   return best;
@@ -201,10 +223,13 @@ Packager::pairKernels(const SyncPair &p,
       unique[size_t(uniqueOfKernel[m.steps[p.step + 1].kernel])];
   auto order = p.orders.find(policy.name);
   post.post =
-      codegen::TilePost{p.dependence.producer, policy,
+      codegen::TilePost{p.producer(), policy,
                         order != p.orders.end() ? order->second : std::nullopt};
-  wait.waits = {codegen::TileWait{
-      codegen::sync::tiledFetch(wait, p.fetch)->tensor, p.dependence, policy}};
+  wait.waits.clear();
+  for (size_t i = 0; i < p.fetches.size(); ++i)
+    wait.waits.push_back(
+        codegen::TileWait{codegen::sync::tiledFetch(wait, p.fetches[i])->tensor,
+                          p.dependences[i], policy});
   return {post, wait};
 }
 
@@ -234,14 +259,14 @@ tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
   c.producerWrites =
       int(std::find(lp.args.begin(), lp.args.end(), lp.outputs[0]) -
           lp.args.begin());
-  c.consumerReads =
-      int(std::find(lc.args.begin(), lc.args.end(), lp.outputs[0]) -
-          lc.args.begin());
+  for (size_t a = 0; a < lc.args.size(); ++a)
+    if (std::count(p.args.begin(), p.args.end(), a))
+      c.consumerReads.push_back(int(a));
   for (const codegen::sync::Policy &policy : p.policies) {
     auto [post, wait] = pairKernels(p, policy);
     c.policies.push_back({policy.name, tuneCandidate(post, arch, toolkit),
                           tuneCandidate(wait, arch, toolkit),
-                          policy.semaphores(p.dependence.producer),
+                          policy.semaphores(p.producer()),
                           post.post->order.has_value()});
   }
   c.hold = codegen::syncWaitKernel();
@@ -283,7 +308,7 @@ bool Packager::decide(SyncPair &p, SyncDecision &d) {
     d.measured = true;
     d.measuredStreamUs = *stream, d.measuredPdlUs = pdl.value_or(0);
     d.measuredSyncUs = syncUs, d.policy = fastest->name;
-    d.order = orderText(p.orders[fastest->name], p.dependence.producer);
+    d.order = orderText(p.orders[fastest->name], p.producer());
     p.policy = *fastest, p.overPdl = d.overPdl = overPdl;
     const double best = std::min(*stream, pdl.value_or(*stream));
     if (pdl && *pdl > *stream * (1 + kMinMeasuredGain))
@@ -328,8 +353,8 @@ int Packager::addHelperLaunch(int u, std::vector<int> args,
 int Packager::synchronise(const SyncPair &p, size_t n, int epoch, int wait) {
   const int kp = m.steps[p.step].kernel, kc = m.steps[p.step + 1].kernel;
   const std::string tag = "cuts_sync" + std::to_string(n);
-  const int sems = addStateTensor(tag + "_semaphores",
-                                  p.policy.semaphores(p.dependence.producer));
+  const int sems =
+      addStateTensor(tag + "_semaphores", p.policy.semaphores(p.producer()));
   const int started = addStateTensor(tag + "_started", 1);
   auto [post, wait4] = pairKernels(p, p.policy);
   uniqueOfKernel[size_t(kp)] = addUnique(post, "_post");
@@ -344,7 +369,8 @@ int Packager::synchronise(const SyncPair &p, size_t n, int epoch, int wait) {
     lp.args.push_back(next);
     lp.outputs.push_back(next);
   }
-  lc.args.insert(lc.args.end(), {sems, epoch});
+  lc.args.insert(lc.args.end(), p.fetches.size(), sems); // one per wait
+  lc.args.push_back(epoch);
   lp.summary += "; cuSync producer (" + p.policy.name + ")";
   lc.summary += "; cuSync consumer (" + p.policy.name + ")";
   return addHelperLaunch(wait, {started, epoch}, {},

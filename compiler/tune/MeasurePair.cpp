@@ -243,13 +243,16 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
       load(holdC, cubins[2], hold) && load(epochC, cubins[3], epoch);
 
   // Buffers: one set is the producer's arguments and the consumer's but
-  // the one it reads the intermediate through; the state after the sets.
+  // those it reads the intermediate through; the state after the sets.
+  auto reads = [&](size_t a) {
+    return std::count(p.consumerReads.begin(), p.consumerReads.end(), int(a));
+  };
   auto padded = [](uint64_t b) { return (b + 255) / 256 * 256; };
   uint64_t setBytes = 0;
   for (uint64_t b : p.producer.argBytes)
     setBytes += padded(b);
   for (size_t a = 0; a < p.consumer.argBytes.size(); ++a)
-    if (int(a) != p.consumerReads)
+    if (!reads(a))
       setBytes += padded(p.consumer.argBytes[a]);
   setBytes = std::max<uint64_t>(setBytes, 256);
   size_t copies = size_t(std::clamp<uint64_t>(
@@ -271,7 +274,7 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
     for (uint64_t b : p.producer.argBytes)
       pa[k].push_back(at), at += padded(b);
     for (size_t a = 0; a < p.consumer.argBytes.size(); ++a)
-      if (int(a) == p.consumerReads) {
+      if (reads(a)) {
         ca[k].push_back(pa[k][size_t(p.producerWrites)]);
       } else {
         ca[k].push_back(at), at += padded(p.consumer.argBytes[a]);
@@ -316,7 +319,8 @@ bool PairBench::time(const PairCandidate &p, const std::string &arch,
     };
     auto waitArgs = [&](size_t k) {
       auto cc = ca[k];
-      cc.insert(cc.end(), {sems, epochWord});
+      cc.insert(cc.end(), p.consumerReads.size(), sems); // one per wait
+      cc.push_back(epochWord);
       return cc;
     };
     ways.emplace_back(

@@ -155,8 +155,8 @@ struct PairCandidate {
   /// The plain pair's signature; its times are cached under pairKey().
   std::string key;
   Candidate producer, consumer;
-  int producerWrites = -1; // the producer's argument the consumer reads
-  int consumerReads = -1;  // and the consumer's argument it is
+  int producerWrites = -1;        // the producer's argument the consumer reads
+  std::vector<int> consumerReads; // and the consumer's arguments it is
   struct Synchronised {
     std::string policy;
     Candidate post, wait;

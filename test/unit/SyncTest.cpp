@@ -414,7 +414,7 @@ TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
   auto d = dependence(*p, *c, 0, why);
   REQUIRE(d);
   CHECK(d->producer.tiles == std::array<int64_t, 4>{4, 3, 1, 1});
-  CHECK_FALSE(dependence(*p, *c, 1, why)); // B: no tiled fetch
+  CHECK_FALSE(dependence(*p, *c, 1, why)); // B is W2, of another shape
 
   std::mt19937 rng(5);
   auto halves = [&](size_t n) {
@@ -634,4 +634,155 @@ TEST_CASE("sync: the model's gain is the consumer tiles that fit the "
   // of row 2): the consumer's first two tiles, which need rows 0-1, fit.
   CHECK(estimate(*d, policies(*d)[0], {300, 1}, {200, 1}, 6).earlyTiles == 0);
   CHECK(estimate(*d, policies(*d)[0], {300, 1}, {200, 1}, 7).earlyTiles == 2);
+}
+
+TEST_CASE("sync: the scores' product waits for Q and K of its head in a fused "
+          "Q|K|V product (StridedSync)",
+          "[sync]") {
+  // GPT-2's attention, small: QKV = X W (32 x 16 x 192, fp16 out), read as
+  // [32, 12, 16] (4 heads of 16 for each of Q, K and V); the scores of head
+  // h, Q_h K_h^T, read Q at columns 16 h and K at 64 + 16 h in place (the
+  // products' views), a dependence each. Q, K and V of a head are 64
+  // columns apart: StridedSync's stride, 4 of the mma.sync producer's
+  // 16-wide tiles, 1 of the warp-specialised wgmma one's 64-wide tiles (its
+  // copying warpgroup returns before the post: the consumers post alone).
+  const int64_t S = 32, E = 16, H = 4, D = 16;
+  std::string err;
+  MmaView q;
+  q.shape = {S, 3 * H, D};
+  q.batchExtents = {H}, q.batchStrides = {D}, q.rowStride = 3 * H * D;
+  MmaView k = q;
+  k.offset = H * D;
+  MmaLoop cm;
+  cm.operand = dfg::Type::F16, cm.warpsM = cm.warpsN = 1, cm.mi = 1, cm.ni = 2;
+  cm.stages = 2;
+  auto c = buildMmaMatMul("scores", test::matmulDesc(S, D, S, false, true, H),
+                          mmaParams(cm, 16), dfg::Type::F16, {}, err, {q, k});
+  INFO(err);
+  REQUIRE(c);
+  // 64 columns a tile: too wide a tile to stage in the stages' memory, so
+  // the copying warpgroup returns after its copies.
+  MmaLoop ws = cm;
+  ws.instr = MatrixInstr::Wgmma, ws.warpSpecialized = true, ws.ni = 8;
+  for (const MmaLoop &pm : {cm, ws}) {
+    INFO((pm.warpSpecialized ? "warp-specialised wgmma" : "mma.sync"));
+    auto p =
+        buildMmaMatMul("qkv", test::matmulDesc(S, E, 3 * H * D, false, true),
+                       mmaParams(pm, 16), dfg::Type::F16, {}, err);
+    INFO(err);
+    REQUIRE(p);
+    setTensorType(*p, "Y", dfg::Type::F16);
+    std::string why;
+    std::vector<Dependence> deps;
+    for (int f : {0, 1}) {
+      auto d = dependence(*p, *c, f, why);
+      INFO(why);
+      REQUIRE(d);
+      deps.push_back(*d);
+    }
+    const TileGrid &g = deps[0].producer, &cg = deps[0].consumer;
+    const int64_t stride = H * D / (8 * pm.ni); // a head's Q to its K
+    REQUIRE(g.tiles[1] == 3 * stride);
+    std::vector<Policy> ps = policies(deps);
+    REQUIRE(ps.size() == 2);
+    CHECK(ps[1].name == "StridedSync");
+    CHECK(ps[1].stride == std::array<int64_t, 4>{0, stride, 0, 0});
+    CHECK(ps[1].postsPerSemaphore(g) == 3); // Q, K and V
+    // Element by element: the producer tiles consumer block b reads (rows
+    // of Q and of K, head h's 16 columns of each). TileSync's boxes are
+    // exactly those; every policy's waits cover them.
+    for (int64_t b = 0; b < cg.blocks(); ++b) {
+      const std::array<int64_t, 4> cb = cg.coords(b);
+      std::set<std::array<int64_t, 4>> want, got;
+      for (int64_t r = 0; r < cg.extent[0]; ++r)
+        for (int64_t col = 0; col < D; ++col) {
+          const int64_t qr = cb[0] * cg.extent[0] + r,
+                        kr = cb[1] * cg.extent[1] + r;
+          if (qr < S)
+            want.insert(
+                {qr / g.extent[0], (cb[2] * D + col) / g.extent[1], 0, 0});
+          if (kr < S)
+            want.insert({kr / g.extent[0],
+                         (H * D + cb[2] * D + col) / g.extent[1], 0, 0});
+        }
+      for (const Dependence &d : deps) {
+        Box x = d.box(cb);
+        for (int64_t n = x.lo[0]; n <= x.hi[0]; ++n)
+          for (int64_t t = x.lo[1]; t <= x.hi[1]; ++t)
+            got.insert({n, t, 0, 0});
+      }
+      INFO("consumer block " << b);
+      CHECK(got == want);
+      for (const Policy &pol : ps) {
+        std::set<int64_t> waited;
+        for (const Dependence &d : deps)
+          for (const Wait &w : waitsOf(d, pol, cb))
+            waited.insert(w.semaphore);
+        for (const auto &t : want)
+          CHECK(waited.count(pol.semaphore(g, t)) == 1);
+      }
+    }
+    // Run at once on two threads, the consumer first: each policy's scores
+    // equal the stream-ordered ones bit for bit (Q|K|V NaN until stored).
+    std::mt19937 rng(9);
+    auto halves = [&](size_t n) {
+      std::vector<uint16_t> h(n);
+      std::uniform_int_distribution<int> u(0, 2047);
+      for (uint16_t &x : h) // fp16 in [0.5, 1) and (-1, -0.5]
+        x = uint16_t(0x3800 + u(rng) % 1024 + (u(rng) % 2) * 0x8000);
+      return h;
+    };
+    std::vector<uint16_t> x = halves(S * E), w = halves(3 * H * D * E),
+                          qkv(S * 3 * H * D, 0xffff);
+    std::vector<float> ref = test::poisoned(H * S * S);
+    REQUIRE(runOnHost(*p, {{"A", x.data()}, {"B", w.data()}, {"Y", qkv.data()}},
+                      err));
+    REQUIRE(runOnHost(
+        *c, {{"A", qkv.data()}, {"B", qkv.data()}, {"Y", ref.data()}}, err));
+    for (const Policy &pol : ps) {
+      INFO(pol.name);
+      Kernel sp = *p, sc = *c;
+      sp.name = "qkv_" + pol.name, sc.name = "scores_" + pol.name;
+      sp.post = TilePost{g, pol, std::nullopt};
+      sc.waits = {TileWait{0, deps[0], pol}, TileWait{1, deps[1], pol}};
+      auto hp = compileOnHost(sp, err), hc = compileOnHost(sc, err);
+      INFO(err);
+      REQUIRE(hp);
+      REQUIRE(hc);
+      CHECK(compileWithNvrtc(emitSource(sp), "sm_90a", err));
+      CHECK(compileWithNvrtc(emitSource(sc), "sm_90a", err));
+      CHECK((emitSource(sp).find("bar.sync 1, 128;") != std::string::npos) ==
+            pm.warpSpecialized);
+      std::vector<unsigned> sems(size_t(pol.semaphores(g)), 0);
+      unsigned started = 0, epoch = 0;
+      std::vector<uint16_t> mid(qkv.size(), 0xffff);
+      std::vector<float> out = test::poisoned(ref.size());
+      std::string cerr;
+      bool consumed = false;
+      std::thread consumer([&] {
+        consumed = launchOnHost(*hc, sc,
+                                {{"A", mid.data()},
+                                 {"B", mid.data()},
+                                 {"Y", out.data()},
+                                 {"cuts_ready0", sems.data()},
+                                 {"cuts_ready1", sems.data()},
+                                 {"cuts_epoch", &epoch}},
+                                cerr);
+      });
+      bool produced = launchOnHost(*hp, sp,
+                                   {{"A", x.data()},
+                                    {"B", w.data()},
+                                    {"Y", mid.data()},
+                                    {"cuts_posted", sems.data()},
+                                    {"cuts_started", &started}},
+                                   err);
+      consumer.join();
+      INFO(err << cerr);
+      CHECK(produced);
+      CHECK(consumed);
+      CHECK(std::memcmp(out.data(), ref.data(), ref.size() * 4) == 0);
+      for (unsigned s : sems)
+        CHECK(s == unsigned(pol.postsPerSemaphore(g)));
+    }
+  }
 }
