@@ -237,9 +237,8 @@ Chain convs(int64_t n, int64_t c, int64_t side) {
 }
 
 // The model's first-ranked kernels of up to `n` block shapes (each shape's
-// first-ranked set); in fp16 only tensor-core ones that are not
-// warp-specialised (whose copying warps return before a post), the output
-// fp16 where it is the producer.
+// first-ranked set); in fp16 only tensor-core ones, the output fp16 where
+// it is the producer.
 std::vector<Kernel> build(const std::string &name, const OpDesc &d,
                           const GpuArch &arch, bool producer, int n,
                           std::string &err) {
@@ -249,7 +248,7 @@ std::vector<Kernel> build(const std::string &name, const OpDesc &d,
     const TileParams &t = c.params;
     const std::array<int64_t, 4> shape{t.Nb, t.Kb, t.Hb, t.Wb};
     if (int(built.size()) == n ||
-        (d.elementBytes == 2 && (!t.tensorCore() || t.warpSpecialized)) ||
+        (d.elementBytes == 2 && !t.tensorCore()) ||
         std::find(shapes.begin(), shapes.end(), shape) != shapes.end())
       continue;
     std::optional<Kernel> k;
