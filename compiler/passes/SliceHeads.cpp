@@ -12,19 +12,13 @@
 
 #include "cuts/Dialect/Cuts/CutsOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 
 namespace cuts {
 #define GEN_PASS_DEF_SLICEHEADS
 #include "compiler/passes/Passes.h.inc"
 
 namespace {
-
-int64_t product(llvm::ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
 
 /// The one axis op slices (unit step, every other axis whole); -1 if none
 /// or several.
@@ -60,7 +54,8 @@ bool sliceAfterReshape(SliceOp op) {
   if (factors < 2 || R.take_front(a) != S.take_front(a) ||
       R.take_back(tail) != S.take_back(tail))
     return false;
-  const int64_t inner = product(R.slice(a + 1, factors - 1));
+  const int64_t inner =
+      mlir::ShapedType::getNumElements(R.slice(a + 1, factors - 1));
   const int64_t start = op.getStarts()[a], end = op.getEnds()[a];
   if (start % inner || X[a] % inner)
     return false;

@@ -391,6 +391,34 @@ TEST_CASE("sync: producer and consumer run at once, each consumer tile after "
   CHECK(err.find("the flag it waits for is never set") != std::string::npos);
 }
 
+namespace {
+
+// fp16 bits of values in [0.5, 1) and (-1, -0.5].
+std::vector<uint16_t> halves(std::mt19937 &rng, size_t n) {
+  std::vector<uint16_t> h(n);
+  std::uniform_int_distribution<int> u(0, 2047);
+  for (uint16_t &x : h)
+    x = uint16_t(0x3800 + u(rng) % 1024 + (u(rng) % 2) * 0x8000);
+  return h;
+}
+
+// Consumer c on a thread of its own, launched first, then producer p: the
+// consumer's tiles spin until the producer's posts. Both must finish.
+void runAtOnce(const HostKernel &hp, const Kernel &p,
+               const std::map<std::string, void *> &pb, const HostKernel &hc,
+               const Kernel &c, const std::map<std::string, void *> &cb) {
+  std::string perr, cerr;
+  bool consumed = false;
+  std::thread consumer([&] { consumed = launchOnHost(hc, c, cb, cerr); });
+  const bool produced = launchOnHost(hp, p, pb, perr);
+  consumer.join();
+  INFO(perr << cerr);
+  CHECK(produced);
+  CHECK(consumed);
+}
+
+} // namespace
+
 TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
   // Y1 = X W1 (64 x 32 x 48, fp16 out), Y2 = Y1 W2 (64 x 48 x 32) on
   // mma.sync, 16 x 16 tiles: a consumer tile reads a row of producer tiles
@@ -417,15 +445,8 @@ TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
   CHECK_FALSE(dependence(*p, *c, 1, why)); // B is W2, of another shape
 
   std::mt19937 rng(5);
-  auto halves = [&](size_t n) {
-    std::vector<uint16_t> h(n);
-    std::uniform_int_distribution<int> u(0, 2047);
-    for (uint16_t &x : h) // fp16 in [0.5, 1) and (-1, -0.5]
-      x = uint16_t(0x3800 + u(rng) % 1024 + (u(rng) % 2) * 0x8000);
-    return h;
-  };
-  std::vector<uint16_t> x = halves(64 * 32), w1 = halves(32 * 48),
-                        w2 = halves(48 * 32), y1(64 * 48, 0xffff);
+  std::vector<uint16_t> x = halves(rng, 64 * 32), w1 = halves(rng, 32 * 48),
+                        w2 = halves(rng, 48 * 32), y1(64 * 48, 0xffff);
   std::vector<float> ref = test::poisoned(64 * 32);
   REQUIRE(runOnHost(*p, {{"A", x.data()}, {"B", w1.data()}, {"Y", y1.data()}},
                     err));
@@ -453,28 +474,18 @@ TEST_CASE("sync: tensor-core products chain tile by tile", "[sync]") {
     unsigned started = 0, epoch = 0;
     std::vector<uint16_t> mid(y1.size(), 0xffff); // NaN until stored
     std::vector<float> out = test::poisoned(ref.size());
-    std::string cerr;
-    bool consumed = false;
-    std::thread consumer([&] {
-      consumed = launchOnHost(*hc, sc,
-                              {{"A", mid.data()},
-                               {"B", w2.data()},
-                               {"Y", out.data()},
-                               {"cuts_ready0", sems.data()},
-                               {"cuts_epoch", &epoch}},
-                              cerr);
-    });
-    bool produced = launchOnHost(*hp, sp,
-                                 {{"A", x.data()},
-                                  {"B", w1.data()},
-                                  {"Y", mid.data()},
-                                  {"cuts_posted", sems.data()},
-                                  {"cuts_started", &started}},
-                                 err);
-    consumer.join();
-    INFO(err << cerr);
-    CHECK(produced);
-    CHECK(consumed);
+    runAtOnce(*hp, sp,
+              {{"A", x.data()},
+               {"B", w1.data()},
+               {"Y", mid.data()},
+               {"cuts_posted", sems.data()},
+               {"cuts_started", &started}},
+              *hc, sc,
+              {{"A", mid.data()},
+               {"B", w2.data()},
+               {"Y", out.data()},
+               {"cuts_ready0", sems.data()},
+               {"cuts_epoch", &epoch}});
     CHECK(std::memcmp(out.data(), ref.data(), ref.size() * 4) == 0);
     CHECK(started == 1);
   }
@@ -725,14 +736,8 @@ TEST_CASE("sync: the scores' product waits for Q and K of its head in a fused "
     // Run at once on two threads, the consumer first: each policy's scores
     // equal the stream-ordered ones bit for bit (Q|K|V NaN until stored).
     std::mt19937 rng(9);
-    auto halves = [&](size_t n) {
-      std::vector<uint16_t> h(n);
-      std::uniform_int_distribution<int> u(0, 2047);
-      for (uint16_t &x : h) // fp16 in [0.5, 1) and (-1, -0.5]
-        x = uint16_t(0x3800 + u(rng) % 1024 + (u(rng) % 2) * 0x8000);
-      return h;
-    };
-    std::vector<uint16_t> x = halves(S * E), w = halves(3 * H * D * E),
+    std::vector<uint16_t> x = halves(rng, S * E),
+                          w = halves(rng, 3 * H * D * E),
                           qkv(S * 3 * H * D, 0xffff);
     std::vector<float> ref = test::poisoned(H * S * S);
     REQUIRE(runOnHost(*p, {{"A", x.data()}, {"B", w.data()}, {"Y", qkv.data()}},
@@ -757,29 +762,19 @@ TEST_CASE("sync: the scores' product waits for Q and K of its head in a fused "
       unsigned started = 0, epoch = 0;
       std::vector<uint16_t> mid(qkv.size(), 0xffff);
       std::vector<float> out = test::poisoned(ref.size());
-      std::string cerr;
-      bool consumed = false;
-      std::thread consumer([&] {
-        consumed = launchOnHost(*hc, sc,
-                                {{"A", mid.data()},
-                                 {"B", mid.data()},
-                                 {"Y", out.data()},
-                                 {"cuts_ready0", sems.data()},
-                                 {"cuts_ready1", sems.data()},
-                                 {"cuts_epoch", &epoch}},
-                                cerr);
-      });
-      bool produced = launchOnHost(*hp, sp,
-                                   {{"A", x.data()},
-                                    {"B", w.data()},
-                                    {"Y", mid.data()},
-                                    {"cuts_posted", sems.data()},
-                                    {"cuts_started", &started}},
-                                   err);
-      consumer.join();
-      INFO(err << cerr);
-      CHECK(produced);
-      CHECK(consumed);
+      runAtOnce(*hp, sp,
+                {{"A", x.data()},
+                 {"B", w.data()},
+                 {"Y", mid.data()},
+                 {"cuts_posted", sems.data()},
+                 {"cuts_started", &started}},
+                *hc, sc,
+                {{"A", mid.data()},
+                 {"B", mid.data()},
+                 {"Y", out.data()},
+                 {"cuts_ready0", sems.data()},
+                 {"cuts_ready1", sems.data()},
+                 {"cuts_epoch", &epoch}});
       CHECK(std::memcmp(out.data(), ref.data(), ref.size() * 4) == 0);
       for (unsigned s : sems)
         CHECK(s == unsigned(pol.postsPerSemaphore(g)));
