@@ -17,6 +17,11 @@
 //
 //   cuts-sync-bench [--arch h200] [--model gpt3|llama|conv64|..|conv512]
 //                   [--rows 1,64,...] [--iters N] [--fp16] [--tilings N]
+//                   [--order]
+//
+// --order: each synchronised producer takes its tiles from the slot counter
+// in the first order of its grid dimensions that is not blockIdx's (the
+// paper's T, forced where the model would not choose it).
 //
 // With several tilings a row size ends in a line "best": each way's fastest
 // pair of tilings, as a tuner that times them all would pick (the gains
@@ -195,7 +200,7 @@ double waves(const Loaded &l, int sms) {
 }
 
 struct Buffers {
-  CUdeviceptr x, w1, y1, w2, y2, sems, epoch;
+  CUdeviceptr x, w1, y1, w2, y2, sems, epoch, next; // next: T's slot counter
 };
 
 // Two dependent ops (the second reads the first's output) and the element
@@ -247,8 +252,7 @@ std::vector<Kernel> build(const std::string &name, const OpDesc &d,
   for (const Candidate &c : searchParams(d, arch).kept) {
     const TileParams &t = c.params;
     const std::array<int64_t, 4> shape{t.Nb, t.Kb, t.Hb, t.Wb};
-    if (int(built.size()) == n ||
-        (d.elementBytes == 2 && !t.tensorCore()) ||
+    if (int(built.size()) == n || (d.elementBytes == 2 && !t.tensorCore()) ||
         std::find(shapes.begin(), shapes.end(), shape) != shapes.end())
       continue;
     std::optional<Kernel> k;
@@ -330,8 +334,9 @@ int main(int argc, char **argv) {
   std::string archName = "h200", model = "gpt3";
   std::vector<int64_t> rows = {1, 64, 128, 256, 512, 1024, 2048};
   int iters = 10;
-  int tilings = 1;   // block shapes of each kernel, every pair of them timed
-  bool fp16 = false; // the MLPs on tensor cores
+  int tilings = 1;    // block shapes of each kernel, every pair of them timed
+  bool fp16 = false;  // the MLPs on tensor cores
+  bool order = false; // every producer in a tile order not blockIdx's (T)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--arch" && i + 1 < argc)
@@ -346,6 +351,8 @@ int main(int argc, char **argv) {
       fp16 = true;
     else if (a == "--tilings" && i + 1 < argc)
       tilings = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--order")
+      order = true;
     else {
       std::fprintf(stderr, "cuts-sync-bench: error: unknown argument %s\n",
                    a.c_str());
@@ -443,6 +450,12 @@ int main(int argc, char **argv) {
         for (const sync::Policy &pol : pr.policies) {
           Kernel sp = p, sc = c;
           sp.post = TilePost{dep->producer, pol, std::nullopt};
+          if (order) // the first order of the grid's dimensions not its own
+            for (sync::TileOrder o{{0, 1, 2, 3}};
+                 !sp.post->order &&
+                 std::next_permutation(o.fastest.begin(), o.fastest.end());)
+              if (!o.natural(dep->producer))
+                sp.post->order = o;
           sc.waits = {TileWait{sync::tiledFetch(c, 0)->tensor, *dep, pol}};
           sources.push_back(emitSource(sp)), sources.push_back(emitSource(sc));
           pr.synced.emplace_back(std::move(sp), std::move(sc));
@@ -478,6 +491,7 @@ int main(int argc, char **argv) {
     alloc(b.x, ch.x * eb), alloc(b.w1, ch.w1 * eb), alloc(b.y1, ch.y1 * eb);
     alloc(b.w2, ch.w2 * eb), alloc(b.y2, ch.y2 * 4);
     alloc(b.sems, size_t(semaphores) * 4), alloc(b.epoch, 4);
+    alloc(b.next, 4);
     fill(b.x, ch.x, 1.f), fill(b.w1, ch.w1, ch.scale1);
     fill(b.w2, ch.w2, ch.scale2);
     CHECK_CU(cuCtxSynchronize()); // the uploads' DMA done before sa's work
@@ -497,6 +511,7 @@ int main(int argc, char **argv) {
     auto zeroSemaphores = [&] {
       CHECK_CU(cuMemsetD32Async(b.sems, 0, size_t(semaphores), sa));
       CHECK_CU(cuMemsetD32Async(b.epoch, 0, 1, sa));
+      CHECK_CU(cuMemsetD32Async(b.next, 0, 1, sa));
     };
     auto poison = [&] { // NaN: a value read before it is stored shows
       CHECK_CU(cuMemsetD32Async(b.y1, 0xffffffffu, size_t(ch.y1) * eb / 4, sa));
@@ -578,7 +593,7 @@ int main(int argc, char **argv) {
             pr.policies[v].name, capture([&] {
               CHECK_CU(cuEventRecord(fork, sa));
               CHECK_CU(cuStreamWaitEvent(sb, fork, 0));
-              launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems, &started});
+              launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems, &started, &b.next});
               launch(hold, sb, {&started, &b.epoch});
               launch(lw, sb, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});
               CHECK_CU(cuEventRecord(join, sb));
@@ -589,7 +604,7 @@ int main(int argc, char **argv) {
         // block has started (no wait kernel, no fork or join).
         graphs.emplace_back(
             pr.policies[v].name + "/pdl", capture([&] {
-              launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems, &started});
+              launch(ls, sa, {&b.x, &b.w1, &b.y1, &b.sems, &started, &b.next});
               launchDependent(lw, sa, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});
               launch(next, sa, {&b.epoch});
             }));
@@ -641,7 +656,7 @@ int main(int argc, char **argv) {
         launch(hold, sb, {&e.started, &b.epoch});
         launch(e.c, sb, {&b.y1, &b.w2, &b.y2, &b.sems, &b.epoch});
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        launch(e.p, sa, {&b.x, &b.w1, &b.y1, &b.sems, &e.started});
+        launch(e.p, sa, {&b.x, &b.w1, &b.y1, &b.sems, &e.started, &b.next});
         finish(sa), finish(sb);
         CHECK_CU(cuMemcpyDtoH(got.data(), b.y2, size_t(ch.y2) * 4));
         if (std::memcmp(ref.data(), got.data(), ref.size() * 4)) {
