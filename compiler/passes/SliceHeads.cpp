@@ -57,7 +57,7 @@ bool sliceAfterReshape(SliceOp op) {
   const int64_t inner =
       mlir::ShapedType::getNumElements(R.slice(a + 1, factors - 1));
   const int64_t start = op.getStarts()[a], end = op.getEnds()[a];
-  if (start % inner || X[a] % inner)
+  if (inner <= 0 || start % inner || X[a] % inner) // an empty factor
     return false;
   llvm::SmallVector<int64_t> shape(X.take_front(a));
   shape.push_back(X[a] / inner);
