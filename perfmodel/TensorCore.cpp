@@ -103,7 +103,7 @@ void forEachTensorCoreParams(
       // A stage past the product's slices holds nothing but costs shared
       // memory, and so blocks on an SM (attention's K = 64 in one slice).
       const int64_t slices = (d.C + cin - 1) / cin;
-      for (int64_t stages : {4, 3, 2}) {
+      for (int64_t stages : {8, 6, 4, 3, 2}) {
         if (stages > std::max<int64_t>(2, slices))
           continue;
         p.stages = stages;
