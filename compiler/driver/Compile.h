@@ -44,7 +44,7 @@ struct CompileOptions {
   std::string nvrtcWorker;
   CostSource cost = CostSource::Model;
   std::string tuningCache;   // read, and written after measuring
-  int tuneCandidates = 8;    // best-bound parameter sets timed per group
+  int tuneCandidates = 16;   // best-bound parameter sets timed per group
   double tuneSeconds = 0;    // stop measuring after this long; 0: no limit
   std::string candidatesOut; // write the unmeasured candidates here
   tune::ProgressMode progress = tune::ProgressMode::Off; // on stderr

@@ -91,7 +91,7 @@ void usage(llvm::raw_ostream &os) {
         "      (axis 0 of the inputs whose axis 0 is symbolic or given by\n"
         "      --input-shape); a run takes any batch up to the largest, a\n"
         "      batch no profile has padded to the next larger\n"
-        "      --tune: time the best --tune-candidates K (8) parameter sets "
+        "      --tune: time the best --tune-candidates K (16) parameter sets "
         "of\n"
         "      every group the partition search considers (one per tiling\n"
         "      before a second FORMAT_shared of any) on this machine's\n"
