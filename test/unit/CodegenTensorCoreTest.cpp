@@ -501,6 +501,25 @@ TEST_CASE("tensor-core products match the reference on the CPU",
        specialized(mmaLoop(Type::F16, 1, 1, 1, 2, 4, MatrixInstr::Wgmma)),
        16,
        {}},
+      // Deep pipelines (a batch-1 Linear layer's): 8 and 6 stages over 20
+      // slices of 16, each stage refilled twice or more, K ragged.
+      {64,
+       312,
+       32,
+       1,
+       true,
+       mmaLoop(Type::F16, 1, 1, 1, 4, 8, MatrixInstr::Wgmma),
+       16,
+       {EpilogueOp::binary(dfg::Op::Add, "bias", {32})}},
+      {80,
+       312,
+       32,
+       1,
+       true,
+       specialized(mmaLoop(Type::BF16, 1, 1, 1, 4, 8, MatrixInstr::Wgmma)),
+       16,
+       {}},
+      {48, 312, 32, 1, false, mmaLoop(Type::F16, 1, 2, 1, 2, 6), 16, {}},
   };
   uint32_t seed = 21;
   int staged = 0, prefetching = 0, multiTile = 0, resident = 0;
