@@ -380,6 +380,13 @@ std::optional<StagedStore> stagedStore(const Kernel &k) {
   return s;
 }
 
+// Whether k's copying warpgroup returns once its copies are issued: a
+// warp-specialised loop whose consumers store their fragments themselves
+// (no staged tile) and sum no split-K parts.
+bool copiersReturn(const Kernel &k) {
+  return k.mma && k.mma->warpSpecialized && !stagedStore(k) && !splitsK(k);
+}
+
 // Whether k stages an operand a multistage loop could copy in early.
 bool prefetchable(const Kernel &k, const std::optional<StagedStore> &s) {
   return k.mma && !k.mma->warpSpecialized && s && s->operand >= 0;
@@ -3562,7 +3569,7 @@ void Emitter::emitSpecializedPipeline(bool staged) {
      << "      fetch(st, kt * " << p.Cin << ");\n"
      << "      cuts_cp_async_mbar_arrive(" << full << "st);\n"
      << "    }\n"
-     << (staged || splitsK(top) ? "" : "    return;\n") << "  } else {\n"
+     << (copiersReturn(top) ? "    return;\n" : "") << "  } else {\n"
      << "  for (int kt = 0; kt < kTiles; ++kt) {\n"
      << "    const int rs = kt % " << S << ";\n"
      << "    cuts_mbar_wait(" << full << "rs, (kt / " << S << ") & 1);\n"
@@ -4144,12 +4151,10 @@ void Emitter::emitPost() {
   os << "  // cuSync (" << top.post->policy.name
      << "): the tile's stores reach global memory before its semaphore\n"
      << "  // counts it.\n";
-  // A warp-specialised loop's producer warpgroup returned after its copies
-  // (unless it stages the tile or sums split-K parts): the consumers meet at
-  // a named barrier of their own (the host's barrier counts the threads
-  // still running).
-  const bool consumersOnly =
-      top.mma && top.mma->warpSpecialized && !stagedStore(top) && !splitsK(top);
+  // Where the copying warpgroup has returned, the consumers meet at a named
+  // barrier of their own (the host's barrier counts the threads still
+  // running).
+  const bool consumersOnly = copiersReturn(top);
   if (consumersOnly)
     os << "#if defined(__CUDA_ARCH__)\n"
        << "  asm volatile(\"bar.sync 1, " << top.params.threads() - 128

@@ -22,7 +22,6 @@ struct TileGrid {
   std::array<int64_t, 4> tiles{1, 1, 1, 1}, extent{1, 1, 1, 1};
   int64_t blocks() const { return tiles[0] * tiles[1] * tiles[2] * tiles[3]; }
   std::array<int64_t, 4> coords(int64_t block) const;
-  int64_t linear(const std::array<int64_t, 4> &c) const;
 };
 
 /// Along one producer grid dimension: the global positions a consumer block

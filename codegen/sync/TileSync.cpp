@@ -8,19 +8,7 @@
 namespace cuts::codegen::sync {
 
 std::array<int64_t, 4> TileGrid::coords(int64_t block) const {
-  std::array<int64_t, 4> c{};
-  for (int d = 3; d >= 0; --d) {
-    c[d] = block % tiles[d];
-    block /= tiles[d];
-  }
-  return c;
-}
-
-int64_t TileGrid::linear(const std::array<int64_t, 4> &c) const {
-  int64_t b = 0;
-  for (int d = 0; d < 4; ++d)
-    b = b * tiles[d] + c[d];
-  return b;
+  return TileOrder{}.coords(*this, block);
 }
 
 int64_t TileOrder::position(const TileGrid &g,

@@ -138,15 +138,10 @@ std::optional<Packager::SyncPair> Packager::syncCandidate(size_t i,
   const codegen::Kernel &kp = unique[uniqueOfKernel[sp.kernel]];
   const codegen::Kernel &kc = unique[uniqueOfKernel[sc.kernel]];
   d.producer = lp.name, d.consumer = lc.name;
-  // The memory a tensor is (a view's, its base's).
-  auto memory = [&](int t) {
-    while (m.tensors[size_t(t)].viewOf >= 0)
-      t = m.tensors[size_t(t)].viewOf;
-    return t;
-  };
+  // Arguments in the output's memory (it, or a view of it).
   auto reads = [&](size_t a) {
     return lp.outputs.size() == 1 &&
-           memory(lc.args[a]) == memory(lp.outputs[0]);
+           rt::rootTensor(m, lc.args[a]) == rt::rootTensor(m, lp.outputs[0]);
   };
   std::vector<size_t> args;
   for (size_t a = 0; a < lc.args.size(); ++a)
@@ -248,7 +243,6 @@ std::string pairSignature(const std::string &producerSource,
 tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
   const std::string arch = candidates->arch(), toolkit = nvrtcVersion();
   const rt::KernelLaunch &lp = m.kernels[m.steps[p.step].kernel];
-  const rt::KernelLaunch &lc = m.kernels[m.steps[p.step + 1].kernel];
   tune::PairCandidate c;
   c.producer = tuneCandidate(
       unique[size_t(uniqueOfKernel[m.steps[p.step].kernel])], arch, toolkit);
@@ -259,9 +253,7 @@ tune::PairCandidate Packager::pairCandidate(const SyncPair &p) const {
   c.producerWrites =
       int(std::find(lp.args.begin(), lp.args.end(), lp.outputs[0]) -
           lp.args.begin());
-  for (size_t a = 0; a < lc.args.size(); ++a)
-    if (std::count(p.args.begin(), p.args.end(), a))
-      c.consumerReads.push_back(int(a));
+  c.consumerReads.assign(p.args.begin(), p.args.end());
   for (const codegen::sync::Policy &policy : p.policies) {
     auto [post, wait] = pairKernels(p, policy);
     c.policies.push_back({policy.name, tuneCandidate(post, arch, toolkit),

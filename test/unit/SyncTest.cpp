@@ -575,7 +575,7 @@ TEST_CASE("sync: T orders a producer's tiles as its consumer needs them",
   std::set<int64_t> seen;
   for (int64_t s = 0; s < g.blocks(); ++s) {
     CHECK(order.position(g, order.coords(g, s)) == s);
-    seen.insert(g.linear(order.coords(g, s)));
+    seen.insert(TileOrder{}.position(g, order.coords(g, s)));
   }
   CHECK(int64_t(seen.size()) == g.blocks());
   CHECK(order.text(g) == "K,W,N");
